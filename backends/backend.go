@@ -1,0 +1,100 @@
+// Package backends defines the Backend interface that compiles a graph.Graph into a runnable
+// Program, the registry that backends join at init, and the per-machine selection rules.
+package backends
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+// Probe says whether a backend can run on this machine and with what.
+type Probe struct {
+	// Available is false when the backend cannot run here; Reason then says why.
+	Available bool
+	Reason    string
+	// Level is the kernel level that will run (for the CPU: "avx512", "avx2" or "generic").
+	Level string
+	// Device describes the hardware ("2 cores, Intel Xeon", "NVIDIA H200 141 GiB").
+	Device string
+	// Threads is the number of worker threads the backend uses.
+	Threads int
+	// Priority orders automatic selection: the highest available wins.
+	Priority int
+}
+
+// Options tune compilation. The zero value asks for the backend's defaults.
+type Options struct {
+	// Threads caps worker threads; 0 means every core the backend may use.
+	Threads int
+	// KeepIntermediates lists values (beyond the graph outputs) that Run must also return,
+	// for per-layer parity checks.
+	KeepIntermediates []string
+}
+
+// Backend compiles graphs for one kind of hardware.
+type Backend interface {
+	// Name is the stable name users pass to --backend ("cpu", "cuda").
+	Name() string
+	// Probe inspects the machine; it never fails, it reports.
+	Probe() Probe
+	// Compile prepares g for repeated runs. It returns an *UnsupportedOpError for an op the
+	// backend lacks, and other errors for malformed graphs.
+	Compile(g *graph.Graph, opts Options) (Program, error)
+}
+
+// Program is a compiled graph.
+type Program interface {
+	// Run executes the graph on inputs keyed by graph input name and returns every graph
+	// output (and requested intermediates) by name. It is safe to call Run from one goroutine
+	// at a time.
+	Run(ctx context.Context, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error)
+	// Close releases the program's resources.
+	Close() error
+}
+
+// UnsupportedOpError names an op (and the node using it) that a backend cannot run.
+type UnsupportedOpError struct {
+	Backend string
+	Op      string
+	Node    string
+	Detail  string
+}
+
+func (e *UnsupportedOpError) Error() string {
+	msg := fmt.Sprintf("backend %s cannot run op %s (node %q)", e.Backend, e.Op, e.Node)
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+var registry = map[string]Backend{}
+
+// Register adds a backend; it is meant to be called from init functions and panics on a
+// duplicate name, which is a programming error caught by any test.
+func Register(b Backend) {
+	if _, dup := registry[b.Name()]; dup {
+		panic("backends: duplicate registration of " + b.Name())
+	}
+	registry[b.Name()] = b
+}
+
+// All returns every registered backend sorted by name.
+func All() []Backend {
+	out := make([]Backend, 0, len(registry))
+	for _, b := range registry {
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
+// Lookup returns the backend registered under name.
+func Lookup(name string) (Backend, bool) {
+	b, ok := registry[name]
+	return b, ok
+}

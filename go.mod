@@ -1,0 +1,3 @@
+module github.com/zoo-dev/zoo
+
+go 1.26.8

@@ -1,0 +1,155 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Validate checks that the graph is well formed: every name is defined once, nodes are in
+// topological order (each input is a graph input, an initializer or an earlier node's
+// output), every op is known with a legal number of inputs and outputs, and every graph output
+// is produced. It returns the first problem found, naming the node at fault.
+func (g *Graph) Validate() error {
+	if g == nil {
+		return errors.New("graph is nil")
+	}
+	defined := map[string]string{}
+	define := func(name, what string) error {
+		if name == "" {
+			return fmt.Errorf("%s has an empty name", what)
+		}
+		if prev, ok := defined[name]; ok {
+			return fmt.Errorf("value %q is defined twice (%s and %s)", name, prev, what)
+		}
+		defined[name] = what
+		return nil
+	}
+	for _, in := range g.Inputs {
+		if err := define(in.Name, "graph input"); err != nil {
+			return err
+		}
+		if in.DType.Size() == 0 {
+			return fmt.Errorf("graph input %q has unsupported dtype %v", in.Name, in.DType)
+		}
+	}
+	for _, in := range g.Initializers {
+		if err := define(in.Name, "initializer"); err != nil {
+			return err
+		}
+		if err := in.Tensor.Check(); err != nil {
+			return fmt.Errorf("initializer %q: %w", in.Name, err)
+		}
+	}
+	for i, n := range g.Nodes {
+		where := fmt.Sprintf("node %d (%s %q)", i, n.Op, n.Name)
+		if n.Domain != "" && n.Domain != "ai.onnx" {
+			return fmt.Errorf("%s: domain %q is not supported (only ai.onnx)", where, n.Domain)
+		}
+		spec, ok := LookupOp(n.Op)
+		if !ok {
+			return fmt.Errorf("%s: unknown op type %q", where, n.Op)
+		}
+		if len(n.Inputs) < spec.MinIn || (spec.MaxIn >= 0 && len(n.Inputs) > spec.MaxIn) {
+			return fmt.Errorf("%s: has %d inputs, %s takes %s", where, len(n.Inputs), n.Op, arity(spec.MinIn, spec.MaxIn))
+		}
+		if len(n.Outputs) < spec.MinOut || (spec.MaxOut >= 0 && len(n.Outputs) > spec.MaxOut) {
+			return fmt.Errorf("%s: has %d outputs, %s gives %s", where, len(n.Outputs), n.Op, arity(spec.MinOut, spec.MaxOut))
+		}
+		for _, in := range n.Inputs {
+			if in == "" {
+				continue
+			}
+			if _, ok := defined[in]; !ok {
+				return fmt.Errorf("%s: input %q is not defined before use (missing initializer or nodes out of order)", where, in)
+			}
+		}
+		for j, out := range n.Outputs {
+			if out == "" {
+				if j == 0 {
+					return fmt.Errorf("%s: first output has an empty name", where)
+				}
+				continue
+			}
+			if err := define(out, where); err != nil {
+				return err
+			}
+		}
+	}
+	if len(g.Outputs) == 0 {
+		return errors.New("graph has no outputs")
+	}
+	for _, out := range g.Outputs {
+		if _, ok := defined[out.Name]; !ok {
+			return fmt.Errorf("graph output %q is not produced by any node", out.Name)
+		}
+	}
+	return nil
+}
+
+func arity(lo, hi int) string {
+	switch {
+	case hi < 0:
+		return fmt.Sprintf("at least %d", lo)
+	case lo == hi:
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d to %d", lo, hi)
+}
+
+// TopoSort reorders Nodes so that each node follows the producers of its inputs. It returns an
+// error naming a node on a cycle, or a node whose input nothing produces.
+func (g *Graph) TopoSort() error {
+	available := map[string]bool{"": true}
+	for _, in := range g.Inputs {
+		available[in.Name] = true
+	}
+	for _, in := range g.Initializers {
+		available[in.Name] = true
+	}
+	producer := map[string]int{}
+	for i, n := range g.Nodes {
+		for _, o := range n.Outputs {
+			if o != "" {
+				producer[o] = i
+			}
+		}
+	}
+	state := make([]uint8, len(g.Nodes)) // 0 new, 1 on stack, 2 done
+	order := make([]*Node, 0, len(g.Nodes))
+	type frame struct{ node, next int }
+	for root := range g.Nodes {
+		if state[root] != 0 {
+			continue
+		}
+		stack := []frame{{root, 0}}
+		state[root] = 1
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			n := g.Nodes[top.node]
+			if top.next < len(n.Inputs) {
+				in := n.Inputs[top.next]
+				top.next++
+				if available[in] {
+					continue
+				}
+				p, ok := producer[in]
+				if !ok {
+					return fmt.Errorf("node %q (%s): input %q is not produced by any node, input or initializer", n.Name, n.Op, in)
+				}
+				switch state[p] {
+				case 1:
+					return fmt.Errorf("graph has a cycle through node %q (%s)", g.Nodes[p].Name, g.Nodes[p].Op)
+				case 0:
+					state[p] = 1
+					stack = append(stack, frame{p, 0})
+				}
+				continue
+			}
+			state[top.node] = 2
+			order = append(order, n)
+			stack = stack[:len(stack)-1]
+		}
+	}
+	g.Nodes = order
+	return nil
+}
