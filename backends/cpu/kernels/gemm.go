@@ -25,9 +25,6 @@ func SgemmGeneric(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 				av = a[i*lda+p]
 			}
 			av *= alpha
-			if av == 0 {
-				continue
-			}
 			if transB {
 				for j := 0; j < n; j++ {
 					crow[j] += av * b[j*ldb+p]
