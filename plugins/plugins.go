@@ -1,0 +1,17 @@
+// Package plugins lists the in-tree variants. The zoo binary serves each of them as a plugin
+// by re-executing itself; tests may also call them in process.
+package plugins
+
+import (
+	"github.com/zoo-dev/zoo/plugins/vanilla"
+	"github.com/zoo-dev/zoo/zoo/variant"
+)
+
+// Builtin returns every in-tree variant, keyed by name.
+func Builtin() map[string]variant.Variant {
+	out := map[string]variant.Variant{}
+	for _, v := range []variant.Variant{vanilla.New()} {
+		out[v.Describe().Name] = v
+	}
+	return out
+}
