@@ -1,3 +1,5 @@
 module github.com/zoo-dev/zoo
 
 go 1.26.8
+
+require golang.org/x/sys v0.50.0

@@ -1,0 +1,51 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import "golang.org/x/sys/cpu"
+
+//go:generate go run ./internal/asmgen -o sgemm_amd64.s
+
+// The micro-kernels in sgemm_amd64.s (generated). See that file's header for the contract;
+// kernelTwin is the pure-Go statement of it. They never retain or leak their pointers.
+
+//go:noescape
+func sgemmKernelAVX512x12x32(kc int, a, b, c *float32, ldc, flags int, beta float32)
+
+//go:noescape
+func sgemmKernelAVX512x14x32(kc int, a, b, c *float32, ldc, flags int, beta float32)
+
+//go:noescape
+func sgemmKernelAVX512x8x48(kc int, a, b, c *float32, ldc, flags int, beta float32)
+
+//go:noescape
+func sgemmKernelAVX512x6x64(kc int, a, b, c *float32, ldc, flags int, beta float32)
+
+//go:noescape
+func sgemmKernelAVX2x6x16(kc int, a, b, c *float32, ldc, flags int, beta float32)
+
+// asmKernels lists every assembly micro-kernel with the CPU feature test it needs, so tests
+// can check each one against its pure-Go twin, not only the one a level selects.
+var asmKernels = []*microKernel{
+	{name: "avx512-12x32", mr: 12, nr: 32, kc: 256, mc: 192, nc: 2048, fn: sgemmKernelAVX512x12x32, ok: hasAVX512},
+	{name: "avx512-14x32", mr: 14, nr: 32, kc: 256, mc: 196, nc: 2048, fn: sgemmKernelAVX512x14x32, ok: hasAVX512},
+	{name: "avx512-8x48", mr: 8, nr: 48, kc: 256, mc: 192, nc: 2064, fn: sgemmKernelAVX512x8x48, ok: hasAVX512},
+	{name: "avx512-6x64", mr: 6, nr: 64, kc: 256, mc: 192, nc: 2048, fn: sgemmKernelAVX512x6x64, ok: hasAVX512},
+	{name: "avx2-6x16", mr: 6, nr: 16, kc: 256, mc: 192, nc: 2048, fn: sgemmKernelAVX2x6x16, ok: hasAVX2},
+}
+
+// hasAVX512 needs only AVX-512F (VFMADD231PS/VBROADCASTSS/VMOVUPS on zmm); x/sys/cpu
+// reports it only when the OS also saves the zmm and mask state.
+func hasAVX512() bool { return cpu.X86.HasAVX512F }
+
+// hasAVX2 needs AVX2 and FMA3 (the ymm kernel uses VFMADD231PS).
+func hasAVX2() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
+
+// platformLevels lists the levels in order of preference; Available filters by CPU.
+func platformLevels() []*level {
+	return []*level{
+		{name: "avx512", kern: asmKernels[0]},
+		{name: "avx2", kern: asmKernels[4]},
+		genericLevel,
+	}
+}

@@ -1,0 +1,277 @@
+package kernels
+
+import (
+	"math"
+	"sync"
+	"unsafe"
+)
+
+// microKernel describes a register-tiled micro-kernel and the cache blocking the packed
+// driver uses with it.
+//
+// fn computes one mr×nr tile of C from packed panels; see the contract at the top of
+// sgemm_amd64.s and its pure-Go statement kernelTwin. Blocking (BLIS/Goto order): a kc×nc
+// block of B is packed once per (jc, pc) and stays in L2/L3; an mc×kc block of A is packed
+// per (jc, pc, ic) and stays in L2; inside, each kc×nr micro-panel of B is reused from L1
+// across the mc/mr micro-panels of A. mc must be a multiple of mr and nc of nr.
+type microKernel struct {
+	name       string
+	mr, nr     int
+	kc, mc, nc int
+	fn         func(kc int, a, b, c *float32, ldc, flags int, beta float32)
+	ok         func() bool // whether this CPU can run fn
+}
+
+// maxTile bounds mr·nr over all kernels; the edge scratch tile lives on the stack.
+const maxTile = 16 * 64
+
+// kernelTwin is the pure-Go reference of the assembly micro-kernels: the same FMAs in the
+// same order, so the two agree bit for bit (math.FMA rounds once, as VFMADD231PS does).
+func kernelTwin(mr, nr, kc int, a, b []float32, c []float32, ldc, flags int, beta float32) {
+	var acc [maxTile]float32
+	for p := 0; p < kc; p++ {
+		ap := a[p*mr : p*mr+mr]
+		bp := b[p*nr : p*nr+nr]
+		for i, av := range ap {
+			row := acc[i*nr : i*nr+nr]
+			for j, bv := range bp {
+				row[j] = fma32(av, bv, row[j])
+			}
+		}
+	}
+	for i := 0; i < mr; i++ {
+		crow := c[i*ldc : i*ldc+nr]
+		for j := range crow {
+			if flags == 0 {
+				crow[j] = acc[i*nr+j]
+			} else {
+				crow[j] = fma32(beta, crow[j], acc[i*nr+j])
+			}
+		}
+	}
+}
+
+// fma32 returns x·y+z rounded once to float32, as VFMADD231PS computes it. The product of
+// two float32 values is exact in float64, but rounding p+z first to float64 and then to
+// float32 can round twice; TwoSum recovers the exact error e of the float64 sum, and the
+// only case where the second rounding goes wrong (the float64 sum landing exactly on a
+// float32 midpoint while the true value is off it) is then resolved by the sign of e.
+func fma32(x, y, z float32) float32 {
+	p := float64(x) * float64(y)
+	s := p + float64(z)
+	bb := s - p
+	e := (p - (s - bb)) + (float64(z) - bb)
+	r := float32(s)
+	if e == 0 || float64(r) == s || math.IsInf(s, 0) || math.IsNaN(s) {
+		return r
+	}
+	var other float32
+	if float64(r) < s {
+		other = math.Nextafter32(r, float32(math.Inf(1)))
+	} else {
+		other = math.Nextafter32(r, float32(math.Inf(-1)))
+	}
+	if s != (float64(r)+float64(other))/2 {
+		return r
+	}
+	if e > 0 {
+		return max(r, other)
+	}
+	return min(r, other)
+}
+
+// workspace holds one goroutine's packing buffers. They come from a sync.Pool so that
+// concurrent Sgemm calls never share one and steady-state calls do not allocate.
+type workspace struct {
+	a, b []float32
+}
+
+var workspaces = sync.Pool{New: func() any { return new(workspace) }}
+
+func grow(buf []float32, n int) []float32 {
+	if cap(buf) < n {
+		return make([]float32, n)
+	}
+	return buf[:n]
+}
+
+// sgemmPacked is the BLIS-style driver: SgemmGeneric's contract computed with kern.
+// The arguments must already have passed checkArgs.
+func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	mr, nr := kern.mr, kern.nr
+	kcMax := min(kern.kc, k)
+	mcMax := min(kern.mc, roundUp(m, mr))
+	ncMax := min(kern.nc, roundUp(n, nr))
+
+	ws := workspaces.Get().(*workspace)
+	ws.a = grow(ws.a, mcMax*kcMax)
+	ws.b = grow(ws.b, ncMax*kcMax)
+	abuf, bbuf := ws.a, ws.b
+	var scratch [maxTile]float32
+
+	for jc := 0; jc < n; jc += ncMax {
+		ncb := min(ncMax, n-jc)
+		for pc := 0; pc < k; pc += kcMax {
+			kcb := min(kcMax, k-pc)
+			packB(transB, b, ldb, pc, jc, kcb, ncb, nr, bbuf)
+			// The first k block applies beta; later ones accumulate onto it.
+			flags, bt := 1, float32(1)
+			if pc == 0 {
+				if beta == 0 {
+					flags = 0
+				} else {
+					bt = beta
+				}
+			}
+			for ic := 0; ic < m; ic += mcMax {
+				mcb := min(mcMax, m-ic)
+				packA(transA, a, lda, ic, pc, mcb, kcb, mr, alpha, abuf)
+				for jr := 0; jr < ncb; jr += nr {
+					nrb := min(nr, ncb-jr)
+					bp := &bbuf[jr*kcb]
+					for ir := 0; ir < mcb; ir += mr {
+						mrb := min(mr, mcb-ir)
+						ap := &abuf[ir*kcb]
+						off := (ic+ir)*ldc + jc + jr
+						if mrb == mr && nrb == nr {
+							kern.fn(kcb, ap, bp, &c[off], ldc, flags, bt)
+							continue
+						}
+						// Edge tile: the packed panels are zero-padded, so compute the whole tile
+						// into scratch and merge only the valid part, with the same single-rounding
+						// update the kernel would have applied.
+						kern.fn(kcb, ap, bp, &scratch[0], nr, 0, 0)
+						for i := 0; i < mrb; i++ {
+							crow := c[off+i*ldc : off+i*ldc+nrb]
+							srow := scratch[i*nr : i*nr+nrb]
+							if flags == 0 {
+								copy(crow, srow)
+							} else {
+								for j, s := range srow {
+									crow[j] = fma32(bt, crow[j], s)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	workspaces.Put(ws)
+}
+
+func roundUp(x, to int) int { return (x + to - 1) / to * to }
+
+// scaleC applies C = beta·C (k == 0: the product is empty). beta == 0 stores zeros without
+// reading C.
+func scaleC(m, n int, beta float32, c []float32, ldc int) {
+	for i := 0; i < m; i++ {
+		row := c[i*ldc : i*ldc+n]
+		switch beta {
+		case 0:
+			clear(row)
+		case 1:
+		default:
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+	}
+}
+
+// packA copies op(A)[ic:ic+mcb, pc:pc+kcb]·alpha into dst as consecutive micro-panels of mr
+// rows: panel q holds, for each p, the mr values op(A)[ic+q·mr+i, pc+p] (i < mr), zero-padded
+// past row mcb. Folding alpha in here costs nothing extra and matches SgemmGeneric, which
+// also scales the A element before multiplying.
+func packA(transA bool, a []float32, lda, ic, pc, mcb, kcb, mr int, alpha float32, dst []float32) {
+	for ir := 0; ir < mcb; ir += mr {
+		mrb := min(mr, mcb-ir)
+		panel := dst[ir*kcb : ir*kcb+mr*kcb]
+		if transA {
+			// op(A) row i is column i of A: each p gives mrb contiguous values.
+			for p := 0; p < kcb; p++ {
+				src := a[(pc+p)*lda+ic+ir : (pc+p)*lda+ic+ir+mrb]
+				d := panel[p*mr : p*mr+mr]
+				for i, v := range src {
+					d[i] = alpha * v
+				}
+				clear(d[mrb:])
+			}
+			continue
+		}
+		// Row-major A: read each row contiguously and scatter with stride mr.
+		for i := 0; i < mrb; i++ {
+			src := a[(ic+ir+i)*lda+pc : (ic+ir+i)*lda+pc+kcb]
+			if alpha == 1 {
+				scatter(panel[i:], src, mr)
+			} else {
+				scatterScaled(panel[i:], src, mr, alpha)
+			}
+		}
+		for i := mrb; i < mr; i++ {
+			for p := 0; p < kcb; p++ {
+				panel[p*mr+i] = 0
+			}
+		}
+	}
+}
+
+// scatter writes src[p] to dst[p*stride]. The bounds are proven once up front so the loop
+// runs without per-element checks.
+func scatter(dst, src []float32, stride int) {
+	if len(src) == 0 {
+		return
+	}
+	_ = dst[(len(src)-1)*stride]
+	d := unsafe.Pointer(unsafe.SliceData(dst))
+	for p, v := range src {
+		*(*float32)(unsafe.Add(d, p*stride*4)) = v
+	}
+}
+
+func scatterScaled(dst, src []float32, stride int, alpha float32) {
+	if len(src) == 0 {
+		return
+	}
+	_ = dst[(len(src)-1)*stride]
+	d := unsafe.Pointer(unsafe.SliceData(dst))
+	for p, v := range src {
+		*(*float32)(unsafe.Add(d, p*stride*4)) = alpha * v
+	}
+}
+
+// packB copies op(B)[pc:pc+kcb, jc:jc+ncb] into dst as consecutive micro-panels of nr
+// columns: panel q holds, for each p, the nr values op(B)[pc+p, jc+q·nr+j], zero-padded past
+// column ncb.
+func packB(transB bool, b []float32, ldb, pc, jc, kcb, ncb, nr int, dst []float32) {
+	for jr := 0; jr < ncb; jr += nr {
+		nrb := min(nr, ncb-jr)
+		panel := dst[jr*kcb : jr*kcb+nr*kcb]
+		if !transB {
+			for p := 0; p < kcb; p++ {
+				row := (pc+p)*ldb + jc + jr
+				d := panel[p*nr : p*nr+nr]
+				copy(d, b[row:row+nrb])
+				clear(d[nrb:])
+			}
+			continue
+		}
+		// op(B) column j is row j of B: read it contiguously, scatter with stride nr.
+		for j := 0; j < nrb; j++ {
+			row := (jc+jr+j)*ldb + pc
+			scatter(panel[j:], b[row:row+kcb], nr)
+		}
+		for j := nrb; j < nr; j++ {
+			for p := 0; p < kcb; p++ {
+				panel[p*nr+j] = 0
+			}
+		}
+	}
+}
