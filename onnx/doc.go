@@ -1,0 +1,40 @@
+// Package onnx converts zoo's graph IR (package zoo/graph) to and from ONNX models.
+//
+// Export writes an ONNX ModelProto (IR version 8, ai.onnx opset 17 by default, opsets 13 to 17
+// accepted) with the generated protobuf types of package onnx/onnxpb, deterministically.
+// Import reads any self-contained ONNX model whose operators zoo's IR knows, for example
+// PyTorch's exports at opsets 13 to 17, and returns a validated, topologically sorted graph.
+//
+// # How Import uses onnx-go
+//
+// The graph walk goes through github.com/owulveryck/onnx-go v0.5.0: zoo implements onnx-go's
+// Backend (a gonum weighted directed graph builder plus ApplyOperation), onnx-go decodes the
+// model and reports each operator with its type, its decoded attributes (ints, floats,
+// strings, lists and Constant tensors, converted from gorgonia tensors) and its wiring (an
+// edge from each output to each input, weighted by input position). Import builds the IR
+// nodes from those reports and cross-checks each against the raw NodeProto; a disagreement is
+// an error, never a silently different graph.
+//
+// A pre-pass over the raw ModelProto (package onnxpb) supplies what onnx-go drops or gets
+// wrong, and rejects bad input before anything large is allocated:
+//
+//   - opset_import and node domains (onnx-go never passes them on);
+//   - node names (onnx-go's Operation has only the op type);
+//   - graph input and output types with symbolic dimensions (onnx-go keeps only fixed
+//     dimensions, so (batch, seq) inputs lose their rank);
+//   - initializers. onnx-go is given a skeleton of the model without them, for reasons that
+//     make its tensor decoding unusable there: it reads 8 bytes per bool in raw_data (the
+//     spec says 1), fails on zero-element tensors ("No data found"), decodes only
+//     float32/float64/int32/int64/bool, lets gorgonia panic on a shape that does not match
+//     the data instead of returning an error, and would hold a second copy of every weight.
+//     zoo decodes initializers itself after checking declared dims × element size against
+//     the bytes present, bit for bit (raw_data little-endian or the typed fields);
+//   - graph input/output value types are removed from the skeleton too, because onnx-go
+//     allocates a placeholder tensor of the declared fixed shape for each (a hostile file
+//     could declare a huge one);
+//   - tensor attributes are checked the same way and passed to onnx-go with bool raw_data
+//     rewritten as int32_data; zero-element ones are filled in from the pre-pass;
+//   - metadata_props, including zoo's own list of buffer initializers (BuffersKey).
+//
+// A panic inside onnx-go or gorgonia is recovered and returned as an error.
+package onnx

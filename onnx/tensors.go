@@ -1,0 +1,203 @@
+package onnx
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/zoo-dev/zoo/onnx/onnxpb"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+// maxElements caps the element count of any tensor zoo will read (tensor.New's own limit).
+const maxElements = 1 << 31
+
+// encodeTensor converts t into a TensorProto with little-endian raw_data.
+func encodeTensor(name string, t *tensor.Tensor) (*onnxpb.TensorProto, error) {
+	if err := t.Check(); err != nil {
+		return nil, err
+	}
+	tp := &onnxpb.TensorProto{Name: name, DataType: int32(t.DType), Dims: make([]int64, len(t.Shape))}
+	for i, d := range t.Shape {
+		tp.Dims[i] = int64(d)
+	}
+	n := t.Len()
+	switch t.DType {
+	case tensor.Float32:
+		raw := make([]byte, 4*n)
+		for i, v := range t.F32 {
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+		}
+		tp.RawData = raw
+	case tensor.Int64:
+		raw := make([]byte, 8*n)
+		for i, v := range t.I64 {
+			binary.LittleEndian.PutUint64(raw[8*i:], uint64(v))
+		}
+		tp.RawData = raw
+	case tensor.Int32:
+		raw := make([]byte, 4*n)
+		for i, v := range t.I64 {
+			if v < math.MinInt32 || v > math.MaxInt32 {
+				return nil, fmt.Errorf("int32 tensor holds %d at index %d, out of int32 range", v, i)
+			}
+			binary.LittleEndian.PutUint32(raw[4*i:], uint32(int32(v)))
+		}
+		tp.RawData = raw
+	case tensor.Bool:
+		raw := make([]byte, n)
+		for i, v := range t.Bool {
+			if v {
+				raw[i] = 1
+			}
+		}
+		tp.RawData = raw
+	default:
+		return nil, fmt.Errorf("unsupported dtype %v", t.DType)
+	}
+	return tp, nil
+}
+
+// dtypeName names an ONNX TensorProto.DataType code for error messages.
+func dtypeName(code int32) string {
+	if name, ok := onnxpb.TensorProto_DataType_name[code]; ok {
+		return strings.ToLower(name)
+	}
+	return fmt.Sprintf("data type %d", code)
+}
+
+// supportedDType maps an ONNX data type code to a zoo dtype, or returns an error naming it.
+func supportedDType(code int32) (tensor.DType, error) {
+	switch dt := tensor.DType(code); dt {
+	case tensor.Float32, tensor.Int32, tensor.Int64, tensor.Bool:
+		return dt, nil
+	}
+	return tensor.Invalid, fmt.Errorf("element type %s is not supported (zoo reads float32, int32, int64 and bool)", dtypeName(code))
+}
+
+// tensorLayout is what checkTensor learned about a TensorProto without allocating its data.
+type tensorLayout struct {
+	dtype tensor.DType
+	shape []int
+	n     int
+	raw   bool // data is in raw_data (else in the typed field)
+}
+
+// checkTensor validates a TensorProto's declared type and dims against the bytes it actually
+// holds, before anything is allocated for it: dims must be non-negative, their product must
+// not overflow or exceed 2^31 elements, external data and segments are refused, and the data
+// field must hold exactly the declared number of elements.
+func checkTensor(tp *onnxpb.TensorProto) (tensorLayout, error) {
+	var lay tensorLayout
+	if tp.GetDataLocation() == onnxpb.TensorProto_EXTERNAL || len(tp.GetExternalData()) > 0 {
+		loc := ""
+		for _, e := range tp.GetExternalData() {
+			if e.GetKey() == "location" {
+				loc = fmt.Sprintf(" (%q)", e.GetValue())
+			}
+		}
+		return lay, fmt.Errorf("data is stored in an external file%s; zoo reads only self-contained models (re-save with onnx.save_model(m, path, save_as_external_data=False))", loc)
+	}
+	if tp.GetSegment() != nil {
+		return lay, fmt.Errorf("segmented tensors are not supported")
+	}
+	dt, err := supportedDType(tp.GetDataType())
+	if err != nil {
+		return lay, err
+	}
+	lay.dtype = dt
+	lay.shape = make([]int, len(tp.GetDims()))
+	n := int64(1)
+	for i, d := range tp.GetDims() {
+		if d < 0 {
+			return lay, fmt.Errorf("negative dimension %d in dims %v", d, tp.GetDims())
+		}
+		if d > maxElements || (d > 0 && n > maxElements/d) {
+			return lay, fmt.Errorf("declared dims %v exceed 2^31 elements", tp.GetDims())
+		}
+		n *= d
+		lay.shape[i] = int(d)
+	}
+	if n > maxElements {
+		return lay, fmt.Errorf("declared dims %v exceed 2^31 elements", tp.GetDims())
+	}
+	lay.n = int(n)
+	size := int64(dt.Size())
+	var have int64
+	var field string
+	switch {
+	case len(tp.GetRawData()) > 0:
+		lay.raw = true
+		field = "raw_data bytes"
+		if int64(len(tp.GetRawData())) != n*size {
+			return lay, fmt.Errorf("declares %d %v elements (dims %v, %d bytes) but raw_data holds %d bytes", n, dt, tp.GetDims(), n*size, len(tp.GetRawData()))
+		}
+		return lay, nil
+	case dt == tensor.Float32:
+		have, field = int64(len(tp.GetFloatData())), "float_data"
+	case dt == tensor.Int64:
+		have, field = int64(len(tp.GetInt64Data())), "int64_data"
+	default: // int32 and bool live in int32_data
+		have, field = int64(len(tp.GetInt32Data())), "int32_data"
+	}
+	if have != n {
+		if have == 0 && n > 0 {
+			return lay, fmt.Errorf("declares %d %v elements (dims %v) but holds no data", n, dt, tp.GetDims())
+		}
+		return lay, fmt.Errorf("declares %d %v elements (dims %v) but %s holds %d", n, dt, tp.GetDims(), field, have)
+	}
+	return lay, nil
+}
+
+// decodeTensor checks tp with checkTensor and then converts it to a zoo tensor.
+func decodeTensor(tp *onnxpb.TensorProto) (*tensor.Tensor, error) {
+	lay, err := checkTensor(tp)
+	if err != nil {
+		return nil, err
+	}
+	t, err := tensor.New(lay.dtype, lay.shape...)
+	if err != nil {
+		return nil, err
+	}
+	raw := tp.GetRawData()
+	switch lay.dtype {
+	case tensor.Float32:
+		if lay.raw {
+			for i := range t.F32 {
+				t.F32[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+			}
+		} else {
+			copy(t.F32, tp.GetFloatData())
+		}
+	case tensor.Int64:
+		if lay.raw {
+			for i := range t.I64 {
+				t.I64[i] = int64(binary.LittleEndian.Uint64(raw[8*i:]))
+			}
+		} else {
+			copy(t.I64, tp.GetInt64Data())
+		}
+	case tensor.Int32:
+		if lay.raw {
+			for i := range t.I64 {
+				t.I64[i] = int64(int32(binary.LittleEndian.Uint32(raw[4*i:])))
+			}
+		} else {
+			for i, v := range tp.GetInt32Data() {
+				t.I64[i] = int64(v)
+			}
+		}
+	case tensor.Bool:
+		if lay.raw {
+			for i := range t.Bool {
+				t.Bool[i] = raw[i] != 0
+			}
+		} else {
+			for i, v := range tp.GetInt32Data() {
+				t.Bool[i] = v != 0
+			}
+		}
+	}
+	return t, nil
+}
