@@ -1,0 +1,533 @@
+// Package tensorio writes and reads tensors in the formats users load elsewhere — numpy's
+// .npy and Hugging Face's .safetensors — and writes files atomically (temp file, fsync,
+// rename), so a failed run never leaves a half-written output behind.
+//
+// The readers parse untrusted bytes: headers are bounded, every declared size is checked
+// against the data actually present before large buffers are allocated, and malformed input
+// is an error, never a panic.
+package tensorio
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+// MaxNPYHeader is the largest .npy header ReadNPY accepts, in bytes (numpy's own default
+// limit is 10000).
+const MaxNPYHeader = 1 << 16
+
+// MaxElements is the largest element count the readers accept (tensor.New's limit).
+const MaxElements = 1 << 31
+
+const npyMagic = "\x93NUMPY"
+
+// npyDescr maps dtypes to numpy type strings.
+func npyDescr(dt tensor.DType) (string, bool) {
+	switch dt {
+	case tensor.Float32:
+		return "<f4", true
+	case tensor.Int32:
+		return "<i4", true
+	case tensor.Int64:
+		return "<i8", true
+	case tensor.Bool:
+		return "|b1", true
+	}
+	return "", false
+}
+
+// NPYHeader returns the complete .npy v1.0 header (magic, version, length and the padded
+// dictionary) for a C-order array of dtype and shape, byte-identical to what numpy.save writes.
+// It returns an error for a dtype .npy cannot hold or a negative dimension.
+func NPYHeader(dt tensor.DType, shape []int) ([]byte, error) {
+	descr, ok := npyDescr(dt)
+	if !ok {
+		return nil, fmt.Errorf("npy: unsupported dtype %v", dt)
+	}
+	var sb strings.Builder
+	sb.WriteString("(")
+	for i, d := range shape {
+		if d < 0 {
+			return nil, fmt.Errorf("npy: negative dimension in shape %v", shape)
+		}
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(strconv.Itoa(d))
+	}
+	if len(shape) == 1 {
+		sb.WriteString(",")
+	}
+	sb.WriteString(")")
+	dict := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, sb.String())
+	// numpy leaves room to grow the first axis in place (GROWTH_AXIS_MAX_DIGITS = 21) and pads
+	// the whole header with spaces and a final newline to a multiple of 64 bytes.
+	if len(shape) > 0 {
+		dict += strings.Repeat(" ", max(0, 21-len(strconv.Itoa(shape[0]))))
+	}
+	hlen := len(dict) + 1
+	pad := 64 - (len(npyMagic)+2+2+hlen)%64
+	if pad == 64 {
+		pad = 0
+	}
+	hlen += pad
+	if hlen > math.MaxUint16 {
+		return nil, fmt.Errorf("npy: header of %d bytes is too long for format 1.0", hlen)
+	}
+	out := make([]byte, 0, 10+hlen)
+	out = append(out, npyMagic...)
+	out = append(out, 1, 0)
+	out = binary.LittleEndian.AppendUint16(out, uint16(hlen))
+	out = append(out, dict...)
+	out = append(out, bytes.Repeat([]byte{' '}, pad)...)
+	out = append(out, '\n')
+	return out, nil
+}
+
+// WriteNPY writes t to w as a numpy .npy file (format 1.0, little-endian, C order): float32 as
+// '<f4', int64 as '<i8', int32 as '<i4', bool as '|b1'. np.load reads the result. It returns
+// an error for an invalid tensor (nil, unknown dtype, data not matching the shape) or a write
+// error.
+func WriteNPY(w io.Writer, t *tensor.Tensor) error {
+	if err := t.Check(); err != nil {
+		return fmt.Errorf("npy: %w", err)
+	}
+	hdr, err := NPYHeader(t.DType, t.Shape)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if _, err := bw.Write(hdr); err != nil {
+		return fmt.Errorf("npy: write header: %w", err)
+	}
+	if err := writeData(bw, t); err != nil {
+		return fmt.Errorf("npy: write data: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("npy: write data: %w", err)
+	}
+	return nil
+}
+
+// writeData writes t's elements little-endian in row-major order.
+func writeData(w *bufio.Writer, t *tensor.Tensor) error {
+	var b [8]byte
+	switch t.DType {
+	case tensor.Float32:
+		for _, v := range t.F32 {
+			binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
+			if _, err := w.Write(b[:4]); err != nil {
+				return err
+			}
+		}
+	case tensor.Int32:
+		for _, v := range t.I64 {
+			if v < math.MinInt32 || v > math.MaxInt32 {
+				return fmt.Errorf("int32 tensor holds %d, out of range", v)
+			}
+			binary.LittleEndian.PutUint32(b[:], uint32(int32(v)))
+			if _, err := w.Write(b[:4]); err != nil {
+				return err
+			}
+		}
+	case tensor.Int64:
+		for _, v := range t.I64 {
+			binary.LittleEndian.PutUint64(b[:], uint64(v))
+			if _, err := w.Write(b[:8]); err != nil {
+				return err
+			}
+		}
+	case tensor.Bool:
+		for _, v := range t.Bool {
+			c := byte(0)
+			if v {
+				c = 1
+			}
+			if err := w.WriteByte(c); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("unsupported dtype %v", t.DType)
+	}
+	return nil
+}
+
+// ReadNPY reads one .npy array (format 1.0, 2.0 or 3.0) from r, which must end after the data.
+// Accepted dtypes are '<f4', '<i4', '<i8' and '|b1' in C order; anything else — a bad magic,
+// a header longer than MaxNPYHeader, a malformed header dictionary, Fortran order, a
+// big-endian or other dtype, more than MaxElements elements, data shorter or longer than the
+// shape declares, a bool byte other than 0 or 1 — is an error saying what is wrong. When r is
+// an io.Seeker (such as *os.File or *bytes.Reader) the data size is checked before the data
+// buffer is allocated; otherwise the buffer grows only as data actually arrives.
+func ReadNPY(r io.Reader) (*tensor.Tensor, error) {
+	var pre [8]byte
+	if _, err := io.ReadFull(r, pre[:]); err != nil {
+		return nil, fmt.Errorf("npy: reading magic: %w", noEOF(err))
+	}
+	if string(pre[:6]) != npyMagic {
+		return nil, fmt.Errorf("npy: not a .npy file (bad magic %q)", pre[:6])
+	}
+	major, minor := pre[6], pre[7]
+	var hlen int
+	switch {
+	case major == 1 && minor == 0:
+		var b [2]byte
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return nil, fmt.Errorf("npy: reading header length: %w", noEOF(err))
+		}
+		hlen = int(binary.LittleEndian.Uint16(b[:]))
+	case (major == 2 || major == 3) && minor == 0:
+		var b [4]byte
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return nil, fmt.Errorf("npy: reading header length: %w", noEOF(err))
+		}
+		n := binary.LittleEndian.Uint32(b[:])
+		if n > MaxNPYHeader {
+			return nil, fmt.Errorf("npy: header of %d bytes is longer than the limit of %d", n, MaxNPYHeader)
+		}
+		hlen = int(n)
+	default:
+		return nil, fmt.Errorf("npy: unsupported format version %d.%d", major, minor)
+	}
+	hdr := make([]byte, hlen)
+	if _, err := io.ReadFull(r, hdr); err != nil {
+		return nil, fmt.Errorf("npy: reading %d-byte header: %w", hlen, noEOF(err))
+	}
+	dt, shape, err := parseNPYHeader(hdr, major)
+	if err != nil {
+		return nil, fmt.Errorf("npy: %w", err)
+	}
+	n := tensor.NumElements(shape)
+	size := int64(n) * int64(dt.Size())
+	if s, ok := r.(io.Seeker); ok {
+		if left, ok := remaining(s); ok && left != size {
+			return nil, fmt.Errorf("npy: shape %v of %v needs %d data bytes, file has %d", shape, dt, size, left)
+		}
+	}
+	data, err := readUpTo(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("npy: reading data: %w", err)
+	}
+	if int64(len(data)) != size {
+		return nil, fmt.Errorf("npy: shape %v of %v needs %d data bytes, file has %d", shape, dt, size, len(data))
+	}
+	var one [1]byte
+	if k, _ := io.ReadFull(r, one[:]); k > 0 {
+		return nil, fmt.Errorf("npy: trailing bytes after the %d data bytes of shape %v", size, shape)
+	}
+	t, err := decodeData(dt, shape, data)
+	if err != nil {
+		return nil, fmt.Errorf("npy: %w", err)
+	}
+	return t, nil
+}
+
+// noEOF turns a bare io.EOF into io.ErrUnexpectedEOF: every caller needed more bytes.
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// remaining returns the bytes left after the current position of a seeker.
+func remaining(s io.Seeker) (int64, bool) {
+	cur, err := s.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, false
+	}
+	end, err := s.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, false
+	}
+	if _, err := s.Seek(cur, io.SeekStart); err != nil {
+		return 0, false
+	}
+	return end - cur, true
+}
+
+// readUpTo reads up to n bytes, growing its buffer only as data arrives (at most 1 MiB ahead),
+// so a huge declared size cannot allocate more than the data really present.
+func readUpTo(r io.Reader, n int64) ([]byte, error) {
+	const chunk = 1 << 20
+	buf := make([]byte, 0, min(n, chunk))
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			grow := min(n-int64(len(buf)), max(chunk, int64(len(buf))))
+			buf = append(buf, make([]byte, grow)...)[:len(buf)]
+		}
+		end := min(int64(cap(buf)), n)
+		k, err := r.Read(buf[len(buf):end])
+		buf = buf[:len(buf)+k]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// decodeData turns little-endian bytes into a tensor; len(data) must already match.
+func decodeData(dt tensor.DType, shape []int, data []byte) (*tensor.Tensor, error) {
+	t, err := tensor.New(dt, shape...)
+	if err != nil {
+		return nil, err
+	}
+	switch dt {
+	case tensor.Float32:
+		for i := range t.F32 {
+			t.F32[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		}
+	case tensor.Int32:
+		for i := range t.I64 {
+			t.I64[i] = int64(int32(binary.LittleEndian.Uint32(data[4*i:])))
+		}
+	case tensor.Int64:
+		for i := range t.I64 {
+			t.I64[i] = int64(binary.LittleEndian.Uint64(data[8*i:]))
+		}
+	case tensor.Bool:
+		for i, c := range data {
+			if c > 1 {
+				return nil, fmt.Errorf("bool element %d is byte 0x%02x, want 0 or 1", i, c)
+			}
+			t.Bool[i] = c == 1
+		}
+	}
+	return t, nil
+}
+
+// parseNPYHeader parses the header dictionary, e.g.
+// {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+func parseNPYHeader(hdr []byte, major byte) (tensor.DType, []int, error) {
+	if major < 3 {
+		for _, c := range hdr {
+			if c >= 0x80 {
+				return 0, nil, fmt.Errorf("header is not ASCII")
+			}
+		}
+	}
+	s := strings.TrimRight(string(hdr), " \t\n\x00")
+	if !strings.HasSuffix(string(hdr), "\n") {
+		return 0, nil, fmt.Errorf("header does not end with a newline")
+	}
+	p := &pyParser{s: s}
+	keys, err := p.dict()
+	if err != nil {
+		return 0, nil, fmt.Errorf("malformed header %q: %w", clip(s), err)
+	}
+	if p.skipSpace(); p.i != len(p.s) {
+		return 0, nil, fmt.Errorf("malformed header %q: unexpected %q after the dictionary", clip(s), clip(p.s[p.i:]))
+	}
+	for _, k := range []string{"descr", "fortran_order", "shape"} {
+		if _, ok := keys[k]; !ok {
+			return 0, nil, fmt.Errorf("header has no %q key", k)
+		}
+	}
+	if len(keys) != 3 {
+		for k := range keys {
+			if k != "descr" && k != "fortran_order" && k != "shape" {
+				return 0, nil, fmt.Errorf("header has unknown key %q", k)
+			}
+		}
+	}
+	descr, ok := keys["descr"].(string)
+	if !ok {
+		return 0, nil, fmt.Errorf("header 'descr' is not a string (structured dtypes are not supported)")
+	}
+	var dt tensor.DType
+	switch descr {
+	case "<f4":
+		dt = tensor.Float32
+	case "<i4":
+		dt = tensor.Int32
+	case "<i8":
+		dt = tensor.Int64
+	case "|b1":
+		dt = tensor.Bool
+	default:
+		return 0, nil, fmt.Errorf("unsupported dtype %q (zoo reads '<f4', '<i4', '<i8', '|b1')", descr)
+	}
+	fo, ok := keys["fortran_order"].(bool)
+	if !ok {
+		return 0, nil, fmt.Errorf("header 'fortran_order' is not True or False")
+	}
+	if fo {
+		return 0, nil, fmt.Errorf("Fortran-order arrays are not supported (save with np.ascontiguousarray)")
+	}
+	shape, ok := keys["shape"].([]int)
+	if !ok {
+		return 0, nil, fmt.Errorf("header 'shape' is not a tuple of integers")
+	}
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, nil, fmt.Errorf("negative dimension in shape %v", shape)
+		}
+		if d > 0 && n > MaxElements/int64(d) {
+			return 0, nil, fmt.Errorf("shape %v has more than 2^31 elements", shape)
+		}
+		n *= int64(d)
+	}
+	if n > MaxElements {
+		return 0, nil, fmt.Errorf("shape %v has more than 2^31 elements", shape)
+	}
+	return dt, shape, nil
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// pyParser parses the Python-literal subset that .npy headers use: a dict with string keys
+// and values that are strings, True/False or tuples of non-negative integers.
+type pyParser struct {
+	s string
+	i int
+}
+
+var errSyntax = errors.New("syntax error")
+
+func (p *pyParser) skipSpace() {
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\n') {
+		p.i++
+	}
+}
+
+func (p *pyParser) eat(c byte) bool {
+	p.skipSpace()
+	if p.i < len(p.s) && p.s[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *pyParser) dict() (map[string]any, error) {
+	if !p.eat('{') {
+		return nil, fmt.Errorf("want '{' at byte %d", p.i)
+	}
+	out := map[string]any{}
+	for {
+		if p.eat('}') {
+			return out, nil
+		}
+		k, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("duplicate key %q", k)
+		}
+		if !p.eat(':') {
+			return nil, fmt.Errorf("want ':' after key %q", k)
+		}
+		v, err := p.value()
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+		if !p.eat(',') {
+			if p.eat('}') {
+				return out, nil
+			}
+			return nil, fmt.Errorf("want ',' or '}' at byte %d", p.i)
+		}
+	}
+}
+
+func (p *pyParser) str() (string, error) {
+	p.skipSpace()
+	if p.i >= len(p.s) || (p.s[p.i] != '\'' && p.s[p.i] != '"') {
+		return "", fmt.Errorf("want a quoted string at byte %d", p.i)
+	}
+	q := p.s[p.i]
+	end := strings.IndexByte(p.s[p.i+1:], q)
+	if end < 0 {
+		return "", fmt.Errorf("unterminated string at byte %d", p.i)
+	}
+	v := p.s[p.i+1 : p.i+1+end]
+	if strings.ContainsRune(v, '\\') {
+		return "", fmt.Errorf("escapes in header strings are not supported")
+	}
+	p.i += end + 2
+	return v, nil
+}
+
+func (p *pyParser) value() (any, error) {
+	p.skipSpace()
+	if p.i >= len(p.s) {
+		return nil, fmt.Errorf("want a value at end of header")
+	}
+	switch c := p.s[p.i]; {
+	case c == '\'' || c == '"':
+		return p.str()
+	case strings.HasPrefix(p.s[p.i:], "True"):
+		p.i += 4
+		return true, nil
+	case strings.HasPrefix(p.s[p.i:], "False"):
+		p.i += 5
+		return false, nil
+	case c == '(':
+		p.i++
+		var dims []int
+		for {
+			if p.eat(')') {
+				if dims == nil {
+					dims = []int{}
+				}
+				return dims, nil
+			}
+			d, err := p.int()
+			if err != nil {
+				return nil, err
+			}
+			dims = append(dims, d)
+			if !p.eat(',') {
+				if p.eat(')') {
+					return dims, nil
+				}
+				return nil, fmt.Errorf("want ',' or ')' in shape at byte %d", p.i)
+			}
+		}
+	}
+	return nil, fmt.Errorf("unexpected %q at byte %d", p.s[p.i], p.i)
+}
+
+func (p *pyParser) int() (int, error) {
+	p.skipSpace()
+	start := p.i
+	for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+		p.i++
+	}
+	if start == p.i {
+		return 0, fmt.Errorf("want a dimension at byte %d", p.i)
+	}
+	// Python 2 pickles wrote long integers as 3L.
+	digits := p.s[start:p.i]
+	if p.i < len(p.s) && p.s[p.i] == 'L' {
+		p.i++
+	}
+	v, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || v > MaxElements {
+		return 0, fmt.Errorf("dimension %s is too large", clip(digits))
+	}
+	return int(v), nil
+}
+
+func newBufWriter(w io.Writer) *bufio.Writer { return bufio.NewWriterSize(w, 64<<10) }
