@@ -103,7 +103,7 @@ func coerce(p Param, v any) (any, error) {
 		case int64:
 			out = x
 		case float64:
-			if x != math.Trunc(x) {
+			if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
 				return nil, fmt.Errorf("want an integer")
 			}
 			out = int64(x)

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+)
+
+func init() { register(listCommand) }
+
+func listCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "list",
+		Usage:  "list the variants in the registry",
+		Flags:  []cli.Flag{flagRegistry, flagJSON},
+		Action: listAction,
+	}
+}
+
+type listRow struct {
+	Name       string   `json:"name"`
+	Aliases    []string `json:"aliases,omitempty"`
+	Summary    string   `json:"summary"`
+	Paper      string   `json:"paper,omitempty"`
+	Complexity string   `json:"complexity,omitempty"`
+	Plugin     string   `json:"plugin"`
+	Presets    []string `json:"presets,omitempty"`
+}
+
+func listAction(c *cli.Context) error {
+	reg, err := loadRegistry(c)
+	if err != nil {
+		return err
+	}
+	var rows []listRow
+	for _, e := range reg.Entries() {
+		row := listRow{Name: e.Name, Aliases: e.Aliases, Summary: e.Summary, Paper: e.Paper, Plugin: e.Plugin, Presets: e.PresetNames()}
+		if v, err := variantFor(e); err == nil {
+			row.Complexity = v.Describe().Complexity
+		}
+		rows = append(rows, row)
+	}
+	if c.Bool(flagJSON.Name) {
+		return writeJSON(c.App.Writer, rows)
+	}
+	renderList(c.App.Writer, rows)
+	return nil
+}
+
+func renderList(w io.Writer, rows []listRow) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tCOST\tPRESETS\tSUMMARY\tPAPER")
+	for _, r := range rows {
+		name := r.Name
+		if len(r.Aliases) > 0 {
+			name += " (" + strings.Join(r.Aliases, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, r.Complexity, strings.Join(r.Presets, ","), r.Summary, r.Paper)
+	}
+	tw.Flush()
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

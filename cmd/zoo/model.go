@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	zooroot "github.com/zoo-dev/zoo"
+	"github.com/zoo-dev/zoo/plugins"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/registry"
+	"github.com/zoo-dev/zoo/zoo/variant"
+)
+
+// Flags shared by every verb that builds a model.
+var (
+	flagPreset   = &cli.StringFlag{Name: "preset", Usage: "preset of the variant (also NAME.PRESET), e.g. tiny or base"}
+	flagSet      = &cli.StringSliceFlag{Name: "set", Usage: "override a hyperparameter, `KEY=VALUE` (repeatable)"}
+	flagSeed     = &cli.Uint64Flag{Name: "seed", Value: 0, Usage: "seed of the deterministic weight initialisation"}
+	flagRegistry = &cli.StringFlag{Name: "registry", Usage: "extra registry `FILE` whose entries add to or override the built-in ones"}
+	flagJSON     = &cli.BoolFlag{Name: "json", Usage: "print the result as JSON on stdout"}
+	flagBackend  = &cli.StringFlag{Name: "backend", Usage: "backend to run on (see `zoo backends`); default: ZOO_BACKEND, then the fastest available"}
+)
+
+func modelFlags() []cli.Flag { return []cli.Flag{flagPreset, flagSet, flagSeed, flagRegistry} }
+
+// loadRegistry merges the embedded registry, the user's file and --registry FILE.
+func loadRegistry(c *cli.Context) (*registry.Registry, error) {
+	base, err := registry.Parse("registry.yaml (built in)", zooroot.RegistryYAML)
+	if err != nil {
+		return nil, fmt.Errorf("built-in registry: %w", err)
+	}
+	layers := []*registry.Registry{base}
+	user, err := registry.LoadUser()
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if user != nil {
+		layers = append(layers, user)
+	}
+	if path := c.String(flagRegistry.Name); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, badInputf("read registry: %w", err)
+		}
+		extra, err := registry.Parse(path, data)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		layers = append(layers, extra)
+	}
+	return registry.Merge(layers...), nil
+}
+
+// model is a resolved, built model: where it came from, its config and its graph.
+type model struct {
+	Name     string // variant name, or the ONNX file path
+	Preset   string
+	Desc     variant.Description
+	Config   variant.Config
+	Seed     uint64
+	Graph    *graph.Graph
+	FromFile bool
+}
+
+// parseSets turns repeated --set KEY=VALUE flags into a layer of string values.
+func parseSets(sets []string) (map[string]any, error) {
+	out := map[string]any{}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--set %q: want KEY=VALUE", s)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// resolveVariant finds ref ("name", "alias" or "name.preset") and returns the variant, its
+// registry entry, the preset in force and the complete config.
+func resolveVariant(c *cli.Context, ref string) (variant.Variant, registry.Entry, string, variant.Config, error) {
+	reg, err := loadRegistry(c)
+	if err != nil {
+		return nil, registry.Entry{}, "", nil, err
+	}
+	entry, preset, err := reg.Lookup(ref)
+	if err != nil {
+		return nil, entry, "", nil, badInput(err)
+	}
+	if p := c.String(flagPreset.Name); p != "" {
+		if preset != "" && preset != p {
+			return nil, entry, "", nil, badInputf("model %q names preset %q but --preset says %q; use one", ref, preset, p)
+		}
+		preset = p
+	}
+	v, err := variantFor(entry)
+	if err != nil {
+		return nil, entry, "", nil, err
+	}
+	layers := []map[string]any{entry.Defaults}
+	if preset != "" {
+		values, ok := entry.Presets[preset]
+		if !ok {
+			return nil, entry, "", nil, badInputf("variant %s has no preset %q (presets: %s)", entry.Name, preset, strings.Join(entry.PresetNames(), ", "))
+		}
+		layers = append(layers, values)
+	}
+	sets, err := parseSets(c.StringSlice(flagSet.Name))
+	if err != nil {
+		return nil, entry, "", nil, badInput(err)
+	}
+	layers = append(layers, sets)
+	cfg, err := variant.Resolve(v.Describe(), layers...)
+	if err != nil {
+		return nil, entry, "", nil, badInput(err)
+	}
+	return v, entry, preset, cfg, nil
+}
+
+// variantFor returns the variant that serves a registry entry.
+func variantFor(e registry.Entry) (variant.Variant, error) {
+	if e.Plugin == "builtin" {
+		v, ok := plugins.Builtin()[e.Name]
+		if !ok {
+			return nil, badInputf("registry entry %s says plugin: builtin, but this zoo binary has no built-in variant %q", e.Name, e.Name)
+		}
+		return v, nil
+	}
+	return nil, badInputf("variant %s: executable plugins (%s) are not supported by this build yet", e.Name, e.Plugin)
+}
+
+// loadModel resolves ref and builds its graph.
+func loadModel(c *cli.Context, ref string) (*model, error) {
+	v, entry, preset, cfg, err := resolveVariant(c, ref)
+	if err != nil {
+		return nil, err
+	}
+	seed := c.Uint64(flagSeed.Name)
+	g, err := v.Build(cfg, seed)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return &model{Name: entry.Name, Preset: preset, Desc: v.Describe(), Config: cfg, Seed: seed, Graph: g}, nil
+}
+
+// displayName is "vanilla" or "vanilla.tiny".
+func (m *model) displayName() string {
+	if m.Preset != "" {
+		return m.Name + "." + m.Preset
+	}
+	return m.Name
+}

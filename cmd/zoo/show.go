@@ -1,0 +1,182 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/nn"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+func init() { register(showCommand) }
+
+func showCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "show a variant's hyperparameters, parameters, and cost at given sequence lengths",
+		ArgsUsage: "NAME[.PRESET]",
+		Flags: append(modelFlags(), flagJSON,
+			&cli.StringFlag{Name: "seq", Value: "128,512", Usage: "sequence lengths `N,N,...` at which to count FLOPs and memory (batch 1)"},
+		),
+		Action: showAction,
+	}
+}
+
+type showParam struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Value   any    `json:"value"`
+	Default any    `json:"default"`
+	Doc     string `json:"doc"`
+}
+
+type showTensor struct {
+	Name   string `json:"name"`
+	Shape  []int  `json:"shape"`
+	Count  int    `json:"count"`
+	Buffer bool   `json:"buffer,omitempty"`
+}
+
+type showCost struct {
+	N               int              `json:"n"`
+	FLOPs           int64            `json:"flops"`
+	SeedFLOPs       int64            `json:"seed_formula_flops"`
+	ByOp            map[string]int64 `json:"flops_by_op"`
+	ActivationBytes int64            `json:"peak_activation_bytes"`
+}
+
+type showResult struct {
+	Model      string            `json:"model"`
+	Version    string            `json:"version"`
+	Summary    string            `json:"summary"`
+	Paper      string            `json:"paper"`
+	Complexity string            `json:"complexity"`
+	Seed       uint64            `json:"seed"`
+	Hyper      []showParam       `json:"hyperparameters"`
+	Parameters []showTensor      `json:"parameters"`
+	ParamCount int64             `json:"parameter_count"`
+	ParamBytes int64             `json:"parameter_bytes"`
+	Costs      []showCost        `json:"costs"`
+	Ops        []string          `json:"ops"`
+	Meta       map[string]string `json:"-"`
+}
+
+func parseSeq(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--seq %q: want positive integers separated by commas", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func showAction(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return badInputf("show: want one model name (see `zoo list`), got %d arguments", c.NArg())
+	}
+	seqs, err := parseSeq(c.String("seq"))
+	if err != nil {
+		return badInput(err)
+	}
+	m, err := loadModel(c, c.Args().First())
+	if err != nil {
+		return err
+	}
+	res := showResult{Model: m.displayName(), Version: m.Desc.Version, Summary: m.Desc.Summary, Paper: m.Desc.Paper,
+		Complexity: m.Desc.Complexity, Seed: m.Seed, ParamCount: m.Graph.ParamCount(), Ops: m.Graph.OpTypes()}
+	for _, p := range m.Desc.Params {
+		res.Hyper = append(res.Hyper, showParam{Name: p.Name, Kind: string(p.Kind), Value: m.Config[p.Name], Default: p.Default, Doc: p.Doc})
+	}
+	for _, in := range m.Graph.Initializers {
+		if graph.IsConstName(in.Name) {
+			continue
+		}
+		res.Parameters = append(res.Parameters, showTensor{Name: in.Name, Shape: in.Tensor.Shape, Count: in.Tensor.Len(), Buffer: in.Buffer})
+		res.ParamBytes += int64(in.Tensor.Bytes())
+	}
+	maxLen := 0
+	if p := m.Desc.Caps.MaxLenParam; p != "" {
+		maxLen = m.Config.Int(p)
+	}
+	d := int64(m.Config.Int("d_model"))
+	for _, n := range seqs {
+		if maxLen > 0 && n > maxLen {
+			return badInputf("--seq %d is longer than %s's maximum length %d (max_len)", n, m.displayName(), maxLen)
+		}
+		cost, err := m.Graph.Cost(map[string][]int{nn.InputTokens: {1, n}, nn.InputKeyPadding: {1, n}})
+		if err != nil {
+			return failed(fmt.Errorf("count FLOPs of %s at n=%d: %w", m.displayName(), n, err))
+		}
+		res.Costs = append(res.Costs, showCost{N: n, FLOPs: cost.FLOPs, ByOp: cost.ByOp, ActivationBytes: cost.ActivationBytes,
+			SeedFLOPs: int64(m.Config.Int("layers")) * graph.SeedFLOPs(int64(n), d)})
+	}
+	if c.Bool(flagJSON.Name) {
+		return writeJSON(c.App.Writer, res)
+	}
+	renderShow(c.App.Writer, res)
+	return nil
+}
+
+func renderShow(w io.Writer, r showResult) {
+	fmt.Fprintf(w, "%s %s — %s\n", r.Model, r.Version, r.Summary)
+	fmt.Fprintf(w, "paper: %s   attention cost: %s   seed: %d\n\n", r.Paper, r.Complexity, r.Seed)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HYPERPARAMETER\tTYPE\tVALUE\tDEFAULT\tDESCRIPTION")
+	for _, p := range r.Hyper {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\n", p.Name, p.Kind, p.Value, p.Default, p.Doc)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nparameters: %s (%s as float32; buffers not counted)\n", humanCount(r.ParamCount), humanBytes(r.ParamBytes))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSHAPE\tCOUNT")
+	for _, p := range r.Parameters {
+		name := p.Name
+		if p.Buffer {
+			name += " (buffer)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\n", name, tensor.ShapeString(p.Shape), p.Count)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\ncost at batch 1 (exact: counted over the graph; seed formula: layers × (4·n·d² + 2·n²·d), attention only)")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "N\tFLOPS (EXACT)\tFLOPS (SEED FORMULA)\tPEAK ACTIVATIONS")
+	for _, c := range r.Costs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", c.N, humanCount(c.FLOPs), humanCount(c.SeedFLOPs), humanBytes(c.ActivationBytes))
+	}
+	tw.Flush()
+}
+
+func humanCount(n int64) string {
+	switch {
+	case n >= 1e12:
+		return fmt.Sprintf("%.2f T", float64(n)/1e12)
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f G", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.2f M", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.2f k", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""Parity fixtures for the vanilla variant, from the seed's PyTorch modules.
+
+Run from the repository root with Debian's Python (torch 1.13):
+
+    /usr/bin/python3 plugins/vanilla/testdata/gen_fixtures.py          # write fixtures
+    /usr/bin/python3 plugins/vanilla/testdata/gen_fixtures.py --bench  # PyTorch encoder speed
+
+For each case it asks zoo for its weights (`zoo export --weights`), loads them by name into the
+seed's modules with strict=True (so every state_dict key and shape must match), runs a batch of
+real text with padding, and writes inputs and outputs to <case>.safetensors next to this script.
+The Go tests rebuild the same weights from the seed, check their sha256 against the one recorded
+here, and compare outputs on valid positions.
+
+The seed's modules are copied verbatim except for one addition the seed lacks: a key-padding
+mask (True = padding) applied to the attention scores as -inf before the softmax, the same rule
+as nn.MultiheadAttention's key_padding_mask.
+"""
+import hashlib
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+
+
+# ---- the seed's modules (shared/seed), plus the key-padding mask ---------------------------
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model=512, h=8):
+        super().__init__()
+        self.d_model = d_model
+        self.h = h
+        self.d_k = d_model // h
+        self.W_Q = nn.Linear(d_model, d_model)
+        self.W_K = nn.Linear(d_model, d_model)
+        self.W_V = nn.Linear(d_model, d_model)
+        self.W_O = nn.Linear(d_model, d_model)
+
+    def forward(self, X, key_padding_mask=None):
+        batch_size = X.size(0)
+        Q = self.W_Q(X)
+        K = self.W_K(X)
+        V = self.W_V(X)
+        Q = Q.view(batch_size, -1, self.h, self.d_k).transpose(1, 2)
+        K = K.view(batch_size, -1, self.h, self.d_k).transpose(1, 2)
+        V = V.view(batch_size, -1, self.h, self.d_k).transpose(1, 2)
+        scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(self.d_k)
+        if key_padding_mask is not None:  # added: True = padding
+            scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+        attn_weights = torch.softmax(scores, dim=-1)
+        output = torch.matmul(attn_weights, V)
+        output = output.transpose(1, 2).contiguous().view(batch_size, -1, self.d_model)
+        output = self.W_O(output)
+        return output
+
+
+class TransformerEncoderLayer(nn.Module):
+    def __init__(self, d_model=512, h=8, d_ff=2048, dropout=0.1):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, h)
+        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, X, key_padding_mask=None):
+        attn_output = self.self_attn(X, key_padding_mask)
+        X = X + self.dropout(attn_output)
+        X = self.norm1(X)
+        ffn_output = self.ffn(X)
+        X = X + self.dropout(ffn_output)
+        X = self.norm2(X)
+        return X
+
+
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model, max_len=5000):
+        super().__init__()
+        position = torch.arange(max_len).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(max_len, d_model)
+        pe[:, 0::2] = torch.sin(position * div_term)
+        pe[:, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe)
+
+    def forward(self, X):
+        return X + self.pe[: X.size(1)]
+
+
+class Transformer(nn.Module):
+    def __init__(self, vocab_size, d_model=512, h=8, num_layers=6, d_ff=2048, max_len=5000):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.pos_encoding = PositionalEncoding(d_model, max_len)
+        self.layers = nn.ModuleList([TransformerEncoderLayer(d_model, h, d_ff) for _ in range(num_layers)])
+        self.fc = nn.Linear(d_model, vocab_size)
+
+    def forward(self, X, key_padding_mask=None):
+        """Returns (hidden, logits); the seed returns logits only."""
+        X = self.embedding(X)
+        X = self.pos_encoding(X)
+        for layer in self.layers:
+            X = layer(X, key_padding_mask)
+        return X, self.fc(X)
+
+
+# ---- safetensors, enough for F32 / I64 / BOOL ------------------------------------------------
+
+DTYPES = {"F32": (np.float32, torch.float32), "I64": (np.int64, torch.int64), "BOOL": (np.bool_, torch.bool)}
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + n])
+    meta = header.pop("__metadata__", {})
+    base = 8 + n
+    out = {}
+    for name, info in header.items():
+        begin, end = info["data_offsets"]
+        arr = np.frombuffer(raw[base + begin : base + end], dtype=DTYPES[info["dtype"]][0]).reshape(info["shape"])
+        out[name] = torch.from_numpy(arr.copy())
+    return out, meta, hashlib.sha256(raw).hexdigest()
+
+
+def write_safetensors(path, tensors, meta):
+    header, blobs, offset = {}, [], 0
+    for name in sorted(tensors):
+        arr = np.ascontiguousarray(tensors[name])
+        code = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64", np.dtype(np.bool_): "BOOL"}[arr.dtype]
+        data = arr.tobytes()
+        header[name] = {"dtype": code, "shape": list(arr.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    header["__metadata__"] = meta
+    hb = json.dumps(header, sort_keys=True).encode()
+    hb += b" " * (-len(hb) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hb)) + hb + b"".join(blobs))
+
+
+# ---- fixtures -----------------------------------------------------------------------------------
+
+CASES = [
+    # name, --set overrides, seed
+    ("tiny", {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128}, 1),
+    ("base_layer", {"layers": 1}, 2),
+]
+LENGTHS = [37, 23, 1]  # batch 3: an odd length, a padded row, and a single token
+
+
+def zoo_weights(sets, seed, path):
+    cmd = ["go", "run", "./cmd/zoo", "export", "vanilla", "--seed", str(seed), "--weights", path]
+    for k, v in sets.items():
+        cmd += ["--set", f"{k}={v}"]
+    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+
+
+def batch_from_text():
+    text = open(os.path.join(ROOT, "examples", "text.txt"), "rb").read()
+    n = max(LENGTHS)
+    tokens = np.zeros((len(LENGTHS), n), dtype=np.int64)
+    start = 0
+    for row, length in enumerate(LENGTHS):
+        tokens[row, :length] = np.frombuffer(text[start : start + length], dtype=np.uint8).astype(np.int64) + 1
+        start += length
+    return tokens, tokens == 0
+
+
+def build(cfg, state):
+    model = Transformer(257, cfg.get("d_model", 512), cfg.get("heads", 8), cfg.get("layers", 6),
+                        cfg.get("d_ff", 2048), max_len=state["pos_encoding.pe"].shape[0])
+    model.load_state_dict(state, strict=True)
+    return model.eval()
+
+
+def fixtures():
+    tokens, mask = batch_from_text()
+    for name, sets, seed in CASES:
+        with tempfile.TemporaryDirectory() as tmp:
+            wpath = os.path.join(tmp, "w.safetensors")
+            zoo_weights(sets, seed, wpath)
+            state, meta, digest = read_safetensors(wpath)
+        model = build(sets, state)
+        with torch.no_grad():
+            hidden, logits = model(torch.from_numpy(tokens), torch.from_numpy(mask))
+        out = os.path.join(HERE, f"{name}.safetensors")
+        write_safetensors(out, {"tokens": tokens, "key_padding_mask": mask, "hidden": hidden.numpy(),
+                                "logits": logits.numpy()},
+                          {"weights_sha256": digest, "set": json.dumps(sets, sort_keys=True), "seed": str(seed),
+                           "torch": torch.__version__, "config": meta.get("config", "")})
+        print(f"wrote {os.path.relpath(out, ROOT)}: hidden {tuple(hidden.shape)}, logits {tuple(logits.shape)}")
+
+
+def bench():
+    """The seed's base encoder (6 layers, d 512, 8 heads, d_ff 2048), batch 1, eval, no grad."""
+    threads = int(os.environ.get("ZOO_THREADS", os.cpu_count()))
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model = Transformer(257).eval()
+    text = open(os.path.join(ROOT, "examples", "text.txt"), "rb").read()
+    for n in (128, 512):
+        ids = np.frombuffer((text * (n // len(text) + 1))[:n], dtype=np.uint8).astype(np.int64) + 1
+        x = torch.from_numpy(ids).unsqueeze(0)
+        with torch.no_grad():
+            for _ in range(3):
+                model(x)
+            reps, t0 = 0, time.perf_counter()
+            while time.perf_counter() - t0 < 3:
+                model(x)
+                reps += 1
+        dt = (time.perf_counter() - t0) / reps
+        print(f"pytorch {torch.__version__} seed encoder base, batch 1, n={n}, {threads} threads: "
+              f"{dt * 1e3:.1f} ms, {n / dt:.0f} tokens/s")
+
+
+if __name__ == "__main__":
+    bench() if "--bench" in sys.argv else fixtures()
