@@ -79,7 +79,7 @@ func renderOne(p *printer, r Result) {
 	}
 	p.printf("    Tolerance: [abs=%.5g, rel=%.5g] | Checking elemwise error | %d elements compared", r.Atol, r.Rtol, r.Compared)
 	if r.Masked > 0 {
-		p.printf(", %d padded positions' elements skipped", r.Masked)
+		p.printf(", %d elements at padded positions skipped", r.Masked)
 	}
 	p.printf("\n")
 	p.printf("    got  | Stats: mean=%.5g, std-dev=%.5g, min=%.5g, max=%.5g\n", r.Got.Mean, r.Got.StdDev, r.Got.Min, r.Got.Max)

@@ -1,0 +1,292 @@
+//go:build cgo
+
+package ort
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	ortgo "github.com/yalue/onnxruntime_go"
+
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+// Runtime is the process-wide ONNX Runtime environment. onnxruntime_go keeps one global
+// environment per process, so Open initialises it once and every Runtime shares it; it is
+// never destroyed (the process exit releases it).
+type Runtime struct {
+	// Version is the library's version string, e.g. "1.30.0".
+	Version string
+	// Path is the library file loaded.
+	Path string
+}
+
+var (
+	openOnce sync.Once
+	openRT   *Runtime
+	openErr  error
+)
+
+// Open loads the ONNX Runtime library (see LibraryPath) and initialises the environment the
+// first time it is called; later calls return the same Runtime or the same error. It returns
+// an error wrapping ErrNotFound when the library is not installed, and the loader's error when
+// the file is not a usable ONNX Runtime (1.24 or newer).
+func Open() (*Runtime, error) {
+	openOnce.Do(func() {
+		path, err := LibraryPath()
+		if err != nil {
+			openErr = err
+			return
+		}
+		ortgo.SetSharedLibraryPath(path)
+		if err := ortgo.InitializeEnvironment(ortgo.WithLogLevelError()); err != nil {
+			openErr = fmt.Errorf("load ONNX Runtime from %s (needs version 1.24 or newer): %w", path, err)
+			return
+		}
+		openRT = &Runtime{Version: ortgo.GetVersion(), Path: path}
+	})
+	return openRT, openErr
+}
+
+// Session is one model loaded into ONNX Runtime. Run may be called from several goroutines.
+type Session struct {
+	sess    *ortgo.DynamicAdvancedSession
+	inputs  []IOInfo
+	outputs []IOInfo
+	mu      sync.Mutex
+	closed  bool
+}
+
+// NewSession loads a serialised ONNX model. It returns an error when the runtime is nil, or
+// when ONNX Runtime rejects the model (its message says why).
+func (r *Runtime) NewSession(model []byte, opts SessionOptions) (*Session, error) {
+	if r == nil {
+		return nil, errors.New("ort: runtime is nil (call Open)")
+	}
+	ins, outs, err := ortgo.GetInputOutputInfoWithONNXData(model)
+	if err != nil {
+		return nil, fmt.Errorf("onnxruntime: read model inputs and outputs: %w", err)
+	}
+	s := &Session{}
+	var inNames, outNames []string
+	for _, in := range ins {
+		s.inputs = append(s.inputs, ioInfo(in))
+		inNames = append(inNames, in.Name)
+	}
+	for _, out := range outs {
+		s.outputs = append(s.outputs, ioInfo(out))
+		outNames = append(outNames, out.Name)
+	}
+	so, err := ortgo.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("onnxruntime: session options: %w", err)
+	}
+	defer so.Destroy()
+	if opts.Threads > 0 {
+		if err := so.SetIntraOpNumThreads(opts.Threads); err != nil {
+			return nil, fmt.Errorf("onnxruntime: set %d threads: %w", opts.Threads, err)
+		}
+		if err := so.SetInterOpNumThreads(1); err != nil {
+			return nil, fmt.Errorf("onnxruntime: set inter-op threads: %w", err)
+		}
+	}
+	s.sess, err = ortgo.NewDynamicAdvancedSessionWithONNXData(model, inNames, outNames, so)
+	if err != nil {
+		return nil, fmt.Errorf("onnxruntime: load model: %w", err)
+	}
+	return s, nil
+}
+
+func ioInfo(in ortgo.InputOutputInfo) IOInfo {
+	info := IOInfo{Name: in.Name, Dims: append([]int64{}, in.Dimensions...)}
+	switch in.DataType {
+	case ortgo.TensorElementDataTypeFloat:
+		info.DType = tensor.Float32
+	case ortgo.TensorElementDataTypeInt64:
+		info.DType = tensor.Int64
+	case ortgo.TensorElementDataTypeInt32:
+		info.DType = tensor.Int32
+	case ortgo.TensorElementDataTypeBool:
+		info.DType = tensor.Bool
+	}
+	return info
+}
+
+// Inputs returns the model's inputs in ONNX Runtime's order.
+func (s *Session) Inputs() []IOInfo { return append([]IOInfo{}, s.inputs...) }
+
+// Outputs returns the model's outputs in ONNX Runtime's order.
+func (s *Session) Outputs() []IOInfo { return append([]IOInfo{}, s.outputs...) }
+
+// Run executes the model. inputs must hold exactly the model's inputs, as float32, int64,
+// int32 or bool tensors; outputNames selects the outputs to return (nil means all). It returns
+// an error naming the input or output at fault for a missing, unknown or malformed tensor,
+// and ONNX Runtime's error when the run fails.
+func (s *Session) Run(inputs map[string]*tensor.Tensor, outputNames []string) (map[string]*tensor.Tensor, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed || s.sess == nil {
+		return nil, errors.New("onnxruntime: session is closed")
+	}
+	for name := range inputs {
+		if !hasName(s.inputs, name) {
+			return nil, fmt.Errorf("onnxruntime: model has no input %q (inputs: %s)", name, names(s.inputs))
+		}
+	}
+	want := outputNames
+	if want == nil {
+		for _, o := range s.outputs {
+			want = append(want, o.Name)
+		}
+	}
+	for _, name := range want {
+		if !hasName(s.outputs, name) {
+			return nil, fmt.Errorf("onnxruntime: model has no output %q (outputs: %s)", name, names(s.outputs))
+		}
+	}
+	in := make([]ortgo.Value, len(s.inputs))
+	defer func() {
+		for _, v := range in {
+			if v != nil {
+				_ = v.Destroy()
+			}
+		}
+	}()
+	for i, info := range s.inputs {
+		t, ok := inputs[info.Name]
+		if !ok || t == nil {
+			return nil, fmt.Errorf("onnxruntime: input %q is missing", info.Name)
+		}
+		v, err := toValue(t)
+		if err != nil {
+			return nil, fmt.Errorf("onnxruntime: input %q: %w", info.Name, err)
+		}
+		in[i] = v
+	}
+	out := make([]ortgo.Value, len(s.outputs))
+	defer func() {
+		for _, v := range out {
+			if v != nil {
+				_ = v.Destroy()
+			}
+		}
+	}()
+	if err := s.sess.Run(in, out); err != nil {
+		return nil, fmt.Errorf("onnxruntime: run: %w", err)
+	}
+	res := make(map[string]*tensor.Tensor, len(want))
+	for i, info := range s.outputs {
+		if !contains(want, info.Name) {
+			continue
+		}
+		t, err := fromValue(out[i])
+		if err != nil {
+			return nil, fmt.Errorf("onnxruntime: output %q: %w", info.Name, err)
+		}
+		res[info.Name] = t
+	}
+	return res, nil
+}
+
+// Close releases the session; it is safe to call twice.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.sess == nil {
+		s.closed = true
+		return nil
+	}
+	s.closed = true
+	if err := s.sess.Destroy(); err != nil {
+		return fmt.Errorf("onnxruntime: close session: %w", err)
+	}
+	return nil
+}
+
+func toValue(t *tensor.Tensor) (ortgo.Value, error) {
+	if err := t.Check(); err != nil {
+		return nil, err
+	}
+	shape := make(ortgo.Shape, len(t.Shape))
+	for i, d := range t.Shape {
+		shape[i] = int64(d)
+	}
+	switch t.DType {
+	case tensor.Float32:
+		return ortgo.NewTensor(shape, append([]float32{}, t.F32...))
+	case tensor.Int64:
+		return ortgo.NewTensor(shape, append([]int64{}, t.I64...))
+	case tensor.Int32:
+		d := make([]int32, len(t.I64))
+		for i, v := range t.I64 {
+			d[i] = int32(v)
+		}
+		return ortgo.NewTensor(shape, d)
+	case tensor.Bool:
+		return ortgo.NewTensor(shape, append([]bool{}, t.Bool...))
+	}
+	return nil, fmt.Errorf("unsupported dtype %v", t.DType)
+}
+
+func fromValue(v ortgo.Value) (*tensor.Tensor, error) {
+	if v == nil {
+		return nil, errors.New("ONNX Runtime returned no value")
+	}
+	dims := v.GetShape()
+	shape := make([]int, len(dims))
+	for i, d := range dims {
+		shape[i] = int(d)
+	}
+	var t *tensor.Tensor
+	switch x := v.(type) {
+	case *ortgo.Tensor[float32]:
+		t = &tensor.Tensor{DType: tensor.Float32, Shape: shape, F32: append([]float32{}, x.GetData()...)}
+	case *ortgo.Tensor[int64]:
+		t = &tensor.Tensor{DType: tensor.Int64, Shape: shape, I64: append([]int64{}, x.GetData()...)}
+	case *ortgo.Tensor[int32]:
+		d := x.GetData()
+		t = &tensor.Tensor{DType: tensor.Int32, Shape: shape, I64: make([]int64, len(d))}
+		for i, v := range d {
+			t.I64[i] = int64(v)
+		}
+	case *ortgo.Tensor[bool]:
+		t = &tensor.Tensor{DType: tensor.Bool, Shape: shape, Bool: append([]bool{}, x.GetData()...)}
+	default:
+		return nil, fmt.Errorf("unsupported ONNX Runtime value %T", v)
+	}
+	if err := t.Check(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func hasName(infos []IOInfo, name string) bool {
+	for _, i := range infos {
+		if i.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func names(infos []IOInfo) string {
+	s := ""
+	for i, in := range infos {
+		if i > 0 {
+			s += ", "
+		}
+		s += in.Name
+	}
+	return s
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
