@@ -101,7 +101,9 @@ func showAction(c *cli.Context) error {
 			continue
 		}
 		res.Parameters = append(res.Parameters, showTensor{Name: in.Name, Shape: in.Tensor.Shape, Count: in.Tensor.Len(), Buffer: in.Buffer})
-		res.ParamBytes += int64(in.Tensor.Bytes())
+		if !in.Buffer {
+			res.ParamBytes += int64(in.Tensor.Bytes())
+		}
 	}
 	maxLen := 0
 	if p := m.Desc.Caps.MaxLenParam; p != "" {
