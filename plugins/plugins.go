@@ -4,6 +4,7 @@ package plugins
 
 import (
 	"github.com/zoo-dev/zoo/plugins/gqa"
+	"github.com/zoo-dev/zoo/plugins/linformer"
 	"github.com/zoo-dev/zoo/plugins/vanilla"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
@@ -11,7 +12,7 @@ import (
 // Builtin returns every in-tree variant, keyed by name.
 func Builtin() map[string]variant.Variant {
 	out := map[string]variant.Variant{}
-	for _, v := range []variant.Variant{vanilla.New(), gqa.New()} {
+	for _, v := range []variant.Variant{vanilla.New(), gqa.New(), linformer.New()} {
 		out[v.Describe().Name] = v
 	}
 	return out
