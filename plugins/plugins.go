@@ -3,6 +3,7 @@
 package plugins
 
 import (
+	"github.com/zoo-dev/zoo/plugins/alibi"
 	"github.com/zoo-dev/zoo/plugins/gqa"
 	"github.com/zoo-dev/zoo/plugins/linformer"
 	"github.com/zoo-dev/zoo/plugins/vanilla"
@@ -12,7 +13,7 @@ import (
 // Builtin returns every in-tree variant, keyed by name.
 func Builtin() map[string]variant.Variant {
 	out := map[string]variant.Variant{}
-	for _, v := range []variant.Variant{vanilla.New(), gqa.New(), linformer.New()} {
+	for _, v := range []variant.Variant{vanilla.New(), alibi.New(), gqa.New(), linformer.New()} {
 		out[v.Describe().Name] = v
 	}
 	return out
