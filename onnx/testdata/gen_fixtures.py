@@ -13,6 +13,8 @@ torch/enc_<act>_op<opset>.onnx, and writes next to it
   .src.npy   float32 (2, 37, 64)  the input
   .mask.npy  bool    (2, 37)      src_key_padding_mask, True = padding (row 1 has 8 pads)
   .out.npy   float32 (2, 37, 64)  PyTorch's output (padded positions are unspecified)
+It also writes tiny_layer_op17.onnx (in this folder), one nn.TransformerEncoderLayer (d_model 8, 2 heads,
+d_ff 16) with a padding mask, as a small seed for FuzzImport.
 Inputs are named src and src_key_padding_mask, the output out. The weights depend only on
 the seed, so all opsets of one activation hold the same model.
 """
@@ -69,6 +71,19 @@ def main():
             np.save(base + ".out.npy", out.numpy().astype(np.float32))
             ops = sorted({n.op_type for n in m.graph.node})
             print(f"{base}.onnx: ir {m.ir_version}, opset {opset}, {len(m.graph.node)} nodes, ops {' '.join(ops)}")
+
+    torch.manual_seed(42)
+    tiny = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval()
+    src = torch.randn(1, 5, 8)
+    mask = torch.zeros(1, 5, dtype=torch.bool)
+    mask[0, 4] = True
+    path = os.path.join(HERE, "tiny_layer_op17.onnx")
+    torch.onnx.export(tiny, (src, None, mask), path, input_names=["src", "src_key_padding_mask"],
+                      output_names=["out"], dynamic_axes={"src": {0: "batch", 1: "seq"},
+                                                          "src_key_padding_mask": {0: "batch", 1: "seq"}},
+                      opset_version=17)
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    print(f"{path}: {os.path.getsize(path)} bytes")
 
 
 if __name__ == "__main__":
