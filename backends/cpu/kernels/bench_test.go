@@ -2,8 +2,10 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // benchShapes are the Transformer encoder shapes (tokens × hidden × {hidden, 4·hidden}).
@@ -56,10 +58,16 @@ func benchGemm(b *testing.B, level string, m, n, k int, transB bool, threads int
 		if transB {
 			ldb = k
 		}
-		b.ResetTimer()
+		best := time.Duration(math.MaxInt64)
 		for b.Loop() {
+			t0 := time.Now()
 			SgemmParallel(threads, false, transB, m, n, k, 1, a, k, bm, ldb, 0, c, n)
+			best = min(best, time.Since(t0))
 		}
-		b.ReportMetric(2*float64(m)*float64(n)*float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		flop := 2 * float64(m) * float64(n) * float64(k)
+		b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		// The best single call is robust to other processes sharing the cores, which the
+		// mean is not.
+		b.ReportMetric(flop/best.Seconds()/1e9, "best-GFLOP/s")
 	})
 }

@@ -251,18 +251,24 @@ func scatterScaled(dst, src []float32, stride int, alpha float32) {
 // columns: panel q holds, for each p, the nr values op(B)[pc+p, jc+q·nr+j], zero-padded past
 // column ncb.
 func packB(transB bool, b []float32, ldb, pc, jc, kcb, ncb, nr int, dst []float32) {
+	if !transB {
+		// Walk B row by row so the reads are sequential (the hardware prefetcher follows
+		// them); each row is dealt out to the panels in nr-wide pieces.
+		full := ncb / nr * nr
+		for p := 0; p < kcb; p++ {
+			src := b[(pc+p)*ldb+jc : (pc+p)*ldb+jc+ncb]
+			copyPieces(dst[p*nr:], src[:full], nr, kcb*nr)
+			if full < ncb {
+				d := dst[full*kcb+p*nr : full*kcb+p*nr+nr]
+				copy(d, src[full:])
+				clear(d[ncb-full:])
+			}
+		}
+		return
+	}
 	for jr := 0; jr < ncb; jr += nr {
 		nrb := min(nr, ncb-jr)
 		panel := dst[jr*kcb : jr*kcb+nr*kcb]
-		if !transB {
-			for p := 0; p < kcb; p++ {
-				row := (pc+p)*ldb + jc + jr
-				d := panel[p*nr : p*nr+nr]
-				copy(d, b[row:row+nrb])
-				clear(d[nrb:])
-			}
-			continue
-		}
 		// op(B) column j is row j of B: read it contiguously, scatter with stride nr.
 		for j := 0; j < nrb; j++ {
 			row := (jc+jr+j)*ldb + pc
@@ -272,6 +278,33 @@ func packB(transB bool, b []float32, ldb, pc, jc, kcb, ncb, nr int, dst []float3
 			for p := 0; p < kcb; p++ {
 				panel[p*nr+j] = 0
 			}
+		}
+	}
+}
+
+// copyPieces copies src in nr-element pieces to dst, piece q going to dst[q*stride:]. The
+// common widths copy through fixed-size array types, which the compiler turns into a few
+// inline vector moves; a copy() call per 64-256 bytes would spend most of its time in
+// runtime.memmove's dispatch.
+func copyPieces(dst, src []float32, nr, stride int) {
+	if len(src) == 0 {
+		return
+	}
+	_ = dst[(len(src)/nr-1)*stride+nr-1]
+	d := unsafe.Pointer(unsafe.SliceData(dst))
+	s := unsafe.Pointer(unsafe.SliceData(src))
+	switch nr {
+	case 16:
+		for q := 0; q < len(src)/16; q++ {
+			*(*[16]float32)(unsafe.Add(d, q*stride*4)) = *(*[16]float32)(unsafe.Add(s, q*64))
+		}
+	case 32:
+		for q := 0; q < len(src)/32; q++ {
+			*(*[32]float32)(unsafe.Add(d, q*stride*4)) = *(*[32]float32)(unsafe.Add(s, q*128))
+		}
+	default:
+		for q := 0; q < len(src)/nr; q++ {
+			copy(dst[q*stride:q*stride+nr], src[q*nr:q*nr+nr])
 		}
 	}
 }
