@@ -33,6 +33,12 @@ type Options struct {
 	// KeepIntermediates lists values (beyond the graph outputs) that Run must also return,
 	// for per-layer parity checks.
 	KeepIntermediates []string
+	// Precision selects the matrix-product math of accelerator backends: "" or "fp32" (the
+	// default: strict IEEE fp32), "tf32" (TF32 tensor cores, about 1e-3 relative error) or
+	// "bf16" (bf16 tensor-core products with fp32 storage and accumulation). Backends
+	// without such modes reject anything but "" and "fp32" only if they choose to; the CPU
+	// backend ignores it.
+	Precision string
 }
 
 // Backend compiles graphs for one kind of hardware.
