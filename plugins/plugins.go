@@ -6,6 +6,7 @@ import (
 	"github.com/zoo-dev/zoo/plugins/alibi"
 	"github.com/zoo-dev/zoo/plugins/gqa"
 	"github.com/zoo-dev/zoo/plugins/linformer"
+	"github.com/zoo-dev/zoo/plugins/rope"
 	"github.com/zoo-dev/zoo/plugins/vanilla"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
@@ -13,7 +14,7 @@ import (
 // Builtin returns every in-tree variant, keyed by name.
 func Builtin() map[string]variant.Variant {
 	out := map[string]variant.Variant{}
-	for _, v := range []variant.Variant{vanilla.New(), alibi.New(), gqa.New(), linformer.New()} {
+	for _, v := range []variant.Variant{vanilla.New(), alibi.New(), gqa.New(), linformer.New(), rope.New()} {
 		out[v.Describe().Name] = v
 	}
 	return out
