@@ -5,6 +5,7 @@ package plugins
 import (
 	"github.com/zoo-dev/zoo/plugins/alibi"
 	"github.com/zoo-dev/zoo/plugins/gqa"
+	"github.com/zoo-dev/zoo/plugins/linear"
 	"github.com/zoo-dev/zoo/plugins/linformer"
 	"github.com/zoo-dev/zoo/plugins/rope"
 	"github.com/zoo-dev/zoo/plugins/vanilla"
@@ -14,7 +15,7 @@ import (
 // Builtin returns every in-tree variant, keyed by name.
 func Builtin() map[string]variant.Variant {
 	out := map[string]variant.Variant{}
-	for _, v := range []variant.Variant{vanilla.New(), alibi.New(), gqa.New(), linformer.New(), rope.New()} {
+	for _, v := range []variant.Variant{vanilla.New(), linear.New(), alibi.New(), gqa.New(), linformer.New(), rope.New()} {
 		out[v.Describe().Name] = v
 	}
 	return out

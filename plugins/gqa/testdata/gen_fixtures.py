@@ -5,6 +5,8 @@ Run from the repository root with Debian's Python (torch 1.13):
 
     /usr/bin/python3 plugins/gqa/testdata/gen_fixtures.py
 
+ZOO_BIN=path/to/zoo uses a prebuilt zoo binary instead of `go run ./cmd/zoo`.
+
 For each case it asks zoo for its weights (`zoo export gqa --weights`), loads them by name into
 the independent PyTorch model below with strict=True, runs a padded batch of real text and
 writes inputs and outputs to <case>.safetensors. The Go test rebuilds the same weights from the
@@ -172,7 +174,8 @@ LENGTHS = [37, 23, 1]  # batch 3: an odd length, a padded row, and a single toke
 
 
 def zoo_weights(sets, seed, path):
-    cmd = ["go", "run", "./cmd/zoo", "export", VARIANT, "--seed", str(seed), "--weights", path]
+    zoo = os.environ.get("ZOO_BIN")  # a prebuilt zoo binary; default: go run ./cmd/zoo
+    cmd = ([zoo] if zoo else ["go", "run", "./cmd/zoo"]) + ["export", VARIANT, "--seed", str(seed), "--weights", path]
     for k, v in sets.items():
         cmd += ["--set", f"{k}={str(v).lower() if isinstance(v, bool) else v}"]
     subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)

@@ -1,0 +1,118 @@
+package linear
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/zoo-dev/zoo/backends"
+	_ "github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/nn"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/variant"
+)
+
+var tiny = map[string]any{"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "max_len": 128}
+
+func build(t *testing.T, seed uint64, layers ...map[string]any) *graph.Graph {
+	t.Helper()
+	cfg, err := variant.Resolve(New().Describe(), layers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New().Build(cfg, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestParameterNames(t *testing.T) {
+	inits := build(t, 1, tiny).InitializerMap()
+	for name, shape := range map[string][]int{
+		"layers.0.self_attn.W_Q.weight": {64, 64}, "layers.0.self_attn.W_K.bias": {64},
+		"layers.1.self_attn.W_O.weight": {64, 64}, "pos_encoding.pe": {128, 64}, "fc.bias": {257},
+	} {
+		if tt, ok := inits[name]; !ok || !tensor.SameShape(tt.Shape, shape) {
+			t.Errorf("%s: missing or not %v", name, shape)
+		}
+	}
+	inits = build(t, 1, tiny, map[string]any{"attn_bias": false}).InitializerMap()
+	if _, ok := inits["layers.0.self_attn.W_V.bias"]; ok {
+		t.Error("attn_bias=false still has biases")
+	}
+}
+
+func TestBadHyperparameters(t *testing.T) {
+	for _, c := range []struct {
+		over map[string]any
+		want string
+	}{
+		{map[string]any{"attn_eps": -1}, "must be at least 0"},
+		{map[string]any{"heads": 3}, "heads=3 must divide d_model=64"},
+	} {
+		cfg, err := variant.Resolve(New().Describe(), tiny, c.over)
+		if err == nil {
+			_, err = New().Build(cfg, 1)
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.over, err, c.want)
+		}
+	}
+}
+
+// The cost grows linearly in n: doubling a long sequence doubles FLOPs and peak activation
+// memory (no n×n value anywhere).
+func TestCostIsLinear(t *testing.T) {
+	g := build(t, 1, map[string]any{"max_len": 20000})
+	cost := func(n int) graph.Cost {
+		c, err := g.Cost(map[string][]int{nn.InputTokens: {1, n}, nn.InputKeyPadding: {1, n}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := cost(4096), cost(8192)
+	if r := float64(b.FLOPs) / float64(a.FLOPs); math.Abs(r-2) > 0.04 {
+		t.Errorf("FLOPs(8192)/FLOPs(4096) = %.4f, want ≈ 2", r)
+	}
+	if r := float64(b.ActivationBytes) / float64(a.ActivationBytes); math.Abs(r-2) > 0.04 {
+		t.Errorf("activations(8192)/activations(4096) = %.4f, want ≈ 2", r)
+	}
+}
+
+// Padding is excluded exactly: a sequence's valid outputs do not depend on what follows it.
+func TestPaddingInvariance(t *testing.T) {
+	cpu, _ := backends.Lookup("cpu")
+	prog, err := cpu.Compile(build(t, 3, tiny), backends.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	runOne := func(n, valid int) *tensor.Tensor {
+		tok := make([]int64, n)
+		pad := make([]bool, n)
+		for i := range tok {
+			if i < valid {
+				tok[i] = int64(1 + (i*31)%250)
+			} else {
+				pad[i] = true
+			}
+		}
+		tt, _ := tensor.FromInt64(tok, 1, n)
+		pt, _ := tensor.FromBool(pad, 1, n)
+		outs, err := prog.Run(context.Background(), map[string]*tensor.Tensor{nn.InputTokens: tt, nn.InputKeyPadding: pt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return outs[nn.OutputHidden]
+	}
+	a, b := runOne(11, 11), runOne(50, 11)
+	for i := 0; i < 11*64; i++ {
+		if d := math.Abs(float64(a.F32[i] - b.F32[i])); d > 1e-5 {
+			t.Fatalf("padding changes valid output %d by %g", i, d)
+		}
+	}
+}
