@@ -1,0 +1,227 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/onnx"
+	"github.com/zoo-dev/zoo/onnx/ort"
+	"github.com/zoo-dev/zoo/onnx/parity"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/tokenize"
+)
+
+func init() { register(parityCommand) }
+
+func parityCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "parity",
+		Usage: "run a variant (exported to ONNX) or an .onnx file on a zoo backend and on ONNX Runtime, and compare every output",
+		Description: "Rule: " + parity.Rule + ".\n" +
+			"Only valid positions are compared (a bool (batch, seq) input is taken as the padding mask, true = padding).\n" +
+			"Without --input, zoo makes deterministic inputs: batch 2, length 37 for symbolic dims, the last 8 positions of\n" +
+			"row 2 padded, token ids 1..255, floats from --seed. ONNX Runtime is found through " + ort.LibraryEnv + " (see `go doc ./onnx/ort`).",
+		ArgsUsage: "NAME[.PRESET]|FILE.onnx",
+		Flags: append(modelFlags(),
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (models with tokens/key_padding_mask inputs)"},
+			&cli.Float64Flag{Name: "atol", Value: 1e-4, Usage: "absolute tolerance"},
+			&cli.Float64Flag{Name: "rtol", Value: 1e-4, Usage: "relative tolerance"},
+			&cli.IntFlag{Name: "window", Value: 64, Usage: "tokens per window with --input"},
+			&cli.IntFlag{Name: "threads", Usage: "worker threads for both runtimes (0: every core)"},
+			flagBackend, flagJSON,
+		),
+		Action: parityAction,
+	}
+}
+
+func parityAction(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return badInputf("parity: want one model name or .onnx file, got %d arguments", c.NArg())
+	}
+	ref := c.Args().First()
+	atol, rtol := c.Float64("atol"), c.Float64("rtol")
+	if !(atol >= 0 && rtol >= 0) || math.IsInf(atol, 0) || math.IsInf(rtol, 0) {
+		return badInputf("--atol and --rtol must be finite and >= 0 (got %g, %g)", atol, rtol)
+	}
+	if c.Int("threads") < 0 || c.Int("window") < 1 {
+		return badInputf("--threads must not be negative and --window must be at least 1")
+	}
+	// The model as ONNX bytes: the file, or the variant's export (so the graph zoo runs is
+	// exactly the graph ONNX Runtime runs).
+	var data []byte
+	name := ref
+	if strings.HasSuffix(strings.ToLower(ref), ".onnx") {
+		var err error
+		if data, err = os.ReadFile(ref); err != nil {
+			return badInputf("model %s: %w", ref, errors.Unwrap(err))
+		}
+	} else {
+		m, err := loadModel(c, ref)
+		if err != nil {
+			return err
+		}
+		name = m.displayName()
+		if data, err = onnx.Export(m.Graph, onnx.ExportOptions{ProducerVersion: version}); err != nil {
+			return failed(fmt.Errorf("export %s: %w", name, err))
+		}
+	}
+	g, err := onnx.Import(data)
+	if err != nil {
+		return badInputf("model %s: %w", ref, err)
+	}
+	inputs, valid, err := parityInputs(g, c.String("input"), c.Int("window"), c.Uint64(flagSeed.Name))
+	if err != nil {
+		return badInput(err)
+	}
+
+	rt, err := ort.Open()
+	if err != nil {
+		return failed(fmt.Errorf("parity needs ONNX Runtime as the reference: %w", err))
+	}
+	sess, err := rt.NewSession(data, ort.SessionOptions{Threads: c.Int("threads")})
+	if err != nil {
+		return failed(fmt.Errorf("model %s: %w", name, err))
+	}
+	defer sess.Close()
+	want, err := sess.Run(inputs, nil)
+	if err != nil {
+		return failed(fmt.Errorf("model %s: %w", name, err))
+	}
+
+	choice, err := backends.Select(c.String(flagBackend.Name))
+	if err != nil {
+		return badInput(err)
+	}
+	prog, err := choice.Backend.Compile(g, backends.Options{Threads: c.Int("threads")})
+	if err != nil {
+		return failed(fmt.Errorf("compile %s on %s: %w", name, choice.Backend.Name(), err))
+	}
+	defer prog.Close()
+	got, err := prog.Run(c.Context, inputs)
+	if err != nil {
+		return failed(fmt.Errorf("run %s on %s: %w", name, choice.Backend.Name(), err))
+	}
+
+	var results []parity.Result
+	for _, out := range g.Outputs {
+		v := valid
+		if t := got[out.Name]; t != nil && (len(t.Shape) < 2 || v == nil || len(v) != t.Shape[0]*t.Shape[1]) {
+			v = nil // not a (batch, seq, ...) output: compare every element
+		}
+		results = append(results, parity.Compare(out.Name, got[out.Name], want[out.Name], v, atol, rtol))
+	}
+	opts := parity.RenderOptions{
+		Got:  fmt.Sprintf("zoo %s (%s) on %s", choice.Backend.Name(), choice.Probe.Level, name),
+		Want: "onnxruntime " + rt.Version,
+		JSON: c.Bool(flagJSON.Name),
+	}
+	if err := parity.Render(c.App.Writer, results, opts); err != nil {
+		return failed(err)
+	}
+	if !parity.AllPass(results) {
+		return failed(fmt.Errorf("parity: %s differs from ONNX Runtime beyond atol %g / rtol %g (outputs: %s)",
+			name, atol, rtol, strings.Join(parity.NewReport(results, opts).Failed, ", ")))
+	}
+	return nil
+}
+
+// parityInputs makes the model's inputs: from a text file (token models) or deterministic
+// synthetic data. It returns the valid-position mask derived from a bool (batch, seq) input.
+func parityInputs(g *graph.Graph, textPath string, window int, seed uint64) (map[string]*tensor.Tensor, []bool, error) {
+	inputs := map[string]*tensor.Tensor{}
+	if textPath != "" {
+		if len(g.Inputs) != 2 || g.Inputs[0].DType != tensor.Int64 || g.Inputs[1].DType != tensor.Bool {
+			return nil, nil, fmt.Errorf("--input needs a model with (tokens int64, key_padding_mask bool) inputs; this one has %d inputs (omit --input to use synthetic data)", len(g.Inputs))
+		}
+		f, err := os.Open(textPath)
+		if err != nil {
+			return nil, nil, fmt.Errorf("input %s: %w", textPath, errors.Unwrap(err))
+		}
+		defer f.Close()
+		wd, err := tokenize.NewWindower(f, window, 4)
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := wd.Next()
+		if err != nil {
+			return nil, nil, fmt.Errorf("input %s: no text to encode (%v)", textPath, err)
+		}
+		tokens, mask := b.Tensors()
+		inputs[g.Inputs[0].Name], inputs[g.Inputs[1].Name] = tokens, mask
+		return inputs, parity.ValidFromPadding(mask), nil
+	}
+	const batch, seq, pads = 2, 37, 8
+	state := seed*0x9E3779B97F4A7C15 + 1
+	next := func() uint64 { // splitmix64
+		state += 0x9E3779B97F4A7C15
+		z := state
+		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+		z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+		return z ^ (z >> 31)
+	}
+	var valid []bool
+	for _, in := range g.Inputs {
+		if in.Shape == nil {
+			return nil, nil, fmt.Errorf("input %q has unknown rank; pass a model with declared input shapes", in.Name)
+		}
+		shape := make([]int, len(in.Shape))
+		for i, d := range in.Shape {
+			switch {
+			case d.Known():
+				shape[i] = int(d.Size)
+			case i == 0:
+				shape[i] = batch
+			default:
+				shape[i] = seq
+			}
+		}
+		t, err := tensor.New(in.DType, shape...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("input %q: %w", in.Name, err)
+		}
+		switch in.DType {
+		case tensor.Float32:
+			for i := range t.F32 { // sum of uniforms: roughly N(0, 1)
+				var s float64
+				for k := 0; k < 4; k++ {
+					s += float64(next()>>11)/(1<<53) - 0.5
+				}
+				t.F32[i] = float32(s * math.Sqrt(3))
+			}
+		case tensor.Int32, tensor.Int64:
+			for i := range t.I64 {
+				t.I64[i] = int64(1 + next()%255)
+			}
+		case tensor.Bool:
+			if len(shape) == 2 && shape[0] >= 2 && shape[1] > pads {
+				for i := shape[1] - pads; i < shape[1]; i++ {
+					t.Bool[shape[1]+i] = true
+				}
+			}
+			if len(shape) == 2 {
+				valid = parity.ValidFromPadding(t)
+			}
+		}
+		inputs[in.Name] = t
+	}
+	// Padded token positions hold the padding id, as the tokenizer would write them.
+	if valid != nil {
+		for _, in := range g.Inputs {
+			if t := inputs[in.Name]; in.DType == tensor.Int64 && len(t.Shape) == 2 && len(t.I64) == len(valid) {
+				for i, ok := range valid {
+					if !ok {
+						t.I64[i] = 0
+					}
+				}
+			}
+		}
+	}
+	return inputs, valid, nil
+}
