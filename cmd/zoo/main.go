@@ -67,10 +67,14 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Version: version,
 		Description: "Models are named variant[.preset] (see `zoo list`). Flags may come before or after the name.\n" +
 			"Environment: ZOO_BACKEND (cpu, ...) forces a backend; ZOO_THREADS caps CPU threads;\n" +
-			"ZOO_CPU (avx512, avx2, generic) forces the CPU kernel level.",
+			"ZOO_CPU (avx512, avx2, generic) forces the CPU kernel level.\n" +
+			"Variants run as plugin processes (built-ins: zoo itself). --verbose (anywhere) or ZOO_VERBOSE=1\n" +
+			"shows plugin logs and timings; ZOO_PLUGIN_START_TIMEOUT and ZOO_PLUGIN_BUILD_TIMEOUT (e.g. 30s, 10m)\n" +
+			"bound plugin start-up and builds; ZOO_PLUGIN_INPROCESS=1 serves built-ins in process (debugging).",
 		Writer:                 stdout,
 		ErrWriter:              stderr,
 		HideHelpCommand:        true,
+		Flags:                  []cli.Flag{&cli.BoolFlag{Name: "verbose", Usage: "show plugin logs and timings on stderr (accepted after the command too)"}},
 		UseShortOptionHandling: true,
 		ExitErrHandler:         func(*cli.Context, error) {},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
@@ -95,6 +99,8 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			code = 1
 		}
 	}()
+	args, verbose := stripVerbose(args)
+	defer beginSession(stderr, verbose)()
 	app := newApp(stdout, stderr)
 	err := app.Run(reorderArgs(app, args))
 	if err == nil {
@@ -129,5 +135,8 @@ func oneLine(s string) string {
 }
 
 func main() {
+	if maybeServeBuiltin(os.Args) {
+		return
+	}
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }

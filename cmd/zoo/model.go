@@ -120,16 +120,16 @@ func resolveVariant(c *cli.Context, ref string) (variant.Variant, registry.Entry
 	return v, entry, preset, cfg, nil
 }
 
-// variantFor returns the variant that serves a registry entry.
+// variantFor returns the variant that serves a registry entry: its plugin, started on first
+// use (built-in variants are served by zoo re-executing itself) and killed when the command
+// ends.
 func variantFor(e registry.Entry) (variant.Variant, error) {
-	if e.Plugin == "builtin" {
-		v, ok := plugins.Builtin()[e.Name]
-		if !ok {
+	if e.IsBuiltin() {
+		if _, ok := plugins.Builtin()[e.Name]; !ok {
 			return nil, badInputf("registry entry %s says plugin: builtin, but this zoo binary has no built-in variant %q", e.Name, e.Name)
 		}
-		return v, nil
 	}
-	return nil, badInputf("variant %s: executable plugins (%s) are not supported by this build yet", e.Name, e.Plugin)
+	return pluginVariant(e)
 }
 
 // loadModel resolves ref and builds its graph.
