@@ -37,4 +37,18 @@
 //   - metadata_props, including zoo's own list of buffer initializers (BuffersKey).
 //
 // A panic inside onnx-go or gorgonia is recovered and returned as an error.
+//
+// # Dependencies
+//
+// onnx-go v0.5.0 pulls gorgonia.org/tensor (v0.9.3 is selected today). Newer gorgonia tensor
+// releases (e.g. v0.9.24) depend on go4.org/unsafe/assume-no-moving-gc, whose older versions
+// panic at start-up under Go 1.26; go.mod therefore pins that module at
+// v0.0.0-20231121144256-b99613f794b6 (the first version that does not), so that an upgrade
+// cannot bring the panic back. Every test binary of this package would panic at init if it did.
+// The generated types live in onnx/onnxpb under the proto package "zoo.onnx", because
+// onnx-go registers its own copy of the ONNX messages as "onnx".
+//
+// # Fuzzing
+//
+//	go test ./onnx -run '^$' -fuzz FuzzImport -fuzztime 60s -fuzzminimizetime 5s
 package onnx
