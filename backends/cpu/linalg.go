@@ -12,13 +12,14 @@ import (
 // shapes (never on the thread count), so results are bitwise identical for any number of
 // threads: each task is the same kernels.Sgemm call whichever goroutine runs it.
 const (
-	gemmTaskMACs  = 1 << 17 // least multiply-adds worth a task of its own
+	gemmTaskMACs  = 1 << 20 // least multiply-adds worth a task of its own
 	gemmMaxSplit  = 32      // most tasks one matrix product is cut into
-	gemmRowAlign  = 8       // task row counts are multiples of this
+	gemmRowAlign  = 48      // task row counts are multiples of this (and of SIMD tile heights)
 	gemmTinyTotal = 1 << 15 // whole products below this many multiply-adds run inline
 )
 
-// gemmRowsPerTask returns how many output rows of an m×n×k product one task computes.
+// gemmRowsPerTask returns how many output rows of an m×n×k product one task computes. Each
+// task packs op(B) again, so tasks are kept tall enough for that to stay cheap.
 func gemmRowsPerTask(m, n, k int) int {
 	work := m * n * max(k, 1)
 	if work <= gemmTaskMACs || m <= gemmRowAlign {

@@ -233,7 +233,7 @@ func makeSqueeze(n *graph.Node) (kernel, error) {
 			return nil, err
 		}
 		shape := []int{}
-		if !given {
+		if !given || len(axes) == 0 { // no axes (or an empty list): drop every size-1 axis
 			for _, d := range x.Shape {
 				if d != 1 {
 					shape = append(shape, d)
