@@ -1,0 +1,159 @@
+package performer
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/zoo-dev/zoo/backends"
+	_ "github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/nn"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/variant"
+)
+
+var tiny = map[string]any{"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "max_len": 128}
+
+func build(t *testing.T, seed uint64, layers ...map[string]any) *graph.Graph {
+	t.Helper()
+	cfg, err := variant.Resolve(New().Describe(), layers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New().Build(cfg, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestFeatureCount(t *testing.T) {
+	for _, c := range [][3]int{{0, 64, 266}, {0, 16, 44}, {100, 64, 100}, {0, 1, 1}} {
+		if got := Features(c[0], c[1]); got != c[2] {
+			t.Errorf("Features(%d, %d) = %d, want %d", c[0], c[1], got, c[2])
+		}
+	}
+}
+
+func TestOrthogonalFeatures(t *testing.T) {
+	const dk, m = 16, 40 // two full blocks and a partial one
+	for _, sqrt := range []bool{false, true} {
+		w := OrthogonalFeatures(9, "x", m, dk, sqrt)
+		if !tensor.SameShape(w.Shape, []int{m, dk}) {
+			t.Fatalf("shape %v", w.Shape)
+		}
+		row := func(i int) []float64 {
+			r := make([]float64, dk)
+			for j := range r {
+				r[j] = float64(w.F32[i*dk+j])
+			}
+			return r
+		}
+		norm := func(r []float64) float64 {
+			s := 0.0
+			for _, x := range r {
+				s += x * x
+			}
+			return math.Sqrt(s)
+		}
+		for i := 0; i < m; i++ {
+			ri := row(i)
+			if sqrt && math.Abs(norm(ri)-4) > 1e-5 {
+				t.Errorf("sqrt_dk: row %d has norm %v, want 4", i, norm(ri))
+			}
+			for j := i + 1; j < m && j/dk == i/dk; j++ {
+				rj := row(j)
+				dot := 0.0
+				for k := range ri {
+					dot += ri[k] * rj[k]
+				}
+				if c := dot / (norm(ri) * norm(rj)); math.Abs(c) > 1e-5 {
+					t.Errorf("rows %d and %d of one block have cosine %g", i, j, c)
+				}
+			}
+		}
+	}
+	if !tensor.Equal(OrthogonalFeatures(1, "a", 20, 8, false), OrthogonalFeatures(1, "a", 20, 8, false)) {
+		t.Error("features are not deterministic")
+	}
+}
+
+func TestFeaturesAreBuffers(t *testing.T) {
+	g := build(t, 1, tiny)
+	var p0, p1 *tensor.Tensor
+	for _, in := range g.Initializers {
+		switch in.Name {
+		case "layers.0.self_attn.projection_matrix":
+			p0 = in.Tensor
+			if !in.Buffer {
+				t.Error("projection_matrix is not a buffer")
+			}
+		case "layers.1.self_attn.projection_matrix":
+			p1 = in.Tensor
+		}
+	}
+	if p0 == nil || p1 == nil || !tensor.SameShape(p0.Shape, []int{44, 16}) {
+		t.Fatalf("projection matrices missing or wrong shape")
+	}
+	if tensor.Equal(p0, p1) {
+		t.Error("layers share the same random features")
+	}
+	g2 := build(t, 1, tiny, map[string]any{"nb_features": 7})
+	if p := g2.Initializer("layers.0.self_attn.projection_matrix"); p == nil || !tensor.SameShape(p.Shape, []int{7, 16}) {
+		t.Errorf("nb_features=7 gives %v", p)
+	}
+}
+
+// The cost grows linearly in n.
+func TestCostIsLinear(t *testing.T) {
+	g := build(t, 1, map[string]any{"max_len": 20000})
+	cost := func(n int) graph.Cost {
+		c, err := g.Cost(map[string][]int{nn.InputTokens: {1, n}, nn.InputKeyPadding: {1, n}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := cost(4096), cost(8192)
+	if r := float64(b.FLOPs) / float64(a.FLOPs); math.Abs(r-2) > 0.04 {
+		t.Errorf("FLOPs(8192)/FLOPs(4096) = %.4f, want ≈ 2", r)
+	}
+	if r := float64(b.ActivationBytes) / float64(a.ActivationBytes); math.Abs(r-2) > 0.04 {
+		t.Errorf("activations(8192)/activations(4096) = %.4f, want ≈ 2", r)
+	}
+}
+
+// Padded keys and the key stabiliser are per sequence: valid outputs do not depend on padding.
+func TestPaddingInvariance(t *testing.T) {
+	cpu, _ := backends.Lookup("cpu")
+	prog, err := cpu.Compile(build(t, 3, tiny), backends.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	runOne := func(n, valid int) *tensor.Tensor {
+		tok := make([]int64, n)
+		pad := make([]bool, n)
+		for i := range tok {
+			if i < valid {
+				tok[i] = int64(1 + (i*31)%250)
+			} else {
+				pad[i] = true
+			}
+		}
+		tt, _ := tensor.FromInt64(tok, 1, n)
+		pt, _ := tensor.FromBool(pad, 1, n)
+		outs, err := prog.Run(context.Background(), map[string]*tensor.Tensor{nn.InputTokens: tt, nn.InputKeyPadding: pt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return outs[nn.OutputHidden]
+	}
+	a, b := runOne(11, 11), runOne(50, 11)
+	for i := 0; i < 11*64; i++ {
+		if d := math.Abs(float64(a.F32[i] - b.F32[i])); d > 1e-5 {
+			t.Fatalf("padding changes valid output %d by %g", i, d)
+		}
+	}
+}
