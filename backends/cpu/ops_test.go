@@ -87,8 +87,8 @@ func checkClose(t *testing.T, what string, got *tensor.Tensor, want []float64, s
 func TestMatMulLarge(t *testing.T) {
 	r := rand.New(rand.NewSource(2))
 	cases := []struct{ a, b []int }{
-		{[]int{101, 70}, []int{70, 93}},            // single GEMM split by rows
-		{[]int{3, 45, 70}, []int{70, 33}},          // batch folded into rows
+		{[]int{201, 70}, []int{70, 93}},            // single GEMM split by rows
+		{[]int{3, 95, 70}, []int{70, 80}},          // batch folded into rows
 		{[]int{3, 1, 37, 50}, []int{4, 50, 29}},    // broadcast batch
 		{[]int{2, 5, 64, 40}, []int{2, 5, 40, 64}}, // attention-like
 		{[]int{130}, []int{130, 140}},              // vector × matrix
@@ -132,9 +132,23 @@ func TestMatMulLarge(t *testing.T) {
 	}
 }
 
+func TestGemmRowsPerTask(t *testing.T) {
+	for _, c := range [][3]int{{150, 80, 100}, {201, 70, 93}, {285, 80, 70}, {4096, 512, 512}, {7, 1000, 1000}, {1, 1, 1}, {0, 5, 5}} {
+		m, n, k := c[0], c[1], c[2]
+		rows := gemmRowsPerTask(m, n, k)
+		tasks := (m + rows - 1) / rows
+		if rows < 1 || tasks > gemmMaxSplit || (rows < m && rows%gemmRowAlign != 0) {
+			t.Errorf("gemmRowsPerTask(%d, %d, %d) = %d (%d tasks)", m, n, k, rows, tasks)
+		}
+		if m*n*k > 2*gemmTaskMACs && m >= 2*gemmRowAlign && tasks < 2 {
+			t.Errorf("gemmRowsPerTask(%d, %d, %d) = %d: a large product is not split", m, n, k, rows)
+		}
+	}
+}
+
 func TestGemmLarge(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
-	const m, n, k = 77, 65, 90
+	const m, n, k = 150, 80, 100
 	for _, ta := range []bool{false, true} {
 		for _, tb := range []bool{false, true} {
 			ashape, bshape := []int{m, k}, []int{k, n}
