@@ -8,6 +8,7 @@ import (
 	"github.com/zoo-dev/zoo/plugins/linear"
 	"github.com/zoo-dev/zoo/plugins/linformer"
 	"github.com/zoo-dev/zoo/plugins/performer"
+	"github.com/zoo-dev/zoo/plugins/relbias"
 	"github.com/zoo-dev/zoo/plugins/rope"
 	"github.com/zoo-dev/zoo/plugins/vanilla"
 	"github.com/zoo-dev/zoo/zoo/variant"
@@ -16,7 +17,7 @@ import (
 // Builtin returns every in-tree variant, keyed by name.
 func Builtin() map[string]variant.Variant {
 	out := map[string]variant.Variant{}
-	for _, v := range []variant.Variant{vanilla.New(), performer.New(), linear.New(), alibi.New(), gqa.New(), linformer.New(), rope.New()} {
+	for _, v := range []variant.Variant{vanilla.New(), performer.New(), linear.New(), alibi.New(), gqa.New(), linformer.New(), rope.New(), relbias.New()} {
 		out[v.Describe().Name] = v
 	}
 	return out
