@@ -132,8 +132,11 @@ func variantFor(e registry.Entry) (variant.Variant, error) {
 	return pluginVariant(e)
 }
 
-// loadModel resolves ref and builds its graph.
+// loadModel resolves ref (a variant, or an .onnx file) and builds or imports its graph.
 func loadModel(c *cli.Context, ref string) (*model, error) {
+	if isONNXPath(ref) {
+		return loadONNXModel(ref)
+	}
 	v, entry, preset, cfg, err := resolveVariant(c, ref)
 	if err != nil {
 		return nil, err

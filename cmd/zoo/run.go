@@ -100,6 +100,10 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	tokName, maskName, err := tokenInputs(m.Graph)
+	if err != nil {
+		return badInput(err)
+	}
 	window, err := chooseWindow(m, c.Int("window"))
 	if err != nil {
 		return badInput(err)
@@ -155,7 +159,11 @@ func runAction(c *cli.Context) error {
 			batch = truncateBatch(batch, keep)
 		}
 		tokens, mask := batch.Tensors()
-		outs, err := prog.Run(ctx, map[string]*tensor.Tensor{nn.InputTokens: tokens, nn.InputKeyPadding: mask})
+		feed := map[string]*tensor.Tensor{tokName: tokens}
+		if maskName != "" {
+			feed[maskName] = mask
+		}
+		outs, err := prog.Run(ctx, feed)
 		if err != nil {
 			return failed(fmt.Errorf("run %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
 		}

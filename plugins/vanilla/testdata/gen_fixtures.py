@@ -3,7 +3,7 @@
 
 Run from the repository root with Debian's Python (torch 1.13):
 
-    /usr/bin/python3 plugins/vanilla/testdata/gen_fixtures.py          # write fixtures
+    /usr/bin/python3 plugins/vanilla/testdata/gen_fixtures.py          # write fixtures and ONNX exports
     /usr/bin/python3 plugins/vanilla/testdata/gen_fixtures.py --bench  # PyTorch encoder speed
 
 For each case it asks zoo for its weights (`zoo export --weights`), loads them by name into the
@@ -204,6 +204,33 @@ def fixtures():
         print(f"wrote {os.path.relpath(out, ROOT)}: hidden {tuple(hidden.shape)}, logits {tuple(logits.shape)}")
 
 
+def onnx_exports():
+    """The seed's encoder exported by PyTorch itself at opsets 14-17 (tiny, max_len 64), with the
+    outputs PyTorch computes for the fixture batch: zoo must import and run what PyTorch writes."""
+    sets, seed = {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "max_len": 64}, 3
+    with tempfile.TemporaryDirectory() as tmp:
+        wpath = os.path.join(tmp, "w.safetensors")
+        zoo_weights(sets, seed, wpath)
+        state, _, digest = read_safetensors(wpath)
+    model = build(sets, state)
+    tokens, mask = batch_from_text()
+    x, m = torch.from_numpy(tokens), torch.from_numpy(mask)
+    with torch.no_grad():
+        hidden, logits = model(x, m)
+    for opset in (14, 15, 16, 17):
+        out = os.path.join(HERE, f"seed_tiny_op{opset}.onnx")
+        torch.onnx.export(model, (x, m), out, opset_version=opset, input_names=["tokens", "key_padding_mask"],
+                          output_names=["hidden", "logits"],
+                          dynamic_axes={"tokens": {0: "batch", 1: "seq"}, "key_padding_mask": {0: "batch", 1: "seq"},
+                                        "hidden": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}})
+        print(f"wrote {os.path.relpath(out, ROOT)}")
+    out = os.path.join(HERE, "seed_tiny_outputs.safetensors")
+    write_safetensors(out, {"tokens": tokens, "key_padding_mask": mask, "hidden": hidden.numpy(), "logits": logits.numpy()},
+                      {"weights_sha256": digest, "set": json.dumps(sets, sort_keys=True), "seed": str(seed),
+                       "torch": torch.__version__})
+    print(f"wrote {os.path.relpath(out, ROOT)}")
+
+
 def bench():
     """The seed's base encoder (6 layers, d 512, 8 heads, d_ff 2048), batch 1, eval, no grad."""
     threads = int(os.environ.get("ZOO_THREADS", os.cpu_count()))
@@ -227,4 +254,8 @@ def bench():
 
 
 if __name__ == "__main__":
-    bench() if "--bench" in sys.argv else fixtures()
+    if "--bench" in sys.argv:
+        bench()
+    else:
+        fixtures()
+        onnx_exports()
