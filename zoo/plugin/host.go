@@ -196,6 +196,7 @@ type Client struct {
 	proto   *pluginpb.DescribeResponse
 	tail    *tailWriter
 	stopInP func() // in-process mode: stops the server goroutine
+	conn    goplugin.ClientProtocol
 	once    sync.Once
 }
 
@@ -219,10 +220,16 @@ func (c *Client) Variant() variant.Variant { return remote{c} }
 // Close kills the plugin process (or stops the in-process server) and waits for it.
 func (c *Client) Close() {
 	c.once.Do(func() {
-		c.pc.Kill()
 		if c.stopInP != nil {
+			// go-plugin's Kill does nothing for a test-mode reattachment: close the
+			// connection, then stop the server.
+			if c.conn != nil {
+				_ = c.conn.Close()
+			}
 			c.stopInP()
+			return
 		}
+		c.pc.Kill()
 	})
 }
 
@@ -300,7 +307,7 @@ func start(spec Spec, opts HostOptions) (*Client, error) {
 		Logger:           hostLogger(spec.Name, opts),
 		Stderr:           tail,
 		SyncStdout:       logsOrDiscard(opts),
-		SyncStderr:       logsOrDiscard(opts),
+		SyncStderr:       io.MultiWriter(tail, logsOrDiscard(opts)),
 		GRPCDialOptions:  []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes))},
 	})
 	c := &Client{name: spec.Name, path: path, opts: opts, pc: pc, cmd: cmd, tail: tail}
@@ -317,7 +324,8 @@ func (c *Client) connect() error {
 	if err != nil {
 		return c.classifyStart(err)
 	}
-	raw, err := proto.Dispense(pluginName)
+	c.conn = proto
+	raw, err := proto.Dispense(PluginName)
 	if err != nil {
 		return c.fail(ErrNotPlugin, err, fmt.Sprintf("does not serve zoo's variant service: %v", err), "build it with zoo's plugin SDK (plugin.Serve)")
 	}

@@ -45,7 +45,7 @@ func startInProcess(name string, v variant.Variant, opts HostOptions) (*Client, 
 	}
 	pc := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  Handshake,
-		VersionedPlugins: pluginSets(&GRPCPlugin{}, ProtocolVersion),
+		Plugins:          pluginSets(&GRPCPlugin{}, ProtocolVersion)[ProtocolVersion],
 		Reattach:         rc,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		Logger:           hostLogger(name, opts),

@@ -47,8 +47,8 @@ const MaxChunkBytes = 1 << 20
 // it stops a broken peer from exhausting memory with one giant message.
 const MaxMessageBytes = 64 << 20
 
-// pluginName is the name under which the variant service is dispensed.
-const pluginName = "variant"
+// PluginName is the go-plugin name under which the variant service is dispensed.
+const PluginName = "variant"
 
 // Handshake is the go-plugin handshake of zoo variant plugins. The cookie only tells a plugin
 // binary that a zoo host started it; it is not a security measure.
@@ -90,7 +90,7 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *gr
 func pluginSets(p *GRPCPlugin, versions ...int) map[int]goplugin.PluginSet {
 	out := map[int]goplugin.PluginSet{}
 	for _, v := range versions {
-		out[v] = goplugin.PluginSet{pluginName: p}
+		out[v] = goplugin.PluginSet{PluginName: p}
 	}
 	return out
 }
