@@ -7,6 +7,7 @@ import (
 	"github.com/zoo-dev/zoo/plugins/gqa"
 	"github.com/zoo-dev/zoo/plugins/linear"
 	"github.com/zoo-dev/zoo/plugins/linformer"
+	"github.com/zoo-dev/zoo/plugins/nystrom"
 	"github.com/zoo-dev/zoo/plugins/performer"
 	"github.com/zoo-dev/zoo/plugins/relbias"
 	"github.com/zoo-dev/zoo/plugins/rope"
@@ -17,7 +18,7 @@ import (
 // Builtin returns every in-tree variant, keyed by name.
 func Builtin() map[string]variant.Variant {
 	out := map[string]variant.Variant{}
-	for _, v := range []variant.Variant{vanilla.New(), performer.New(), linear.New(), alibi.New(), gqa.New(), linformer.New(), rope.New(), relbias.New()} {
+	for _, v := range []variant.Variant{vanilla.New(), nystrom.New(), performer.New(), linear.New(), alibi.New(), gqa.New(), linformer.New(), rope.New(), relbias.New()} {
 		out[v.Describe().Name] = v
 	}
 	return out
