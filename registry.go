@@ -7,3 +7,9 @@ import _ "embed"
 //
 //go:embed registry.yaml
 var RegistryYAML []byte
+
+// SampleText is examples/text.txt: the default text for parity checks, so that comparisons
+// run on real tokenized text rather than random ids.
+//
+//go:embed examples/text.txt
+var SampleText []byte

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/onnx/ort"
@@ -26,8 +27,10 @@ func parityCommand() *cli.Command {
 		Usage: "run a variant (exported to ONNX) or an .onnx file on a zoo backend and on ONNX Runtime, and compare every output",
 		Description: "Rule: " + parity.Rule + ".\n" +
 			"Only valid positions are compared (a bool (batch, seq) input is taken as the padding mask, true = padding).\n" +
-			"Without --input, zoo makes deterministic inputs: batch 2, length 37 for symbolic dims, the last 8 positions of\n" +
-			"row 2 padded, token ids 1..255, floats from --seed. ONNX Runtime is found through " + ort.LibraryEnv + " (see `go doc ./onnx/ort`).",
+			"Without --input, token models read the built-in sample text (examples/text.txt) in 3 windows of 37, 29 and 11\n" +
+			"tokens (padded to 37); models with other inputs get deterministic data from --seed: batch 2, length 37 for\n" +
+			"symbolic dims, the last 8 positions of row 2 padded. With --layers, layer outputs are the values the variant\n" +
+			"records in its metadata (layer_output.N), or for other files every LayerNormalization output. ONNX Runtime is found through " + ort.LibraryEnv + " (see `go doc ./onnx/ort`).",
 		ArgsUsage: "NAME[.PRESET]|FILE.onnx",
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (models with tokens/key_padding_mask inputs)"},
@@ -35,6 +38,7 @@ func parityCommand() *cli.Command {
 			&cli.Float64Flag{Name: "rtol", Value: 1e-4, Usage: "relative tolerance"},
 			&cli.IntFlag{Name: "window", Value: 64, Usage: "tokens per window with --input"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads for both runtimes (0: every core)"},
+			&cli.BoolFlag{Name: "layers", Usage: "also compare every encoder layer's output and name the first that diverges"},
 			flagBackend, flagJSON,
 		),
 		Action: parityAction,
@@ -76,6 +80,15 @@ func parityAction(c *cli.Context) error {
 	if err != nil {
 		return badInputf("model %s: %w", ref, err)
 	}
+	var layers []layerValue
+	if c.Bool("layers") {
+		if layers = layerValues(g); len(layers) == 0 {
+			return badInputf("--layers: model %s records no layer outputs and has no LayerNormalization nodes", name)
+		}
+		if data, err = exportWithOutputs(g, layers); err != nil {
+			return failed(fmt.Errorf("--layers: %w", err))
+		}
+	}
 	inputs, valid, err := parityInputs(g, c.String("input"), c.Int("window"), c.Uint64(flagSeed.Name))
 	if err != nil {
 		return badInput(err)
@@ -99,7 +112,11 @@ func parityAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	prog, err := choice.Backend.Compile(g, backends.Options{Threads: c.Int("threads")})
+	keep := make([]string, len(layers))
+	for i, l := range layers {
+		keep[i] = l.Value
+	}
+	prog, err := choice.Backend.Compile(g, backends.Options{Threads: c.Int("threads"), KeepIntermediates: keep})
 	if err != nil {
 		return failed(fmt.Errorf("compile %s on %s: %w", name, choice.Backend.Name(), err))
 	}
@@ -111,19 +128,29 @@ func parityAction(c *cli.Context) error {
 
 	var results []parity.Result
 	for _, out := range g.Outputs {
-		v := valid
-		if t := got[out.Name]; t != nil && (len(t.Shape) < 2 || v == nil || len(v) != t.Shape[0]*t.Shape[1]) {
-			v = nil // not a (batch, seq, ...) output: compare every element
-		}
-		results = append(results, parity.Compare(out.Name, got[out.Name], want[out.Name], v, atol, rtol))
+		results = append(results, parity.Compare(out.Name, got[out.Name], want[out.Name], validFor(got[out.Name], valid), atol, rtol))
+	}
+	var layerResults []parity.Result
+	for _, l := range layers {
+		r := parity.Compare(l.Label, got[l.Value], want[l.Value], validFor(got[l.Value], valid), atol, rtol)
+		layerResults = append(layerResults, r)
 	}
 	opts := parity.RenderOptions{
 		Got:  fmt.Sprintf("zoo %s (%s) on %s", choice.Backend.Name(), choice.Probe.Level, name),
 		Want: "onnxruntime " + rt.Version,
 		JSON: c.Bool(flagJSON.Name),
 	}
-	if err := parity.Render(c.App.Writer, results, opts); err != nil {
+	if len(layers) > 0 {
+		if err := renderLayers(c.App.Writer, layerResults, results, opts); err != nil {
+			return failed(err)
+		}
+	} else if err := parity.Render(c.App.Writer, results, opts); err != nil {
 		return failed(err)
+	}
+	for _, r := range layerResults {
+		if !r.Pass {
+			return failed(fmt.Errorf("parity: %s first diverges from ONNX Runtime at %s (max abs error %.3g, atol %g / rtol %g)", name, r.Name, r.MaxAbs, atol, rtol))
+		}
 	}
 	if !parity.AllPass(results) {
 		return failed(fmt.Errorf("parity: %s differs from ONNX Runtime beyond atol %g / rtol %g (outputs: %s)",
@@ -136,25 +163,33 @@ func parityAction(c *cli.Context) error {
 // synthetic data. It returns the valid-position mask derived from a bool (batch, seq) input.
 func parityInputs(g *graph.Graph, textPath string, window int, seed uint64) (map[string]*tensor.Tensor, []bool, error) {
 	inputs := map[string]*tensor.Tensor{}
-	if textPath != "" {
-		if len(g.Inputs) != 2 || g.Inputs[0].DType != tensor.Int64 || g.Inputs[1].DType != tensor.Bool {
-			return nil, nil, fmt.Errorf("--input needs a model with (tokens int64, key_padding_mask bool) inputs; this one has %d inputs (omit --input to use synthetic data)", len(g.Inputs))
-		}
-		f, err := os.Open(textPath)
-		if err != nil {
-			return nil, nil, fmt.Errorf("input %s: %w", textPath, errors.Unwrap(err))
-		}
-		defer f.Close()
-		wd, err := tokenize.NewWindower(f, window, 4)
-		if err != nil {
-			return nil, nil, err
-		}
-		b, err := wd.Next()
-		if err != nil {
-			return nil, nil, fmt.Errorf("input %s: no text to encode (%v)", textPath, err)
+	tokName, maskName, tokErr := tokenInputs(g)
+	if textPath != "" && tokErr != nil {
+		return nil, nil, fmt.Errorf("--input: %w (omit --input to use synthetic data)", tokErr)
+	}
+	if tokErr == nil {
+		var b *tokenize.Batch
+		if textPath != "" {
+			f, err := os.Open(textPath)
+			if err != nil {
+				return nil, nil, fmt.Errorf("input %s: %w", textPath, errors.Unwrap(err))
+			}
+			defer f.Close()
+			wd, err := tokenize.NewWindower(f, window, 4)
+			if err != nil {
+				return nil, nil, err
+			}
+			if b, err = wd.Next(); err != nil {
+				return nil, nil, fmt.Errorf("input %s: no text to encode (%v)", textPath, err)
+			}
+		} else {
+			b = sampleBatch(zooroot.SampleText, 37, 29, 11)
 		}
 		tokens, mask := b.Tensors()
-		inputs[g.Inputs[0].Name], inputs[g.Inputs[1].Name] = tokens, mask
+		inputs[tokName] = tokens
+		if maskName != "" {
+			inputs[maskName] = mask
+		}
 		return inputs, parity.ValidFromPadding(mask), nil
 	}
 	const batch, seq, pads = 2, 37, 8

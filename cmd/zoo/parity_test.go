@@ -8,6 +8,7 @@ import (
 
 	"github.com/zoo-dev/zoo/onnx/ort"
 	"github.com/zoo-dev/zoo/onnx/parity"
+	"github.com/zoo-dev/zoo/plugins"
 )
 
 func needORT(t *testing.T) {
@@ -58,5 +59,32 @@ func TestParityBadInput(t *testing.T) {
 		if code, _, errs := zoo(t, args...); code != 2 || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line", args, code, errs)
 		}
+	}
+}
+
+// TestParityEveryBuiltin checks every built-in variant's export against ONNX Runtime: tiny
+// presets at atol 1e-5, base presets at 1e-4, layer by layer.
+func TestParityEveryBuiltin(t *testing.T) {
+	needORT(t)
+	for name := range plugins.Builtin() {
+		for _, c := range []struct{ preset, atol string }{{"tiny", "1e-5"}, {"base", "1e-4"}} {
+			if testing.Short() && c.preset == "base" {
+				continue
+			}
+			t.Run(name+"."+c.preset, func(t *testing.T) {
+				code, out, errs := zoo(t, "parity", name, "--preset", c.preset, "--layers", "--atol", c.atol, "--rtol", "0")
+				if code != 0 || !strings.Contains(out, "every layer matches") {
+					t.Errorf("exit %d, stderr %q\n%s", code, errs, out)
+				}
+			})
+		}
+	}
+}
+
+func TestParityLayersNamesFirstDivergence(t *testing.T) {
+	needORT(t)
+	code, out, errs := zoo(t, "parity", "vanilla.tiny", "--layers", "--atol", "0", "--rtol", "0")
+	if code != 1 || !strings.Contains(errs, "first diverges from ONNX Runtime at layers.0") || !strings.Contains(out, "first divergent layer: layers.0") {
+		t.Errorf("exit %d, stderr %q\n%s", code, errs, out)
 	}
 }
