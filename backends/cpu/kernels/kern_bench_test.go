@@ -2,9 +2,7 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 	"testing"
-	"time"
 )
 
 // BenchmarkMicroKernel measures each assembly micro-kernel alone on L1-resident panels
@@ -38,16 +36,34 @@ func BenchmarkDriverKernels(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/M%d_N%d_K%d", kern.name, s[0], s[1], s[2]), func(b *testing.B) {
 				m, n, k := s[0], s[1], s[2]
 				a, bm, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
-				best := time.Duration(math.MaxInt64)
-				for b.Loop() {
-					t0 := time.Now()
+				measure(b, 2*float64(m)*float64(n)*float64(k), true, func() {
 					sgemmPacked(kern, false, false, m, n, k, 1, a, k, bm, n, 0, c, n)
-					best = min(best, time.Since(t0))
-				}
-				flop := 2 * float64(m) * float64(n) * float64(k)
-				b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-				b.ReportMetric(flop/best.Seconds()/1e9, "best-GFLOP/s")
+				})
 			})
+		}
+	}
+}
+
+// BenchmarkBlocking sweeps the cache-blocking parameters of the best level's kernel on the
+// N = 2048 shapes, where the packed B block outgrows L2 first.
+func BenchmarkBlocking(b *testing.B) {
+	base := asmKernels[0]
+	if !base.ok() {
+		b.Skip("no AVX-512")
+	}
+	for _, kc := range []int{192, 256, 384, 512} {
+		for _, nc := range []int{512, 1024, 2048} {
+			for _, s := range [][3]int{{128, 2048, 512}, {512, 2048, 512}} {
+				kern := *base
+				kern.kc, kern.nc = kc, nc
+				b.Run(fmt.Sprintf("kc%d_nc%d/M%d_N%d_K%d", kc, nc, s[0], s[1], s[2]), func(b *testing.B) {
+					m, n, k := s[0], s[1], s[2]
+					a, bm, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
+					measure(b, 2*float64(m)*float64(n)*float64(k), true, func() {
+						sgemmPacked(&kern, false, false, m, n, k, 1, a, k, bm, n, 0, c, n)
+					})
+				})
+			}
 		}
 	}
 }

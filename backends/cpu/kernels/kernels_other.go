@@ -9,3 +9,6 @@ var asmKernels []*microKernel
 
 // platformLevels lists the levels in order of preference.
 func platformLevels() []*level { return []*level{genericLevel} }
+
+// packBTransFast has no fast path here; packB falls back to its Go loop.
+func packBTransFast(panel, b []float32, off, ldb, kcb, nr int) bool { return false }

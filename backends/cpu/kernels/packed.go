@@ -106,7 +106,9 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 		return
 	}
 	mr, nr := kern.mr, kern.nr
-	kcMax := min(kern.kc, k)
+	// Split k into equal blocks no longer than kern.kc (512 → 3×171 rather than
+	// 192+192+128), so no block is a short one that pays the C update for little work.
+	kcMax := (k + (k+kern.kc-1)/kern.kc - 1) / ((k + kern.kc - 1) / kern.kc)
 	mcMax := min(kern.mc, roundUp(m, mr))
 	ncMax := min(kern.nc, roundUp(n, nr))
 
@@ -269,6 +271,9 @@ func packB(transB bool, b []float32, ldb, pc, jc, kcb, ncb, nr int, dst []float3
 	for jr := 0; jr < ncb; jr += nr {
 		nrb := min(nr, ncb-jr)
 		panel := dst[jr*kcb : jr*kcb+nr*kcb]
+		if nrb == nr && packBTransFast(panel, b, (jc+jr)*ldb+pc, ldb, kcb, nr) {
+			continue
+		}
 		// op(B) column j is row j of B: read it contiguously, scatter with stride nr.
 		for j := 0; j < nrb; j++ {
 			row := (jc+jr+j)*ldb + pc

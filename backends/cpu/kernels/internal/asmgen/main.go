@@ -115,6 +115,16 @@ func (k kernel) emit(w *bytes.Buffer) {
 	p("MOVQ c+24(FP), DX")
 	p("MOVQ ldc+32(FP), R8")
 	p("SHLQ $2, R8 // row stride in bytes")
+	// Prefetch the C tile (first and last cache line of each row) so the stores at the end,
+	// which need the lines in L1, do not wait on L2/L3: the k loop hides the latency.
+	p("MOVQ DX, R9")
+	for i := 0; i < k.mr; i++ {
+		p("PREFETCHT0 (R9)")
+		p("PREFETCHT0 %d(R9)", nr*4-4)
+		if i < k.mr-1 {
+			p("ADDQ R8, R9")
+		}
+	}
 	// Zero the accumulators. VXORPS on the ymm form also clears the upper zmm bits (VEX/EVEX
 	// zero-extension), so the same instruction serves both ISAs.
 	for i := 0; i < nacc; i++ {
