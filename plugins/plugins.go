@@ -11,6 +11,7 @@ import (
 	"github.com/zoo-dev/zoo/plugins/performer"
 	"github.com/zoo-dev/zoo/plugins/relbias"
 	"github.com/zoo-dev/zoo/plugins/rope"
+	"github.com/zoo-dev/zoo/plugins/sparse"
 	"github.com/zoo-dev/zoo/plugins/vanilla"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
@@ -18,7 +19,7 @@ import (
 // Builtin returns every in-tree variant, keyed by name.
 func Builtin() map[string]variant.Variant {
 	out := map[string]variant.Variant{}
-	for _, v := range []variant.Variant{vanilla.New(), nystrom.New(), performer.New(), linear.New(), alibi.New(), gqa.New(), linformer.New(), rope.New(), relbias.New()} {
+	for _, v := range []variant.Variant{vanilla.New(), nystrom.New(), performer.New(), linear.New(), alibi.New(), gqa.New(), linformer.New(), rope.New(), relbias.New(), sparse.New()} {
 		out[v.Describe().Name] = v
 	}
 	return out
