@@ -62,7 +62,7 @@ func (Variant) Describe() variant.Description {
 		Version:    Version,
 		Summary:    "Nyströmformer: softmax attention through m segment-mean landmarks and an iterative pseudo-inverse, O(n·m)",
 		Paper:      "https://arxiv.org/abs/2102.03902",
-		Complexity: "O(n)",
+		Complexity: "O(n·m)",
 		Params:     params,
 		Caps:       variant.Capabilities{MaxLenParam: "max_len", KeyPadding: true},
 	}

@@ -64,7 +64,7 @@ func (Variant) Describe() variant.Description {
 		Version:    Version,
 		Summary:    "Performer (FAVOR+): positive orthogonal random features approximate softmax, O(n); features fixed by the seed",
 		Paper:      "https://arxiv.org/abs/2009.14794",
-		Complexity: "O(n)",
+		Complexity: "O(n·m)",
 		Params:     params,
 		Caps:       variant.Capabilities{MaxLenParam: "max_len", KeyPadding: true},
 	}
