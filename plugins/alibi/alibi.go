@@ -127,7 +127,8 @@ func Bias(c *nn.Ctx, tokens string, heads int) string {
 
 // Attention is multi-head attention (W_Q, W_K, W_V, W_O: d → d) whose scores get the ALiBi
 // bias and the key-padding mask: softmax(Q·Kᵀ/√d_k - m_h·|i-j| + mask)·V. The (h, n, n) bias
-// is built once per graph and shared by every layer.
+// is built once per graph and shared by every layer, so each graph needs its own
+// AttentionFunc (Build makes one per call).
 func Attention(d, heads int, bias bool, scale float64) nn.AttentionFunc {
 	alibi := ""
 	return func(c *nn.Ctx, prefix string, _ int, x string, m nn.Mask) string {

@@ -22,7 +22,9 @@
 // so that a sequence's output does not depend on the rest of the batch; and padded keys are
 // excluded exactly by zeroing their φ(K) rows, where performer-pytorch zeroes the raw keys
 // (whose features ratio·(exp(-stab)+ε) still leak into the sums). The stabilisers cancel
-// between numerator and D except through ε. The encoder around it is the seed's.
+// between numerator and D except through ε. A row with no valid key at all has no
+// stabiliser and its output is undefined (NaN), as padded rows are. The encoder around it is
+// the seed's.
 package performer
 
 import (
