@@ -212,3 +212,23 @@ func TestLargeInputStreams(t *testing.T) {
 		t.Errorf("report %+v: want 16 windows of 512 tokens", rep)
 	}
 }
+
+// An exported file runs like the variant, windowed by the max_len its metadata records.
+func TestRunExportedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.onnx")
+	if code, _, errs := zoo(t, "export", "linformer.tiny", "--onnx", "-o", path); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errs)
+	}
+	code, out, errs := zoo(t, "run", path, "--input", text, "--json")
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	var rep runReport
+	json.Unmarshal([]byte(out), &rep)
+	if rep.Window != 128 || rep.Tokens != 592 {
+		t.Errorf("report %+v: want 592 tokens in windows of 128 (linformer.tiny's max_len)", rep)
+	}
+	if code, _, errs := zoo(t, "run", "../../onnx/testdata/torch/enc_relu_op17.onnx", "--input", text); code != 2 || !strings.Contains(errs, "does not take text") {
+		t.Errorf("float-input model: exit %d, stderr %q", code, errs)
+	}
+}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"math"
 	"fmt"
 	"os"
 	"strings"
@@ -32,7 +34,16 @@ func loadONNXModel(path string) (*model, error) {
 	if err != nil {
 		return nil, badInputf("model %s: %w", path, err)
 	}
-	return &model{Name: path, Desc: variant.Description{Name: path, Summary: "ONNX file"}, Config: variant.Config{}, Graph: g, FromFile: true}, nil
+	m := &model{Name: path, Desc: variant.Description{Name: path, Summary: "ONNX file"}, Config: variant.Config{}, Graph: g, FromFile: true}
+	// A file zoo exported records its variant's config; its max_len bounds the windows.
+	var cfg map[string]any
+	if json.Unmarshal([]byte(g.Meta["config"]), &cfg) == nil {
+		if v, ok := cfg["max_len"].(float64); ok && v >= 1 && v == math.Trunc(v) {
+			m.Config["max_len"] = int64(v)
+			m.Desc.Caps.MaxLenParam = "max_len"
+		}
+	}
+	return m, nil
 }
 
 // tokenInputs finds the graph inputs that take token ids (int64, rank 2) and the key-padding
