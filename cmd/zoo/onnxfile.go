@@ -3,8 +3,8 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"math"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
