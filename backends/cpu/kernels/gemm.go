@@ -1,6 +1,26 @@
 // Package kernels holds the CPU backend's numeric kernels. Every kernel has a pure-Go
 // reference twin (the *Generic functions) that documents it and serves as the test oracle
 // for the SIMD versions chosen at start-up.
+//
+// # SGEMM
+//
+// Sgemm runs on one of these levels, the best the CPU supports being chosen at start-up
+// (golang.org/x/sys/cpu):
+//
+//   - "avx512": packed BLIS-style driver (packed.go) with a 12×32 AVX-512F micro-kernel
+//   - "avx2": the same driver with a 6×16 AVX2+FMA micro-kernel
+//   - "generic": SgemmGeneric, pure Go, on every GOARCH and with the purego build tag
+//
+// The micro-kernels are generated Go assembly (sgemm_amd64.s, from internal/asmgen); each
+// has a pure-Go twin, kernelTwin, that the tests hold it to bit for bit.
+//
+// The environment variable ZOO_CPU=avx512|avx2|generic (or auto) forces a level at start-up.
+// An unknown or unsupported value does not stop the program: the best level stays active and
+// InitError returns the reason, for a command to print. SetLevel and Available do the same
+// at run time; Level names the active level.
+//
+// Levels differ only in rounding (FMA, k blocking), and within a level the result does not
+// depend on how SgemmParallel splits the work.
 package kernels
 
 import (

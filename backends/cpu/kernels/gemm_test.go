@@ -5,6 +5,9 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -424,4 +427,26 @@ func refFma32(x, y, z float32) float32 {
 	r.Add(r, bz)
 	f, _ := r.Float32()
 	return f
+}
+
+// TestZooCPUEnv re-runs the test binary with ZOO_CPU set and checks the level it reports.
+func TestZooCPUEnv(t *testing.T) {
+	if v := os.Getenv("ZOO_TEST_CHILD"); v != "" {
+		fmt.Printf("level=%s err=%v\n", Level(), InitError())
+		return
+	}
+	for _, tc := range []struct{ env, level, err string }{
+		{"generic", "generic", "<nil>"},
+		{"bogus", Available()[0], "ZOO_CPU=\"bogus\""},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestZooCPUEnv$")
+		cmd.Env = append(os.Environ(), "ZOO_TEST_CHILD=1", "ZOO_CPU="+tc.env)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("ZOO_CPU=%s: %v\n%s", tc.env, err, out)
+		}
+		if !strings.Contains(string(out), "level="+tc.level+" err="+tc.err) {
+			t.Errorf("ZOO_CPU=%s: got %q, want level %s, error starting %s", tc.env, out, tc.level, tc.err)
+		}
+	}
 }
