@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	_ "github.com/zoo-dev/zoo/backends/cpu"
+	_ "github.com/zoo-dev/zoo/backends/cuda"
 )
 
 // version is set at link time (-ldflags "-X main.version=...").
@@ -102,7 +103,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	args, verbose := stripVerbose(args)
 	defer beginSession(stderr, verbose)()
 	app := newApp(stdout, stderr)
-	err := app.Run(reorderArgs(app, args))
+	err := app.Run(reorderCommandArgs(app, args))
 	if err == nil {
 		return 0
 	}

@@ -233,3 +233,10 @@ func stripVerbose(args []string) ([]string, bool) {
 	}
 	return out, verbose
 }
+
+// currentVerbose reports whether the running command has --verbose.
+func currentVerbose() bool {
+	currentMu.Lock()
+	defer currentMu.Unlock()
+	return current != nil && current.verbose
+}
