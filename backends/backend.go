@@ -36,9 +36,12 @@ type Options struct {
 	// Precision selects the matrix-product math of accelerator backends: "" or "fp32" (the
 	// default: strict IEEE fp32), "tf32" (TF32 tensor cores, about 1e-3 relative error) or
 	// "bf16" (bf16 tensor-core products with fp32 storage and accumulation). Backends
-	// without such modes reject anything but "" and "fp32" only if they choose to; the CPU
-	// backend ignores it.
+	// without such modes (the CPU backend) ignore it.
 	Precision string
+	// NoFusion turns off a backend's graph fusions (e.g. the CPU backend's fused linear and
+	// attention kernels), so every node runs as its own kernel: for A/B tests and for
+	// bisecting a numerical difference. Results differ only in rounding.
+	NoFusion bool
 }
 
 // Backend compiles graphs for one kind of hardware.

@@ -58,7 +58,11 @@ func backendsAction(c *cli.Context) error {
 		if r.Chosen {
 			status += " (chosen)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.Name, status, r.Level, r.Threads, r.Device)
+		threads := "-"
+		if r.Threads > 0 {
+			threads = fmt.Sprint(r.Threads)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, status, r.Level, threads, r.Device)
 	}
 	tw.Flush()
 	if selErr != nil {

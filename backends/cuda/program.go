@@ -1,0 +1,602 @@
+//go:build cgo && linux
+
+package cuda
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"unsafe"
+
+	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+// dbuf is one device allocation. refs counts the values holding it; a weight (const) is
+// never returned to the pool.
+type dbuf struct {
+	ptr    uint64
+	bytes  int
+	refs   int
+	const_ bool
+}
+
+// dtensor is a contiguous float32 tensor on the device.
+type dtensor struct {
+	buf   *dbuf
+	shape []int
+}
+
+func (t *dtensor) n() int { return numel(t.shape) }
+
+// value is a run-time value: a host tensor (int64, bool, small float) or a device tensor.
+type value struct {
+	host *tensor.Tensor
+	dev  *dtensor
+}
+
+func (v value) shape() []int {
+	if v.dev != nil {
+		return v.dev.shape
+	}
+	if v.host != nil {
+		return v.host.Shape
+	}
+	return nil
+}
+
+// isFloat reports whether v holds float32 data (on either side).
+func (v value) isFloat() bool {
+	return v.dev != nil || (v.host != nil && v.host.DType == tensor.Float32)
+}
+
+// pool keeps freed device buffers for reuse by later allocations of the same or a smaller
+// size, within a run and across runs of one program.
+type pool struct {
+	free []*dbuf
+	all  []*dbuf
+}
+
+const allocAlign = 512
+
+// get returns a buffer of at least n bytes: the smallest free one that is no more than
+// twice as large, else a new allocation (after releasing the free list on out-of-memory).
+func (p *pool) get(n int) (*dbuf, error) {
+	if n == 0 {
+		return &dbuf{refs: 1}, nil
+	}
+	n = (n + allocAlign - 1) / allocAlign * allocAlign
+	best := -1
+	for i, b := range p.free {
+		if b.bytes >= n && b.bytes <= 2*n && (best < 0 || b.bytes < p.free[best].bytes) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		b := p.free[best]
+		p.free = append(p.free[:best], p.free[best+1:]...)
+		b.refs = 1
+		return b, nil
+	}
+	ptr, err := cuMalloc(n)
+	if err != nil && isOOM(err) && len(p.free) > 0 {
+		p.trim()
+		ptr, err = cuMalloc(n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b := &dbuf{ptr: ptr, bytes: n, refs: 1}
+	p.all = append(p.all, b)
+	return b, nil
+}
+
+// put returns b to the free list. Work already queued on the program's stream may still
+// read b; later work on the same stream is ordered after it, so reuse is safe.
+func (p *pool) put(b *dbuf) {
+	if b.bytes > 0 {
+		p.free = append(p.free, b)
+	}
+}
+
+// trim frees every buffer on the free list.
+func (p *pool) trim() {
+	drop := map[*dbuf]bool{}
+	for _, b := range p.free {
+		cuFree(b.ptr)
+		drop[b] = true
+	}
+	p.free = nil
+	keep := p.all[:0]
+	for _, b := range p.all {
+		if !drop[b] {
+			keep = append(keep, b)
+		}
+	}
+	p.all = keep
+}
+
+func (p *pool) close() {
+	for _, b := range p.all {
+		cuFree(b.ptr)
+	}
+	p.all, p.free = nil, nil
+}
+
+// staging is a pinned host arena for asynchronous copies, reset after each run. When it is
+// too small, a larger block replaces it; the old one is freed after the next sync.
+type staging struct {
+	ptr     unsafe.Pointer
+	size    int
+	used    int
+	retired []unsafe.Pointer
+}
+
+func (s *staging) alloc(n int) (unsafe.Pointer, error) {
+	n = (n + 255) / 256 * 256
+	if s.used+n > s.size {
+		size := max(2*s.size, s.used+n, 1<<20)
+		p, err := cuHostAlloc(size)
+		if err != nil {
+			return nil, err
+		}
+		if s.ptr != nil {
+			s.retired = append(s.retired, s.ptr)
+		}
+		s.ptr, s.size, s.used = p, size, 0
+	}
+	p := unsafe.Add(s.ptr, s.used)
+	s.used += n
+	return p, nil
+}
+
+// reset makes the whole arena available again; call only after a stream sync.
+func (s *staging) reset() {
+	for _, p := range s.retired {
+		cuFreeHost(p)
+	}
+	s.retired = nil
+	s.used = 0
+}
+
+func (s *staging) close() {
+	s.reset()
+	if s.ptr != nil {
+		cuFreeHost(s.ptr)
+		s.ptr, s.size = nil, 0
+	}
+}
+
+type slotKind uint8
+
+const (
+	slotNode slotKind = iota
+	slotInput
+	slotConst
+)
+
+type step struct {
+	node *graph.Node
+	in   []int
+	out  []int
+	free []int
+	host *hostNode
+}
+
+// Program is a graph compiled for the GPU. Run may be called from one goroutine at a time.
+type Program struct {
+	name      string
+	d         *device
+	stream    cuStream
+	blas      blasHandle
+	precision string
+	compute   int // cuBLAS compute type for bf16; 0 for plain Sgemm
+
+	slots   []string
+	kinds   []slotKind
+	consts  []value
+	inputs  []graph.ValueInfo
+	inSlot  []int
+	steps   []step
+	outputs []string
+	outSlot []int
+
+	weights []*dbuf
+	pool    pool
+	stage   staging
+	closed  bool
+}
+
+func compile(pr backends.Probe, g *graph.Graph, opts backends.Options) (backends.Program, error) {
+	if !pr.Available {
+		return nil, fmt.Errorf("cuda: not available on this machine: %s", pr.Reason)
+	}
+	prec, err := precision(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("cuda: compile graph: %w", err)
+	}
+	d, err := getDevice()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	p := &Program{name: g.Name, d: d, precision: prec, inputs: g.Inputs}
+	if err := d.with(func() error { return p.build(g, opts) }); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Program) build(g *graph.Graph, opts backends.Options) error {
+	slotOf := map[string]int{}
+	newSlot := func(name string, kind slotKind) int {
+		s := len(p.slots)
+		slotOf[name] = s
+		p.slots = append(p.slots, name)
+		p.kinds = append(p.kinds, kind)
+		p.consts = append(p.consts, value{})
+		return s
+	}
+	for _, in := range g.Inputs {
+		p.inSlot = append(p.inSlot, newSlot(in.Name, slotInput))
+	}
+	for _, in := range g.Initializers {
+		s := newSlot(in.Name, slotConst)
+		p.consts[s] = value{host: in.Tensor}
+	}
+	for i, n := range g.Nodes {
+		if !isGPUOp(n.Op) && !hostOps[n.Op] {
+			return &backends.UnsupportedOpError{Backend: Name, Op: n.Op, Node: n.Name, Detail: "no CUDA kernel"}
+		}
+		st := step{node: n}
+		constIn := true
+		var ins []*tensor.Tensor
+		for _, name := range n.Inputs {
+			if name == "" {
+				st.in = append(st.in, -1)
+				ins = append(ins, nil)
+				continue
+			}
+			s := slotOf[name]
+			st.in = append(st.in, s)
+			if p.kinds[s] != slotConst {
+				constIn = false
+			}
+			ins = append(ins, p.consts[s].host)
+		}
+		if constIn {
+			// Constant folding on the host, as the CPU backend does.
+			h := newHostNode(n)
+			outs, err := h.run(ins)
+			h.close()
+			if err != nil {
+				return fmt.Errorf("cuda: compile node %d (%s %q): fold constant: %w", i, n.Op, n.Name, err)
+			}
+			for j, name := range n.Outputs {
+				if name != "" {
+					s := newSlot(name, slotConst)
+					p.consts[s] = value{host: outs[j]}
+				}
+			}
+			continue
+		}
+		for _, name := range n.Outputs {
+			if name == "" {
+				st.out = append(st.out, -1)
+				continue
+			}
+			st.out = append(st.out, newSlot(name, slotNode))
+		}
+		st.host = newHostNode(n)
+		p.steps = append(p.steps, st)
+	}
+	seen := map[string]bool{}
+	for _, o := range g.Outputs {
+		if !seen[o.Name] {
+			seen[o.Name] = true
+			p.outputs = append(p.outputs, o.Name)
+		}
+	}
+	for _, name := range opts.KeepIntermediates {
+		if _, ok := slotOf[name]; !ok {
+			return fmt.Errorf("cuda: compile graph %s: kept intermediate %q is not a value of the graph", g.Name, name)
+		}
+		if !seen[name] {
+			seen[name] = true
+			p.outputs = append(p.outputs, name)
+		}
+	}
+	for _, name := range p.outputs {
+		p.outSlot = append(p.outSlot, slotOf[name])
+	}
+	p.planFrees()
+	// Upload the float constants that run-time steps read, once.
+	needed := make([]bool, len(p.slots))
+	for _, st := range p.steps {
+		for _, s := range st.in {
+			if s >= 0 {
+				needed[s] = true
+			}
+		}
+	}
+	for s, c := range p.consts {
+		if p.kinds[s] != slotConst || c.host == nil || !needed[s] || c.host.DType != tensor.Float32 {
+			continue
+		}
+		t := c.host
+		b := &dbuf{bytes: 4 * len(t.F32), refs: 1, const_: true}
+		if len(t.F32) > 0 {
+			ptr, err := cuMalloc(b.bytes)
+			if err != nil {
+				return fmt.Errorf("cuda: upload weight %q (%s): %w", p.slots[s], tensor.ShapeString(t.Shape), err)
+			}
+			b.ptr = ptr
+			p.weights = append(p.weights, b)
+			if err := cuCopyHtoD(ptr, unsafe.Pointer(&t.F32[0]), b.bytes); err != nil {
+				return fmt.Errorf("cuda: upload weight %q: %w", p.slots[s], err)
+			}
+		}
+		p.consts[s].dev = &dtensor{buf: b, shape: t.Shape}
+	}
+	var err error
+	if p.stream, err = cuNewStream(); err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	if p.blas, err = cublasCreate(); err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	if err := cublasSetStream(p.blas, p.stream); err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	mode := cublasDefaultMath
+	switch p.precision {
+	case "tf32":
+		mode = cublasTF32Math
+	case "bf16":
+		p.compute = cublasComputeFast16BF
+	}
+	if err := cublasSetMathMode(p.blas, mode); err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	return nil
+}
+
+// planFrees records, per step, the run-time values whose last reader it is.
+func (p *Program) planFrees() {
+	last := make([]int, len(p.slots))
+	for i := range last {
+		last[i] = -1
+	}
+	for i, st := range p.steps {
+		for _, s := range st.out {
+			if s >= 0 {
+				last[s] = i
+			}
+		}
+		for _, s := range st.in {
+			if s >= 0 {
+				last[s] = i
+			}
+		}
+	}
+	keep := make([]bool, len(p.slots))
+	for _, s := range p.outSlot {
+		keep[s] = true
+	}
+	for s, l := range last {
+		if l >= 0 && p.kinds[s] != slotConst && !keep[s] {
+			p.steps[l].free = append(p.steps[l].free, s)
+		}
+	}
+}
+
+// Close releases the program's device memory, stream and cuBLAS handle; later Runs fail.
+func (p *Program) Close() error {
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	for _, st := range p.steps {
+		if st.host != nil {
+			st.host.close()
+		}
+	}
+	return p.d.with(func() error {
+		if p.stream != nil {
+			cuSync(p.stream)
+		}
+		p.pool.close()
+		p.stage.close()
+		for _, b := range p.weights {
+			cuFree(b.ptr)
+		}
+		p.weights = nil
+		if p.blas != nil {
+			cublasDestroy(p.blas)
+		}
+		if p.stream != nil {
+			cuDestroyStream(p.stream)
+		}
+		return nil
+	})
+}
+
+// Run uploads the float inputs, executes the steps on the program's stream (host steps in
+// between), downloads the outputs and returns them by name.
+func (p *Program) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (out map[string]*tensor.Tensor, err error) {
+	if p.closed {
+		return nil, fmt.Errorf("cuda: run graph %s: program is closed", p.name)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := p.checkInputs(inputs); err != nil {
+		return nil, err
+	}
+	err = p.d.with(func() error {
+		var rerr error
+		out, rerr = p.run(ctx, inputs)
+		return rerr
+	})
+	return out, err
+}
+
+func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor) (out map[string]*tensor.Tensor, err error) {
+	r := &run{p: p}
+	vals := make([]value, len(p.slots))
+	copy(vals, p.consts)
+	defer func() {
+		if rec := recover(); rec != nil {
+			out, err = nil, fmt.Errorf("cuda: run graph %s: internal error: %v", p.name, rec)
+		}
+		// Whatever happened, wait for queued work, then return every buffer to the pool.
+		if serr := cuSync(p.stream); serr != nil && err == nil {
+			out, err = nil, fmt.Errorf("cuda: run graph %s: %w", p.name, serr)
+		}
+		for s := range vals {
+			if p.kinds[s] != slotConst {
+				r.release(vals[s])
+				vals[s] = value{}
+			}
+		}
+		r.releaseTemps()
+		p.stage.reset()
+	}()
+	for i, in := range p.inputs {
+		t := inputs[in.Name]
+		if t.DType == tensor.Float32 {
+			dt, err := r.upload(t)
+			if err != nil {
+				return nil, fmt.Errorf("cuda: run graph %s: upload input %q: %w", p.name, in.Name, err)
+			}
+			vals[p.inSlot[i]] = value{dev: dt}
+		} else {
+			vals[p.inSlot[i]] = value{host: t}
+		}
+	}
+	ins := make([]value, 0, 8)
+	for i := range p.steps {
+		st := &p.steps[i]
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("cuda: run graph %s: stopped before node %q: %w", p.name, st.node.Name, err)
+		}
+		ins = ins[:0]
+		for _, s := range st.in {
+			if s < 0 {
+				ins = append(ins, value{})
+			} else {
+				ins = append(ins, vals[s])
+			}
+		}
+		res, err := r.step(st, ins)
+		r.releaseTemps()
+		if err != nil {
+			return nil, fmt.Errorf("cuda: run node %q (%s): %w", st.node.Name, st.node.Op, err)
+		}
+		for j, s := range st.out {
+			if s < 0 {
+				r.release(res[j])
+				continue
+			}
+			if j >= len(res) || (res[j].host == nil && res[j].dev == nil) {
+				return nil, fmt.Errorf("cuda: run node %q (%s): output %d was not produced", st.node.Name, st.node.Op, j)
+			}
+			vals[s] = res[j]
+		}
+		for _, s := range st.free {
+			r.release(vals[s])
+			vals[s] = value{}
+		}
+	}
+	// Download device outputs through the pinned arena, then copy out after one sync.
+	type pending struct {
+		name string
+		src  unsafe.Pointer
+		t    *tensor.Tensor
+	}
+	var pend []pending
+	out = make(map[string]*tensor.Tensor, len(p.outputs))
+	for i, name := range p.outputs {
+		v := vals[p.outSlot[i]]
+		switch {
+		case v.dev != nil:
+			t, err := tensor.New(tensor.Float32, v.dev.shape...)
+			if err != nil {
+				return nil, err
+			}
+			if n := 4 * v.dev.n(); n > 0 {
+				dst, err := p.stage.alloc(n)
+				if err != nil {
+					return nil, fmt.Errorf("cuda: run graph %s: %w", p.name, err)
+				}
+				if err := cuCopyDtoHAsync(dst, v.dev.buf.ptr, n, p.stream); err != nil {
+					return nil, fmt.Errorf("cuda: run graph %s: download %q: %w", p.name, name, err)
+				}
+				pend = append(pend, pending{name, dst, t})
+			}
+			out[name] = t
+		case v.host != nil:
+			out[name] = v.host.Clone()
+		default:
+			return nil, fmt.Errorf("cuda: run graph %s: output %q was not computed", p.name, name)
+		}
+	}
+	if err := cuSync(p.stream); err != nil {
+		return nil, fmt.Errorf("cuda: run graph %s: %w", p.name, err)
+	}
+	for _, pd := range pend {
+		copy(pd.t.F32, unsafe.Slice((*float32)(pd.src), len(pd.t.F32)))
+	}
+	return out, nil
+}
+
+// checkInputs verifies presence, dtype, rank and fixed dimensions of the inputs.
+func (p *Program) checkInputs(inputs map[string]*tensor.Tensor) error {
+	declared := map[string]bool{}
+	for _, in := range p.inputs {
+		declared[in.Name] = true
+		t, ok := inputs[in.Name]
+		if !ok || t == nil {
+			return fmt.Errorf("cuda: run graph %s: input %q is missing (want %v %s)", p.name, in.Name, in.DType, in.Shape)
+		}
+		if t.DType != in.DType {
+			return fmt.Errorf("cuda: run graph %s: input %q has dtype %v, want %v", p.name, in.Name, t.DType, in.DType)
+		}
+		if err := t.Check(); err != nil {
+			return fmt.Errorf("cuda: run graph %s: input %q: %w", p.name, in.Name, err)
+		}
+		if in.Shape == nil {
+			continue
+		}
+		if len(t.Shape) != len(in.Shape) {
+			return fmt.Errorf("cuda: run graph %s: input %q has rank %d (shape %s), want rank %d %s",
+				p.name, in.Name, len(t.Shape), tensor.ShapeString(t.Shape), len(in.Shape), in.Shape)
+		}
+		for i, d := range in.Shape {
+			if d.Known() && int64(t.Shape[i]) != d.Size {
+				return fmt.Errorf("cuda: run graph %s: input %q has shape %s, want %s (dimension %d must be %d)",
+					p.name, in.Name, tensor.ShapeString(t.Shape), in.Shape, i, d.Size)
+			}
+		}
+	}
+	var unknown []string
+	for name := range inputs {
+		if !declared[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		names := make([]string, len(p.inputs))
+		for i, in := range p.inputs {
+			names[i] = in.Name
+		}
+		return fmt.Errorf("cuda: run graph %s: unknown input %q (inputs are %s)", p.name, unknown[0], strings.Join(names, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,12 @@
+// cuda_prelude.h: just enough declarations for g++ -fsyntax-only to parse kernels.cu as
+// C++ (see TestKernelsParse). It is not used to build or run anything.
+#include <math.h>
+#define __global__
+#define __device__
+#define __shared__
+#define __forceinline__ inline
+struct zoo_dim3 { unsigned x, y, z; };
+extern zoo_dim3 threadIdx, blockIdx, blockDim, gridDim;
+inline float __int_as_float(int i) { float f; __builtin_memcpy(&f, &i, 4); return f; }
+inline float __shfl_xor_sync(unsigned, float v, int) { return v; }
+inline void __syncthreads() {}
