@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -53,10 +54,12 @@ func maybeServeBuiltin(args []string) bool {
 // session is the plugin host of one CLI invocation: plugins start lazily and all of them are
 // killed when the command ends (or on Ctrl-C).
 type session struct {
-	mu      sync.Mutex
-	host    *plugin.Host
-	verbose bool
-	stderr  io.Writer
+	// interrupted holds the signal that stopped the command, if any.
+	interrupted atomic.Value
+	mu          sync.Mutex
+	host        *plugin.Host
+	verbose     bool
+	stderr      io.Writer
 }
 
 var (
@@ -78,6 +81,7 @@ func beginSession(stderr io.Writer, verbose bool) (end func()) {
 	go func() {
 		select {
 		case sig := <-sigs:
+			s.interrupted.Store(sig)
 			s.close()
 			goplugin.CleanupClients()
 			select {
@@ -201,12 +205,15 @@ func (v *hostedVariant) Describe() variant.Description { return v.c.Description(
 func (v *hostedVariant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
 	g, st, err := v.c.BuildStats(context.Background(), cfg, seed)
 	if err != nil {
+		if sig, ok := v.s.interrupted.Load().(os.Signal); ok {
+			return nil, &exitError{code: 130, err: fmt.Errorf("interrupted (%v) while plugin %s was building; stopped it", sig, v.c.Name())}
+		}
 		return nil, pluginExit(err)
 	}
 	if v.s.verbose {
 		mbps := float64(st.Bytes) / 1e6 / st.Stream.Seconds()
 		fmt.Fprintf(v.s.stderr, "zoo: plugin %s: built %s in %d chunks: stream %s (%.0f MB/s incl. build and export), import %s\n",
-			v.c.Description().Name, humanBytes(st.Bytes), st.Chunks, st.Stream.Round(time.Microsecond), mbps, st.Import.Round(time.Microsecond))
+			v.c.Name(), humanBytes(st.Bytes), st.Chunks, st.Stream.Round(time.Microsecond), mbps, st.Import.Round(time.Microsecond))
 	}
 	return g, nil
 }

@@ -34,6 +34,8 @@ const (
 	ErrConfig
 	// ErrInternal: the plugin reported an internal error.
 	ErrInternal
+	// ErrStopped: the host stopped the plugin (Close, Ctrl-C) while a call was running.
+	ErrStopped
 )
 
 // Error is a plugin failure: one line that names the plugin, says what happened and what to do.

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -198,7 +199,11 @@ type Client struct {
 	stopInP func() // in-process mode: stops the server goroutine
 	conn    goplugin.ClientProtocol
 	once    sync.Once
+	closing atomic.Bool
 }
+
+// Name is the variant name the client was started for (the registry entry).
+func (c *Client) Name() string { return c.name }
 
 // Description is the plugin's Describe answer.
 func (c *Client) Description() variant.Description { return c.desc }
@@ -219,6 +224,7 @@ func (c *Client) Variant() variant.Variant { return remote{c} }
 
 // Close kills the plugin process (or stops the in-process server) and waits for it.
 func (c *Client) Close() {
+	c.closing.Store(true)
 	c.once.Do(func() {
 		if c.stopInP != nil {
 			// go-plugin's Kill does nothing for a test-mode reattachment: close the
@@ -389,6 +395,8 @@ func (c *Client) callError(call string, ctx context.Context, err error, limit ti
 		c.kill()
 		return c.fail(ErrTimeout, err, fmt.Sprintf("did not finish %s within %s (is it hung?); zoo stopped it", call, limit),
 			fmt.Sprintf("if the model is just big, raise %s (e.g. %s=%s)", env, env, 4*limit))
+	case c.closing.Load():
+		return c.fail(ErrStopped, err, fmt.Sprintf("stopped by zoo during %s", call), "")
 	case st.Code() == codes.InvalidArgument:
 		return &Error{Kind: ErrConfig, Plugin: c.name, Path: c.path, Msg: st.Message(), Err: err}
 	case c.waitExited(time.Second):
