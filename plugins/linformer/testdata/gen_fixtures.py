@@ -20,23 +20,21 @@ It also checks the seed's form (nn.Linear(d_model, k) on the feature axis, then
 .view(B, k, h, d_k)): it must raise at n = 37 != d_model; the Go test
 TestSeedFormFails checks the same thing on zoo's backend and shows that at n == d_model it
 runs but disagrees with these fixtures.
+
+The safetensors I/O, zoo's weights (ZOO_BIN=path/to/zoo uses a prebuilt zoo binary instead of
+`go run ./cmd/zoo`), the padded batch, the fixture loop and the encoder around the attention
+block are shared with the other variants' scripts: plugins/internal/fixtures/zoofixtures.py.
 """
-import hashlib
-import json
 import math
 import os
-import struct
-import subprocess
 import sys
-import tempfile
 
-import numpy as np
 import torch
 import torch.nn as nn
-import torch.nn.functional as Fn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "internal", "fixtures"))
+import zoofixtures as zf  # noqa: E402
 
 
 # ---- the model ------------------------------------------------------------------------------
@@ -102,66 +100,13 @@ class LinformerSelfAttention(nn.Module):
         return self.W_O(out.transpose(1, 2).reshape(B, n, self.d_model))
 
 
-class EncoderLayer(nn.Module):
-    def __init__(self, attn, d_model, d_ff, norm_first, activation, eps):
-        super().__init__()
-        self.self_attn = attn
-        act = nn.ReLU() if activation == "relu" else nn.GELU()
-        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), act, nn.Linear(d_ff, d_model))
-        self.norm1 = nn.LayerNorm(d_model, eps=eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=eps)
-        self.norm_first = norm_first
-
-    def forward(self, x, mask):
-        if self.norm_first:
-            x = x + self.self_attn(self.norm1(x), mask)
-            return x + self.ffn(self.norm2(x))
-        x = self.norm1(x + self.self_attn(x, mask))
-        return self.norm2(x + self.ffn(x))
-
-
-def sinusoidal(max_len, d):
-    position = torch.arange(max_len).unsqueeze(1)
-    div_term = torch.exp(torch.arange(0, d, 2) * (-math.log(10000.0) / d))
-    pe = torch.zeros(max_len, d)
-    pe[:, 0::2] = torch.sin(position * div_term)
-    pe[:, 1::2] = torch.cos(position * div_term)
-    return pe
-
-
-class PositionalEncoding(nn.Module):
-    def __init__(self, d, max_len):
-        super().__init__()
-        self.register_buffer("pe", sinusoidal(max_len, d))
-
-    def forward(self, x):
-        return x + self.pe[: x.size(1)]
-
-
-class Linformer(nn.Module):
+class Linformer(zf.Encoder):
     def __init__(self, c):
-        super().__init__()
-        d, h, L = c["d_model"], c["heads"], c["layers"]
-        self.embedding = nn.Embedding(c["vocab"], d)
-        self.pos_encoding = PositionalEncoding(d, c["max_len"])
+        get = lambda: self.E
+        super().__init__(c, lambda c, i: LinformerSelfAttention(c["d_model"], c["heads"], c["k"], c["max_len"], c["sharing"],
+                                                              c["attn_bias"], c["scale"], get))
         if c["sharing"] == "layerwise":
             self.E = nn.Parameter(torch.empty(c["k"], c["max_len"]))
-        get = lambda: self.E
-        self.layers = nn.ModuleList([
-            EncoderLayer(LinformerSelfAttention(d, h, c["k"], c["max_len"], c["sharing"], c["attn_bias"], c["scale"], get),
-                         d, c["d_ff"], c["norm_first"], c["activation"], c["ln_eps"]) for _ in range(L)])
-        if c["norm_first"]:
-            self.norm = nn.LayerNorm(d, eps=c["ln_eps"])
-        self.fc = nn.Linear(d, c["vocab"])
-        self.norm_first = c["norm_first"]
-
-    def forward(self, tokens, mask):
-        x = self.pos_encoding(self.embedding(tokens))
-        for layer in self.layers:
-            x = layer(x, mask)
-        if self.norm_first:
-            x = self.norm(x)
-        return x, self.fc(x)
 
 
 class SeedLinformerAttention(nn.Module):
@@ -191,42 +136,6 @@ class SeedLinformerAttention(nn.Module):
         return self.W_O(output)
 
 
-# ---- safetensors, enough for F32 / I64 / BOOL ------------------------------------------------
-
-DTYPES = {"F32": (np.float32, torch.float32), "I64": (np.int64, torch.int64), "BOOL": (np.bool_, torch.bool)}
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + n])
-    meta = header.pop("__metadata__", {})
-    base = 8 + n
-    out = {}
-    for name, info in header.items():
-        begin, end = info["data_offsets"]
-        arr = np.frombuffer(raw[base + begin : base + end], dtype=DTYPES[info["dtype"]][0]).reshape(info["shape"])
-        out[name] = torch.from_numpy(arr.copy())
-    return out, meta, hashlib.sha256(raw).hexdigest()
-
-
-def write_safetensors(path, tensors, meta):
-    header, blobs, offset = {}, [], 0
-    for name in sorted(tensors):
-        arr = np.ascontiguousarray(tensors[name])
-        code = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64", np.dtype(np.bool_): "BOOL"}[arr.dtype]
-        data = arr.tobytes()
-        header[name] = {"dtype": code, "shape": list(arr.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header["__metadata__"] = meta
-    hb = json.dumps(header, sort_keys=True).encode()
-    hb += b" " * (-len(hb) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(hb)) + hb + b"".join(blobs))
-
-
 # ---- fixtures -----------------------------------------------------------------------------------
 
 TINY = {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "k": 16, "max_len": 128}
@@ -245,24 +154,6 @@ DEFAULTS = {"vocab": 257, "d_model": 512, "heads": 8, "layers": 6, "d_ff": 2048,
             "activation": "relu", "ln_eps": 1e-5, "k": 256, "sharing": "headwise", "attn_bias": True, "scale": True}
 
 
-def zoo_weights(sets, seed, path):
-    cmd = ["go", "run", "./cmd/zoo", "export", "linformer", "--seed", str(seed), "--weights", path]
-    for k, v in sets.items():
-        cmd += ["--set", f"{k}={str(v).lower() if isinstance(v, bool) else v}"]
-    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-
-
-def batch_from_text(lengths):
-    text = open(os.path.join(ROOT, "examples", "text.txt"), "rb").read()
-    n = max(lengths)
-    tokens = np.zeros((len(lengths), n), dtype=np.int64)
-    start = 0
-    for row, length in enumerate(lengths):
-        tokens[row, :length] = np.frombuffer(text[start : start + length], dtype=np.uint8).astype(np.int64) + 1
-        start += length
-    return tokens, tokens == 0
-
-
 def check_seed_form(cfg, state):
     """The seed's LinformerAttention with zoo's layer-0 weights: it cannot run at n != d_model."""
     d, h, k = cfg["d_model"], cfg["heads"], cfg["k"]
@@ -279,30 +170,14 @@ def check_seed_form(cfg, state):
     raise AssertionError("the seed's Linformer ran at n=37 != d_model; it should not")
 
 
-def fixtures():
-    for name, sets, seed, lengths in CASES:
-        cfg = dict(DEFAULTS, **sets)
-        with tempfile.TemporaryDirectory() as tmp:
-            wpath = os.path.join(tmp, "w.safetensors")
-            zoo_weights(sets, seed, wpath)
-            state, meta, digest = read_safetensors(wpath)
-        model = Linformer(cfg)
-        model.load_state_dict(state, strict=True)
-        model.eval()
-        tokens, mask = batch_from_text(lengths)
-        with torch.no_grad():
-            hidden, logits = model(torch.from_numpy(tokens), torch.from_numpy(mask))
-        extra = {}
-        if name == "tiny":
-            extra["seed_form_error_n37"] = check_seed_form(cfg, state)
-            print(f"seed's form at n=37: {extra['seed_form_error_n37']}")
-        out = os.path.join(HERE, f"{name}.safetensors")
-        write_safetensors(out, {"tokens": tokens, "key_padding_mask": mask, "hidden": hidden.numpy(),
-                                "logits": logits.numpy()},
-                          dict({"weights_sha256": digest, "set": json.dumps(sets, sort_keys=True), "seed": str(seed),
-                                "torch": torch.__version__, "config": meta.get("config", "")}, **extra))
-        print(f"wrote {os.path.relpath(out, ROOT)}: hidden {tuple(hidden.shape)}, logits {tuple(logits.shape)}")
+def seed_form(name, cfg, model, state, tokens):
+    """For "tiny", records the error the seed's form raises at n=37 (metadata seed_form_error_n37)."""
+    if name != "tiny":
+        return None
+    err = check_seed_form(cfg, state)
+    print(f"seed's form at n=37: {err}")
+    return None, {"seed_form_error_n37": err}, None
 
 
 if __name__ == "__main__":
-    fixtures()
+    zf.generate(HERE, "linformer", CASES, Linformer, defaults=DEFAULTS, extra=seed_form)

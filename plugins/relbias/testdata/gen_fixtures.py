@@ -17,22 +17,21 @@ T5Stack does) is reused by every later layer; scores are q k^T (/ sqrt(d_k) unle
 + position_bias. The rest is the seed's encoder layer with zoo's conventions (LayerNorm,
 post- or pre-norm). Each fixture also carries HF's buckets for j - i in [-600, 600]
 ("buckets_hf") so the Go test can check zoo's lookup table entry by entry.
+
+The safetensors I/O, zoo's weights (ZOO_BIN=path/to/zoo uses a prebuilt zoo binary instead of
+`go run ./cmd/zoo`), the padded batch, the fixture loop and the encoder around the attention
+block are shared with the other variants' scripts: plugins/internal/fixtures/zoofixtures.py.
 """
-import hashlib
-import json
 import math
 import os
-import struct
-import subprocess
 import sys
-import tempfile
 
-import numpy as np
 import torch
 import torch.nn as nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "internal", "fixtures"))
+import zoofixtures as zf  # noqa: E402
 
 
 # ---- the model ------------------------------------------------------------------------------
@@ -100,123 +99,18 @@ class RelBiasSelfAttention(nn.Module):
         return self.W_O(out.transpose(1, 2).reshape(B, n, self.d_model))
 
 
-class EncoderLayer(nn.Module):
-    def __init__(self, attn, d_model, d_ff, norm_first, activation, eps):
-        super().__init__()
-        self.self_attn = attn
-        act = nn.ReLU() if activation == "relu" else nn.GELU()
-        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), act, nn.Linear(d_ff, d_model))
-        self.norm1 = nn.LayerNorm(d_model, eps=eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=eps)
-        self.norm_first = norm_first
-
-    def forward(self, x, mask):
-        if self.norm_first:
-            x = x + self.self_attn(self.norm1(x), mask)
-            return x + self.ffn(self.norm2(x))
-        x = self.norm1(x + self.self_attn(x, mask))
-        return self.norm2(x + self.ffn(x))
-
-
-def sinusoidal(max_len, d):
-    position = torch.arange(max_len).unsqueeze(1)
-    div_term = torch.exp(torch.arange(0, d, 2) * (-math.log(10000.0) / d))
-    pe = torch.zeros(max_len, d)
-    pe[:, 0::2] = torch.sin(position * div_term)
-    pe[:, 1::2] = torch.cos(position * div_term)
-    return pe
-
-
-class PositionalEncoding(nn.Module):
-    def __init__(self, d, max_len):
-        super().__init__()
-        self.register_buffer("pe", sinusoidal(max_len, d))
-
-    def forward(self, x):
-        return x + self.pe[: x.size(1)]
-
-
-def sinusoidal(max_len, d):
-    position = torch.arange(max_len).unsqueeze(1)
-    div_term = torch.exp(torch.arange(0, d, 2) * (-math.log(10000.0) / d))
-    pe = torch.zeros(max_len, d)
-    pe[:, 0::2] = torch.sin(position * div_term)
-    pe[:, 1::2] = torch.cos(position * div_term)
-    return pe
-
-
-class PositionalEncoding(nn.Module):
-    def __init__(self, d, max_len):
-        super().__init__()
-        self.register_buffer("pe", sinusoidal(max_len, d))
-
-    def forward(self, x):
-        return x + self.pe[: x.size(1)]
-
-
-class RelBiasEncoder(nn.Module):
+class RelBiasEncoder(zf.Encoder):
     def __init__(self, c):
-        super().__init__()
-        d, h = c["d_model"], c["heads"]
-        self.embedding = nn.Embedding(c["vocab"], d)
-        self.pos_encoding = PositionalEncoding(d, c["max_len"]) if c["pos_encoding"] == "sinusoidal" else None
-        self.layers = nn.ModuleList([
-            EncoderLayer(RelBiasSelfAttention(d, h, c["attn_bias"], c["scale"], i == 0, c["num_buckets"], c["max_distance"]),
-                         d, c["d_ff"], c["norm_first"], c["activation"], c["ln_eps"]) for i in range(c["layers"])])
-        if c["norm_first"]:
-            self.norm = nn.LayerNorm(d, eps=c["ln_eps"])
-        self.fc = nn.Linear(d, c["vocab"])
-        self.norm_first = c["norm_first"]
+        super().__init__(c, lambda c, i: RelBiasSelfAttention(c["d_model"], c["heads"], c["attn_bias"], c["scale"], i == 0,
+                                                            c["num_buckets"], c["max_distance"]),
+                         positions=c["pos_encoding"] == "sinusoidal")
 
     def forward(self, tokens, mask):
-        x = self.embedding(tokens)
-        if self.pos_encoding is not None:
-            x = self.pos_encoding(x)
         n = tokens.shape[1]
         # T5Stack: layer 0 computes position_bias and adds the extended mask; later layers reuse it.
         position_bias = self.layers[0].self_attn.compute_bias(n, n)
         position_bias = position_bias + torch.zeros(mask.shape, dtype=torch.float32).masked_fill(mask, float("-inf"))[:, None, None, :]
-        for layer in self.layers:
-            x = layer(x, position_bias)
-        if self.norm_first:
-            x = self.norm(x)
-        return x, self.fc(x)
-
-
-# ---- safetensors, enough for F32 / I64 / BOOL ------------------------------------------------
-
-DTYPES = {"F32": (np.float32, torch.float32), "I64": (np.int64, torch.int64), "BOOL": (np.bool_, torch.bool)}
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + n])
-    meta = header.pop("__metadata__", {})
-    base = 8 + n
-    out = {}
-    for name, info in header.items():
-        begin, end = info["data_offsets"]
-        arr = np.frombuffer(raw[base + begin : base + end], dtype=DTYPES[info["dtype"]][0]).reshape(info["shape"])
-        out[name] = torch.from_numpy(arr.copy())
-    return out, meta, hashlib.sha256(raw).hexdigest()
-
-
-def write_safetensors(path, tensors, meta):
-    header, blobs, offset = {}, [], 0
-    for name in sorted(tensors):
-        arr = np.ascontiguousarray(tensors[name])
-        code = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64", np.dtype(np.bool_): "BOOL"}[arr.dtype]
-        data = arr.tobytes()
-        header[name] = {"dtype": code, "shape": list(arr.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header["__metadata__"] = meta
-    hb = json.dumps(header, sort_keys=True).encode()
-    hb += b" " * (-len(hb) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(hb)) + hb + b"".join(blobs))
+        return super().forward(tokens, position_bias)
 
 
 # ---- fixtures -----------------------------------------------------------------------------------
@@ -237,46 +131,12 @@ DEFAULTS = {"vocab": 257, "d_model": 512, "heads": 8, "layers": 6, "d_ff": 2048,
             "attn_bias": True, "scale": True}
 
 
-def zoo_weights(sets, seed, path):
-    cmd = ["go", "run", "./cmd/zoo", "export", "relbias", "--seed", str(seed), "--weights", path]
-    for k, v in sets.items():
-        cmd += ["--set", f"{k}={str(v).lower() if isinstance(v, bool) else v}"]
-    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-
-
-def batch_from_text(lengths):
-    text = open(os.path.join(ROOT, "examples", "text.txt"), "rb").read()
-    n = max(lengths)
-    tokens = np.zeros((len(lengths), n), dtype=np.int64)
-    start = 0
-    for row, length in enumerate(lengths):
-        tokens[row, :length] = np.frombuffer(text[start : start + length], dtype=np.uint8).astype(np.int64) + 1
-        start += length
-    return tokens, tokens == 0
-
-
-def fixtures():
-    for name, sets, seed, lengths in CASES:
-        cfg = dict(DEFAULTS, **sets)
-        with tempfile.TemporaryDirectory() as tmp:
-            wpath = os.path.join(tmp, "w.safetensors")
-            zoo_weights(sets, seed, wpath)
-            state, meta, digest = read_safetensors(wpath)
-        model = RelBiasEncoder(cfg)
-        model.load_state_dict(state, strict=True)
-        model.eval()
-        tokens, mask = batch_from_text(lengths)
-        with torch.no_grad():
-            hidden, logits = model(torch.from_numpy(tokens), torch.from_numpy(mask))
-        rel = torch.arange(-600, 601, dtype=torch.long)
-        buckets = _relative_position_bucket(rel, True, cfg["num_buckets"], cfg["max_distance"])
-        out = os.path.join(HERE, f"{name}.safetensors")
-        write_safetensors(out, {"tokens": tokens, "key_padding_mask": mask, "hidden": hidden.numpy(),
-                                "logits": logits.numpy(), "buckets_hf": buckets.numpy()},
-                          {"weights_sha256": digest, "set": json.dumps(sets, sort_keys=True), "seed": str(seed),
-                           "torch": torch.__version__, "config": meta.get("config", "")})
-        print(f"wrote {os.path.relpath(out, ROOT)}: hidden {tuple(hidden.shape)}, logits {tuple(logits.shape)}")
+def buckets_hf(name, cfg, model, state, tokens):
+    """HF's buckets for j - i in [-600, 600], stored as the fixture's buckets_hf."""
+    rel = torch.arange(-600, 601, dtype=torch.long)
+    buckets = _relative_position_bucket(rel, True, cfg["num_buckets"], cfg["max_distance"])
+    return {"buckets_hf": buckets.numpy()}, None, None
 
 
 if __name__ == "__main__":
-    fixtures()
+    zf.generate(HERE, "relbias", CASES, RelBiasEncoder, defaults=DEFAULTS, extra=buckets_hf)

@@ -12,18 +12,18 @@ real text with padding, and writes inputs and outputs to <case>.safetensors next
 The Go tests rebuild the same weights from the seed, check their sha256 against the one recorded
 here, and compare outputs on valid positions.
 
+The safetensors I/O, zoo's weights (ZOO_BIN=path/to/zoo uses a prebuilt zoo binary instead of
+`go run ./cmd/zoo`), the padded batch and the fixture loop are shared with the other variants'
+scripts: plugins/internal/fixtures/zoofixtures.py. The model is not: the seed's modules stay here.
+
 The seed's modules are copied verbatim except for one addition the seed lacks: a key-padding
 mask (True = padding) applied to the attention scores as -inf before the softmax, the same rule
 as nn.MultiheadAttention's key_padding_mask.
 """
-import hashlib
 import json
 import math
 import os
-import struct
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -31,7 +31,8 @@ import torch
 import torch.nn as nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "internal", "fixtures"))
+import zoofixtures as zf  # noqa: E402
 
 
 # ---- the seed's modules (shared/seed), plus the key-padding mask ---------------------------
@@ -115,42 +116,6 @@ class Transformer(nn.Module):
         return X, self.fc(X)
 
 
-# ---- safetensors, enough for F32 / I64 / BOOL ------------------------------------------------
-
-DTYPES = {"F32": (np.float32, torch.float32), "I64": (np.int64, torch.int64), "BOOL": (np.bool_, torch.bool)}
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + n])
-    meta = header.pop("__metadata__", {})
-    base = 8 + n
-    out = {}
-    for name, info in header.items():
-        begin, end = info["data_offsets"]
-        arr = np.frombuffer(raw[base + begin : base + end], dtype=DTYPES[info["dtype"]][0]).reshape(info["shape"])
-        out[name] = torch.from_numpy(arr.copy())
-    return out, meta, hashlib.sha256(raw).hexdigest()
-
-
-def write_safetensors(path, tensors, meta):
-    header, blobs, offset = {}, [], 0
-    for name in sorted(tensors):
-        arr = np.ascontiguousarray(tensors[name])
-        code = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64", np.dtype(np.bool_): "BOOL"}[arr.dtype]
-        data = arr.tobytes()
-        header[name] = {"dtype": code, "shape": list(arr.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header["__metadata__"] = meta
-    hb = json.dumps(header, sort_keys=True).encode()
-    hb += b" " * (-len(hb) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(hb)) + hb + b"".join(blobs))
-
-
 # ---- fixtures -----------------------------------------------------------------------------------
 
 CASES = [
@@ -158,62 +123,22 @@ CASES = [
     ("tiny", {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128}, 1),
     ("base_layer", {"layers": 1}, 2),
 ]
-LENGTHS = [37, 23, 1]  # batch 3: an odd length, a padded row, and a single token
 
 
-def zoo_weights(sets, seed, path):
-    cmd = ["go", "run", "./cmd/zoo", "export", "vanilla", "--seed", str(seed), "--weights", path]
-    for k, v in sets.items():
-        cmd += ["--set", f"{k}={v}"]
-    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-
-
-def batch_from_text():
-    text = open(os.path.join(ROOT, "examples", "text.txt"), "rb").read()
-    n = max(LENGTHS)
-    tokens = np.zeros((len(LENGTHS), n), dtype=np.int64)
-    start = 0
-    for row, length in enumerate(LENGTHS):
-        tokens[row, :length] = np.frombuffer(text[start : start + length], dtype=np.uint8).astype(np.int64) + 1
-        start += length
-    return tokens, tokens == 0
-
-
-def build(cfg, state):
-    model = Transformer(257, cfg.get("d_model", 512), cfg.get("heads", 8), cfg.get("layers", 6),
-                        cfg.get("d_ff", 2048), max_len=state["pos_encoding.pe"].shape[0])
-    model.load_state_dict(state, strict=True)
-    return model.eval()
-
-
-def fixtures():
-    tokens, mask = batch_from_text()
-    for name, sets, seed in CASES:
-        with tempfile.TemporaryDirectory() as tmp:
-            wpath = os.path.join(tmp, "w.safetensors")
-            zoo_weights(sets, seed, wpath)
-            state, meta, digest = read_safetensors(wpath)
-        model = build(sets, state)
-        with torch.no_grad():
-            hidden, logits = model(torch.from_numpy(tokens), torch.from_numpy(mask))
-        out = os.path.join(HERE, f"{name}.safetensors")
-        write_safetensors(out, {"tokens": tokens, "key_padding_mask": mask, "hidden": hidden.numpy(),
-                                "logits": logits.numpy()},
-                          {"weights_sha256": digest, "set": json.dumps(sets, sort_keys=True), "seed": str(seed),
-                           "torch": torch.__version__, "config": meta.get("config", "")})
-        print(f"wrote {os.path.relpath(out, ROOT)}: hidden {tuple(hidden.shape)}, logits {tuple(logits.shape)}")
+def build(cfg):
+    """The seed's Transformer for zoo's resolved config (every hyperparameter, defaults included)."""
+    return Transformer(cfg["vocab"], cfg["d_model"], cfg["heads"], cfg["layers"], cfg["d_ff"], max_len=cfg["max_len"])
 
 
 def onnx_exports():
     """The seed's encoder exported by PyTorch itself at opsets 14-17 (tiny, max_len 64), with the
     outputs PyTorch computes for the fixture batch: zoo must import and run what PyTorch writes."""
     sets, seed = {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "max_len": 64}, 3
-    with tempfile.TemporaryDirectory() as tmp:
-        wpath = os.path.join(tmp, "w.safetensors")
-        zoo_weights(sets, seed, wpath)
-        state, _, digest = read_safetensors(wpath)
-    model = build(sets, state)
-    tokens, mask = batch_from_text()
+    state, meta, digest = zf.export_weights("vanilla", sets, seed)
+    model = build(json.loads(meta["config"]))
+    model.load_state_dict(state, strict=True)
+    model.eval()
+    tokens, mask = zf.batch_from_text()
     x, m = torch.from_numpy(tokens), torch.from_numpy(mask)
     with torch.no_grad():
         hidden, logits = model(x, m)
@@ -223,12 +148,8 @@ def onnx_exports():
                           output_names=["hidden", "logits"],
                           dynamic_axes={"tokens": {0: "batch", 1: "seq"}, "key_padding_mask": {0: "batch", 1: "seq"},
                                         "hidden": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}})
-        print(f"wrote {os.path.relpath(out, ROOT)}")
-    out = os.path.join(HERE, "seed_tiny_outputs.safetensors")
-    write_safetensors(out, {"tokens": tokens, "key_padding_mask": mask, "hidden": hidden.numpy(), "logits": logits.numpy()},
-                      {"weights_sha256": digest, "set": json.dumps(sets, sort_keys=True), "seed": str(seed),
-                       "torch": torch.__version__})
-    print(f"wrote {os.path.relpath(out, ROOT)}")
+        print(f"wrote {os.path.relpath(out, zf.ROOT)}")
+    zf.write_fixture(HERE, "seed_tiny_outputs", tokens, mask, hidden, logits, digest, sets, seed)
 
 
 def bench():
@@ -237,7 +158,7 @@ def bench():
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     model = Transformer(257).eval()
-    text = open(os.path.join(ROOT, "examples", "text.txt"), "rb").read()
+    text = open(os.path.join(zf.ROOT, "examples", "text.txt"), "rb").read()
     for n in (128, 512):
         ids = np.frombuffer((text * (n // len(text) + 1))[:n], dtype=np.uint8).astype(np.int64) + 1
         x = torch.from_numpy(ids).unsqueeze(0)
@@ -257,5 +178,5 @@ if __name__ == "__main__":
     if "--bench" in sys.argv:
         bench()
     else:
-        fixtures()
+        zf.generate(HERE, "vanilla", CASES, build)
         onnx_exports()
