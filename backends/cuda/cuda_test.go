@@ -93,6 +93,9 @@ func TestRegistered(t *testing.T) {
 func TestConformance(t *testing.T) {
 	p := cuda.Backend{}.Probe()
 	if !p.Available {
+		if os.Getenv(GPUTestsEnv) == "1" {
+			t.Fatalf("%s=1 but no usable CUDA device: %s", GPUTestsEnv, p.Reason)
+		}
 		t.Skipf("no usable CUDA device: %s", p.Reason)
 	}
 	t.Logf("running on %s", p.Device)

@@ -38,7 +38,7 @@ func libDirs() []string {
 	var globs []string
 	home, _ := os.UserHomeDir()
 	for _, base := range []string{"/usr/local/lib/python3*/dist-packages", "/usr/local/lib/python3*/site-packages",
-		"/usr/lib/python3/dist-packages", "/opt/conda/lib/python3*/site-packages", home + "/.local/lib/python3*/site-packages"} {
+		"/usr/lib/python3/dist-packages", "/opt/conda/lib/python3*/site-packages", "/opt/*/.venv/lib/python3*/site-packages", home + "/.local/lib/python3*/site-packages"} {
 		globs = append(globs, base+"/nvidia/*/lib", base+"/nvidia/cu*/lib")
 	}
 	for _, g := range globs {

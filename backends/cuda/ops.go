@@ -849,6 +849,9 @@ func (r *run) gemm(a, b, c uint64, transA, transB bool, m, n, k, batch int, sa, 
 	if transB {
 		ldb = k
 	}
+	if err := r.p.ensureBLAS(); err != nil {
+		return err
+	}
 	return cublasGemm(r.p.blas, gemmArgs{
 		transA: transB, transB: transA, m: n, n: m, k: k, alpha: alpha, beta: beta,
 		a: b, lda: ldb, sa: sb, b: a, ldb: lda, sb: sa, c: c, ldc: n, sc: int64(m) * int64(n),

@@ -191,6 +191,7 @@ type Program struct {
 	d         *device
 	stream    cuStream
 	blas      blasHandle
+	blasReady bool
 	precision string
 	compute   int // cuBLAS compute type for bf16; 0 for plain Sgemm
 
@@ -347,11 +348,22 @@ func (p *Program) build(g *graph.Graph, opts backends.Options) error {
 	if p.stream, err = cuNewStream(); err != nil {
 		return fmt.Errorf("cuda: %w", err)
 	}
-	if p.blas, err = cublasCreate(); err != nil {
-		return fmt.Errorf("cuda: %w", err)
+	return nil
+}
+
+// ensureBLAS creates the program's cuBLAS handle at its first matrix product (many small
+// programs, such as the conformance cases, never need one).
+func (p *Program) ensureBLAS() error {
+	if p.blasReady {
+		return nil
 	}
-	if err := cublasSetStream(p.blas, p.stream); err != nil {
-		return fmt.Errorf("cuda: %w", err)
+	h, err := cublasCreate()
+	if err != nil {
+		return err
+	}
+	p.blas = h
+	if err := cublasSetStream(h, p.stream); err != nil {
+		return err
 	}
 	mode := cublasDefaultMath
 	switch p.precision {
@@ -360,9 +372,10 @@ func (p *Program) build(g *graph.Graph, opts backends.Options) error {
 	case "bf16":
 		p.compute = cublasComputeFast16BF
 	}
-	if err := cublasSetMathMode(p.blas, mode); err != nil {
-		return fmt.Errorf("cuda: %w", err)
+	if err := cublasSetMathMode(h, mode); err != nil {
+		return err
 	}
+	p.blasReady = true
 	return nil
 }
 
@@ -416,7 +429,7 @@ func (p *Program) Close() error {
 			cuFree(b.ptr)
 		}
 		p.weights = nil
-		if p.blas != nil {
+		if p.blasReady {
 			cublasDestroy(p.blas)
 		}
 		if p.stream != nil {

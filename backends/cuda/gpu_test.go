@@ -1,0 +1,258 @@
+package cuda_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/backends/cuda"
+	"github.com/zoo-dev/zoo/plugins"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/nn"
+	"github.com/zoo-dev/zoo/zoo/registry"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/variant"
+)
+
+// GPUTestsEnv gates the end-to-end GPU checks (they need a device and take minutes); set to
+// 1, it also turns a missing device into a failure rather than a skip.
+const GPUTestsEnv = "ZOO_GPU_TESTS"
+
+func needGPU(t testing.TB) {
+	t.Helper()
+	if os.Getenv(GPUTestsEnv) != "1" {
+		t.Skipf("set %s=1 to run the end-to-end GPU checks", GPUTestsEnv)
+	}
+	if p := (cuda.Backend{}).Probe(); !p.Available {
+		t.Fatalf("%s=1 but no usable CUDA device: %s", GPUTestsEnv, p.Reason)
+	}
+}
+
+// loadRegistry reads registry.yaml ($ZOO_REGISTRY, else the repository's).
+func loadRegistry(t testing.TB) *registry.Registry {
+	t.Helper()
+	path := os.Getenv("ZOO_REGISTRY")
+	if path == "" {
+		path = filepath.Join("..", "..", "registry.yaml")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read registry: %v", err)
+	}
+	r, err := registry.Parse(path, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// buildVariant builds variant name at preset with seed 1.
+func buildVariant(t testing.TB, reg *registry.Registry, name, preset string) *graph.Graph {
+	t.Helper()
+	v, ok := plugins.Builtin()[name]
+	if !ok {
+		t.Fatalf("no builtin variant %s", name)
+	}
+	var layers []map[string]any
+	for _, e := range reg.Entries() {
+		if e.Name == name {
+			layers = append(layers, e.Defaults)
+			if p, ok := e.Presets[preset]; ok {
+				layers = append(layers, p)
+			} else {
+				t.Skipf("%s has no preset %s", name, preset)
+			}
+		}
+	}
+	cfg, err := variant.Resolve(v.Describe(), layers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := v.Build(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// encoderInputs returns tokens and a padding mask (the last pad positions of row 1 are
+// padding) for a batch of b sequences of n tokens.
+func encoderInputs(g *graph.Graph, b, n, pad int) (map[string]*tensor.Tensor, []bool, error) {
+	ids := make([]int64, b*n)
+	for i := range ids {
+		ids[i] = int64(1 + (i*37+11)%200)
+	}
+	mask := make([]bool, b*n)
+	if b > 1 {
+		for j := n - pad; j < n; j++ {
+			mask[n+j] = true
+			ids[n+j] = 0
+		}
+	}
+	tok, _ := tensor.FromInt64(ids, b, n)
+	m, _ := tensor.FromBool(mask, b, n)
+	in := map[string]*tensor.Tensor{}
+	for _, vi := range g.Inputs {
+		switch vi.Name {
+		case nn.InputTokens:
+			in[vi.Name] = tok
+		case nn.InputKeyPadding:
+			in[vi.Name] = m
+		default:
+			return nil, nil, fmt.Errorf("unexpected graph input %q", vi.Name)
+		}
+	}
+	return in, mask, nil
+}
+
+// compareValid returns the largest |got-want|/max(1,|want|) over valid (unpadded)
+// positions of outputs shaped (B, n, ...).
+func compareValid(got, want *tensor.Tensor, mask []bool, b, n int) (float64, error) {
+	if !tensor.SameShape(got.Shape, want.Shape) {
+		return 0, fmt.Errorf("shape %s, want %s", tensor.ShapeString(got.Shape), tensor.ShapeString(want.Shape))
+	}
+	per := 1
+	if len(want.Shape) >= 2 && want.Shape[0] == b && want.Shape[1] == n {
+		per = len(want.F32) / (b * n)
+	} else {
+		mask = nil
+	}
+	worst := 0.0
+	for i, w := range want.F32 {
+		if mask != nil && mask[i/per] {
+			continue
+		}
+		g := got.F32[i]
+		if math.IsNaN(float64(w)) != math.IsNaN(float64(g)) {
+			return math.Inf(1), fmt.Errorf("element %d is %v, want %v", i, g, w)
+		}
+		if math.IsNaN(float64(w)) {
+			continue
+		}
+		d := math.Abs(float64(g)-float64(w)) / math.Max(1, math.Abs(float64(w)))
+		worst = math.Max(worst, d)
+	}
+	return worst, nil
+}
+
+func runOn(t testing.TB, b backends.Backend, g *graph.Graph, opts backends.Options, in map[string]*tensor.Tensor) map[string]*tensor.Tensor {
+	t.Helper()
+	p, err := b.Compile(g, opts)
+	if err != nil {
+		t.Fatalf("%s: compile: %v", b.Name(), err)
+	}
+	defer p.Close()
+	out, err := p.Run(context.Background(), in)
+	if err != nil {
+		t.Fatalf("%s: run: %v", b.Name(), err)
+	}
+	return out
+}
+
+// TestVariantsMatchCPU compares CUDA with the CPU reference for every built-in variant at
+// the tiny and base presets (fp32, tolerance 1e-4 relative to max(1, |want|)), and checks
+// that a second run of the same program (reusing pooled memory) is bitwise identical.
+func TestVariantsMatchCPU(t *testing.T) {
+	needGPU(t)
+	reg := loadRegistry(t)
+	var names []string
+	for name := range plugins.Builtin() {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, preset := range []string{"tiny", "base"} {
+			t.Run(name+"."+preset, func(t *testing.T) {
+				g := buildVariant(t, reg, name, preset)
+				const b, n = 2, 64
+				in, mask, err := encoderInputs(g, b, n, 5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := runOn(t, cpu.Backend{}, g, backends.Options{}, in)
+				p, err := cuda.Backend{}.Compile(g, backends.Options{})
+				if err != nil {
+					t.Fatalf("cuda: compile: %v", err)
+				}
+				defer p.Close()
+				got, err := p.Run(context.Background(), in)
+				if err != nil {
+					t.Fatalf("cuda: run: %v", err)
+				}
+				again, err := p.Run(context.Background(), in)
+				if err != nil {
+					t.Fatalf("cuda: second run: %v", err)
+				}
+				for out, w := range want {
+					d, err := compareValid(got[out], w, mask, b, n)
+					if err != nil || d > 1e-4 {
+						t.Errorf("%s: output %s differs from the CPU: max rel diff %.3g (tolerance 1e-4) %v", name, out, d, err)
+					} else {
+						t.Logf("%s.%s %s: max diff vs CPU %.3g", name, preset, out, d)
+					}
+					if d2, _ := compareValid(again[out], got[out], nil, b, n); d2 != 0 {
+						t.Errorf("%s: second run differs from the first by %.3g", out, d2)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestPrecisionModes runs vanilla.tiny with TF32 and bf16 matrix products and reports
+// their distance from fp32 (looser bounds: 2e-2 and 1e-1).
+func TestPrecisionModes(t *testing.T) {
+	needGPU(t)
+	g := buildVariant(t, loadRegistry(t), "vanilla", "tiny")
+	in, mask, err := encoderInputs(g, 2, 32, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := runOn(t, cuda.Backend{}, g, backends.Options{}, in)
+	for prec, tol := range map[string]float64{"tf32": 2e-2, "bf16": 1e-1} {
+		got := runOn(t, cuda.Backend{}, g, backends.Options{Precision: prec}, in)
+		d, err := compareValid(got[nn.OutputHidden], ref[nn.OutputHidden], mask, 2, 32)
+		t.Logf("%s: max rel diff from fp32 %.3g", prec, d)
+		if err != nil || d > tol {
+			t.Errorf("%s: diff %.3g > %.g (%v)", prec, d, tol, err)
+		}
+	}
+}
+
+// BenchmarkVanillaBase runs the seed's base encoder at batch 32, n=512 on the GPU and
+// reports tokens/s (compare: scripts/gpu/bench_torch.py on the same machine).
+func BenchmarkVanillaBase(b *testing.B) {
+	needGPU(b)
+	g := buildVariant(b, loadRegistry(b), "vanilla", "base")
+	const batch, n = 32, 512
+	in, _, err := encoderInputs(g, batch, n, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, prec := range []string{"fp32", "tf32"} {
+		b.Run(prec, func(b *testing.B) {
+			p, err := cuda.Backend{}.Compile(g, backends.Options{Precision: prec})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			if _, err := p.Run(context.Background(), in); err != nil { // warm-up: pool, cuBLAS heuristics
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := p.Run(context.Background(), in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(batch*n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/batch")
+		})
+	}
+}
