@@ -24,8 +24,9 @@ type BuildStats struct {
 	Bytes  int64
 	Chunks int
 	// Stream is the time from the request to the trailer (the plugin's build, export and the
-	// transfer); Import the time onnx.Import took on the host.
-	Stream, Import time.Duration
+	// transfer); Transfer the part from the header to the trailer (the bytes alone); Import
+	// the time onnx.Import took on the host.
+	Stream, Transfer, Import time.Duration
 }
 
 // Build asks the plugin for the model of cfg and seed and imports it as a graph.
@@ -81,10 +82,26 @@ func (c *Client) BuildONNX(ctx context.Context, cfg variant.Config, seed uint64,
 	}
 	var (
 		buf       []byte
+		header    time.Time
 		total     int64 = -1
-		h               = sha256.New()
 		gotHeader bool
 	)
+	// The checksum runs on another goroutine, fed with the regions of buf as they fill (buf
+	// never reallocates: its capacity is the announced size).
+	hashc := make(chan []byte, 64)
+	sumc := make(chan string, 1)
+	go func() {
+		h := sha256.New()
+		for b := range hashc {
+			h.Write(b)
+		}
+		sumc <- hex.EncodeToString(h.Sum(nil))
+	}()
+	defer func() {
+		if hashc != nil {
+			close(hashc)
+		}
+	}()
 	for {
 		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -98,7 +115,7 @@ func (c *Client) BuildONNX(ctx context.Context, cfg variant.Config, seed uint64,
 			if gotHeader {
 				return violation("a second header")
 			}
-			gotHeader = true
+			gotHeader, header = true, time.Now()
 			total = part.Header.GetTotalBytes()
 			if f := part.Header.GetFormat(); f != "onnx" {
 				return violation("format %q, want onnx", f)
@@ -119,7 +136,7 @@ func (c *Client) BuildONNX(ctx context.Context, cfg variant.Config, seed uint64,
 				return violation("more than the announced %d bytes", total)
 			}
 			buf = append(buf, d...)
-			h.Write(d)
+			hashc <- buf[len(buf)-len(d):]
 			st.Chunks++
 		case *pluginpb.BuildChunk_Trailer:
 			if !gotHeader {
@@ -128,10 +145,12 @@ func (c *Client) BuildONNX(ctx context.Context, cfg variant.Config, seed uint64,
 			if int64(len(buf)) != total {
 				return violation("%d bytes, but the header announced %d", len(buf), total)
 			}
-			if got, want := hex.EncodeToString(h.Sum(nil)), part.Trailer.GetSha256(); got != want {
+			close(hashc)
+			hashc = nil
+			if got, want := <-sumc, part.Trailer.GetSha256(); got != want {
 				return violation("the model's sha256 is %s, the trailer says %s (corrupted in transit?)", got, want)
 			}
-			st.Bytes, st.Stream = total, time.Since(start)
+			st.Bytes, st.Stream, st.Transfer = total, time.Since(start), time.Since(header)
 			return buf, st, nil
 		default:
 			return violation("an empty message")

@@ -18,7 +18,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -314,7 +313,7 @@ func start(spec Spec, opts HostOptions) (*Client, error) {
 		Stderr:           tail,
 		SyncStdout:       logsOrDiscard(opts),
 		SyncStderr:       io.MultiWriter(tail, logsOrDiscard(opts)),
-		GRPCDialOptions:  []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes))},
+		GRPCDialOptions:  dialOptions(),
 	})
 	c := &Client{name: spec.Name, path: path, opts: opts, pc: pc, cmd: cmd, tail: tail}
 	if err := c.connect(); err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
@@ -49,7 +48,7 @@ func startInProcess(name string, v variant.Variant, opts HostOptions) (*Client, 
 		Reattach:         rc,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		Logger:           hostLogger(name, opts),
-		GRPCDialOptions:  []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes))},
+		GRPCDialOptions:  dialOptions(),
 	})
 	c := &Client{name: name, opts: opts, pc: pc, tail: newTail(40), stopInP: stop}
 	if err := c.connect(); err != nil {

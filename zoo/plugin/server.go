@@ -80,6 +80,9 @@ func (s *server) Build(req *pluginpb.BuildRequest, stream pluginpb.Variant_Build
 // pluginpb.VariantServer themselves can use it.
 func SendModel(stream pluginpb.Variant_BuildServer, data []byte, maxChunk int) error {
 	n := chunkLimit(uint32(maxChunk))
+	// The checksum is computed alongside the sends (on another core), not after them.
+	sumc := make(chan [sha256.Size]byte, 1)
+	go func() { sumc <- sha256.Sum256(data) }()
 	if err := stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Header{Header: &pluginpb.BuildHeader{TotalBytes: int64(len(data)), Format: "onnx"}}}); err != nil {
 		return fmt.Errorf("send header: %w", err)
 	}
@@ -89,7 +92,7 @@ func SendModel(stream pluginpb.Variant_BuildServer, data []byte, maxChunk int) e
 			return fmt.Errorf("send chunk at %d: %w", off, err)
 		}
 	}
-	sum := sha256.Sum256(data)
+	sum := <-sumc
 	if err := stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Trailer{Trailer: &pluginpb.BuildTrailer{Sha256: hex.EncodeToString(sum[:])}}}); err != nil {
 		return fmt.Errorf("send trailer: %w", err)
 	}
