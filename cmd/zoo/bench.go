@@ -42,7 +42,7 @@ const benchMemoryDoc = "mem = peak RSS growth: before each row zoo collects garb
 // benchTimingDoc says how a row is timed.
 const benchTimingDoc = "ms = mean ± sample stddev of the wall time of one Run over --reps repetitions after --warmup untimed runs; " +
 	"tokens/s = batch·n / mean; GFLOP/s = FLOPs counted over the graph (zoo show) / mean; " +
-	"% peak = GFLOP/s / measured SGEMM peak"
+	"% SGEMM peak = GFLOP/s / measured SGEMM peak"
 
 func benchCommand() *cli.Command {
 	return &cli.Command{
@@ -681,7 +681,7 @@ func writeBenchPlot(path string, d *benchDoc) error {
 
 // benchColumns returns the header and the formatted cells of the human-readable table.
 func benchColumns(d *benchDoc, withORT bool) ([]string, []bool, [][]string) {
-	head := []string{"variant", "backend", "level", "batch", "n", "ms", "tokens/s", "GFLOP/s", "% peak", "mem"}
+	head := []string{"variant", "backend", "level", "batch", "n", "ms", "tokens/s", "GFLOP/s", "% SGEMM peak", "mem"}
 	right := []bool{false, false, false, true, true, true, true, true, true, true}
 	if withORT {
 		head = append(head, "ORT ms", "zoo/ORT")
@@ -761,7 +761,7 @@ func renderBench(w io.Writer, d *benchDoc, md, withORT bool, reps, warmup int) {
 		fmt.Fprintf(w, "note: %s batch %d n=%d skipped: %s\n", s.Variant, s.Batch, s.N, s.Reason)
 	}
 	fmt.Fprintf(w, "ms: mean ± sample stddev of one run's wall time over %d repetitions after %d warm-up runs; tokens/s = batch·n / mean;\n"+
-		"GFLOP/s: the graph's FLOPs (as `zoo show` counts them) / mean; %% peak: of the measured SGEMM peak above.\n"+
+		"GFLOP/s: the graph's FLOPs (as `zoo show` counts them) / mean; %% SGEMM peak: of the measured SGEMM peak above.\n"+
 		"mem: peak RSS growth during the row's runs (VmHWM after − VmRSS before; free memory returned to the OS and the peak\n"+
 		"mark reset first): Go heap with uncollected garbage, C memory, stacks; the compiled weights are not counted.\n", reps, warmup)
 }
