@@ -211,9 +211,9 @@ func (v *hostedVariant) Build(cfg variant.Config, seed uint64) (*graph.Graph, er
 		return nil, pluginExit(err)
 	}
 	if v.s.verbose {
-		mbps := float64(st.Bytes) / 1e6 / st.Stream.Seconds()
-		fmt.Fprintf(v.s.stderr, "zoo: plugin %s: built %s in %d chunks: stream %s (%.0f MB/s incl. build and export), import %s\n",
-			v.c.Name(), humanBytes(st.Bytes), st.Chunks, st.Stream.Round(time.Microsecond), mbps, st.Import.Round(time.Microsecond))
+		fmt.Fprintf(v.s.stderr, "zoo: plugin %s: built %s in %d chunks: %s in the plugin (build, export), transfer %s (%.0f MB/s), import %s\n",
+			v.c.Name(), humanBytes(st.Bytes), st.Chunks, (st.Stream - st.Transfer).Round(time.Microsecond),
+			st.Transfer.Round(time.Microsecond), float64(st.Bytes)/1e6/st.Transfer.Seconds(), st.Import.Round(time.Microsecond))
 	}
 	return g, nil
 }

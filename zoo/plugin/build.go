@@ -37,13 +37,17 @@ func (c *Client) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 
 // BuildStats is Build that also reports the transfer's size and timings.
 func (c *Client) BuildStats(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, BuildStats, error) {
-	data, st, err := c.BuildONNX(ctx, cfg, seed, 0)
+	data, st, verify, err := c.receive(ctx, cfg, seed, 0)
 	if err != nil {
 		return nil, st, err
 	}
+	// The checksum's last chunks are still being hashed: import meanwhile, on another core.
 	t := time.Now()
 	g, err := onnx.Import(data)
 	st.Import = time.Since(t)
+	if verr := verify(); verr != nil {
+		return nil, st, verr
+	}
 	if err != nil {
 		return nil, st, c.fail(ErrInvalidGraph, err, "returned an invalid graph: "+err.Error(), c.blame())
 	}
@@ -64,21 +68,34 @@ func (c *Client) blame() string {
 // the plugin's default) and checks the stream: one header, chunks of at most MaxChunkBytes
 // adding up to the announced size, a trailer whose sha256 matches.
 func (c *Client) BuildONNX(ctx context.Context, cfg variant.Config, seed uint64, opset int) ([]byte, BuildStats, error) {
+	data, st, verify, err := c.receive(ctx, cfg, seed, opset)
+	if err != nil {
+		return nil, st, err
+	}
+	if err := verify(); err != nil {
+		return nil, st, err
+	}
+	return data, st, nil
+}
+
+// receive runs a Build stream and returns the bytes and a verify function that waits for the
+// checksum (computed alongside the stream) and checks it against the trailer's.
+func (c *Client) receive(ctx context.Context, cfg variant.Config, seed uint64, opset int) ([]byte, BuildStats, func() error, error) {
 	var st BuildStats
 	wire, err := ConfigToProto(cfg)
 	if err != nil {
-		return nil, st, &Error{Kind: ErrConfig, Plugin: c.name, Msg: err.Error(), Err: err}
+		return nil, st, nil, &Error{Kind: ErrConfig, Plugin: c.name, Msg: err.Error(), Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.BuildTimeout)
 	defer cancel()
 	start := time.Now()
 	stream, err := c.rpc.Build(ctx, &pluginpb.BuildRequest{Config: wire, Seed: seed, Opset: int32(opset), MaxChunkBytes: MaxChunkBytes})
 	if err != nil {
-		return nil, st, c.callError("Build", ctx, err, c.opts.BuildTimeout, BuildTimeoutEnv)
+		return nil, st, nil, c.callError("Build", ctx, err, c.opts.BuildTimeout, BuildTimeoutEnv)
 	}
-	violation := func(format string, args ...any) ([]byte, BuildStats, error) {
+	violation := func(format string, args ...any) ([]byte, BuildStats, func() error, error) {
 		cancel()
-		return nil, st, c.fail(ErrProtocolViolation, nil, "broke the Build stream: "+fmt.Sprintf(format, args...), c.blame())
+		return nil, st, nil, c.fail(ErrProtocolViolation, nil, "broke the Build stream: "+fmt.Sprintf(format, args...), c.blame())
 	}
 	var (
 		buf       []byte
@@ -108,7 +125,7 @@ func (c *Client) BuildONNX(ctx context.Context, cfg variant.Config, seed uint64,
 			return violation("the stream ended without a trailer after %d of %d bytes", len(buf), total)
 		}
 		if err != nil {
-			return nil, st, c.callError("Build", ctx, err, c.opts.BuildTimeout, BuildTimeoutEnv)
+			return nil, st, nil, c.callError("Build", ctx, err, c.opts.BuildTimeout, BuildTimeoutEnv)
 		}
 		switch part := msg.GetPart().(type) {
 		case *pluginpb.BuildChunk_Header:
@@ -147,11 +164,15 @@ func (c *Client) BuildONNX(ctx context.Context, cfg variant.Config, seed uint64,
 			}
 			close(hashc)
 			hashc = nil
-			if got, want := <-sumc, part.Trailer.GetSha256(); got != want {
-				return violation("the model's sha256 is %s, the trailer says %s (corrupted in transit?)", got, want)
-			}
 			st.Bytes, st.Stream, st.Transfer = total, time.Since(start), time.Since(header)
-			return buf, st, nil
+			want := part.Trailer.GetSha256()
+			verify := func() error {
+				if got := <-sumc; got != want {
+					return c.fail(ErrProtocolViolation, nil, fmt.Sprintf("broke the Build stream: the model's sha256 is %s, the trailer says %s (corrupted in transit?)", got, want), c.blame())
+				}
+				return nil
+			}
+			return buf, st, verify, nil
 		default:
 			return violation("an empty message")
 		}

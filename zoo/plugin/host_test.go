@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 
 // self returns a spec that starts this test binary as a plugin in mode, writing its pid to
 // a file in dir.
-func self(t *testing.T, mode string) (plugin.Spec, string) {
+func self(t testing.TB, mode string) (plugin.Spec, string) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -39,6 +39,11 @@ func newHost(t *testing.T) *plugin.Host {
 	h := plugin.NewHost(plugin.HostOptions{StartTimeout: 10 * time.Second, BuildTimeout: time.Minute})
 	t.Cleanup(func() { h.Close() })
 	return h
+}
+
+// variantConfig resolves a client's defaults.
+func variantConfig(c *plugin.Client) (variant.Config, error) {
+	return variant.Resolve(c.Description())
 }
 
 func resolve(t *testing.T, v variant.Variant, layers ...map[string]any) variant.Config {

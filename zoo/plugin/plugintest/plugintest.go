@@ -48,7 +48,17 @@ const (
 	ModeBadChecksum   = "bad-checksum"   // streams a trailer with a wrong sha256
 	ModeBadDescribe   = "bad-describe"   // Describe has a default of the wrong kind
 	ModeNondeterminst = "nondeterminist" // different weights for the same seed
+	ModeBlob          = "blob"           // streams 64 MiB of bytes (not a model) at once: transfer benchmarks
 )
+
+// blob is the payload of ModeBlob, made once per process.
+var blob = func() []byte {
+	b := make([]byte, 64<<20)
+	for i := range b {
+		b[i] = byte(i * 131)
+	}
+	return b
+}
 
 // MaybeServe serves the mode in ModeEnv and exits, or returns at once when it is unset.
 func MaybeServe() {
@@ -79,7 +89,7 @@ func MaybeServe() {
 			VersionedPlugins: map[int]goplugin.PluginSet{2: {plugin.PluginName: &plugin.GRPCPlugin{Impl: v}}},
 			GRPCServer:       goplugin.DefaultGRPCServer,
 		})
-	case ModeGarbage, ModeNoHidden, ModeBadChecksum, ModeBadDescribe:
+	case ModeGarbage, ModeNoHidden, ModeBadChecksum, ModeBadDescribe, ModeBlob:
 		goplugin.Serve(&goplugin.ServeConfig{
 			HandshakeConfig:  plugin.Handshake,
 			VersionedPlugins: map[int]goplugin.PluginSet{plugin.ProtocolVersion: {plugin.PluginName: &plugin.GRPCPlugin{Service: &rawServer{VariantServer: plugin.NewServer(v), mode: mode}}}},
@@ -151,6 +161,8 @@ func (f faulty) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
 	return f.Variant.Build(cfg, seed)
 }
 
+var blobData []byte
+
 // rawServer breaks the protocol in Describe or Build.
 type rawServer struct {
 	pluginpb.VariantServer
@@ -169,6 +181,11 @@ func (r *rawServer) Build(req *pluginpb.BuildRequest, stream pluginpb.Variant_Bu
 	switch r.mode {
 	case ModeGarbage:
 		return plugin.SendModel(stream, []byte("this is not an ONNX model"), 0)
+	case ModeBlob:
+		if blobData == nil {
+			blobData = blob()
+		}
+		return plugin.SendModel(stream, blobData, 0)
 	case ModeNoHidden:
 		b := graph.NewBuilder("nohidden")
 		x := b.Input(nn.InputTokens, tensor.Int64, graph.Sym("batch"), graph.Sym("seq"))
