@@ -1,0 +1,207 @@
+package vec
+
+import "math"
+
+// The pure-Go twins. They state what each kernel computes and are the oracle the SIMD
+// versions are tested against; the SIMD levels evaluate the same polynomials with FMA and
+// 16 lanes, so they differ from these only in rounding (a few ulp at most).
+
+// Constants of the float32 exp: x = n·ln2 + r with |r| ≤ ln2/2, exp(r) by Cephes' degree-7
+// polynomial (evaluated as Horner's scheme down to ((p·r + 1)·r + 1)), and 2^n applied in two halves so that results down to the smallest
+// subnormal are right. Inputs are clamped to [expLo, expHi] first: below expLo exp rounds
+// to 0 in float32, above expHi it overflows to +Inf (the clamp keeps n in range).
+const (
+	expLo    = -104.0
+	expHi    = 89.0
+	log2e    = 1.44269504088896341
+	ln2Hi    = 0.693359375
+	ln2Lo    = -2.12194440e-4
+	expP0    = 1.9875691500e-4
+	expP1    = 1.3981999507e-3
+	expP2    = 8.3334519073e-3
+	expP3    = 4.1665795894e-2
+	expP4    = 1.6666665459e-1
+	expP5    = 5.0000001201e-1
+	invSqrt2 = 0.70710678118654752
+)
+
+// erf by Abramowitz & Stegun 7.1.26: erf(x) = 1 − t·(a1 + t·(a2 + t·(a3 + t·(a4 + t·a5))))·e^(−x²)
+// with t = 1/(1 + p·|x|), odd in x; its absolute error is below 1.5e-7.
+const (
+	erfP  = 0.3275911
+	erfA1 = 0.254829592
+	erfA2 = -0.284496736
+	erfA3 = 1.421413741
+	erfA4 = -1.453152027
+	erfA5 = 1.061405429
+)
+
+// exp32 is the scalar statement of the SIMD exp.
+func exp32(x float32) float32 {
+	if x != x {
+		return x
+	}
+	x = min(max(x, expLo), expHi)
+	n := float32(math.RoundToEven(float64(x * log2e)))
+	r := x - n*ln2Hi
+	r = r - n*ln2Lo
+	p := float32(expP0)
+	p = p*r + expP1
+	p = p*r + expP2
+	p = p*r + expP3
+	p = p*r + expP4
+	p = p*r + expP5
+	p = p*r + 1
+	p = p*r + 1
+	ni := int32(n)
+	n1 := ni >> 1
+	n2 := ni - n1
+	return p * math.Float32frombits(uint32(n1+127)<<23) * math.Float32frombits(uint32(n2+127)<<23)
+}
+
+// erf32 is the scalar statement of the SIMD erf.
+func erf32(x float32) float32 {
+	a := float32(math.Abs(float64(x)))
+	t := 1 / (1 + erfP*a)
+	p := float32(erfA5)
+	p = p*t + erfA4
+	p = p*t + erfA3
+	p = p*t + erfA2
+	p = p*t + erfA1
+	y := 1 - p*t*exp32(-a*a)
+	if x < 0 {
+		return -y
+	}
+	return y
+}
+
+// gelu32 is 0.5·x·(1 + erf(x/√2)).
+func gelu32(x float32) float32 { return 0.5 * x * (1 + erf32(x*invSqrt2)) }
+
+func expSumGeneric(dst, src []float32, shift float32) float32 {
+	// 16 partial sums, lane j taking the elements i ≡ j (mod 16), folded in a fixed order,
+	// as the SIMD levels do.
+	var acc [16]float32
+	for i, v := range src {
+		e := exp32(v - shift)
+		dst[i] = e
+		acc[i&15] += e
+	}
+	return fold16(&acc)
+}
+
+// fold16 sums 16 lanes pairwise: (0..7)+(8..15), then 4, 2, 1, the order of the SIMD
+// horizontal reductions.
+func fold16(a *[16]float32) float32 {
+	for w := 8; w >= 1; w /= 2 {
+		for j := 0; j < w; j++ {
+			a[j] += a[j+w]
+		}
+	}
+	return a[0]
+}
+
+func maxGeneric(x []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		if v != v {
+			return v
+		}
+		if v > m {
+			m = v
+		}
+	}
+	return m
+}
+
+func scaleGeneric(x []float32, c float32) {
+	for i := range x {
+		x[i] *= c
+	}
+}
+
+func divGeneric(x []float32, c float32) {
+	for i := range x {
+		x[i] /= c
+	}
+}
+
+func addGeneric(dst, a, b []float32) {
+	for i := range dst {
+		dst[i] = a[i] + b[i]
+	}
+}
+
+func biasActGeneric(x, bias []float32, act Act) {
+	switch act {
+	case ActRelu:
+		for i, v := range x {
+			v += bias[i]
+			if !(v > 0) && v == v {
+				v = 0
+			}
+			x[i] = v
+		}
+	case ActGelu:
+		for i, v := range x {
+			x[i] = gelu32(v + bias[i])
+		}
+	default:
+		for i, v := range x {
+			x[i] = v + bias[i]
+		}
+	}
+}
+
+func reluGeneric(dst, src []float32) {
+	for i, v := range src {
+		if !(v > 0) && v == v {
+			v = 0
+		}
+		dst[i] = v
+	}
+}
+
+func geluGeneric(dst, src []float32) {
+	for i, v := range src {
+		dst[i] = gelu32(v)
+	}
+}
+
+func erfGeneric(dst, src []float32) {
+	for i, v := range src {
+		dst[i] = erf32(v)
+	}
+}
+
+// sumGeneric sums x in 16 lanes folded as fold16 does.
+func sumGeneric(x []float32) float32 {
+	var acc [16]float32
+	for i, v := range x {
+		acc[i&15] += v
+	}
+	return fold16(&acc)
+}
+
+// sqDevGeneric returns Σ (x[i] − mu)² in 16 lanes.
+func sqDevGeneric(x []float32, mu float32) float32 {
+	var acc [16]float32
+	for i, v := range x {
+		d := v - mu
+		acc[i&15] += d * d
+	}
+	return fold16(&acc)
+}
+
+// normAffineGeneric writes dst[i] = (x[i] − mu)·is·g[i] + b[i] (b may be nil).
+func normAffineGeneric(dst, x, g, b []float32, mu, is float32) {
+	if b == nil {
+		for i, v := range x {
+			dst[i] = (v - mu) * is * g[i]
+		}
+		return
+	}
+	for i, v := range x {
+		dst[i] = (v-mu)*is*g[i] + b[i]
+	}
+}

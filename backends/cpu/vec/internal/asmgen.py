@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""Generates ../vec_amd64.s: the AVX-512 and AVX2+FMA kernels of package vec.
+
+Every kernel is a loop over 16 elements per step (one zmm, or two ymm so that element i
+always lands in lane i mod 16, the lane order the pure-Go twins and fold16 assume), and a
+masked tail (opmask K1 on AVX-512, VMASKMOVPS with a mask from tailmask<> on AVX2), so any
+length and alignment works. Run: python3 internal/asmgen.py > vec_amd64.s
+"""
+
+CONSTS = [
+    ("lo", "f", -104.0), ("hi", "f", 89.0), ("log2e", "f", 1.44269504088896341),
+    ("ln2hi", "f", 0.693359375), ("ln2lo", "f", -2.12194440e-4),
+    ("p0", "f", 1.9875691500e-4), ("p1", "f", 1.3981999507e-3), ("p2", "f", 8.3334519073e-3),
+    ("p3", "f", 4.1665795894e-2), ("p4", "f", 1.6666665459e-1), ("p5", "f", 5.0000001201e-1),
+    ("one", "f", 1.0), ("i127", "i", 127), ("erfp", "f", 0.3275911),
+    ("a1", "f", 0.254829592), ("a2", "f", -0.284496736), ("a3", "f", 1.421413741),
+    ("a4", "f", -1.453152027), ("a5", "f", 1.061405429), ("half", "f", 0.5),
+    ("isqrt2", "f", 0.70710678118654752), ("absmask", "i", 0x7fffffff),
+    ("signmask", "i", 0x80000000), ("zero", "i", 0), ("neginf", "i", 0xff800000),
+    ("nan", "i", 0x7fc00000),
+]
+OFF = {name: 64 * i for i, (name, _, _) in enumerate(CONSTS)}
+
+import struct
+
+
+def c(name):
+    return "consts<>+%d(SB)" % OFF[name]
+
+
+def data():
+    out = []
+    for name, kind, v in CONSTS:
+        bits = struct.unpack("<I", struct.pack("<f", v))[0] if kind == "f" else v
+        for j in range(16):
+            out.append("DATA consts<>+%d(SB)/4, $0x%08x" % (OFF[name] + 4 * j, bits))
+    out.append("GLOBL consts<>(SB), RODATA|NOPTR, $%d" % (64 * len(CONSTS)))
+    for j in range(16):
+        out.append("DATA tailmask<>+%d(SB)/4, $0x%08x" % (4 * j, 0xffffffff if j < 8 else 0))
+    out.append("GLOBL tailmask<>(SB), RODATA|NOPTR, $64")
+    return "\n".join(out)
+
+
+def exp(V, x, n, r, p):
+    """exp of register x in place; lo/hi must be in V('16')/V('17') (zmm) or Y15/Y14 (ymm)."""
+    lo, hi = (("Z16", "Z17") if V == "Z" else ("Y15", "Y14"))
+    s = [
+        "VMAXPS %s, %s, %s" % (x, lo, x),  # x is the second source: a NaN x stays NaN
+        "VMINPS %s, %s, %s" % (x, hi, x),
+        "VMULPS %s, %s, %s" % (c("log2e"), x, n),
+    ]
+    s.append("VRNDSCALEPS $0, %s, %s" % (n, n) if V == "Z" else "VROUNDPS $0, %s, %s" % (n, n))
+    s += [
+        "VMOVAPS %s, %s" % (x, r),
+        "VFNMADD231PS %s, %s, %s" % (c("ln2hi"), n, r),
+        "VFNMADD231PS %s, %s, %s" % (c("ln2lo"), n, r),
+        "VMOVUPS %s, %s" % (c("p0"), p),
+    ]
+    for k in ("p1", "p2", "p3", "p4", "p5", "one", "one"):
+        s.append("VFMADD213PS %s, %s, %s" % (c(k), r, p))
+    if V == "Z":
+        s.append("VSCALEFPS %s, %s, %s" % (n, p, x))
+    else:
+        s += [
+            "VCVTPS2DQ %s, %s" % (n, n),
+            "VPSRAD $1, %s, %s" % (n, r),
+            "VPSUBD %s, %s, %s" % (r, n, n),
+            "VPADDD %s, %s, %s" % (c("i127"), r, r),
+            "VPADDD %s, %s, %s" % (c("i127"), n, n),
+            "VPSLLD $23, %s, %s" % (r, r),
+            "VPSLLD $23, %s, %s" % (n, n),
+            "VMULPS %s, %s, %s" % (r, p, p),
+            "VMULPS %s, %s, %s" % (n, p, x),
+        ]
+    return s
+
+
+def erf(V, x, t, p, e, a, n, r, q):
+    """erf of register x in place (A&S 7.1.26)."""
+    return [
+        "VANDPS %s, %s, %s" % (c("absmask"), x, a),
+        "VMOVUPS %s, %s" % (c("one"), t),
+        "VFMADD231PS %s, %s, %s" % (c("erfp"), a, t),  # t = p·a + 1
+        "VMOVUPS %s, %s" % (c("one"), q),
+        "VDIVPS %s, %s, %s" % (t, q, t),  # t = 1/t
+        "VMOVUPS %s, %s" % (c("a5"), p),
+        "VFMADD213PS %s, %s, %s" % (c("a4"), t, p),
+        "VFMADD213PS %s, %s, %s" % (c("a3"), t, p),
+        "VFMADD213PS %s, %s, %s" % (c("a2"), t, p),
+        "VFMADD213PS %s, %s, %s" % (c("a1"), t, p),
+        "VMULPS %s, %s, %s" % (a, a, e),
+        "VMOVUPS %s, %s" % (c("zero"), q),
+        "VSUBPS %s, %s, %s" % (e, q, e),  # e = −a²
+    ] + exp(V, e, n, r, q) + [
+        "VMULPS %s, %s, %s" % (t, p, p),
+        "VMULPS %s, %s, %s" % (e, p, p),
+        "VMOVUPS %s, %s" % (c("one"), q),
+        "VSUBPS %s, %s, %s" % (p, q, q),  # q = 1 − p·t·e
+        "VANDPS %s, %s, %s" % (c("signmask"), x, x),
+        "VORPS %s, %s, %s" % (q, x, x),
+    ]
+
+
+def gelu(V, x, h, t, p, e, a, n, r, q):
+    return [
+        "VMULPS %s, %s, %s" % (c("half"), x, h),
+        "VMULPS %s, %s, %s" % (c("isqrt2"), x, x),
+    ] + erf(V, x, t, p, e, a, n, r, q) + [
+        "VADDPS %s, %s, %s" % (c("one"), x, x),
+        "VMULPS %s, %s, %s" % (h, x, x),
+    ]
+
+
+def fold(V, op):
+    s = []
+    if V == "Z":
+        s += ["VEXTRACTF64X4 $1, Z0, Y1", "%s Y1, Y0, Y0" % op]
+    else:
+        s += ["%s Y1, Y0, Y0" % op]
+    s += [
+        "VEXTRACTF128 $1, Y0, X1", "%s X1, X0, X0" % op,
+        "VMOVHLPS X0, X1, X1", "%s X1, X0, X0" % op,
+        "VMOVSHDUP X0, X1", "%sS X1, X0, X0" % op[:-1],
+    ]
+    return s
+
+
+class K:
+    """One kernel: pointer args (loaded into regs), scalar float args (broadcast), body."""
+
+    def __init__(self, name, ptrs, scalars, body, ret=None, init=None, acc_init=None):
+        self.name, self.ptrs, self.scalars, self.body, self.ret = name, ptrs, scalars, body, ret
+        self.init, self.acc_init = init or [], acc_init
+
+
+PREG = ["DI", "SI", "DX", "R8"]
+
+
+def emit(k, V):
+    W = 16 if V == "Z" else 8
+    suf = "512" if V == "Z" else "256"
+    args = [(p, 8) for p in k.ptrs] + [("n", 8)] + [(s, 4) for s in k.scalars]
+    off, sig = 0, []
+    for a, sz in args:
+        if sz == 8 and off % 8:
+            off += 4
+        sig.append((a, off, sz))
+        off += sz
+    argsize = off
+    if k.ret:
+        off = (off + 7) // 8 * 8  # results start pointer-aligned
+        retoff = off
+        off += 4
+    L = ["", "// func %s%s(%s)%s" % (k.name, suf, ", ".join(
+        "%s %s" % (a, "*float32" if sz == 8 and a != "n" else ("int" if a == "n" else "float32")) for a, _, sz in sig),
+        " float32" if k.ret else ""),
+        "TEXT ·%s%s(SB), NOSPLIT, $0-%d" % (k.name, suf, off)]
+    for i, (a, o, sz) in enumerate(sig):
+        if a == "n":
+            L.append("MOVQ n+%d(FP), CX" % o)
+        elif sz == 8:
+            L.append("MOVQ %s+%d(FP), %s" % (a, o, PREG[k.ptrs.index(a)]))
+    scal = {}
+    for i, (a, o, sz) in enumerate(sig):
+        if sz == 4:
+            j = i - len(k.ptrs) - 1  # scalar index
+            reg = "Z%d" % (31 - j) if V == "Z" else ["Y13", "Y11"][j]
+            L.append("VBROADCASTSS %s+%d(FP), %s" % (a, o, reg))
+            scal[a] = reg
+    if V == "Z":
+        L += ["VMOVUPS %s, Z16" % c("lo"), "VMOVUPS %s, Z17" % c("hi")]
+    else:
+        L += ["VMOVUPS %s, Y15" % c("lo"), "VMOVUPS %s, Y14" % c("hi")]
+    if k.ret:
+        init = k.acc_init or "zero"
+        L += ["VMOVUPS %s, %s0" % (c(init), V), "VMOVUPS %s, %s1" % (c(init), V)]
+    L += k.init
+    # main loop: 16 elements per step
+    L.append("loop:")
+    L += ["CMPQ CX, $16", "JLT tail"]
+    steps = [(0, "0")] if V == "Z" else [(0, "0"), (32, "1")]
+    for disp, acc in steps:
+        L += k.body(V, {"disp": disp, "acc": V + acc, "mask": None, "s": scal})
+    L += ["ADDQ $64, %s" % r for r in PREG[: len(k.ptrs)]]
+    L += ["SUBQ $16, CX", "JMP loop", "tail:"]
+    if V == "Z":
+        L += ["TESTQ CX, CX", "JEQ done", "MOVL $1, AX", "SHLL CX, AX", "DECL AX", "KMOVW AX, K1"]
+        L += k.body(V, {"disp": 0, "acc": "Z0", "mask": "K1", "s": scal})
+    else:
+        L += ["CMPQ CX, $8", "JLT tail0"]
+        L += k.body(V, {"disp": 0, "acc": "Y0", "mask": None, "s": scal})
+        L += ["ADDQ $32, %s" % r for r in PREG[: len(k.ptrs)]]
+        L += ["SUBQ $8, CX", "TESTQ CX, CX", "JEQ done"]
+        L += ["LEAQ tailmask<>+32(SB), AX", "SHLQ $2, CX", "SUBQ CX, AX", "VMOVUPS (AX), Y12"]
+        L += k.body(V, {"disp": 0, "acc": "Y1", "mask": "Y12", "s": scal})
+        L += ["JMP done", "tail0:", "TESTQ CX, CX", "JEQ done"]
+        L += ["LEAQ tailmask<>+32(SB), AX", "SHLQ $2, CX", "SUBQ CX, AX", "VMOVUPS (AX), Y12"]
+        L += k.body(V, {"disp": 0, "acc": "Y0", "mask": "Y12", "s": scal})
+    L.append("done:")
+    if k.ret:
+        L += fold(V, k.ret)
+        if k.name == "max":  # a NaN anywhere makes the result NaN
+            ok = "max%s_ok" % suf
+            if V == "Z":
+                L += ["KORTESTW K3, K3", "JEQ " + ok]
+            else:
+                L += ["VMOVMSKPS Y10, AX", "TESTL AX, AX", "JEQ " + ok]
+            L += ["MOVSS %s, X0" % c("nan"), ok + ":"]
+        L.append("MOVSS X0, ret+%d(FP)" % retoff)
+    L += ["VZEROUPPER", "RET"]
+    out = []
+    for line in L:
+        out.append(line if line.endswith(":") or line.startswith("//") or line.startswith("TEXT") or line == "" else "\t" + line)
+    return "\n".join(out).replace("loop:", k.name + suf + "_loop:").replace("JMP loop", "JMP %s%s_loop" % (k.name, suf)) \
+        .replace("tail0:", k.name + suf + "_tail0:").replace("JLT tail0", "JLT %s%s_tail0" % (k.name, suf)) \
+        .replace("tail:", k.name + suf + "_tail:").replace("JLT tail\n", "JLT %s%s_tail\n" % (k.name, suf)) \
+        .replace("done:", k.name + suf + "_done:").replace("JEQ done", "JEQ %s%s_done" % (k.name, suf)) \
+        .replace("JMP done", "JMP %s%s_done" % (k.name, suf))
+
+
+def load(V, ctx, reg, ptr, fill=None):
+    """Loads 16 (zmm) or 8 (ymm) elements at ptr+disp into reg; masked lanes get 0 (or fill)."""
+    d, m = ctx["disp"], ctx["mask"]
+    if m is None:
+        return ["VMOVUPS %d(%s), %s" % (d, ptr, reg)]
+    if V == "Z":
+        if fill:
+            return ["VMOVUPS %s, %s" % (c(fill), reg), "VMOVUPS (%s), K1, %s" % (ptr, reg)]
+        return ["VMOVUPS.Z (%s), K1, %s" % (ptr, reg)]
+    s = ["VMASKMOVPS (%s), Y12, %s" % (ptr, reg)]
+    if fill:
+        s += ["VMOVUPS %s, Y11" % c(fill), "VBLENDVPS Y12, %s, Y11, %s" % (reg, reg)]
+    return s
+
+
+def store(V, ctx, reg, ptr):
+    d, m = ctx["disp"], ctx["mask"]
+    if m is None:
+        return ["VMOVUPS %s, %d(%s)" % (reg, d, ptr)]
+    if V == "Z":
+        return ["VMOVUPS %s, K1, (%s)" % (reg, ptr)]
+    return ["VMASKMOVPS %s, Y12, (%s)" % (reg, ptr)]
+
+
+def accum(V, ctx, op, reg):
+    acc, m = ctx["acc"], ctx["mask"]
+    if m is None:
+        return ["%s %s, %s, %s" % (op, reg, acc, acc)]
+    if V == "Z":
+        return ["%s %s, %s, K1, %s" % (op, reg, acc, acc)]
+    if op == "VMAXPS":  # masked lanes were filled with −Inf
+        return ["%s %s, %s, %s" % (op, reg, acc, acc)]
+    return ["VANDPS Y12, %s, %s" % (reg, reg), "%s %s, %s, %s" % (op, reg, acc, acc)]
+
+
+def R(V, i):
+    return "%s%d" % (V, i)
+
+
+def body_expsum(V, ctx):
+    x, n, r, p = (R(V, i) for i in (2, 3, 4, 5)) if ctx["acc"][1:] == "0" else (R(V, i) for i in (6, 7, 8, 9))
+    return load(V, ctx, x, "SI") + ["VSUBPS %s, %s, %s" % (ctx["s"]["shift"], x, x)] + exp(V, x, n, r, p) + \
+        store(V, ctx, x, "DI") + accum(V, ctx, "VADDPS", x)
+
+
+def body_max(V, ctx):
+    x, t = R(V, 2), R(V, 3)
+    s = load(V, ctx, x, "DI", fill="neginf")
+    if V == "Z":
+        s += ["VCMPPS $3, %s, %s, K2" % (x, x), "KORW K2, K3, K3"]
+    else:
+        s += ["VCMPPS $3, %s, %s, %s" % (x, x, t), "VORPS %s, Y10, Y10" % t]
+    return s + accum(V, ctx, "VMAXPS", x)
+
+
+def body_scale(V, ctx):
+    x = R(V, 2)
+    return load(V, ctx, x, "DI") + ["VMULPS %s, %s, %s" % (ctx["s"]["c"], x, x)] + store(V, ctx, x, "DI")
+
+
+def body_div(V, ctx):
+    x = R(V, 2)
+    return load(V, ctx, x, "DI") + ["VDIVPS %s, %s, %s" % (ctx["s"]["c"], x, x)] + store(V, ctx, x, "DI")
+
+
+def body_add(V, ctx):
+    x, y = R(V, 2), R(V, 3)
+    return load(V, ctx, x, "SI") + load(V, ctx, y, "DX") + ["VADDPS %s, %s, %s" % (y, x, x)] + store(V, ctx, x, "DI")
+
+
+def relu(V, x, t):
+    # max(0, x) keeps a NaN x (second source); adding +0 turns −0 into +0 as the graph's Relu
+    return ["VMOVUPS %s, %s" % (c("zero"), t), "VMAXPS %s, %s, %s" % (x, t, x), "VADDPS %s, %s, %s" % (t, x, x)]
+
+
+def body_relu(V, ctx):
+    x, t = R(V, 2), R(V, 3)
+    return load(V, ctx, x, "SI") + relu(V, x, t) + store(V, ctx, x, "DI")
+
+
+def body_biasrelu(V, ctx):
+    x, y = R(V, 2), R(V, 3)
+    return load(V, ctx, x, "DI") + load(V, ctx, y, "SI") + ["VADDPS %s, %s, %s" % (y, x, x)] + relu(V, x, y) + \
+        store(V, ctx, x, "DI")
+
+
+def body_biasgelu(V, ctx):
+    x, y = R(V, 2), R(V, 3)
+    return load(V, ctx, x, "DI") + load(V, ctx, y, "SI") + ["VADDPS %s, %s, %s" % (y, x, x)] + \
+        gelu(V, x, *(R(V, i) for i in (3, 4, 5, 6, 7, 8, 9, 10))) + store(V, ctx, x, "DI")
+
+
+def body_gelu(V, ctx):
+    x = R(V, 2)
+    return load(V, ctx, x, "SI") + gelu(V, x, *(R(V, i) for i in (3, 4, 5, 6, 7, 8, 9, 10))) + store(V, ctx, x, "DI")
+
+
+def body_erf(V, ctx):
+    x = R(V, 2)
+    return load(V, ctx, x, "SI") + erf(V, x, *(R(V, i) for i in (3, 4, 5, 6, 7, 8, 9))) + store(V, ctx, x, "DI")
+
+
+def body_sum(V, ctx):
+    x = R(V, 2) if ctx["acc"][1:] == "0" else R(V, 3)
+    return load(V, ctx, x, "DI") + accum(V, ctx, "VADDPS", x)
+
+
+def body_sqdev(V, ctx):
+    x = R(V, 2) if ctx["acc"][1:] == "0" else R(V, 3)
+    s = load(V, ctx, x, "DI") + ["VSUBPS %s, %s, %s" % (ctx["s"]["mu"], x, x)]
+    if ctx["mask"] is not None and V == "Z":
+        return s + ["VFMADD231PS %s, %s, K1, %s" % (x, x, ctx["acc"])]
+    if ctx["mask"] is not None:
+        s += ["VANDPS Y12, %s, %s" % (x, x)]
+    return s + ["VFMADD231PS %s, %s, %s" % (x, x, ctx["acc"])]
+
+
+def body_norm(V, ctx, bias):
+    x, g = R(V, 2), R(V, 3)
+    s = load(V, ctx, x, "SI") + load(V, ctx, g, "DX") + [
+        "VSUBPS %s, %s, %s" % (ctx["s"]["mu"], x, x),
+        "VMULPS %s, %s, %s" % (ctx["s"]["is"], x, x),
+    ]
+    if bias:
+        s += load(V, ctx, R(V, 4), "R8") + ["VFMADD213PS %s, %s, %s" % (R(V, 4), g, x)]
+    else:
+        s += ["VMULPS %s, %s, %s" % (g, x, x)]
+    return s + store(V, ctx, x, "DI")
+
+
+KERNELS = [
+    K("expSum", ["dst", "src"], ["shift"], body_expsum, ret="VADDPS"),
+    K("max", ["src"], [], body_max, ret="VMAXPS", acc_init="neginf"),
+    K("scale", ["dst"], ["c"], body_scale),
+    K("div", ["dst"], ["c"], body_div),
+    K("add", ["dst", "src", "src2"], [], body_add),
+    K("relu", ["dst", "src"], [], body_relu),
+    K("biasRelu", ["dst", "src"], [], body_biasrelu),
+    K("biasGelu", ["dst", "src"], [], body_biasgelu),
+    K("gelu", ["dst", "src"], [], body_gelu),
+    K("erf", ["dst", "src"], [], body_erf),
+    K("sum", ["src"], [], body_sum, ret="VADDPS"),
+    K("sqDev", ["src"], ["mu"], body_sqdev, ret="VADDPS"),
+    K("norm", ["dst", "src", "gamma"], ["mu", "is"], lambda V, ctx: body_norm(V, ctx, False)),
+    K("normBias", ["dst", "src", "gamma", "beta"], ["mu", "is"], lambda V, ctx: body_norm(V, ctx, True)),
+]
+
+
+def main():
+    print("// Code generated by internal/asmgen.py; DO NOT EDIT.\n")
+    print("//go:build amd64 && !purego\n")
+    print('#include "textflag.h"\n')
+    print(data())
+    for k in KERNELS:
+        for V in ("Z", "Y"):
+            if k.name == "max":
+                k.init = ["KXORW K3, K3, K3"] if V == "Z" else ["VXORPS Y10, Y10, Y10"]
+            print(emit(k, V))
+
+
+if __name__ == "__main__":
+    main()

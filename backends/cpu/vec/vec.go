@@ -1,0 +1,172 @@
+// Package vec holds the CPU backend's vectorised memory-bound kernels: exp, the softmax
+// row, LayerNorm, GELU (exact erf form) and ReLU, and bias, residual and scalar arithmetic,
+// all on float32 slices.
+//
+// Each kernel has an AVX-512 and an AVX2+FMA implementation in Go assembly (vec_amd64.s)
+// and a pure-Go twin (generic.go) that states what it computes and is the test oracle.
+// The level follows package kernels (kernels.Level): ZOO_CPU=avx512|avx2|generic or
+// kernels.SetLevel switches both packages together, so one setting pins every SIMD path
+// of the backend. The assembly is used only where golang.org/x/sys/cpu reports the
+// features, and never with the purego build tag.
+//
+// Accuracy: Exp is within 2 ulp of math.Exp over float32's range (−Inf gives 0, +Inf
+// gives +Inf, NaN stays NaN); Erf is within 1e-6 absolute of math.Erf; sums are
+// accumulated in float32 in 16 lanes folded in a fixed order, so a result never depends on
+// which goroutine computes it.
+//
+// Slices may be of any length and alignment. Functions taking dst and a source allow dst
+// to be the source (in place) but not any other overlap. Lengths must match; a shorter
+// dst is a programming error and panics.
+package vec
+
+import (
+	"github.com/zoo-dev/zoo/backends/cpu/kernels"
+)
+
+// Act selects the activation BiasAct applies after the bias.
+type Act uint8
+
+const (
+	// ActNone adds the bias only.
+	ActNone Act = iota
+	// ActRelu applies max(x, 0) (NaN stays NaN).
+	ActRelu
+	// ActGelu applies the exact GELU 0.5·x·(1 + erf(x/√2)).
+	ActGelu
+)
+
+// simd levels, in the order level() returns them.
+const (
+	levelGeneric = iota
+	levelAVX2
+	levelAVX512
+)
+
+// level returns the SIMD level to use now: the kernels package's level, limited by what
+// this build and CPU can run.
+func level() int {
+	switch kernels.Level() {
+	case "avx512":
+		if hasAVX512 {
+			return levelAVX512
+		}
+		if hasAVX2 {
+			return levelAVX2
+		}
+	case "avx2":
+		if hasAVX2 {
+			return levelAVX2
+		}
+	}
+	return levelGeneric
+}
+
+// Level names the level the kernels of this package run at: "avx512", "avx2" or "generic".
+func Level() string {
+	switch level() {
+	case levelAVX512:
+		return "avx512"
+	case levelAVX2:
+		return "avx2"
+	}
+	return "generic"
+}
+
+func checkLen(dst, src []float32) {
+	if len(dst) < len(src) {
+		panic("vec: destination shorter than source")
+	}
+}
+
+// Exp sets dst[i] = exp(src[i]).
+func Exp(dst, src []float32) {
+	checkLen(dst, src)
+	expSum(dst[:len(src)], src, 0)
+}
+
+// ExpSum sets dst[i] = exp(src[i] − shift) and returns the sum of the dst values: the
+// middle pass of a softmax (shift is the row maximum).
+func ExpSum(dst, src []float32, shift float32) float32 {
+	checkLen(dst, src)
+	return expSum(dst[:len(src)], src, shift)
+}
+
+// Max returns the largest element of x, NaN if x holds a NaN, and −Inf for an empty x.
+func Max(x []float32) float32 { return max32(x) }
+
+// Softmax writes the softmax of src to dst: exp(src[i] − max) / Σ. A row whose maximum is
+// −Inf (every entry masked) or NaN gives NaN everywhere, as the unfused graph does.
+func Softmax(dst, src []float32) {
+	checkLen(dst, src)
+	dst = dst[:len(src)]
+	if len(src) == 0 {
+		return
+	}
+	m := max32(src)
+	s := expSum(dst, src, m)
+	Scale(dst, 1/s)
+}
+
+// Scale multiplies x by c in place.
+func Scale(x []float32, c float32) { scale(x, c) }
+
+// DivScalar divides x by c in place (a true division, as the graph's Div does).
+func DivScalar(x []float32, c float32) { div(x, c) }
+
+// Add sets dst[i] = a[i] + b[i].
+func Add(dst, a, b []float32) {
+	if len(a) != len(b) {
+		panic("vec: Add operands differ in length")
+	}
+	checkLen(dst, a)
+	add(dst[:len(a)], a, b)
+}
+
+// BiasAct applies x[i] = act(x[i] + bias[i]) in place: the epilogue of a linear layer on
+// one output row.
+func BiasAct(x, bias []float32, act Act) {
+	if len(bias) < len(x) {
+		panic("vec: bias shorter than row")
+	}
+	biasAct(x, bias[:len(x)], act)
+}
+
+// Relu sets dst[i] = max(src[i], 0); NaN stays NaN.
+func Relu(dst, src []float32) {
+	checkLen(dst, src)
+	relu(dst[:len(src)], src)
+}
+
+// Gelu sets dst[i] = 0.5·src[i]·(1 + erf(src[i]/√2)), the exact (erf) GELU.
+func Gelu(dst, src []float32) {
+	checkLen(dst, src)
+	gelu(dst[:len(src)], src)
+}
+
+// Erf sets dst[i] = erf(src[i]) within 1e-6 absolute.
+func Erf(dst, src []float32) {
+	checkLen(dst, src)
+	erfv(dst[:len(src)], src)
+}
+
+// LayerNorm normalises one row: dst[i] = (src[i] − mean)/√(var + eps)·gamma[i] + beta[i]
+// with the mean and the (biased) variance of src, computed in two passes in float32.
+// beta may be nil. It returns the mean and 1/√(var + eps).
+func LayerNorm(dst, src, gamma, beta []float32, eps float32) (mean, invStd float32) {
+	checkLen(dst, src)
+	n := len(src)
+	if len(gamma) < n || (beta != nil && len(beta) < n) {
+		panic("vec: LayerNorm parameters shorter than the row")
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	mu := sum(src) / float32(n)
+	v := sqDev(src, mu) / float32(n)
+	is := 1 / sqrt32(v+eps)
+	if beta != nil {
+		beta = beta[:n]
+	}
+	normAffine(dst[:n], src, gamma[:n], beta, mu, is)
+	return mu, is
+}

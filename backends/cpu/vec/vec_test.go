@@ -1,0 +1,241 @@
+package vec
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/zoo-dev/zoo/backends/cpu/kernels"
+)
+
+// lengths covers empty, single, odd, below and around the 8- and 16-lane widths, and long.
+var lengths = []int{0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 257, 1000}
+
+// forLevels runs fn at every level this machine supports (via kernels.SetLevel, which vec
+// follows), then restores the best level.
+func forLevels(t *testing.T, fn func(t *testing.T)) {
+	t.Helper()
+	defer kernels.SetLevel("auto")
+	for _, lv := range kernels.Available() {
+		if err := kernels.SetLevel(lv); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(lv, fn)
+	}
+}
+
+// randSlice returns n values at an unaligned offset (start) in a larger buffer.
+func randSlice(r *rand.Rand, n, start int, scale float64) []float32 {
+	buf := make([]float32, n+start+3)
+	for i := range buf {
+		buf[i] = float32(r.NormFloat64() * scale)
+	}
+	return buf[start : start+n]
+}
+
+func ulps(a, b float32) float64 {
+	if a == b || (a != a && b != b) {
+		return 0
+	}
+	if math.IsInf(float64(a), 0) || math.IsInf(float64(b), 0) || a != a || b != b {
+		return math.Inf(1)
+	}
+	ia, ib := int64(math.Float32bits(a)), int64(math.Float32bits(b))
+	if ia>>31 != ib>>31 {
+		return math.Abs(float64(a)-float64(b)) / 1.4e-45
+	}
+	return math.Abs(float64(ia - ib))
+}
+
+func TestExpAccuracy(t *testing.T) {
+	forLevels(t, func(t *testing.T) {
+		// a dense sweep over the whole float32 range of exp, plus the special values
+		var xs []float32
+		for x := -110.0; x <= 90; x += 0.0007 {
+			xs = append(xs, float32(x))
+		}
+		inf := float32(math.Inf(1))
+		xs = append(xs, 0, float32(math.Copysign(0, -1)), inf, -inf, float32(math.NaN()), 88.72283, 88.7229, -87.33654, -103.97, -104, 1e-30)
+		got := make([]float32, len(xs))
+		Exp(got, xs)
+		worst := 0.0
+		for i, x := range xs {
+			want := float32(math.Exp(float64(x)))
+			if x != x {
+				if got[i] == got[i] {
+					t.Fatalf("exp(NaN) = %v", got[i])
+				}
+				continue
+			}
+			if u := ulps(got[i], want); u > worst {
+				worst = u
+				if u > 2 {
+					t.Fatalf("exp(%v) = %v, want %v (%v ulp)", x, got[i], want, u)
+				}
+			}
+		}
+		if got[len(xs)-8] != 0 {
+			t.Errorf("exp(-Inf) = %v, want 0", got[len(xs)-8])
+		}
+		t.Logf("max error %.2f ulp over %d points", worst, len(xs))
+	})
+}
+
+func TestErfAccuracy(t *testing.T) {
+	forLevels(t, func(t *testing.T) {
+		var xs []float32
+		for x := -12.0; x <= 12; x += 0.0003 {
+			xs = append(xs, float32(x))
+		}
+		xs = append(xs, float32(math.Inf(1)), float32(math.Inf(-1)), 0)
+		got := make([]float32, len(xs))
+		Erf(got, xs)
+		worst := 0.0
+		for i, x := range xs {
+			d := math.Abs(float64(got[i]) - math.Erf(float64(x)))
+			worst = max(worst, d)
+		}
+		if worst >= 1e-6 {
+			t.Fatalf("erf max abs error %g", worst)
+		}
+		g := make([]float32, len(xs))
+		Gelu(g, xs)
+		for i, x := range xs[:len(xs)-3] {
+			want := 0.5 * float64(x) * (1 + math.Erf(float64(x)/math.Sqrt2))
+			if d := math.Abs(float64(g[i]) - want); d > 1e-6*max(1, math.Abs(want)) {
+				t.Fatalf("gelu(%v) = %v, want %v", x, g[i], want)
+			}
+		}
+		t.Logf("erf max abs error %.3g", worst)
+	})
+}
+
+// TestAgainstTwins holds every kernel to its pure-Go twin on random data of awkward
+// lengths at unaligned offsets, in place and out of place.
+func TestAgainstTwins(t *testing.T) {
+	forLevels(t, func(t *testing.T) {
+		r := rand.New(rand.NewSource(1))
+		for _, n := range lengths {
+			for _, start := range []int{0, 1, 3} {
+				x := randSlice(r, n, start, 3)
+				y := randSlice(r, n, start+1, 3)
+				g := randSlice(r, n, 2, 1)
+				out := make([]float32, n)
+				ref := make([]float32, n)
+				close := func(what string, got, want []float32, tol float64) {
+					t.Helper()
+					for i := range want {
+						if d := math.Abs(float64(got[i]) - float64(want[i])); d > tol*max(1, math.Abs(float64(want[i]))) || (got[i] != got[i]) != (want[i] != want[i]) {
+							t.Fatalf("%s n=%d start=%d [%d]: got %v, want %v", what, n, start, i, got[i], want[i])
+						}
+					}
+				}
+				s := ExpSum(out, x, 1.5)
+				rs := expSumGeneric(ref, x, 1.5)
+				close("ExpSum", out, ref, 3e-7)
+				close("ExpSum sum", []float32{s}, []float32{rs}, 1e-6)
+				if m, rm := Max(x), maxGeneric(x); m != rm {
+					t.Fatalf("Max n=%d: %v, want %v", n, m, rm)
+				}
+				copy(out, x)
+				copy(ref, x)
+				Scale(out, 0.37)
+				scaleGeneric(ref, 0.37)
+				close("Scale", out, ref, 0)
+				copy(out, x)
+				copy(ref, x)
+				DivScalar(out, 8)
+				divGeneric(ref, 8)
+				close("DivScalar", out, ref, 0)
+				Add(out, x, y)
+				addGeneric(ref, x, y)
+				close("Add", out, ref, 0)
+				Relu(out, x)
+				reluGeneric(ref, x)
+				close("Relu", out, ref, 0)
+				Gelu(out, x)
+				geluGeneric(ref, x)
+				close("Gelu", out, ref, 1e-6)
+				for _, act := range []Act{ActNone, ActRelu, ActGelu} {
+					copy(out, x)
+					copy(ref, x)
+					BiasAct(out, y, act)
+					biasActGeneric(ref, y, act)
+					close("BiasAct", out, ref, 1e-6)
+				}
+				Softmax(out, x)
+				if n > 0 {
+					m := maxGeneric(x)
+					rs := expSumGeneric(ref, x, m)
+					scaleGeneric(ref, 1/rs)
+					close("Softmax", out, ref, 1e-6)
+				}
+				for _, beta := range [][]float32{nil, y} {
+					mu, is := LayerNorm(out, x, g, beta, 1e-5)
+					if n == 0 {
+						continue
+					}
+					rmu := sumGeneric(x) / float32(n)
+					ris := 1 / sqrt32(sqDevGeneric(x, rmu)/float32(n)+1e-5)
+					if math.Abs(float64(mu-rmu)) > 1e-6 || math.Abs(float64(is-ris)) > 1e-5*float64(ris) {
+						t.Fatalf("LayerNorm stats n=%d: %v %v, want %v %v", n, mu, is, rmu, ris)
+					}
+					normAffineGeneric(ref, x, g, beta, rmu, ris)
+					close("LayerNorm", out, ref, 1e-5)
+				}
+				// in place
+				copy(out, x)
+				Relu(out, out)
+				reluGeneric(ref, x)
+				close("Relu in place", out, ref, 0)
+			}
+		}
+	})
+}
+
+func TestSpecialValues(t *testing.T) {
+	forLevels(t, func(t *testing.T) {
+		inf, nan := float32(math.Inf(1)), float32(math.NaN())
+		negZero := float32(math.Copysign(0, -1))
+		x := []float32{1, -inf, 3, 2, -inf, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5}
+		if m := Max(x); m != 5 {
+			t.Errorf("Max = %v", m)
+		}
+		x[16] = nan
+		if m := Max(x); m == m {
+			t.Errorf("Max with NaN = %v", m)
+		}
+		if m := Max([]float32{-inf, -inf, -inf}); m != -inf {
+			t.Errorf("Max of -Inf = %v", m)
+		}
+		if m := Max([]float32{-3, -2, -7}); m != -2 {
+			t.Errorf("Max of negatives (tail) = %v", m)
+		}
+		out := make([]float32, 3)
+		Relu(out, []float32{negZero, nan, -1})
+		if math.Signbit(float64(out[0])) || out[1] == out[1] || out[2] != 0 {
+			t.Errorf("Relu(-0, NaN, -1) = %v", out)
+		}
+		// a fully masked row is NaN, as the unfused softmax gives
+		Softmax(out, []float32{-inf, -inf, -inf})
+		if out[0] == out[0] {
+			t.Errorf("Softmax of -Inf row = %v", out)
+		}
+		Softmax(out, []float32{-inf, 0, -inf})
+		if out[0] != 0 || out[1] != 1 || out[2] != 0 {
+			t.Errorf("Softmax with masked entries = %v", out)
+		}
+	})
+}
+
+func BenchmarkExpSum(b *testing.B) {
+	x := make([]float32, 512)
+	for i := range x {
+		x[i] = float32(-i) / 50
+	}
+	y := make([]float32, 512)
+	b.SetBytes(4 * 512)
+	for i := 0; i < b.N; i++ {
+		ExpSum(y, x, 0)
+	}
+}
