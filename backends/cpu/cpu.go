@@ -139,6 +139,8 @@ type Program struct {
 	outputs []string // graph outputs then kept intermediates, without duplicates
 	outSlot []int
 	closed  bool
+	pool    *bufPool       // recycles activation buffers across the steps of a Run
+	fusions map[string]int // fused patterns found at compile time, by kind
 }
 
 func compile(g *graph.Graph, opts backends.Options) (*Program, error) {
@@ -152,7 +154,7 @@ func compile(g *graph.Graph, opts backends.Options) (*Program, error) {
 	if threads > maxThreads {
 		threads = maxThreads
 	}
-	p := &Program{name: g.Name, threads: threads, inputs: g.Inputs}
+	p := &Program{name: g.Name, threads: threads, inputs: g.Inputs, pool: newBufPool(), fusions: map[string]int{}}
 	slotOf := map[string]int{}
 	newSlot := func(name string, kind slotKind) int {
 		s := len(p.slots)
@@ -269,6 +271,9 @@ func compile(g *graph.Graph, opts backends.Options) (*Program, error) {
 	for _, name := range p.outputs {
 		p.outSlot = append(p.outSlot, slotOf[name])
 	}
+	if !opts.NoFusion {
+		p.fuse()
+	}
 	p.planFrees()
 	// Drop constants that no run-time step or output needs (inputs of folded nodes).
 	needed := make([]bool, len(p.slots))
@@ -359,7 +364,8 @@ func (p *Program) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 			out, err = nil, fmt.Errorf("cpu: %s: internal error: %v", where, r)
 		}
 	}()
-	e := &exec{threads: p.threads}
+	e := &exec{threads: p.threads, pool: p.pool}
+	defer p.pool.endRun()
 	ins := make([]*tensor.Tensor, 0, 8)
 	for i := range p.steps {
 		if err := ctx.Err(); err != nil {
@@ -385,9 +391,11 @@ func (p *Program) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 					return nil, fmt.Errorf("cpu: run node %q (%s): output %d was not produced", st.node.Name, st.node.Op, j)
 				}
 				vals[s] = res[j]
+				p.pool.retain(res[j])
 			}
 		}
 		for _, s := range st.free {
+			p.pool.release(vals[s])
 			vals[s] = nil
 		}
 	}
@@ -400,6 +408,7 @@ func (p *Program) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 		if t == nil {
 			return nil, fmt.Errorf("cpu: run graph %s: output %q was not computed", p.name, name)
 		}
+		p.pool.disown(t)
 		// Hand out private memory: clone values that live in inputs or initializers, and
 		// values that share storage with an output already returned.
 		key := dataKey(t)
@@ -486,6 +495,7 @@ func (p *Program) checkInputs(inputs map[string]*tensor.Tensor) error {
 // exec carries per-run state into kernels.
 type exec struct {
 	threads int
+	pool    *bufPool // nil at compile time (constant folding): plain allocation
 }
 
 // call runs kernel k for node n with inputs ins, turning a kernel panic (a bug, or an input

@@ -56,21 +56,21 @@ func unaryOp(ff func(float32) float32, fi func(int64) int64, fb func(bool) bool)
 func unaryApply(e *exec, x *tensor.Tensor, ff func(float32) float32, fi func(int64) int64, fb func(bool) bool) (*tensor.Tensor, error) {
 	switch {
 	case x.DType == tensor.Float32 && ff != nil:
-		out, err := alloc(x.DType, x.Shape)
+		out, err := e.alloc(x.DType, x.Shape)
 		if err != nil {
 			return nil, err
 		}
 		unaryMap(e.threads, out.F32, x.F32, ff)
 		return out, nil
 	case isInt(x.DType) && fi != nil:
-		out, err := alloc(x.DType, x.Shape)
+		out, err := e.alloc(x.DType, x.Shape)
 		if err != nil {
 			return nil, err
 		}
 		unaryMap(e.threads, out.I64, x.I64, fi)
 		return out, nil
 	case x.DType == tensor.Bool && fb != nil:
-		out, err := alloc(x.DType, x.Shape)
+		out, err := e.alloc(x.DType, x.Shape)
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +116,7 @@ func arith(e *exec, a, b *tensor.Tensor, ff func(a, b float32) float32, fi func(
 	if err != nil {
 		return nil, err
 	}
-	out, err := alloc(a.DType, shape)
+	out, err := e.alloc(a.DType, shape)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func makePow(n *graph.Node) (kernel, error) {
 		default:
 			return nil, fmt.Errorf("exponent dtype %v is not supported", y.DType)
 		}
-		out, err := alloc(x.DType, shape)
+		out, err := e.alloc(x.DType, shape)
 		if err != nil {
 			return nil, err
 		}
@@ -268,7 +268,7 @@ func compareOp(ff func(a, b float32) bool, fi func(a, b int64) bool, fb func(a, 
 			if err != nil {
 				return nil, err
 			}
-			out, err := alloc(tensor.Bool, shape)
+			out, err := e.alloc(tensor.Bool, shape)
 			if err != nil {
 				return nil, err
 			}
@@ -303,7 +303,7 @@ func makeWhere(n *graph.Node) (kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := alloc(x.DType, shape)
+		out, err := e.alloc(x.DType, shape)
 		if err != nil {
 			return nil, err
 		}
@@ -359,7 +359,7 @@ func cast(e *exec, x *tensor.Tensor, to tensor.DType) (*tensor.Tensor, error) {
 	if x.DType == to {
 		return x, nil
 	}
-	out, err := alloc(to, x.Shape)
+	out, err := e.alloc(to, x.Shape)
 	if err != nil {
 		return nil, err
 	}

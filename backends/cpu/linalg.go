@@ -98,7 +98,7 @@ func makeMatMul(n *graph.Node) (kernel, error) {
 		if len(b.Shape) > 1 {
 			shape = append(shape, nn)
 		}
-		out, err := alloc(a.DType, full)
+		out, err := e.alloc(a.DType, full)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +213,7 @@ func makeGemm(n *graph.Node) (kernel, error) {
 		if k != k2 {
 			return nil, fmt.Errorf("op(A) is %d×%d and op(B) is %d×%d: inner dimensions differ", m, k, k2, nn)
 		}
-		out, err := alloc(tensor.Float32, []int{m, nn})
+		out, err := e.alloc(tensor.Float32, []int{m, nn})
 		if err != nil {
 			return nil, err
 		}

@@ -28,7 +28,7 @@ func makeSoftmax(n *graph.Node) (kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := alloc(x.DType, x.Shape)
+		out, err := e.alloc(x.DType, x.Shape)
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +126,7 @@ func makeLayerNorm(n *graph.Node) (kernel, error) {
 				return nil, err
 			}
 		}
-		y, err := alloc(tensor.Float32, x.Shape)
+		y, err := e.alloc(tensor.Float32, x.Shape)
 		if err != nil {
 			return nil, err
 		}
@@ -138,8 +138,8 @@ func makeLayerNorm(n *graph.Node) (kernel, error) {
 		var mean, inv []float32
 		outs := []*tensor.Tensor{y}
 		if nout > 1 {
-			mt, _ := alloc(tensor.Float32, statShape)
-			it, _ := alloc(tensor.Float32, statShape)
+			mt, _ := e.alloc(tensor.Float32, statShape)
+			it, _ := e.alloc(tensor.Float32, statShape)
 			mean, inv = mt.F32, it.F32
 			outs = append(outs, mt, it)
 		}
@@ -260,7 +260,7 @@ func reduce(e *exec, x *tensor.Tensor, mark []bool, keep bool, kind reduceKind) 
 			return nil, err
 		}
 	}
-	out, err := alloc(x.DType, outShape)
+	out, err := e.alloc(x.DType, outShape)
 	if err != nil {
 		return nil, err
 	}

@@ -90,7 +90,8 @@ func unsupported(format string, args ...any) error {
 // isInt reports whether dt is an integer type (held in I64).
 func isInt(dt tensor.DType) bool { return dt == tensor.Int64 || dt == tensor.Int32 }
 
-// alloc returns a zero-filled tensor.
+// alloc returns a zero-filled tensor. Kernels call e.alloc instead, which recycles the
+// buffers of dead activations during a Run.
 func alloc(dt tensor.DType, shape []int) (*tensor.Tensor, error) {
 	t, err := tensor.New(dt, shape...)
 	if err != nil {

@@ -87,7 +87,7 @@ func makeConstantOfShape(n *graph.Node) (kernel, error) {
 			}
 			shape[i] = int(d)
 		}
-		out, err := alloc(val.DType, shape)
+		out, err := e.alloc(val.DType, shape)
 		if err != nil {
 			return nil, err
 		}
@@ -293,7 +293,7 @@ func makeUnsqueeze(n *graph.Node) (kernel, error) {
 // copyStrided returns a new tensor of shape outShape whose element at multi-index i is
 // x[base + Σ i[d]·strides[d]].
 func copyStrided(e *exec, x *tensor.Tensor, outShape []int, base int, strides []int) (*tensor.Tensor, error) {
-	out, err := alloc(x.DType, outShape)
+	out, err := e.alloc(x.DType, outShape)
 	if err != nil {
 		return nil, err
 	}
@@ -407,7 +407,7 @@ func makeConcat(n *graph.Node) (kernel, error) {
 			}
 			shape[axis] += t.Shape[axis]
 		}
-		out, err := alloc(in[0].DType, shape)
+		out, err := e.alloc(in[0].DType, shape)
 		if err != nil {
 			return nil, err
 		}
@@ -481,7 +481,7 @@ func makeSplit(n *graph.Node) (kernel, error) {
 		for i, s := range sizes {
 			shape := append([]int{}, x.Shape...)
 			shape[axis] = int(s)
-			t, err := alloc(x.DType, shape)
+			t, err := e.alloc(x.DType, shape)
 			if err != nil {
 				return nil, err
 			}
@@ -615,7 +615,7 @@ func makeGather(n *graph.Node) (kernel, error) {
 			pos[i] = int(v)
 		}
 		shape := append(append(append([]int{}, x.Shape[:axis]...), idx.Shape...), x.Shape[axis+1:]...)
-		out, err := alloc(x.DType, shape)
+		out, err := e.alloc(x.DType, shape)
 		if err != nil {
 			return nil, err
 		}
@@ -668,7 +668,7 @@ func makeExpand(n *graph.Node) (kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := alloc(x.DType, shape)
+		out, err := e.alloc(x.DType, shape)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,308 @@
+package cpu
+
+import (
+	"math"
+	"sync"
+
+	"github.com/zoo-dev/zoo/backends/cpu/kernels"
+	"github.com/zoo-dev/zoo/backends/cpu/vec"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+// The fused kernels behind fuse.go's patterns.
+
+// Attention tiling. A task is one (batch, head) matrix and one block of query rows; it
+// walks the keys in blocks, keeping a running row maximum m and sum l (the online softmax
+// of FlashAttention): for each key block it computes the scores S = Q·Kᵀ with one SGEMM,
+// applies the scale and mask ops, rescales what it has accumulated when the maximum grows,
+// and adds exp(S − m)·V into the output with a second SGEMM. The n×n score matrix never
+// exists; a task's scratch is one attnQBlock × attnKBlock tile (256 KiB), sized to stay in
+// L2 next to the V block.
+//
+// The partition into tasks and blocks depends only on the shapes, and every task runs the
+// same code in the same order whichever goroutine takes it, so the result is bitwise the
+// same for any thread count.
+const (
+	attnQBlock = 128 // query rows per task (fewer when that leaves too few tasks)
+	attnKBlock = 512 // keys per block: sequences up to 512 need no rescaling at all
+	attnMinQ   = 32  // smallest query block used to create parallel tasks
+	attnTasks  = 8   // aim for at least this many tasks (independent of the thread count)
+)
+
+var attnScratch = sync.Pool{New: func() any {
+	s := make([]float32, attnQBlock*attnKBlock)
+	return &s
+}}
+
+// bcastOperand is a mask (or Where condition) broadcast to the score shape: element
+// (b, i, j) is at base[b] + i·rs + j·cs.
+type bcastOperand struct {
+	t      *tensor.Tensor
+	base   []int
+	rs, cs int
+}
+
+// planOperand checks that t broadcasts unidirectionally to scores of shape batch×nq×nk and
+// returns its offsets; ok is false otherwise.
+func planOperand(t *tensor.Tensor, batch []int, nq, nk int) (bcastOperand, bool) {
+	full := append(append([]int{}, batch...), nq, nk)
+	r := len(full)
+	if len(t.Shape) > r {
+		return bcastOperand{}, false
+	}
+	st := make([]int, r)
+	acc := 1
+	for i := len(t.Shape) - 1; i >= 0; i-- {
+		d, fd := t.Shape[i], full[r-len(t.Shape)+i]
+		switch {
+		case d == fd:
+			if d != 1 {
+				st[r-len(t.Shape)+i] = acc
+			}
+		case d == 1:
+		default:
+			return bcastOperand{}, false
+		}
+		acc *= d
+	}
+	nb := prod(batch)
+	base := make([]int, nb)
+	idx := make([]int, len(batch))
+	off := 0
+	for b := 0; b < nb; b++ {
+		base[b] = off
+		for d := len(batch) - 1; d >= 0; d-- {
+			idx[d]++
+			off += st[d]
+			if idx[d] < batch[d] {
+				break
+			}
+			off -= st[d] * batch[d]
+			idx[d] = 0
+		}
+	}
+	return bcastOperand{t: t, base: base, rs: st[r-2], cs: st[r-1]}, true
+}
+
+// attentionFast is the fused attention fast path: in holds Q (…, nq, dk), Kᵀ (…, dk, nk),
+// V (…, nk, dv) with equal batch dimensions, then the operands of ops. It returns ok false
+// for anything else (the fused step then runs the original steps).
+func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp) (*tensor.Tensor, bool, error) {
+	q, kt, v := in[0], in[1], in[2]
+	if q == nil || kt == nil || v == nil || q.DType != tensor.Float32 || kt.DType != tensor.Float32 || v.DType != tensor.Float32 {
+		return nil, false, nil
+	}
+	r := len(q.Shape)
+	if r < 2 || len(kt.Shape) != r || len(v.Shape) != r {
+		return nil, false, nil
+	}
+	batch := q.Shape[:r-2]
+	if !tensor.SameShape(batch, kt.Shape[:r-2]) || !tensor.SameShape(batch, v.Shape[:r-2]) {
+		return nil, false, nil
+	}
+	nq, dk, nk, dv := q.Shape[r-2], q.Shape[r-1], kt.Shape[r-1], v.Shape[r-1]
+	if kt.Shape[r-2] != dk || v.Shape[r-2] != nk || nq == 0 || dk == 0 || nk == 0 || dv == 0 {
+		return nil, false, nil
+	}
+	operands := make([]bcastOperand, len(in))
+	for _, op := range ops {
+		if op.kind != '+' && op.kind != 'w' && op.kind != 'W' {
+			continue
+		}
+		t := in[op.input]
+		want := tensor.Float32
+		if op.kind != '+' {
+			want = tensor.Bool
+		}
+		if t == nil || t.DType != want {
+			return nil, false, nil
+		}
+		bo, ok := planOperand(t, batch, nq, nk)
+		if !ok {
+			return nil, false, nil
+		}
+		operands[op.input] = bo
+	}
+	outShape := append(append([]int{}, batch...), nq, dv)
+	out, err := e.allocRaw(outShape)
+	if err != nil {
+		return nil, true, err
+	}
+	nb := prod(batch)
+	bq := attnQBlock
+	for bq > attnMinQ && nb*((nq+bq-1)/bq) < attnTasks {
+		bq /= 2
+	}
+	qBlocks := (nq + bq - 1) / bq
+	parallelTasks(e.threads, nb*qBlocks, func(t int) {
+		b, q0 := t/qBlocks, (t%qBlocks)*bq
+		rows := min(bq, nq-q0)
+		sp := attnScratch.Get().(*[]float32)
+		defer attnScratch.Put(sp)
+		s := *sp
+		var mBuf, lBuf [attnQBlock]float32
+		m, l := mBuf[:rows], lBuf[:rows]
+		for i := range m {
+			m[i] = float32(math.Inf(-1))
+		}
+		qa := q.F32[(b*nq+q0)*dk:]
+		kb := kt.F32[b*dk*nk:]
+		vb := v.F32[b*nk*dv:]
+		o := out.F32[(b*nq+q0)*dv : (b*nq+q0+rows)*dv]
+		for k0 := 0; k0 < nk; k0 += attnKBlock {
+			cols := min(attnKBlock, nk-k0)
+			sc := s[:rows*cols]
+			kernels.Sgemm(false, false, rows, cols, dk, 1, qa, dk, kb[k0:], nk, 0, sc, cols)
+			for i := 0; i < rows; i++ {
+				row := sc[i*cols : (i+1)*cols]
+				applyScoreOps(row, ops, operands, b, q0+i, k0)
+				mx := vec.Max(row)
+				mnew := mx
+				if mx == mx && m[i] > mx {
+					mnew = m[i]
+				}
+				if math.IsInf(float64(mnew), -1) {
+					clear(row) // every key so far is masked out
+					continue
+				}
+				alpha := float32(math.Exp(float64(m[i] - mnew)))
+				sum := vec.ExpSum(row, row, mnew)
+				if k0 > 0 && alpha != 1 {
+					vec.Scale(o[i*dv:(i+1)*dv], alpha)
+				}
+				l[i] = l[i]*alpha + sum
+				m[i] = mnew
+			}
+			beta := float32(1)
+			if k0 == 0 {
+				beta = 0
+			}
+			kernels.Sgemm(false, false, rows, dv, cols, 1, sc, cols, vb[k0*dv:], dv, beta, o, dv)
+		}
+		for i := 0; i < rows; i++ {
+			// a row with every key masked has l = 0 and gives 0/0 = NaN, as the unfused
+			// softmax does
+			vec.DivScalar(o[i*dv:(i+1)*dv], l[i])
+		}
+	})
+	return out, true, nil
+}
+
+// applyScoreOps applies the scale and mask ops, in graph order, to one block row of scores
+// (batch b, query i, keys k0…).
+func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, k0 int) {
+	for _, op := range ops {
+		switch op.kind {
+		case '/':
+			vec.DivScalar(row, op.c)
+		case '*':
+			vec.Scale(row, op.c)
+		case '+':
+			bo := &operands[op.input]
+			off := bo.base[b] + i*bo.rs + k0*bo.cs
+			if bo.cs == 1 {
+				vec.Add(row, row, bo.t.F32[off:off+len(row)])
+			} else {
+				c := bo.t.F32[off]
+				for j := range row {
+					row[j] += c
+				}
+			}
+		case 'w', 'W':
+			bo := &operands[op.input]
+			off := bo.base[b] + i*bo.rs + k0*bo.cs
+			keep := op.kind == 'w' // Where(cond, s, c) keeps s where cond holds
+			for j := range row {
+				if bo.t.Bool[off+j*bo.cs] != keep {
+					row[j] = op.c
+				}
+			}
+		}
+	}
+}
+
+// Linear tiling: C (m×n) is cut into tiles of whole micro-tile rows and columns; each task
+// packs its own A rows and B columns and applies the epilogue to its tile while it is in
+// cache. The cut depends only on the shape, so results do not depend on the thread count.
+const (
+	linRowAlign  = 48      // tile heights are multiples of every micro-kernel's MR
+	linColAlign  = 64      // tile widths are multiples of every micro-kernel's NR
+	linTaskFlops = 4 << 20 // tiles are not split below about this much work
+	linMaxTasks  = 16      // splitting stops at this many tiles
+)
+
+// linearTiles returns the tile height and width for an m×n×k product.
+func linearTiles(m, n, k int) (rb, cb int) {
+	rb, cb = m, n
+	for (m+rb-1)/rb*((n+cb-1)/cb) < linMaxTasks {
+		nc := (cb/2 + linColAlign - 1) / linColAlign * linColAlign
+		nr := (rb/2 + linRowAlign - 1) / linRowAlign * linRowAlign
+		nrb, ncb := rb, cb
+		switch {
+		case cb >= rb && nc < cb:
+			ncb = nc
+		case nr < rb:
+			nrb = nr
+		case nc < cb:
+			ncb = nc
+		default:
+			return rb, cb
+		}
+		if 2*nrb*ncb*max(k, 1) < linTaskFlops {
+			return rb, cb
+		}
+		rb, cb = nrb, ncb
+	}
+	return rb, cb
+}
+
+// linearFast computes act(x·W + bias) for x (…, k) and a constant W (k×n) with the
+// epilogue fused into each GEMM tile. bRank is the bias rank (the output must keep x's
+// rank for the broadcast to be the plain row broadcast).
+func linearFast(e *exec, x, w *tensor.Tensor, bias []float32, bRank int, act activation) (*tensor.Tensor, bool, error) {
+	if x == nil || x.DType != tensor.Float32 || len(x.Shape) < 2 || len(x.Shape) < bRank {
+		return nil, false, nil
+	}
+	k, n := w.Shape[0], w.Shape[1]
+	if x.Shape[len(x.Shape)-1] != k {
+		return nil, false, nil
+	}
+	shape := append(append([]int{}, x.Shape[:len(x.Shape)-1]...), n)
+	out, err := e.allocRaw(shape)
+	if err != nil {
+		return nil, true, err
+	}
+	m := prod(shape[:len(shape)-1])
+	if m == 0 || n == 0 {
+		return out, true, nil
+	}
+	va := vec.ActNone
+	switch act {
+	case actRelu:
+		va = vec.ActRelu
+	case actGelu:
+		va = vec.ActGelu
+	}
+	rb, cb := linearTiles(m, n, k)
+	rt, ct := (m+rb-1)/rb, (n+cb-1)/cb
+	threads := e.threads
+	if m*n*max(k, 1) < gemmTinyTotal {
+		threads = 1
+	}
+	parallelTasks(threads, rt*ct, func(t int) {
+		r0, c0 := (t/ct)*rb, (t%ct)*cb
+		rows, cols := min(rb, m-r0), min(cb, n-c0)
+		c := out.F32[r0*n+c0:]
+		if k == 0 {
+			for i := 0; i < rows; i++ {
+				clear(c[i*n : i*n+cols])
+			}
+		} else {
+			kernels.Sgemm(false, false, rows, cols, k, 1, x.F32[r0*k:], k, w.F32[c0:], n, 0, c, n)
+		}
+		for i := 0; i < rows; i++ {
+			vec.BiasAct(c[i*n:i*n+cols], bias[c0:c0+cols], va)
+		}
+	})
+	return out, true, nil
+}

@@ -1,0 +1,126 @@
+package cpu_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/onnx"
+	"github.com/zoo-dev/zoo/onnx/ort"
+	"github.com/zoo-dev/zoo/plugins/vanilla"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/nn"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/variant"
+)
+
+// vanillaBase builds the seed's base encoder (6 layers, d 512, 8 heads, d_ff 2048, ReLU) with
+// the variant's defaults, overridden by set.
+func vanillaBase(tb testing.TB, set map[string]any) *graph.Graph {
+	tb.Helper()
+	v := vanilla.New()
+	cfg, err := variant.Resolve(v.Describe(), set)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g, err := v.Build(cfg, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}
+
+// encoderInputs returns tokens and an all-valid key-padding mask of shape (batch, n).
+func encoderInputs(batch, n int) map[string]*tensor.Tensor {
+	ids := make([]int64, batch*n)
+	for i := range ids {
+		ids[i] = int64('a'+i%26) + 1
+	}
+	tokens, _ := tensor.FromInt64(ids, batch, n)
+	mask, _ := tensor.FromBool(make([]bool, batch*n), batch, n)
+	return map[string]*tensor.Tensor{nn.InputTokens: tokens, nn.InputKeyPadding: mask}
+}
+
+// BenchmarkVanillaVsORT runs the vanilla base encoder on this backend (fused and unfused)
+// and on ONNX Runtime (zoo's own export of the same graph), all with 2 threads, in one
+// process so the ratios come from the same run on the same (noisy, shared) machine. Each
+// sub-benchmark reports tokens/s and GFLOP/s (graph.Cost FLOPs over wall time). ORT is
+// skipped when its library is not installed (see package onnx/ort).
+//
+//	go test ./backends/cpu -run '^$' -bench VanillaVsORT -count 5
+func BenchmarkVanillaVsORT(b *testing.B) {
+	g := vanillaBase(b, nil)
+	const threads = 2
+	fused, err := cpu.Backend{}.Compile(g, backends.Options{Threads: threads})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fused.Close()
+	unfused, err := cpu.Backend{}.Compile(g, backends.Options{Threads: threads, NoFusion: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unfused.Close()
+	var sess *ort.Session
+	if rt, err := ort.Open(); err == nil {
+		data, err := onnx.Export(g, onnx.ExportOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if sess, err = rt.NewSession(data, ort.SessionOptions{Threads: threads}); err != nil {
+			b.Fatal(err)
+		}
+		defer sess.Close()
+	} else {
+		b.Logf("ONNX Runtime unavailable, its sub-benchmarks are skipped: %v", err)
+	}
+	shapes := []struct{ batch, n int }{{1, 128}, {1, 512}, {8, 128}}
+	for _, sh := range shapes {
+		in := encoderInputs(sh.batch, sh.n)
+		cost, err := g.Cost(map[string][]int{nn.InputTokens: {sh.batch, sh.n}, nn.InputKeyPadding: {sh.batch, sh.n}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runners := []struct {
+			name string
+			run  func() error
+		}{
+			{"zoo", func() error { _, err := fused.Run(context.Background(), in); return err }},
+			{"zoo-nofusion", func() error { _, err := unfused.Run(context.Background(), in); return err }},
+			{"ort", func() error {
+				if sess == nil {
+					return nil
+				}
+				_, err := sess.Run(in, nil)
+				return err
+			}},
+		}
+		for _, r := range runners {
+			b.Run(fmt.Sprintf("b=%d/n=%d/%s", sh.batch, sh.n, r.name), func(b *testing.B) {
+				if r.name == "ort" && sess == nil {
+					b.Skip("ONNX Runtime unavailable")
+				}
+				if os.Getenv("ZOO_BENCH_NOFUSION") == "" && r.name == "zoo-nofusion" && testing.Short() {
+					b.Skip("short")
+				}
+				if err := r.run(); err != nil { // warm-up: first-run allocations, page faults
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				start := time.Now()
+				for i := 0; i < b.N; i++ {
+					if err := r.run(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				sec := time.Since(start).Seconds()
+				b.ReportMetric(float64(sh.batch*sh.n)*float64(b.N)/sec, "tokens/s")
+				b.ReportMetric(float64(cost.FLOPs)*float64(b.N)/sec/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

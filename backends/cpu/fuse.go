@@ -1,0 +1,452 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+// Graph fusion, run once at compile time after constant folding.
+//
+// Two patterns are rewritten into single steps:
+//
+//   - linear: MatMul(x, W) with a constant 2-D W (a folded Transpose of the initializer, so
+//     no per-run copy), then Add of a constant bias over the last axis, optionally followed
+//     by Relu or by the exact GELU as zoo builds it (Mul(Mul(h, 0.5), Add(Erf(Div(h, √2)), 1)))
+//     or as PyTorch exports it (Mul(Mul(h, Add(Erf(Div(h, √2)), 1)), 0.5)). The fused step
+//     runs the GEMM and applies bias and activation to each output tile while it is in cache.
+//   - attention: MatMul(Q, Kᵀ), then any chain of Div or Mul by a scalar constant and Add of
+//     a mask bias (or Where(mask, s, const)), then Softmax over the last axis, then MatMul
+//     with V. The fused step is the tiled online-softmax kernel of attention.go, which never
+//     materialises the n×n score matrix. (A scale that PyTorch applies to Q before the
+//     product stays the separate, cheap elementwise step it is.)
+//
+// A pattern fuses only when every intermediate value has exactly one consumer and is not a
+// graph output or kept intermediate, so fusion never changes what Run returns. Each fused
+// step keeps the original steps it replaced and runs them instead whenever the run-time
+// shapes fall outside what its fast path handles, so fusion never rejects a graph the
+// unfused program accepts.
+
+// Fusions reports the patterns fused at compile time and how often each was found:
+// "linear", "linear+relu", "linear+gelu" and "attention". It is empty when
+// backends.Options.NoFusion was set or nothing matched.
+func (p *Program) Fusions() map[string]int {
+	out := make(map[string]int, len(p.fusions))
+	for k, v := range p.fusions {
+		out[k] = v
+	}
+	return out
+}
+
+// fuser holds the use counts of one fusion pass.
+type fuser struct {
+	p        *Program
+	uses     []int // consumers per slot; outputs count as an extra (unfusable) use
+	producer []int // step index that produces each slot, -1 otherwise
+	consumer [][]int
+	dead     []bool
+}
+
+func (p *Program) fuse() {
+	f := &fuser{p: p, uses: make([]int, len(p.slots)), producer: make([]int, len(p.slots)), consumer: make([][]int, len(p.slots)), dead: make([]bool, len(p.steps))}
+	for i := range f.producer {
+		f.producer[i] = -1
+	}
+	for i, st := range p.steps {
+		for _, s := range st.in {
+			if s >= 0 {
+				f.uses[s]++
+				f.consumer[s] = append(f.consumer[s], i)
+			}
+		}
+		for _, s := range st.out {
+			if s >= 0 {
+				f.producer[s] = i
+			}
+		}
+	}
+	for _, s := range p.outSlot {
+		f.uses[s] += 1 << 20
+	}
+	replaced := map[int]step{} // index of a group's last step → the fused step
+	for i := range p.steps {
+		if f.dead[i] || p.steps[i].node.Op != "Softmax" {
+			continue
+		}
+		if g, st, ok := f.matchAttention(i); ok {
+			f.commit(g, st, replaced)
+			p.fusions["attention"]++
+		}
+	}
+	for i := range p.steps {
+		if f.dead[i] || p.steps[i].node.Op != "MatMul" {
+			continue
+		}
+		if g, st, kind, ok := f.matchLinear(i); ok {
+			f.commit(g, st, replaced)
+			p.fusions[kind]++
+		}
+	}
+	if len(replaced) == 0 {
+		return
+	}
+	steps := make([]step, 0, len(p.steps))
+	for i, st := range p.steps {
+		if fs, ok := replaced[i]; ok {
+			steps = append(steps, fs)
+		} else if !f.dead[i] {
+			steps = append(steps, st)
+		}
+	}
+	p.steps = steps
+}
+
+// commit marks the group's steps dead and schedules the fused step at the group's last
+// position (where every external input is already computed).
+func (f *fuser) commit(group []int, st step, replaced map[int]step) {
+	last := 0
+	for _, i := range group {
+		f.dead[i] = true
+		last = max(last, i)
+	}
+	replaced[last] = st
+}
+
+// single reports whether slot s is a run-time value read by exactly one step (and is not an
+// output), returning that step.
+func (f *fuser) single(s int) (int, bool) {
+	if s < 0 || f.p.kinds[s] != slotNode || f.uses[s] != 1 {
+		return -1, false
+	}
+	c := f.consumer[s][0]
+	return c, !f.dead[c]
+}
+
+// constF32 returns the constant float32 tensor in slot s, or nil.
+func (f *fuser) constF32(s int) *tensor.Tensor {
+	if s < 0 || f.p.kinds[s] != slotConst {
+		return nil
+	}
+	t := f.p.consts[s]
+	if t == nil || t.DType != tensor.Float32 {
+		return nil
+	}
+	return t
+}
+
+// scalarConst returns the value of a one-element constant float32 slot.
+func (f *fuser) scalarConst(s int) (float32, bool) {
+	t := f.constF32(s)
+	if t == nil || len(t.F32) != 1 {
+		return 0, false
+	}
+	return t.F32[0], true
+}
+
+// other returns the input of binary step i that is not slot s, and whether s is input 0.
+func (f *fuser) other(i, s int) (int, bool, bool) {
+	in := f.p.steps[i].in
+	if len(in) != 2 || len(f.p.steps[i].out) != 1 {
+		return -1, false, false
+	}
+	switch s {
+	case in[0]:
+		return in[1], true, true
+	case in[1]:
+		return in[0], false, true
+	}
+	return -1, false, false
+}
+
+// outOf returns the single output slot of step i.
+func (f *fuser) outOf(i int) int {
+	if len(f.p.steps[i].out) != 1 {
+		return -1
+	}
+	return f.p.steps[i].out[0]
+}
+
+// newFused builds the fused step for group: its external inputs are ext (in order), its
+// output is out, and it falls back to the group's own steps.
+func (f *fuser) newFused(op string, group []int, ext []int, out int, fast fastKernel) step {
+	sort.Ints(group)
+	sub := make([]step, len(group))
+	for j, i := range group {
+		sub[j] = f.p.steps[i]
+	}
+	last := f.p.steps[group[len(group)-1]].node
+	node := &graph.Node{Op: op, Name: last.Name, Inputs: make([]string, len(ext)), Outputs: []string{f.p.slots[out]}}
+	for j, s := range ext {
+		node.Inputs[j] = f.p.slots[s]
+	}
+	fb := &fallback{ext: ext, out: out, sub: sub}
+	k := func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		if t, ok, err := fast(e, in); ok || err != nil {
+			return []*tensor.Tensor{t}, err
+		}
+		return fb.run(e, in)
+	}
+	return step{node: node, k: k, in: append([]int(nil), ext...), out: []int{out}}
+}
+
+// fastKernel is a fused fast path: it returns ok false (and no error) when the run-time
+// shapes are outside what it handles, and the fused step then runs the original steps.
+type fastKernel func(e *exec, in []*tensor.Tensor) (out *tensor.Tensor, ok bool, err error)
+
+// fallback re-runs the steps a fused step replaced.
+type fallback struct {
+	ext []int
+	out int
+	sub []step
+}
+
+func (fb *fallback) run(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	vals := make(map[int]*tensor.Tensor, len(fb.ext)+len(fb.sub))
+	for j, s := range fb.ext {
+		vals[s] = in[j]
+	}
+	for _, st := range fb.sub {
+		ins := make([]*tensor.Tensor, len(st.in))
+		for j, s := range st.in {
+			if s >= 0 {
+				ins[j] = vals[s]
+			}
+		}
+		res, err := e.call(st.k, st.node, ins)
+		if err != nil {
+			return nil, fmt.Errorf("node %q (%s): %w", st.node.Name, st.node.Op, err)
+		}
+		for j, s := range st.out {
+			if s >= 0 && j < len(res) {
+				vals[s] = res[j]
+			}
+		}
+	}
+	return []*tensor.Tensor{vals[fb.out]}, nil
+}
+
+// ---- linear ----
+
+// matchLinear matches MatMul(x, W) + b [+ activation] starting at MatMul step i.
+func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) {
+	p := f.p
+	mm := p.steps[i]
+	if len(mm.in) != 2 || mm.in[0] < 0 || p.kinds[mm.in[0]] == slotConst {
+		return nil, step{}, "", false
+	}
+	w := f.constF32(mm.in[1])
+	if w == nil || len(w.Shape) != 2 {
+		return nil, step{}, "", false
+	}
+	n := w.Shape[1]
+	a := f.outOf(i)
+	addI, ok := f.single(a)
+	if !ok || p.steps[addI].node.Op != "Add" {
+		return nil, step{}, "", false
+	}
+	bs, _, ok := f.other(addI, a)
+	b := f.constF32(bs)
+	if !ok || b == nil || len(b.F32) != n || len(b.Shape) == 0 || b.Shape[len(b.Shape)-1] != n {
+		return nil, step{}, "", false
+	}
+	group = []int{i, addI}
+	h := f.outOf(addI)
+	out, act := h, actNone
+	kind = "linear"
+	if g2, o2, a2, ok := f.matchActivation(h); ok {
+		group = append(group, g2...)
+		out, act = o2, a2
+		kind = map[activation]string{actRelu: "linear+relu", actGelu: "linear+gelu"}[a2]
+	}
+	bRank := len(b.Shape)
+	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
+		return linearFast(e, in[0], w, b.F32, bRank, act)
+	}
+	return group, f.newFused("FusedLinear", group, []int{mm.in[0]}, out, fast), kind, true
+}
+
+// activation is the epilogue of a fused linear step.
+type activation uint8
+
+const (
+	actNone activation = iota
+	actRelu
+	actGelu
+)
+
+// matchActivation matches Relu(h) or one of the two exact-GELU subgraphs reading h.
+func (f *fuser) matchActivation(h int) (group []int, out int, act activation, ok bool) {
+	p := f.p
+	if h < 0 || p.kinds[h] != slotNode || f.uses[h] > 2 {
+		return nil, -1, 0, false
+	}
+	if c, ok := f.single(h); ok && p.steps[c].node.Op == "Relu" {
+		return []int{c}, f.outOf(c), actRelu, true
+	}
+	if f.uses[h] != 2 {
+		return nil, -1, 0, false
+	}
+	// Both GELU forms read h twice: Div(h, √2) → Erf → Add(·, 1), and a Mul.
+	var div, mulH = -1, -1
+	for _, c := range f.consumer[h] {
+		switch p.steps[c].node.Op {
+		case "Div":
+			div = c
+		case "Mul":
+			mulH = c
+		}
+	}
+	if div < 0 || mulH < 0 || p.steps[div].in[0] != h {
+		return nil, -1, 0, false
+	}
+	if v, ok := f.scalarConst(p.steps[div].in[1]); !ok || v != float32(math.Sqrt2) {
+		return nil, -1, 0, false
+	}
+	erf, ok := f.single(f.outOf(div))
+	if !ok || p.steps[erf].node.Op != "Erf" {
+		return nil, -1, 0, false
+	}
+	add1, ok := f.single(f.outOf(erf))
+	if !ok || p.steps[add1].node.Op != "Add" {
+		return nil, -1, 0, false
+	}
+	if o, _, ok := f.other(add1, f.outOf(erf)); !ok {
+		return nil, -1, 0, false
+	} else if v, ok := f.scalarConst(o); !ok || v != 1 {
+		return nil, -1, 0, false
+	}
+	mo, _, ok := f.other(mulH, h)
+	if !ok {
+		return nil, -1, 0, false
+	}
+	final := -1
+	if v, ok := f.scalarConst(mo); ok && v == 0.5 {
+		// zoo: Mul(Mul(h, 0.5), Add(erf, 1))
+		m1, ok1 := f.single(f.outOf(mulH))
+		m2, ok2 := f.single(f.outOf(add1))
+		if !ok1 || !ok2 || m1 != m2 || p.steps[m1].node.Op != "Mul" {
+			return nil, -1, 0, false
+		}
+		final = m1
+	} else if mo == f.outOf(add1) {
+		// PyTorch: Mul(Mul(h, Add(erf, 1)), 0.5)
+		m2, ok := f.single(f.outOf(mulH))
+		if !ok || p.steps[m2].node.Op != "Mul" {
+			return nil, -1, 0, false
+		}
+		if o, _, ok := f.other(m2, f.outOf(mulH)); !ok {
+			return nil, -1, 0, false
+		} else if v, ok := f.scalarConst(o); !ok || v != 0.5 {
+			return nil, -1, 0, false
+		}
+		final = m2
+	} else {
+		return nil, -1, 0, false
+	}
+	return []int{div, erf, add1, mulH, final}, f.outOf(final), actGelu, true
+}
+
+// ---- attention ----
+
+// scoreOp is one elementwise step between the score product and the softmax.
+type scoreOp struct {
+	kind  byte    // '/', '*', '+' (add operand), 'w' (Where(cond, s, c)), 'W' (Where(cond, c, s))
+	c     float32 // the scalar for '/', '*' and Where's constant
+	input int     // index of the operand among the fused step's inputs ('+', 'w', 'W')
+}
+
+// matchAttention matches MatMul(Q, Kᵀ) → scalar/mask chain → Softmax(-1) → MatMul(·, V)
+// around the Softmax step sm.
+func (f *fuser) matchAttention(sm int) (group []int, st step, ok bool) {
+	p := f.p
+	if p.steps[sm].node.Int("axis", -1) != -1 || len(p.steps[sm].in) != 1 {
+		return nil, step{}, false
+	}
+	pv, ok := f.single(f.outOf(sm))
+	if !ok || p.steps[pv].node.Op != "MatMul" || p.steps[pv].in[0] != f.outOf(sm) {
+		return nil, step{}, false
+	}
+	ops, operands, steps, q, kt, ok := f.walkScores(p.steps[sm].in[0], sm, 0)
+	if !ok {
+		return nil, step{}, false
+	}
+	group = append([]int{sm, pv}, steps...)
+	ext := append([]int{q, kt, p.steps[pv].in[1]}, operands...)
+	for j := range ops {
+		ops[j].input += 3
+	}
+	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
+		return attentionFast(e, in, ops)
+	}
+	return group, f.newFused("FusedAttention", group, ext, f.outOf(pv), fast), true
+}
+
+// walkScores follows the score value cur (read only by step next) back to the score
+// MatMul, returning the elementwise ops in graph order, their tensor operands (op.input
+// indexes operands), the steps walked, and the MatMul's Q and Kᵀ slots. An Add of two
+// run-time values is tried both ways, since either may be the scores (PyTorch scales the
+// mask too, so both sides can be single-use Muls).
+func (f *fuser) walkScores(cur, next, depth int) (ops []scoreOp, operands, steps []int, q, kt int, ok bool) {
+	p := f.p
+	if depth > 8 {
+		return nil, nil, nil, 0, 0, false
+	}
+	if c, ok := f.single(cur); !ok || c != next {
+		return nil, nil, nil, 0, 0, false
+	}
+	pi := f.producer[cur]
+	if pi < 0 || f.dead[pi] || len(p.steps[pi].out) != 1 {
+		return nil, nil, nil, 0, 0, false
+	}
+	ps := p.steps[pi]
+	// try continues the walk at chain value ch with op applied after it.
+	try := func(ch int, op scoreOp, operand int) ([]scoreOp, []int, []int, int, int, bool) {
+		o, ops2, st2, q, kt, ok := f.walkScores(ch, pi, depth+1)
+		if !ok {
+			return nil, nil, nil, 0, 0, false
+		}
+		if operand >= 0 {
+			op.input = len(ops2)
+			ops2 = append(ops2, operand)
+		}
+		return append(o, op), ops2, append(st2, pi), q, kt, true
+	}
+	switch ps.node.Op {
+	case "MatMul":
+		if len(ps.in) != 2 || ps.in[0] < 0 || ps.in[1] < 0 {
+			break
+		}
+		return nil, nil, []int{pi}, ps.in[0], ps.in[1], true
+	case "Div":
+		if v, ok := f.scalarConst(ps.in[1]); ok {
+			return try(ps.in[0], scoreOp{kind: '/', c: v}, -1)
+		}
+	case "Mul":
+		if v, ok := f.scalarConst(ps.in[1]); ok {
+			return try(ps.in[0], scoreOp{kind: '*', c: v}, -1)
+		}
+		if v, ok := f.scalarConst(ps.in[0]); ok {
+			return try(ps.in[1], scoreOp{kind: '*', c: v}, -1)
+		}
+	case "Add":
+		for j := 0; j < 2; j++ {
+			if o, ops2, st2, q, kt, ok := try(ps.in[j], scoreOp{kind: '+'}, ps.in[1-j]); ok {
+				return o, ops2, st2, q, kt, true
+			}
+		}
+	case "Where":
+		if len(ps.in) != 3 {
+			break
+		}
+		if v, ok := f.scalarConst(ps.in[2]); ok {
+			return try(ps.in[1], scoreOp{kind: 'w', c: v}, ps.in[0])
+		}
+		if v, ok := f.scalarConst(ps.in[1]); ok {
+			return try(ps.in[2], scoreOp{kind: 'W', c: v}, ps.in[0])
+		}
+	}
+	return nil, nil, nil, 0, 0, false
+}

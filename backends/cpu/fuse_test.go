@@ -1,0 +1,293 @@
+package cpu_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/onnx"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/nn"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+func compileBoth(t *testing.T, g *graph.Graph, opts backends.Options) (fused, plain *cpu.Program) {
+	t.Helper()
+	p1, err := cpu.Backend{}.Compile(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.NoFusion = true
+	p2, err := cpu.Backend{}.Compile(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(p2.(*cpu.Program).Fusions()); n != 0 {
+		t.Fatalf("NoFusion program reports fusions %v", p2.(*cpu.Program).Fusions())
+	}
+	return p1.(*cpu.Program), p2.(*cpu.Program)
+}
+
+// maxDiff returns the largest absolute difference between a and b over the positions
+// where valid (nil: all) holds, and whether NaNs sit in the same places.
+func maxDiff(a, b *tensor.Tensor) (float64, bool) {
+	d := 0.0
+	for i := range a.F32 {
+		x, y := float64(a.F32[i]), float64(b.F32[i])
+		if math.IsNaN(x) || math.IsNaN(y) {
+			if math.IsNaN(x) != math.IsNaN(y) {
+				return math.Inf(1), false
+			}
+			continue
+		}
+		d = max(d, math.Abs(x-y))
+	}
+	return d, true
+}
+
+func runAgree(t *testing.T, fused, plain *cpu.Program, in map[string]*tensor.Tensor, tol float64) map[string]*tensor.Tensor {
+	t.Helper()
+	a, err := fused.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := plain.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range b {
+		got := a[name]
+		if got == nil || !tensor.SameShape(got.Shape, want.Shape) {
+			t.Fatalf("output %s: fused %v, unfused %v", name, got, want.Shape)
+		}
+		if want.DType != tensor.Float32 {
+			continue
+		}
+		if d, ok := maxDiff(got, want); !ok || d > tol {
+			t.Errorf("output %s: fused and unfused differ by %g (NaN placement ok: %v)", name, d, ok)
+		}
+	}
+	return a
+}
+
+// TestFusionVanilla checks that the vanilla encoder (ReLU and GELU) fuses every linear
+// layer and every attention block, and that fused and unfused programs agree within 1e-6
+// on random lengths, padded batches and n = 1.
+func TestFusionVanilla(t *testing.T) {
+	for _, act := range []string{"relu", "gelu"} {
+		g := vanillaBase(t, map[string]any{"layers": int64(2), "d_model": int64(64), "heads": int64(4), "d_ff": int64(128), "activation": act})
+		fused, plain := compileBoth(t, g, backends.Options{})
+		fu := fused.Fusions()
+		if fu["attention"] != 2 || fu["linear+"+act] != 2 || fu["linear"] != 2*5+1 {
+			t.Fatalf("%s: fusions %v, want 2 attention, 2 linear+%s, 11 linear", act, fu, act)
+		}
+		r := rand.New(rand.NewSource(3))
+		for _, sh := range []struct{ batch, n int }{{1, 1}, {1, 7}, {2, 33}, {3, 130}, {1, 600}} {
+			in := encoderInputs(sh.batch, sh.n)
+			for i := range in[nn.InputTokens].I64 {
+				in[nn.InputTokens].I64[i] = 1 + r.Int63n(256)
+			}
+			// padding: the last sequence keeps only its first key; another loses a third
+			mask := in[nn.InputKeyPadding].Bool
+			for b := 1; b < sh.batch; b++ {
+				for j := 0; j < sh.n; j++ {
+					mask[b*sh.n+j] = (b == sh.batch-1 && j > 0) || (b != sh.batch-1 && j >= 2*sh.n/3)
+				}
+			}
+			t.Run(fmt.Sprintf("%s/b=%d/n=%d", act, sh.batch, sh.n), func(t *testing.T) {
+				runAgree(t, fused, plain, in, 1e-5)
+			})
+		}
+	}
+}
+
+// attnGraph is one attention block in isolation: scores = Q·Kᵀ / √dk (+ mask) → softmax
+// → ·V, with the mask of the given rank ("" for none), and nothing else, so the fused and
+// unfused outputs differ only by the attention kernel.
+func attnGraph(t *testing.T, dk int, maskShape string, useWhere bool) *graph.Graph {
+	t.Helper()
+	b := graph.NewBuilder("attn")
+	q := b.Input("q", tensor.Float32, graph.Sym("b"), graph.Sym("h"), graph.Sym("n"), graph.Fixed(int64(dk)))
+	k := b.Input("k", tensor.Float32, graph.Sym("b"), graph.Sym("h"), graph.Sym("n"), graph.Fixed(int64(dk)))
+	v := b.Input("v", tensor.Float32, graph.Sym("b"), graph.Sym("h"), graph.Sym("n"), graph.Sym("dv"))
+	s := b.Div(b.MatMul(q, b.Transpose(k, 0, 1, 3, 2)), b.ConstFloat(float32(math.Sqrt(float64(dk)))))
+	switch maskShape {
+	case "b11n", "b1nn":
+		if useWhere {
+			m := b.Input("mask", tensor.Bool, graph.Sym("b"), graph.Fixed(1), graph.Sym("m1"), graph.Sym("n"))
+			s = b.Where(m, s, b.ConstFloat(float32(math.Inf(-1))))
+		} else {
+			m := b.Input("mask", tensor.Float32, graph.Sym("b"), graph.Fixed(1), graph.Sym("m1"), graph.Sym("n"))
+			s = b.Add(s, m)
+		}
+	}
+	b.Output("y", b.MatMul(b.Softmax(s, -1), v), tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func randT(r *rand.Rand, shape ...int) *tensor.Tensor {
+	x, _ := tensor.New(tensor.Float32, shape...)
+	for i := range x.F32 {
+		x.F32[i] = float32(r.NormFloat64())
+	}
+	return x
+}
+
+// TestFusedAttentionRandom compares the tiled online-softmax kernel with the unfused
+// graph on random shapes: n below, at and above the key block (512), n = 1, masks of shape
+// (B,1,1,n) and (B,1,n,n) as additive biases and as Where conditions, fully padded key
+// columns and fully masked rows (NaN in both), and several thread counts (bitwise equal).
+func TestFusedAttentionRandom(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	cases := []struct {
+		b, h, n, dk, dv int
+		mask            string
+	}{
+		{1, 1, 1, 8, 8, ""}, {2, 3, 5, 16, 7, "b11n"}, {1, 2, 67, 32, 32, "b1nn"}, {2, 2, 129, 64, 64, "b11n"},
+		{1, 1, 511, 16, 16, "b11n"}, {1, 2, 513, 32, 24, "b1nn"}, {1, 1, 1100, 64, 64, "b11n"}, {1, 1, 1025, 8, 8, ""},
+	}
+	for _, c := range cases {
+		for _, useWhere := range []bool{false, true} {
+			if useWhere && c.mask == "" {
+				continue
+			}
+			name := fmt.Sprintf("b%d_h%d_n%d_dk%d_dv%d_%s_where%v", c.b, c.h, c.n, c.dk, c.dv, c.mask, useWhere)
+			t.Run(name, func(t *testing.T) {
+				g := attnGraph(t, c.dk, c.mask, useWhere)
+				fused, plain := compileBoth(t, g, backends.Options{Threads: 1})
+				if fused.Fusions()["attention"] != 1 {
+					t.Fatalf("fusions %v", fused.Fusions())
+				}
+				in := map[string]*tensor.Tensor{
+					"q": randT(r, c.b, c.h, c.n, c.dk), "k": randT(r, c.b, c.h, c.n, c.dk), "v": randT(r, c.b, c.h, c.n, c.dv),
+				}
+				if c.mask != "" {
+					m1 := 1
+					if c.mask == "b1nn" {
+						m1 = c.n
+					}
+					bias, _ := tensor.New(tensor.Float32, c.b, 1, m1, c.n)
+					cond, _ := tensor.New(tensor.Bool, c.b, 1, m1, c.n)
+					for bi := 0; bi < c.b; bi++ {
+						for i := 0; i < m1; i++ {
+							for j := 0; j < c.n; j++ {
+								idx := (bi*m1+i)*c.n + j
+								masked := j%3 == 1 && j != 0 // padded key columns
+								if bi == c.b-1 && c.b > 1 {
+									masked = j > 0 // only key 0 survives
+								}
+								if c.mask == "b1nn" && i == m1-1 && m1 > 1 {
+									masked = true // a fully masked query row: NaN
+								}
+								cond.Bool[idx] = !masked
+								if masked {
+									bias.F32[idx] = float32(math.Inf(-1))
+								}
+							}
+						}
+					}
+					if useWhere {
+						in["mask"] = cond
+					} else {
+						in["mask"] = bias
+					}
+				}
+				ref := runAgree(t, fused, plain, in, 1e-6)
+				for _, th := range []int{2, 3} {
+					p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: th})
+					if err != nil {
+						t.Fatal(err)
+					}
+					out, err := p.Run(context.Background(), in)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !tensor.Equal(out["y"], ref["y"]) {
+						// tensor.Equal treats NaN as unequal; compare bits
+						a, b := out["y"].F32, ref["y"].F32
+						for i := range a {
+							if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+								t.Fatalf("threads %d: element %d = %v, threads 1 gave %v", th, i, a[i], b[i])
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestFusionRespectsOutputs checks that no pattern fuses when an intermediate is a graph
+// output or a kept intermediate.
+func TestFusionRespectsOutputs(t *testing.T) {
+	g := attnGraph(t, 8, "b11n", false)
+	var scores string
+	for _, n := range g.Nodes {
+		if n.Op == "Softmax" {
+			scores = n.Outputs[0]
+		}
+	}
+	p, err := cpu.Backend{}.Compile(g, backends.Options{KeepIntermediates: []string{scores}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := p.(*cpu.Program).Fusions(); len(f) != 0 {
+		t.Fatalf("fused %v although the probabilities are kept", f)
+	}
+	g2 := vanillaBase(t, map[string]any{"layers": int64(1), "d_model": int64(32), "heads": int64(2), "d_ff": int64(64)})
+	var relu string
+	for _, n := range g2.Nodes {
+		if n.Op == "Relu" {
+			relu = n.Inputs[0]
+		}
+	}
+	p2, err := cpu.Backend{}.Compile(g2, backends.Options{KeepIntermediates: []string{relu}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := p2.(*cpu.Program).Fusions(); f["linear+relu"] != 0 || f["attention"] != 1 {
+		t.Fatalf("fusions %v: the kept pre-activation must stop linear+relu only", f)
+	}
+}
+
+// TestFusionTorchExports checks that PyTorch's exports of nn.TransformerEncoder (scale on
+// Q, baddbmm-style Mul/Add mask) fuse their attention and linear layers and still match
+// PyTorch's outputs.
+func TestFusionTorchExports(t *testing.T) {
+	for _, name := range []string{"enc_relu_op17", "enc_gelu_op17", "enc_relu_op14", "enc_gelu_op14"} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("..", "..", "onnx", "testdata", "torch", name+".onnx"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := onnx.Import(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fused, plain := compileBoth(t, g, backends.Options{})
+			fu := fused.Fusions()
+			if fu["attention"] == 0 || fu["linear"]+fu["linear+relu"]+fu["linear+gelu"] == 0 {
+				t.Fatalf("fusions %v", fu)
+			}
+			t.Logf("fusions %v", fu)
+			r := rand.New(rand.NewSource(1))
+			const n, batch = 9, 2
+			src := randT(r, n, batch, int(g.Inputs[0].Shape[2].Size))
+			mask, _ := tensor.New(tensor.Bool, batch, n)
+			for j := 6; j < n; j++ {
+				mask.Bool[n+j] = true
+			}
+			runAgree(t, fused, plain, map[string]*tensor.Tensor{g.Inputs[0].Name: src, g.Inputs[1].Name: mask}, 1e-5)
+		})
+	}
+}
