@@ -121,13 +121,15 @@ func resolveVariant(c *cli.Context, ref string) (variant.Variant, registry.Entry
 }
 
 // variantFor returns the variant that serves a registry entry: its plugin, started on first
-// use (built-in variants are served by zoo re-executing itself) and killed when the command
-// ends.
+// use (built-in variants are served by zoo re-executing itself, started at the first Build)
+// and killed when the command ends.
 func variantFor(e registry.Entry) (variant.Variant, error) {
 	if e.IsBuiltin() {
-		if _, ok := plugins.Builtin()[e.Name]; !ok {
+		v, ok := plugins.Builtin()[e.Name]
+		if !ok {
 			return nil, badInputf("registry entry %s says plugin: builtin, but this zoo binary has no built-in variant %q", e.Name, e.Name)
 		}
+		return &builtinVariant{e: e, desc: v.Describe()}, nil
 	}
 	return pluginVariant(e)
 }

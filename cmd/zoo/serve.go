@@ -149,6 +149,26 @@ func (s *session) pluginHost() (*plugin.Host, error) {
 	return s.host, nil
 }
 
+// builtinVariant serves a built-in variant: its description comes from this binary's own
+// table (the plugin process is this binary, so it would answer the same), and the plugin
+// process starts at the first Build. `zoo list` thus starts no process.
+type builtinVariant struct {
+	e    registry.Entry
+	desc variant.Description
+}
+
+// Describe returns the built-in description.
+func (b *builtinVariant) Describe() variant.Description { return b.desc }
+
+// Build starts (or reuses) the plugin process and builds through it.
+func (b *builtinVariant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+	v, err := pluginVariant(b.e)
+	if err != nil {
+		return nil, err
+	}
+	return v.Build(cfg, seed)
+}
+
 // pluginVariant starts (or reuses) the plugin of a registry entry and returns its variant.
 func pluginVariant(e registry.Entry) (variant.Variant, error) {
 	currentMu.Lock()
