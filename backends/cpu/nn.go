@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/zoo-dev/zoo/backends/cpu/vec"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
 // Softmax, LayerNormalization and the reductions work row by row; every row is computed by
 // the same code in the same order whichever thread runs it, so results do not depend on
-// the thread count. Sums and statistics are accumulated in float64.
+// the thread count. Contiguous softmax rows and LayerNorm rows use the SIMD kernels of
+// package vec (float32, 16 lanes folded in a fixed order); the strided softmax accumulates
+// in float64.
 
 // makeSoftmax implements Softmax (opset 13): along one axis, default -1. The row maximum is
 // subtracted first, so -inf entries (masked keys) give 0; a row of only -inf gives NaN.
@@ -35,6 +38,15 @@ func makeSoftmax(n *graph.Node) (kernel, error) {
 		outer, dim, inner := prod(x.Shape[:axis]), x.Shape[axis], prod(x.Shape[axis+1:])
 		rows := outer * inner
 		if dim == 0 || rows == 0 {
+			return []*tensor.Tensor{out}, nil
+		}
+		if inner == 1 {
+			// Contiguous rows (the attention case): the SIMD row softmax of package vec.
+			parallelFor(e.threads, rows, max(1, elemGrain/(4*dim)), func(lo, hi int) {
+				for r := lo; r < hi; r++ {
+					vec.Softmax(out.F32[r*dim:(r+1)*dim], x.F32[r*dim:(r+1)*dim])
+				}
+			})
 			return []*tensor.Tensor{out}, nil
 		}
 		parallelFor(e.threads, rows, max(1, elemGrain/(4*dim)), func(lo, hi int) {
@@ -149,6 +161,14 @@ func makeLayerNorm(n *graph.Node) (kernel, error) {
 		parallelFor(e.threads, rows, max(1, elemGrain/(2*d)), func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				src, dst := x.F32[r*d:(r+1)*d], y.F32[r*d:(r+1)*d]
+				if eps32 := float32(eps); float64(eps32) == eps {
+					// The SIMD two-pass row of package vec (float32 statistics in 16 lanes).
+					mu, is := vec.LayerNorm(dst, src, scale, bias, eps32)
+					if mean != nil {
+						mean[r], inv[r] = mu, is
+					}
+					continue
+				}
 				s := 0.0
 				for _, v := range src {
 					s += float64(v)
