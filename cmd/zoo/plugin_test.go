@@ -68,7 +68,7 @@ func TestPluginFailuresCLI(t *testing.T) {
 	}{
 		{name: "missing", path: filepath.Join(dir, "nope"), code: 2, want: []string{"plugin missing (", "does not exist"}},
 		{name: "sha", path: exe, mode: plugintest.ModeOK, sha: strings.Repeat("ab", 32), code: 2, want: []string{"plugin sha (", "sha256 mismatch"}},
-		{name: "proto", path: exe, mode: plugintest.ModeProtocol2, code: 2, want: []string{"plugin proto (", "protocol version 2"}},
+		{name: "proto", path: exe, mode: plugintest.ModeProtocolOld, code: 2, want: []string{"plugin proto (", fmt.Sprintf("protocol version %d,", plugin.ProtocolVersion-1)}},
 		{name: "notplugin", path: exe, mode: plugintest.ModeStdout, code: 2, want: []string{"plugin notplugin (", "not a zoo variant plugin"}},
 		{name: "crash", path: exe, mode: plugintest.ModeCrashBuild, code: 1, want: []string{"plugin crash (", "crashed during Build", "panic: plugintest: crash during Build"}},
 		{name: "hang", path: exe, mode: plugintest.ModeHangBuild, code: 1, want: []string{"plugin hang (", "did not finish Build within 2s"}},

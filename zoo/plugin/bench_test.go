@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkStream measures the Build stream alone: a plugin process sends 64 MiB (already in
-// memory) in 1 MiB chunks with its sha256; the host receives, reassembles and checks it.
+// memory) in 1 MiB chunks with its CRC-32C; the host receives, reassembles and checks it.
 // Run: go test -run '^$' -bench Stream ./zoo/plugin
 func BenchmarkStream(b *testing.B) {
 	spec, _ := self(b, plugintest.ModeBlob)

@@ -2,12 +2,13 @@ package plugin
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/zoo/graph"
@@ -16,8 +17,9 @@ import (
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
-// MaxModelBytes bounds the model a plugin may announce (8 GiB).
-const MaxModelBytes = 8 << 30
+// MaxModelBytes bounds the model a plugin may announce: 2 GiB, protobuf's (and so a
+// self-contained ONNX model's) limit. The host allocates the announced size up front.
+const MaxModelBytes = 2 << 30
 
 // BuildStats says what one Build moved and how long it took.
 type BuildStats struct {
@@ -37,17 +39,14 @@ func (c *Client) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 
 // BuildStats is Build that also reports the transfer's size and timings.
 func (c *Client) BuildStats(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, BuildStats, error) {
-	data, st, verify, err := c.receive(ctx, cfg, seed, 0)
+	data, st, err := c.receive(ctx, cfg, seed, 0)
 	if err != nil {
 		return nil, st, err
 	}
-	// The checksum's last chunks are still being hashed: import meanwhile, on another core.
+	// data is the one buffer the chunks were received into: Import reads it in place.
 	t := time.Now()
 	g, err := onnx.Import(data)
 	st.Import = time.Since(t)
-	if verr := verify(); verr != nil {
-		return nil, st, verr
-	}
 	if err != nil {
 		return nil, st, c.fail(ErrInvalidGraph, err, "returned an invalid graph: "+err.Error(), c.blame())
 	}
@@ -66,68 +65,60 @@ func (c *Client) blame() string {
 
 // BuildONNX asks the plugin for the serialized ONNX model of cfg and seed (at opset, 0 for
 // the plugin's default) and checks the stream: one header, chunks of at most MaxChunkBytes
-// adding up to the announced size, a trailer whose sha256 matches.
+// adding up to the announced size, a trailer whose CRC-32C matches.
 func (c *Client) BuildONNX(ctx context.Context, cfg variant.Config, seed uint64, opset int) ([]byte, BuildStats, error) {
-	data, st, verify, err := c.receive(ctx, cfg, seed, opset)
-	if err != nil {
-		return nil, st, err
-	}
-	if err := verify(); err != nil {
-		return nil, st, err
-	}
-	return data, st, nil
+	return c.receive(ctx, cfg, seed, opset)
 }
 
-// receive runs a Build stream and returns the bytes and a verify function that waits for the
-// checksum (computed alongside the stream) and checks it against the trailer's.
-func (c *Client) receive(ctx context.Context, cfg variant.Config, seed uint64, opset int) ([]byte, BuildStats, func() error, error) {
+// crcTable is the CRC-32C (Castagnoli) table of the Build stream's checksum; hash/crc32 uses
+// the CPU's CRC32 instructions for it where there are some (SSE 4.2, ARMv8).
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// receive runs a Build stream and returns the bytes once the trailer's CRC-32C has been
+// checked. The bytes land in one buffer of the announced size, allocated when the header
+// arrives: data chunks are copied into it straight from gRPC's frame buffers (see chunkSink)
+// and the checksum is updated as each chunk lands.
+func (c *Client) receive(ctx context.Context, cfg variant.Config, seed uint64, opset int) ([]byte, BuildStats, error) {
 	var st BuildStats
 	wire, err := ConfigToProto(cfg)
 	if err != nil {
-		return nil, st, nil, &Error{Kind: ErrConfig, Plugin: c.name, Msg: err.Error(), Err: err}
+		return nil, st, &Error{Kind: ErrConfig, Plugin: c.name, Msg: err.Error(), Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.BuildTimeout)
 	defer cancel()
 	start := time.Now()
-	stream, err := c.rpc.Build(ctx, &pluginpb.BuildRequest{Config: wire, Seed: seed, Opset: int32(opset), MaxChunkBytes: MaxChunkBytes})
+	stream, err := c.rpc.Build(ctx, &pluginpb.BuildRequest{Config: wire, Seed: seed, Opset: int32(opset), MaxChunkBytes: MaxChunkBytes},
+		grpc.ForceCodecV2(newBuildCodec()))
 	if err != nil {
-		return nil, st, nil, c.callError("Build", ctx, err, c.opts.BuildTimeout, BuildTimeoutEnv)
+		return nil, st, c.callError("Build", ctx, err, c.opts.BuildTimeout, BuildTimeoutEnv)
 	}
-	violation := func(format string, args ...any) ([]byte, BuildStats, func() error, error) {
+	violation := func(format string, args ...any) ([]byte, BuildStats, error) {
 		cancel()
-		return nil, st, nil, c.fail(ErrProtocolViolation, nil, "broke the Build stream: "+fmt.Sprintf(format, args...), c.blame())
+		return nil, st, c.fail(ErrProtocolViolation, nil, "broke the Build stream: "+fmt.Sprintf(format, args...), c.blame())
 	}
 	var (
-		buf       []byte
+		sink      chunkSink
 		header    time.Time
 		total     int64 = -1
 		gotHeader bool
 	)
-	// The checksum runs on another goroutine, fed with the regions of buf as they fill (buf
-	// never reallocates: its capacity is the announced size).
-	hashc := make(chan []byte, 64)
-	sumc := make(chan string, 1)
-	go func() {
-		h := sha256.New()
-		for b := range hashc {
-			h.Write(b)
-		}
-		sumc <- hex.EncodeToString(h.Sum(nil))
-	}()
-	defer func() {
-		if hashc != nil {
-			close(hashc)
-		}
-	}()
 	for {
-		msg, err := stream.Recv()
+		err := stream.RecvMsg(&sink)
 		if errors.Is(err, io.EOF) {
-			return violation("the stream ended without a trailer after %d of %d bytes", len(buf), total)
+			return violation("the stream ended without a trailer after %d of %d bytes", sink.n, total)
 		}
 		if err != nil {
-			return nil, st, nil, c.callError("Build", ctx, err, c.opts.BuildTimeout, BuildTimeoutEnv)
+			return nil, st, c.callError("Build", ctx, err, c.opts.BuildTimeout, BuildTimeoutEnv)
 		}
-		switch part := msg.GetPart().(type) {
+		if sink.data >= 0 { // a data chunk, taken by the fast path
+			if err := sink.checkChunk(sink.data, total); err != "" {
+				return violation("%s", err)
+			}
+			sink.n += sink.data
+			st.Chunks++
+			continue
+		}
+		switch part := sink.msg.GetPart().(type) {
 		case *pluginpb.BuildChunk_Header:
 			if gotHeader {
 				return violation("a second header")
@@ -138,45 +129,47 @@ func (c *Client) receive(ctx context.Context, cfg variant.Config, seed uint64, o
 				return violation("format %q, want onnx", f)
 			}
 			if total <= 0 || total > MaxModelBytes {
-				return violation("announced %d bytes (want 1 to %d)", total, int64(MaxModelBytes))
+				return violation("announced %d bytes (want 1 to %d: a self-contained ONNX model is one protobuf message, at most 2 GiB)", total, int64(MaxModelBytes))
 			}
-			buf = make([]byte, 0, total)
+			sink.dst = make([]byte, total)
 		case *pluginpb.BuildChunk_Data:
 			if !gotHeader {
 				return violation("data before the header")
 			}
 			d := part.Data
-			if len(d) > MaxChunkBytes {
-				return violation("a chunk of %d bytes (at most %d)", len(d), MaxChunkBytes)
+			if err := sink.checkChunk(len(d), total); err != "" {
+				return violation("%s", err)
 			}
-			if int64(len(buf)+len(d)) > total {
-				return violation("more than the announced %d bytes", total)
-			}
-			buf = append(buf, d...)
-			hashc <- buf[len(buf)-len(d):]
+			sink.sum = crc32.Update(sink.sum, crcTable, d)
+			sink.n += copy(sink.dst[sink.n:], d)
 			st.Chunks++
 		case *pluginpb.BuildChunk_Trailer:
 			if !gotHeader {
 				return violation("a trailer before the header")
 			}
-			if int64(len(buf)) != total {
-				return violation("%d bytes, but the header announced %d", len(buf), total)
+			if int64(sink.n) != total {
+				return violation("%d bytes, but the header announced %d", sink.n, total)
 			}
-			close(hashc)
-			hashc = nil
 			st.Bytes, st.Stream, st.Transfer = total, time.Since(start), time.Since(header)
-			want := part.Trailer.GetSha256()
-			verify := func() error {
-				if got := <-sumc; got != want {
-					return c.fail(ErrProtocolViolation, nil, fmt.Sprintf("broke the Build stream: the model's sha256 is %s, the trailer says %s (corrupted in transit?)", got, want), c.blame())
-				}
-				return nil
+			if want := part.Trailer.GetCrc32C(); sink.sum != want {
+				return violation("the model's CRC-32C is %08x, the trailer says %08x (corrupted in transit?)", sink.sum, want)
 			}
-			return buf, st, verify, nil
+			return sink.dst, st, nil
 		default:
 			return violation("an empty message")
 		}
 	}
+}
+
+// checkChunk says what is wrong with a data chunk of size bytes, or returns "".
+func (s *chunkSink) checkChunk(size int, total int64) string {
+	switch {
+	case size > MaxChunkBytes:
+		return fmt.Sprintf("a chunk of %d bytes (at most %d)", size, MaxChunkBytes)
+	case int64(s.n)+int64(size) > total:
+		return fmt.Sprintf("more than the announced %d bytes", total)
+	}
+	return ""
 }
 
 // CheckContract checks what every zoo encoder graph promises: inputs tokens (int64) and, when

@@ -2,6 +2,7 @@ package plugin_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -204,7 +205,8 @@ func TestFailuresAreClearAndNeverHang(t *testing.T) {
 		{name: "script", path: script, kind: plugin.ErrNotPlugin, want: []string{"not a zoo variant plugin", "plugin.Serve"}},
 		{name: "prints to stdout", mode: plugintest.ModeStdout, kind: plugin.ErrNotPlugin, want: []string{"not a zoo variant plugin"}},
 		{name: "sha256 mismatch", mode: plugintest.ModeOK, sha: badSum, kind: plugin.ErrChecksum, want: []string{"sha256 mismatch", sum, badSum}},
-		{name: "protocol version", mode: plugintest.ModeProtocol2, kind: plugin.ErrProtocol, want: []string{"protocol version 2", "speaks version 1", "rebuild"}},
+		{name: "protocol version", mode: plugintest.ModeProtocolOld, kind: plugin.ErrProtocol, want: []string{
+			fmt.Sprintf("protocol version %d,", plugin.ProtocolVersion-1), fmt.Sprintf("speaks version %d", plugin.ProtocolVersion), "rebuild"}},
 		{name: "hangs at start", mode: plugintest.ModeHangStart, kind: plugin.ErrTimeout, want: []string{"handshake within 1s", plugin.StartTimeoutEnv}, within: 5 * time.Second},
 		{name: "bad describe", mode: plugintest.ModeBadDescribe, kind: plugin.ErrProtocolViolation, want: []string{"invalid Describe", "vocab"}},
 		{name: "crashes in build", mode: plugintest.ModeCrashBuild, build: true, kind: plugin.ErrCrashed, want: []string{"crashed during Build", "panic: plugintest: crash during Build"}},
@@ -212,7 +214,7 @@ func TestFailuresAreClearAndNeverHang(t *testing.T) {
 		{name: "hangs in build", mode: plugintest.ModeHangBuild, build: true, kind: plugin.ErrTimeout, want: []string{"did not finish Build within 1s", plugin.BuildTimeoutEnv}, within: 5 * time.Second},
 		{name: "not onnx", mode: plugintest.ModeGarbage, build: true, kind: plugin.ErrInvalidGraph, want: []string{"invalid graph", "zoo plugin test"}},
 		{name: "no hidden output", mode: plugintest.ModeNoHidden, build: true, kind: plugin.ErrInvalidGraph, want: []string{`no output "hidden"`}},
-		{name: "bad checksum", mode: plugintest.ModeBadChecksum, build: true, kind: plugin.ErrProtocolViolation, want: []string{"sha256"}},
+		{name: "bad checksum", mode: plugintest.ModeBadChecksum, build: true, kind: plugin.ErrProtocolViolation, want: []string{"CRC-32C"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

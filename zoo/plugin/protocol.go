@@ -30,7 +30,9 @@ import (
 
 // ProtocolVersion is the major version of the plugin protocol, negotiated in go-plugin's
 // handshake. A plugin that speaks another major version is refused with a clear error.
-const ProtocolVersion = 1
+// Version 2 ends the Build stream with a CRC-32C of the model's bytes (version 1 sent a hex
+// sha256, which capped the stream at the hash's speed).
+const ProtocolVersion = 2
 
 // ProtocolMinor is the additive (minor) version this side of the protocol implements; it is
 // exchanged in Describe.
@@ -127,7 +129,7 @@ func DescriptionToProto(d variant.Description) (*pluginpb.DescribeResponse, erro
 		Name: d.Name, Version: d.Version, Summary: d.Summary, Paper: d.Paper, Complexity: d.Complexity,
 		Capabilities:  &pluginpb.Capabilities{MaxLenParam: d.Caps.MaxLenParam, KeyPadding: d.Caps.KeyPadding},
 		ProtocolMinor: ProtocolMinor, SdkVersion: SDKVersion,
-		Features: []string{"build.sha256"},
+		Features: []string{"build.crc32c"},
 	}
 	for _, p := range d.Params {
 		kind, err := kindToProto(p.Kind)

@@ -2,10 +2,9 @@ package plugin
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"runtime/debug"
@@ -76,24 +75,25 @@ func (s *server) Build(req *pluginpb.BuildRequest, stream pluginpb.Variant_Build
 }
 
 // SendModel streams model bytes as a Build answer: header, chunks of at most maxChunk bytes
-// (MaxChunkBytes when 0 or larger), trailer with the sha256. Plugins that implement
-// pluginpb.VariantServer themselves can use it.
+// (MaxChunkBytes when 0 or larger), trailer with the CRC-32C of all bytes. The chunks are
+// slices of data, not copies, and the checksum is updated chunk by chunk just before each
+// send, while the chunk is in cache. Plugins that implement pluginpb.VariantServer themselves
+// can use it.
 func SendModel(stream pluginpb.Variant_BuildServer, data []byte, maxChunk int) error {
 	n := chunkLimit(uint32(maxChunk))
-	// The checksum is computed alongside the sends (on another core), not after them.
-	sumc := make(chan [sha256.Size]byte, 1)
-	go func() { sumc <- sha256.Sum256(data) }()
 	if err := stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Header{Header: &pluginpb.BuildHeader{TotalBytes: int64(len(data)), Format: "onnx"}}}); err != nil {
 		return fmt.Errorf("send header: %w", err)
 	}
+	var sum uint32
 	for off := 0; off < len(data); off += n {
-		end := min(off+n, len(data))
-		if err := stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Data{Data: data[off:end]}}); err != nil {
+		chunk := data[off:min(off+n, len(data))]
+		sum = crc32.Update(sum, crcTable, chunk)
+		// A fresh message per chunk: gRPC forbids changing a message after SendMsg.
+		if err := stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Data{Data: chunk}}); err != nil {
 			return fmt.Errorf("send chunk at %d: %w", off, err)
 		}
 	}
-	sum := <-sumc
-	if err := stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Trailer{Trailer: &pluginpb.BuildTrailer{Sha256: hex.EncodeToString(sum[:])}}}); err != nil {
+	if err := stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Trailer{Trailer: &pluginpb.BuildTrailer{Crc32C: sum}}}); err != nil {
 		return fmt.Errorf("send trailer: %w", err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 // The protocol between the zoo host and a variant plugin (go-plugin over gRPC).
 //
-// Versioning: the go-plugin handshake's protocol version is the major version (1). Additive
+// Versioning: the go-plugin handshake's protocol version is the major version (2; version 1
+// ended the Build stream with a sha256 instead of a CRC-32C). Additive
 // changes (new fields, new capabilities) raise the minor version that Describe reports; the
 // host ignores fields it does not know and checks capabilities by name.
 //
@@ -409,7 +410,7 @@ type DescribeResponse struct {
 	ProtocolMinor uint32 `protobuf:"varint,8,opt,name=protocol_minor,json=protocolMinor,proto3" json:"protocol_minor,omitempty"`
 	// The zoo SDK version the plugin was built with ("" for non-Go plugins).
 	SdkVersion string `protobuf:"bytes,9,opt,name=sdk_version,json=sdkVersion,proto3" json:"sdk_version,omitempty"`
-	// Named protocol features the plugin supports, e.g. "build.sha256".
+	// Named protocol features the plugin supports, e.g. "build.crc32c".
 	Features      []string `protobuf:"bytes,10,rep,name=features,proto3" json:"features,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -743,8 +744,10 @@ func (x *BuildHeader) GetFormat() string {
 
 type BuildTrailer struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Lower-case hex sha256 of the concatenated data chunks.
-	Sha256        string `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// CRC-32C (Castagnoli polynomial, as Go's hash/crc32 with crc32.Castagnoli computes it) of
+	// the concatenated data chunks. It guards against truncation and corruption in transit; it
+	// is not a cryptographic digest (executables are pinned by sha256 in the registry instead).
+	Crc32C        uint32 `protobuf:"fixed32,2,opt,name=crc32c,proto3" json:"crc32c,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -779,11 +782,11 @@ func (*BuildTrailer) Descriptor() ([]byte, []int) {
 	return file_variant_proto_rawDescGZIP(), []int{8}
 }
 
-func (x *BuildTrailer) GetSha256() string {
+func (x *BuildTrailer) GetCrc32C() uint32 {
 	if x != nil {
-		return x.Sha256
+		return x.Crc32C
 	}
-	return ""
+	return 0
 }
 
 var File_variant_proto protoreflect.FileDescriptor
@@ -845,9 +848,9 @@ const file_variant_proto_rawDesc = "" +
 	"\vBuildHeader\x12\x1f\n" +
 	"\vtotal_bytes\x18\x01 \x01(\x03R\n" +
 	"totalBytes\x12\x16\n" +
-	"\x06format\x18\x02 \x01(\tR\x06format\"&\n" +
+	"\x06format\x18\x02 \x01(\tR\x06format\"4\n" +
 	"\fBuildTrailer\x12\x16\n" +
-	"\x06sha256\x18\x01 \x01(\tR\x06sha256*Z\n" +
+	"\x06crc32c\x18\x02 \x01(\aR\x06crc32cJ\x04\b\x01\x10\x02R\x06sha256*Z\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bKIND_INT\x10\x01\x12\x0e\n" +

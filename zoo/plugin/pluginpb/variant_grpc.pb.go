@@ -1,6 +1,7 @@
 // The protocol between the zoo host and a variant plugin (go-plugin over gRPC).
 //
-// Versioning: the go-plugin handshake's protocol version is the major version (1). Additive
+// Versioning: the go-plugin handshake's protocol version is the major version (2; version 1
+// ended the Build stream with a sha256 instead of a CRC-32C). Additive
 // changes (new fields, new capabilities) raise the minor version that Describe reports; the
 // host ignores fields it does not know and checks capabilities by name.
 //
@@ -42,7 +43,7 @@ type VariantClient interface {
 	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error)
 	// Build turns a config and a seed into an ONNX ModelProto. The plugin streams a header, the
 	// model's bytes in chunks of at most max_chunk_bytes (1 MiB when 0), then a trailer with the
-	// sha256 of all bytes. Bad hyperparameter combinations end the stream with
+	// CRC-32C of all bytes. Bad hyperparameter combinations end the stream with
 	// INVALID_ARGUMENT and a message that names the parameters.
 	Build(ctx context.Context, in *BuildRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BuildChunk], error)
 }
@@ -95,7 +96,7 @@ type VariantServer interface {
 	Describe(context.Context, *DescribeRequest) (*DescribeResponse, error)
 	// Build turns a config and a seed into an ONNX ModelProto. The plugin streams a header, the
 	// model's bytes in chunks of at most max_chunk_bytes (1 MiB when 0), then a trailer with the
-	// sha256 of all bytes. Bad hyperparameter combinations end the stream with
+	// CRC-32C of all bytes. Bad hyperparameter combinations end the stream with
 	// INVALID_ARGUMENT and a message that names the parameters.
 	Build(*BuildRequest, grpc.ServerStreamingServer[BuildChunk]) error
 	mustEmbedUnimplementedVariantServer()

@@ -42,10 +42,10 @@ const (
 	ModeHangBuild     = "hang-build"     // never answers Build
 	ModeHangStart     = "hang-start"     // never completes the handshake
 	ModeStdout        = "stdout"         // prints to stdout and exits: not a plugin
-	ModeProtocol2     = "protocol-v2"    // speaks protocol version 2 only
+	ModeProtocolOld   = "protocol-old"   // speaks only the protocol version before plugin.ProtocolVersion
 	ModeGarbage       = "invalid-graph"  // streams bytes that are not ONNX
 	ModeNoHidden      = "no-hidden"      // streams a valid ONNX graph without the hidden output
-	ModeBadChecksum   = "bad-checksum"   // streams a trailer with a wrong sha256
+	ModeBadChecksum   = "bad-checksum"   // streams a trailer with a wrong CRC-32C
 	ModeBadDescribe   = "bad-describe"   // Describe has a default of the wrong kind
 	ModeNondeterminst = "nondeterminist" // different weights for the same seed
 	ModeBlob          = "blob"           // streams 64 MiB of bytes (not a model) at once: transfer benchmarks
@@ -81,12 +81,12 @@ func MaybeServe() {
 	case ModeStdout:
 		fmt.Println("hello, I am not a plugin")
 		os.Exit(0)
-	case ModeProtocol2:
+	case ModeProtocolOld:
 		hs := plugin.Handshake
-		hs.ProtocolVersion = 2
+		hs.ProtocolVersion = plugin.ProtocolVersion - 1
 		goplugin.Serve(&goplugin.ServeConfig{
 			HandshakeConfig:  hs,
-			VersionedPlugins: map[int]goplugin.PluginSet{2: {plugin.PluginName: &plugin.GRPCPlugin{Impl: v}}},
+			VersionedPlugins: map[int]goplugin.PluginSet{plugin.ProtocolVersion - 1: {plugin.PluginName: &plugin.GRPCPlugin{Impl: v}}},
 			GRPCServer:       goplugin.DefaultGRPCServer,
 		})
 	case ModeGarbage, ModeNoHidden, ModeBadChecksum, ModeBadDescribe, ModeBlob:
@@ -204,7 +204,7 @@ func (r *rawServer) Build(req *pluginpb.BuildRequest, stream pluginpb.Variant_Bu
 	case ModeBadChecksum:
 		_ = stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Header{Header: &pluginpb.BuildHeader{TotalBytes: 3, Format: "onnx"}}})
 		_ = stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Data{Data: []byte("abc")}})
-		return stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Trailer{Trailer: &pluginpb.BuildTrailer{Sha256: "00"}}})
+		return stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Trailer{Trailer: &pluginpb.BuildTrailer{Crc32C: 0}}})
 	}
 	return r.VariantServer.Build(req, stream)
 }
