@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unsafe"
 
 	"github.com/zoo-dev/zoo/onnx/onnxpb"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -13,7 +14,31 @@ import (
 // maxElements caps the element count of any tensor zoo will read (tensor.New's own limit).
 const maxElements = 1 << 31
 
-// encodeTensor converts t into a TensorProto with little-endian raw_data.
+// littleEndian is true on machines whose memory order is ONNX's raw_data order, where float32
+// and int64 data convert to and from raw_data by reinterpreting the slice instead of a loop.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// bytesOf returns the memory of s as bytes, without copying: the result aliases s.
+func bytesOf[E float32 | int64](s []E) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
+// sliceOf returns raw as n elements of E without copying when raw is suitably aligned (the
+// result then aliases raw); otherwise ok is false.
+func sliceOf[E float32 | int64](raw []byte, n int) (s []E, ok bool) {
+	var zero E
+	if n == 0 || len(raw) != n*int(unsafe.Sizeof(zero)) || uintptr(unsafe.Pointer(unsafe.SliceData(raw)))%unsafe.Alignof(zero) != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*E)(unsafe.Pointer(unsafe.SliceData(raw))), n), true
+}
+
+// encodeTensor converts t into a TensorProto with little-endian raw_data. On little-endian
+// machines the raw_data of float32 and int64 tensors aliases t's data (no copy): the proto
+// must not outlive a change to t, which Export guarantees by marshalling it at once.
 func encodeTensor(name string, t *tensor.Tensor) (*onnxpb.TensorProto, error) {
 	if err := t.Check(); err != nil {
 		return nil, err
@@ -25,12 +50,20 @@ func encodeTensor(name string, t *tensor.Tensor) (*onnxpb.TensorProto, error) {
 	n := t.Len()
 	switch t.DType {
 	case tensor.Float32:
+		if littleEndian {
+			tp.RawData = bytesOf(t.F32)
+			break
+		}
 		raw := make([]byte, 4*n)
 		for i, v := range t.F32 {
 			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
 		}
 		tp.RawData = raw
 	case tensor.Int64:
+		if littleEndian {
+			tp.RawData = bytesOf(t.I64)
+			break
+		}
 		raw := make([]byte, 8*n)
 		for i, v := range t.I64 {
 			binary.LittleEndian.PutUint64(raw[8*i:], uint64(v))
@@ -150,11 +183,30 @@ func checkTensor(tp *onnxpb.TensorProto) (tensorLayout, error) {
 	return lay, nil
 }
 
-// decodeTensor checks tp with checkTensor and then converts it to a zoo tensor.
+// decodeTensor checks tp with checkTensor and then converts it to a zoo tensor. On
+// little-endian machines a float32 or int64 tensor in raw_data takes raw_data's memory as its
+// own (no copy), so tp's raw_data must not be used afterwards: Import's ModelProto is its own
+// (proto.Unmarshal copies bytes fields out of the input) and is dropped after the import.
 func decodeTensor(tp *onnxpb.TensorProto) (*tensor.Tensor, error) {
 	lay, err := checkTensor(tp)
 	if err != nil {
 		return nil, err
+	}
+	if lay.raw && littleEndian {
+		t := &tensor.Tensor{DType: lay.dtype, Shape: lay.shape}
+		ok := false
+		switch lay.dtype {
+		case tensor.Float32:
+			t.F32, ok = sliceOf[float32](tp.GetRawData(), lay.n)
+		case tensor.Int64:
+			t.I64, ok = sliceOf[int64](tp.GetRawData(), lay.n)
+		}
+		if ok {
+			if err := t.Check(); err != nil {
+				return nil, err
+			}
+			return t, nil
+		}
 	}
 	t, err := tensor.New(lay.dtype, lay.shape...)
 	if err != nil {
