@@ -253,14 +253,14 @@ func linearTiles(m, n, k, threads int) (rb, cb int) {
 	return m, n
 }
 
-// linearFast computes act(x·W + bias) for x (…, k) and a constant W (k×n) with the
-// epilogue fused into each GEMM tile. bRank is the bias rank (the output must keep x's
-// rank for the broadcast to be the plain row broadcast).
-func linearFast(e *exec, x, w *tensor.Tensor, bias []float32, bRank int, act activation) (*tensor.Tensor, bool, error) {
+// linearFast computes act(x·W + bias) for x (…, k) and a constant W (k×n, packed once at
+// compile time as pw) with the epilogue fused into each GEMM tile. bRank is the bias rank
+// (the output must keep x's rank for the broadcast to be the plain row broadcast).
+func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, bRank int, act activation) (*tensor.Tensor, bool, error) {
 	if x == nil || x.DType != tensor.Float32 || len(x.Shape) < 2 || len(x.Shape) < bRank {
 		return nil, false, nil
 	}
-	k, n := w.Shape[0], w.Shape[1]
+	k, n := pw.K(), pw.N()
 	if x.Shape[len(x.Shape)-1] != k {
 		return nil, false, nil
 	}
@@ -281,20 +281,17 @@ func linearFast(e *exec, x, w *tensor.Tensor, bias []float32, bRank int, act act
 		va = vec.ActGelu
 	}
 	rb, cb := linearTiles(m, n, k, e.threads)
+	if cb < n && cb%pw.ColAlign() != 0 {
+		cb = n // (linColAlign is a multiple of every kernel's tile width)
+	}
 	rt, ct := (m+rb-1)/rb, (n+cb-1)/cb
 	parallelTasks(e.threads, rt*ct, func(t int) {
 		r0, c0 := (t/ct)*rb, (t%ct)*cb
 		rows, cols := min(rb, m-r0), min(cb, n-c0)
-		c := out.F32[r0*n+c0:]
-		if k == 0 {
-			for i := 0; i < rows; i++ {
-				clear(c[i*n : i*n+cols])
-			}
-		} else {
-			kernels.Sgemm(false, false, rows, cols, k, 1, x.F32[r0*k:], k, w.F32[c0:], n, 0, c, n)
-		}
+		c := out.F32[r0*n:]
+		kernels.SgemmPackedCols(rows, c0, c0+cols, 1, x.F32[r0*k:], k, pw, 0, c, n)
 		for i := 0; i < rows; i++ {
-			vec.BiasAct(c[i*n:i*n+cols], bias[c0:c0+cols], va)
+			vec.BiasAct(c[i*n+c0:i*n+c0+cols], bias[c0:c0+cols], va)
 		}
 	})
 	return out, true, nil

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/zoo-dev/zoo/backends/cpu/kernels"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -262,8 +263,10 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		kind = map[activation]string{actRelu: "linear+relu", actGelu: "linear+gelu"}[a2]
 	}
 	bRank := len(b.Shape)
+	// W is packed once here, in the SGEMM micro-kernel layout, so no run packs it again.
+	pw := kernels.PackB(false, w.Shape[0], n, w.F32, n)
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
-		return linearFast(e, in[0], w, b.F32, bRank, act)
+		return linearFast(e, in[0], pw, b.F32, bRank, act)
 	}
 	return group, f.newFused("FusedLinear", group, []int{mm.in[0]}, out, fast), kind, true
 }

@@ -106,9 +106,7 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 		return
 	}
 	mr, nr := kern.mr, kern.nr
-	// Split k into equal blocks no longer than kern.kc (512 → 3×171 rather than
-	// 192+192+128), so no block is a short one that pays the C update for little work.
-	kcMax := (k + (k+kern.kc-1)/kern.kc - 1) / ((k + kern.kc - 1) / kern.kc)
+	kcMax := kcBlock(k, kern.kc)
 	mcMax := min(kern.mc, roundUp(m, mr))
 	ncMax := min(kern.nc, roundUp(n, nr))
 

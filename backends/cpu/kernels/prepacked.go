@@ -1,0 +1,181 @@
+package kernels
+
+import "fmt"
+
+// PackedB is a constant right-hand operand op(B) (k×n) packed once, for every k block, in
+// the micro-kernel panel layout of the level that was active when PackB made it. Products
+// with it (SgemmPacked, SgemmPackedCols) skip the per-call packing of B, which costs as
+// much as the arithmetic when op(A) has few rows. It is read-only after PackB and safe to
+// use from many goroutines at once.
+type PackedB struct {
+	k, n int
+	kern *microKernel // nil: the generic level; data then holds op(B) row-major, k×n
+	kc   int          // k block length (the last block may be shorter)
+	np   int          // panels per k block: ceil(n/nr)
+	data []float32    // block q (rows q·kc…) starts at q·kc·np·nr; panel j at +j·kcb·nr
+}
+
+// PackB packs op(B) for SgemmPacked: B is k×n with row stride ldb, or n×k when transB. The
+// layout is that of the kernel level active now; products with the result use that level
+// even if SetLevel changes it later, and round exactly as Sgemm on that level does. It
+// panics, like Sgemm, when b is too short for the shape and stride.
+func PackB(transB bool, k, n int, b []float32, ldb int) *PackedB {
+	if k < 0 || n < 0 {
+		panic(fmt.Sprintf("kernels: PackB: negative dimension k=%d n=%d", k, n))
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	checkMat("B", br, bc, len(b), ldb)
+	kern := active.Load().kern
+	pb := &PackedB{k: k, n: n, kern: kern}
+	if kern == nil {
+		pb.data = make([]float32, k*n)
+		for p := 0; p < k; p++ {
+			row := pb.data[p*n : p*n+n]
+			for j := range row {
+				if transB {
+					row[j] = b[j*ldb+p]
+				} else {
+					row[j] = b[p*ldb+j]
+				}
+			}
+		}
+		return pb
+	}
+	if k == 0 || n == 0 {
+		return pb
+	}
+	nr := kern.nr
+	pb.kc = kcBlock(k, kern.kc)
+	pb.np = (n + nr - 1) / nr
+	pb.data = make([]float32, k*pb.np*nr)
+	for pc := 0; pc < k; pc += pb.kc {
+		kcb := min(pb.kc, k-pc)
+		packB(transB, b, ldb, pc, 0, kcb, n, nr, pb.data[pc*pb.np*nr:])
+	}
+	return pb
+}
+
+// K and N return the shape of op(B).
+func (pb *PackedB) K() int { return pb.k }
+
+// N returns the number of columns of op(B).
+func (pb *PackedB) N() int { return pb.n }
+
+// ColAlign is the column granularity of SgemmPackedCols: ranges must start at a multiple
+// of it (the micro-kernel's tile width, or 1 on the generic level).
+func (pb *PackedB) ColAlign() int {
+	if pb.kern == nil {
+		return 1
+	}
+	return pb.kern.nr
+}
+
+// kcBlock splits k into equal blocks no longer than kc (512 → 3×171 rather than
+// 192+192+128), so no block is a short one that pays the C update for little work.
+func kcBlock(k, kc int) int {
+	nb := (k + kc - 1) / kc
+	return (k + nb - 1) / nb
+}
+
+// SgemmPacked computes C = alpha·op(A)·op(B) + beta·C like Sgemm with transA false, op(B)
+// given pre-packed by PackB (n and k must be its shape). The result is bitwise equal to
+// Sgemm's on the level pb was packed for. It panics when the shapes disagree or a slice is
+// too short.
+func SgemmPacked(m, n, k int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
+	if pb == nil || n != pb.n || k != pb.k {
+		panic(fmt.Sprintf("kernels: SgemmPacked: shape %d×%d does not match the packed operand", k, n))
+	}
+	SgemmPackedCols(m, 0, n, alpha, a, lda, pb, beta, c, ldc)
+}
+
+// SgemmPackedCols computes only columns [j0, j1) of SgemmPacked's product: c addresses
+// column 0 of C (element (i, j) is c[i·ldc+j]) and nothing outside those columns is read or
+// written. j0 must be a multiple of pb.ColAlign(). Calls on disjoint column ranges may run
+// concurrently, and every element is bitwise the same as in the full product, so the
+// columns of one product can be split across threads without repacking op(B).
+func SgemmPackedCols(m, j0, j1 int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
+	if pb == nil || m < 0 || j0 < 0 || j1 > pb.n || j0 > j1 || j0%pb.ColAlign() != 0 {
+		panic(fmt.Sprintf("kernels: SgemmPackedCols: bad column range [%d, %d) of a packed operand", j0, j1))
+	}
+	n, k := j1-j0, pb.k
+	if m == 0 || n == 0 {
+		return
+	}
+	checkMat("A", m, k, len(a), lda)
+	checkMat("C", m, j1, len(c), ldc)
+	c = c[j0:]
+	if k == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	if pb.kern == nil {
+		SgemmGeneric(false, false, m, n, k, alpha, a, lda, pb.data[j0:], pb.n, beta, c, ldc)
+		return
+	}
+	sgemmPrepacked(pb, m, j0, n, alpha, a, lda, beta, c, ldc)
+}
+
+// sgemmPrepacked is sgemmPacked's loop nest with op(B)'s packing replaced by indexing into
+// pb: the same k blocks, tiles and edge handling, hence the same rounding.
+func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda int, beta float32, c []float32, ldc int) {
+	kern := pb.kern
+	mr, nr := kern.mr, kern.nr
+	k, kcMax := pb.k, pb.kc
+	mcMax := min(kern.mc, roundUp(m, mr))
+	ncMax := min(kern.nc, roundUp(n, nr))
+
+	ws := workspaces.Get().(*workspace)
+	ws.a = grow(ws.a, mcMax*kcMax)
+	abuf := ws.a
+	var scratch [maxTile]float32
+
+	for jc := 0; jc < n; jc += ncMax {
+		ncb := min(ncMax, n-jc)
+		for pc := 0; pc < k; pc += kcMax {
+			kcb := min(kcMax, k-pc)
+			// Panels of this k block for columns j0+jc….
+			bbuf := pb.data[pc*pb.np*nr+(j0+jc)/nr*kcb*nr:]
+			flags, bt := 1, float32(1)
+			if pc == 0 {
+				if beta == 0 {
+					flags = 0
+				} else {
+					bt = beta
+				}
+			}
+			for ic := 0; ic < m; ic += mcMax {
+				mcb := min(mcMax, m-ic)
+				packA(false, a, lda, ic, pc, mcb, kcb, mr, alpha, abuf)
+				for jr := 0; jr < ncb; jr += nr {
+					nrb := min(nr, ncb-jr)
+					bp := &bbuf[jr*kcb]
+					for ir := 0; ir < mcb; ir += mr {
+						mrb := min(mr, mcb-ir)
+						ap := &abuf[ir*kcb]
+						off := (ic+ir)*ldc + jc + jr
+						if mrb == mr && nrb == nr {
+							kern.fn(kcb, ap, bp, &c[off], ldc, flags, bt)
+							continue
+						}
+						kern.fn(kcb, ap, bp, &scratch[0], nr, 0, 0)
+						for i := 0; i < mrb; i++ {
+							crow := c[off+i*ldc : off+i*ldc+nrb]
+							srow := scratch[i*nr : i*nr+nrb]
+							if flags == 0 {
+								copy(crow, srow)
+							} else {
+								for j, s := range srow {
+									crow[j] = fma32(bt, crow[j], s)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	workspaces.Put(ws)
+}

@@ -1,0 +1,64 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestSgemmPackedLevels holds SgemmPacked and SgemmPackedCols to Sgemm bit for bit, and to
+// SgemmGeneric within the rounding bound, on awkward shapes at every level.
+func TestSgemmPackedLevels(t *testing.T) {
+	shapes := [][3]int{{1, 1, 1}, {3, 5, 7}, {12, 32, 1}, {13, 33, 17}, {7, 100, 300}, {25, 65, 192}, {130, 70, 513}, {200, 1100, 64}, {64, 2100, 20}, {5, 31, 0}}
+	for _, lv := range Available() {
+		withLevel(t, lv, func() {
+			rng := rand.New(rand.NewPCG(7, uint64(len(lv))))
+			for _, sh := range shapes {
+				for _, transB := range []bool{false, true} {
+					for _, ab := range [][2]float32{{1, 0}, {0.5, 1}, {-1.5, 0.25}} {
+						m, n, k := sh[0], sh[1], sh[2]
+						g := newCase(rng, false, transB, m, n, k, ab[0], ab[1], 3)
+						want := g.cloneC()
+						g.run(want, Sgemm)
+						ref := g.cloneC()
+						g.run(ref, SgemmGeneric)
+						g.check(t, want, ref)
+						pb := PackB(transB, k, n, g.b[g.offB:], g.ldb)
+						got := g.cloneC()
+						SgemmPacked(m, n, k, g.alpha, g.a[g.offA:], g.lda, pb, g.beta, got[g.offC:], g.ldc)
+						bitwise(t, lv+" SgemmPacked "+g.String(), got, want)
+						// Column ranges at every alignment step, in a scrambled order.
+						cols := g.cloneC()
+						step := pb.ColAlign() * (1 + rng.IntN(3))
+						for j := (n - 1) / step * step; j >= 0; j -= step {
+							SgemmPackedCols(m, j, min(j+step, n), g.alpha, g.a[g.offA:], g.lda, pb, g.beta, cols[g.offC:], g.ldc)
+						}
+						bitwise(t, lv+" SgemmPackedCols "+g.String(), cols, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func bitwise(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range got {
+		if got[i] != want[i] && !(isNaN32(got[i]) && isNaN32(want[i])) {
+			t.Fatalf("%s: element %d = %g, want %g (bitwise)", what, i, got[i], want[i])
+		}
+	}
+}
+
+// TestSgemmPackedCaptureLevel checks that a PackedB keeps the level it was packed for.
+func TestSgemmPackedCaptureLevel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	g := newCase(rng, false, false, 17, 40, 50, 1, 0, 1)
+	want := g.cloneC()
+	g.run(want, Sgemm)
+	pb := PackB(false, g.k, g.n, g.b[g.offB:], g.ldb)
+	withLevel(t, "generic", func() {
+		got := g.cloneC()
+		SgemmPacked(g.m, g.n, g.k, 1, g.a[g.offA:], g.lda, pb, 0, got[g.offC:], g.ldc)
+		bitwise(t, "after SetLevel", got, want)
+	})
+}
