@@ -28,13 +28,25 @@ type chunkSink struct {
 	msg  pluginpb.BuildChunk
 }
 
-// buildCodec is the host's codec for Build streams: chunkSink messages take the direct path,
-// everything else (the request) is the standard proto codec. It changes nothing on the wire.
+// buildCodec is the codec of Build streams on both sides; it changes nothing on the wire. The
+// plugin side sends a data chunk as its 1 to 11 bytes of framing followed by the model's own
+// bytes (not copied into a marshal buffer); the host side takes chunkSink messages by the
+// direct path. Every other message goes through the standard proto codec.
 type buildCodec struct{ proto encoding.CodecV2 }
 
 func newBuildCodec() buildCodec { return buildCodec{proto: encoding.GetCodecV2(gproto.Name)} }
 
-func (c buildCodec) Marshal(v any) (mem.BufferSlice, error) { return c.proto.Marshal(v) }
+// Marshal encodes v; a BuildChunk holding data references the data instead of copying it, so
+// the data must not change until the stream ends (SendModel's callers guarantee it).
+func (c buildCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if m, ok := v.(*pluginpb.BuildChunk); ok {
+		if d, ok := m.GetPart().(*pluginpb.BuildChunk_Data); ok && len(d.Data) >= 4096 && len(m.ProtoReflect().GetUnknown()) == 0 {
+			head := binary.AppendUvarint([]byte{dataTag}, uint64(len(d.Data)))
+			return mem.BufferSlice{mem.SliceBuffer(head), mem.SliceBuffer(d.Data)}, nil
+		}
+	}
+	return c.proto.Marshal(v)
+}
 
 func (c buildCodec) Name() string { return gproto.Name }
 

@@ -104,7 +104,9 @@ func newGRPCServer(opts []grpc.ServerOption) *grpc.Server {
 		// Bulk streams over a local socket: large flow-control windows and buffers keep the
 		// 1 MiB chunks flowing without a round trip per 64 KiB.
 		grpc.InitialWindowSize(windowBytes), grpc.InitialConnWindowSize(windowBytes),
-		grpc.WriteBufferSize(bufferBytes), grpc.ReadBufferSize(bufferBytes))
+		grpc.WriteBufferSize(bufferBytes), grpc.ReadBufferSize(bufferBytes),
+		// Data chunks are framed around the model's bytes instead of being copied.
+		grpc.ForceServerCodecV2(newBuildCodec()))
 	return grpc.NewServer(opts...)
 }
 

@@ -76,9 +76,9 @@ func (s *server) Build(req *pluginpb.BuildRequest, stream pluginpb.Variant_Build
 
 // SendModel streams model bytes as a Build answer: header, chunks of at most maxChunk bytes
 // (MaxChunkBytes when 0 or larger), trailer with the CRC-32C of all bytes. The chunks are
-// slices of data, not copies, and the checksum is updated chunk by chunk just before each
-// send, while the chunk is in cache. Plugins that implement pluginpb.VariantServer themselves
-// can use it.
+// slices of data, not copies, so data must not change until the Build call returns; the
+// checksum is updated chunk by chunk just before each send, while the chunk is in cache.
+// Plugins that implement pluginpb.VariantServer themselves can use it.
 func SendModel(stream pluginpb.Variant_BuildServer, data []byte, maxChunk int) error {
 	n := chunkLimit(uint32(maxChunk))
 	if err := stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Header{Header: &pluginpb.BuildHeader{TotalBytes: int64(len(data)), Format: "onnx"}}}); err != nil {
