@@ -33,7 +33,7 @@ func init() {
 		"Relu":               unaryOp(reluF, reluI, nil),
 		"Not":                unaryOp(nil, nil, func(v bool) bool { return !v }),
 		"Elu":                makeElu,
-		"Add":                arithOp(func(a, b float32) float32 { return a + b }, func(a, b int64) int64 { return a + b }),
+		"Add":                makeAdd,
 		"Sub":                arithOp(func(a, b float32) float32 { return a - b }, func(a, b int64) int64 { return a - b }),
 		"Mul":                arithOp(func(a, b float32) float32 { return a * b }, func(a, b int64) int64 { return a * b }),
 		"Div":                makeDiv,

@@ -30,6 +30,35 @@ func sgemmKernelAVX2x6x16(kc int, a, b, c *float32, ldc, flags int, beta float32
 //go:noescape
 func packBTrans32AVX512(dst, src *float32, idx *[16]int32, half, kc int)
 
+// packARowsAVX512 packs one micro-panel of a row-major A with gathers; see pack_amd64.s.
+//
+//go:noescape
+func packARowsAVX512(dst, src *float32, idx *[16]int32, lanes, mr, kc int, alpha float32)
+
+// packAFast packs the micro-panel of mrb rows of a row-major A starting at a[off] (row
+// stride lda) into panel (mr values per k step, zero past mrb, scaled by alpha) with
+// AVX-512 gathers, when the CPU has them and the offsets fit int32; it reports whether it
+// did. The result equals packA's scalar loop bit for bit (alpha·v rounds the same way).
+func packAFast(panel, a []float32, off, lda, kcb, mr, mrb int, alpha float32) bool {
+	if mr > 16 || !hasAVX512() || mr*lda >= 1<<31 || kcb == 0 || mrb == 0 {
+		return false
+	}
+	_ = a[off+(mrb-1)*lda+kcb-1]
+	_ = panel[mr*kcb-1]
+	var idx [16]int32
+	for i := 0; i < mrb; i++ {
+		idx[i] = int32(i * lda)
+	}
+	packARowsAVX512(&panel[0], &a[off], &idx, mrb, mr, kcb, alpha)
+	return true
+}
+
+// prefetchL2 asks for lines 64-byte cache lines from p to be brought into L2; see
+// pack_amd64.s. A prefetch never faults, but callers keep the range inside one slice.
+//
+//go:noescape
+func prefetchL2(p *float32, lines int)
+
 // packBTransFast packs a full 32-wide panel of transposed B with AVX-512 gathers when the
 // CPU has them and the row offsets fit the gather's int32 indices; it reports whether it did.
 func packBTransFast(panel, b []float32, off, ldb, kcb, nr int) bool {

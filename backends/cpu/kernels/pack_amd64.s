@@ -39,3 +39,64 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func packARowsAVX512(dst, src *float32, idx *[16]int32, lanes, mr, kc int, alpha float32)
+//
+// Packs one micro-panel of a row-major op(A): dst[p*mr+i] = alpha*A[i, p] for p < kc and
+// i < lanes, and 0 for lanes <= i < mr (mr <= 16). src points at A[0, 0] of the panel and
+// idx holds the element offsets i*lda. Each k step is one masked gather down the panel's
+// rows, one multiply (exact when alpha is 1) and one masked store of mr values.
+TEXT ·packARowsAVX512(SB), NOSPLIT, $0-52
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ idx+16(FP), AX
+	MOVQ lanes+24(FP), BX
+	MOVQ mr+32(FP), DX
+	MOVQ kc+40(FP), CX
+	VBROADCASTSS alpha+48(FP), Z3
+	VMOVDQU32 (AX), Z2
+	// K3: the low lanes bits (gather mask), K4: the low mr bits (store mask).
+	MOVL $1, R9
+	SHLXL BX, R9, R10
+	DECL R10
+	KMOVW R10, K3
+	SHLXL DX, R9, R11
+	DECL R11
+	KMOVW R11, K4
+	SHLQ $2, DX // DX: bytes per k step of dst
+	TESTQ CX, CX
+	JZ done
+
+loop:
+	VPXORD Z0, Z0, Z0
+	KMOVW K3, K1
+	VGATHERDPS (SI)(Z2*4), K1, Z0
+	VMULPS Z3, Z0, K3, Z0
+	VMOVUPS Z0, K4, (DI)
+	ADDQ $4, SI
+	ADDQ DX, DI
+	DECQ CX
+	JNZ loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func prefetchL2(p *float32, lines int)
+//
+// Issues PREFETCHT1 for lines consecutive 64-byte lines from p: the next packed B
+// micro-panel is fetched into L2 while the current one is being used.
+TEXT ·prefetchL2(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ lines+8(FP), CX
+	TESTQ CX, CX
+	JLE pdone
+
+ploop:
+	PREFETCHT1 (SI)
+	ADDQ $64, SI
+	DECQ CX
+	JNZ ploop
+
+pdone:
+	RET

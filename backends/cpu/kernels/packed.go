@@ -153,6 +153,11 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 							srow := scratch[i*nr : i*nr+nrb]
 							if flags == 0 {
 								copy(crow, srow)
+							} else if bt == 1 {
+								// fma32(1, x, s) is x+s rounded once: a plain add.
+								for j, s := range srow {
+									crow[j] += s
+								}
 							} else {
 								for j, s := range srow {
 									crow[j] = fma32(bt, crow[j], s)
@@ -204,6 +209,9 @@ func packA(transA bool, a []float32, lda, ic, pc, mcb, kcb, mr int, alpha float3
 				}
 				clear(d[mrb:])
 			}
+			continue
+		}
+		if packAFast(panel, a, (ic+ir)*lda+pc, lda, kcb, mr, mrb, alpha) {
 			continue
 		}
 		// Row-major A: read each row contiguously and scatter with stride mr.

@@ -152,6 +152,11 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 				for jr := 0; jr < ncb; jr += nr {
 					nrb := min(nr, ncb-jr)
 					bp := &bbuf[jr*kcb]
+					// The packed weights of a small-m product come from memory, each panel used
+					// by only mcb/mr kernel calls: fetch the next panel while this one runs.
+					if jr+nr < ncb {
+						prefetchL2(&bbuf[(jr+nr)*kcb], nr*kcb/16)
+					}
 					for ir := 0; ir < mcb; ir += mr {
 						mrb := min(mr, mcb-ir)
 						ap := &abuf[ir*kcb]
@@ -166,6 +171,11 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 							srow := scratch[i*nr : i*nr+nrb]
 							if flags == 0 {
 								copy(crow, srow)
+							} else if bt == 1 {
+								// fma32(1, x, s) is x+s rounded once: a plain add.
+								for j, s := range srow {
+									crow[j] += s
+								}
 							} else {
 								for j, s := range srow {
 									crow[j] = fma32(bt, crow[j], s)

@@ -62,3 +62,37 @@ func TestSgemmPackedCaptureLevel(t *testing.T) {
 		bitwise(t, "after SetLevel", got, want)
 	})
 }
+
+// TestPackAFast holds the gather packing of A to packA's scalar loop, bit for bit,
+// including the zero padding of partial panels.
+func TestPackAFast(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	lda, k := 37, 29
+	a := make([]float32, 20*lda)
+	for i := range a {
+		a[i] = rng.Float32()*2 - 1
+	}
+	for _, mr := range []int{6, 12, 14, 16} {
+		for mrb := 1; mrb <= mr; mrb++ {
+			for _, alpha := range []float32{1, -0.75} {
+				got := make([]float32, mr*k+7)
+				for i := range got {
+					got[i] = guard
+				}
+				want := append([]float32(nil), got...)
+				if !packAFast(got, a, lda+2, lda, k, mr, mrb, alpha) {
+					t.Skip("no fast A packing on this CPU")
+				}
+				for p := 0; p < k; p++ {
+					for i := 0; i < mr; i++ {
+						want[p*mr+i] = 0
+						if i < mrb {
+							want[p*mr+i] = alpha * a[lda+2+i*lda+p]
+						}
+					}
+				}
+				bitwise(t, "packAFast", got, want)
+			}
+		}
+	}
+}
