@@ -19,7 +19,11 @@ type microKernel struct {
 	mr, nr     int
 	kc, mc, nc int
 	fn         func(kc int, a, b, c *float32, ldc, flags int, beta float32)
-	ok         func() bool // whether this CPU can run fn
+	// direct, when set, is fn reading an unpacked row-major A in place (row stride lda, its
+	// last argument) with the same FMAs in the same order; SgemmPacked uses it when alpha
+	// is 1, so full tiles need no packing of A at all.
+	direct func(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
+	ok     func() bool // whether this CPU can run fn
 }
 
 // maxTile bounds mr·nr over all kernels; the edge scratch tile lives on the stack.

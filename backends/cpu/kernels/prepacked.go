@@ -131,6 +131,7 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 	ws.a = grow(ws.a, mcMax*kcMax)
 	abuf := ws.a
 	var scratch [maxTile]float32
+	direct := kern.direct != nil && alpha == 1
 
 	for jc := 0; jc < n; jc += ncMax {
 		ncb := min(ncMax, n-jc)
@@ -148,24 +149,43 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 			}
 			for ic := 0; ic < m; ic += mcMax {
 				mcb := min(mcMax, m-ic)
-				packA(false, a, lda, ic, pc, mcb, kcb, mr, alpha, abuf)
+				full := 0 // rows read in place by the direct kernel
+				if direct {
+					// Only a trailing partial panel is packed, into abuf's first panel.
+					full = mcb / mr * mr
+					if full < mcb {
+						packA(false, a, lda, ic+full, pc, mcb-full, kcb, mr, alpha, abuf)
+					}
+				} else {
+					packA(false, a, lda, ic, pc, mcb, kcb, mr, alpha, abuf)
+				}
 				for jr := 0; jr < ncb; jr += nr {
 					nrb := min(nr, ncb-jr)
 					bp := &bbuf[jr*kcb]
-					// The packed weights of a small-m product come from memory, each panel used
-					// by only mcb/mr kernel calls: fetch the next panel while this one runs.
-					if jr+nr < ncb {
+					// On the first row block the packed weights come from memory (later row
+					// blocks find them in L2), each panel used by only mcb/mr kernel calls:
+					// fetch the next panel while this one runs.
+					if ic == 0 && jr+nr < ncb {
 						prefetchL2(&bbuf[(jr+nr)*kcb], nr*kcb/16)
 					}
 					for ir := 0; ir < mcb; ir += mr {
 						mrb := min(mr, mcb-ir)
-						ap := &abuf[ir*kcb]
 						off := (ic+ir)*ldc + jc + jr
-						if mrb == mr && nrb == nr {
-							kern.fn(kcb, ap, bp, &c[off], ldc, flags, bt)
-							continue
+						if ir < full {
+							ad := &a[(ic+ir)*lda+pc]
+							if nrb == nr {
+								kern.direct(kcb, ad, bp, &c[off], ldc, flags, bt, lda)
+								continue
+							}
+							kern.direct(kcb, ad, bp, &scratch[0], nr, 0, 0, lda)
+						} else {
+							ap := &abuf[(ir-full)*kcb]
+							if mrb == mr && nrb == nr {
+								kern.fn(kcb, ap, bp, &c[off], ldc, flags, bt)
+								continue
+							}
+							kern.fn(kcb, ap, bp, &scratch[0], nr, 0, 0)
 						}
-						kern.fn(kcb, ap, bp, &scratch[0], nr, 0, 0)
 						for i := 0; i < mrb; i++ {
 							crow := c[off+i*ldc : off+i*ldc+nrb]
 							srow := scratch[i*nr : i*nr+nrb]

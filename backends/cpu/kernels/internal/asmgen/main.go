@@ -27,6 +27,7 @@ type kernel struct {
 	mr     int    // rows of the tile: elements of A broadcast per k step
 	nv     int    // vectors per row: NR = nv·lanes columns of B per k step
 	unroll int    // k steps per loop iteration
+	direct bool   // A read in place from row-major memory (stride lda) instead of packed
 }
 
 // kernels lists what the generator emits. Their Go declarations live in kernels_amd64.go.
@@ -36,7 +37,14 @@ var kernels = []kernel{
 	{name: "sgemmKernelAVX512x8x48", avx512: true, mr: 8, nv: 3, unroll: 4},
 	{name: "sgemmKernelAVX512x6x64", avx512: true, mr: 6, nv: 4, unroll: 4},
 	{name: "sgemmKernelAVX2x6x16", avx512: false, mr: 6, nv: 2, unroll: 4},
+	{name: "sgemmKernelAVX512x12x32Direct", avx512: true, mr: 12, nv: 2, unroll: 4, direct: true},
 }
+
+// directRows addresses row i of an unpacked A for the direct kernels: rows 0-11 from four
+// base pointers (SI = row 0, R10 = row 3, R11 = row 6, R12 = row 9) and the row stride in
+// BX scaled by 1, 2, 4 or 8.
+var directRows = []string{"(SI)", "(SI)(BX*1)", "(SI)(BX*2)", "(R10)", "(SI)(BX*4)", "(R10)(BX*2)",
+	"(R11)", "(R10)(BX*4)", "(SI)(BX*8)", "(R12)", "(R11)(BX*4)", "(R10)(BX*8)"}
 
 func main() {
 	out := flag.String("o", "sgemm_amd64.s", "output file")
@@ -105,12 +113,32 @@ func (k kernel) emit(w *bytes.Buffer) {
 	if k.avx512 {
 		isa = "AVX-512F"
 	}
-	fmt.Fprintf(w, "\n// func %s(kc int, a, b, c *float32, ldc, flags int, beta float32)\n", k.name)
+	if k.direct && k.mr > len(directRows) {
+		log.Fatalf("%s: direct kernels handle at most %d rows", k.name, len(directRows))
+	}
+	if k.direct {
+		fmt.Fprintf(w, "\n// func %s(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)\n", k.name)
+		fmt.Fprintf(w, "// As the packed kernels, but a points at A[0, 0] of a row-major A with row stride lda\n// (elements): row i of the tile is read in place, one broadcast per element as before.\n")
+	} else {
+		fmt.Fprintf(w, "\n// func %s(kc int, a, b, c *float32, ldc, flags int, beta float32)\n", k.name)
+	}
 	fmt.Fprintf(w, "// %s, %d×%d tile: %d accumulators %s%d–%s%d, B in %s%d–%s%d, broadcasts in %s%d–%s%d.\n",
 		isa, k.mr, nr, nacc, reg, 0, reg, nacc-1, reg, bReg, reg, bReg+k.nv-1, reg, tReg, reg, tReg+ntmp-1)
-	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-52\n", k.name)
+	if k.direct {
+		fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-64\n", k.name)
+	} else {
+		fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-52\n", k.name)
+	}
 	p("MOVQ kc+0(FP), CX")
 	p("MOVQ a+8(FP), SI")
+	if k.direct {
+		p("MOVQ lda+56(FP), BX")
+		p("SHLQ $2, BX // A row stride in bytes")
+		p("LEAQ (BX)(BX*2), AX // three rows")
+		p("LEAQ (SI)(AX*1), R10 // row 3")
+		p("LEAQ (R10)(AX*1), R11 // row 6")
+		p("LEAQ (R11)(AX*1), R12 // row 9")
+	}
 	p("MOVQ b+16(FP), DI")
 	p("MOVQ c+24(FP), DX")
 	p("MOVQ ldc+32(FP), R8")
@@ -139,7 +167,11 @@ func (k kernel) emit(w *bytes.Buffer) {
 			p("VMOVUPS %d(DI), %s", (u*nr+v*lanes)*4, breg(v))
 		}
 		for i := 0; i < k.mr; i++ {
-			p("VBROADCASTSS %d(SI), %s", (u*k.mr+i)*4, treg(i))
+			if k.direct {
+				p("VBROADCASTSS %d%s, %s", u*4, directRows[i], treg(i))
+			} else {
+				p("VBROADCASTSS %d(SI), %s", (u*k.mr+i)*4, treg(i))
+			}
 			for v := 0; v < k.nv; v++ {
 				p("VFMADD231PS %s, %s, %s", breg(v), treg(i), acc(i, v))
 			}
@@ -151,7 +183,16 @@ func (k kernel) emit(w *bytes.Buffer) {
 	for u := 0; u < k.unroll; u++ {
 		step(u)
 	}
-	p("ADDQ $%d, SI", k.unroll*k.mr*4)
+	advanceA := func(steps int) {
+		if !k.direct {
+			p("ADDQ $%d, SI", steps*k.mr*4)
+			return
+		}
+		for _, r := range []string{"SI", "R10", "R11", "R12"} {
+			p("ADDQ $%d, %s", steps*4, r)
+		}
+	}
+	advanceA(k.unroll)
 	p("ADDQ $%d, DI", k.unroll*nr*4)
 	p("SUBQ $%d, CX", k.unroll)
 	p("CMPQ CX, $%d", k.unroll)
@@ -161,7 +202,7 @@ func (k kernel) emit(w *bytes.Buffer) {
 	p("JZ %s_store", k.name)
 	label("tailloop")
 	step(0)
-	p("ADDQ $%d, SI", k.mr*4)
+	advanceA(1)
 	p("ADDQ $%d, DI", nr*4)
 	p("DECQ CX")
 	p("JNZ %s_tailloop", k.name)
