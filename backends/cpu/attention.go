@@ -29,9 +29,15 @@ const (
 	attnTasks  = 8   // aim for at least this many tasks (independent of the thread count)
 )
 
-var attnScratch = sync.Pool{New: func() any {
-	s := make([]float32, attnQBlock*attnKBlock)
-	return &s
+// attnState is one task's scratch: the score tile, the running row maxima and sums, and
+// the packed Kᵀ and V blocks of its head.
+type attnState struct {
+	s, m, l []float32
+	kt, v   kernels.PackedB
+}
+
+var attnStates = sync.Pool{New: func() any {
+	return &attnState{s: make([]float32, attnQBlock*attnKBlock)}
 }}
 
 // bcastOperand is a mask (or Where condition) broadcast to the score shape: element
@@ -129,57 +135,71 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp) (*tensor.Tensor,
 		return nil, true, err
 	}
 	nb := prod(batch)
-	bq := attnQBlock
-	for bq > attnMinQ && nb*((nq+bq-1)/bq) < attnTasks {
-		bq /= 2
+	// A task is one (batch, head) matrix, or a contiguous share of its query rows when there
+	// are too few matrices to make attnTasks tasks. It packs each block of Kᵀ and V once and
+	// runs every query block of its share against it; the Q rows and score tiles are read
+	// in place by the packed SGEMM.
+	chunks := 1
+	if nb < attnTasks {
+		chunks = min((attnTasks+nb-1)/nb, (nq+attnMinQ-1)/attnMinQ)
 	}
-	qBlocks := (nq + bq - 1) / bq
-	parallelTasks(e.threads, nb*qBlocks, func(t int) {
-		b, q0 := t/qBlocks, (t%qBlocks)*bq
-		rows := min(bq, nq-q0)
-		sp := attnScratch.Get().(*[]float32)
-		defer attnScratch.Put(sp)
-		s := *sp
-		var mBuf, lBuf [attnQBlock]float32
-		m, l := mBuf[:rows], lBuf[:rows]
-		for i := range m {
-			m[i] = float32(math.Inf(-1))
+	per := (nq + chunks - 1) / chunks
+	chunks = (nq + per - 1) / per
+	parallelTasks(e.threads, nb*chunks, func(t int) {
+		b := t / chunks
+		qLo := (t % chunks) * per
+		qHi := min(qLo+per, nq)
+		st := attnStates.Get().(*attnState)
+		defer attnStates.Put(st)
+		s := st.s
+		if cap(st.m) < qHi-qLo {
+			st.m, st.l = make([]float32, qHi-qLo), make([]float32, qHi-qLo)
 		}
-		qa := q.F32[(b*nq+q0)*dk:]
+		m, l := st.m[:qHi-qLo], st.l[:qHi-qLo]
+		for i := range m {
+			m[i], l[i] = float32(math.Inf(-1)), 0
+		}
 		kb := kt.F32[b*dk*nk:]
 		vb := v.F32[b*nk*dv:]
-		o := out.F32[(b*nq+q0)*dv : (b*nq+q0+rows)*dv]
 		for k0 := 0; k0 < nk; k0 += attnKBlock {
 			cols := min(attnKBlock, nk-k0)
-			sc := s[:rows*cols]
-			kernels.Sgemm(false, false, rows, cols, dk, 1, qa, dk, kb[k0:], nk, 0, sc, cols)
-			for i := 0; i < rows; i++ {
-				row := sc[i*cols : (i+1)*cols]
-				applyScoreOps(row, ops, operands, b, q0+i, k0)
-				mx := vec.Max(row)
-				mnew := mx
-				if mx == mx && m[i] > mx {
-					mnew = m[i]
-				}
-				if math.IsInf(float64(mnew), -1) {
-					clear(row) // every key so far is masked out
-					continue
-				}
-				alpha := float32(math.Exp(float64(m[i] - mnew)))
-				sum := vec.ExpSum(row, row, mnew)
-				if k0 > 0 && alpha != 1 {
-					vec.Scale(o[i*dv:(i+1)*dv], alpha)
-				}
-				l[i] = l[i]*alpha + sum
-				m[i] = mnew
-			}
+			st.kt.Pack(false, dk, cols, kb[k0:], nk)
+			st.v.Pack(false, cols, dv, vb[k0*dv:], dv)
 			beta := float32(1)
 			if k0 == 0 {
 				beta = 0
 			}
-			kernels.Sgemm(false, false, rows, dv, cols, 1, sc, cols, vb[k0*dv:], dv, beta, o, dv)
+			for q0 := qLo; q0 < qHi; q0 += attnQBlock {
+				rows := min(attnQBlock, qHi-q0)
+				sc := s[:rows*cols]
+				kernels.SgemmPacked(rows, cols, dk, 1, q.F32[(b*nq+q0)*dk:], dk, &st.kt, 0, sc, cols)
+				o := out.F32[(b*nq+q0)*dv : (b*nq+q0+rows)*dv]
+				mq, lq := m[q0-qLo:], l[q0-qLo:]
+				for i := 0; i < rows; i++ {
+					row := sc[i*cols : (i+1)*cols]
+					applyScoreOps(row, ops, operands, b, q0+i, k0)
+					mx := vec.Max(row)
+					mnew := mx
+					if mx == mx && mq[i] > mx {
+						mnew = mq[i]
+					}
+					if math.IsInf(float64(mnew), -1) {
+						clear(row) // every key so far is masked out
+						continue
+					}
+					alpha := float32(math.Exp(float64(mq[i] - mnew)))
+					sum := vec.ExpSum(row, row, mnew)
+					if k0 > 0 && alpha != 1 {
+						vec.Scale(o[i*dv:(i+1)*dv], alpha)
+					}
+					lq[i] = lq[i]*alpha + sum
+					mq[i] = mnew
+				}
+				kernels.SgemmPacked(rows, dv, cols, 1, sc, cols, &st.v, beta, o, dv)
+			}
 		}
-		for i := 0; i < rows; i++ {
+		o := out.F32[(b*nq+qLo)*dv : (b*nq+qHi)*dv]
+		for i := range m {
 			// a row with every key masked has l = 0 and gives 0/0 = NaN, as the unfused
 			// softmax does
 			vec.DivScalar(o[i*dv:(i+1)*dv], l[i])

@@ -20,6 +20,15 @@ type PackedB struct {
 // even if SetLevel changes it later, and round exactly as Sgemm on that level does. It
 // panics, like Sgemm, when b is too short for the shape and stride.
 func PackB(transB bool, k, n int, b []float32, ldb int) *PackedB {
+	pb := new(PackedB)
+	pb.Pack(transB, k, n, b, ldb)
+	return pb
+}
+
+// Pack is PackB into pb, reusing its storage when it is large enough: a kernel that packs
+// a run-time operand per call keeps one PackedB (the zero value is ready to use) and
+// allocates nothing in the steady state. pb must not be in use by another goroutine.
+func (pb *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
 	if k < 0 || n < 0 {
 		panic(fmt.Sprintf("kernels: PackB: negative dimension k=%d n=%d", k, n))
 	}
@@ -29,9 +38,9 @@ func PackB(transB bool, k, n int, b []float32, ldb int) *PackedB {
 	}
 	checkMat("B", br, bc, len(b), ldb)
 	kern := active.Load().kern
-	pb := &PackedB{k: k, n: n, kern: kern}
+	*pb = PackedB{k: k, n: n, kern: kern, data: pb.data[:0]}
 	if kern == nil {
-		pb.data = make([]float32, k*n)
+		pb.data = grow(pb.data, k*n)
 		for p := 0; p < k; p++ {
 			row := pb.data[p*n : p*n+n]
 			for j := range row {
@@ -42,20 +51,19 @@ func PackB(transB bool, k, n int, b []float32, ldb int) *PackedB {
 				}
 			}
 		}
-		return pb
+		return
 	}
 	if k == 0 || n == 0 {
-		return pb
+		return
 	}
 	nr := kern.nr
 	pb.kc = kcBlock(k, kern.kc)
 	pb.np = (n + nr - 1) / nr
-	pb.data = make([]float32, k*pb.np*nr)
+	pb.data = grow(pb.data, k*pb.np*nr)
 	for pc := 0; pc < k; pc += pb.kc {
 		kcb := min(pb.kc, k-pc)
 		packB(transB, b, ldb, pc, 0, kcb, n, nr, pb.data[pc*pb.np*nr:])
 	}
-	return pb
 }
 
 // K and N return the shape of op(B).
