@@ -90,24 +90,96 @@ func planOperand(t *tensor.Tensor, batch []int, nq, nk int) (bcastOperand, bool)
 	return bcastOperand{t: t, base: base, rs: st[r-2], cs: st[r-1]}, true
 }
 
+// strided is a matrix operand of attention read in place: matrix t of the batch starts at
+// off[t], consecutive rows are ld apart and consecutive columns cs apart (one of ld and cs
+// is 1).
+type strided struct {
+	off    []int
+	ld, cs int
+}
+
+// permView returns the logical shape of Transpose(src, perm) (src itself when perm is nil)
+// and its element strides in src; ok is false when perm is not a permutation of src's axes.
+func permView(shape []int, perm []int) (lshape, lstride []int, ok bool) {
+	r := len(shape)
+	st := make([]int, r)
+	acc := 1
+	for i := r - 1; i >= 0; i-- {
+		st[i] = acc
+		acc *= shape[i]
+	}
+	if perm == nil {
+		return shape, st, true
+	}
+	if len(perm) != r {
+		return nil, nil, false
+	}
+	seen := make([]bool, r)
+	lshape, lstride = make([]int, r), make([]int, r)
+	for i, a := range perm {
+		if a < 0 || a >= r || seen[a] {
+			return nil, nil, false
+		}
+		seen[a] = true
+		lshape[i], lstride[i] = shape[a], st[a]
+	}
+	return lshape, lstride, true
+}
+
+// batchStrided returns the strided matrices of an operand with logical strides lstride
+// over the batch shape.
+func batchStrided(batch, lstride []int) strided {
+	r := len(lstride)
+	nb := prod(batch)
+	off := make([]int, nb)
+	idx := make([]int, len(batch))
+	o := 0
+	for t := 0; t < nb; t++ {
+		off[t] = o
+		for d := len(batch) - 1; d >= 0; d-- {
+			idx[d]++
+			o += lstride[d]
+			if idx[d] < batch[d] {
+				break
+			}
+			o -= lstride[d] * batch[d]
+			idx[d] = 0
+		}
+	}
+	return strided{off: off, ld: lstride[r-2], cs: lstride[r-1]}
+}
+
 // attentionFast is the fused attention fast path: in holds Q (…, nq, dk), Kᵀ (…, dk, nk),
-// V (…, nk, dv) with equal batch dimensions, then the operands of ops. It returns ok false
-// for anything else (the fused step then runs the original steps).
-func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp) (*tensor.Tensor, bool, error) {
+// V (…, nk, dv) with equal batch dimensions, each given as the source of a chain of
+// Transposes with the composed permutation perms[j] (nil: none), then the operands of ops.
+// When outPerm is set the result is Transpose(attention, outPerm), written in place. It
+// returns ok false for anything else (the fused step then runs the original steps).
+func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, outPerm []int) (*tensor.Tensor, bool, error) {
 	q, kt, v := in[0], in[1], in[2]
 	if q == nil || kt == nil || v == nil || q.DType != tensor.Float32 || kt.DType != tensor.Float32 || v.DType != tensor.Float32 {
 		return nil, false, nil
 	}
-	r := len(q.Shape)
-	if r < 2 || len(kt.Shape) != r || len(v.Shape) != r {
+	qShape, qStride, ok1 := permView(q.Shape, perms[0])
+	kShape, kStride, ok2 := permView(kt.Shape, perms[1])
+	vShape, vStride, ok3 := permView(v.Shape, perms[2])
+	if !ok1 || !ok2 || !ok3 {
 		return nil, false, nil
 	}
-	batch := q.Shape[:r-2]
-	if !tensor.SameShape(batch, kt.Shape[:r-2]) || !tensor.SameShape(batch, v.Shape[:r-2]) {
+	r := len(qShape)
+	if r < 2 || len(kShape) != r || len(vShape) != r {
 		return nil, false, nil
 	}
-	nq, dk, nk, dv := q.Shape[r-2], q.Shape[r-1], kt.Shape[r-1], v.Shape[r-1]
-	if kt.Shape[r-2] != dk || v.Shape[r-2] != nk || nq == 0 || dk == 0 || nk == 0 || dv == 0 {
+	batch := qShape[:r-2]
+	if !tensor.SameShape(batch, kShape[:r-2]) || !tensor.SameShape(batch, vShape[:r-2]) {
+		return nil, false, nil
+	}
+	nq, dk, nk, dv := qShape[r-2], qShape[r-1], kShape[r-1], vShape[r-1]
+	if kShape[r-2] != dk || vShape[r-2] != nk || nq == 0 || dk == 0 || nk == 0 || dv == 0 {
+		return nil, false, nil
+	}
+	// Q and V rows and output rows must be contiguous; Kᵀ may be either way round (a
+	// transposed pack reads K's rows).
+	if qStride[r-1] != 1 || vStride[r-1] != 1 || (kStride[r-1] != 1 && kStride[r-2] != 1) {
 		return nil, false, nil
 	}
 	operands := make([]bcastOperand, len(in))
@@ -129,11 +201,39 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp) (*tensor.Tensor,
 		}
 		operands[op.input] = bo
 	}
-	outShape := append(append([]int{}, batch...), nq, dv)
+	logical := append(append([]int{}, batch...), nq, dv)
+	outShape := logical
+	var oStride []int
+	if outPerm != nil {
+		if len(outPerm) != r {
+			return nil, false, nil
+		}
+		outShape = make([]int, r)
+		seen := make([]bool, r)
+		for j, a := range outPerm {
+			if a < 0 || a >= r || seen[a] {
+				return nil, false, nil
+			}
+			seen[a] = true
+			outShape[j] = logical[a]
+		}
+		// logical axis outPerm[j] is axis j of the output
+		_, fs, _ := permView(outShape, nil)
+		oStride = make([]int, r)
+		for j, a := range outPerm {
+			oStride[a] = fs[j]
+		}
+		if oStride[r-1] != 1 {
+			return nil, false, nil
+		}
+	} else {
+		_, oStride, _ = permView(logical, nil)
+	}
 	out, err := e.allocRaw(outShape)
 	if err != nil {
 		return nil, true, err
 	}
+	qs, ks, vs, ost := batchStrided(batch, qStride), batchStrided(batch, kStride), batchStrided(batch, vStride), batchStrided(batch, oStride)
 	nb := prod(batch)
 	// A task is one (batch, head) matrix, or a contiguous share of its query rows when there
 	// are too few matrices to make attnTasks tasks. It packs each block of Kᵀ and V once and
@@ -159,12 +259,14 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp) (*tensor.Tensor,
 		for i := range m {
 			m[i], l[i] = float32(math.Inf(-1)), 0
 		}
-		kb := kt.F32[b*dk*nk:]
-		vb := v.F32[b*nk*dv:]
 		for k0 := 0; k0 < nk; k0 += attnKBlock {
 			cols := min(attnKBlock, nk-k0)
-			st.kt.Pack(false, dk, cols, kb[k0:], nk)
-			st.v.Pack(false, cols, dv, vb[k0*dv:], dv)
+			if ks.cs == 1 {
+				st.kt.Pack(false, dk, cols, kt.F32[ks.off[b]+k0:], ks.ld)
+			} else {
+				st.kt.Pack(true, dk, cols, kt.F32[ks.off[b]+k0*ks.cs:], ks.cs)
+			}
+			st.v.Pack(false, cols, dv, v.F32[vs.off[b]+k0*vs.ld:], vs.ld)
 			beta := float32(1)
 			if k0 == 0 {
 				beta = 0
@@ -172,8 +274,8 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp) (*tensor.Tensor,
 			for q0 := qLo; q0 < qHi; q0 += attnQBlock {
 				rows := min(attnQBlock, qHi-q0)
 				sc := s[:rows*cols]
-				kernels.SgemmPacked(rows, cols, dk, 1, q.F32[(b*nq+q0)*dk:], dk, &st.kt, 0, sc, cols)
-				o := out.F32[(b*nq+q0)*dv : (b*nq+q0+rows)*dv]
+				kernels.SgemmPacked(rows, cols, dk, 1, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, &st.kt, 0, sc, cols)
+				o := out.F32[ost.off[b]+q0*ost.ld:]
 				mq, lq := m[q0-qLo:], l[q0-qLo:]
 				for i := 0; i < rows; i++ {
 					row := sc[i*cols : (i+1)*cols]
@@ -190,19 +292,19 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp) (*tensor.Tensor,
 					alpha := float32(math.Exp(float64(mq[i] - mnew)))
 					sum := vec.ExpSum(row, row, mnew)
 					if k0 > 0 && alpha != 1 {
-						vec.Scale(o[i*dv:(i+1)*dv], alpha)
+						vec.Scale(o[i*ost.ld:i*ost.ld+dv], alpha)
 					}
 					lq[i] = lq[i]*alpha + sum
 					mq[i] = mnew
 				}
-				kernels.SgemmPacked(rows, dv, cols, 1, sc, cols, &st.v, beta, o, dv)
+				kernels.SgemmPacked(rows, dv, cols, 1, sc, cols, &st.v, beta, o, ost.ld)
 			}
 		}
-		o := out.F32[(b*nq+qLo)*dv : (b*nq+qHi)*dv]
 		for i := range m {
 			// a row with every key masked has l = 0 and gives 0/0 = NaN, as the unfused
 			// softmax does
-			vec.DivScalar(o[i*dv:(i+1)*dv], l[i])
+			o := out.F32[ost.off[b]+(qLo+i)*ost.ld:]
+			vec.DivScalar(o[:dv], l[i])
 		}
 	})
 	return out, true, nil

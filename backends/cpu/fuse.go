@@ -377,14 +377,77 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, ok bool) {
 		return nil, step{}, false
 	}
 	group = append([]int{sm, pv}, steps...)
-	ext := append([]int{q, kt, p.steps[pv].in[1]}, operands...)
+	// Head splits and merges around the products (Transpose steps) are absorbed: the fast
+	// path reads Q, K and V and writes the output through strides instead of copies.
+	var perms [3][]int
+	srcs := []int{q, kt, p.steps[pv].in[1]}
+	for j, s := range srcs {
+		src, perm, tsteps := f.walkTransposes(s)
+		srcs[j], perms[j] = src, perm
+		group = append(group, tsteps...)
+	}
+	out := f.outOf(pv)
+	var outPerm []int
+	if c, ok := f.single(out); ok && p.steps[c].node.Op == "Transpose" && len(p.steps[c].out) == 1 && transposePerm(p.steps[c].node) != nil {
+		outPerm = transposePerm(p.steps[c].node)
+		group = append(group, c)
+		out = f.outOf(c)
+	}
+	ext := append(srcs, operands...)
 	for j := range ops {
 		ops[j].input += 3
 	}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
-		return attentionFast(e, in, ops)
+		return attentionFast(e, in, ops, perms, outPerm)
 	}
-	return group, f.newFused("FusedAttention", group, ext, f.outOf(pv), fast), true
+	return group, f.newFused("FusedAttention", group, ext, out, fast), true
+}
+
+// walkTransposes follows slot s back through Transpose steps whose output only the next
+// step of the chain reads, returning the first slot that is not such an output, the
+// composed permutation (axis i of s is axis perm[i] of src; nil when no step was walked)
+// and the steps walked.
+func (f *fuser) walkTransposes(s int) (src int, perm []int, steps []int) {
+	p := f.p
+	for depth := 0; depth < 4; depth++ {
+		pi := f.producer[s]
+		if pi < 0 || f.dead[pi] || p.steps[pi].node.Op != "Transpose" || len(p.steps[pi].in) != 1 || p.steps[pi].in[0] < 0 {
+			break
+		}
+		if _, ok := f.single(s); !ok {
+			break
+		}
+		tp := transposePerm(p.steps[pi].node)
+		if tp == nil || (perm != nil && len(tp) != len(perm)) {
+			break
+		}
+		if perm == nil {
+			perm = make([]int, len(tp))
+			for i := range perm {
+				perm[i] = i
+			}
+		}
+		for i := range perm {
+			perm[i] = tp[perm[i]]
+		}
+		steps = append(steps, pi)
+		s = p.steps[pi].in[0]
+	}
+	return s, perm, steps
+}
+
+// transposePerm returns the perm attribute of a Transpose node, or nil when it is absent
+// (the reversal, whose rank is only known at run time).
+func transposePerm(n *graph.Node) []int {
+	perm, ok := n.IntList("perm")
+	if !ok {
+		return nil
+	}
+	out := make([]int, len(perm))
+	for i, v := range perm {
+		out[i] = int(v)
+	}
+	return out
 }
 
 // walkScores follows the score value cur (read only by step next) back to the score
