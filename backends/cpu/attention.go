@@ -375,10 +375,10 @@ func linearTiles(m, n, k, threads int) (rb, cb int) {
 	return m, n
 }
 
-// linearFast computes act(x·W + bias) for x (…, k) and a constant W (k×n, packed once at
+// linearFast computes act(x·W + bias) [+ res] for x (…, k) and a constant W (k×n, packed once at
 // compile time as pw) with the epilogue fused into each GEMM tile. bRank is the bias rank
 // (the output must keep x's rank for the broadcast to be the plain row broadcast).
-func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, bRank int, act activation) (*tensor.Tensor, bool, error) {
+func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, bRank int, act activation, res *tensor.Tensor) (*tensor.Tensor, bool, error) {
 	if x == nil || x.DType != tensor.Float32 || len(x.Shape) < 2 || len(x.Shape) < bRank {
 		return nil, false, nil
 	}
@@ -387,6 +387,9 @@ func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, 
 		return nil, false, nil
 	}
 	shape := append(append([]int{}, x.Shape[:len(x.Shape)-1]...), n)
+	if res != nil && (res.DType != tensor.Float32 || !tensor.SameShape(res.Shape, shape) || len(res.F32) != prod(shape)) {
+		return nil, false, nil
+	}
 	out, err := e.allocRaw(shape)
 	if err != nil {
 		return nil, true, err
@@ -411,10 +414,16 @@ func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, 
 		r0, c0 := (t/ct)*rb, (t%ct)*cb
 		rows, cols := min(rb, m-r0), min(cb, n-c0)
 		c := out.F32[r0*n:]
-		kernels.SgemmPackedCols(rows, c0, c0+cols, 1, x.F32[r0*k:], k, pw, 0, c, n)
-		for i := 0; i < rows; i++ {
-			vec.BiasAct(c[i*n+c0:i*n+c0+cols], bias[c0:c0+cols], va)
-		}
+		kernels.SgemmPackedEpilogue(rows, c0, c0+cols, 1, x.F32[r0*k:], k, pw, 0, c, n, func(i0, i1, j0, j1 int) {
+			for i := i0; i < i1; i++ {
+				row := c[i*n+j0 : i*n+j1]
+				vec.BiasAct(row, bias[j0:j1], va)
+				if res != nil {
+					off := (r0+i)*n + j0
+					vec.Add(row, row, res.F32[off:off+len(row)])
+				}
+			}
+		})
 	})
 	return out, true, nil
 }

@@ -32,7 +32,8 @@ import (
 // unfused program accepts.
 
 // Fusions reports the patterns fused at compile time and how often each was found:
-// "linear", "linear+relu", "linear+gelu" and "attention". It is empty when
+// "linear", "linear+relu", "linear+gelu" (each also with "+residual" when an Add of
+// another run-time value follows) and "attention". It is empty when
 // backends.Options.NoFusion was set or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
@@ -262,13 +263,28 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		out, act = o2, a2
 		kind = map[activation]string{actRelu: "linear+relu", actGelu: "linear+gelu"}[a2]
 	}
+	// A residual Add of a run-time value read by nothing else joins the epilogue (the
+	// fast path checks at run time that it has the output's shape).
+	ext := []int{mm.in[0]}
+	if c, ok := f.single(out); ok && p.steps[c].node.Op == "Add" {
+		if r, _, ok := f.other(c, out); ok && r >= 0 && r != out && p.kinds[r] != slotConst {
+			group = append(group, c)
+			ext = append(ext, r)
+			out = f.outOf(c)
+			kind += "+residual"
+		}
+	}
 	bRank := len(b.Shape)
 	// W is packed once here, in the SGEMM micro-kernel layout, so no run packs it again.
 	pw := kernels.PackB(false, w.Shape[0], n, w.F32, n)
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
-		return linearFast(e, in[0], pw, b.F32, bRank, act)
+		var res *tensor.Tensor
+		if len(in) > 1 {
+			res = in[1]
+		}
+		return linearFast(e, in[0], pw, b.F32, bRank, act, res)
 	}
-	return group, f.newFused("FusedLinear", group, []int{mm.in[0]}, out, fast), kind, true
+	return group, f.newFused("FusedLinear", group, ext, out, fast), kind, true
 }
 
 // activation is the epilogue of a fused linear step.

@@ -84,8 +84,11 @@ func TestFusionVanilla(t *testing.T) {
 		g := vanillaBase(t, map[string]any{"layers": int64(2), "d_model": int64(64), "heads": int64(4), "d_ff": int64(128), "activation": act})
 		fused, plain := compileBoth(t, g, backends.Options{})
 		fu := fused.Fusions()
-		if fu["attention"] != 2 || fu["linear+"+act] != 2 || fu["linear"] != 2*5+1 {
-			t.Fatalf("%s: fusions %v, want 2 attention, 2 linear+%s, 11 linear", act, fu, act)
+		// Per layer: Q, K and V are plain linears, the FFN's first takes the activation, and
+		// the output projection and the FFN's second take the residual Add; plus the final
+		// projection.
+		if fu["attention"] != 2 || fu["linear+"+act] != 2 || fu["linear"] != 2*3+1 || fu["linear+residual"] != 2*2 {
+			t.Fatalf("%s: fusions %v, want 2 attention, 2 linear+%s, 7 linear, 4 linear+residual", act, fu, act)
 		}
 		r := rand.New(rand.NewSource(3))
 		for _, sh := range []struct{ batch, n int }{{1, 1}, {1, 7}, {2, 33}, {3, 130}, {1, 600}} {

@@ -105,6 +105,18 @@ func SgemmPacked(m, n, k int, alpha float32, a []float32, lda int, pb *PackedB, 
 // concurrently, and every element is bitwise the same as in the full product, so the
 // columns of one product can be split across threads without repacking op(B).
 func SgemmPackedCols(m, j0, j1 int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
+	SgemmPackedEpilogue(m, j0, j1, alpha, a, lda, pb, beta, c, ldc, nil)
+}
+
+// Epilogue is called by SgemmPackedEpilogue on each block of C, rows [i0, i1) and columns
+// [j0, j1), as soon as that block is final, while it is still in cache.
+type Epilogue func(i0, i1, j0, j1 int)
+
+// SgemmPackedEpilogue is SgemmPackedCols followed by epi on every block of the columns
+// [j0, j1) of C; the blocks partition them, and each is passed once. A nil epi does
+// nothing. It is how a fused layer applies bias, activation and residual to an output tile
+// before the tile leaves the cache.
+func SgemmPackedEpilogue(m, j0, j1 int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int, epi Epilogue) {
 	if pb == nil || m < 0 || j0 < 0 || j1 > pb.n || j0 > j1 || j0%pb.ColAlign() != 0 {
 		panic(fmt.Sprintf("kernels: SgemmPackedCols: bad column range [%d, %d) of a packed operand", j0, j1))
 	}
@@ -115,20 +127,23 @@ func SgemmPackedCols(m, j0, j1 int, alpha float32, a []float32, lda int, pb *Pac
 	checkMat("A", m, k, len(a), lda)
 	checkMat("C", m, j1, len(c), ldc)
 	c = c[j0:]
-	if k == 0 {
-		scaleC(m, n, beta, c, ldc)
+	if k == 0 || pb.kern == nil {
+		if k == 0 {
+			scaleC(m, n, beta, c, ldc)
+		} else {
+			SgemmGeneric(false, false, m, n, k, alpha, a, lda, pb.data[j0:], pb.n, beta, c, ldc)
+		}
+		if epi != nil {
+			epi(0, m, j0, j1)
+		}
 		return
 	}
-	if pb.kern == nil {
-		SgemmGeneric(false, false, m, n, k, alpha, a, lda, pb.data[j0:], pb.n, beta, c, ldc)
-		return
-	}
-	sgemmPrepacked(pb, m, j0, n, alpha, a, lda, beta, c, ldc)
+	sgemmPrepacked(pb, m, j0, n, alpha, a, lda, beta, c, ldc, epi)
 }
 
 // sgemmPrepacked is sgemmPacked's loop nest with op(B)'s packing replaced by indexing into
 // pb: the same k blocks, tiles and edge handling, hence the same rounding.
-func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda int, beta float32, c []float32, ldc int) {
+func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda int, beta float32, c []float32, ldc int, epi Epilogue) {
 	kern := pb.kern
 	mr, nr := kern.mr, kern.nr
 	k, kcMax := pb.k, pb.kc
@@ -211,6 +226,9 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 							}
 						}
 					}
+				}
+				if epi != nil && pc+kcb == k {
+					epi(ic, ic+mcb, j0+jc, j0+jc+ncb)
 				}
 			}
 		}

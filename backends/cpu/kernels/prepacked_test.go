@@ -96,3 +96,50 @@ func TestPackAFast(t *testing.T) {
 		}
 	}
 }
+
+// TestSgemmPackedEpilogue checks that the epilogue blocks partition the column range, each
+// passed once and only when final.
+func TestSgemmPackedEpilogue(t *testing.T) {
+	for _, lv := range Available() {
+		withLevel(t, lv, func() {
+			rng := rand.New(rand.NewPCG(5, 6))
+			for _, sh := range [][3]int{{1, 1, 1}, {13, 33, 17}, {400, 2100, 600}, {30, 70, 0}} {
+				m, n, k := sh[0], sh[1], sh[2]
+				g := newCase(rng, false, false, m, n, k, 1, 0.5, 2)
+				want := g.cloneC()
+				g.run(want, Sgemm)
+				pb := PackB(false, k, n, g.b[g.offB:], g.ldb)
+				got := g.cloneC()
+				c := got[g.offC:]
+				seen := make([]int, m*n)
+				snap := make([]float32, m*n)
+				j0 := pb.ColAlign()
+				if j0 >= n {
+					j0 = 0
+				}
+				SgemmPackedEpilogue(m, j0, n, 1, g.a[g.offA:], g.lda, pb, 0.5, c, g.ldc, func(i0, i1, c0, c1 int) {
+					for i := i0; i < i1; i++ {
+						for j := c0; j < c1; j++ {
+							seen[i*n+j]++
+							snap[i*n+j] = c[i*g.ldc+j]
+						}
+					}
+				})
+				for i := 0; i < m; i++ {
+					for j := 0; j < n; j++ {
+						wantSeen := 0
+						if j >= j0 {
+							wantSeen = 1
+						}
+						if seen[i*n+j] != wantSeen {
+							t.Fatalf("%s %v: element (%d, %d) passed %d times", lv, sh, i, j, seen[i*n+j])
+						}
+						if wantSeen == 1 && snap[i*n+j] != want[g.offC+i*g.ldc+j] {
+							t.Fatalf("%s %v: element (%d, %d) was not final when passed", lv, sh, i, j)
+						}
+					}
+				}
+			}
+		})
+	}
+}
