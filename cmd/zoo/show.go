@@ -148,7 +148,7 @@ func renderShow(w io.Writer, r showResult) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\n", name, tensor.ShapeString(p.Shape), p.Count)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\ncost at batch 1 (exact: counted over the graph; seed formula: layers × (4·n·d² + 2·n²·d), attention only)")
+	fmt.Fprintln(w, "\ncost at batch 1 (exact: every op of the graph, a multiply-add = 2 FLOPs; seed formula: layers × (4·n·d² + 2·n²·d),\n the seed's estimate of standard multi-head attention alone, in multiply-adds, for comparison)")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "N\tFLOPS (EXACT)\tFLOPS (SEED FORMULA)\tPEAK ACTIVATIONS")
 	for _, c := range r.Costs {
