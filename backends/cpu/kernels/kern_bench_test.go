@@ -67,3 +67,21 @@ func BenchmarkBlocking(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSgemmPacked measures SgemmPacked with pre-packed weights on the encoder's
+// per-thread shapes (two threads split n): m tokens × n/2 columns, k = 512 or 2048.
+func BenchmarkSgemmPacked(b *testing.B) {
+	for _, s := range [][3]int{{128, 256, 512}, {128, 1024, 512}, {128, 256, 2048}, {512, 256, 512}, {512, 1024, 512}, {124, 256, 512}} {
+		b.Run(fmt.Sprintf("M%d_N%d_K%d", s[0], s[1], s[2]), func(b *testing.B) {
+			m, n, k := s[0], s[1], s[2]
+			a, bm, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
+			for i := range a {
+				a[i] = float32(i%7) * 0.25
+			}
+			pb := PackB(false, k, n, bm, n)
+			measure(b, 2*float64(m)*float64(n)*float64(k), true, func() {
+				SgemmPacked(m, n, k, 1, a, k, pb, 0, c, n)
+			})
+		})
+	}
+}

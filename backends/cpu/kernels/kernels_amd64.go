@@ -24,6 +24,16 @@ func sgemmKernelAVX512x6x64(kc int, a, b, c *float32, ldc, flags int, beta float
 //go:noescape
 func sgemmKernelAVX512x12x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
 
+// The 8- and 4-row direct kernels cover a trailing partial row panel of 8 or 4 rows (m =
+// 128 = 10·12 + 8 is the common case) in place, instead of packing it into a zero-padded
+// 12-row panel, running the 12-row kernel into scratch and copying the valid rows out.
+//
+//go:noescape
+func sgemmKernelAVX512x8x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
+
+//go:noescape
+func sgemmKernelAVX512x4x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
+
 //go:noescape
 func sgemmKernelAVX2x6x16(kc int, a, b, c *float32, ldc, flags int, beta float32)
 
@@ -86,7 +96,8 @@ func packBTransFast(panel, b []float32, off, ldb, kcb, nr int) bool {
 // micro-panel well inside L1, where kc = 256 (32 + 12 KiB) measured 10-25 % slower; nc = 1024
 // keeps the packed B block (768 KiB) in L2 next to the A block.
 var asmKernels = []*microKernel{
-	{name: "avx512-12x32", mr: 12, nr: 32, kc: 192, mc: 192, nc: 1024, fn: sgemmKernelAVX512x12x32, direct: sgemmKernelAVX512x12x32Direct, ok: hasAVX512},
+	{name: "avx512-12x32", mr: 12, nr: 32, kc: 192, mc: 192, nc: 1024, fn: sgemmKernelAVX512x12x32, direct: sgemmKernelAVX512x12x32Direct,
+		directEdge: []directKernel{{8, sgemmKernelAVX512x8x32Direct}, {4, sgemmKernelAVX512x4x32Direct}}, ok: hasAVX512},
 	{name: "avx512-14x32", mr: 14, nr: 32, kc: 256, mc: 196, nc: 2048, fn: sgemmKernelAVX512x14x32, ok: hasAVX512},
 	{name: "avx512-8x48", mr: 8, nr: 48, kc: 256, mc: 192, nc: 2064, fn: sgemmKernelAVX512x8x48, ok: hasAVX512},
 	{name: "avx512-6x64", mr: 6, nr: 64, kc: 256, mc: 192, nc: 2048, fn: sgemmKernelAVX512x6x64, ok: hasAVX512},

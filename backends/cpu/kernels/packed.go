@@ -23,7 +23,27 @@ type microKernel struct {
 	// last argument) with the same FMAs in the same order; SgemmPacked uses it when alpha
 	// is 1, so full tiles need no packing of A at all.
 	direct func(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
-	ok     func() bool // whether this CPU can run fn
+	// directEdge lists narrower direct kernels (same nr, fewer rows, the same FMAs per
+	// element in the same order) for a trailing partial row panel whose height is exactly
+	// one of theirs; other heights are packed and zero-padded as before.
+	directEdge []directKernel
+	ok         func() bool // whether this CPU can run fn
+}
+
+// directKernel is a direct micro-kernel of mr rows.
+type directKernel struct {
+	mr int
+	fn func(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
+}
+
+// edgeKernel returns the direct kernel of exactly rows rows, or nil.
+func (k *microKernel) edgeKernel(rows int) func(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int) {
+	for _, d := range k.directEdge {
+		if d.mr == rows {
+			return d.fn
+		}
+	}
+	return nil
 }
 
 // maxTile bounds mr·nr over all kernels; the edge scratch tile lives on the stack.

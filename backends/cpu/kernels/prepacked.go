@@ -173,11 +173,15 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 			for ic := 0; ic < m; ic += mcMax {
 				mcb := min(mcMax, m-ic)
 				full := 0 // rows read in place by the direct kernel
+				var edge func(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
 				if direct {
-					// Only a trailing partial panel is packed, into abuf's first panel.
+					// Only a trailing partial panel is packed, into abuf's first panel, unless a
+					// narrower direct kernel covers it exactly.
 					full = mcb / mr * mr
 					if full < mcb {
-						packA(false, a, lda, ic+full, pc, mcb-full, kcb, mr, alpha, abuf)
+						if edge = kern.edgeKernel(mcb - full); edge == nil {
+							packA(false, a, lda, ic+full, pc, mcb-full, kcb, mr, alpha, abuf)
+						}
 					}
 				} else {
 					packA(false, a, lda, ic, pc, mcb, kcb, mr, alpha, abuf)
@@ -201,6 +205,13 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 								continue
 							}
 							kern.direct(kcb, ad, bp, &scratch[0], nr, 0, 0, lda)
+						} else if edge != nil {
+							ad := &a[(ic+ir)*lda+pc]
+							if nrb == nr {
+								edge(kcb, ad, bp, &c[off], ldc, flags, bt, lda)
+								continue
+							}
+							edge(kcb, ad, bp, &scratch[0], nr, 0, 0, lda)
 						} else {
 							ap := &abuf[(ir-full)*kcb]
 							if mrb == mr && nrb == nr {

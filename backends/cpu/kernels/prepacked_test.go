@@ -8,7 +8,7 @@ import (
 // TestSgemmPackedLevels holds SgemmPacked and SgemmPackedCols to Sgemm bit for bit, and to
 // SgemmGeneric within the rounding bound, on awkward shapes at every level.
 func TestSgemmPackedLevels(t *testing.T) {
-	shapes := [][3]int{{1, 1, 1}, {3, 5, 7}, {12, 32, 1}, {13, 33, 17}, {7, 100, 300}, {25, 65, 192}, {130, 70, 513}, {200, 1100, 64}, {64, 2100, 20}, {5, 31, 0}}
+	shapes := [][3]int{{1, 1, 1}, {3, 5, 7}, {12, 32, 1}, {13, 33, 17}, {7, 100, 300}, {25, 65, 192}, {130, 70, 513}, {128, 96, 200}, {124, 64, 30}, {200, 1100, 64}, {64, 2100, 20}, {5, 31, 0}}
 	for _, lv := range Available() {
 		withLevel(t, lv, func() {
 			rng := rand.New(rand.NewPCG(7, uint64(len(lv))))

@@ -38,6 +38,8 @@ var kernels = []kernel{
 	{name: "sgemmKernelAVX512x6x64", avx512: true, mr: 6, nv: 4, unroll: 4},
 	{name: "sgemmKernelAVX2x6x16", avx512: false, mr: 6, nv: 2, unroll: 4},
 	{name: "sgemmKernelAVX512x12x32Direct", avx512: true, mr: 12, nv: 2, unroll: 4, direct: true},
+	{name: "sgemmKernelAVX512x8x32Direct", avx512: true, mr: 8, nv: 2, unroll: 4, direct: true},
+	{name: "sgemmKernelAVX512x4x32Direct", avx512: true, mr: 4, nv: 2, unroll: 4, direct: true},
 }
 
 // directRows addresses row i of an unpacked A for the direct kernels: rows 0-11 from four
