@@ -227,8 +227,13 @@ func (c *Client) Close() {
 	c.once.Do(func() {
 		if c.stopInP != nil {
 			// go-plugin's Kill does nothing for a test-mode reattachment: close the
-			// connection, then stop the server.
-			if c.conn != nil {
+			// connection, then stop the server. GRPCClient.Close would first send the
+			// controller's Shutdown, whose handler stops the server concurrently with
+			// Serve's own Stop (a data race inside go-plugin v1.8.0), so close the
+			// gRPC connection alone and let the cancelled Serve stop the server.
+			if gc, ok := c.conn.(*goplugin.GRPCClient); ok && gc.Conn != nil {
+				_ = gc.Conn.Close()
+			} else if c.conn != nil {
 				_ = c.conn.Close()
 			}
 			c.stopInP()
