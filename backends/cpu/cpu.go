@@ -345,7 +345,7 @@ func (p *Program) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := p.checkInputs(inputs); err != nil {
+	if err := backends.CheckInputs("cpu", p.name, p.inputs, inputs); err != nil {
 		return nil, err
 	}
 	vals := make([]*tensor.Tensor, len(p.slots))
@@ -448,48 +448,6 @@ func aliasesInput(t *tensor.Tensor, inputs map[string]*tensor.Tensor) bool {
 		}
 	}
 	return false
-}
-
-// checkInputs verifies that every declared input is present with the declared dtype, rank
-// and fixed dimensions, that its data matches its shape, and that no unknown name is passed.
-func (p *Program) checkInputs(inputs map[string]*tensor.Tensor) error {
-	declared := map[string]bool{}
-	for _, in := range p.inputs {
-		declared[in.Name] = true
-		t, ok := inputs[in.Name]
-		if !ok || t == nil {
-			return fmt.Errorf("cpu: run graph %s: input %q is missing (want %v %s)", p.name, in.Name, in.DType, in.Shape)
-		}
-		if t.DType != in.DType {
-			return fmt.Errorf("cpu: run graph %s: input %q has dtype %v, want %v", p.name, in.Name, t.DType, in.DType)
-		}
-		if err := t.Check(); err != nil {
-			return fmt.Errorf("cpu: run graph %s: input %q: %w", p.name, in.Name, err)
-		}
-		if in.Shape == nil {
-			continue
-		}
-		if len(t.Shape) != len(in.Shape) {
-			return fmt.Errorf("cpu: run graph %s: input %q has rank %d (shape %s), want rank %d %s",
-				p.name, in.Name, len(t.Shape), tensor.ShapeString(t.Shape), len(in.Shape), in.Shape)
-		}
-		for i, d := range in.Shape {
-			if d.Known() && int64(t.Shape[i]) != d.Size {
-				return fmt.Errorf("cpu: run graph %s: input %q has shape %s, want %s (dimension %d must be %d)",
-					p.name, in.Name, tensor.ShapeString(t.Shape), in.Shape, i, d.Size)
-			}
-		}
-	}
-	for name := range inputs {
-		if !declared[name] {
-			names := make([]string, len(p.inputs))
-			for i, in := range p.inputs {
-				names[i] = in.Name
-			}
-			return fmt.Errorf("cpu: run graph %s: unknown input %q (inputs are %s)", p.name, name, strings.Join(names, ", "))
-		}
-	}
-	return nil
 }
 
 // exec carries per-run state into kernels.

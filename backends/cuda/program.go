@@ -5,8 +5,6 @@ package cuda
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"unsafe"
 
 	"github.com/zoo-dev/zoo/backends"
@@ -448,7 +446,7 @@ func (p *Program) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := p.checkInputs(inputs); err != nil {
+	if err := backends.CheckInputs("cuda", p.name, p.inputs, inputs); err != nil {
 		return nil, err
 	}
 	err = p.d.with(func() error {
@@ -566,50 +564,4 @@ func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 		copy(pd.t.F32, unsafe.Slice((*float32)(pd.src), len(pd.t.F32)))
 	}
 	return out, nil
-}
-
-// checkInputs verifies presence, dtype, rank and fixed dimensions of the inputs.
-func (p *Program) checkInputs(inputs map[string]*tensor.Tensor) error {
-	declared := map[string]bool{}
-	for _, in := range p.inputs {
-		declared[in.Name] = true
-		t, ok := inputs[in.Name]
-		if !ok || t == nil {
-			return fmt.Errorf("cuda: run graph %s: input %q is missing (want %v %s)", p.name, in.Name, in.DType, in.Shape)
-		}
-		if t.DType != in.DType {
-			return fmt.Errorf("cuda: run graph %s: input %q has dtype %v, want %v", p.name, in.Name, t.DType, in.DType)
-		}
-		if err := t.Check(); err != nil {
-			return fmt.Errorf("cuda: run graph %s: input %q: %w", p.name, in.Name, err)
-		}
-		if in.Shape == nil {
-			continue
-		}
-		if len(t.Shape) != len(in.Shape) {
-			return fmt.Errorf("cuda: run graph %s: input %q has rank %d (shape %s), want rank %d %s",
-				p.name, in.Name, len(t.Shape), tensor.ShapeString(t.Shape), len(in.Shape), in.Shape)
-		}
-		for i, d := range in.Shape {
-			if d.Known() && int64(t.Shape[i]) != d.Size {
-				return fmt.Errorf("cuda: run graph %s: input %q has shape %s, want %s (dimension %d must be %d)",
-					p.name, in.Name, tensor.ShapeString(t.Shape), in.Shape, i, d.Size)
-			}
-		}
-	}
-	var unknown []string
-	for name := range inputs {
-		if !declared[name] {
-			unknown = append(unknown, name)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		names := make([]string, len(p.inputs))
-		for i, in := range p.inputs {
-			names[i] = in.Name
-		}
-		return fmt.Errorf("cuda: run graph %s: unknown input %q (inputs are %s)", p.name, unknown[0], strings.Join(names, ", "))
-	}
-	return nil
 }
