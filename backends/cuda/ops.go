@@ -27,7 +27,7 @@ func init() {
 		"Where": opWhere, "MatMul": opMatMul, "Gemm": opGemm, "Softmax": opSoftmax,
 		"LayerNormalization": opLayerNorm, "Gather": opGather, "Transpose": opTranspose,
 		"Slice": opSlice, "Concat": opConcat, "Split": opSplit, "Expand": opExpand, "Tile": opTile,
-		"Reshape": opReshape, "Squeeze": opSqueeze, "Unsqueeze": opUnsqueeze, "Identity": opIdentity,
+		"Reshape": opReshape, "Squeeze": axesView(squeezeShape), "Unsqueeze": axesView(unsqueezeShape), "Identity": opIdentity,
 		"ReduceSum": opReduce(0), "ReduceMean": opReduce(1), "ReduceMax": opReduce(2),
 	}
 	for op := range unaryOps {
@@ -560,36 +560,24 @@ func axesOf(n *graph.Node, in []value) ([]int64, error) {
 	return a, nil
 }
 
-func opSqueeze(r *run, n *graph.Node, in []value) ([]value, error) {
-	x, err := r.dev(in[0], 0, false)
-	if err != nil {
-		return nil, err
+// axesView returns the op for Squeeze or Unsqueeze: a view of the input under the shape
+// that reshape computes from the axes (input or attribute).
+func axesView(reshape func(shape []int, axes []int64) ([]int, error)) func(*run, *graph.Node, []value) ([]value, error) {
+	return func(r *run, n *graph.Node, in []value) ([]value, error) {
+		x, err := r.dev(in[0], 0, false)
+		if err != nil {
+			return nil, err
+		}
+		axes, err := axesOf(n, in)
+		if err != nil {
+			return nil, err
+		}
+		shape, err := reshape(x.shape, axes)
+		if err != nil {
+			return nil, err
+		}
+		return one(r.view(x, shape)), nil
 	}
-	axes, err := axesOf(n, in)
-	if err != nil {
-		return nil, err
-	}
-	shape, err := squeezeShape(x.shape, axes)
-	if err != nil {
-		return nil, err
-	}
-	return one(r.view(x, shape)), nil
-}
-
-func opUnsqueeze(r *run, n *graph.Node, in []value) ([]value, error) {
-	x, err := r.dev(in[0], 0, false)
-	if err != nil {
-		return nil, err
-	}
-	axes, err := axesOf(n, in)
-	if err != nil {
-		return nil, err
-	}
-	shape, err := unsqueezeShape(x.shape, axes)
-	if err != nil {
-		return nil, err
-	}
-	return one(r.view(x, shape)), nil
 }
 
 func opIdentity(r *run, n *graph.Node, in []value) ([]value, error) {
