@@ -1,15 +1,13 @@
 package alibi
 
 import (
-	"context"
 	"math"
 	"strings"
 	"testing"
 
-	"github.com/zoo-dev/zoo/backends"
 	_ "github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/plugins/internal/paritytest"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
@@ -85,30 +83,8 @@ func TestBadHyperparameters(t *testing.T) {
 // A sequence's valid outputs do not depend on how much padding follows it, and a length far
 // beyond any table works (there is no positional table).
 func TestPaddingAndLength(t *testing.T) {
-	cpu, _ := backends.Lookup("cpu")
-	prog, err := cpu.Compile(build(t, tiny, 3), backends.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
-	runOne := func(n, valid int) *tensor.Tensor {
-		tok := make([]int64, n)
-		pad := make([]bool, n)
-		for i := range tok {
-			if i < valid {
-				tok[i] = int64(1 + (i*31)%250)
-			} else {
-				pad[i] = true
-			}
-		}
-		tt, _ := tensor.FromInt64(tok, 1, n)
-		pt, _ := tensor.FromBool(pad, 1, n)
-		outs, err := prog.Run(context.Background(), map[string]*tensor.Tensor{nn.InputTokens: tt, nn.InputKeyPadding: pt})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return outs[nn.OutputHidden]
-	}
+	g := build(t, tiny, 3)
+	runOne := func(n, valid int) *tensor.Tensor { return paritytest.RunPadded(t, g, n, valid) }
 	a, b := runOne(11, 11), runOne(40, 11)
 	for i := 0; i < 11*64; i++ {
 		if d := math.Abs(float64(a.F32[i] - b.F32[i])); d > 1e-5 {

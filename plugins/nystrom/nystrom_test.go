@@ -1,16 +1,12 @@
 package nystrom
 
 import (
-	"context"
-	"math"
 	"testing"
 
-	"github.com/zoo-dev/zoo/backends"
 	_ "github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/plugins/internal/paritytest"
 	"github.com/zoo-dev/zoo/plugins/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/nn"
-	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
@@ -29,50 +25,15 @@ func build(t *testing.T, v variant.Variant, seed uint64, layers ...map[string]an
 	return g
 }
 
-// runOne runs one sequence of valid tokens followed by padding up to n.
-func runOne(t *testing.T, g *graph.Graph, n, valid int) *tensor.Tensor {
-	t.Helper()
-	cpu, _ := backends.Lookup("cpu")
-	prog, err := cpu.Compile(g, backends.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
-	tok := make([]int64, n)
-	pad := make([]bool, n)
-	for i := range tok {
-		if i < valid {
-			tok[i] = int64(1 + (i*31)%250)
-		} else {
-			pad[i] = true
-		}
-	}
-	tt, _ := tensor.FromInt64(tok, 1, n)
-	pt, _ := tensor.FromBool(pad, 1, n)
-	outs, err := prog.Run(context.Background(), map[string]*tensor.Tensor{nn.InputTokens: tt, nn.InputKeyPadding: pt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return outs[nn.OutputHidden]
-}
-
-func maxDiff(a, b *tensor.Tensor, count int) float64 {
-	worst := 0.0
-	for i := 0; i < count; i++ {
-		worst = math.Max(worst, math.Abs(float64(a.F32[i]-b.F32[i])))
-	}
-	return worst
-}
-
 // zoo's rule for n not divisible by m is "pad with masked positions to the next multiple":
 // 37 tokens alone (padded inside the graph to 40) and 37 tokens + 3 pad positions (n = 40,
 // no extension) give the same outputs; so do 35 tokens + 2 pads and 35 + 5 pads.
 func TestRaggedLengthIsMaskedPadding(t *testing.T) {
 	g := build(t, New(), 2, tiny)
-	if d := maxDiff(runOne(t, g, 37, 37), runOne(t, g, 40, 37), 37*64); d > 1e-5 {
+	if d := paritytest.MaxDiff(paritytest.RunPadded(t, g, 37, 37), paritytest.RunPadded(t, g, 40, 37), 37*64); d > 1e-5 {
 		t.Errorf("n=37 vs n=40 with 3 pads: valid outputs differ by %g", d)
 	}
-	if d := maxDiff(runOne(t, g, 37, 35), runOne(t, g, 40, 35), 35*64); d > 1e-5 {
+	if d := paritytest.MaxDiff(paritytest.RunPadded(t, g, 37, 35), paritytest.RunPadded(t, g, 40, 35), 35*64); d > 1e-5 {
 		t.Errorf("35 valid at n=37 vs n=40: valid outputs differ by %g", d)
 	}
 }
@@ -85,7 +46,7 @@ func TestOneLandmarkPerTokenIsSoftmax(t *testing.T) {
 	vt := map[string]any{"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "max_len": 128}
 	ny := build(t, New(), 4, vt, map[string]any{"num_landmarks": n, "pinv_iterations": 40, "pinv_init": "per_matrix"})
 	va := build(t, vanilla.New(), 4, vt)
-	d := maxDiff(runOne(t, ny, n, n), runOne(t, va, n, n), n*64)
+	d := paritytest.MaxDiff(paritytest.RunPadded(t, ny, n, n), paritytest.RunPadded(t, va, n, n), n*64)
 	t.Logf("m = n Nyström vs softmax attention: max |diff| = %.3g", d)
 	if d > 1e-3 {
 		t.Errorf("m = n Nyström differs from softmax attention by %g", d)
@@ -95,31 +56,16 @@ func TestOneLandmarkPerTokenIsSoftmax(t *testing.T) {
 // The cost grows linearly in n.
 func TestCostIsLinear(t *testing.T) {
 	g := build(t, New(), 1, map[string]any{"max_len": 20000})
-	cost := func(n int) graph.Cost {
-		c, err := g.Cost(map[string][]int{nn.InputTokens: {1, n}, nn.InputKeyPadding: {1, n}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	a, b := cost(4096), cost(8192)
-	if r := float64(b.FLOPs) / float64(a.FLOPs); math.Abs(r-2) > 0.04 {
-		t.Errorf("FLOPs(8192)/FLOPs(4096) = %.4f, want ≈ 2", r)
-	}
-	if r := float64(b.ActivationBytes) / float64(a.ActivationBytes); math.Abs(r-2) > 0.04 {
-		t.Errorf("activations(8192)/activations(4096) = %.4f, want ≈ 2", r)
-	}
+	paritytest.CheckLinearCost(t, g)
 	// n = 4097 is not a multiple of 64: the landmark padding must still give concrete shapes.
-	if _, err := g.Cost(map[string][]int{nn.InputTokens: {1, 4097}, nn.InputKeyPadding: {1, 4097}}); err != nil {
-		t.Error(err)
-	}
+	paritytest.Cost(t, g, 4097)
 }
 
 func TestPinvInitChangesOutputOnlyThroughBatch(t *testing.T) {
 	// A batch of one: the global and the per-matrix maximum differ only across heads.
-	a := runOne(t, build(t, New(), 5, tiny), 20, 20)
-	b := runOne(t, build(t, New(), 5, tiny, map[string]any{"pinv_init": "per_matrix"}), 20, 20)
-	d := maxDiff(a, b, 20*64)
+	a := paritytest.RunPadded(t, build(t, New(), 5, tiny), 20, 20)
+	b := paritytest.RunPadded(t, build(t, New(), 5, tiny, map[string]any{"pinv_init": "per_matrix"}), 20, 20)
+	d := paritytest.MaxDiff(a, b, 20*64)
 	t.Logf("original vs per_matrix init: max |diff| = %.3g", d)
 	if d == 0 || d > 1 {
 		t.Errorf("original vs per_matrix init differ by %g (want a small non-zero difference)", d)

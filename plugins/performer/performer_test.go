@@ -1,14 +1,12 @@
 package performer
 
 import (
-	"context"
 	"math"
 	"testing"
 
-	"github.com/zoo-dev/zoo/backends"
 	_ "github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/plugins/internal/paritytest"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
@@ -108,48 +106,13 @@ func TestFeaturesAreBuffers(t *testing.T) {
 // The cost grows linearly in n.
 func TestCostIsLinear(t *testing.T) {
 	g := build(t, 1, map[string]any{"max_len": 20000})
-	cost := func(n int) graph.Cost {
-		c, err := g.Cost(map[string][]int{nn.InputTokens: {1, n}, nn.InputKeyPadding: {1, n}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	a, b := cost(4096), cost(8192)
-	if r := float64(b.FLOPs) / float64(a.FLOPs); math.Abs(r-2) > 0.04 {
-		t.Errorf("FLOPs(8192)/FLOPs(4096) = %.4f, want ≈ 2", r)
-	}
-	if r := float64(b.ActivationBytes) / float64(a.ActivationBytes); math.Abs(r-2) > 0.04 {
-		t.Errorf("activations(8192)/activations(4096) = %.4f, want ≈ 2", r)
-	}
+	paritytest.CheckLinearCost(t, g)
 }
 
 // Padded keys and the key stabiliser are per sequence: valid outputs do not depend on padding.
 func TestPaddingInvariance(t *testing.T) {
-	cpu, _ := backends.Lookup("cpu")
-	prog, err := cpu.Compile(build(t, 3, tiny), backends.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
-	runOne := func(n, valid int) *tensor.Tensor {
-		tok := make([]int64, n)
-		pad := make([]bool, n)
-		for i := range tok {
-			if i < valid {
-				tok[i] = int64(1 + (i*31)%250)
-			} else {
-				pad[i] = true
-			}
-		}
-		tt, _ := tensor.FromInt64(tok, 1, n)
-		pt, _ := tensor.FromBool(pad, 1, n)
-		outs, err := prog.Run(context.Background(), map[string]*tensor.Tensor{nn.InputTokens: tt, nn.InputKeyPadding: pt})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return outs[nn.OutputHidden]
-	}
+	g := build(t, 3, tiny)
+	runOne := func(n, valid int) *tensor.Tensor { return paritytest.RunPadded(t, g, n, valid) }
 	a, b := runOne(11, 11), runOne(50, 11)
 	for i := 0; i < 11*64; i++ {
 		if d := math.Abs(float64(a.F32[i] - b.F32[i])); d > 1e-5 {

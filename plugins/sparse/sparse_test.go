@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoo-dev/zoo/plugins/internal/paritytest"
 	"github.com/zoo-dev/zoo/plugins/sparse"
 	"github.com/zoo-dev/zoo/plugins/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
@@ -133,13 +134,7 @@ func TestNoDenseScores(t *testing.T) {
 
 // Sparse cost grows linearly in n (Cost(2n) ≈ 2·Cost(n)); vanilla's quadratically.
 func TestCostLinearInN(t *testing.T) {
-	cost := func(g *graph.Graph, n int) float64 {
-		c, err := g.Cost(map[string][]int{nn.InputTokens: {1, n}, nn.InputKeyPadding: {1, n}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return float64(c.FLOPs)
-	}
+	cost := func(g *graph.Graph, n int) float64 { return float64(paritytest.Cost(t, g, n).FLOPs) }
 	n := 8192
 	sp := build(t, sparse.New(), with(tiny, "max_len", 2*n, "block", 32, "global_tokens", 4), 1)
 	van := build(t, vanilla.New(), map[string]any{"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "max_len": 2 * n}, 1)
