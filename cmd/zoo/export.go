@@ -8,7 +8,6 @@ import (
 
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
@@ -63,7 +62,7 @@ func exportAction(c *cli.Context) error {
 		if err := tensorio.AtomicWriteFile(weights, func(w io.Writer) error { return writeWeights(w, m) }); err != nil {
 			return failed(err)
 		}
-		fmt.Fprintf(c.App.Writer, "wrote %s (%d tensors, %s parameters)\n", weights, countStateDict(m.Graph), humanCount(m.Graph.ParamCount()))
+		fmt.Fprintf(c.App.Writer, "wrote %s (%d tensors, %s parameters)\n", weights, len(m.Graph.StateDict()), humanCount(m.Graph.ParamCount()))
 	}
 	if c.Bool("onnx") {
 		data, err := onnx.Export(m.Graph, onnx.ExportOptions{Opset: c.Int("opset"), ProducerVersion: version})
@@ -78,22 +77,9 @@ func exportAction(c *cli.Context) error {
 	return nil
 }
 
-// stateDict returns the model's parameters and buffers by name, without builder constants.
-func stateDict(g *graph.Graph) map[string]*tensor.Tensor {
-	out := map[string]*tensor.Tensor{}
-	for _, in := range g.Initializers {
-		if !graph.IsConstName(in.Name) {
-			out[in.Name] = in.Tensor
-		}
-	}
-	return out
-}
-
-func countStateDict(g *graph.Graph) int { return len(stateDict(g)) }
-
 // writeWeights writes the state_dict with the model's identity as metadata.
 func writeWeights(w io.Writer, m *model) error {
-	return tensorio.WriteSafetensorsMap(w, stateDict(m.Graph), map[string]string{
+	return tensorio.WriteSafetensorsMap(w, m.Graph.StateDict(), map[string]string{
 		"variant": m.Name, "config": m.Config.JSON(), "seed": fmt.Sprint(m.Seed),
 	})
 }

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"sort"
 	"strconv"
 )
-
-// sortStrings sorts names for stable, readable output.
-func sortStrings(s []string) { sort.Strings(s) }
 
 // appendFloat32 formats x as JSON: the shortest decimal that parses back to the same float32;
 // NaN and infinities (not JSON) become null.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/zoo-dev/zoo/zoo/nn"
@@ -84,7 +85,7 @@ func (g *gather) add(b *tokenize.Batch, outs map[string]*tensor.Tensor) error {
 			names = append(names, name)
 		}
 	}
-	sortStrings(names)
+	sort.Strings(names)
 	for _, name := range names {
 		t := outs[name]
 		if t.DType != tensor.Float32 || len(t.Shape) != 3 || t.Shape[0] != b.B || t.Shape[1] != b.N {

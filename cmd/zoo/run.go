@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -252,7 +253,7 @@ func printRunReport(w io.Writer, r runReport) {
 	for n := range r.Outputs {
 		names = append(names, n)
 	}
-	sortStrings(names)
+	sort.Strings(names)
 	var parts []string
 	for _, n := range names {
 		parts = append(parts, n+" "+tensor.ShapeString(r.Outputs[n]))

@@ -236,3 +236,15 @@ const constPrefix = "const::"
 // IsConstName reports whether an initializer name belongs to a builder constant (shape
 // vectors, scales) rather than a learned parameter or buffer.
 func IsConstName(name string) bool { return strings.HasPrefix(name, constPrefix) }
+
+// StateDict returns the model's parameters and buffers by name (every initializer except
+// builder constants): what PyTorch's state_dict holds and what `zoo export --weights` writes.
+func (g *Graph) StateDict() map[string]*tensor.Tensor {
+	out := map[string]*tensor.Tensor{}
+	for _, in := range g.Initializers {
+		if !IsConstName(in.Name) {
+			out[in.Name] = in.Tensor
+		}
+	}
+	return out
+}

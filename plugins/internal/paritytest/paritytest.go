@@ -106,14 +106,8 @@ func (f *Fixture) Config(t testing.TB, v variant.Variant) (variant.Config, uint6
 // initializer but constants, with metadata variant, config and seed.
 func WeightsSHA256(t testing.TB, g *graph.Graph, variantName, config, seed string) string {
 	t.Helper()
-	sd := map[string]*tensor.Tensor{}
-	for _, in := range g.Initializers {
-		if !graph.IsConstName(in.Name) {
-			sd[in.Name] = in.Tensor
-		}
-	}
 	var buf bytes.Buffer
-	if err := tensorio.WriteSafetensorsMap(&buf, sd, map[string]string{"variant": variantName, "config": config, "seed": seed}); err != nil {
+	if err := tensorio.WriteSafetensorsMap(&buf, g.StateDict(), map[string]string{"variant": variantName, "config": config, "seed": seed}); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(buf.Bytes())
