@@ -2,8 +2,10 @@ package cpu
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // maxThreads bounds the worker count a program may ask for.
@@ -22,6 +24,22 @@ type pool struct {
 
 var sharedPool = &pool{tasks: make(chan func(), 4*maxThreads)}
 
+// spinFor is how long an idle side keeps polling before it blocks: a worker that has just
+// finished a task, waiting for the next, and a caller whose own chunks are done, waiting
+// for the helpers'. Blocking means a futex wake-up later, and on a small VM that costs
+// 50-90 µs (the halted vCPU is woken by an inter-processor interrupt through the
+// hypervisor; worse, the Go scheduler may queue the woken goroutine behind a running one
+// on the waker's P). An encoder forward pass hands out a parallel step every few hundred
+// microseconds, so a parking worker starts every step late and the caller, which never
+// waits for a helper to start, ends up doing most of the work alone. Spinning through the
+// gaps keeps every participant on its core for the whole pass, at the price of at most this
+// much CPU time per worker after the last step (ONNX Runtime's thread pool does the same).
+const spinFor = 2 * time.Millisecond
+
+// yieldEvery is how often (in polls) a spinning goroutine checks the clock and yields its P,
+// so that it never starves goroutines the scheduler queued behind it.
+const yieldEvery = 256
+
 // ensure starts workers until at least n are running.
 func (p *pool) ensure(n int) {
 	if n > maxThreads {
@@ -31,21 +49,42 @@ func (p *pool) ensure(n int) {
 	defer p.mu.Unlock()
 	for p.workers < n {
 		p.workers++
-		go func() {
-			for task := range p.tasks {
+		go p.work()
+	}
+}
+
+// work runs tasks forever: it blocks for one, then, after each, polls without blocking for
+// up to spinFor before blocking again.
+func (p *pool) work() {
+	for task := range p.tasks {
+		task()
+		deadline := time.Now().Add(spinFor)
+		for polls := 1; ; polls++ {
+			select {
+			case task = <-p.tasks:
 				task()
+				deadline = time.Now().Add(spinFor)
+				continue
+			default:
 			}
-		}()
+			if polls%yieldEvery == 0 {
+				if time.Now().After(deadline) {
+					break
+				}
+				runtime.Gosched()
+			}
+		}
 	}
 }
 
 // job is one parallelFor invocation.
 type job struct {
 	next    atomic.Int64
+	done    atomic.Int64 // chunks finished
 	chunks  int64
 	n       int
 	fn      func(lo, hi int)
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // released by the last chunk; the caller blocks on it only after spinning
 	panicMu sync.Mutex
 	panicV  any
 }
@@ -63,20 +102,55 @@ func (j *job) drain() {
 		if c >= j.chunks {
 			return
 		}
-		func() {
-			defer j.wg.Done()
-			defer func() {
-				if r := recover(); r != nil {
-					j.panicMu.Lock()
-					if j.panicV == nil {
-						j.panicV = r
-					}
-					j.panicMu.Unlock()
-				}
-			}()
-			lo, hi := j.bounds(c)
-			j.fn(lo, hi)
-		}()
+		j.runChunk(c)
+	}
+}
+
+// runChunk runs chunk c, recording a panic instead of letting it escape the goroutine.
+func (j *job) runChunk(c int64) {
+	defer func() {
+		if j.done.Add(1) == j.chunks {
+			j.wg.Done()
+		}
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			j.panicMu.Lock()
+			if j.panicV == nil {
+				j.panicV = r
+			}
+			j.panicMu.Unlock()
+		}
+	}()
+	lo, hi := j.bounds(c)
+	j.fn(lo, hi)
+}
+
+// run hands the job to up to helpers pool workers, processes chunks itself until none is
+// left, and returns once every chunk has finished (spinning for spinFor first, for the same
+// reason the workers do), re-raising a chunk's panic on the caller's goroutine.
+func (j *job) run(helpers int, what string) {
+	j.wg.Add(1)
+	sharedPool.ensure(helpers)
+	for h := 0; h < helpers; h++ {
+		select {
+		case sharedPool.tasks <- j.drain:
+		default:
+		}
+	}
+	j.drain()
+	deadline := time.Now().Add(spinFor)
+	for polls := 1; j.done.Load() < j.chunks; polls++ {
+		if polls%yieldEvery == 0 {
+			if time.Now().After(deadline) {
+				j.wg.Wait()
+				break
+			}
+			runtime.Gosched()
+		}
+	}
+	if j.panicV != nil {
+		panic(fmt.Sprintf("in parallel %s: %v", what, j.panicV))
 	}
 }
 
@@ -122,34 +196,10 @@ func parallelTasks(threads, n int, fn func(i int)) {
 			fn(i)
 		}
 	}}
-	j.wg.Add(n)
-	sharedPool.ensure(helpers - 1)
-	for h := 0; h < helpers-1; h++ {
-		select {
-		case sharedPool.tasks <- j.drain:
-		default:
-		}
-	}
-	j.drain()
-	j.wg.Wait()
-	if j.panicV != nil {
-		panic(fmt.Sprintf("in parallel task: %v", j.panicV))
-	}
+	j.run(helpers-1, "task")
 }
 
 func runChunks(chunks, n int, fn func(lo, hi int)) {
 	j := &job{chunks: int64(chunks), n: n, fn: fn}
-	j.wg.Add(chunks)
-	sharedPool.ensure(chunks - 1)
-	for h := 0; h < chunks-1; h++ {
-		select {
-		case sharedPool.tasks <- j.drain:
-		default:
-		}
-	}
-	j.drain()
-	j.wg.Wait()
-	if j.panicV != nil {
-		panic(fmt.Sprintf("in parallel chunk: %v", j.panicV))
-	}
+	j.run(chunks-1, "chunk")
 }
