@@ -490,7 +490,7 @@ func TestDirectKernelsBitwise(t *testing.T) {
 					}
 					got := append([]float32(nil), c...)
 					want := append([]float32(nil), c...)
-					d.fn(kc, &a[0], &b[0], &got[0], ldc, flags, 0.75, lda)
+					d.fn(kc, &a[0], &b[0], &got[0], ldc, flags, 0.75, lda, &b[0])
 					kernelTwin(mr, nr, kc, ap, b, want, ldc, flags, 0.75)
 					for i := range got {
 						if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(isNaN32(got[i]) && isNaN32(want[i])) {

@@ -22,17 +22,17 @@ func sgemmKernelAVX512x8x48(kc int, a, b, c *float32, ldc, flags int, beta float
 func sgemmKernelAVX512x6x64(kc int, a, b, c *float32, ldc, flags int, beta float32)
 
 //go:noescape
-func sgemmKernelAVX512x12x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
+func sgemmKernelAVX512x12x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
 
 // The 8- and 4-row direct kernels cover a trailing partial row panel of 8 or 4 rows (m =
 // 128 = 10·12 + 8 is the common case) in place, instead of packing it into a zero-padded
 // 12-row panel, running the 12-row kernel into scratch and copying the valid rows out.
 //
 //go:noescape
-func sgemmKernelAVX512x8x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
+func sgemmKernelAVX512x8x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
 
 //go:noescape
-func sgemmKernelAVX512x4x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
+func sgemmKernelAVX512x4x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
 
 //go:noescape
 func sgemmKernelAVX2x6x16(kc int, a, b, c *float32, ldc, flags int, beta float32)

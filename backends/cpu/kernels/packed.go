@@ -19,10 +19,11 @@ type microKernel struct {
 	mr, nr     int
 	kc, mc, nc int
 	fn         func(kc int, a, b, c *float32, ldc, flags int, beta float32)
-	// direct, when set, is fn reading an unpacked row-major A in place (row stride lda, its
-	// last argument) with the same FMAs in the same order; SgemmPacked uses it when alpha
-	// is 1, so full tiles need no packing of A at all.
-	direct func(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
+	// direct, when set, is fn reading an unpacked row-major A in place (row stride lda)
+	// with the same FMAs in the same order; SgemmPacked uses it when alpha is 1, so full
+	// tiles need no packing of A at all. It also prefetches into L2, spread over its k loop,
+	// the cache lines from pf on (two per four k steps); pf has no effect on the result.
+	direct directFn
 	// directEdge lists narrower direct kernels (same nr, fewer rows, the same FMAs per
 	// element in the same order) for a trailing partial row panel whose height is exactly
 	// one of theirs; other heights are packed and zero-padded as before.
@@ -30,14 +31,17 @@ type microKernel struct {
 	ok         func() bool // whether this CPU can run fn
 }
 
+// directFn is the signature of the direct micro-kernels.
+type directFn func(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
 // directKernel is a direct micro-kernel of mr rows.
 type directKernel struct {
 	mr int
-	fn func(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
+	fn directFn
 }
 
 // edgeKernel returns the direct kernel of exactly rows rows, or nil.
-func (k *microKernel) edgeKernel(rows int) func(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int) {
+func (k *microKernel) edgeKernel(rows int) directFn {
 	for _, d := range k.directEdge {
 		if d.mr == rows {
 			return d.fn

@@ -173,7 +173,7 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 			for ic := 0; ic < m; ic += mcMax {
 				mcb := min(mcMax, m-ic)
 				full := 0 // rows read in place by the direct kernel
-				var edge func(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
+				var edge directFn
 				if direct {
 					// Only a trailing partial panel is packed, into abuf's first panel, unless a
 					// narrower direct kernel covers it exactly.
@@ -191,27 +191,38 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 					bp := &bbuf[jr*kcb]
 					// On the first row block the packed weights come from memory (later row
 					// blocks find them in L2), each panel used by only mcb/mr kernel calls:
-					// fetch the next panel while this one runs.
-					if ic == 0 && jr+nr < ncb {
-						prefetchL2(&bbuf[(jr+nr)*kcb], nr*kcb/16)
+					// fetch the next panel while this one runs. The direct kernels spread
+					// the prefetches over their k loops (pfStep floats of the next panel per
+					// call); the packed kernels cannot, and get one burst here.
+					var next []float32
+					if ic == 0 {
+						next = pb.nextPanel(bbuf, pc, kcb, j0+jc, jr, ncb, mcb == m)
+						if !direct && len(next) > 0 {
+							prefetchL2(&next[0], len(next)/16)
+						}
 					}
+					pfStep := kcb / 4 * 32 // two lines per four k steps
 					for ir := 0; ir < mcb; ir += mr {
 						mrb := min(mr, mcb-ir)
 						off := (ic+ir)*ldc + jc + jr
+						pf := bp
+						if o := ir / mr * pfStep; o < len(next) {
+							pf = &next[o]
+						}
 						if ir < full {
 							ad := &a[(ic+ir)*lda+pc]
 							if nrb == nr {
-								kern.direct(kcb, ad, bp, &c[off], ldc, flags, bt, lda)
+								kern.direct(kcb, ad, bp, &c[off], ldc, flags, bt, lda, pf)
 								continue
 							}
-							kern.direct(kcb, ad, bp, &scratch[0], nr, 0, 0, lda)
+							kern.direct(kcb, ad, bp, &scratch[0], nr, 0, 0, lda, pf)
 						} else if edge != nil {
 							ad := &a[(ic+ir)*lda+pc]
 							if nrb == nr {
-								edge(kcb, ad, bp, &c[off], ldc, flags, bt, lda)
+								edge(kcb, ad, bp, &c[off], ldc, flags, bt, lda, pf)
 								continue
 							}
-							edge(kcb, ad, bp, &scratch[0], nr, 0, 0, lda)
+							edge(kcb, ad, bp, &scratch[0], nr, 0, 0, lda, pf)
 						} else {
 							ap := &abuf[(ir-full)*kcb]
 							if mrb == mr && nrb == nr {
@@ -245,4 +256,23 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 		}
 	}
 	workspaces.Put(ws)
+}
+
+// nextPanel returns the packed panel of op(B) that the first row block of sgemmPrepacked
+// reads after panel jr of the k block at pc (kcb rows, columns from col): the next panel
+// of the block, or, after the last one and when the row block is the only one (so nothing
+// else runs in between), the first panel of the next k block. It returns nil when there
+// is none.
+func (pb *PackedB) nextPanel(bbuf []float32, pc, kcb, col, jr, ncb int, onlyRowBlock bool) []float32 {
+	nr := pb.kern.nr
+	if jr+nr < ncb {
+		return bbuf[(jr+nr)*kcb : (jr+2*nr)*kcb]
+	}
+	if !onlyRowBlock || pc+kcb >= pb.k {
+		return nil
+	}
+	pc += kcb
+	kcb = min(pb.kc, pb.k-pc)
+	start := pc*pb.np*nr + col/nr*kcb*nr
+	return pb.data[start : start+kcb*nr]
 }

@@ -1723,11 +1723,13 @@ sgemmKernelAVX2x6x16_accum:
 	VZEROUPPER
 	RET
 
-// func sgemmKernelAVX512x12x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
+// func sgemmKernelAVX512x12x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
 // As the packed kernels, but a points at A[0, 0] of a row-major A with row stride lda
 // (elements): row i of the tile is read in place, one broadcast per element as before.
+// Each full loop iteration also prefetches two cache lines from pf onwards into L2
+// (PREFETCHT1): the caller points pf at the B panel it will need next.
 // AVX-512F, 12×32 tile: 24 accumulators Z0–Z23, B in Z24–Z25, broadcasts in Z26–Z27.
-TEXT ·sgemmKernelAVX512x12x32Direct(SB), NOSPLIT, $0-64
+TEXT ·sgemmKernelAVX512x12x32Direct(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -1736,6 +1738,7 @@ TEXT ·sgemmKernelAVX512x12x32Direct(SB), NOSPLIT, $0-64
 	LEAQ (SI)(AX*1), R10 // row 3
 	LEAQ (R10)(AX*1), R11 // row 6
 	LEAQ (R11)(AX*1), R12 // row 9
+	MOVQ pf+64(FP), R13
 	MOVQ b+16(FP), DI
 	MOVQ c+24(FP), DX
 	MOVQ ldc+32(FP), R8
@@ -1879,6 +1882,8 @@ sgemmKernelAVX512x12x32Direct_loop:
 	VBROADCASTSS 4(R10)(BX*8), Z27
 	VFMADD231PS Z24, Z27, Z22
 	VFMADD231PS Z25, Z27, Z23
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	VMOVUPS 256(DI), Z24
 	VMOVUPS 320(DI), Z25
 	VBROADCASTSS 8(SI), Z26
@@ -1955,6 +1960,8 @@ sgemmKernelAVX512x12x32Direct_loop:
 	VBROADCASTSS 12(R10)(BX*8), Z27
 	VFMADD231PS Z24, Z27, Z22
 	VFMADD231PS Z25, Z27, Z23
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $16, SI
 	ADDQ $16, R10
 	ADDQ $16, R11
@@ -2117,11 +2124,13 @@ sgemmKernelAVX512x12x32Direct_accum:
 	VZEROUPPER
 	RET
 
-// func sgemmKernelAVX512x8x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
+// func sgemmKernelAVX512x8x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
 // As the packed kernels, but a points at A[0, 0] of a row-major A with row stride lda
 // (elements): row i of the tile is read in place, one broadcast per element as before.
+// Each full loop iteration also prefetches two cache lines from pf onwards into L2
+// (PREFETCHT1): the caller points pf at the B panel it will need next.
 // AVX-512F, 8×32 tile: 16 accumulators Z0–Z15, B in Z16–Z17, broadcasts in Z18–Z19.
-TEXT ·sgemmKernelAVX512x8x32Direct(SB), NOSPLIT, $0-64
+TEXT ·sgemmKernelAVX512x8x32Direct(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -2130,6 +2139,7 @@ TEXT ·sgemmKernelAVX512x8x32Direct(SB), NOSPLIT, $0-64
 	LEAQ (SI)(AX*1), R10 // row 3
 	LEAQ (R10)(AX*1), R11 // row 6
 	LEAQ (R11)(AX*1), R12 // row 9
+	MOVQ pf+64(FP), R13
 	MOVQ b+16(FP), DI
 	MOVQ c+24(FP), DX
 	MOVQ ldc+32(FP), R8
@@ -2229,6 +2239,8 @@ sgemmKernelAVX512x8x32Direct_loop:
 	VBROADCASTSS 4(R10)(BX*4), Z19
 	VFMADD231PS Z16, Z19, Z14
 	VFMADD231PS Z17, Z19, Z15
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	VMOVUPS 256(DI), Z16
 	VMOVUPS 320(DI), Z17
 	VBROADCASTSS 8(SI), Z18
@@ -2281,6 +2293,8 @@ sgemmKernelAVX512x8x32Direct_loop:
 	VBROADCASTSS 12(R10)(BX*4), Z19
 	VFMADD231PS Z16, Z19, Z14
 	VFMADD231PS Z17, Z19, Z15
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $16, SI
 	ADDQ $16, R10
 	ADDQ $16, R11
@@ -2399,11 +2413,13 @@ sgemmKernelAVX512x8x32Direct_accum:
 	VZEROUPPER
 	RET
 
-// func sgemmKernelAVX512x4x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)
+// func sgemmKernelAVX512x4x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
 // As the packed kernels, but a points at A[0, 0] of a row-major A with row stride lda
 // (elements): row i of the tile is read in place, one broadcast per element as before.
+// Each full loop iteration also prefetches two cache lines from pf onwards into L2
+// (PREFETCHT1): the caller points pf at the B panel it will need next.
 // AVX-512F, 4×32 tile: 8 accumulators Z0–Z7, B in Z8–Z9, broadcasts in Z10–Z11.
-TEXT ·sgemmKernelAVX512x4x32Direct(SB), NOSPLIT, $0-64
+TEXT ·sgemmKernelAVX512x4x32Direct(SB), NOSPLIT, $0-72
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -2412,6 +2428,7 @@ TEXT ·sgemmKernelAVX512x4x32Direct(SB), NOSPLIT, $0-64
 	LEAQ (SI)(AX*1), R10 // row 3
 	LEAQ (R10)(AX*1), R11 // row 6
 	LEAQ (R11)(AX*1), R12 // row 9
+	MOVQ pf+64(FP), R13
 	MOVQ b+16(FP), DI
 	MOVQ c+24(FP), DX
 	MOVQ ldc+32(FP), R8
@@ -2467,6 +2484,8 @@ sgemmKernelAVX512x4x32Direct_loop:
 	VBROADCASTSS 4(R10), Z11
 	VFMADD231PS Z8, Z11, Z6
 	VFMADD231PS Z9, Z11, Z7
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	VMOVUPS 256(DI), Z8
 	VMOVUPS 320(DI), Z9
 	VBROADCASTSS 8(SI), Z10
@@ -2495,6 +2514,8 @@ sgemmKernelAVX512x4x32Direct_loop:
 	VBROADCASTSS 12(R10), Z11
 	VFMADD231PS Z8, Z11, Z6
 	VFMADD231PS Z9, Z11, Z7
+	PREFETCHT1 (R13)
+	ADDQ $64, R13
 	ADDQ $16, SI
 	ADDQ $16, R10
 	ADDQ $16, R11

@@ -27,7 +27,7 @@ type kernel struct {
 	mr     int    // rows of the tile: elements of A broadcast per k step
 	nv     int    // vectors per row: NR = nv·lanes columns of B per k step
 	unroll int    // k steps per loop iteration
-	direct bool   // A read in place from row-major memory (stride lda) instead of packed
+	direct bool   // A read in place from row-major memory (stride lda) instead of packed (and pf)
 }
 
 // kernels lists what the generator emits. Their Go declarations live in kernels_amd64.go.
@@ -119,15 +119,18 @@ func (k kernel) emit(w *bytes.Buffer) {
 		log.Fatalf("%s: direct kernels handle at most %d rows", k.name, len(directRows))
 	}
 	if k.direct {
-		fmt.Fprintf(w, "\n// func %s(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int)\n", k.name)
-		fmt.Fprintf(w, "// As the packed kernels, but a points at A[0, 0] of a row-major A with row stride lda\n// (elements): row i of the tile is read in place, one broadcast per element as before.\n")
+		fmt.Fprintf(w, "\n// func %s(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)\n", k.name)
+		fmt.Fprintf(w, "// As the packed kernels, but a points at A[0, 0] of a row-major A with row stride lda\n"+
+			"// (elements): row i of the tile is read in place, one broadcast per element as before.\n"+
+			"// Each full loop iteration also prefetches two cache lines from pf onwards into L2\n"+
+			"// (PREFETCHT1): the caller points pf at the B panel it will need next.\n")
 	} else {
 		fmt.Fprintf(w, "\n// func %s(kc int, a, b, c *float32, ldc, flags int, beta float32)\n", k.name)
 	}
 	fmt.Fprintf(w, "// %s, %d×%d tile: %d accumulators %s%d–%s%d, B in %s%d–%s%d, broadcasts in %s%d–%s%d.\n",
 		isa, k.mr, nr, nacc, reg, 0, reg, nacc-1, reg, bReg, reg, bReg+k.nv-1, reg, tReg, reg, tReg+ntmp-1)
 	if k.direct {
-		fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-64\n", k.name)
+		fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-72\n", k.name)
 	} else {
 		fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-52\n", k.name)
 	}
@@ -140,6 +143,7 @@ func (k kernel) emit(w *bytes.Buffer) {
 		p("LEAQ (SI)(AX*1), R10 // row 3")
 		p("LEAQ (R10)(AX*1), R11 // row 6")
 		p("LEAQ (R11)(AX*1), R12 // row 9")
+		p("MOVQ pf+64(FP), R13")
 	}
 	p("MOVQ b+16(FP), DI")
 	p("MOVQ c+24(FP), DX")
@@ -184,6 +188,13 @@ func (k kernel) emit(w *bytes.Buffer) {
 	label("loop")
 	for u := 0; u < k.unroll; u++ {
 		step(u)
+		// Prefetching the next B panel here, a line at a time between FMAs, keeps its DRAM
+		// fetches in flight without ever filling the line-fill buffers: issued as one burst
+		// before the panel (as the driver once did), they stalled the loads of this one.
+		if k.direct && u%2 == 1 {
+			p("PREFETCHT1 (R13)")
+			p("ADDQ $64, R13")
+		}
 	}
 	advanceA := func(steps int) {
 		if !k.direct {
