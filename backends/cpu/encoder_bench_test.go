@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sort"
 	"testing"
 	"time"
 
@@ -48,10 +49,13 @@ func encoderInputs(batch, n int) map[string]*tensor.Tensor {
 // BenchmarkVanillaVsORT runs the vanilla base encoder on this backend (fused and unfused)
 // and on ONNX Runtime (zoo's own export of the same graph), all with 2 threads, in one
 // process so the ratios come from the same run on the same (noisy, shared) machine. Each
-// sub-benchmark reports tokens/s and GFLOP/s (graph.Cost FLOPs over wall time). ORT is
-// skipped when its library is not installed (see package onnx/ort).
+// sub-benchmark reports tokens/s and GFLOP/s (graph.Cost FLOPs over wall time); the
+// "paired" one alternates zoo and ORT run by run and reports both medians and the median
+// of the per-pair speed ratios, the figure to quote on a shared machine, where the
+// neighbours' load drifts between consecutive sub-benchmarks by more than the difference
+// being measured. ORT is skipped when its library is not installed (see package onnx/ort).
 //
-//	go test ./backends/cpu -run '^$' -bench VanillaVsORT -count 5
+//	go test ./backends/cpu -run '^$' -bench 'VanillaVsORT/.*/.*/paired' -benchtime 20x -short
 func BenchmarkVanillaVsORT(b *testing.B) {
 	g := vanillaBase(b, nil)
 	const threads = 2
@@ -99,6 +103,12 @@ func BenchmarkVanillaVsORT(b *testing.B) {
 				return err
 			}},
 		}
+		b.Run(fmt.Sprintf("b=%d/n=%d/paired", sh.batch, sh.n), func(b *testing.B) {
+			if sess == nil {
+				b.Skip("ONNX Runtime unavailable")
+			}
+			benchPaired(b, runners[0].run, runners[2].run)
+		})
 		for _, r := range runners {
 			b.Run(fmt.Sprintf("b=%d/n=%d/%s", sh.batch, sh.n, r.name), func(b *testing.B) {
 				if r.name == "ort" && sess == nil {
@@ -123,4 +133,52 @@ func BenchmarkVanillaVsORT(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchPaired runs zoo and ref alternately b.N times each (which goes first alternates too)
+// and reports the median time of each and the median over pairs of ref time / zoo time.
+func benchPaired(b *testing.B, zoo, ref func() error) {
+	for _, f := range []func() error{zoo, ref} { // warm-up
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	timed := func(f func() error) float64 {
+		// Both runtimes keep their workers spinning for a while after a run (zoo for 2 ms,
+		// ORT for longer); starting the other one inside that window would measure two
+		// thread pools fighting over the cores, so each run starts after a quiet gap.
+		time.Sleep(pairGap)
+		t0 := time.Now()
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0).Seconds() * 1000
+	}
+	var zs, rs, ratios []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var z, r float64
+		if i%2 == 0 {
+			z, r = timed(zoo), timed(ref)
+		} else {
+			r, z = timed(ref), timed(zoo)
+		}
+		zs, rs, ratios = append(zs, z), append(rs, r), append(ratios, r/z)
+	}
+	b.ReportMetric(median(zs), "zoo-ms")
+	b.ReportMetric(median(rs), "ort-ms")
+	b.ReportMetric(median(ratios), "speedup")
+}
+
+// pairGap is the idle time before each run of benchPaired.
+const pairGap = 20 * time.Millisecond
+
+// median returns the median of xs (which it sorts).
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }

@@ -91,6 +91,13 @@ func (r *Runtime) NewSession(model []byte, opts SessionOptions) (*Session, error
 			return nil, fmt.Errorf("onnxruntime: set inter-op threads: %w", err)
 		}
 	}
+	// ORT's intra-op workers spin after a Run until they time out; in a process that also
+	// runs zoo (parity, zoo bench --against) they would take a core from zoo's next run.
+	// Stopping them at the end of each Run leaves ORT's own timing unchanged (they still
+	// spin between the operators of a run).
+	if err := so.AddSessionConfigEntry("session.force_spinning_stop", "1"); err != nil {
+		return nil, fmt.Errorf("onnxruntime: session options: %w", err)
+	}
 	s.sess, err = ortgo.NewDynamicAdvancedSessionWithONNXData(model, inNames, outNames, so)
 	if err != nil {
 		return nil, fmt.Errorf("onnxruntime: load model: %w", err)
