@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/zoo-dev/zoo/backends/cpu/kernels"
@@ -46,6 +47,34 @@ type bcastOperand struct {
 	t      *tensor.Tensor
 	base   []int
 	rs, cs int
+	// replace, for a Where condition that does not vary along the query axis (rs == 0, the
+	// key-padding mask), lists per batch matrix the key indices whose score the Where
+	// replaces, in increasing order; nil otherwise. Rows then touch only those keys,
+	// usually none, instead of testing every condition element of every row.
+	replace [][]int32
+}
+
+// planReplace fills bo.replace for a Where op of kind 'w' (keep where the condition holds)
+// or 'W' (keep where it does not) when the condition is the same for every query row.
+func (bo *bcastOperand) planReplace(kind byte, nk int) {
+	if bo.rs != 0 {
+		return
+	}
+	keep := kind == 'w'
+	bo.replace = make([][]int32, len(bo.base))
+	for b, base := range bo.base {
+		if b > 0 && base == bo.base[b-1] {
+			bo.replace[b] = bo.replace[b-1] // broadcast over heads: same condition row
+			continue
+		}
+		var idx []int32
+		for j := 0; j < nk; j++ {
+			if bo.t.Bool[base+j*bo.cs] != keep {
+				idx = append(idx, int32(j))
+			}
+		}
+		bo.replace[b] = idx
+	}
 }
 
 // planOperand checks that t broadcasts unidirectionally to scores of shape batch×nq×nk and
@@ -199,6 +228,9 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 		if !ok {
 			return nil, false, nil
 		}
+		if op.kind != '+' {
+			bo.planReplace(op.kind, nk)
+		}
 		operands[op.input] = bo
 	}
 	logical := append(append([]int{}, batch...), nq, dv)
@@ -332,6 +364,17 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 			}
 		case 'w', 'W':
 			bo := &operands[op.input]
+			if bo.replace != nil {
+				idx := bo.replace[b]
+				lo, _ := slices.BinarySearch(idx, int32(k0))
+				for _, j := range idx[lo:] {
+					if int(j) >= k0+len(row) {
+						break
+					}
+					row[int(j)-k0] = op.c
+				}
+				continue
+			}
 			off := bo.base[b] + i*bo.rs + k0*bo.cs
 			keep := op.kind == 'w' // Where(cond, s, c) keeps s where cond holds
 			for j := range row {
