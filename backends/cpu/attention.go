@@ -387,7 +387,7 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 }
 
 // Linear tiling: C (m×n) is cut along its larger dimension into one tile per thread, at
-// multiples of every micro-kernel's tile size; each task packs its own A rows and B columns
+// multiples of linRowAlign rows or linColAlign columns; each task packs its own A rows and B columns
 // and applies the epilogue to its tile while it is in cache. Measured on the target, two
 // big tiles on two threads beat finer cuts by 30-80 %: every tile repacks its operands, and
 // the SGEMM packing costs as much as the arithmetic for skinny tiles. The cut may depend on
@@ -395,7 +395,11 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 // where tiles start (the k order is fixed by k alone; kernels.SgemmParallel relies on the
 // same property), so results stay bitwise identical for any thread count.
 const (
-	linRowAlign   = 48      // tile heights are multiples of every micro-kernel's MR
+	// Tile heights are multiples of 4: every remainder of such a height modulo the AVX-512
+	// kernel's 12 rows (0, 4 or 8) has a direct edge kernel, so no tile ends in a packed,
+	// zero-padded panel, and m = 1024 splits 512 + 512 rather than 528 + 496 (a 3 % longer
+	// critical path). Other levels handle any height; the height never changes results.
+	linRowAlign   = 4
 	linColAlign   = 64      // tile widths are multiples of every micro-kernel's NR
 	linSplitFlops = 8 << 20 // products below this run on one thread (wake-up costs more)
 )
