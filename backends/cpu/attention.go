@@ -386,14 +386,12 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 	}
 }
 
-// Linear tiling: C (m×n) is cut along its larger dimension into one tile per thread, at
-// multiples of linRowAlign rows or linColAlign columns; each task packs its own A rows and B columns
-// and applies the epilogue to its tile while it is in cache. Measured on the target, two
-// big tiles on two threads beat finer cuts by 30-80 %: every tile repacks its operands, and
-// the SGEMM packing costs as much as the arithmetic for skinny tiles. The cut may depend on
-// the thread count because the packed SGEMM's result for an element does not depend on
-// where tiles start (the k order is fixed by k alone; kernels.SgemmParallel relies on the
-// same property), so results stay bitwise identical for any thread count.
+// Linear tiling: C (m×n) is cut along its larger dimension (see linearCuts) into tiles that
+// the threads claim as they go; each task reads its A rows in place and its columns of the
+// pre-packed weights, and applies the epilogue to its tile while it is in cache. Tiles may
+// start anywhere on these alignments because the packed SGEMM's result for an element does
+// not depend on where tiles start (the k order is fixed by k alone; kernels.SgemmParallel
+// relies on the same property), so results stay bitwise identical for any thread count.
 const (
 	// Tile heights are multiples of 4: every remainder of such a height modulo the AVX-512
 	// kernel's 12 rows (0, 4 or 8) has a direct edge kernel, so no tile ends in a packed,
@@ -402,24 +400,39 @@ const (
 	linRowAlign   = 4
 	linColAlign   = 64      // tile widths are multiples of every micro-kernel's NR
 	linSplitFlops = 8 << 20 // products below this run on one thread (wake-up costs more)
+	linSmallCols  = 64      // width of the tiles claimed after the first, big ones
+	linSmallRows  = 48      // height of those tiles when the cut is by rows
 )
 
-// linearTiles returns the tile height and width for an m×n×k product on threads threads.
-func linearTiles(m, n, k, threads int) (rb, cb int) {
+// linearCuts splits an m×n×k product for threads threads along its larger dimension
+// (columns when n ≥ m) and returns the axis and the tile boundaries along it: first one
+// big tile per thread of half a fair share, then small tiles (linSmallCols columns or
+// linSmallRows rows) that the threads claim as they finish. The cores of a shared VM do
+// not run at the same speed (an SMT sibling's load can cost one of them a third), and with
+// one fixed half per thread the fast one waits for the slow one; tiles cost nothing extra
+// now that weights are pre-packed and A is read in place.
+func linearCuts(m, n, k, threads int) (byCols bool, cuts []int) {
 	if threads <= 1 || 2*m*n*max(k, 1) < linSplitFlops {
-		return m, n
+		return n >= m, []int{0, max(n, m)}
 	}
-	cb = ((n+threads-1)/threads + linColAlign - 1) / linColAlign * linColAlign
-	rb = ((m+threads-1)/threads + linRowAlign - 1) / linRowAlign * linRowAlign
-	switch {
-	case n >= m && cb < n:
-		return m, cb
-	case rb < m:
-		return rb, n
-	case cb < n:
-		return m, cb
+	l, align, small := m, linRowAlign, linSmallRows
+	if n >= m {
+		byCols, l, align, small = true, n, linColAlign, linSmallCols
 	}
-	return m, n
+	big := l / threads / 2 / align * align
+	cuts = []int{0}
+	pos := 0
+	if big > small {
+		for t := 0; t < threads && pos+big < l; t++ {
+			pos += big
+			cuts = append(cuts, pos)
+		}
+	}
+	for pos < l {
+		pos = min(pos+small, l)
+		cuts = append(cuts, pos)
+	}
+	return byCols, cuts
 }
 
 // linearFast computes act(x·W + bias) [+ res] for x (…, k) and a constant W (k×n, packed once at
@@ -452,14 +465,18 @@ func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, 
 	case actGelu:
 		va = vec.ActGelu
 	}
-	rb, cb := linearTiles(m, n, k, e.threads)
-	if cb < n && cb%pw.ColAlign() != 0 {
-		cb = n // (linColAlign is a multiple of every kernel's tile width)
+	byCols, cuts := linearCuts(m, n, k, e.threads)
+	if byCols && len(cuts) > 2 && linColAlign%pw.ColAlign() != 0 {
+		cuts = []int{0, n}
 	}
-	rt, ct := (m+rb-1)/rb, (n+cb-1)/cb
-	parallelTasks(e.threads, rt*ct, func(t int) {
-		r0, c0 := (t/ct)*rb, (t%ct)*cb
-		rows, cols := min(rb, m-r0), min(cb, n-c0)
+	tile := func(t int) (r0, rows, c0, cols int) {
+		if byCols {
+			return 0, m, cuts[t], cuts[t+1] - cuts[t]
+		}
+		return cuts[t], cuts[t+1] - cuts[t], 0, n
+	}
+	parallelTasks(e.threads, len(cuts)-1, func(t int) {
+		r0, rows, c0, cols := tile(t)
 		c := out.F32[r0*n:]
 		kernels.SgemmPackedEpilogue(rows, c0, c0+cols, 1, x.F32[r0*k:], k, pw, 0, c, n, func(i0, i1, j0, j1 int) {
 			for i := i0; i < i1; i++ {

@@ -113,7 +113,7 @@ func TestFusionVanilla(t *testing.T) {
 // attnGraph is one attention block in isolation: scores = Q·Kᵀ / √dk (+ mask) → softmax
 // → ·V, with the mask of the given rank ("" for none), and nothing else, so the fused and
 // unfused outputs differ only by the attention kernel.
-func attnGraph(t *testing.T, dk int, maskShape string, useWhere bool) *graph.Graph {
+func attnGraph(t testing.TB, dk int, maskShape string, useWhere bool) *graph.Graph {
 	t.Helper()
 	b := graph.NewBuilder("attn")
 	q := b.Input("q", tensor.Float32, graph.Sym("b"), graph.Sym("h"), graph.Sym("n"), graph.Fixed(int64(dk)))
@@ -292,5 +292,31 @@ func TestFusionTorchExports(t *testing.T) {
 			}
 			runAgree(t, fused, plain, map[string]*tensor.Tensor{g.Inputs[0].Name: src, g.Inputs[1].Name: mask}, 1e-5)
 		})
+	}
+}
+
+// TestLinearCuts checks that the linear layer's tiles cover the split axis exactly, in
+// order, on the alignments the kernels need, with one big tile per thread first.
+func TestLinearCuts(t *testing.T) {
+	for _, c := range []struct{ m, n, k, threads int }{
+		{128, 512, 512, 2}, {128, 2048, 512, 2}, {1024, 512, 512, 2}, {1024, 512, 2048, 3},
+		{128, 257, 512, 2}, {37, 512, 512, 2}, {1, 1, 1, 2}, {128, 512, 512, 1}, {4096, 64, 64, 8},
+	} {
+		byCols, cuts := cpu.LinearCuts(c.m, c.n, c.k, c.threads)
+		l, align := c.m, 4
+		if byCols {
+			l, align = c.n, 64
+		}
+		if byCols != (c.n >= c.m) || cuts[0] != 0 || cuts[len(cuts)-1] != l {
+			t.Fatalf("%+v: byCols %v cuts %v", c, byCols, cuts)
+		}
+		for i := 1; i < len(cuts); i++ {
+			if cuts[i] <= cuts[i-1] || (i < len(cuts)-1 && cuts[i]%align != 0) {
+				t.Fatalf("%+v: cuts %v not increasing on multiples of %d", c, cuts, align)
+			}
+		}
+		if len(cuts) > 2 && cuts[1]-cuts[0] < cuts[len(cuts)-1]-cuts[len(cuts)-2] {
+			t.Fatalf("%+v: first tile %d smaller than the last %d", c, cuts[1], cuts[len(cuts)-1]-cuts[len(cuts)-2])
+		}
 	}
 }

@@ -259,16 +259,22 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 }
 
 // nextPanel returns the packed panel of op(B) that the first row block of sgemmPrepacked
-// reads after panel jr of the k block at pc (kcb rows, columns from col): the next panel
-// of the block, or, after the last one and when the row block is the only one (so nothing
-// else runs in between), the first panel of the next k block. It returns nil when there
-// is none.
+// reads after panel jr of the k block at pc (kcb rows, ncb columns from col): the next panel
+// of the block, or, after the last one, the first panel of the next k block when the row
+// block is the only one (so nothing else runs in between), else the panel just right of
+// these columns in this k block. It returns nil when there is none.
 func (pb *PackedB) nextPanel(bbuf []float32, pc, kcb, col, jr, ncb int, onlyRowBlock bool) []float32 {
 	nr := pb.kern.nr
 	if jr+nr < ncb {
 		return bbuf[(jr+nr)*kcb : (jr+2*nr)*kcb]
 	}
 	if !onlyRowBlock || pc+kcb >= pb.k {
+		if col/nr+(ncb+nr-1)/nr < pb.np {
+			// The panel after these columns: when a product is cut into column tiles that
+			// threads claim in order, the start of the tile claimed next.
+			o := (ncb + nr - 1) / nr * kcb * nr
+			return bbuf[o : o+kcb*nr]
+		}
 		return nil
 	}
 	pc += kcb

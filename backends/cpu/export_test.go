@@ -1,0 +1,4 @@
+package cpu
+
+// LinearCuts exposes linearCuts to the external tests.
+var LinearCuts = linearCuts
