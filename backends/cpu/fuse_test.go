@@ -307,7 +307,7 @@ func TestLinearCuts(t *testing.T) {
 		if byCols {
 			l, align = c.n, 64
 		}
-		if byCols != (c.n >= c.m) || cuts[0] != 0 || cuts[len(cuts)-1] != l {
+		if byCols != (c.n > 4*c.m) || cuts[0] != 0 || cuts[len(cuts)-1] != l {
 			t.Fatalf("%+v: byCols %v cuts %v", c, byCols, cuts)
 		}
 		for i := 1; i < len(cuts); i++ {
