@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,7 +38,8 @@ func init() { register(benchCommand) }
 const benchMemoryDoc = "mem = peak RSS growth: before each row zoo collects garbage, returns free memory to the OS " +
 	"(debug.FreeOSMemory), resets the kernel's peak-RSS mark (/proc/self/clear_refs) and reads VmRSS; after the " +
 	"warm-up and timed runs it reads VmHWM; mem = VmHWM − VmRSS before. It counts everything the runs touched " +
-	"(Go heap including garbage not yet collected, C memory, stacks), not the weights compiled beforehand"
+	"(Go heap including garbage not yet collected, C memory, stacks), not the weights compiled beforehand. " +
+	"With --against, each runtime's mem is measured the same way over its own warm-up runs (at least one), run alone"
 
 // benchTimingDoc says how a row is timed.
 const benchTimingDoc = "ms = mean ± sample stddev of the wall time of one Run over --reps repetitions after --warmup untimed runs; " +
@@ -56,7 +58,9 @@ func benchCommand() *cli.Command {
 			benchMemoryDoc + ". go_alloc_bytes_per_run (JSON/CSV) is the Go heap allocated per timed run.\n" +
 			"Sequence lengths beyond a model's max_len are skipped with a note. --against onnxruntime also runs the\n" +
 			"model's ONNX export under ONNX Runtime with the same thread count (zoo then runs that same exported graph)\n" +
-			"and reports zoo/ORT = ORT time / zoo time (above 1: zoo is faster). The footer gives each series' fitted\n" +
+			"and reports zoo/ORT = the median over the --reps timed pairs of ORT time / zoo time (above 1: zoo is\n" +
+			"faster); the timed runs alternate zoo and ORT, each after a 5 ms pause, because a shared machine's load\n" +
+			"drifts between two back-to-back series by more than the difference being measured. The footer gives each series' fitted\n" +
 			"exponent k: the least-squares slope of log time against log n (time ∝ n^k).\n" +
 			"Data goes to stdout; progress goes to stderr only when it is a terminal.",
 		Flags: append(modelFlags(),
@@ -406,7 +410,26 @@ func benchOne(ctx context.Context, bm *benchModel, p backends.Program, sess *ort
 		_, err := p.Run(ctx, feed)
 		return err
 	}
-	samples, rss, alloc, err := timeRuns(ctx, zooRun, reps, warmup)
+	var samples, ortSamples []float64
+	var rss, ortRSS *int64
+	var alloc int64
+	if sess == nil {
+		samples, rss, alloc, err = timeRuns(ctx, zooRun, reps, warmup)
+	} else {
+		ortRun := func() error {
+			_, err := sess.Run(feed, nil)
+			return err
+		}
+		var pairs paired
+		pairs, err = timePaired(ctx, zooRun, ortRun, reps, warmup)
+		if err != nil {
+			return row, failed(fmt.Errorf("%s: %w", name, err))
+		}
+		samples, rss, alloc = pairs.zoo, pairs.zooRSS, pairs.zooAlloc
+		ortSamples, ortRSS = pairs.ref, pairs.refRSS
+		ratio := pairs.ratio
+		row.ZooOverORT = &ratio
+	}
 	if err != nil {
 		return row, failed(fmt.Errorf("run %s: %w", name, err))
 	}
@@ -422,22 +445,10 @@ func benchOne(ctx context.Context, bm *benchModel, p backends.Program, sess *ort
 		row.PctPeak = 100 * row.GFLOPS / bb.PeakGFLOPS
 	}
 	if sess != nil {
-		ortRun := func() error {
-			_, err := sess.Run(feed, nil)
-			return err
-		}
-		samples, rss, _, err := timeRuns(ctx, ortRun, reps, warmup)
-		if err != nil {
-			return row, failed(fmt.Errorf("onnxruntime: run %s: %w", name, err))
-		}
-		mean, sd := meanStddev(samples)
-		row.ORTMSSamples, row.ORTMSMean, row.ORTMSStddev, row.ORTPeakRSS = samples, &mean, &sd, rss
+		mean, sd := meanStddev(ortSamples)
+		row.ORTMSSamples, row.ORTMSMean, row.ORTMSStddev, row.ORTPeakRSS = ortSamples, &mean, &sd, ortRSS
 		tps := tokens / (mean / 1000)
 		row.ORTTokensPS = &tps
-		if row.TokensPS > 0 && tps > 0 {
-			ratio := row.TokensPS / tps
-			row.ZooOverORT = &ratio
-		}
 	}
 	return row, nil
 }
@@ -501,6 +512,95 @@ func timeRuns(ctx context.Context, fn func() error, reps, warmup int) ([]float64
 		}
 	}
 	return samples, rss, int64(after.TotalAlloc-before.TotalAlloc) / int64(reps), nil
+}
+
+// paired holds the results of timePaired.
+type paired struct {
+	zoo, ref       []float64 // ms per timed run
+	zooRSS, refRSS *int64    // peak RSS growth over each one's own warm-up (nil: not measurable)
+	zooAlloc       int64     // Go heap allocated per timed zoo run
+	ratio          float64   // median over the pairs of ref time / zoo time
+}
+
+// pairGap is the idle time before each timed run of timePaired: both runtimes keep worker
+// threads spinning for a moment after a run (zoo's for 2 ms), and the other runtime's next
+// run must not pay for it.
+const pairGap = 5 * time.Millisecond
+
+// timePaired times zoo against a reference runtime on a shared machine, whose load drifts
+// between two consecutive series by more than the difference being measured: it warms up
+// each alone (max(warmup, 1) runs, measuring each one's peak RSS growth there), then runs
+// reps timed pairs, alternating which goes first, and takes the ratio from each pair.
+func timePaired(ctx context.Context, zoo, ref func() error, reps, warmup int) (paired, error) {
+	var r paired
+	warm := func(fn func() error) (*int64, error) {
+		base, ok := rssBegin()
+		for i := 0; i < max(warmup, 1); i++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if err := fn(); err != nil {
+				return nil, err
+			}
+		}
+		if !ok {
+			return nil, nil
+		}
+		_, hwm, ok := readRSS()
+		if !ok {
+			return nil, nil
+		}
+		g := max(hwm-base, 0)
+		return &g, nil
+	}
+	var err error
+	if r.zooRSS, err = warm(zoo); err != nil {
+		return r, err
+	}
+	if r.refRSS, err = warm(ref); err != nil {
+		return r, fmt.Errorf("onnxruntime: %w", err)
+	}
+	timed := func(fn func() error) (float64, error) {
+		time.Sleep(pairGap)
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		t0 := time.Now()
+		err := fn()
+		return float64(time.Since(t0).Nanoseconds()) / 1e6, err
+	}
+	var before, after runtime.MemStats
+	var allocs uint64
+	ratios := make([]float64, 0, reps)
+	for i := 0; i < reps; i++ {
+		var z, o float64
+		if i%2 == 1 {
+			if o, err = timed(ref); err != nil {
+				return r, fmt.Errorf("onnxruntime: %w", err)
+			}
+		}
+		runtime.ReadMemStats(&before)
+		if z, err = timed(zoo); err != nil {
+			return r, err
+		}
+		runtime.ReadMemStats(&after)
+		allocs += after.TotalAlloc - before.TotalAlloc
+		if i%2 == 0 {
+			if o, err = timed(ref); err != nil {
+				return r, fmt.Errorf("onnxruntime: %w", err)
+			}
+		}
+		r.zoo, r.ref = append(r.zoo, z), append(r.ref, o)
+		ratios = append(ratios, o/z)
+	}
+	r.zooAlloc = int64(allocs) / int64(reps)
+	slices.Sort(ratios)
+	if n := len(ratios); n%2 == 1 {
+		r.ratio = ratios[n/2]
+	} else {
+		r.ratio = (ratios[n/2-1] + ratios[n/2]) / 2
+	}
+	return r, nil
 }
 
 // rssBegin frees what it can, resets the peak-RSS mark and returns the current RSS. It
@@ -733,7 +833,7 @@ func renderBench(w io.Writer, d *benchDoc, md, withORT bool, reps, warmup int) {
 			b.Name, b.Level, b.Threads, b.PeakGFLOPS, b.PeakSize, b.PeakSize, b.PeakSize, b.PeakMS)
 	}
 	if m.ONNXRuntime != "" {
-		fmt.Fprintf(w, "against onnxruntime %s (same threads; zoo runs the same exported graph); zoo/ORT = ORT time / zoo time\n", m.ONNXRuntime)
+		fmt.Fprintf(w, "against onnxruntime %s (same threads; zoo runs the same exported graph); zoo/ORT = median over interleaved pairs of ORT time / zoo time\n", m.ONNXRuntime)
 	}
 	fmt.Fprintln(w)
 	head, right, rows := benchColumns(d, withORT)
