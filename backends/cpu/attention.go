@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zoo-dev/zoo/backends/cpu/kernels"
 	"github.com/zoo-dev/zoo/backends/cpu/vec"
@@ -446,10 +447,11 @@ func linearCuts(m, n, k, threads int) (byCols bool, cuts []int) {
 	return byCols, cuts
 }
 
-// linearFast computes act(x·W + bias) [+ res] for x (…, k) and a constant W (k×n, packed once at
-// compile time as pw) with the epilogue fused into each GEMM tile. bRank is the bias rank
-// (the output must keep x's rank for the broadcast to be the plain row broadcast).
-func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, bRank int, act activation, res *tensor.Tensor) (*tensor.Tensor, bool, error) {
+// linearFast computes act(x·W + bias) [+ res], then LayerNorm over each row when ln is set,
+// for x (…, k) and a constant W (k×n, packed once at compile time as pw) with the epilogue
+// fused into each GEMM tile. bRank is the bias rank (the output must keep x's rank for the
+// broadcast to be the plain row broadcast).
+func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, bRank int, act activation, res *tensor.Tensor, ln *lnEpilogue) (*tensor.Tensor, bool, error) {
 	if x == nil || x.DType != tensor.Float32 || len(x.Shape) < 2 || len(x.Shape) < bRank {
 		return nil, false, nil
 	}
@@ -486,6 +488,7 @@ func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, 
 		}
 		return cuts[t], cuts[t+1] - cuts[t], 0, n
 	}
+	var lnLater atomic.Bool // some epilogue block lacked whole rows: normalise afterwards
 	parallelTasks(e.threads, len(cuts)-1, func(t int) {
 		r0, rows, c0, cols := tile(t)
 		c := out.F32[r0*n:]
@@ -497,8 +500,26 @@ func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, 
 					off := (r0+i)*n + j0
 					vec.Add(row, row, res.F32[off:off+len(row)])
 				}
+				// The row is final and whole: normalise it now (the same vec.LayerNorm, in
+				// place, as the LayerNormalization kernel applies to the stored row).
+				if ln != nil && j0 == 0 && j1 == n {
+					vec.LayerNorm(row, row, ln.scale, ln.bias, ln.eps)
+				}
+			}
+			if ln != nil && (j0 != 0 || j1 != n) {
+				lnLater.Store(true)
 			}
 		})
 	})
+	if lnLater.Load() {
+		// Column tiles (or column blocks inside a tile) never held whole rows.
+		d := n
+		parallelFor(e.threads, m, max(1, elemGrain/(2*d)), func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				row := out.F32[r*d : (r+1)*d]
+				vec.LayerNorm(row, row, ln.scale, ln.bias, ln.eps)
+			}
+		})
+	}
 	return out, true, nil
 }

@@ -274,6 +274,15 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 			kind += "+residual"
 		}
 	}
+	// A LayerNormalization of the result over its last axis (the post-norm after a residual
+	// block), with constant parameters and read by nothing else, joins as well: rows are
+	// normalised in the epilogue while the tile is still in cache.
+	var ln *lnEpilogue
+	if g2, o2, l, ok := f.matchLayerNorm(out, n); ok {
+		group = append(group, g2)
+		out, ln = o2, l
+		kind += "+layernorm"
+	}
 	bRank := len(b.Shape)
 	// W is packed once here, in the SGEMM micro-kernel layout, so no run packs it again.
 	pw := kernels.PackB(false, w.Shape[0], n, w.F32, n)
@@ -282,9 +291,43 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		if len(in) > 1 {
 			res = in[1]
 		}
-		return linearFast(e, in[0], pw, b.F32, bRank, act, res)
+		return linearFast(e, in[0], pw, b.F32, bRank, act, res, ln)
 	}
 	return group, f.newFused("FusedLinear", group, ext, out, fast), kind, true
+}
+
+// lnEpilogue is a LayerNormalization over the last axis fused into a linear step.
+type lnEpilogue struct {
+	scale, bias []float32 // bias may be nil
+	eps         float32
+}
+
+// matchLayerNorm matches LayerNormalization(h, scale[, bias]) over the last axis of h (n
+// wide) with constant parameters of length n and only its Y output, h read by nothing else.
+func (f *fuser) matchLayerNorm(h, n int) (step int, out int, ln *lnEpilogue, ok bool) {
+	p := f.p
+	c, ok := f.single(h)
+	if !ok {
+		return -1, -1, nil, false
+	}
+	st := p.steps[c]
+	if st.node.Op != "LayerNormalization" || st.node.Int("axis", -1) != -1 || len(st.out) != 1 ||
+		len(st.in) < 2 || st.in[0] != h {
+		return -1, -1, nil, false
+	}
+	scale := f.constF32(st.in[1])
+	if scale == nil || len(scale.F32) != n {
+		return -1, -1, nil, false
+	}
+	ln = &lnEpilogue{scale: scale.F32, eps: st.node.Float("epsilon", 1e-5)}
+	if len(st.in) > 2 && st.in[2] >= 0 {
+		bias := f.constF32(st.in[2])
+		if bias == nil || len(bias.F32) != n {
+			return -1, -1, nil, false
+		}
+		ln.bias = bias.F32
+	}
+	return c, st.out[0], ln, true
 }
 
 // activation is the epilogue of a fused linear step.

@@ -85,10 +85,10 @@ func TestFusionVanilla(t *testing.T) {
 		fused, plain := compileBoth(t, g, backends.Options{})
 		fu := fused.Fusions()
 		// Per layer: Q, K and V are plain linears, the FFN's first takes the activation, and
-		// the output projection and the FFN's second take the residual Add; plus the final
-		// projection.
-		if fu["attention"] != 2 || fu["linear+"+act] != 2 || fu["linear"] != 2*3+1 || fu["linear+residual"] != 2*2 {
-			t.Fatalf("%s: fusions %v, want 2 attention, 2 linear+%s, 7 linear, 4 linear+residual", act, fu, act)
+		// the output projection and the FFN's second take the residual Add and the post-norm
+		// LayerNormalization; plus the final projection.
+		if fu["attention"] != 2 || fu["linear+"+act] != 2 || fu["linear"] != 2*3+1 || fu["linear+residual+layernorm"] != 2*2 {
+			t.Fatalf("%s: fusions %v, want 2 attention, 2 linear+%s, 7 linear, 4 linear+residual+layernorm", act, fu, act)
 		}
 		r := rand.New(rand.NewSource(3))
 		for _, sh := range []struct{ batch, n int }{{1, 1}, {1, 7}, {2, 33}, {3, 130}, {1, 600}} {
@@ -317,6 +317,47 @@ func TestLinearCuts(t *testing.T) {
 		}
 		if len(cuts) > 2 && cuts[1]-cuts[0] < cuts[len(cuts)-1]-cuts[len(cuts)-2] {
 			t.Fatalf("%+v: first tile %d smaller than the last %d", c, cuts[1], cuts[len(cuts)-1]-cuts[len(cuts)-2])
+		}
+	}
+}
+
+// TestFusedLinearLayerNorm checks the post-norm epilogue (x·W + b + residual, then
+// LayerNormalization of each row) against the unfused graph bit for bit, for row tiles
+// (whole rows normalised in the epilogue), column tiles (n > 4m) and rows wider than the
+// kernel's column block (both normalised in a pass afterwards), at several thread counts.
+func TestFusedLinearLayerNorm(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	for _, c := range []struct{ m, k, n int }{{1, 64, 64}, {7, 64, 512}, {128, 96, 512}, {300, 64, 130}, {40, 32, 1100}, {16, 512, 1024}, {256, 128, 256}} {
+		b := graph.NewBuilder("linln")
+		x := b.Input("x", tensor.Float32, graph.Sym("m"), graph.Fixed(int64(c.k)))
+		res := b.Input("res", tensor.Float32, graph.Sym("m"), graph.Fixed(int64(c.n)))
+		w := randT(r, c.k, c.n)
+		bias, scale, shift := randT(r, c.n), randT(r, c.n), randT(r, c.n)
+		h := b.Add(b.Add(b.MatMul(x, b.Const(w)), b.Const(bias)), res)
+		b.Output("y", b.LayerNorm(h, b.Const(scale), b.Const(shift), 1e-5), tensor.Float32)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := map[string]*tensor.Tensor{"x": randT(r, c.m, c.k), "res": randT(r, c.m, c.n)}
+		for _, threads := range []int{1, 2, 3} {
+			fused, plain := compileBoth(t, g, backends.Options{Threads: threads})
+			if fu := fused.Fusions(); fu["linear+residual+layernorm"] != 1 {
+				t.Fatalf("%+v: fusions %v", c, fu)
+			}
+			a, err := fused.Run(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := plain.Run(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range want["y"].F32 {
+				if got := a["y"].F32[i]; math.Float32bits(got) != math.Float32bits(v) {
+					t.Fatalf("%+v threads %d: y[%d] = %g fused, %g unfused", c, threads, i, got, v)
+				}
+			}
 		}
 	}
 }
