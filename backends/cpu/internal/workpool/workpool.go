@@ -1,4 +1,7 @@
-package cpu
+// Package workpool runs data-parallel loops on a process-wide set of persistent worker
+// goroutines that spin briefly between tasks. The CPU backend's operators and the SGEMM
+// kernels share it, so a forward pass never has two pools competing for the cores.
+package workpool
 
 import (
 	"fmt"
@@ -8,12 +11,12 @@ import (
 	"time"
 )
 
-// maxThreads bounds the worker count a program may ask for.
-const maxThreads = 256
+// MaxThreads bounds the worker count a caller may ask for.
+const MaxThreads = 256
 
 // pool is a process-wide set of persistent worker goroutines shared by every Program.
-// Work is handed out as "help" requests: the caller of parallelFor always processes chunks
-// itself and helpers only steal the chunks that are left, so parallelFor never waits on a
+// Work is handed out as "help" requests: the caller of For always processes chunks
+// itself and helpers only steal the chunks that are left, so For never waits on a
 // worker that has not started, nested calls cannot deadlock, and a busy pool degrades to
 // running on the caller's goroutine.
 type pool struct {
@@ -22,7 +25,7 @@ type pool struct {
 	tasks   chan func()
 }
 
-var sharedPool = &pool{tasks: make(chan func(), 4*maxThreads)}
+var sharedPool = &pool{tasks: make(chan func(), 4*MaxThreads)}
 
 // spinFor is how long an idle side keeps polling before it blocks: a worker that has just
 // finished a task, waiting for the next, and a caller whose own chunks are done, waiting
@@ -42,8 +45,8 @@ const yieldEvery = 256
 
 // ensure starts workers until at least n are running.
 func (p *pool) ensure(n int) {
-	if n > maxThreads {
-		n = maxThreads
+	if n > MaxThreads {
+		n = MaxThreads
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -77,7 +80,7 @@ func (p *pool) work() {
 	}
 }
 
-// job is one parallelFor invocation.
+// job is one For or Tasks invocation.
 type job struct {
 	next    atomic.Int64
 	done    atomic.Int64 // chunks finished
@@ -154,10 +157,10 @@ func (j *job) run(helpers int, what string) {
 	}
 }
 
-// parallelFor calls fn on disjoint ranges that cover [0, n), using up to threads goroutines
+// For calls fn on disjoint ranges that cover [0, n), using up to threads goroutines
 // (the caller's included). Ranges hold at least grain elements, so tiny work runs inline.
 // A panic in fn is re-raised on the caller's goroutine once every chunk has finished.
-func parallelFor(threads, n, grain int, fn func(lo, hi int)) {
+func For(threads, n, grain int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
@@ -175,9 +178,9 @@ func parallelFor(threads, n, grain int, fn func(lo, hi int)) {
 	runChunks(chunks, n, fn)
 }
 
-// parallelTasks runs fn(i) for every i in [0, n) on up to threads goroutines, one task at a
+// Tasks runs fn(i) for every i in [0, n) on up to threads goroutines, one task at a
 // time per goroutine; the task partition never depends on the thread count.
-func parallelTasks(threads, n int, fn func(i int)) {
+func Tasks(threads, n int, fn func(i int)) {
 	if n <= 0 {
 		return
 	}
