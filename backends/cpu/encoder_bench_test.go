@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sort"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/zoo-dev/zoo/plugins/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
+	"github.com/zoo-dev/zoo/zoo/pairtime"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
@@ -135,50 +135,25 @@ func BenchmarkVanillaVsORT(b *testing.B) {
 	}
 }
 
-// benchPaired runs zoo and ref alternately b.N times each (which goes first alternates too)
-// and reports the median time of each and the median over pairs of ref time / zoo time.
+// benchPaired runs zoo and ref alternately b.N times each (which goes first alternates too,
+// each after pairGap of quiet) and reports the median time of each and the median over
+// pairs of ref time / zoo time.
 func benchPaired(b *testing.B, zoo, ref func() error) {
 	for _, f := range []func() error{zoo, ref} { // warm-up
 		if err := f(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	timed := func(f func() error) float64 {
-		// Both runtimes keep their workers spinning for a while after a run (zoo for 2 ms,
-		// ORT for longer); starting the other one inside that window would measure two
-		// thread pools fighting over the cores, so each run starts after a quiet gap.
-		time.Sleep(pairGap)
-		t0 := time.Now()
-		if err := f(); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(t0).Seconds() * 1000
-	}
-	var zs, rs, ratios []float64
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		var z, r float64
-		if i%2 == 0 {
-			z, r = timed(zoo), timed(ref)
-		} else {
-			r, z = timed(ref), timed(zoo)
-		}
-		zs, rs, ratios = append(zs, z), append(rs, r), append(ratios, r/z)
+	r, err := pairtime.Interleave(context.Background(), zoo, ref, b.N, pairGap, nil)
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.ReportMetric(median(zs), "zoo-ms")
-	b.ReportMetric(median(rs), "ort-ms")
-	b.ReportMetric(median(ratios), "speedup")
+	b.ReportMetric(pairtime.Median(r.A), "zoo-ms")
+	b.ReportMetric(pairtime.Median(r.B), "ort-ms")
+	b.ReportMetric(r.Ratio, "speedup")
 }
 
-// pairGap is the idle time before each run of benchPaired.
+// pairGap is the idle time before each run of benchPaired: both runtimes keep their workers
+// spinning for a while after a run (zoo for 2 ms), and the other must not pay for it.
 const pairGap = 20 * time.Millisecond
-
-// median returns the median of xs (which it sorts).
-func median(xs []float64) float64 {
-	sort.Float64s(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
-}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +26,7 @@ import (
 	"github.com/zoo-dev/zoo/onnx/ort"
 	"github.com/zoo-dev/zoo/zoo/benchplot"
 	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/pairtime"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
@@ -533,73 +533,35 @@ const pairGap = 5 * time.Millisecond
 // reps timed pairs, alternating which goes first, and takes the ratio from each pair.
 func timePaired(ctx context.Context, zoo, ref func() error, reps, warmup int) (paired, error) {
 	var r paired
-	warm := func(fn func() error) (*int64, error) {
-		base, ok := rssBegin()
-		for i := 0; i < max(warmup, 1); i++ {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if err := fn(); err != nil {
-				return nil, err
-			}
+	ortRun := func() error {
+		if err := ref(); err != nil {
+			return fmt.Errorf("onnxruntime: %w", err)
 		}
-		if !ok {
-			return nil, nil
-		}
-		_, hwm, ok := readRSS()
-		if !ok {
-			return nil, nil
-		}
-		g := max(hwm-base, 0)
-		return &g, nil
+		return nil
 	}
+	// Each warms up alone, as an untimed series of its own, which also gives its peak RSS.
 	var err error
-	if r.zooRSS, err = warm(zoo); err != nil {
+	if _, r.zooRSS, _, err = timeRuns(ctx, zoo, max(warmup, 1), 0); err != nil {
 		return r, err
 	}
-	if r.refRSS, err = warm(ref); err != nil {
-		return r, fmt.Errorf("onnxruntime: %w", err)
-	}
-	timed := func(fn func() error) (float64, error) {
-		time.Sleep(pairGap)
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		t0 := time.Now()
-		err := fn()
-		return float64(time.Since(t0).Nanoseconds()) / 1e6, err
+	if _, r.refRSS, _, err = timeRuns(ctx, ortRun, max(warmup, 1), 0); err != nil {
+		return r, err
 	}
 	var before, after runtime.MemStats
 	var allocs uint64
-	ratios := make([]float64, 0, reps)
-	for i := 0; i < reps; i++ {
-		var z, o float64
-		if i%2 == 1 {
-			if o, err = timed(ref); err != nil {
-				return r, fmt.Errorf("onnxruntime: %w", err)
-			}
-		}
-		runtime.ReadMemStats(&before)
-		if z, err = timed(zoo); err != nil {
-			return r, err
+	res, err := pairtime.Interleave(ctx, zoo, ortRun, reps, pairGap, func(done bool) {
+		if !done {
+			runtime.ReadMemStats(&before)
+			return
 		}
 		runtime.ReadMemStats(&after)
 		allocs += after.TotalAlloc - before.TotalAlloc
-		if i%2 == 0 {
-			if o, err = timed(ref); err != nil {
-				return r, fmt.Errorf("onnxruntime: %w", err)
-			}
-		}
-		r.zoo, r.ref = append(r.zoo, z), append(r.ref, o)
-		ratios = append(ratios, o/z)
+	})
+	if err != nil {
+		return r, err
 	}
+	r.zoo, r.ref, r.ratio = res.A, res.B, res.Ratio
 	r.zooAlloc = int64(allocs) / int64(reps)
-	slices.Sort(ratios)
-	if n := len(ratios); n%2 == 1 {
-		r.ratio = ratios[n/2]
-	} else {
-		r.ratio = (ratios[n/2-1] + ratios[n/2]) / 2
-	}
 	return r, nil
 }
 

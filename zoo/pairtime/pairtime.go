@@ -1,0 +1,81 @@
+// Package pairtime times two implementations of the same work against each other on a
+// shared machine, whose load drifts between two back-to-back series by more than the
+// difference being measured: it alternates them run by run and takes the ratio per pair.
+package pairtime
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+)
+
+// Result holds the timed runs of Interleave.
+type Result struct {
+	A, B  []float64 // wall time of each timed run in ms, in order
+	Ratio float64   // median over the pairs of B time / A time (above 1: A is faster)
+}
+
+// Interleave runs a and b reps times each, alternating which goes first, sleeping gap before
+// every timed run so that neither pays for worker threads the other leaves spinning. When
+// around is set it is called just before and just after each timed run of a, outside the
+// timed region (to read allocation counters, say). It returns the first error of a or b,
+// or ctx's, and an error when reps is not positive.
+func Interleave(ctx context.Context, a, b func() error, reps int, gap time.Duration, around func(after bool)) (Result, error) {
+	if reps < 1 {
+		return Result{}, errors.New("pairtime: reps must be at least 1")
+	}
+	timed := func(f func() error) (float64, error) {
+		time.Sleep(gap)
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		t0 := time.Now()
+		err := f()
+		return float64(time.Since(t0).Nanoseconds()) / 1e6, err
+	}
+	runA := func() (float64, error) {
+		if around != nil {
+			around(false)
+			defer around(true)
+		}
+		return timed(a)
+	}
+	var r Result
+	ratios := make([]float64, 0, reps)
+	for i := 0; i < reps; i++ {
+		var ta, tb float64
+		var err error
+		if i%2 == 1 {
+			if tb, err = timed(b); err != nil {
+				return r, err
+			}
+		}
+		if ta, err = runA(); err != nil {
+			return r, err
+		}
+		if i%2 == 0 {
+			if tb, err = timed(b); err != nil {
+				return r, err
+			}
+		}
+		r.A, r.B = append(r.A, ta), append(r.B, tb)
+		ratios = append(ratios, tb/ta)
+	}
+	r.Ratio = Median(ratios)
+	return r, nil
+}
+
+// Median returns the median of xs without changing it, or 0 for an empty slice.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
