@@ -450,7 +450,8 @@ func linearCuts(m, n, k, threads int) (byCols bool, cuts []int) {
 // linearFast computes act(x·W + bias) [+ res], then LayerNorm over each row when ln is set,
 // for x (…, k) and a constant W (k×n, packed once at compile time as pw) with the epilogue
 // fused into each GEMM tile. bRank is the bias rank (the output must keep x's rank for the
-// broadcast to be the plain row broadcast).
+// broadcast to be the plain row broadcast); bias may be nil, for a product with no bias and
+// then no activation.
 func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, bRank int, act activation, res *tensor.Tensor, ln *lnEpilogue) (*tensor.Tensor, bool, error) {
 	if x == nil || x.DType != tensor.Float32 || len(x.Shape) < 2 || len(x.Shape) < bRank {
 		return nil, false, nil
@@ -492,24 +493,11 @@ func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, 
 	parallelTasks(e.threads, len(cuts)-1, func(t int) {
 		r0, rows, c0, cols := tile(t)
 		c := out.F32[r0*n:]
-		kernels.SgemmPackedEpilogue(rows, c0, c0+cols, 1, x.F32[r0*k:], k, pw, 0, c, n, func(i0, i1, j0, j1 int) {
-			for i := i0; i < i1; i++ {
-				row := c[i*n+j0 : i*n+j1]
-				vec.BiasAct(row, bias[j0:j1], va)
-				if res != nil {
-					off := (r0+i)*n + j0
-					vec.Add(row, row, res.F32[off:off+len(row)])
-				}
-				// The row is final and whole: normalise it now (the same vec.LayerNorm, in
-				// place, as the LayerNormalization kernel applies to the stored row).
-				if ln != nil && j0 == 0 && j1 == n {
-					vec.LayerNorm(row, row, ln.scale, ln.bias, ln.eps)
-				}
-			}
-			if ln != nil && (j0 != 0 || j1 != n) {
-				lnLater.Store(true)
-			}
-		})
+		var epi kernels.Epilogue
+		if bias != nil || res != nil || ln != nil {
+			epi = func(i0, i1, j0, j1 int) { linearEpilogue(c, n, r0, i0, i1, j0, j1, bias, va, res, ln, &lnLater) }
+		}
+		kernels.SgemmPackedEpilogue(rows, c0, c0+cols, 1, x.F32[r0*k:], k, pw, 0, c, n, epi)
 	})
 	if lnLater.Load() {
 		// Column tiles (or column blocks inside a tile) never held whole rows.
@@ -522,4 +510,29 @@ func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, 
 		})
 	}
 	return out, true, nil
+}
+
+// linearEpilogue finishes rows [i0, i1) and columns [j0, j1) of a linear tile whose first
+// row is row r0 of the output (c addresses that row, n columns): bias and activation, the
+// residual, and LayerNorm when the block holds whole rows (else it sets lnLater).
+func linearEpilogue(c []float32, n, r0, i0, i1, j0, j1 int, bias []float32, va vec.Act, res *tensor.Tensor, ln *lnEpilogue, lnLater *atomic.Bool) {
+	whole := j0 == 0 && j1 == n
+	for i := i0; i < i1; i++ {
+		row := c[i*n+j0 : i*n+j1]
+		if bias != nil {
+			vec.BiasAct(row, bias[j0:j1], va)
+		}
+		if res != nil {
+			off := (r0+i)*n + j0
+			vec.Add(row, row, res.F32[off:off+len(row)])
+		}
+		// The row is final and whole: normalise it now (the same vec.LayerNorm, in place,
+		// as the LayerNormalization kernel applies to the stored row).
+		if ln != nil && whole {
+			vec.LayerNorm(row, row, ln.scale, ln.bias, ln.eps)
+		}
+	}
+	if ln != nil && !whole {
+		lnLater.Store(true)
+	}
 }

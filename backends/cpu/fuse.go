@@ -33,7 +33,8 @@ import (
 
 // Fusions reports the patterns fused at compile time and how often each was found:
 // "linear", "linear+relu", "linear+gelu" (each also with "+residual" when an Add of
-// another run-time value follows) and "attention". It is empty when
+// another run-time value follows, and then "+layernorm" when a LayerNormalization of the
+// sum follows), "matmul" (a product by a constant matrix with no bias) and "attention". It is empty when
 // backends.Options.NoFusion was set or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
@@ -245,14 +246,23 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 	}
 	n := w.Shape[1]
 	a := f.outOf(i)
-	addI, ok := f.single(a)
-	if !ok || p.steps[addI].node.Op != "Add" {
+	if a < 0 {
 		return nil, step{}, "", false
 	}
-	bs, _, ok := f.other(addI, a)
-	b := f.constF32(bs)
-	if !ok || b == nil || len(b.F32) != n || len(b.Shape) == 0 || b.Shape[len(b.Shape)-1] != n {
-		return nil, step{}, "", false
+	addI, ok := f.single(a)
+	var b *tensor.Tensor
+	if ok && p.steps[addI].node.Op == "Add" {
+		bs, _, _ := f.other(addI, a)
+		b = f.constF32(bs)
+	}
+	if b == nil || len(b.F32) != n || len(b.Shape) == 0 || b.Shape[len(b.Shape)-1] != n {
+		// No bias follows: the product alone still gains the weights packed once (a
+		// bias-free projection, or a plain MatMul by a constant in an imported graph).
+		pw := kernels.PackB(false, w.Shape[0], n, w.F32, n)
+		fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
+			return linearFast(e, in[0], pw, nil, 0, actNone, nil, nil)
+		}
+		return []int{i}, f.newFused("FusedLinear", []int{i}, []int{mm.in[0]}, a, fast), "matmul", true
 	}
 	group = []int{i, addI}
 	h := f.outOf(addI)

@@ -361,3 +361,48 @@ func TestFusedLinearLayerNorm(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedMatMulNoBias checks that a product by a constant matrix with no bias after it
+// runs on the pre-packed weights ("matmul") and equals the unfused MatMul bit for bit,
+// including a 3-D input, a column-cut shape and at several thread counts.
+func TestFusedMatMulNoBias(t *testing.T) {
+	r := rand.New(rand.NewSource(12))
+	for _, c := range []struct {
+		shape []int
+		n     int
+	}{{[]int{1, 64}, 64}, {[]int{3, 37, 96}, 130}, {[]int{256, 128}, 256}, {[]int{16, 512}, 1024}} {
+		k := c.shape[len(c.shape)-1]
+		b := graph.NewBuilder("mm")
+		dims := make([]graph.Dim, len(c.shape))
+		for i := range dims {
+			dims[i] = graph.Sym(fmt.Sprintf("d%d", i))
+		}
+		dims[len(dims)-1] = graph.Fixed(int64(k))
+		x := b.Input("x", tensor.Float32, dims...)
+		b.Output("y", b.MatMul(x, b.Const(randT(r, k, c.n))), tensor.Float32)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := map[string]*tensor.Tensor{"x": randT(r, c.shape...)}
+		for _, threads := range []int{1, 2, 3} {
+			fused, plain := compileBoth(t, g, backends.Options{Threads: threads})
+			if fu := fused.Fusions(); fu["matmul"] != 1 {
+				t.Fatalf("%+v: fusions %v", c, fu)
+			}
+			a, err := fused.Run(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := plain.Run(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range want["y"].F32 {
+				if got := a["y"].F32[i]; math.Float32bits(got) != math.Float32bits(v) {
+					t.Fatalf("%+v threads %d: y[%d] = %g fused, %g unfused", c, threads, i, got, v)
+				}
+			}
+		}
+	}
+}
