@@ -233,7 +233,8 @@ func (fb *fallback) run(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) 
 
 // ---- linear ----
 
-// matchLinear matches MatMul(x, W) + b [+ activation] starting at MatMul step i.
+// matchLinear matches MatMul(x, W) [+ b [+ activation] [+ residual] [→ LayerNorm]] starting
+// at MatMul step i, W a constant matrix.
 func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) {
 	p := f.p
 	mm := p.steps[i]
@@ -255,45 +256,41 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		bs, _, _ := f.other(addI, a)
 		b = f.constF32(bs)
 	}
-	if b == nil || len(b.F32) != n || len(b.Shape) == 0 || b.Shape[len(b.Shape)-1] != n {
-		// No bias follows: the product alone still gains the weights packed once (a
-		// bias-free projection, or a plain MatMul by a constant in an imported graph).
-		pw := kernels.PackB(false, w.Shape[0], n, w.F32, n)
-		fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
-			return linearFast(e, in[0], pw, nil, 0, actNone, nil, nil)
-		}
-		return []int{i}, f.newFused("FusedLinear", []int{i}, []int{mm.in[0]}, a, fast), "matmul", true
-	}
-	group = []int{i, addI}
-	h := f.outOf(addI)
-	out, act := h, actNone
-	kind = "linear"
-	if g2, o2, a2, ok := f.matchActivation(h); ok {
-		group = append(group, g2...)
-		out, act = o2, a2
-		kind = map[activation]string{actRelu: "linear+relu", actGelu: "linear+gelu"}[a2]
-	}
-	// A residual Add of a run-time value read by nothing else joins the epilogue (the
-	// fast path checks at run time that it has the output's shape).
-	ext := []int{mm.in[0]}
-	if c, ok := f.single(out); ok && p.steps[c].node.Op == "Add" {
-		if r, _, ok := f.other(c, out); ok && r >= 0 && r != out && p.kinds[r] != slotConst {
-			group = append(group, c)
-			ext = append(ext, r)
-			out = f.outOf(c)
-			kind += "+residual"
-		}
-	}
-	// A LayerNormalization of the result over its last axis (the post-norm after a residual
-	// block), with constant parameters and read by nothing else, joins as well: rows are
-	// normalised in the epilogue while the tile is still in cache.
+	// Without a bias after it the product alone still fuses ("matmul"): it gains the weights
+	// packed once (a bias-free projection, or a plain MatMul by a constant in an imported
+	// graph), and nothing else joins it.
+	group, ext, out := []int{i}, []int{mm.in[0]}, a
+	kind = "matmul"
+	act, bias, bRank := actNone, []float32(nil), 0
 	var ln *lnEpilogue
-	if g2, o2, l, ok := f.matchLayerNorm(out, n); ok {
-		group = append(group, g2)
-		out, ln = o2, l
-		kind += "+layernorm"
+	if b != nil && len(b.F32) == n && len(b.Shape) > 0 && b.Shape[len(b.Shape)-1] == n {
+		group = append(group, addI)
+		bias, bRank = b.F32, len(b.Shape)
+		out, kind = f.outOf(addI), "linear"
+		if g2, o2, a2, ok := f.matchActivation(out); ok {
+			group = append(group, g2...)
+			out, act = o2, a2
+			kind = map[activation]string{actRelu: "linear+relu", actGelu: "linear+gelu"}[a2]
+		}
+		// A residual Add of a run-time value read by nothing else joins the epilogue (the
+		// fast path checks at run time that it has the output's shape).
+		if c, ok := f.single(out); ok && p.steps[c].node.Op == "Add" {
+			if r, _, ok := f.other(c, out); ok && r >= 0 && r != out && p.kinds[r] != slotConst {
+				group = append(group, c)
+				ext = append(ext, r)
+				out = f.outOf(c)
+				kind += "+residual"
+			}
+		}
+		// A LayerNormalization of the result over its last axis (the post-norm after a
+		// residual block), with constant parameters and read by nothing else, joins as well:
+		// rows are normalised in the epilogue while the tile is still in cache.
+		if g2, o2, l, ok := f.matchLayerNorm(out, n); ok {
+			group = append(group, g2)
+			out, ln = o2, l
+			kind += "+layernorm"
+		}
 	}
-	bRank := len(b.Shape)
 	// W is packed once here, in the SGEMM micro-kernel layout, so no run packs it again.
 	pw := kernels.PackB(false, w.Shape[0], n, w.F32, n)
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
@@ -301,7 +298,7 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		if len(in) > 1 {
 			res = in[1]
 		}
-		return linearFast(e, in[0], pw, b.F32, bRank, act, res, ln)
+		return linearFast(e, in[0], pw, bias, bRank, act, res, ln)
 	}
 	return group, f.newFused("FusedLinear", group, ext, out, fast), kind, true
 }
