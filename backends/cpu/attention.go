@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/backends/cpu/kernels"
 	"github.com/zoo-dev/zoo/backends/cpu/vec"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -278,7 +279,7 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 	}
 	per := (nq + chunks - 1) / chunks
 	chunks = (nq + per - 1) / per
-	parallelTasks(e.threads, nb*chunks, func(t int) {
+	workpool.Tasks(e.threads, nb*chunks, func(t int) {
 		b := t / chunks
 		qLo := (t % chunks) * per
 		qHi := min(qLo+per, nq)
@@ -490,7 +491,7 @@ func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, 
 		return cuts[t], cuts[t+1] - cuts[t], 0, n
 	}
 	var lnLater atomic.Bool // some epilogue block lacked whole rows: normalise afterwards
-	parallelTasks(e.threads, len(cuts)-1, func(t int) {
+	workpool.Tasks(e.threads, len(cuts)-1, func(t int) {
 		r0, rows, c0, cols := tile(t)
 		c := out.F32[r0*n:]
 		var epi kernels.Epilogue
@@ -502,7 +503,7 @@ func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, 
 	if lnLater.Load() {
 		// Column tiles (or column blocks inside a tile) never held whole rows.
 		d := n
-		parallelFor(e.threads, m, max(1, elemGrain/(2*d)), func(lo, hi int) {
+		workpool.For(e.threads, m, max(1, elemGrain/(2*d)), func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				row := out.F32[r*d : (r+1)*d]
 				vec.LayerNorm(row, row, ln.scale, ln.bias, ln.eps)

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 
+	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -180,7 +181,7 @@ func (b *bcast) run(threads int, fn func(outOff int, offs []int)) {
 	if in := b.inner(); in < elemGrain {
 		grain = (elemGrain + in - 1) / in
 	}
-	parallelFor(threads, rows, grain, func(lo, hi int) { b.forRows(lo, hi, fn) })
+	workpool.For(threads, rows, grain, func(lo, hi int) { b.forRows(lo, hi, fn) })
 }
 
 // elemGrain is the least number of elements worth handing to another thread.
@@ -220,7 +221,7 @@ func binaryMap[A, B, O any](threads int, out []O, outShape []int, a []A, aShape 
 
 // unaryMap applies f elementwise from in to out (same length).
 func unaryMap[A, O any](threads int, out []O, in []A, f func(A) O) {
-	parallelFor(threads, len(in), elemGrain, func(lo, hi int) {
+	workpool.For(threads, len(in), elemGrain, func(lo, hi int) {
 		src, dst := in[lo:hi], out[lo:hi]
 		for i, v := range src {
 			dst[i] = f(v)

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/backends/cpu/kernels"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -53,8 +54,8 @@ func (Backend) Probe() backends.Probe {
 func DefaultThreads() int {
 	if s := strings.TrimSpace(os.Getenv(ThreadsEnv)); s != "" {
 		if n, err := strconv.Atoi(s); err == nil && n > 0 {
-			if n > maxThreads {
-				n = maxThreads
+			if n > workpool.MaxThreads {
+				n = workpool.MaxThreads
 			}
 			return n
 		}
@@ -151,8 +152,8 @@ func compile(g *graph.Graph, opts backends.Options) (*Program, error) {
 	if threads <= 0 {
 		threads = DefaultThreads()
 	}
-	if threads > maxThreads {
-		threads = maxThreads
+	if threads > workpool.MaxThreads {
+		threads = workpool.MaxThreads
 	}
 	p := &Program{name: g.Name, threads: threads, inputs: g.Inputs, pool: newBufPool(), fusions: map[string]int{}}
 	slotOf := map[string]int{}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/backends/cpu/kernels"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -202,7 +203,7 @@ func TestPanicsBecomeErrors(t *testing.T) {
 	})
 	withKernel(t, "Sigmoid", func(n *graph.Node) (kernel, error) {
 		return func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			parallelFor(4, 1000, 1, func(lo, hi int) {
+			workpool.For(4, 1000, 1, func(lo, hi int) {
 				if hi == 1000 {
 					panic("boom in a worker")
 				}
@@ -438,7 +439,7 @@ func TestWorkerPool(t *testing.T) {
 	for _, threads := range []int{1, 2, 3, 8} {
 		for _, n := range []int{0, 1, 7, 1000} {
 			hits := make([]int32, n)
-			parallelFor(threads, n, 3, func(lo, hi int) {
+			workpool.For(threads, n, 3, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					atomic.AddInt32(&hits[i], 1)
 				}
@@ -452,8 +453,8 @@ func TestWorkerPool(t *testing.T) {
 	}
 	// nested parallel loops finish (the caller always works through the chunks itself)
 	var total atomic.Int64
-	parallelTasks(4, 16, func(i int) {
-		parallelFor(4, 100, 1, func(lo, hi int) { total.Add(int64(hi - lo)) })
+	workpool.Tasks(4, 16, func(i int) {
+		workpool.For(4, 100, 1, func(lo, hi int) { total.Add(int64(hi - lo)) })
 	})
 	if total.Load() != 1600 {
 		t.Fatalf("nested total %d", total.Load())

@@ -2,8 +2,10 @@ package cpu
 
 import (
 	"fmt"
-	"github.com/zoo-dev/zoo/backends/cpu/vec"
 	"math"
+
+	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
+	"github.com/zoo-dev/zoo/backends/cpu/vec"
 
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -152,7 +154,7 @@ func makeAdd(n *graph.Node) (kernel, error) {
 			if err != nil {
 				return nil, err
 			}
-			parallelFor(e.threads, len(out.F32), elemGrain, func(lo, hi int) {
+			workpool.For(e.threads, len(out.F32), elemGrain, func(lo, hi int) {
 				vec.Add(out.F32[lo:hi], a.F32[lo:hi], b.F32[lo:hi])
 			})
 			return []*tensor.Tensor{out}, nil

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 
+	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/backends/cpu/kernels"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -47,7 +48,7 @@ func runGemms(threads int, jobs []gemmJob, transA, transB bool, m, n, k int, alp
 	if len(jobs)*m*n*max(k, 1) < gemmTinyTotal {
 		threads = 1
 	}
-	parallelTasks(threads, len(jobs)*per, func(t int) {
+	workpool.Tasks(threads, len(jobs)*per, func(t int) {
 		j := jobs[t/per]
 		r0 := (t % per) * rpt
 		rows := min(rpt, m-r0)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/backends/cpu/vec"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -42,14 +43,14 @@ func makeSoftmax(n *graph.Node) (kernel, error) {
 		}
 		if inner == 1 {
 			// Contiguous rows (the attention case): the SIMD row softmax of package vec.
-			parallelFor(e.threads, rows, max(1, elemGrain/(4*dim)), func(lo, hi int) {
+			workpool.For(e.threads, rows, max(1, elemGrain/(4*dim)), func(lo, hi int) {
 				for r := lo; r < hi; r++ {
 					vec.Softmax(out.F32[r*dim:(r+1)*dim], x.F32[r*dim:(r+1)*dim])
 				}
 			})
 			return []*tensor.Tensor{out}, nil
 		}
-		parallelFor(e.threads, rows, max(1, elemGrain/(4*dim)), func(lo, hi int) {
+		workpool.For(e.threads, rows, max(1, elemGrain/(4*dim)), func(lo, hi int) {
 			scratch := make([]float64, dim)
 			for r := lo; r < hi; r++ {
 				o, j := r/inner, r%inner
@@ -158,7 +159,7 @@ func makeLayerNorm(n *graph.Node) (kernel, error) {
 		if d == 0 {
 			return outs, nil
 		}
-		parallelFor(e.threads, rows, max(1, elemGrain/(2*d)), func(lo, hi int) {
+		workpool.For(e.threads, rows, max(1, elemGrain/(2*d)), func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				src, dst := x.F32[r*d:(r+1)*d], y.F32[r*d:(r+1)*d]
 				if eps32 := float32(eps); float64(eps32) == eps {
@@ -287,13 +288,13 @@ func reduce(e *exec, x *tensor.Tensor, mark []bool, keep bool, kind reduceKind) 
 	rows, d := prod(keptDims), prod(redDims)
 	grain := max(1, elemGrain/max(d, 1))
 	if x.DType == tensor.Float32 {
-		parallelFor(e.threads, rows, grain, func(lo, hi int) {
+		workpool.For(e.threads, rows, grain, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				out.F32[r] = reduceRowF(src.F32[r*d:(r+1)*d], kind)
 			}
 		})
 	} else {
-		parallelFor(e.threads, rows, grain, func(lo, hi int) {
+		workpool.For(e.threads, rows, grain, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				out.I64[r] = reduceRowI(src.I64[r*d:(r+1)*d], kind)
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -356,7 +357,7 @@ func copyBlocks[T any](threads int, dst []T, off, dstStride int, src []T, blk, o
 		return
 	}
 	grain := max(1, elemGrain/blk)
-	parallelFor(threads, outer, grain, func(lo, hi int) {
+	workpool.For(threads, outer, grain, func(lo, hi int) {
 		for o := lo; o < hi; o++ {
 			copy(dst[o*dstStride+off:o*dstStride+off+blk], src[o*blk:(o+1)*blk])
 		}
@@ -370,7 +371,7 @@ func copyBlocksFrom[T any](threads int, dst []T, src []T, off, srcStride, blk, o
 		return
 	}
 	grain := max(1, elemGrain/blk)
-	parallelFor(threads, outer, grain, func(lo, hi int) {
+	workpool.For(threads, outer, grain, func(lo, hi int) {
 		for o := lo; o < hi; o++ {
 			copy(dst[o*blk:(o+1)*blk], src[o*srcStride+off:o*srcStride+off+blk])
 		}
@@ -638,7 +639,7 @@ func gather[T any](threads int, out, src []T, pos []int, outer, dim, inner int) 
 		return
 	}
 	grain := max(1, elemGrain/inner)
-	parallelFor(threads, rows, grain, func(lo, hi int) {
+	workpool.For(threads, rows, grain, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			o, j := r/len(pos), r%len(pos)
 			s := (o*dim + pos[j]) * inner

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/backends/cpu/kernels"
 )
 
@@ -38,7 +39,7 @@ func BenchmarkLinearTiles(b *testing.B) {
 		}{{"guided", guided}, {"halves", halves}} {
 			b.Run(fmt.Sprintf("%dx%dx%d/%s", m, n, k, v.name), func(b *testing.B) {
 				for b.Loop() {
-					parallelTasks(2, len(v.cuts)-1, func(t int) {
+					workpool.Tasks(2, len(v.cuts)-1, func(t int) {
 						lo, hi := v.cuts[t], v.cuts[t+1]
 						if byCols {
 							kernels.SgemmPackedCols(m, lo, hi, 1, x, k, pw, 0, c, n)
