@@ -300,22 +300,7 @@ func compile(g *graph.Graph, opts backends.Options) (*Program, error) {
 // can release intermediate buffers as early as possible. Outputs and kept values are never
 // released; a value nothing reads is released right after the step that makes it.
 func (p *Program) planFrees() {
-	last := make([]int, len(p.slots))
-	for i := range last {
-		last[i] = -1
-	}
-	for i, st := range p.steps {
-		for _, s := range st.out {
-			if s >= 0 {
-				last[s] = i
-			}
-		}
-		for _, s := range st.in {
-			if s >= 0 {
-				last[s] = i
-			}
-		}
-	}
+	last := backends.LastUses(len(p.slots), len(p.steps), func(i int) ([]int, []int) { return p.steps[i].in, p.steps[i].out })
 	keep := make([]bool, len(p.slots))
 	for _, s := range p.outSlot {
 		keep[s] = true
