@@ -8,6 +8,7 @@ import (
 
 	"github.com/zoo-dev/zoo/backends"
 	_ "github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/plugins/internal/paritytest"
 	"github.com/zoo-dev/zoo/plugins/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
@@ -30,15 +31,7 @@ func with(over map[string]any) map[string]any {
 
 func build(t *testing.T, v variant.Variant, over map[string]any, seed uint64) *graph.Graph {
 	t.Helper()
-	cfg, err := variant.Resolve(v.Describe(), over)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := v.Build(cfg, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	return paritytest.BuildGraph(t, v, seed, over)
 }
 
 func TestParameterNamesAndShapes(t *testing.T) {

@@ -19,28 +19,9 @@ import (
 
 var tiny = map[string]any{"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "k": 16, "max_len": 128}
 
-func with(base map[string]any, kv ...any) map[string]any {
-	out := map[string]any{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		out[kv[i].(string)] = kv[i+1]
-	}
-	return out
-}
-
 func build(t *testing.T, v variant.Variant, over map[string]any, seed uint64) *graph.Graph {
 	t.Helper()
-	cfg, err := variant.Resolve(v.Describe(), over)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := v.Build(cfg, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	return paritytest.BuildGraph(t, v, seed, over)
 }
 
 // Each sharing mode owns exactly the projections the paper describes, of shape (k, max_len)
@@ -57,7 +38,7 @@ func TestProjectionParameters(t *testing.T) {
 		{"layerwise", map[string][]int{"E": {16, 128}}, []string{"layers.0.self_attn.E", "layers.0.self_attn.F"}},
 	}
 	for _, c := range cases {
-		inits := build(t, linformer.New(), with(tiny, "sharing", c.sharing), 1).InitializerMap()
+		inits := build(t, linformer.New(), paritytest.With(tiny, "sharing", c.sharing), 1).InitializerMap()
 		for name, shape := range c.want {
 			x, ok := inits[name]
 			if !ok {
@@ -85,7 +66,7 @@ func TestProjectionParameters(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := build(t, linformer.New(), with(tiny, "attn_bias", false), 1).InitializerMap()["layers.0.self_attn.W_Q.bias"]; ok {
+	if _, ok := build(t, linformer.New(), paritytest.With(tiny, "attn_bias", false), 1).InitializerMap()["layers.0.self_attn.W_Q.bias"]; ok {
 		t.Error("attn_bias=false still has W_Q.bias")
 	}
 }
@@ -112,10 +93,10 @@ func TestBadHyperparameters(t *testing.T) {
 		over map[string]any
 		want string
 	}{
-		{with(tiny, "k", "200"), "k=200 must not exceed max_len=128"},
-		{with(tiny, "k", "0"), "must be at least 1"},
-		{with(tiny, "sharing", "per-layer"), "want one of none, headwise, key-value, layerwise"},
-		{with(tiny, "heads", "5"), "heads=5 must divide d_model=64"},
+		{paritytest.With(tiny, "k", "200"), "k=200 must not exceed max_len=128"},
+		{paritytest.With(tiny, "k", "0"), "must be at least 1"},
+		{paritytest.With(tiny, "sharing", "per-layer"), "want one of none, headwise, key-value, layerwise"},
+		{paritytest.With(tiny, "heads", "5"), "heads=5 must divide d_model=64"},
 		{map[string]any{"kk": "5"}, `did you mean "k"`},
 	}
 	for _, c := range cases {
@@ -170,7 +151,7 @@ func text(n int, offset int64) []int64 {
 // gives the same valid outputs as the row alone (E sliced to 23 columns).
 func TestPaddingInvariance(t *testing.T) {
 	for _, sharing := range []string{"none", "headwise", "key-value", "layerwise"} {
-		g := build(t, linformer.New(), with(tiny, "sharing", sharing), 3)
+		g := build(t, linformer.New(), paritytest.With(tiny, "sharing", sharing), 3)
 		row := text(23, 5)
 		padded, _, err := runTokens(t, g, 37, text(37, 1), row)
 		if err != nil {
@@ -196,7 +177,7 @@ func TestPaddingInvariance(t *testing.T) {
 // A sequence longer than max_len cannot run: E has max_len columns. The graph cannot check
 // it (the CLI windows inputs by Caps.MaxLenParam), but running must fail, not mis-compute.
 func TestLongerThanMaxLenFails(t *testing.T) {
-	g := build(t, linformer.New(), with(tiny, "max_len", 32), 1)
+	g := build(t, linformer.New(), paritytest.With(tiny, "max_len", 32), 1)
 	if _, _, err := runTokens(t, g, 32, text(32, 0)); err != nil {
 		t.Fatalf("n = max_len: %v", err)
 	}
@@ -274,7 +255,7 @@ func TestSeedFormFails(t *testing.T) {
 // Linformer's cost grows linearly in n (Cost(2n) ≈ 2·Cost(n)); vanilla's quadratically.
 func TestCostLinearInN(t *testing.T) {
 	cost := func(g *graph.Graph, n int) float64 { return float64(paritytest.Cost(t, g, n).FLOPs) }
-	lin := build(t, linformer.New(), with(tiny, "max_len", 16384), 1)
+	lin := build(t, linformer.New(), paritytest.With(tiny, "max_len", 16384), 1)
 	van := build(t, vanilla.New(), map[string]any{"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "max_len": 16384}, 1)
 	n := 8192
 	if r := cost(lin, 2*n) / cost(lin, n); math.Abs(r-2) > 0.04 {

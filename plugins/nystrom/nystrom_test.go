@@ -14,15 +14,7 @@ var tiny = map[string]any{"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "
 
 func build(t *testing.T, v variant.Variant, seed uint64, layers ...map[string]any) *graph.Graph {
 	t.Helper()
-	cfg, err := variant.Resolve(v.Describe(), layers...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := v.Build(cfg, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	return paritytest.BuildGraph(t, v, seed, layers...)
 }
 
 // zoo's rule for n not divisible by m is "pad with masked positions to the next multiple":

@@ -8,22 +8,13 @@ import (
 	"github.com/zoo-dev/zoo/plugins/internal/paritytest"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
-	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 var tiny = map[string]any{"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "max_len": 128}
 
 func build(t *testing.T, seed uint64, layers ...map[string]any) *graph.Graph {
 	t.Helper()
-	cfg, err := variant.Resolve(New().Describe(), layers...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New().Build(cfg, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	return paritytest.BuildGraph(t, New(), seed, layers...)
 }
 
 func TestFeatureCount(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoo-dev/zoo/plugins/internal/paritytest"
 	"github.com/zoo-dev/zoo/plugins/relbias"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -12,28 +13,9 @@ import (
 
 var tiny = map[string]any{"d_model": 64, "heads": 4, "layers": 3, "d_ff": 128}
 
-func with(base map[string]any, kv ...any) map[string]any {
-	out := map[string]any{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		out[kv[i].(string)] = kv[i+1]
-	}
-	return out
-}
-
 func build(t *testing.T, over map[string]any, seed uint64) *graph.Graph {
 	t.Helper()
-	cfg, err := variant.Resolve(relbias.New().Describe(), over)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := relbias.New().Build(cfg, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	return paritytest.BuildGraph(t, relbias.New(), seed, over)
 }
 
 // The bucket table the research notes verified against HF T5 (32 buckets, max distance 128).
@@ -81,10 +63,10 @@ func TestParameters(t *testing.T) {
 	if _, ok := inits["pos_encoding.pe"]; ok {
 		t.Error("pos_encoding=none still has pos_encoding.pe")
 	}
-	if _, ok := build(t, with(tiny, "pos_encoding", "sinusoidal", "max_len", 64), 1).InitializerMap()["pos_encoding.pe"]; !ok {
+	if _, ok := build(t, paritytest.With(tiny, "pos_encoding", "sinusoidal", "max_len", 64), 1).InitializerMap()["pos_encoding.pe"]; !ok {
 		t.Error("pos_encoding=sinusoidal has no pos_encoding.pe")
 	}
-	t5 := build(t, with(tiny, "attn_bias", false, "norm_first", true), 1).InitializerMap()
+	t5 := build(t, paritytest.With(tiny, "attn_bias", false, "norm_first", true), 1).InitializerMap()
 	if _, ok := t5["layers.0.self_attn.W_Q.bias"]; ok {
 		t.Error("attn_bias=false still has W_Q.bias")
 	}
@@ -98,10 +80,10 @@ func TestBadHyperparameters(t *testing.T) {
 		over map[string]any
 		want string
 	}{
-		{with(tiny, "num_buckets", "31"), "num_buckets=31 must be even and at least 4"},
-		{with(tiny, "num_buckets", "2"), "must be at least 4"},
-		{with(tiny, "max_distance", "0"), "must be at least 1"},
-		{with(tiny, "pos_encoding", "rotary"), "want one of none, sinusoidal"},
+		{paritytest.With(tiny, "num_buckets", "31"), "num_buckets=31 must be even and at least 4"},
+		{paritytest.With(tiny, "num_buckets", "2"), "must be at least 4"},
+		{paritytest.With(tiny, "max_distance", "0"), "must be at least 1"},
+		{paritytest.With(tiny, "pos_encoding", "rotary"), "want one of none, sinusoidal"},
 	}
 	for _, c := range cases {
 		cfg, err := variant.Resolve(relbias.New().Describe(), c.over)

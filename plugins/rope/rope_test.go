@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoo-dev/zoo/plugins/internal/paritytest"
 	"github.com/zoo-dev/zoo/plugins/rope"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
@@ -14,33 +15,14 @@ import (
 
 var tiny = map[string]any{"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "max_len": 128}
 
-func with(base map[string]any, kv ...any) map[string]any {
-	out := map[string]any{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		out[kv[i].(string)] = kv[i+1]
-	}
-	return out
-}
-
 func build(t *testing.T, over map[string]any, seed uint64) *graph.Graph {
 	t.Helper()
-	cfg, err := variant.Resolve(rope.New().Describe(), over)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := rope.New().Build(cfg, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	return paritytest.BuildGraph(t, rope.New(), seed, over)
 }
 
 // No additive positional table; one pair of rotation buffers (max_len, rope_dim) for all layers.
 func TestParameters(t *testing.T) {
-	inits := build(t, with(tiny, "rope_dim", 8), 1).InitializerMap()
+	inits := build(t, paritytest.With(tiny, "rope_dim", 8), 1).InitializerMap()
 	if _, ok := inits["pos_encoding.pe"]; ok {
 		t.Error("rope has an additive positional table pos_encoding.pe")
 	}
@@ -54,7 +36,7 @@ func TestParameters(t *testing.T) {
 			t.Errorf("missing %s", name)
 		}
 	}
-	if _, ok := build(t, with(tiny, "attn_bias", false), 1).InitializerMap()["layers.0.self_attn.W_O.bias"]; ok {
+	if _, ok := build(t, paritytest.With(tiny, "attn_bias", false), 1).InitializerMap()["layers.0.self_attn.W_O.bias"]; ok {
 		t.Error("attn_bias=false still has W_O.bias")
 	}
 }
@@ -86,11 +68,11 @@ func TestBadHyperparameters(t *testing.T) {
 		over map[string]any
 		want string
 	}{
-		{with(tiny, "rope_dim", "7"), "rope_dim=7 must be even and at most d_k=16"},
-		{with(tiny, "rope_dim", "18"), "rope_dim=18 must be even and at most d_k=16"},
-		{with(tiny, "rope_layout", "neox"), "want one of half, interleaved"},
-		{with(tiny, "rope_base", "0.5"), "must be at least 1"},
-		{with(tiny, "heads", "3"), "heads=3 must divide d_model=64"},
+		{paritytest.With(tiny, "rope_dim", "7"), "rope_dim=7 must be even and at most d_k=16"},
+		{paritytest.With(tiny, "rope_dim", "18"), "rope_dim=18 must be even and at most d_k=16"},
+		{paritytest.With(tiny, "rope_layout", "neox"), "want one of half, interleaved"},
+		{paritytest.With(tiny, "rope_base", "0.5"), "must be at least 1"},
+		{paritytest.With(tiny, "heads", "3"), "heads=3 must divide d_model=64"},
 	}
 	for _, c := range cases {
 		cfg, err := variant.Resolve(rope.New().Describe(), c.over)

@@ -16,28 +16,9 @@ import (
 
 var tiny = map[string]any{"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "max_len": 512, "block": 4}
 
-func with(base map[string]any, kv ...any) map[string]any {
-	out := map[string]any{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		out[kv[i].(string)] = kv[i+1]
-	}
-	return out
-}
-
 func build(t *testing.T, v variant.Variant, over map[string]any, seed uint64) *graph.Graph {
 	t.Helper()
-	cfg, err := variant.Resolve(v.Describe(), over)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := v.Build(cfg, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	return paritytest.BuildGraph(t, v, seed, over)
 }
 
 // The documented pattern (Pattern.Allowed) is the one the PyTorch reference masked with.
@@ -63,10 +44,10 @@ func TestBadHyperparameters(t *testing.T) {
 		over map[string]any
 		want string
 	}{
-		{with(tiny, "window", "0"), "window=0: must be at least 1"},
-		{with(tiny, "block", "0"), "must be at least 1"},
-		{with(tiny, "stride", "-1"), "must be at least 0"},
-		{with(tiny, "heads", "3"), "heads=3 must divide d_model=64"},
+		{paritytest.With(tiny, "window", "0"), "window=0: must be at least 1"},
+		{paritytest.With(tiny, "block", "0"), "must be at least 1"},
+		{paritytest.With(tiny, "stride", "-1"), "must be at least 0"},
+		{paritytest.With(tiny, "heads", "3"), "heads=3 must divide d_model=64"},
 	}
 	for _, c := range cases {
 		cfg, err := variant.Resolve(sparse.New().Describe(), c.over)
@@ -113,8 +94,8 @@ func TestSameSeedSameWeights(t *testing.T) {
 // score matrix.
 func TestNoDenseScores(t *testing.T) {
 	n := 4096
-	for _, over := range []map[string]any{with(tiny, "block", 16), with(tiny, "block", 16, "global_tokens", 8, "window", 2)} {
-		g := build(t, sparse.New(), with(over, "max_len", n), 1)
+	for _, over := range []map[string]any{paritytest.With(tiny, "block", 16), paritytest.With(tiny, "block", 16, "global_tokens", 8, "window", 2)} {
+		g := build(t, sparse.New(), paritytest.With(over, "max_len", n), 1)
 		shapes, err := g.ConcreteShapes(map[string][]int{nn.InputTokens: {1, n}, nn.InputKeyPadding: {1, n}})
 		if err != nil {
 			t.Fatal(err)
@@ -136,7 +117,7 @@ func TestNoDenseScores(t *testing.T) {
 func TestCostLinearInN(t *testing.T) {
 	cost := func(g *graph.Graph, n int) float64 { return float64(paritytest.Cost(t, g, n).FLOPs) }
 	n := 8192
-	sp := build(t, sparse.New(), with(tiny, "max_len", 2*n, "block", 32, "global_tokens", 4), 1)
+	sp := build(t, sparse.New(), paritytest.With(tiny, "max_len", 2*n, "block", 32, "global_tokens", 4), 1)
 	van := build(t, vanilla.New(), map[string]any{"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "max_len": 2 * n}, 1)
 	if r := cost(sp, 2*n) / cost(sp, n); math.Abs(r-2) > 0.04 {
 		t.Errorf("sparse: Cost(2n)/Cost(n) = %.3f at n=%d, want ≈ 2", r, n)

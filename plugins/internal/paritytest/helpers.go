@@ -9,6 +9,7 @@ import (
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 // Cost returns g's cost at batch 1 and sequence length n, failing the test on error.
@@ -69,4 +70,31 @@ func MaxDiff(a, b *tensor.Tensor, count int) float64 {
 		worst = math.Max(worst, math.Abs(float64(a.F32[i]-b.F32[i])))
 	}
 	return worst
+}
+
+// With returns a copy of base with the key/value pairs kv (key, value, key, value, …) set.
+func With(base map[string]any, kv ...any) map[string]any {
+	out := make(map[string]any, len(base)+len(kv)/2)
+	for k, v := range base {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i].(string)] = kv[i+1]
+	}
+	return out
+}
+
+// BuildGraph resolves v's hyperparameters from layers (later layers win) and builds its
+// graph with seed, failing the test on any error.
+func BuildGraph(t testing.TB, v variant.Variant, seed uint64, layers ...map[string]any) *graph.Graph {
+	t.Helper()
+	cfg, err := variant.Resolve(v.Describe(), layers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := v.Build(cfg, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
