@@ -3,6 +3,7 @@
 package blasbench
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zoo-dev/zoo/backends/cpu/kernels"
+	"github.com/zoo-dev/zoo/zoo/pairtime"
 )
 
 var shapes = [][3]int{{128, 512, 512}, {128, 2048, 512}, {512, 512, 512}, {512, 2048, 512}}
@@ -114,4 +116,72 @@ func threadCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ts.Nano())
+}
+
+// BenchmarkGemmPaired compares each zoo level with OpenBLAS on the same shapes by
+// interleaving them: every pair times a batch of calls of each, alternating which goes
+// first, and the reported ratio is the median over pairs of OpenBLAS time / zoo time (above
+// 1: zoo is faster). On a shared VM whose speed drifts by tens of per cent between the
+// phases of BenchmarkGemm, only a ratio measured this way compares like with like.
+// b.N is the number of pairs; -benchtime 30x is a good choice.
+func BenchmarkGemmPaired(b *testing.B) {
+	b.Logf("OpenBLAS core %s", CoreName())
+	for _, threads := range []int{1, 2} {
+		for _, s := range shapes {
+			m, n, k := s[0], s[1], s[2]
+			rng := rand.New(rand.NewPCG(1, 1))
+			a, bm := rnd(rng, m*k), rnd(rng, k*n)
+			c1, c2 := make([]float32, m*n), make([]float32, m*n)
+			flop := 2 * float64(m) * float64(n) * float64(k)
+			// Each timed run lasts about 5 ms at 100 GFLOP/s, long against timer and
+			// scheduling noise, short against the VM's drift.
+			calls := max(1, int(5e8/flop))
+			for _, lv := range kernels.Available() {
+				if lv == "generic" {
+					continue
+				}
+				b.Run(fmt.Sprintf("%s/T%d/M%d_N%d_K%d", lv, threads, m, n, k), func(b *testing.B) {
+					prev := kernels.Level()
+					if err := kernels.SetLevel(lv); err != nil {
+						b.Fatal(err)
+					}
+					defer kernels.SetLevel(prev)
+					SetThreads(threads)
+					if threads == 1 {
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+					}
+					zoo := func() error {
+						for range calls {
+							kernels.SgemmParallel(threads, false, false, m, n, k, 1, a, k, bm, n, 0, c1, n)
+						}
+						return nil
+					}
+					blas := func() error {
+						for range calls {
+							Sgemm(false, false, m, n, k, 1, a, k, bm, n, 0, c2, n)
+						}
+						return nil
+					}
+					_, _ = zoo(), blas() // warm caches, pools and OpenBLAS's threads
+					b.ResetTimer()
+					r, err := pairtime.Interleave(context.Background(), zoo, blas, b.N, 3*time.Millisecond, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					gflops := func(ms float64) float64 { return flop * float64(calls) / ms / 1e6 }
+					b.ReportMetric(gflops(pairtime.Median(r.A)), "zoo-GFLOP/s")
+					b.ReportMetric(gflops(pairtime.Median(r.B)), "blas-GFLOP/s")
+					b.ReportMetric(r.Ratio, "blas/zoo")
+					wins := 0
+					for i := range r.A {
+						if r.A[i] < r.B[i] {
+							wins++
+						}
+					}
+					b.ReportMetric(float64(wins)/float64(len(r.A)), "zoo-win-frac")
+				})
+			}
+		}
+	}
 }
