@@ -20,3 +20,8 @@ func packAFast(panel, a []float32, off, lda, kcb, mr, mrb int, alpha float32) bo
 
 // prefetchL2 is a no-op here.
 func prefetchL2(p *float32, lines int) {}
+
+// packBRowsFast has no fast path here; packB falls back to its Go loop.
+func packBRowsFast(dst, b []float32, ldb, pc, jc, kcb, pieces, nr int) bool {
+	return pieces == 0 || kcb == 0
+}

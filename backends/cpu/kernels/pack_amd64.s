@@ -100,3 +100,53 @@ ploop:
 
 pdone:
 	RET
+
+// func packBRowsAVX(dst, src *float32, ldb, rows, pieces, nr, stride int)
+//
+// Deals rows of a row-major op(B) out to packed micro-panels: for p < rows and q < pieces,
+// the nr values src[p*ldb+q*nr:][:nr] go to dst[q*stride+p*nr:]. nr must be a positive
+// multiple of 8; ldb, nr and stride are in elements. It is packB's copy loop without a
+// runtime.memmove call per 64-128-byte piece, which cost a fifth of a 128×2048×512
+// product's time. Reads walk each row in order, so the hardware prefetcher follows them.
+TEXT ·packBRowsAVX(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ldb+16(FP), R8
+	MOVQ rows+24(FP), CX
+	MOVQ pieces+32(FP), R9
+	MOVQ nr+40(FP), R10
+	MOVQ stride+48(FP), R11
+	SHLQ $2, R8
+	SHLQ $2, R10
+	SHLQ $2, R11
+	TESTQ CX, CX
+	JZ rdone
+	TESTQ R9, R9
+	JZ rdone
+
+rrow:
+	MOVQ SI, AX // source of this row's piece
+	MOVQ DI, BX // its destination
+	MOVQ R9, DX
+
+rpiece:
+	XORQ R12, R12
+
+rchunk:
+	VMOVUPS (AX)(R12*1), Y0
+	VMOVUPS Y0, (BX)(R12*1)
+	ADDQ $32, R12
+	CMPQ R12, R10
+	JLT rchunk
+	ADDQ R10, AX
+	ADDQ R11, BX
+	DECQ DX
+	JNZ rpiece
+	ADDQ R8, SI
+	ADDQ R10, DI
+	DECQ CX
+	JNZ rrow
+
+rdone:
+	VZEROUPPER
+	RET

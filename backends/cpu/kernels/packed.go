@@ -291,9 +291,12 @@ func packB(transB bool, b []float32, ldb, pc, jc, kcb, ncb, nr int, dst []float3
 		// Walk B row by row so the reads are sequential (the hardware prefetcher follows
 		// them); each row is dealt out to the panels in nr-wide pieces.
 		full := ncb / nr * nr
+		fast := packBRowsFast(dst, b, ldb, pc, jc, kcb, full/nr, nr)
 		for p := 0; p < kcb; p++ {
 			src := b[(pc+p)*ldb+jc : (pc+p)*ldb+jc+ncb]
-			copyPieces(dst[p*nr:], src[:full], nr, kcb*nr)
+			if !fast {
+				copyPieces(dst[p*nr:], src[:full], nr, kcb*nr)
+			}
 			if full < ncb {
 				d := dst[full*kcb+p*nr : full*kcb+p*nr+nr]
 				copy(d, src[full:])

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -92,6 +93,39 @@ func TestPackAFast(t *testing.T) {
 					}
 				}
 				bitwise(t, "packAFast", got, want)
+			}
+		}
+	}
+}
+
+// TestPackBRowsFast holds the vector packing of a row-major B to its definition, with
+// unaligned rows and columns, one and many pieces, and rows of 1 and odd counts; the guard
+// values past the last panel must survive.
+func TestPackBRowsFast(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	ldb := 203
+	b := make([]float32, 40*ldb)
+	for i := range b {
+		b[i] = rng.Float32()*2 - 1
+	}
+	for _, nr := range []int{8, 16, 32, 48, 64} {
+		for _, kcb := range []int{1, 2, 7, 33} {
+			for _, pieces := range []int{1, 2, 3} {
+				pc, jc := 3, 5
+				got := make([]float32, pieces*kcb*nr+5)
+				for i := range got {
+					got[i] = guard
+				}
+				want := append([]float32(nil), got...)
+				if !packBRowsFast(got, b, ldb, pc, jc, kcb, pieces, nr) {
+					t.Skip("no fast B packing on this CPU")
+				}
+				for q := 0; q < pieces; q++ {
+					for p := 0; p < kcb; p++ {
+						copy(want[q*kcb*nr+p*nr:][:nr], b[(pc+p)*ldb+jc+q*nr:])
+					}
+				}
+				bitwise(t, fmt.Sprintf("packBRowsFast nr=%d kc=%d pieces=%d", nr, kcb, pieces), got, want)
 			}
 		}
 	}
