@@ -222,6 +222,36 @@ func TestPackedDriverTwin(t *testing.T) {
 	}
 }
 
+// TestSgemmDirectA holds the driver's in-place reading of A (alpha 1, A row-major and no
+// taller than one row block) to the packed-A path it replaces, bit for bit: full panels,
+// the 8- and 4-row remainders the narrower direct kernels take, other remainders that are
+// still packed, partial column panels, several k blocks, and the beta cases.
+func TestSgemmDirectA(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, kern := range asmKernels {
+		if kern.direct == nil || !kern.ok() {
+			continue
+		}
+		packed := *kern
+		packed.direct, packed.directEdge = nil, nil
+		for _, dims := range [][3]int{{1, 1, 1}, {kern.mr, kern.nr, 7}, {128, 100, 2*kern.kc + 3}, {124, 65, 40}, {kern.mc, 2*kern.nr + 5, 33}, {17, 31, 9}, {kern.mc + 1, 40, 20}} {
+			for _, tb := range []bool{false, true} {
+				for _, beta := range []float32{0, 1, 0.5} {
+					g := newCase(rng, false, tb, dims[0], dims[1], dims[2], 1, beta, 3)
+					want, got := g.cloneC(), g.cloneC()
+					g.run(want, func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+						sgemmPacked(&packed, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+					})
+					g.run(got, func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+						sgemmPacked(kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+					})
+					bitwise(t, fmt.Sprintf("%s %v", kern.name, g), got, want)
+				}
+			}
+		}
+	}
+}
+
 // TestMicroKernelsBitwise checks every assembly micro-kernel the CPU can run (not only those
 // a level selects) against its pure-Go twin, bit for bit.
 func TestMicroKernelsBitwise(t *testing.T) {
