@@ -37,6 +37,18 @@ func sgemmKernelAVX512x4x32Direct(kc int, a, b, c *float32, ldc, flags int, beta
 //go:noescape
 func sgemmKernelAVX2x6x16(kc int, a, b, c *float32, ldc, flags int, beta float32)
 
+// The AVX2 direct kernels read A in place like the AVX-512 ones; 4 and 2 rows cover the
+// remainders of m = 6q+4 and 6q+2 (m = 128 and 512 leave 2).
+//
+//go:noescape
+func sgemmKernelAVX2x6x16Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
+//go:noescape
+func sgemmKernelAVX2x4x16Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
+//go:noescape
+func sgemmKernelAVX2x2x16Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
 // packBTrans32AVX512 packs one 32-column panel of a transposed B with gathers; see
 // pack_amd64.s.
 //
@@ -121,7 +133,8 @@ var asmKernels = []*microKernel{
 	{name: "avx512-6x64", mr: 6, nr: 64, kc: 256, mc: 192, nc: 2048, fn: sgemmKernelAVX512x6x64, ok: hasAVX512},
 	// nc = 1024 for AVX2: a 2048-wide block (2 MiB at kc = 256) filled this Xeon's L2 and ran
 	// 10 % slower on 128×2048×512 and 3 % on 512×2048×512 (interleaved A/B, 40 rounds).
-	{name: "avx2-6x16", mr: 6, nr: 16, kc: 256, mc: 192, nc: 1024, fn: sgemmKernelAVX2x6x16, ok: hasAVX2},
+	{name: "avx2-6x16", mr: 6, nr: 16, kc: 256, mc: 192, nc: 1024, fn: sgemmKernelAVX2x6x16, direct: sgemmKernelAVX2x6x16Direct,
+		directEdge: []directKernel{{4, sgemmKernelAVX2x4x16Direct}, {2, sgemmKernelAVX2x2x16Direct}}, ok: hasAVX2},
 }
 
 // hasAVX512 needs only AVX-512F (VFMADD231PS/VBROADCASTSS/VMOVUPS on zmm); x/sys/cpu

@@ -40,6 +40,9 @@ var kernels = []kernel{
 	{name: "sgemmKernelAVX512x12x32Direct", avx512: true, mr: 12, nv: 2, unroll: 4, direct: true},
 	{name: "sgemmKernelAVX512x8x32Direct", avx512: true, mr: 8, nv: 2, unroll: 4, direct: true},
 	{name: "sgemmKernelAVX512x4x32Direct", avx512: true, mr: 4, nv: 2, unroll: 4, direct: true},
+	{name: "sgemmKernelAVX2x6x16Direct", avx512: false, mr: 6, nv: 2, unroll: 4, direct: true},
+	{name: "sgemmKernelAVX2x4x16Direct", avx512: false, mr: 4, nv: 2, unroll: 4, direct: true},
+	{name: "sgemmKernelAVX2x2x16Direct", avx512: false, mr: 2, nv: 2, unroll: 4, direct: true},
 }
 
 // directRows addresses row i of an unpacked A for the direct kernels: rows 0-11 from four
