@@ -187,51 +187,70 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 					for ir := 0; ir < mcb; ir += mr {
 						mrb := min(mr, mcb-ir)
 						off := (ic+ir)*ldc + jc + jr
-						if ir < full || edge != nil {
-							fn := kern.direct
-							if ir >= full {
-								fn = edge
-							}
-							// bp as the prefetch pointer: B is already in cache, packed just now.
-							ad := &a[(ic+ir)*lda+pc]
-							if nrb == nr {
-								fn(kcb, ad, bp, &c[off], ldc, flags, bt, lda, bp)
-								continue
-							}
-							fn(kcb, ad, bp, &scratch[0], nr, 0, 0, lda, bp)
-						} else {
-							ap := &abuf[(ir-full)*kcb]
-							if mrb == mr && nrb == nr {
-								kern.fn(kcb, ap, bp, &c[off], ldc, flags, bt)
-								continue
-							}
-							// Edge tile: the packed panels are zero-padded, so compute the whole
-							// tile into scratch and merge only the valid part below.
-							kern.fn(kcb, ap, bp, &scratch[0], nr, 0, 0)
-						}
-						// Merge with the same single-rounding update the kernel would have applied.
-						for i := 0; i < mrb; i++ {
-							crow := c[off+i*ldc : off+i*ldc+nrb]
-							srow := scratch[i*nr : i*nr+nrb]
-							if flags == 0 {
-								copy(crow, srow)
-							} else if bt == 1 {
-								// fma32(1, x, s) is x+s rounded once: a plain add.
-								for j, s := range srow {
-									crow[j] += s
-								}
-							} else {
-								for j, s := range srow {
-									crow[j] = fma32(bt, crow[j], s)
-								}
-							}
-						}
+						// bp as the prefetch pointer: B is already in cache, packed just now.
+						ad, ap, dfn := kern.rowPanel(a, lda, abuf, ic+ir, pc, ir, full, kcb, edge)
+						kern.tile(dfn, ad, lda, ap, bp, bp, c, off, ldc, kcb, mrb, nrb, flags, bt, &scratch)
 					}
 				}
 			}
 		}
 	}
 	workspaces.Put(ws)
+}
+
+// rowPanel chooses how the row panel at row ir of the row block (row row of A, k block at
+// pc) is read: in place at ad by dfn, the full direct kernel for the first full rows and the
+// edge kernel (when there is one) after them, or else packed, at ap in abuf, whose first
+// panel follows the full rows.
+func (kern *microKernel) rowPanel(a []float32, lda int, abuf []float32, row, pc, ir, full, kcb int, edge directFn) (ad, ap *float32, dfn directFn) {
+	if ir < full {
+		dfn = kern.direct
+	} else {
+		dfn = edge
+	}
+	if dfn != nil {
+		return &a[row*lda+pc], nil, dfn
+	}
+	return nil, &abuf[(ir-full)*kcb], nil
+}
+
+// tile computes the mrb×nrb tile of C at c[off] (row stride ldc) over one k block of kcb
+// steps from B panel bp: with dfn reading A's rows in place from ad (row stride lda,
+// prefetching from pf) when dfn is set, else with kern.fn on the packed A panel ap. A tile
+// narrower than nr (or, packed, shorter than mr) is computed whole into scratch, the packed
+// panels being zero-padded, and merged with the single-rounding update the kernel would
+// have applied; flags and bt are the kernel's (see sgemm_amd64.s).
+func (kern *microKernel) tile(dfn directFn, ad *float32, lda int, ap, bp, pf *float32, c []float32, off, ldc, kcb, mrb, nrb, flags int, bt float32, scratch *[maxTile]float32) {
+	nr := kern.nr
+	if dfn != nil {
+		if nrb == nr {
+			dfn(kcb, ad, bp, &c[off], ldc, flags, bt, lda, pf)
+			return
+		}
+		dfn(kcb, ad, bp, &scratch[0], nr, 0, 0, lda, pf)
+	} else {
+		if mrb == kern.mr && nrb == nr {
+			kern.fn(kcb, ap, bp, &c[off], ldc, flags, bt)
+			return
+		}
+		kern.fn(kcb, ap, bp, &scratch[0], nr, 0, 0)
+	}
+	for i := 0; i < mrb; i++ {
+		crow := c[off+i*ldc : off+i*ldc+nrb]
+		srow := scratch[i*nr : i*nr+nrb]
+		if flags == 0 {
+			copy(crow, srow)
+		} else if bt == 1 {
+			// fma32(1, x, s) is x+s rounded once: a plain add.
+			for j, s := range srow {
+				crow[j] += s
+			}
+		} else {
+			for j, s := range srow {
+				crow[j] = fma32(bt, crow[j], s)
+			}
+		}
+	}
 }
 
 func roundUp(x, to int) int { return (x + to - 1) / to * to }

@@ -209,44 +209,8 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 						if o := ir / mr * pfStep; o < len(next) {
 							pf = &next[o]
 						}
-						if ir < full {
-							ad := &a[(ic+ir)*lda+pc]
-							if nrb == nr {
-								kern.direct(kcb, ad, bp, &c[off], ldc, flags, bt, lda, pf)
-								continue
-							}
-							kern.direct(kcb, ad, bp, &scratch[0], nr, 0, 0, lda, pf)
-						} else if edge != nil {
-							ad := &a[(ic+ir)*lda+pc]
-							if nrb == nr {
-								edge(kcb, ad, bp, &c[off], ldc, flags, bt, lda, pf)
-								continue
-							}
-							edge(kcb, ad, bp, &scratch[0], nr, 0, 0, lda, pf)
-						} else {
-							ap := &abuf[(ir-full)*kcb]
-							if mrb == mr && nrb == nr {
-								kern.fn(kcb, ap, bp, &c[off], ldc, flags, bt)
-								continue
-							}
-							kern.fn(kcb, ap, bp, &scratch[0], nr, 0, 0)
-						}
-						for i := 0; i < mrb; i++ {
-							crow := c[off+i*ldc : off+i*ldc+nrb]
-							srow := scratch[i*nr : i*nr+nrb]
-							if flags == 0 {
-								copy(crow, srow)
-							} else if bt == 1 {
-								// fma32(1, x, s) is x+s rounded once: a plain add.
-								for j, s := range srow {
-									crow[j] += s
-								}
-							} else {
-								for j, s := range srow {
-									crow[j] = fma32(bt, crow[j], s)
-								}
-							}
-						}
+						ad, ap, dfn := kern.rowPanel(a, lda, abuf, ic+ir, pc, ir, full, kcb, edge)
+						kern.tile(dfn, ad, lda, ap, bp, pf, c, off, ldc, kcb, mrb, nrb, flags, bt, &scratch)
 					}
 				}
 				if epi != nil && pc+kcb == k {
