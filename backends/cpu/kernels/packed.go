@@ -113,6 +113,9 @@ func fma32(x, y, z float32) float32 {
 // concurrent Sgemm calls never share one and steady-state calls do not allocate.
 type workspace struct {
 	a, b []float32
+	// scratch takes partial tiles. A local array would be moved to the heap, 4 KiB per
+	// call, because the kernels are called through func values.
+	scratch [maxTile]float32
 }
 
 var workspaces = sync.Pool{New: func() any { return new(workspace) }}
@@ -143,7 +146,6 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 	ws.a = grow(ws.a, mcMax*kcMax)
 	ws.b = grow(ws.b, ncMax*kcMax)
 	abuf, bbuf := ws.a, ws.b
-	var scratch [maxTile]float32
 	// When all of op(A) fits one row block, each A panel is read by only ncb/nr kernel calls
 	// per k block, and packing it costs more than it saves: the direct kernels read A in
 	// place (the same FMAs in the same order, so the result is unchanged) and cover an 8- or
@@ -189,7 +191,7 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 						off := (ic+ir)*ldc + jc + jr
 						// bp as the prefetch pointer: B is already in cache, packed just now.
 						ad, ap, dfn := kern.rowPanel(a, lda, abuf, ic+ir, pc, ir, full, kcb, edge)
-						kern.tile(dfn, ad, lda, ap, bp, bp, c, off, ldc, kcb, mrb, nrb, flags, bt, &scratch)
+						kern.tile(dfn, ad, lda, ap, bp, bp, c, off, ldc, kcb, mrb, nrb, flags, bt, &ws.scratch)
 					}
 				}
 			}

@@ -153,7 +153,6 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 	ws := workspaces.Get().(*workspace)
 	ws.a = grow(ws.a, mcMax*kcMax)
 	abuf := ws.a
-	var scratch [maxTile]float32
 	direct := kern.direct != nil && alpha == 1
 
 	for jc := 0; jc < n; jc += ncMax {
@@ -210,7 +209,7 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 							pf = &next[o]
 						}
 						ad, ap, dfn := kern.rowPanel(a, lda, abuf, ic+ir, pc, ir, full, kcb, edge)
-						kern.tile(dfn, ad, lda, ap, bp, pf, c, off, ldc, kcb, mrb, nrb, flags, bt, &scratch)
+						kern.tile(dfn, ad, lda, ap, bp, pf, c, off, ldc, kcb, mrb, nrb, flags, bt, &ws.scratch)
 					}
 				}
 				if epi != nil && pc+kcb == k {

@@ -177,3 +177,23 @@ func TestSgemmPackedEpilogue(t *testing.T) {
 		})
 	}
 }
+
+// TestSteadyStateNoAllocs checks that Sgemm and SgemmPacked allocate nothing once their
+// pooled workspaces exist, with edge tiles (which go through the scratch tile) included.
+func TestSteadyStateNoAllocs(t *testing.T) {
+	m, n, k := 29, 45, 70
+	a, b, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
+	pb := PackB(false, k, n, b, n)
+	for _, tc := range []struct {
+		name string
+		f    func()
+	}{
+		{"Sgemm", func() { Sgemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n) }},
+		{"SgemmPacked", func() { SgemmPacked(m, n, k, 1, a, k, pb, 0, c, n) }},
+	} {
+		tc.f()
+		if got := testing.AllocsPerRun(100, tc.f); got != 0 {
+			t.Errorf("%s: %v allocations per call, want 0", tc.name, got)
+		}
+	}
+}
