@@ -90,11 +90,11 @@ func prefetchL2(p *float32, lines int)
 func packBRowsAVX(dst, src *float32, ldb, rows, pieces, nr, stride int)
 
 // packBRowsFast packs the full nr-wide panels of rows pc..pc+kcb-1 of a row-major B,
-// columns jc.. jc+pieces·nr-1, into dst (panel q at dst[q·kcb·nr:]) with AVX moves, when the
+// columns jc..jc+pieces·nr-1, into dst (panel q at dst[q·kcb·nr:]) with AVX moves, when the
 // CPU has AVX and nr is a multiple of 8; it reports whether it did.
 func packBRowsFast(dst, b []float32, ldb, pc, jc, kcb, pieces, nr int) bool {
 	if !cpu.X86.HasAVX || nr%8 != 0 || pieces == 0 || kcb == 0 {
-		return pieces == 0 || kcb == 0
+		return false
 	}
 	_ = b[(pc+kcb-1)*ldb+jc+pieces*nr-1]
 	_ = dst[(pieces-1)*kcb*nr+kcb*nr-1]

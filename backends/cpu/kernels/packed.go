@@ -171,18 +171,7 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 			}
 			for ic := 0; ic < m; ic += mcMax {
 				mcb := min(mcMax, m-ic)
-				full := 0
-				var edge directFn
-				if direct {
-					full = mcb / mr * mr
-					if full < mcb {
-						if edge = kern.edgeKernel(mcb - full); edge == nil {
-							packA(false, a, lda, ic+full, pc, mcb-full, kcb, mr, alpha, abuf)
-						}
-					}
-				} else {
-					packA(transA, a, lda, ic, pc, mcb, kcb, mr, alpha, abuf)
-				}
+				full, edge := kern.rowBlock(direct, transA, a, lda, ic, pc, mcb, kcb, alpha, abuf)
 				for jr := 0; jr < ncb; jr += nr {
 					nrb := min(nr, ncb-jr)
 					bp := &bbuf[jr*kcb]
@@ -198,6 +187,25 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 		}
 	}
 	workspaces.Put(ws)
+}
+
+// rowBlock prepares op(A)'s row block at row ic, k block at pc (mcb rows, kcb steps), for
+// the tile loop. When direct, the first full rows (whole mr panels) are read in place; a
+// remainder that a narrower direct kernel covers exactly is read in place by edge, and any
+// other remainder is packed into abuf's first panel. Otherwise the whole block is packed
+// into abuf and full is 0.
+func (kern *microKernel) rowBlock(direct, transA bool, a []float32, lda, ic, pc, mcb, kcb int, alpha float32, abuf []float32) (full int, edge directFn) {
+	if !direct {
+		packA(transA, a, lda, ic, pc, mcb, kcb, kern.mr, alpha, abuf)
+		return 0, nil
+	}
+	full = mcb / kern.mr * kern.mr
+	if full < mcb {
+		if edge = kern.edgeKernel(mcb - full); edge == nil {
+			packA(false, a, lda, ic+full, pc, mcb-full, kcb, kern.mr, alpha, abuf)
+		}
+	}
+	return full, edge
 }
 
 // rowPanel chooses how the row panel at row ir of the row block (row row of A, k block at

@@ -171,20 +171,7 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 			}
 			for ic := 0; ic < m; ic += mcMax {
 				mcb := min(mcMax, m-ic)
-				full := 0 // rows read in place by the direct kernel
-				var edge directFn
-				if direct {
-					// Only a trailing partial panel is packed, into abuf's first panel, unless a
-					// narrower direct kernel covers it exactly.
-					full = mcb / mr * mr
-					if full < mcb {
-						if edge = kern.edgeKernel(mcb - full); edge == nil {
-							packA(false, a, lda, ic+full, pc, mcb-full, kcb, mr, alpha, abuf)
-						}
-					}
-				} else {
-					packA(false, a, lda, ic, pc, mcb, kcb, mr, alpha, abuf)
-				}
+				full, edge := kern.rowBlock(direct, false, a, lda, ic, pc, mcb, kcb, alpha, abuf)
 				for jr := 0; jr < ncb; jr += nr {
 					nrb := min(nr, ncb-jr)
 					bp := &bbuf[jr*kcb]
