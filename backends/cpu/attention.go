@@ -448,69 +448,156 @@ func linearCuts(m, n, k, threads int) (byCols bool, cuts []int) {
 	return byCols, cuts
 }
 
-// linearFast computes act(x·W + bias) [+ res], then LayerNorm over each row when ln is set,
-// for x (…, k) and a constant W (k×n, packed once at compile time as pw) with the epilogue
-// fused into each GEMM tile. bRank is the bias rank (the output must keep x's rank for the
-// broadcast to be the plain row broadcast); bias may be nil, for a product with no bias and
-// then no activation.
-func linearFast(e *exec, x *tensor.Tensor, pw *kernels.PackedB, bias []float32, bRank int, act activation, res *tensor.Tensor, ln *lnEpilogue) (*tensor.Tensor, bool, error) {
-	if x == nil || x.DType != tensor.Float32 || len(x.Shape) < 2 || len(x.Shape) < bRank {
-		return nil, false, nil
+// linearSpec is a fused linear layer fixed at compile time: act(x·W + bias) [+ res], then
+// LayerNorm over each row when ln is set, W (k×n) packed once as pw. bRank is the bias rank
+// (the output must keep x's rank for the broadcast to be the plain row broadcast); bias may
+// be nil, for a product with no bias and then no activation.
+type linearSpec struct {
+	pw    *kernels.PackedB
+	bias  []float32
+	bRank int
+	act   activation
+	ln    *lnEpilogue
+}
+
+// fits reports whether the fast path handles input x (and residual res, nil when the layer
+// has none) at run time.
+func (s *linearSpec) fits(x, res *tensor.Tensor) bool {
+	if x == nil || x.DType != tensor.Float32 || len(x.Shape) < 2 || len(x.Shape) < s.bRank ||
+		x.Shape[len(x.Shape)-1] != s.pw.K() {
+		return false
 	}
-	k, n := pw.K(), pw.N()
-	if x.Shape[len(x.Shape)-1] != k {
-		return nil, false, nil
+	if res == nil {
+		return true
 	}
-	shape := append(append([]int{}, x.Shape[:len(x.Shape)-1]...), n)
-	if res != nil && (res.DType != tensor.Float32 || !tensor.SameShape(res.Shape, shape) || len(res.F32) != prod(shape)) {
-		return nil, false, nil
-	}
-	out, err := e.allocRaw(shape)
+	shape := s.outShape(x)
+	return res.DType == tensor.Float32 && tensor.SameShape(res.Shape, shape) && len(res.F32) == prod(shape)
+}
+
+// outShape is the shape of the layer's output for input x: x's with the last axis n wide.
+func (s *linearSpec) outShape(x *tensor.Tensor) []int {
+	return append(append([]int{}, x.Shape[:len(x.Shape)-1]...), s.pw.N())
+}
+
+// linearJob is one run of a linearSpec: its output buffer and the tiles threads claim.
+type linearJob struct {
+	spec    *linearSpec
+	x, res  *tensor.Tensor
+	out     *tensor.Tensor
+	m       int
+	va      vec.Act
+	byCols  bool
+	cuts    []int
+	lnLater atomic.Bool // some epilogue block lacked whole rows: normalise afterwards
+}
+
+// plan allocates the output of the layer on x (which must fit) and cuts it into tiles for
+// e.threads threads.
+func (s *linearSpec) plan(e *exec, x, res *tensor.Tensor) (*linearJob, error) {
+	out, err := e.allocRaw(s.outShape(x))
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
-	m := prod(shape[:len(shape)-1])
-	if m == 0 || n == 0 {
-		return out, true, nil
+	k, n := s.pw.K(), s.pw.N()
+	j := &linearJob{spec: s, x: x, res: res, out: out, m: prod(x.Shape[:len(x.Shape)-1])}
+	if j.m == 0 || n == 0 {
+		return j, nil
 	}
-	va := vec.ActNone
-	switch act {
+	switch s.act {
 	case actRelu:
-		va = vec.ActRelu
+		j.va = vec.ActRelu
 	case actGelu:
-		va = vec.ActGelu
+		j.va = vec.ActGelu
 	}
-	byCols, cuts := linearCuts(m, n, k, e.threads)
-	if byCols && len(cuts) > 2 && linColAlign%pw.ColAlign() != 0 {
-		cuts = []int{0, n}
+	j.byCols, j.cuts = linearCuts(j.m, n, k, e.threads)
+	if j.byCols && len(j.cuts) > 2 && linColAlign%s.pw.ColAlign() != 0 {
+		j.cuts = []int{0, n}
 	}
-	tile := func(t int) (r0, rows, c0, cols int) {
-		if byCols {
-			return 0, m, cuts[t], cuts[t+1] - cuts[t]
+	return j, nil
+}
+
+// tiles returns the number of tiles of the job (0 for an empty product).
+func (j *linearJob) tiles() int { return max(len(j.cuts)-1, 0) }
+
+// tile computes tile t of the product with its epilogue; tiles may run concurrently.
+func (j *linearJob) tile(t int) {
+	s, m, k, n := j.spec, j.m, j.spec.pw.K(), j.spec.pw.N()
+	r0, rows, c0, cols := j.cuts[t], j.cuts[t+1]-j.cuts[t], 0, n
+	if j.byCols {
+		r0, rows, c0, cols = 0, m, j.cuts[t], j.cuts[t+1]-j.cuts[t]
+	}
+	c := j.out.F32[r0*n:]
+	var epi kernels.Epilogue
+	if s.bias != nil || j.res != nil || s.ln != nil {
+		epi = func(i0, i1, j0, j1 int) {
+			linearEpilogue(c, n, r0, i0, i1, j0, j1, s.bias, j.va, j.res, s.ln, &j.lnLater)
 		}
-		return cuts[t], cuts[t+1] - cuts[t], 0, n
 	}
-	var lnLater atomic.Bool // some epilogue block lacked whole rows: normalise afterwards
-	workpool.Tasks(e.threads, len(cuts)-1, func(t int) {
-		r0, rows, c0, cols := tile(t)
-		c := out.F32[r0*n:]
-		var epi kernels.Epilogue
-		if bias != nil || res != nil || ln != nil {
-			epi = func(i0, i1, j0, j1 int) { linearEpilogue(c, n, r0, i0, i1, j0, j1, bias, va, res, ln, &lnLater) }
-		}
-		kernels.SgemmPackedEpilogue(rows, c0, c0+cols, 1, x.F32[r0*k:], k, pw, 0, c, n, epi)
-	})
-	if lnLater.Load() {
-		// Column tiles (or column blocks inside a tile) never held whole rows.
-		d := n
-		workpool.For(e.threads, m, max(1, elemGrain/(2*d)), func(lo, hi int) {
+	kernels.SgemmPackedEpilogue(rows, c0, c0+cols, 1, j.x.F32[r0*k:], k, s.pw, 0, c, n, epi)
+}
+
+// finish applies the LayerNorm that column tiles could not apply in their epilogue, once
+// every tile is done, and returns the output.
+func (j *linearJob) finish(e *exec) *tensor.Tensor {
+	if j.lnLater.Load() {
+		d, ln := j.spec.pw.N(), j.spec.ln
+		workpool.For(e.threads, j.m, max(1, elemGrain/(2*d)), func(lo, hi int) {
 			for r := lo; r < hi; r++ {
-				row := out.F32[r*d : (r+1)*d]
+				row := j.out.F32[r*d : (r+1)*d]
 				vec.LayerNorm(row, row, ln.scale, ln.bias, ln.eps)
 			}
 		})
 	}
-	return out, true, nil
+	return j.out
+}
+
+// linearFast runs the layer s on x (with residual res, or nil) with the epilogue fused into
+// each GEMM tile. It returns ok false when the run-time shapes are outside the fast path.
+func linearFast(e *exec, x *tensor.Tensor, s *linearSpec, res *tensor.Tensor) (*tensor.Tensor, bool, error) {
+	if !s.fits(x, res) {
+		return nil, false, nil
+	}
+	j, err := s.plan(e, x, res)
+	if err != nil {
+		return nil, true, err
+	}
+	workpool.Tasks(e.threads, j.tiles(), j.tile)
+	return j.finish(e), true, nil
+}
+
+// linearsFast runs several layers without residuals on the same input x (the Q, K and V
+// projections of an attention block) as one parallel step whose tiles the threads claim
+// across all the products. Separate steps would each end with one thread idle while the
+// other finishes the last tile; one step has that tail once. It returns ok false when the
+// run-time shapes are outside the fast path of any layer.
+func linearsFast(e *exec, x *tensor.Tensor, specs []*linearSpec) ([]*tensor.Tensor, bool, error) {
+	for _, s := range specs {
+		if !s.fits(x, nil) {
+			return nil, false, nil
+		}
+	}
+	jobs := make([]*linearJob, len(specs))
+	first := make([]int, len(specs)+1) // tile index where each job's tiles start
+	for i, s := range specs {
+		j, err := s.plan(e, x, nil)
+		if err != nil {
+			return nil, true, err
+		}
+		jobs[i] = j
+		first[i+1] = first[i] + j.tiles()
+	}
+	workpool.Tasks(e.threads, first[len(jobs)], func(t int) {
+		i := 0
+		for t >= first[i+1] {
+			i++
+		}
+		jobs[i].tile(t - first[i])
+	})
+	outs := make([]*tensor.Tensor, len(jobs))
+	for i, j := range jobs {
+		outs[i] = j.finish(e)
+	}
+	return outs, true, nil
 }
 
 // linearEpilogue finishes rows [i0, i1) and columns [j0, j1) of a linear tile whose first

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/zoo-dev/zoo/backends/cpu/kernels"
@@ -12,7 +13,8 @@ import (
 
 // Graph fusion, run once at compile time after constant folding.
 //
-// Two patterns are rewritten into single steps:
+// Two patterns are rewritten into single steps, and then linear steps that share their
+// only input (an attention block's Q, K and V projections) are merged into one:
 //
 //   - linear: MatMul(x, W) with a constant 2-D W (a folded Transpose of the initializer, so
 //     no per-run copy), then Add of a constant bias over the last axis, optionally followed
@@ -34,8 +36,10 @@ import (
 // Fusions reports the patterns fused at compile time and how often each was found:
 // "linear", "linear+relu", "linear+gelu" (each also with "+residual" when an Add of
 // another run-time value follows, and then "+layernorm" when a LayerNormalization of the
-// sum follows), "matmul" (a product by a constant matrix with no bias) and "attention". It is empty when
-// backends.Options.NoFusion was set or nothing matched.
+// sum follows), "matmul" (a product by a constant matrix with no bias) and "attention";
+// "shared-input" counts the groups of such linear steps (without a residual) that read the
+// same value and run as one step, each layer still counted under its own kind. It is empty
+// when backends.Options.NoFusion was set or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
 	for k, v := range p.fusions {
@@ -51,6 +55,15 @@ type fuser struct {
 	producer []int // step index that produces each slot, -1 otherwise
 	consumer [][]int
 	dead     []bool
+	linears  []fusedLinear // fused linear steps whose only run-time input is x, in order
+}
+
+// fusedLinear is a fused linear step with no input besides x, scheduled at step index at.
+type fusedLinear struct {
+	at   int
+	x    int
+	spec *linearSpec
+	st   step
 }
 
 func (p *Program) fuse() {
@@ -93,6 +106,7 @@ func (p *Program) fuse() {
 			p.fusions[kind]++
 		}
 	}
+	f.mergeSiblings(replaced)
 	if len(replaced) == 0 {
 		return
 	}
@@ -292,15 +306,69 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		}
 	}
 	// W is packed once here, in the SGEMM micro-kernel layout, so no run packs it again.
-	pw := kernels.PackB(false, w.Shape[0], n, w.F32, n)
+	spec := &linearSpec{pw: kernels.PackB(false, w.Shape[0], n, w.F32, n), bias: bias, bRank: bRank, act: act, ln: ln}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
 		var res *tensor.Tensor
 		if len(in) > 1 {
 			res = in[1]
 		}
-		return linearFast(e, in[0], pw, bias, bRank, act, res, ln)
+		return linearFast(e, in[0], spec, res)
 	}
-	return group, f.newFused("FusedLinear", group, ext, out, fast), kind, true
+	st = f.newFused("FusedLinear", group, ext, out, fast)
+	if len(ext) == 1 {
+		f.linears = append(f.linears, fusedLinear{at: slices.Max(group), x: ext[0], spec: spec, st: st})
+	}
+	return group, st, kind, true
+}
+
+// mergeSiblings turns fused linear steps that read the same run-time value and nothing else
+// (an attention block's Q, K and V projections) into one step with one output per layer,
+// run by linearsFast, scheduled where the first of them was (its only input is ready
+// there, and the others' outputs may be made earlier than before). When the fast path
+// does not apply at run time, the merged step runs each layer's own fused step.
+func (f *fuser) mergeSiblings(replaced map[int]step) {
+	byX := map[int][]fusedLinear{}
+	var order []int
+	for _, l := range f.linears {
+		if len(byX[l.x]) == 0 {
+			order = append(order, l.x)
+		}
+		byX[l.x] = append(byX[l.x], l)
+	}
+	for _, x := range order {
+		group := byX[x]
+		if len(group) < 2 {
+			continue
+		}
+		specs := make([]*linearSpec, len(group))
+		subs := make([]step, len(group))
+		outs := make([]int, len(group))
+		names := make([]string, len(group))
+		at := group[0].at
+		for i, l := range group {
+			specs[i], subs[i], outs[i], names[i] = l.spec, l.st, l.st.out[0], l.st.node.Outputs[0]
+			delete(replaced, l.at)
+			at = min(at, l.at)
+		}
+		k := func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			if ts, ok, err := linearsFast(e, in[0], specs); ok || err != nil {
+				return ts, err
+			}
+			ts := make([]*tensor.Tensor, len(subs))
+			for i, sub := range subs {
+				r, err := e.call(sub.k, sub.node, in)
+				if err != nil {
+					return nil, fmt.Errorf("node %q (%s): %w", sub.node.Name, sub.node.Op, err)
+				}
+				ts[i] = r[0]
+			}
+			return ts, nil
+		}
+		first := group[0].st.node
+		node := &graph.Node{Op: "FusedLinears", Name: first.Name, Inputs: first.Inputs, Outputs: names}
+		replaced[at] = step{node: node, k: k, in: []int{x}, out: outs}
+		f.p.fusions["shared-input"]++
+	}
 }
 
 // lnEpilogue is a LayerNormalization over the last axis fused into a linear step.

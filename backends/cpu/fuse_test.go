@@ -84,11 +84,11 @@ func TestFusionVanilla(t *testing.T) {
 		g := vanillaBase(t, map[string]any{"layers": int64(2), "d_model": int64(64), "heads": int64(4), "d_ff": int64(128), "activation": act})
 		fused, plain := compileBoth(t, g, backends.Options{})
 		fu := fused.Fusions()
-		// Per layer: Q, K and V are plain linears, the FFN's first takes the activation, and
-		// the output projection and the FFN's second take the residual Add and the post-norm
-		// LayerNormalization; plus the final projection.
-		if fu["attention"] != 2 || fu["linear+"+act] != 2 || fu["linear"] != 2*3+1 || fu["linear+residual+layernorm"] != 2*2 {
-			t.Fatalf("%s: fusions %v, want 2 attention, 2 linear+%s, 7 linear, 4 linear+residual+layernorm", act, fu, act)
+		// Per layer: Q, K and V are plain linears (run as one shared-input step), the FFN's
+		// first takes the activation, and the output projection and the FFN's second take the
+		// residual Add and the post-norm LayerNormalization; plus the final projection.
+		if fu["attention"] != 2 || fu["linear+"+act] != 2 || fu["linear"] != 2*3+1 || fu["linear+residual+layernorm"] != 2*2 || fu["shared-input"] != 2 {
+			t.Fatalf("%s: fusions %v, want 2 attention, 2 linear+%s, 7 linear, 4 linear+residual+layernorm, 2 shared-input", act, fu, act)
 		}
 		r := rand.New(rand.NewSource(3))
 		for _, sh := range []struct{ batch, n int }{{1, 1}, {1, 7}, {2, 33}, {3, 130}, {1, 600}} {
@@ -401,6 +401,52 @@ func TestFusedMatMulNoBias(t *testing.T) {
 			for i, v := range want["y"].F32 {
 				if got := a["y"].F32[i]; math.Float32bits(got) != math.Float32bits(v) {
 					t.Fatalf("%+v threads %d: y[%d] = %g fused, %g unfused", c, threads, i, got, v)
+				}
+			}
+		}
+	}
+}
+
+// TestFusedSiblingLinears checks that linear layers reading the same input and nothing else
+// run as one step ("shared-input") whose outputs equal the unfused layers bit for bit, on
+// a single row, odd shapes, tall inputs and several thread counts; a layer that also reads
+// a residual keeps its own step.
+func TestFusedSiblingLinears(t *testing.T) {
+	r := rand.New(rand.NewSource(21))
+	const k = 48
+	b := graph.NewBuilder("siblings")
+	x := b.Input("x", tensor.Float32, graph.Sym("b"), graph.Sym("n"), graph.Fixed(k))
+	b.Output("relu", b.Relu(b.Add(b.MatMul(x, b.Const(randT(r, k, 40))), b.Const(randT(r, 40)))), tensor.Float32)
+	b.Output("plain", b.MatMul(x, b.Const(randT(r, k, 96))), tensor.Float32)
+	b.Output("bias", b.Add(b.MatMul(x, b.Const(randT(r, k, 130))), b.Const(randT(r, 130))), tensor.Float32)
+	b.Output("residual", b.Add(b.Add(b.MatMul(x, b.Const(randT(r, k, k))), b.Const(randT(r, k))), x), tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, threads := range []int{1, 2, 3} {
+		fused, plain := compileBoth(t, g, backends.Options{Threads: threads})
+		if fu := fused.Fusions(); fu["shared-input"] != 1 || fu["linear+residual"] != 1 {
+			t.Fatalf("fusions %v, want one shared-input group and one linear+residual", fu)
+		}
+		for _, sh := range [][2]int{{1, 1}, {3, 37}, {2, 300}, {4, 317}} {
+			in := map[string]*tensor.Tensor{"x": randT(r, sh[0], sh[1], k)}
+			got, err := fused.Run(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := plain.Run(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, w := range want {
+				if !tensor.SameShape(got[name].Shape, w.Shape) {
+					t.Fatalf("threads %d %v: %s has shape %v, want %v", threads, sh, name, got[name].Shape, w.Shape)
+				}
+				for i, v := range w.F32 {
+					if g := got[name].F32[i]; math.Float32bits(g) != math.Float32bits(v) {
+						t.Fatalf("threads %d %v: %s[%d] = %g fused, %g unfused", threads, sh, name, i, g, v)
+					}
 				}
 			}
 		}
