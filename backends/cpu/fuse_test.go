@@ -321,10 +321,56 @@ func TestLinearCuts(t *testing.T) {
 	}
 }
 
+// TestLinearTiles checks that a linear layer's tiles cover its output exactly once, that
+// tiles of one row band are adjacent and numbered in order, that column tiles start on
+// linColAlign, and that the last of several row tiles is shared out by columns.
+func TestLinearTiles(t *testing.T) {
+	for _, c := range []struct {
+		m, n, k, threads int
+		colsOK           bool
+	}{
+		{128, 512, 512, 2, true}, {128, 2048, 512, 2, true}, {1024, 512, 512, 2, true}, {1024, 512, 2048, 3, true},
+		{128, 257, 512, 2, true}, {37, 512, 512, 2, true}, {1, 1, 1, 2, true}, {128, 512, 512, 1, true},
+		{4096, 64, 64, 8, true}, {128, 512, 512, 2, false}, {64, 4096, 512, 2, false}, {300, 130, 64, 2, true},
+	} {
+		tiles := cpu.LinearTiles(c.m, c.n, c.k, c.threads, c.colsOK)
+		cover := make([]int8, c.m*c.n)
+		band, rows := 0, [2]int{tiles[0][0], tiles[0][1]}
+		for _, tl := range tiles {
+			r0, r1, c0, c1, b := tl[0], tl[1], tl[2], tl[3], tl[4]
+			if r0 >= r1 || c0 >= c1 || r1 > c.m || c1 > c.n || (c0 != 0 && (!c.colsOK || c0%64 != 0)) {
+				t.Fatalf("%+v: bad tile %v in %v", c, tl, tiles)
+			}
+			switch {
+			case b == band && [2]int{r0, r1} == rows:
+			case b == band+1:
+				band, rows = b, [2]int{r0, r1}
+			default:
+				t.Fatalf("%+v: tile %v breaks the band order of %v", c, tl, tiles)
+			}
+			for i := r0; i < r1; i++ {
+				for j := c0; j < c1; j++ {
+					cover[i*c.n+j]++
+				}
+			}
+		}
+		for i, v := range cover {
+			if v != 1 {
+				t.Fatalf("%+v: element (%d, %d) covered %d times by %v", c, i/c.n, i%c.n, v, tiles)
+			}
+		}
+		last := tiles[len(tiles)-1]
+		if c.colsOK && band > 0 && c.n > 64*2*c.threads && (last[2] == 0 || last[3] != c.n) {
+			t.Fatalf("%+v: the last row band of %v is not cut by columns", c, tiles)
+		}
+	}
+}
+
 // TestFusedLinearLayerNorm checks the post-norm epilogue (x·W + b + residual, then
 // LayerNormalization of each row) against the unfused graph bit for bit, for row tiles
-// (whole rows normalised in the epilogue), column tiles (n > 4m) and rows wider than the
-// kernel's column block (both normalised in a pass afterwards), at several thread counts.
+// (whole rows normalised in the epilogue), column tiles (n > 4m, or the last row band) and
+// rows wider than the kernel's column block (both normalised by the thread that finishes
+// the band's last tile), at several thread counts.
 func TestFusedLinearLayerNorm(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
 	for _, c := range []struct{ m, k, n int }{{1, 64, 64}, {7, 64, 512}, {128, 96, 512}, {300, 64, 130}, {40, 32, 1100}, {16, 512, 1024}, {256, 128, 256}} {
