@@ -495,6 +495,19 @@ type scoreOp struct {
 	input int     // index of the operand among the fused step's inputs ('+', 'w', 'W')
 }
 
+// divOp is the score op for a division by c: a multiplication by 1/c when that is a power of
+// two whose reciprocal is a normal float32 (√64 = 8 for the usual head size), since x·2⁻ᵏ
+// and x/2ᵏ are the same real number and so round to the same float32, subnormals included;
+// a vector multiply costs a fraction of a divide. The division was 7 % of the fused block's
+// profile; interleaved A/B, 8 heads of 64, 2 threads: n = 128 and 512 ran 2.2-2.4 % faster,
+// n = 2048 6 %.
+func divOp(c float32) scoreOp {
+	if frac, exp := math.Frexp(float64(c)); frac == 0.5 && exp-1 > -126 && exp-1 < 126 {
+		return scoreOp{kind: '*', c: 1 / c}
+	}
+	return scoreOp{kind: '/', c: c}
+}
+
 // matchAttention matches MatMul(Q, Kᵀ) → scalar/mask chain → Softmax(-1) → MatMul(·, V)
 // around the Softmax step sm.
 func (f *fuser) matchAttention(sm int) (group []int, st step, ok bool) {
@@ -622,7 +635,7 @@ func (f *fuser) walkScores(cur, next, depth int) (ops []scoreOp, operands, steps
 		return nil, nil, []int{pi}, ps.in[0], ps.in[1], true
 	case "Div":
 		if v, ok := f.scalarConst(ps.in[1]); ok {
-			return try(ps.in[0], scoreOp{kind: '/', c: v}, -1)
+			return try(ps.in[0], divOp(v), -1)
 		}
 	case "Mul":
 		if v, ok := f.scalarConst(ps.in[1]); ok {
