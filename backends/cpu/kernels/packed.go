@@ -29,7 +29,10 @@ type microKernel struct {
 	// element in the same order) for a trailing partial row panel whose height is exactly
 	// one of theirs; other heights are packed and zero-padded as before.
 	directEdge []directKernel
-	ok         func() bool // whether this CPU can run fn
+	// ncDirect, when set, replaces nc in sgemmPacked when A is read in place (all of op(A)
+	// fits one row block): B is then packed in narrower blocks.
+	ncDirect int
+	ok       func() bool // whether this CPU can run fn
 }
 
 // directFn is the signature of the direct micro-kernels.
@@ -138,14 +141,6 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 		return
 	}
 	mr, nr := kern.mr, kern.nr
-	kcMax := kcBlock(k, kern.kc)
-	mcMax := min(kern.mc, roundUp(m, mr))
-	ncMax := min(kern.nc, roundUp(n, nr))
-
-	ws := workspaces.Get().(*workspace)
-	ws.a = grow(ws.a, mcMax*kcMax)
-	ws.b = grow(ws.b, ncMax*kcMax)
-	abuf, bbuf := ws.a, ws.b
 	// When all of op(A) fits one row block, each A panel is read by only ncb/nr kernel calls
 	// per k block, and packing it costs more than it saves: the direct kernels read A in
 	// place (the same FMAs in the same order, so the result is unchanged) and cover an 8- or
@@ -154,6 +149,18 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 	// to set conflicts. Interleaved A/B, one thread: 128×2048×512 +5 %, 128×512×512 +4 %,
 	// and 512×2048×512 −2.5 % when forced.
 	direct := kern.direct != nil && alpha == 1 && !transA && m <= kern.mc
+	nc := kern.nc
+	if direct && kern.ncDirect > 0 {
+		nc = kern.ncDirect
+	}
+	kcMax := kcBlock(k, kern.kc)
+	mcMax := min(kern.mc, roundUp(m, mr))
+	ncMax := min(nc, roundUp(n, nr))
+
+	ws := workspaces.Get().(*workspace)
+	ws.a = grow(ws.a, mcMax*kcMax)
+	ws.b = grow(ws.b, ncMax*kcMax)
+	abuf, bbuf := ws.a, ws.b
 
 	for jc := 0; jc < n; jc += ncMax {
 		ncb := min(ncMax, n-jc)
