@@ -133,10 +133,11 @@ var asmKernels = []*microKernel{
 	{name: "avx512-6x64", mr: 6, nr: 64, kc: 256, mc: 192, nc: 2048, fn: sgemmKernelAVX512x6x64, ok: hasAVX512},
 	// nc = 1024 for AVX2: a 2048-wide block (2 MiB at kc = 256) filled this Xeon's L2 and ran
 	// 10 % slower on 128×2048×512 and 3 % on 512×2048×512 (interleaved A/B, 40 rounds).
-	// With A read in place (m ≤ mc) a 512-wide block is better still: paired against
-	// OpenBLAS Haswell, 128×2048×512 went from 0.88-0.89 to 0.95-0.96 on one thread and from
-	// 0.95-0.98 to 1.00-1.06 on two; 512×2048×512 (packed A) lost 3 % with 512 and keeps 1024.
-	{name: "avx2-6x16", mr: 6, nr: 16, kc: 256, mc: 192, nc: 1024, ncDirect: 512, fn: sgemmKernelAVX2x6x16, direct: sgemmKernelAVX2x6x16Direct,
+	// With A read in place (m ≤ mc) narrower blocks are better still. Paired against OpenBLAS
+	// Haswell on 128×2048×512, one thread: 0.88-0.89 with 1024, 0.96-0.99 with 512, 0.97-1.02
+	// with 256 (five runs each way); two threads: 0.95-0.98 with 1024, 1.04 with 256.
+	// 512×2048×512 (packed A) lost 3 % with 512 and keeps 1024.
+	{name: "avx2-6x16", mr: 6, nr: 16, kc: 256, mc: 192, nc: 1024, ncDirect: 256, fn: sgemmKernelAVX2x6x16, direct: sgemmKernelAVX2x6x16Direct,
 		directEdge: []directKernel{{4, sgemmKernelAVX2x4x16Direct}, {2, sgemmKernelAVX2x2x16Direct}}, ok: hasAVX2},
 }
 
