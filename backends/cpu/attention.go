@@ -388,8 +388,9 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 	}
 }
 
-// Linear tiling: C (m×n) is cut along its larger dimension (see linearCuts) into tiles that
-// the threads claim as they go; each task reads its A rows in place and its columns of the
+// Linear tiling: C (m×n) is cut along its larger dimension (see linearCuts), the last of
+// several row tiles again by columns (linearTiles), into tiles that the threads claim as
+// they go; each task reads its A rows in place and its columns of the
 // pre-packed weights, and applies the epilogue to its tile while it is in cache. Tiles may
 // start anywhere on these alignments because the packed SGEMM's result for an element does
 // not depend on where tiles start (the k order is fixed by k alone; kernels.SgemmParallel
