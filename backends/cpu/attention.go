@@ -538,10 +538,18 @@ type linearJob struct {
 	tiles  []linTile
 	// Per band of rows: tiles not yet finished, and whether one of them could not apply
 	// the LayerNorm in its epilogue (its blocks lacked whole rows); the thread that
-	// finishes a band's last tile then normalises the band.
+	// finishes a band's last tile then normalises the band, unless the band is deferred.
 	left   []atomic.Int32
 	lnLate []atomic.Bool
+	// deferred marks the bands cut by columns that are taller than linInlineLNRows (all
+	// rows of a column-cut product): normalised by every thread together in finish, as the
+	// last tile's thread would otherwise do it alone while the others idle.
+	deferred []bool
 }
+
+// linInlineLNRows is the height up to which a band cut by columns is normalised by the
+// thread that finishes its last tile.
+const linInlineLNRows = 64
 
 // plan allocates the output of the layer on x (which must fit) and cuts it into tiles for
 // e.threads threads.
@@ -564,9 +572,11 @@ func (s *linearSpec) plan(e *exec, x, res *tensor.Tensor) (*linearJob, error) {
 	j.tiles = linearTiles(j.m, n, k, e.threads, linColAlign%s.pw.ColAlign() == 0)
 	if s.ln != nil {
 		bands := j.tiles[len(j.tiles)-1].band + 1
-		j.left, j.lnLate = make([]atomic.Int32, bands), make([]atomic.Bool, bands)
+		j.left, j.lnLate, j.deferred = make([]atomic.Int32, bands), make([]atomic.Bool, bands), make([]bool, bands)
 		for _, t := range j.tiles {
-			j.left[t.band].Add(1)
+			if j.left[t.band].Add(1) > 1 && t.r1-t.r0 > linInlineLNRows {
+				j.deferred[t.band] = true
+			}
 		}
 	}
 	return j, nil
@@ -586,12 +596,32 @@ func (j *linearJob) tile(t int) {
 		}
 	}
 	kernels.SgemmPackedEpilogue(tl.r1-tl.r0, tl.c0, tl.c1, 1, j.x.F32[tl.r0*k:], k, s.pw, 0, c, n, epi)
-	if s.ln != nil && j.left[tl.band].Add(-1) == 0 && j.lnLate[tl.band].Load() {
-		for r := tl.r0; r < tl.r1; r++ {
-			row := j.out.F32[r*n : (r+1)*n]
-			vec.LayerNorm(row, row, s.ln.scale, s.ln.bias, s.ln.eps)
-		}
+	if s.ln != nil && j.left[tl.band].Add(-1) == 0 && j.lnLate[tl.band].Load() && !j.deferred[tl.band] {
+		j.normalize(tl.r0, tl.r1)
 	}
+}
+
+// normalize applies the LayerNorm to output rows [r0, r1).
+func (j *linearJob) normalize(r0, r1 int) {
+	n, ln := j.spec.pw.N(), j.spec.ln
+	for r := r0; r < r1; r++ {
+		row := j.out.F32[r*n : (r+1)*n]
+		vec.LayerNorm(row, row, ln.scale, ln.bias, ln.eps)
+	}
+}
+
+// finish normalises the deferred bands that need it, on every thread, once all tiles are
+// done, and returns the output.
+func (j *linearJob) finish(e *exec) *tensor.Tensor {
+	for i, t := range j.tiles {
+		// once per deferred band that needs the pass, at its first tile
+		if j.deferred == nil || !j.deferred[t.band] || !j.lnLate[t.band].Load() || (i > 0 && j.tiles[i-1].band == t.band) {
+			continue
+		}
+		r0 := t.r0
+		workpool.For(e.threads, t.r1-r0, max(1, elemGrain/(2*j.spec.pw.N())), func(lo, hi int) { j.normalize(r0+lo, r0+hi) })
+	}
+	return j.out
 }
 
 // linearFast runs the layer s on x (with residual res, or nil) with the epilogue fused into
@@ -605,7 +635,7 @@ func linearFast(e *exec, x *tensor.Tensor, s *linearSpec, res *tensor.Tensor) (*
 		return nil, true, err
 	}
 	workpool.Tasks(e.threads, len(j.tiles), j.tile)
-	return j.out, true, nil
+	return j.finish(e), true, nil
 }
 
 // linearsFast runs several layers without residuals on the same input x (the Q, K and V
@@ -638,7 +668,7 @@ func linearsFast(e *exec, x *tensor.Tensor, specs []*linearSpec) ([]*tensor.Tens
 	})
 	outs := make([]*tensor.Tensor, len(jobs))
 	for i, j := range jobs {
-		outs[i] = j.out
+		outs[i] = j.finish(e)
 	}
 	return outs, true, nil
 }

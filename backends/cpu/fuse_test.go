@@ -370,10 +370,11 @@ func TestLinearTiles(t *testing.T) {
 // LayerNormalization of each row) against the unfused graph bit for bit, for row tiles
 // (whole rows normalised in the epilogue), column tiles (n > 4m, or the last row band) and
 // rows wider than the kernel's column block (both normalised by the thread that finishes
-// the band's last tile), at several thread counts.
+// the band's last tile, or by all threads afterwards when a column-cut band is taller than
+// 64 rows), at several thread counts.
 func TestFusedLinearLayerNorm(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
-	for _, c := range []struct{ m, k, n int }{{1, 64, 64}, {7, 64, 512}, {128, 96, 512}, {300, 64, 130}, {40, 32, 1100}, {16, 512, 1024}, {256, 128, 256}} {
+	for _, c := range []struct{ m, k, n int }{{1, 64, 64}, {7, 64, 512}, {128, 96, 512}, {300, 64, 130}, {40, 32, 1100}, {16, 512, 1024}, {100, 256, 1100}, {256, 128, 256}} {
 		b := graph.NewBuilder("linln")
 		x := b.Input("x", tensor.Float32, graph.Sym("m"), graph.Fixed(int64(c.k)))
 		res := b.Input("res", tensor.Float32, graph.Sym("m"), graph.Fixed(int64(c.n)))
