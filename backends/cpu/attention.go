@@ -507,13 +507,14 @@ type linearSpec struct {
 	bRank int
 	act   activation
 	ln    *lnEpilogue
+	rank2 bool // x must be a matrix (the layer was a Gemm, which rejects other ranks)
 }
 
 // fits reports whether the fast path handles input x (and residual res, nil when the layer
 // has none) at run time.
 func (s *linearSpec) fits(x, res *tensor.Tensor) bool {
 	if x == nil || x.DType != tensor.Float32 || len(x.Shape) < 2 || len(x.Shape) < s.bRank ||
-		x.Shape[len(x.Shape)-1] != s.pw.K() {
+		x.Shape[len(x.Shape)-1] != s.pw.K() || (s.rank2 && len(x.Shape) != 2) {
 		return false
 	}
 	if res == nil {

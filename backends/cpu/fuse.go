@@ -19,8 +19,10 @@ import (
 //   - linear: MatMul(x, W) with a constant 2-D W (a folded Transpose of the initializer, so
 //     no per-run copy), then Add of a constant bias over the last axis, optionally followed
 //     by Relu or by the exact GELU as zoo builds it (Mul(Mul(h, 0.5), Add(Erf(Div(h, √2)), 1)))
-//     or as PyTorch exports it (Mul(Mul(h, Add(Erf(Div(h, √2)), 1)), 0.5)). The fused step
-//     runs the GEMM and applies bias and activation to each output tile while it is in cache.
+//     or as PyTorch exports it (Mul(Mul(h, Add(Erf(Div(h, √2)), 1)), 0.5)); or Gemm(x, W, b)
+//     with a constant W (either orientation) and a constant bias row, as PyTorch exports the
+//     attention output projection. The fused step runs the GEMM and applies bias and
+//     activation to each output tile while it is in cache.
 //   - attention: MatMul(Q, Kᵀ), then any chain of Div or Mul by a scalar constant and Add of
 //     a mask bias (or Where(mask, s, const)), then Softmax over the last axis, then MatMul
 //     with V. The fused step is the tiled online-softmax kernel of attention.go, which never
@@ -98,7 +100,7 @@ func (p *Program) fuse() {
 		}
 	}
 	for i := range p.steps {
-		if f.dead[i] || p.steps[i].node.Op != "MatMul" {
+		if op := p.steps[i].node.Op; f.dead[i] || (op != "MatMul" && op != "Gemm") {
 			continue
 		}
 		if g, st, kind, ok := f.matchLinear(i); ok {
@@ -248,27 +250,60 @@ func (fb *fallback) run(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) 
 // ---- linear ----
 
 // matchLinear matches MatMul(x, W) [+ b [+ activation] [+ residual] [→ LayerNorm]] starting
-// at MatMul step i, W a constant matrix.
+// at MatMul step i, W a constant matrix, or the same after Gemm(x, W, b) (the form PyTorch
+// exports a linear layer of a 2-D input in: transB set, the bias as C).
 func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) {
 	p := f.p
 	mm := p.steps[i]
-	if len(mm.in) != 2 || mm.in[0] < 0 || p.kinds[mm.in[0]] == slotConst {
+	if len(mm.in) < 2 || mm.in[0] < 0 || p.kinds[mm.in[0]] == slotConst {
 		return nil, step{}, "", false
 	}
 	w := f.constF32(mm.in[1])
 	if w == nil || len(w.Shape) != 2 {
 		return nil, step{}, "", false
 	}
-	n := w.Shape[1]
 	a := f.outOf(i)
 	if a < 0 {
 		return nil, step{}, "", false
 	}
-	addI, ok := f.single(a)
-	var b *tensor.Tensor
-	if ok && p.steps[addI].node.Op == "Add" {
-		bs, _, _ := f.other(addI, a)
-		b = f.constF32(bs)
+	var (
+		b      *tensor.Tensor // the bias, a constant
+		addI   = -1           // the step of the bias Add, or -1 for Gemm's own C
+		transB bool
+		rank2  bool
+	)
+	switch mm.node.Op {
+	case "MatMul":
+		if len(mm.in) != 2 {
+			return nil, step{}, "", false
+		}
+		if c, ok := f.single(a); ok && p.steps[c].node.Op == "Add" {
+			bs, _, _ := f.other(c, a)
+			if b = f.constF32(bs); b != nil {
+				addI = c
+			}
+		}
+	case "Gemm":
+		// op(A) must be A itself and alpha 1; C, when beta keeps it, must be a constant row
+		// broadcast over the rows, which the epilogue then adds as the bias (the sum is
+		// rounded once either way, though not in the same k order as Gemm's accumulation
+		// onto C, so results may differ from the unfused Gemm in the last bit).
+		nd := mm.node
+		if nd.Int("transA", 0) != 0 || nd.Float("alpha", 1) != 1 || len(mm.in) > 3 {
+			return nil, step{}, "", false
+		}
+		transB, rank2 = nd.Int("transB", 0) != 0, true
+		if len(mm.in) == 3 && mm.in[2] >= 0 && nd.Float("beta", 1) != 0 {
+			if b = f.constF32(mm.in[2]); b == nil || nd.Float("beta", 1) != 1 || len(b.Shape) > 2 || (len(b.Shape) == 2 && b.Shape[0] != 1) {
+				return nil, step{}, "", false
+			}
+		}
+	default:
+		return nil, step{}, "", false
+	}
+	k, n := w.Shape[0], w.Shape[1]
+	if transB {
+		k, n = n, k
 	}
 	// Without a bias after it the product alone still fuses ("matmul"): it gains the weights
 	// packed once (a bias-free projection, or a plain MatMul by a constant in an imported
@@ -277,15 +312,21 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 	kind = "matmul"
 	act, bias, bRank := actNone, []float32(nil), 0
 	var ln *lnEpilogue
-	if b != nil && len(b.F32) == n && len(b.Shape) > 0 && b.Shape[len(b.Shape)-1] == n {
-		group = append(group, addI)
-		bias, bRank = b.F32, len(b.Shape)
-		out, kind = f.outOf(addI), "linear"
+	if b != nil && (addI < 0 || len(b.Shape) > 0) && len(b.F32) == n && (len(b.Shape) == 0 || b.Shape[len(b.Shape)-1] == n) {
+		if addI >= 0 {
+			group = append(group, addI)
+			out = f.outOf(addI)
+		}
+		bias, bRank, kind = b.F32, len(b.Shape), "linear"
 		if g2, o2, a2, ok := f.matchActivation(out); ok {
 			group = append(group, g2...)
 			out, act = o2, a2
 			kind = map[activation]string{actRelu: "linear+relu", actGelu: "linear+gelu"}[a2]
 		}
+	} else if b != nil && addI < 0 {
+		return nil, step{}, "", false // a Gemm whose C is not a row of n values
+	}
+	if bias != nil {
 		// A residual Add of a run-time value read by nothing else joins the epilogue (the
 		// fast path checks at run time that it has the output's shape).
 		if c, ok := f.single(out); ok && p.steps[c].node.Op == "Add" {
@@ -306,7 +347,7 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		}
 	}
 	// W is packed once here, in the SGEMM micro-kernel layout, so no run packs it again.
-	spec := &linearSpec{pw: kernels.PackB(false, w.Shape[0], n, w.F32, n), bias: bias, bRank: bRank, act: act, ln: ln}
+	spec := &linearSpec{pw: kernels.PackB(transB, k, n, w.F32, w.Shape[1]), bias: bias, bRank: bRank, act: act, ln: ln, rank2: rank2}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
 		var res *tensor.Tensor
 		if len(in) > 1 {

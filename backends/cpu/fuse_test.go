@@ -499,3 +499,100 @@ func TestFusedSiblingLinears(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedGemm checks that Gemm(x, W, C), the form PyTorch exports a 2-D linear layer in,
+// fuses like MatMul + Add when op(A) is A, alpha is 1 and C is a constant row kept by
+// beta = 1 (or absent, or dropped by beta = 0), with either orientation of W and with the
+// activation, residual and LayerNorm that follow it; that the other forms stay unfused; and
+// that fused and unfused agree (the bias joins the sum in another order, so not bit for
+// bit) at several thread counts, while a 3-D input is still rejected as Gemm rejects it.
+func TestFusedGemm(t *testing.T) {
+	r := rand.New(rand.NewSource(13))
+	const k, n = 96, 130
+	for _, c := range []struct {
+		name   string
+		attrs  graph.Attrs
+		cShape []int // nil: no C input
+		cInput bool  // C is a graph input, not a constant
+		tail   string
+		kind   string // "" when nothing should fuse
+	}{
+		{"transB", graph.Attrs{"transB": graph.Int(1)}, []int{n}, false, "", "linear"},
+		{"plain-row2d", nil, []int{1, n}, false, "", "linear"},
+		{"noC", graph.Attrs{"transB": graph.Int(1)}, nil, false, "", "matmul"},
+		{"beta0", graph.Attrs{"beta": graph.Float(0)}, []int{n}, false, "", "matmul"},
+		{"relu", graph.Attrs{"transB": graph.Int(1)}, []int{n}, false, "relu", "linear+relu"},
+		{"residual-ln", nil, []int{n}, false, "residual-ln", "linear+residual+layernorm"},
+		{"alpha2", graph.Attrs{"alpha": graph.Float(2)}, []int{n}, false, "", ""},
+		{"beta2", graph.Attrs{"beta": graph.Float(2)}, []int{n}, false, "", ""},
+		{"transA", graph.Attrs{"transA": graph.Int(1)}, []int{n}, false, "", ""},
+		{"fullC", nil, []int{7, n}, false, "", ""},
+		{"runtimeC", nil, []int{n}, true, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := graph.NewBuilder("gemm")
+			rows := graph.Sym("m")
+			if c.name == "fullC" || c.name == "transA" {
+				rows = graph.Fixed(7)
+			}
+			xDims := []graph.Dim{rows, graph.Fixed(k)}
+			if c.name == "transA" {
+				xDims = []graph.Dim{graph.Fixed(k), rows}
+			}
+			x := b.Input("x", tensor.Float32, xDims...)
+			w := randT(r, k, n)
+			if c.attrs["transB"].I == 1 {
+				w = randT(r, n, k)
+			}
+			ins := []string{x, b.Const(w)}
+			in := map[string]*tensor.Tensor{}
+			if c.cShape != nil {
+				ct := randT(r, c.cShape...)
+				if c.cInput {
+					ins = append(ins, b.Input("c", tensor.Float32, graph.Fixed(n)))
+					in["c"] = ct
+				} else {
+					ins = append(ins, b.Const(ct))
+				}
+			}
+			y := b.Op("Gemm", ins, c.attrs)
+			switch c.tail {
+			case "relu":
+				y = b.Relu(y)
+			case "residual-ln":
+				res := b.Input("res", tensor.Float32, rows, graph.Fixed(n))
+				y = b.LayerNorm(b.Add(y, res), b.Const(randT(r, n)), b.Const(randT(r, n)), 1e-5)
+				in["res"] = randT(r, 7, n)
+			}
+			b.Output("y", y, tensor.Float32)
+			g, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			in["x"] = randT(r, 7, k)
+			if c.name == "transA" {
+				in["x"] = randT(r, k, 7)
+			}
+			for _, threads := range []int{1, 2, 3} {
+				fused, plain := compileBoth(t, g, backends.Options{Threads: threads})
+				fu := fused.Fusions()
+				if (c.kind == "" && len(fu) != 0) || (c.kind != "" && fu[c.kind] != 1) {
+					t.Fatalf("fusions %v, want %q", fu, c.kind)
+				}
+				runAgree(t, fused, plain, in, 1e-4)
+			}
+		})
+	}
+	// A fused Gemm keeps Gemm's contract: a 3-D input is an error, not a batched product.
+	b := graph.NewBuilder("gemm3d")
+	x := b.Input("x", tensor.Float32, graph.Sym("a"), graph.Sym("b"), graph.Fixed(k))
+	b.Output("y", b.Op("Gemm", []string{x, b.Const(randT(r, k, n)), b.Const(randT(r, n))}, nil), tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fused, _ := compileBoth(t, g, backends.Options{Threads: 2})
+	if _, err := fused.Run(context.Background(), map[string]*tensor.Tensor{"x": randT(r, 2, 3, k)}); err == nil {
+		t.Fatal("fused Gemm accepted a 3-D input")
+	}
+}
