@@ -230,6 +230,25 @@ func TestTransposeSliceLarge(t *testing.T) {
 	got := runOp(t, 3, "Transpose", graph.Attrs{"perm": graph.Ints(2, 0, 3, 1)}, x)
 	checkClose(t, "Transpose", got, want, shape, 0)
 
+	// Perms that only move unit axes keep the element order (returned as a view); one that
+	// also swaps two longer axes does not.
+	u := randTensor(r, 40, 1, 9, 1)
+	for _, c := range []struct {
+		perm  []int64
+		shape []int
+	}{{[]int64{1, 0, 2, 3}, []int{1, 40, 9, 1}}, {[]int64{3, 0, 1, 2}, []int{1, 40, 1, 9}}, {[]int64{2, 1, 0, 3}, []int{9, 1, 40, 1}}} {
+		want = want[:0]
+		each(c.shape, func(idx []int) {
+			src := make([]int, 4)
+			for i, p := range c.perm {
+				src[p] = idx[i]
+			}
+			want = append(want, float64(u.F32[index(u.Shape, src)]))
+		})
+		got := runOp(t, 2, "Transpose", graph.Attrs{"perm": graph.Ints(c.perm...)}, u)
+		checkClose(t, fmt.Sprintf("Transpose %v", c.perm), got, want, c.shape, 0)
+	}
+
 	// x[::-2, 1:30:3, :, -5:] over a large tensor
 	starts := &tensor.Tensor{DType: tensor.Int64, Shape: []int{3}, I64: []int64{-1, 1, -5}}
 	ends := &tensor.Tensor{DType: tensor.Int64, Shape: []int{3}, I64: []int64{math.MinInt64, 30, math.MaxInt64}}

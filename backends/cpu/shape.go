@@ -346,8 +346,30 @@ func makeTranspose(n *graph.Node) (kernel, error) {
 			shape[i] = x.Shape[ax]
 			strides[i] = st[ax]
 		}
+		if movesUnitAxesOnly(p, x.Shape) {
+			// The elements keep their order (PyTorch's batch-first/sequence-first swaps at
+			// batch 1): a view, as Reshape returns, instead of a copy.
+			return []*tensor.Tensor{view(x, shape)}, nil
+		}
 		return one(copyStrided(e, x, shape, 0, strides))
 	}, nil
+}
+
+// movesUnitAxesOnly reports whether permutation p of an array of the given shape keeps the
+// axes longer than 1 in their order, so that the transposed array has the same elements in
+// the same row-major order.
+func movesUnitAxesOnly(p, shape []int) bool {
+	last := -1
+	for _, ax := range p {
+		if shape[ax] == 1 {
+			continue
+		}
+		if ax < last {
+			return false
+		}
+		last = ax
+	}
+	return true
 }
 
 // copyBlocks copies, for each of outer rows, a block of blk elements from src (row stride
