@@ -69,6 +69,7 @@ type fusedLinear struct {
 }
 
 func (p *Program) fuse() {
+	p.shapesThroughTransposes()
 	f := &fuser{p: p, uses: make([]int, len(p.slots)), producer: make([]int, len(p.slots)), consumer: make([][]int, len(p.slots)), dead: make([]bool, len(p.steps))}
 	for i := range f.producer {
 		f.producer[i] = -1
@@ -121,6 +122,91 @@ func (p *Program) fuse() {
 		}
 	}
 	p.steps = steps
+}
+
+// shapesThroughTransposes rewrites Shape(Transpose(x)) as a Shape of x that permutes the
+// dimensions, and drops the Transpose when nothing else reads it. PyTorch's attention
+// export transposes K's head split only to read its shape (the product reads another
+// transpose of the same value), so that copy computed nothing anyone used. The rewritten
+// step runs the Transpose after all when the permutation does not fit x's rank, so errors
+// stay the same. Each rewrite counts as "shape" in Fusions.
+func (p *Program) shapesThroughTransposes() {
+	readers := make([][]int, len(p.slots))
+	for i, st := range p.steps {
+		for _, s := range st.in {
+			if s >= 0 {
+				readers[s] = append(readers[s], i)
+			}
+		}
+	}
+	output := make([]bool, len(p.slots))
+	for _, s := range p.outSlot {
+		output[s] = true
+	}
+	drop := make([]bool, len(p.steps))
+	for ti, tr := range p.steps {
+		perm := transposePerm(tr.node)
+		if tr.node.Op != "Transpose" || perm == nil || len(tr.in) != 1 || tr.in[0] < 0 || len(tr.out) != 1 || tr.out[0] < 0 || output[tr.out[0]] {
+			continue
+		}
+		rs := readers[tr.out[0]]
+		if len(rs) == 0 {
+			continue
+		}
+		onlyShapes := true
+		for _, r := range rs {
+			if p.steps[r].node.Op != "Shape" || len(p.steps[r].in) != 1 {
+				onlyShapes = false
+			}
+		}
+		if !onlyShapes {
+			continue
+		}
+		for _, r := range rs {
+			sh, tk, tn := p.steps[r], tr.k, tr.node
+			p.steps[r].in = []int{tr.in[0]}
+			p.steps[r].k = func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+				x := in[0]
+				if x == nil || !isPermutation(perm, len(x.Shape)) {
+					t, err := e.call(tk, tn, in)
+					if err != nil {
+						return nil, fmt.Errorf("node %q (%s): %w", tn.Name, tn.Op, err)
+					}
+					return sh.k(e, t)
+				}
+				shape := make([]int, len(perm))
+				for i, ax := range perm {
+					shape[i] = x.Shape[ax]
+				}
+				return sh.k(e, []*tensor.Tensor{{DType: x.DType, Shape: shape}})
+			}
+			p.fusions["shape"]++
+		}
+		drop[ti] = true
+	}
+	steps := p.steps[:0]
+	for i, st := range p.steps {
+		if !drop[i] {
+			steps = append(steps, st)
+		}
+	}
+	p.steps = steps
+}
+
+// isPermutation reports whether perm is a permutation of 0…r-1 (ONNX's negative axes are
+// not allowed in a Transpose's perm).
+func isPermutation(perm []int, r int) bool {
+	if len(perm) != r {
+		return false
+	}
+	seen := make([]bool, r)
+	for _, ax := range perm {
+		if ax < 0 || ax >= r || seen[ax] {
+			return false
+		}
+		seen[ax] = true
+	}
+	return true
 }
 
 // commit marks the group's steps dead and schedules the fused step at the group's last
@@ -565,6 +651,11 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, ok bool) {
 		return nil, step{}, false
 	}
 	group = append([]int{sm, pv}, steps...)
+	if x, c, si, ok := f.qScale(q); ok {
+		ops = append([]scoreOp{{kind: '*', c: c}}, ops...)
+		group = append(group, si)
+		q = x
+	}
 	// Head splits and merges around the products (Transpose steps) are absorbed: the fast
 	// path reads Q, K and V and writes the output through strides instead of copies.
 	var perms [3][]int
@@ -589,6 +680,41 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, ok bool) {
 		return attentionFast(e, in, ops, perms, outPerm)
 	}
 	return group, f.newFused("FusedAttention", group, ext, out, fast), true
+}
+
+// qScale recognises Q = x / c or x · c with c a power of two (PyTorch scales Q by 1/√dk
+// before the product, and √64 = 8), Q read only by the product, and returns x, the factor
+// and the scaling step. Scaling Q by a power of two scales every product and partial sum of
+// Q·Kᵀ exactly, so the factor can as well be applied to the scores, and the scaled copy of
+// Q (and the head split copied into it) disappears. The two orders differ only when a
+// scaled value falls into the subnormal range. Other factors stay the separate step.
+func (f *fuser) qScale(q int) (x int, c float32, step int, ok bool) {
+	p := f.p
+	pi := f.producer[q]
+	if pi < 0 || f.dead[pi] || len(p.steps[pi].in) != 2 {
+		return -1, 0, -1, false
+	}
+	if _, ok := f.single(q); !ok {
+		return -1, 0, -1, false
+	}
+	in := p.steps[pi].in
+	switch p.steps[pi].node.Op {
+	case "Div":
+		if v, ok := f.scalarConst(in[1]); ok && in[0] >= 0 {
+			if op := divOp(v); op.kind == '*' {
+				return in[0], op.c, pi, true
+			}
+		}
+	case "Mul":
+		for j := 0; j < 2; j++ {
+			if v, ok := f.scalarConst(in[j]); ok && in[1-j] >= 0 && p.kinds[in[1-j]] != slotConst {
+				if op := divOp(1 / v); op.kind == '*' && op.c == v {
+					return in[1-j], v, pi, true
+				}
+			}
+		}
+	}
+	return -1, 0, -1, false
 }
 
 // walkTransposes follows slot s back through Transpose steps whose output only the next

@@ -596,3 +596,77 @@ func TestFusedGemm(t *testing.T) {
 		t.Fatal("fused Gemm accepted a 3-D input")
 	}
 }
+
+// TestShapeOfTranspose checks that a Transpose read only by Shape steps is not computed:
+// the shapes come from the permuted input shape ("shape" in Fusions) and equal the unfused
+// program's, start and end included, while a Transpose that something else also reads
+// still runs.
+func TestShapeOfTranspose(t *testing.T) {
+	b := graph.NewBuilder("shapes")
+	x := b.Input("x", tensor.Float32, graph.Sym("a"), graph.Sym("b"), graph.Sym("c"))
+	tr := b.Transpose(x, 2, 0, 1)
+	b.Output("s", b.Shape(tr), tensor.Int64)
+	b.Output("tail", b.Op("Shape", []string{tr}, graph.Attrs{"start": graph.Int(1)}), tensor.Int64)
+	kept := b.Transpose(x, 1, 0, 2)
+	b.Output("k", b.Shape(kept), tensor.Int64)
+	b.Output("y", b.Relu(kept), tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fused, plain := compileBoth(t, g, backends.Options{Threads: 2})
+	if fu := fused.Fusions(); fu["shape"] != 2 {
+		t.Fatalf("fusions %v, want 2 shape", fu)
+	}
+	in := map[string]*tensor.Tensor{"x": randT(rand.New(rand.NewSource(3)), 2, 3, 5)}
+	got, err := fused.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := plain.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"s", "tail", "k"} {
+		if fmt.Sprint(got[name].I64) != fmt.Sprint(want[name].I64) {
+			t.Errorf("%s = %v, want %v", name, got[name].I64, want[name].I64)
+		}
+	}
+	if fmt.Sprint(got["s"].I64) != "[5 2 3]" {
+		t.Errorf("s = %v, want [5 2 3]", got["s"].I64)
+	}
+	runAgree(t, fused, plain, in, 0)
+}
+
+// TestFusedAttentionQScale checks attention whose Q is scaled before the product, as
+// PyTorch exports it: by a power of two (Div by 8, Mul by 0.25) the scale moves onto the
+// scores and Q's head split is read through strides, by another factor (Div by 3) it stays
+// a step of its own; either way fused and unfused agree.
+func TestFusedAttentionQScale(t *testing.T) {
+	r := rand.New(rand.NewSource(17))
+	const bh, n, dk = 6, 45, 16
+	for _, c := range []struct {
+		op string
+		v  float32
+	}{{"Div", 8}, {"Mul", 0.25}, {"Div", 3}} {
+		b := graph.NewBuilder("qscale")
+		q := b.Input("q", tensor.Float32, graph.Sym("n"), graph.Fixed(bh), graph.Fixed(dk))
+		k := b.Input("k", tensor.Float32, graph.Fixed(bh), graph.Fixed(dk), graph.Sym("n"))
+		v := b.Input("v", tensor.Float32, graph.Fixed(bh), graph.Sym("n"), graph.Fixed(dk))
+		qs := b.Op(c.op, []string{b.Transpose(q, 1, 0, 2), b.ConstFloat(c.v)}, nil)
+		b.Output("y", b.MatMul(b.Softmax(b.MatMul(qs, k), -1), v), tensor.Float32)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fused, plain := compileBoth(t, g, backends.Options{Threads: 2})
+		if fu := fused.Fusions(); fu["attention"] != 1 {
+			t.Fatalf("%s %g: fusions %v", c.op, c.v, fu)
+		}
+		in := map[string]*tensor.Tensor{"q": randT(r, n, bh, dk), "k": randT(r, bh, dk, n), "v": randT(r, bh, n, dk)}
+		for i := range in["q"].F32 {
+			in["q"].F32[i] *= 4 // make the scale matter to the softmax
+		}
+		runAgree(t, fused, plain, in, 1e-5)
+	}
+}
