@@ -40,8 +40,10 @@ import (
 // another run-time value follows, and then "+layernorm" when a LayerNormalization of the
 // sum follows), "matmul" (a product by a constant matrix with no bias) and "attention";
 // "shared-input" counts the groups of such linear steps (without a residual) that read the
-// same value and run as one step, each layer still counted under its own kind. It is empty
-// when backends.Options.NoFusion was set or nothing matched.
+// same value and run as one step, each layer still counted under its own kind; "layernorm"
+// counts LayerNorms written out in elementary ops and recomposed into one step, and "shape"
+// Shape steps that read a Transpose's input instead of running it. It is empty when
+// backends.Options.NoFusion was set or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
 	for k, v := range p.fusions {
@@ -70,6 +72,7 @@ type fusedLinear struct {
 
 func (p *Program) fuse() {
 	p.shapesThroughTransposes()
+	p.recomposeLayerNorms()
 	f := &fuser{p: p, uses: make([]int, len(p.slots)), producer: make([]int, len(p.slots)), consumer: make([][]int, len(p.slots)), dead: make([]bool, len(p.steps))}
 	for i := range f.producer {
 		f.producer[i] = -1
@@ -187,6 +190,173 @@ func (p *Program) shapesThroughTransposes() {
 	steps := p.steps[:0]
 	for i, st := range p.steps {
 		if !drop[i] {
+			steps = append(steps, st)
+		}
+	}
+	p.steps = steps
+}
+
+// recomposeLayerNorms turns LayerNorm written out in elementary ops, as PyTorch exports it
+// below opset 17 (the default of PyTorch 1.13 is 14),
+//
+//	μ = ReduceMean(x, [-1]); d = x − μ; v = ReduceMean(d², [-1])
+//	y = d / √(v + ε) · γ + β      (γ, β constant vectors, ε a constant scalar)
+//
+// back into one LayerNormalization step (counted as "layernorm" in Fusions), which a linear
+// layer before it can then take into its epilogue. The nine steps made nine passes over the
+// activations and as many buffers. vec.LayerNorm rounds differently from the chain (it
+// multiplies by 1/√(v + ε)), so results move in the last bits. When γ does not have x's
+// last length at run time, the step runs the original chain.
+func (p *Program) recomposeLayerNorms() {
+	readers := make([][]int, len(p.slots))
+	producer := make([]int, len(p.slots))
+	for i := range producer {
+		producer[i] = -1
+	}
+	for i, st := range p.steps {
+		for _, s := range st.in {
+			if s >= 0 {
+				readers[s] = append(readers[s], i)
+			}
+		}
+		for _, s := range st.out {
+			if s >= 0 {
+				producer[s] = i
+			}
+		}
+	}
+	output := make([]bool, len(p.slots))
+	for _, s := range p.outSlot {
+		output[s] = true
+	}
+	constOf := func(s int) *tensor.Tensor {
+		if s < 0 || p.kinds[s] != slotConst || p.consts[s] == nil || p.consts[s].DType != tensor.Float32 {
+			return nil
+		}
+		return p.consts[s]
+	}
+	scalar := func(s int) (float32, bool) {
+		if c := constOf(s); c != nil && len(c.F32) == 1 {
+			return c.F32[0], true
+		}
+		return 0, false
+	}
+	// next returns the only reader of step i's single output when it is an op step of the
+	// wanted kind and the output is not a graph output; -1 otherwise.
+	next := func(i int, op string) int {
+		if len(p.steps[i].out) != 1 || p.steps[i].out[0] < 0 {
+			return -1
+		}
+		o := p.steps[i].out[0]
+		if output[o] || len(readers[o]) != 1 || p.steps[readers[o][0]].node.Op != op {
+			return -1
+		}
+		return readers[o][0]
+	}
+	lastAxisMean := func(i int) bool {
+		st := p.steps[i]
+		axes, ok := st.node.IntList("axes")
+		return st.node.Op == "ReduceMean" && len(st.in) == 1 && ok && len(axes) == 1 && axes[0] == -1 && st.node.Int("keepdims", 1) == 1
+	}
+	// other returns binary step i's input that is not slot s, and whether s came first.
+	other := func(i, s int) (int, bool) {
+		in := p.steps[i].in
+		if len(in) != 2 {
+			return -1, false
+		}
+		if in[0] == s {
+			return in[1], true
+		}
+		return in[0], false
+	}
+	remove := make([]bool, len(p.steps))
+	replace := map[int]step{}
+	for r1 := range p.steps {
+		if remove[r1] || !lastAxisMean(r1) {
+			continue
+		}
+		x := p.steps[r1].in[0]
+		sub := next(r1, "Sub")
+		if sub < 0 || p.steps[sub].in[0] != x || p.steps[sub].in[1] != p.steps[r1].out[0] {
+			continue
+		}
+		d := p.steps[sub].out[0]
+		if output[d] || len(readers[d]) != 2 {
+			continue
+		}
+		pw, dv := readers[d][0], readers[d][1]
+		if p.steps[pw].node.Op != "Pow" {
+			pw, dv = dv, pw
+		}
+		if p.steps[pw].node.Op != "Pow" || p.steps[dv].node.Op != "Div" || p.steps[pw].in[0] != d || p.steps[dv].in[0] != d {
+			continue
+		}
+		if e, ok := scalar(p.steps[pw].in[1]); !ok || e != 2 {
+			continue
+		}
+		r2 := next(pw, "ReduceMean")
+		if r2 < 0 || !lastAxisMean(r2) {
+			continue
+		}
+		addEps := next(r2, "Add")
+		if addEps < 0 {
+			continue
+		}
+		epsSlot, _ := other(addEps, p.steps[r2].out[0])
+		eps, ok := scalar(epsSlot)
+		if !ok {
+			continue
+		}
+		sq := next(addEps, "Sqrt")
+		if sq < 0 || next(sq, "Div") != dv || p.steps[dv].in[1] != p.steps[sq].out[0] {
+			continue
+		}
+		mul := next(dv, "Mul")
+		if mul < 0 {
+			continue
+		}
+		gs, _ := other(mul, p.steps[dv].out[0])
+		add := next(mul, "Add")
+		if add < 0 {
+			continue
+		}
+		bs, _ := other(add, p.steps[mul].out[0])
+		gamma, beta := constOf(gs), constOf(bs)
+		if gamma == nil || beta == nil || len(gamma.Shape) != 1 || !tensor.SameShape(gamma.Shape, beta.Shape) || gamma.Shape[0] < 2 {
+			continue
+		}
+		group := []int{r1, sub, pw, r2, addEps, sq, dv, mul, add}
+		chain := make([]step, len(group))
+		for j, i := range group {
+			chain[j] = p.steps[i]
+			remove[i] = true
+		}
+		last := p.steps[add]
+		node := &graph.Node{Op: "LayerNormalization", Name: last.node.Name, Inputs: []string{p.slots[x], p.slots[gs], p.slots[bs]},
+			Outputs: []string{p.slots[last.out[0]]}, Attrs: graph.Attrs{"axis": graph.Int(-1), "epsilon": graph.Float(eps)}}
+		lnk, err := makeLayerNorm(node)
+		if err != nil {
+			continue
+		}
+		fb := &fallback{ext: []int{x, gs, bs}, out: last.out[0], sub: chain}
+		n := gamma.Shape[0]
+		k := func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			if x := in[0]; x != nil && x.DType == tensor.Float32 && len(x.Shape) > 0 && x.Shape[len(x.Shape)-1] == n {
+				return lnk(e, in)
+			}
+			return fb.run(e, in)
+		}
+		replace[add] = step{node: node, k: k, in: []int{x, gs, bs}, out: []int{last.out[0]}}
+		p.fusions["layernorm"]++
+	}
+	if len(replace) == 0 {
+		return
+	}
+	steps := make([]step, 0, len(p.steps))
+	for i, st := range p.steps {
+		if r, ok := replace[i]; ok {
+			steps = append(steps, r)
+		} else if !remove[i] {
 			steps = append(steps, st)
 		}
 	}

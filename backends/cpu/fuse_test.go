@@ -670,3 +670,78 @@ func TestFusedAttentionQScale(t *testing.T) {
 		runAgree(t, fused, plain, in, 1e-5)
 	}
 }
+
+// decomposedLayerNorm writes LayerNorm over the last axis of x the way PyTorch exports it
+// below opset 17, returning the output and the deviation d.
+func decomposedLayerNorm(b *graph.Builder, x string, gamma, beta *tensor.Tensor, eps float32) (y, d string) {
+	mean := func(v string) string { return b.Op("ReduceMean", []string{v}, graph.Attrs{"axes": graph.Ints(-1)}) }
+	d = b.Sub(x, mean(x))
+	v := mean(b.Op("Pow", []string{d, b.ConstFloat(2)}, nil))
+	s := b.Op("Sqrt", []string{b.Add(v, b.ConstFloat(eps))}, nil)
+	return b.Add(b.Mul(b.Div(d, s), b.Const(gamma)), b.Const(beta)), d
+}
+
+// TestRecomposedLayerNorm checks that LayerNorm written out in elementary ops becomes one
+// LayerNormalization step ("layernorm"), which a linear layer with a residual before it
+// then takes into its epilogue, that both agree with the unfused chain, that the chain is
+// left alone when one of its values is also a graph output, and that an input whose last
+// axis does not match γ still fails as the chain fails.
+func TestRecomposedLayerNorm(t *testing.T) {
+	r := rand.New(rand.NewSource(19))
+	const k, n = 48, 40
+	gamma, beta := randT(r, n), randT(r, n)
+	for _, c := range []struct {
+		name   string
+		linear bool
+		keepD  bool
+		want   map[string]int
+	}{
+		{"alone", false, false, map[string]int{"layernorm": 1}},
+		{"after-linear", true, false, map[string]int{"layernorm": 1, "linear+residual+layernorm": 1}},
+		{"deviation-kept", false, true, map[string]int{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := graph.NewBuilder("ln")
+			x := b.Input("x", tensor.Float32, graph.Sym("b"), graph.Sym("m"), graph.Fixed(n))
+			in := map[string]*tensor.Tensor{"x": randT(r, 2, 9, n)}
+			h := x
+			if c.linear {
+				a := b.Input("a", tensor.Float32, graph.Sym("b"), graph.Sym("m"), graph.Fixed(k))
+				h = b.Add(b.Add(b.MatMul(a, b.Const(randT(r, k, n))), b.Const(randT(r, n))), x)
+				in["a"] = randT(r, 2, 9, k)
+			}
+			y, d := decomposedLayerNorm(b, h, gamma, beta, 1e-5)
+			b.Output("y", y, tensor.Float32)
+			if c.keepD {
+				b.Output("d", d, tensor.Float32)
+			}
+			g, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, threads := range []int{1, 2} {
+				fused, plain := compileBoth(t, g, backends.Options{Threads: threads})
+				if fu := fused.Fusions(); fmt.Sprint(fu) != fmt.Sprint(c.want) {
+					t.Fatalf("fusions %v, want %v", fu, c.want)
+				}
+				runAgree(t, fused, plain, in, 2e-6)
+			}
+		})
+	}
+	b := graph.NewBuilder("ln-mismatch")
+	x := b.Input("x", tensor.Float32, graph.Sym("m"), graph.Sym("n"))
+	y, _ := decomposedLayerNorm(b, x, gamma, beta, 1e-5)
+	b.Output("y", y, tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fused, plain := compileBoth(t, g, backends.Options{Threads: 2})
+	in := map[string]*tensor.Tensor{"x": randT(r, 3, n+1)}
+	if _, err := plain.Run(context.Background(), in); err == nil {
+		t.Fatal("the unfused chain accepted a mismatched γ")
+	}
+	if _, err := fused.Run(context.Background(), in); err == nil {
+		t.Fatal("the recomposed LayerNorm accepted a mismatched γ")
+	}
+}
