@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -132,6 +133,59 @@ func BenchmarkVanillaVsORT(b *testing.B) {
 				b.ReportMetric(float64(cost.FLOPs)*float64(b.N)/sec/1e9, "GFLOP/s")
 			})
 		}
+	}
+}
+
+// BenchmarkTorchExportVsORT runs PyTorch's own base encoder, exported to ONNX by PyTorch,
+// on this backend and on ONNX Runtime (2 threads each, paired as in BenchmarkVanillaVsORT):
+// how fast zoo runs a graph it did not build. The files are made by
+// scripts/torch_encoder_export.py; the benchmark skips unless ZOO_TORCH_EXPORTS names their
+// folder.
+//
+//	/usr/bin/python3 scripts/torch_encoder_export.py /tmp/torch-exports
+//	ZOO_TORCH_EXPORTS=/tmp/torch-exports go test ./backends/cpu -run '^$' -bench TorchExportVsORT -benchtime 20x
+func BenchmarkTorchExportVsORT(b *testing.B) {
+	dir := os.Getenv("ZOO_TORCH_EXPORTS")
+	if dir == "" {
+		b.Skip("ZOO_TORCH_EXPORTS is not set (see scripts/torch_encoder_export.py)")
+	}
+	rt, err := ort.Open()
+	if err != nil {
+		b.Skipf("ONNX Runtime unavailable: %v", err)
+	}
+	const threads = 2
+	for _, opset := range []int{14, 17} {
+		data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("torch_base_op%d.onnx", opset)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		g, err := onnx.Import(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: threads})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sess, err := rt.NewSession(data, ort.SessionOptions{Threads: threads})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, sh := range []struct{ batch, n int }{{1, 128}, {1, 512}, {8, 128}} {
+			src, _ := tensor.New(tensor.Float32, sh.batch, sh.n, 512)
+			for i := range src.F32 {
+				src.F32[i] = float32(i%13)/6 - 1
+			}
+			mask, _ := tensor.New(tensor.Bool, sh.batch, sh.n)
+			in := map[string]*tensor.Tensor{"src": src, "src_key_padding_mask": mask}
+			b.Run(fmt.Sprintf("op%d/b=%d/n=%d/paired", opset, sh.batch, sh.n), func(b *testing.B) {
+				benchPaired(b,
+					func() error { _, err := p.Run(context.Background(), in); return err },
+					func() error { _, err := sess.Run(in, nil); return err })
+			})
+		}
+		sess.Close()
+		p.Close()
 	}
 }
 
