@@ -529,14 +529,17 @@ func (s *linearSpec) outShape(x *tensor.Tensor) []int {
 	return append(append([]int{}, x.Shape[:len(x.Shape)-1]...), s.pw.N())
 }
 
-// linearJob is one run of a linearSpec: its output buffer and the tiles threads claim.
+// linearJob is one run of a linearSpec: its output buffer and the tiles threads claim. The
+// output holds the product's columns [col0, col0+w), all of them (col0 0, w n) unless the
+// job writes one column slice of the layer (see linearSplitFast).
 type linearJob struct {
-	spec   *linearSpec
-	x, res *tensor.Tensor
-	out    *tensor.Tensor
-	m      int
-	va     vec.Act
-	tiles  []linTile
+	spec    *linearSpec
+	x, res  *tensor.Tensor
+	out     *tensor.Tensor
+	m       int
+	col0, w int
+	va      vec.Act
+	tiles   []linTile // columns relative to col0
 	// Per band of rows: tiles not yet finished, and whether one of them could not apply
 	// the LayerNorm in its epilogue (its blocks lacked whole rows); the thread that
 	// finishes a band's last tile then normalises the band, unless the band is deferred.
@@ -555,13 +558,22 @@ const linInlineLNRows = 64
 // plan allocates the output of the layer on x (which must fit) and cuts it into tiles for
 // e.threads threads.
 func (s *linearSpec) plan(e *exec, x, res *tensor.Tensor) (*linearJob, error) {
-	out, err := e.allocRaw(s.outShape(x))
+	return s.planCols(e, x, res, 0, s.pw.N())
+}
+
+// planCols is plan for the product's columns [col0, col1) only, written as a matrix of
+// their own; col0 must be a multiple of the packed weights' ColAlign, and a LayerNorm or a
+// residual needs all columns.
+func (s *linearSpec) planCols(e *exec, x, res *tensor.Tensor, col0, col1 int) (*linearJob, error) {
+	shape := s.outShape(x)
+	shape[len(shape)-1] = col1 - col0
+	out, err := e.allocRaw(shape)
 	if err != nil {
 		return nil, err
 	}
-	k, n := s.pw.K(), s.pw.N()
-	j := &linearJob{spec: s, x: x, res: res, out: out, m: prod(x.Shape[:len(x.Shape)-1])}
-	if j.m == 0 || n == 0 {
+	k := s.pw.K()
+	j := &linearJob{spec: s, x: x, res: res, out: out, m: prod(x.Shape[:len(x.Shape)-1]), col0: col0, w: col1 - col0}
+	if j.m == 0 || j.w == 0 {
 		return j, nil
 	}
 	switch s.act {
@@ -570,7 +582,7 @@ func (s *linearSpec) plan(e *exec, x, res *tensor.Tensor) (*linearJob, error) {
 	case actGelu:
 		j.va = vec.ActGelu
 	}
-	j.tiles = linearTiles(j.m, n, k, e.threads, linColAlign%s.pw.ColAlign() == 0)
+	j.tiles = linearTiles(j.m, j.w, k, e.threads, linColAlign%s.pw.ColAlign() == 0)
 	if s.ln != nil {
 		bands := j.tiles[len(j.tiles)-1].band + 1
 		j.left, j.lnLate, j.deferred = make([]atomic.Int32, bands), make([]atomic.Bool, bands), make([]bool, bands)
@@ -585,18 +597,18 @@ func (s *linearSpec) plan(e *exec, x, res *tensor.Tensor) (*linearJob, error) {
 
 // tile computes tile t of the product with its epilogue; tiles may run concurrently.
 func (j *linearJob) tile(t int) {
-	s, k, n := j.spec, j.spec.pw.K(), j.spec.pw.N()
+	s, k, w := j.spec, j.spec.pw.K(), j.w
 	tl := j.tiles[t]
-	c := j.out.F32[tl.r0*n:]
+	c := j.out.F32[tl.r0*w:]
 	var epi kernels.Epilogue
 	if s.bias != nil || j.res != nil || s.ln != nil {
 		epi = func(i0, i1, j0, j1 int) {
-			if !linearEpilogue(c, n, tl.r0, i0, i1, j0, j1, s.bias, j.va, j.res, s.ln) {
+			if !linearEpilogue(c, w, j.col0, tl.r0, i0, i1, j0, j1, s.bias, j.va, j.res, s.ln) {
 				j.lnLate[tl.band].Store(true)
 			}
 		}
 	}
-	kernels.SgemmPackedEpilogue(tl.r1-tl.r0, tl.c0, tl.c1, 1, j.x.F32[tl.r0*k:], k, s.pw, 0, c, n, epi)
+	kernels.SgemmPackedEpilogueAt(tl.r1-tl.r0, j.col0+tl.c0, j.col0+tl.c1, 1, j.x.F32[tl.r0*k:], k, s.pw, 0, c[tl.c0:], w, epi)
 	if s.ln != nil && j.left[tl.band].Add(-1) == 0 && j.lnLate[tl.band].Load() && !j.deferred[tl.band] {
 		j.normalize(tl.r0, tl.r1)
 	}
@@ -604,7 +616,7 @@ func (j *linearJob) tile(t int) {
 
 // normalize applies the LayerNorm to output rows [r0, r1).
 func (j *linearJob) normalize(r0, r1 int) {
-	n, ln := j.spec.pw.N(), j.spec.ln
+	n, ln := j.w, j.spec.ln
 	for r := r0; r < r1; r++ {
 		row := j.out.F32[r*n : (r+1)*n]
 		vec.LayerNorm(row, row, ln.scale, ln.bias, ln.eps)
@@ -620,7 +632,7 @@ func (j *linearJob) finish(e *exec) *tensor.Tensor {
 			continue
 		}
 		r0 := t.r0
-		workpool.For(e.threads, t.r1-r0, max(1, elemGrain/(2*j.spec.pw.N())), func(lo, hi int) { j.normalize(r0+lo, r0+hi) })
+		workpool.For(e.threads, t.r1-r0, max(1, elemGrain/(2*j.w)), func(lo, hi int) { j.normalize(r0+lo, r0+hi) })
 	}
 	return j.out
 }
@@ -651,13 +663,21 @@ func linearsFast(e *exec, x *tensor.Tensor, specs []*linearSpec) ([]*tensor.Tens
 		}
 	}
 	jobs := make([]*linearJob, len(specs))
-	first := make([]int, len(specs)+1) // tile index where each job's tiles start
 	for i, s := range specs {
 		j, err := s.plan(e, x, nil)
 		if err != nil {
 			return nil, true, err
 		}
 		jobs[i] = j
+	}
+	return runLinearJobs(e, jobs), true, nil
+}
+
+// runLinearJobs runs the jobs as one parallel step, the threads claiming tiles across all
+// of them, and returns their outputs.
+func runLinearJobs(e *exec, jobs []*linearJob) []*tensor.Tensor {
+	first := make([]int, len(jobs)+1) // tile index where each job's tiles start
+	for i, j := range jobs {
 		first[i+1] = first[i] + len(j.tiles)
 	}
 	workpool.Tasks(e.threads, first[len(jobs)], func(t int) {
@@ -671,22 +691,50 @@ func linearsFast(e *exec, x *tensor.Tensor, specs []*linearSpec) ([]*tensor.Tens
 	for i, j := range jobs {
 		outs[i] = j.finish(e)
 	}
-	return outs, true, nil
+	return outs
 }
 
-// linearEpilogue finishes rows [i0, i1) and columns [j0, j1) of a linear tile whose first
-// row is row r0 of the output (c addresses that row, n columns): bias and activation, the
-// residual, and LayerNorm when the block holds whole rows. It returns false when a
-// LayerNorm is due but the block lacked whole rows, so the rows still need it.
-func linearEpilogue(c []float32, n, r0, i0, i1, j0, j1 int, bias []float32, va vec.Act, res *tensor.Tensor, ln *lnEpilogue) bool {
-	whole := j0 == 0 && j1 == n
+// linearSplitFast runs the layer s (no residual, no LayerNorm) on x and returns the column
+// ranges cols[i] = [lo, hi) of its output as separate tensors, as Slices of the output along
+// its last axis would, without computing the output first: PyTorch's attention computes Q,
+// K and V as one product and slices them apart. Every lo must be a multiple of the packed
+// weights' ColAlign and the ranges must lie within the output; ok is false otherwise, or
+// when x does not fit the layer.
+func linearSplitFast(e *exec, x *tensor.Tensor, s *linearSpec, cols [][2]int) ([]*tensor.Tensor, bool, error) {
+	if !s.fits(x, nil) || s.ln != nil {
+		return nil, false, nil
+	}
+	al := s.pw.ColAlign()
+	for _, c := range cols {
+		if c[0] < 0 || c[1] < c[0] || c[1] > s.pw.N() || c[0]%al != 0 {
+			return nil, false, nil
+		}
+	}
+	jobs := make([]*linearJob, len(cols))
+	for i, c := range cols {
+		j, err := s.planCols(e, x, nil, c[0], c[1])
+		if err != nil {
+			return nil, true, err
+		}
+		jobs[i] = j
+	}
+	return runLinearJobs(e, jobs), true, nil
+}
+
+// linearEpilogue finishes rows [i0, i1) and product columns [j0, j1) of a linear tile whose
+// first row is row r0 of the output (c addresses that row; the output has ldc columns, the
+// product's columns from cOff): bias and activation, the residual, and LayerNorm when the
+// block holds whole rows. It returns false when a LayerNorm is due but the block lacked
+// whole rows, so the rows still need it.
+func linearEpilogue(c []float32, ldc, cOff, r0, i0, i1, j0, j1 int, bias []float32, va vec.Act, res *tensor.Tensor, ln *lnEpilogue) bool {
+	whole := j0 == cOff && j1-cOff == ldc
 	for i := i0; i < i1; i++ {
-		row := c[i*n+j0 : i*n+j1]
+		row := c[i*ldc+j0-cOff : i*ldc+j1-cOff]
 		if bias != nil {
 			vec.BiasAct(row, bias[j0:j1], va)
 		}
 		if res != nil {
-			off := (r0+i)*n + j0
+			off := (r0+i)*ldc + j0 - cOff
 			vec.Add(row, row, res.F32[off:off+len(row)])
 		}
 		// The row is final and whole: normalise it now (the same vec.LayerNorm, in place,

@@ -41,8 +41,9 @@ import (
 // sum follows), "matmul" (a product by a constant matrix with no bias) and "attention";
 // "shared-input" counts the groups of such linear steps (without a residual) that read the
 // same value and run as one step, each layer still counted under its own kind; "layernorm"
-// counts LayerNorms written out in elementary ops and recomposed into one step, and "shape"
-// Shape steps that read a Transpose's input instead of running it. It is empty when
+// counts LayerNorms written out in elementary ops and recomposed into one step, "shape"
+// Shape steps that read a Transpose's input instead of running it, and "split" linear steps
+// whose output slices are written directly instead of copied out. It is empty when
 // backends.Options.NoFusion was set or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
@@ -112,6 +113,7 @@ func (p *Program) fuse() {
 			p.fusions[kind]++
 		}
 	}
+	f.splitSlices(replaced)
 	f.mergeSiblings(replaced)
 	if len(replaced) == 0 {
 		return
@@ -616,6 +618,159 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		f.linears = append(f.linears, fusedLinear{at: slices.Max(group), x: ext[0], spec: spec, st: st})
 	}
 	return group, st, kind, true
+}
+
+// splitSlices turns a fused linear step (no residual, no LayerNorm) whose output is read
+// only by Slice steps, as their data, and by Shape steps into one step that writes the
+// slices directly (linearSplitFast): PyTorch's attention computes Q, K and V as one
+// product and slices them apart, three copies of the activations per layer. The Shape
+// steps read x instead, their answer being x's shape with the last axis n wide. The step
+// runs where the last Slice was, when all slice bounds (run-time values in PyTorch's
+// export) are known; when they are not a plain slice of the last axis at run time, it runs
+// the layer and the Slices as before. Each such step counts as "split" in Fusions.
+func (f *fuser) splitSlices(replaced map[int]step) {
+	p := f.p
+	kept := f.linears[:0]
+	for _, l := range f.linears {
+		o := l.st.out[0]
+		var cuts, shapes []int
+		ok := l.spec.ln == nil && f.uses[o] == len(f.consumer[o])
+		for _, c := range f.consumer[o] {
+			st := p.steps[c]
+			switch {
+			case f.dead[c]:
+				ok = false
+			case st.node.Op == "Slice" && len(st.in) >= 3 && len(st.out) == 1 && st.in[0] == o && !slices.Contains(st.in[1:], o):
+				cuts = append(cuts, c)
+			case st.node.Op == "Shape" && len(st.in) == 1:
+				shapes = append(shapes, c)
+			default:
+				ok = false
+			}
+		}
+		// The step runs where the last Slice was: every reader of a slice must come later.
+		last := 0
+		for _, c := range cuts {
+			last = max(last, c)
+		}
+		for _, c := range cuts {
+			for _, r := range f.consumer[p.steps[c].out[0]] {
+				ok = ok && r > last
+			}
+		}
+		if !ok || len(cuts) == 0 {
+			kept = append(kept, l)
+			continue
+		}
+		n := l.spec.pw.N()
+		for _, c := range shapes {
+			sh := p.steps[c]
+			p.steps[c].in = []int{l.x}
+			p.steps[c].k = func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+				x := in[0]
+				if x == nil || len(x.Shape) == 0 {
+					return nil, fmt.Errorf("the input of the product %q has no axes", l.st.node.Name)
+				}
+				shape := append(append([]int{}, x.Shape[:len(x.Shape)-1]...), n)
+				return sh.k(e, []*tensor.Tensor{{DType: tensor.Float32, Shape: shape}})
+			}
+		}
+		// ext: x, then each Slice's starts, ends, axes and steps (-1 when absent).
+		ext, outs := []int{l.x}, make([]int, len(cuts))
+		subs := make([]step, len(cuts))
+		at := 0
+		for i, c := range cuts {
+			st := p.steps[c]
+			for j := 1; j <= 4; j++ {
+				if j < len(st.in) {
+					ext = append(ext, st.in[j])
+				} else {
+					ext = append(ext, -1)
+				}
+			}
+			outs[i], subs[i] = st.out[0], st
+			f.dead[c] = true
+			at = max(at, c)
+		}
+		delete(replaced, l.at)
+		lin, spec := l.st, l.spec
+		k := func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			x := in[0]
+			if x != nil {
+				cols := make([][2]int, len(subs))
+				fast := true
+				for i := range subs {
+					lo, hi, ok := lastAxisSlice(in[1+4*i:5+4*i], len(x.Shape), n)
+					fast = fast && ok
+					cols[i] = [2]int{lo, hi}
+				}
+				if fast {
+					if ts, ok, err := linearSplitFast(e, x, spec, cols); ok || err != nil {
+						return ts, err
+					}
+				}
+			}
+			full, err := e.call(lin.k, lin.node, in[:1])
+			if err != nil {
+				return nil, fmt.Errorf("node %q (%s): %w", lin.node.Name, lin.node.Op, err)
+			}
+			ts := make([]*tensor.Tensor, len(subs))
+			for i, sub := range subs {
+				args := append([]*tensor.Tensor{full[0]}, in[1+4*i:1+4*i+len(sub.in)-1]...)
+				r, err := e.call(sub.k, sub.node, args)
+				if err != nil {
+					return nil, fmt.Errorf("node %q (%s): %w", sub.node.Name, sub.node.Op, err)
+				}
+				ts[i] = r[0]
+			}
+			return ts, nil
+		}
+		names := make([]string, len(outs))
+		for i, s := range outs {
+			names[i] = p.slots[s]
+		}
+		node := &graph.Node{Op: "FusedLinearSplit", Name: lin.node.Name, Inputs: lin.node.Inputs, Outputs: names}
+		replaced[at] = step{node: node, k: k, in: ext, out: outs}
+		p.fusions["split"]++
+	}
+	f.linears = kept
+}
+
+// lastAxisSlice reads a Slice's starts, ends, axes and steps (nil when absent) for an input
+// of rank r whose last axis is n long, and returns the half-open range it takes when it is
+// a plain slice of that axis (one axis, the last, step 1), with ONNX's clamping of the
+// bounds; ok is false for anything else.
+func lastAxisSlice(args []*tensor.Tensor, r, n int) (lo, hi int, ok bool) {
+	one := func(t *tensor.Tensor, what string) (int64, bool) {
+		if t == nil {
+			return 0, false
+		}
+		v, err := shapeArg(t, what)
+		if err != nil || len(v) != 1 {
+			return 0, false
+		}
+		return v[0], true
+	}
+	s, ok1 := one(args[0], "starts")
+	e, ok2 := one(args[1], "ends")
+	a, ok3 := one(args[2], "axes")
+	if !ok1 || !ok2 || !ok3 || (a != -1 && a != int64(r-1)) {
+		return 0, 0, false
+	}
+	if args[3] != nil {
+		if st, ok := one(args[3], "steps"); !ok || st != 1 {
+			return 0, 0, false
+		}
+	}
+	dim := int64(n)
+	if s < 0 {
+		s += dim
+	}
+	if e < 0 {
+		e += dim
+	}
+	s, e = min(max(s, 0), dim), min(max(e, 0), dim)
+	return int(s), int(max(e, s)), true
 }
 
 // mergeSiblings turns fused linear steps that read the same run-time value and nothing else

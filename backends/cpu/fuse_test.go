@@ -745,3 +745,87 @@ func TestRecomposedLayerNorm(t *testing.T) {
 		t.Fatal("the recomposed LayerNorm accepted a mismatched γ")
 	}
 }
+
+// TestFusedLinearSplit checks a linear layer whose output is only sliced apart along its
+// last axis (and read by Shape, which the slice bounds come from in PyTorch's export): the
+// slices are written directly ("split") and equal the unfused ones bit for bit, including
+// bounds computed at run time and, through the fallback, bounds a tile cannot start at and
+// slices with a step; a layer whose output something else also reads is not split.
+func TestFusedLinearSplit(t *testing.T) {
+	r := rand.New(rand.NewSource(23))
+	const k, n = 40, 96
+	for _, c := range []struct {
+		name  string
+		cuts  [][2]int64 // start, end (end -1: n/3 computed from Shape at run time)
+		step  int64
+		other bool // a Relu also reads the product
+		early bool // each slice's output is read before the next Slice (not split)
+	}{
+		{"thirds", [][2]int64{{0, 32}, {32, 64}, {64, 96}}, 1, false, false},
+		{"runtime-ends", [][2]int64{{0, -1}}, 1, false, false},
+		{"overlap-clamp", [][2]int64{{64, 1000}, {-64, -32}, {0, 96}}, 1, false, false},
+		{"unaligned", [][2]int64{{0, 30}, {30, 96}}, 1, false, false},
+		{"step2", [][2]int64{{0, 96}}, 2, false, false},
+		{"also-read", [][2]int64{{0, 32}}, 1, true, false},
+		{"read-early", [][2]int64{{0, 32}, {32, 96}}, 1, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := graph.NewBuilder("split")
+			x := b.Input("x", tensor.Float32, graph.Sym("b"), graph.Sym("m"), graph.Fixed(k))
+			o := b.Add(b.MatMul(x, b.Const(randT(r, k, n))), b.Const(randT(r, n)))
+			third := b.Op("Div", []string{b.Gather(b.Shape(o), b.ConstInts(-1), 0), b.ConstInts(3)}, nil)
+			var parts []string
+			for _, cut := range c.cuts {
+				end := b.ConstInts(cut[1])
+				if cut[1] == -1 {
+					end = third
+				}
+				ins := []string{o, b.ConstInts(cut[0]), end, b.ConstInts(-1)}
+				if c.step != 1 {
+					ins = append(ins, b.ConstInts(c.step))
+				}
+				parts = append(parts, b.Op("Slice", ins, nil))
+				if c.early {
+					parts[len(parts)-1] = b.Relu(parts[len(parts)-1])
+				}
+			}
+			// The outputs' Identity steps come after every Slice, as the readers of the
+			// slices do in PyTorch's export (the split step runs where the last Slice was).
+			for i, s := range parts {
+				b.Output(fmt.Sprintf("s%d", i), s, tensor.Float32)
+			}
+			if c.other {
+				b.Output("relu", b.Relu(o), tensor.Float32)
+			}
+			g, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := map[string]*tensor.Tensor{"x": randT(r, 2, 37, k)}
+			for _, threads := range []int{1, 2, 3} {
+				fused, plain := compileBoth(t, g, backends.Options{Threads: threads})
+				if want := map[bool]int{false: 1, true: 0}[c.other || c.early]; fused.Fusions()["split"] != want {
+					t.Fatalf("fusions %v, want split %d", fused.Fusions(), want)
+				}
+				got, err := fused.Run(context.Background(), in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := plain.Run(context.Background(), in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for name, w := range want {
+					if !tensor.SameShape(got[name].Shape, w.Shape) {
+						t.Fatalf("threads %d: %s has shape %v, want %v", threads, name, got[name].Shape, w.Shape)
+					}
+					for i, v := range w.F32 {
+						if g := got[name].F32[i]; math.Float32bits(g) != math.Float32bits(v) {
+							t.Fatalf("threads %d: %s[%d] = %g fused, %g unfused", threads, name, i, g, v)
+						}
+					}
+				}
+			}
+		})
+	}
+}

@@ -120,13 +120,27 @@ func SgemmPackedEpilogue(m, j0, j1 int, alpha float32, a []float32, lda int, pb 
 	if pb == nil || m < 0 || j0 < 0 || j1 > pb.n || j0 > j1 || j0%pb.ColAlign() != 0 {
 		panic(fmt.Sprintf("kernels: SgemmPackedCols: bad column range [%d, %d) of a packed operand", j0, j1))
 	}
+	if m == 0 || j0 == j1 {
+		return
+	}
+	checkMat("C", m, j1, len(c), ldc)
+	SgemmPackedEpilogueAt(m, j0, j1, alpha, a, lda, pb, beta, c[j0:], ldc, epi)
+}
+
+// SgemmPackedEpilogueAt is SgemmPackedEpilogue writing the columns [j0, j1) of the product
+// into a matrix of their own: c addresses column j0 (element (i, j) of the product is
+// c[i·ldc+j−j0]), so a slice of the product's columns needs no copy. epi still receives
+// the product's column numbers. It panics like SgemmPackedEpilogue.
+func SgemmPackedEpilogueAt(m, j0, j1 int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int, epi Epilogue) {
+	if pb == nil || m < 0 || j0 < 0 || j1 > pb.n || j0 > j1 || j0%pb.ColAlign() != 0 {
+		panic(fmt.Sprintf("kernels: SgemmPackedCols: bad column range [%d, %d) of a packed operand", j0, j1))
+	}
 	n, k := j1-j0, pb.k
 	if m == 0 || n == 0 {
 		return
 	}
 	checkMat("A", m, k, len(a), lda)
-	checkMat("C", m, j1, len(c), ldc)
-	c = c[j0:]
+	checkMat("C", m, n, len(c), ldc)
 	if k == 0 || pb.kern == nil {
 		if k == 0 {
 			scaleC(m, n, beta, c, ldc)

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -170,6 +171,52 @@ func TestSgemmPackedEpilogue(t *testing.T) {
 						}
 						if wantSeen == 1 && snap[i*n+j] != want[g.offC+i*g.ldc+j] {
 							t.Fatalf("%s %v: element (%d, %d) was not final when passed", lv, sh, i, j)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSgemmPackedEpilogueAt checks that columns [j0, j1) of a product written into a
+// matrix of their own (padded rows) equal the same columns of the whole product bit for
+// bit, and that the epilogue is given the product's column numbers.
+func TestSgemmPackedEpilogueAt(t *testing.T) {
+	for _, lv := range Available() {
+		withLevel(t, lv, func() {
+			rng := rand.New(rand.NewPCG(7, 8))
+			for _, sh := range [][3]int{{1, 70, 5}, {13, 130, 17}, {200, 1100, 300}} {
+				m, n, k := sh[0], sh[1], sh[2]
+				g := newCase(rng, false, false, m, n, k, 1, 0, 2)
+				pb := PackB(false, k, n, g.b[g.offB:], g.ldb)
+				whole := make([]float32, m*n)
+				SgemmPacked(m, n, k, 1, g.a[g.offA:], g.lda, pb, 0, whole, n)
+				al := max(pb.ColAlign(), 1)
+				j0, j1 := al, n-1
+				if j0 >= j1 {
+					j0 = 0
+				}
+				w, ld := j1-j0, j1-j0+3
+				part := make([]float32, m*ld)
+				cols := map[int]bool{}
+				SgemmPackedEpilogueAt(m, j0, j1, 1, g.a[g.offA:], g.lda, pb, 0, part, ld, func(i0, i1, c0, c1 int) {
+					for j := c0; j < c1; j++ {
+						cols[j] = true
+					}
+				})
+				for j := j0; j < j1; j++ {
+					if !cols[j] {
+						t.Fatalf("%s %v: the epilogue never saw product column %d", lv, sh, j)
+					}
+				}
+				if len(cols) != w {
+					t.Fatalf("%s %v: the epilogue saw %d columns, want %d", lv, sh, len(cols), w)
+				}
+				for i := 0; i < m; i++ {
+					for j := 0; j < w; j++ {
+						if got, want := part[i*ld+j], whole[i*n+j0+j]; math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("%s %v: (%d, %d) = %g, the whole product has %g", lv, sh, i, j0+j, got, want)
 						}
 					}
 				}
