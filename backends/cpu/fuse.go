@@ -729,7 +729,13 @@ func (f *fuser) splitSlices(replaced map[int]step) {
 		for i, s := range outs {
 			names[i] = p.slots[s]
 		}
-		node := &graph.Node{Op: "FusedLinearSplit", Name: lin.node.Name, Inputs: lin.node.Inputs, Outputs: names}
+		inNames := make([]string, len(ext))
+		for i, s := range ext {
+			if s >= 0 {
+				inNames[i] = p.slots[s]
+			}
+		}
+		node := &graph.Node{Op: "FusedLinearSplit", Name: lin.node.Name, Inputs: inNames, Outputs: names}
 		replaced[at] = step{node: node, k: k, in: ext, out: outs}
 		p.fusions["split"]++
 	}
