@@ -273,7 +273,7 @@ func compile(g *graph.Graph, opts backends.Options) (*Program, error) {
 		p.outSlot = append(p.outSlot, slotOf[name])
 	}
 	if !opts.NoFusion {
-		p.fuse()
+		p.fuseOrNot()
 	}
 	p.planFrees()
 	// Drop constants that no run-time step or output needs (inputs of folded nodes).
@@ -294,6 +294,21 @@ func compile(g *graph.Graph, opts backends.Options) (*Program, error) {
 		}
 	}
 	return p, nil
+}
+
+// fuseOrNot runs the fusion passes and, should one of them panic on a graph its matchers
+// did not foresee (a bug), keeps the program unfused instead: fusion only ever speeds a
+// graph up, and the unfused steps accept whatever the graph's kernels accept. The passes
+// replace steps and their fields, never the elements of a step's slices, so the saved
+// step list is the program as it was.
+func (p *Program) fuseOrNot() {
+	saved := append([]step(nil), p.steps...)
+	defer func() {
+		if r := recover(); r != nil {
+			p.steps, p.fusions = saved, map[string]int{}
+		}
+	}()
+	p.fuse()
 }
 
 // planFrees records, for each step, the run-time values whose last consumer it is, so Run

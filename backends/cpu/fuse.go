@@ -244,16 +244,21 @@ func (p *Program) recomposeLayerNorms() {
 		return 0, false
 	}
 	// next returns the only reader of step i's single output when it is an op step of the
-	// wanted kind and the output is not a graph output; -1 otherwise.
+	// wanted kind with one output and (but Sqrt) two inputs, and the output is not a graph
+	// output; -1 otherwise.
 	next := func(i int, op string) int {
 		if len(p.steps[i].out) != 1 || p.steps[i].out[0] < 0 {
 			return -1
 		}
 		o := p.steps[i].out[0]
-		if output[o] || len(readers[o]) != 1 || p.steps[readers[o][0]].node.Op != op {
+		if output[o] || len(readers[o]) != 1 {
 			return -1
 		}
-		return readers[o][0]
+		r := readers[o][0]
+		if st := p.steps[r]; st.node.Op != op || len(st.out) != 1 || st.out[0] < 0 || len(st.in) != map[bool]int{true: 1, false: 2}[op == "Sqrt" || op == "ReduceMean"] {
+			return -1
+		}
+		return r
 	}
 	lastAxisMean := func(i int) bool {
 		st := p.steps[i]
@@ -290,7 +295,8 @@ func (p *Program) recomposeLayerNorms() {
 		if p.steps[pw].node.Op != "Pow" {
 			pw, dv = dv, pw
 		}
-		if p.steps[pw].node.Op != "Pow" || p.steps[dv].node.Op != "Div" || p.steps[pw].in[0] != d || p.steps[dv].in[0] != d {
+		if p.steps[pw].node.Op != "Pow" || p.steps[dv].node.Op != "Div" || len(p.steps[pw].in) != 2 || len(p.steps[dv].in) != 2 ||
+			len(p.steps[pw].out) != 1 || len(p.steps[dv].out) != 1 || p.steps[pw].in[0] != d || p.steps[dv].in[0] != d {
 			continue
 		}
 		if e, ok := scalar(p.steps[pw].in[1]); !ok || e != 2 {
@@ -640,7 +646,7 @@ func (f *fuser) splitSlices(replaced map[int]step) {
 			switch {
 			case f.dead[c]:
 				ok = false
-			case st.node.Op == "Slice" && len(st.in) >= 3 && len(st.out) == 1 && st.in[0] == o && !slices.Contains(st.in[1:], o):
+			case st.node.Op == "Slice" && len(st.in) >= 3 && len(st.in) <= 5 && len(st.out) == 1 && st.out[0] >= 0 && st.in[0] == o && !slices.Contains(st.in[1:], o):
 				cuts = append(cuts, c)
 			case st.node.Op == "Shape" && len(st.in) == 1:
 				shapes = append(shapes, c)
