@@ -74,25 +74,13 @@ type fusedLinear struct {
 func (p *Program) fuse() {
 	p.shapesThroughTransposes()
 	p.recomposeLayerNorms()
-	f := &fuser{p: p, uses: make([]int, len(p.slots)), producer: make([]int, len(p.slots)), consumer: make([][]int, len(p.slots)), dead: make([]bool, len(p.steps))}
-	for i := range f.producer {
-		f.producer[i] = -1
-	}
-	for i, st := range p.steps {
-		for _, s := range st.in {
-			if s >= 0 {
-				f.uses[s]++
-				f.consumer[s] = append(f.consumer[s], i)
-			}
+	readers, producer, output := p.stepGraph()
+	f := &fuser{p: p, uses: make([]int, len(p.slots)), producer: producer, consumer: readers, dead: make([]bool, len(p.steps))}
+	for s, rs := range readers {
+		f.uses[s] = len(rs)
+		if output[s] {
+			f.uses[s] += 1 << 20
 		}
-		for _, s := range st.out {
-			if s >= 0 {
-				f.producer[s] = i
-			}
-		}
-	}
-	for _, s := range p.outSlot {
-		f.uses[s] += 1 << 20
 	}
 	replaced := map[int]step{} // index of a group's last step → the fused step
 	for i := range p.steps {
@@ -115,14 +103,45 @@ func (p *Program) fuse() {
 	}
 	f.splitSlices(replaced)
 	f.mergeSiblings(replaced)
-	if len(replaced) == 0 {
+	p.rebuild(replaced, f.dead)
+}
+
+// stepGraph returns, per slot, the steps that read it (once per input position), the step
+// that produces it (-1 for none) and whether it is a graph output or a kept value.
+func (p *Program) stepGraph() (readers [][]int, producer []int, output []bool) {
+	readers, producer, output = make([][]int, len(p.slots)), make([]int, len(p.slots)), make([]bool, len(p.slots))
+	for i := range producer {
+		producer[i] = -1
+	}
+	for i, st := range p.steps {
+		for _, s := range st.in {
+			if s >= 0 {
+				readers[s] = append(readers[s], i)
+			}
+		}
+		for _, s := range st.out {
+			if s >= 0 {
+				producer[s] = i
+			}
+		}
+	}
+	for _, s := range p.outSlot {
+		output[s] = true
+	}
+	return readers, producer, output
+}
+
+// rebuild sets p.steps to the steps in order with replace[i] in place of step i where it
+// is set, and without step i where drop[i] holds (and no replacement is set).
+func (p *Program) rebuild(replace map[int]step, drop []bool) {
+	if len(replace) == 0 && !slices.Contains(drop, true) {
 		return
 	}
 	steps := make([]step, 0, len(p.steps))
 	for i, st := range p.steps {
-		if fs, ok := replaced[i]; ok {
-			steps = append(steps, fs)
-		} else if !f.dead[i] {
+		if r, ok := replace[i]; ok {
+			steps = append(steps, r)
+		} else if !drop[i] {
 			steps = append(steps, st)
 		}
 	}
@@ -136,18 +155,7 @@ func (p *Program) fuse() {
 // step runs the Transpose after all when the permutation does not fit x's rank, so errors
 // stay the same. Each rewrite counts as "shape" in Fusions.
 func (p *Program) shapesThroughTransposes() {
-	readers := make([][]int, len(p.slots))
-	for i, st := range p.steps {
-		for _, s := range st.in {
-			if s >= 0 {
-				readers[s] = append(readers[s], i)
-			}
-		}
-	}
-	output := make([]bool, len(p.slots))
-	for _, s := range p.outSlot {
-		output[s] = true
-	}
+	readers, _, output := p.stepGraph()
 	drop := make([]bool, len(p.steps))
 	for ti, tr := range p.steps {
 		perm := transposePerm(tr.node)
@@ -189,13 +197,7 @@ func (p *Program) shapesThroughTransposes() {
 		}
 		drop[ti] = true
 	}
-	steps := p.steps[:0]
-	for i, st := range p.steps {
-		if !drop[i] {
-			steps = append(steps, st)
-		}
-	}
-	p.steps = steps
+	p.rebuild(nil, drop)
 }
 
 // recomposeLayerNorms turns LayerNorm written out in elementary ops, as PyTorch exports it
@@ -210,27 +212,7 @@ func (p *Program) shapesThroughTransposes() {
 // multiplies by 1/√(v + ε)), so results move in the last bits. When γ does not have x's
 // last length at run time, the step runs the original chain.
 func (p *Program) recomposeLayerNorms() {
-	readers := make([][]int, len(p.slots))
-	producer := make([]int, len(p.slots))
-	for i := range producer {
-		producer[i] = -1
-	}
-	for i, st := range p.steps {
-		for _, s := range st.in {
-			if s >= 0 {
-				readers[s] = append(readers[s], i)
-			}
-		}
-		for _, s := range st.out {
-			if s >= 0 {
-				producer[s] = i
-			}
-		}
-	}
-	output := make([]bool, len(p.slots))
-	for _, s := range p.outSlot {
-		output[s] = true
-	}
+	readers, _, output := p.stepGraph()
 	constOf := func(s int) *tensor.Tensor {
 		if s < 0 || p.kinds[s] != slotConst || p.consts[s] == nil || p.consts[s].DType != tensor.Float32 {
 			return nil
@@ -357,18 +339,7 @@ func (p *Program) recomposeLayerNorms() {
 		replace[add] = step{node: node, k: k, in: []int{x, gs, bs}, out: []int{last.out[0]}}
 		p.fusions["layernorm"]++
 	}
-	if len(replace) == 0 {
-		return
-	}
-	steps := make([]step, 0, len(p.steps))
-	for i, st := range p.steps {
-		if r, ok := replace[i]; ok {
-			steps = append(steps, r)
-		} else if !remove[i] {
-			steps = append(steps, st)
-		}
-	}
-	p.steps = steps
+	p.rebuild(replace, remove)
 }
 
 // isPermutation reports whether perm is a permutation of 0…r-1 (ONNX's negative axes are
