@@ -51,29 +51,51 @@ func maxDiff(a, b *tensor.Tensor) (float64, bool) {
 	return d, true
 }
 
+// runBoth runs both programs on in and fails unless the fused one has every output of the
+// unfused one, with the same shape; what names the case in the message.
+func runBoth(t *testing.T, what string, fused, plain *cpu.Program, in map[string]*tensor.Tensor) (got, want map[string]*tensor.Tensor) {
+	t.Helper()
+	got, err := fused.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err = plain.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want {
+		if g := got[name]; g == nil || !tensor.SameShape(g.Shape, w.Shape) {
+			t.Fatalf("%s: output %s is %v fused, shape %v unfused", what, name, g, w.Shape)
+		}
+	}
+	return got, want
+}
+
 func runAgree(t *testing.T, fused, plain *cpu.Program, in map[string]*tensor.Tensor, tol float64) map[string]*tensor.Tensor {
 	t.Helper()
-	a, err := fused.Run(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := plain.Run(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := runBoth(t, "agree", fused, plain, in)
 	for name, want := range b {
-		got := a[name]
-		if got == nil || !tensor.SameShape(got.Shape, want.Shape) {
-			t.Fatalf("output %s: fused %v, unfused %v", name, got, want.Shape)
-		}
 		if want.DType != tensor.Float32 {
 			continue
 		}
-		if d, ok := maxDiff(got, want); !ok || d > tol {
+		if d, ok := maxDiff(a[name], want); !ok || d > tol {
 			t.Errorf("output %s: fused and unfused differ by %g (NaN placement ok: %v)", name, d, ok)
 		}
 	}
 	return a
+}
+
+// runBitwise is runBoth that also fails unless every float32 output has the unfused bits.
+func runBitwise(t *testing.T, what string, fused, plain *cpu.Program, in map[string]*tensor.Tensor) {
+	t.Helper()
+	got, want := runBoth(t, what, fused, plain, in)
+	for name, w := range want {
+		for i, v := range w.F32 {
+			if g := got[name].F32[i]; math.Float32bits(g) != math.Float32bits(v) {
+				t.Fatalf("%s: %s[%d] = %g fused, %g unfused", what, name, i, g, v)
+			}
+		}
+	}
 }
 
 // TestFusionVanilla checks that the vanilla encoder (ReLU and GELU) fuses every linear
@@ -392,19 +414,7 @@ func TestFusedLinearLayerNorm(t *testing.T) {
 			if fu := fused.Fusions(); fu["linear+residual+layernorm"] != 1 {
 				t.Fatalf("%+v: fusions %v", c, fu)
 			}
-			a, err := fused.Run(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := plain.Run(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, v := range want["y"].F32 {
-				if got := a["y"].F32[i]; math.Float32bits(got) != math.Float32bits(v) {
-					t.Fatalf("%+v threads %d: y[%d] = %g fused, %g unfused", c, threads, i, got, v)
-				}
-			}
+			runBitwise(t, fmt.Sprintf("%+v threads %d", c, threads), fused, plain, in)
 		}
 	}
 }
@@ -437,19 +447,7 @@ func TestFusedMatMulNoBias(t *testing.T) {
 			if fu := fused.Fusions(); fu["matmul"] != 1 {
 				t.Fatalf("%+v: fusions %v", c, fu)
 			}
-			a, err := fused.Run(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := plain.Run(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, v := range want["y"].F32 {
-				if got := a["y"].F32[i]; math.Float32bits(got) != math.Float32bits(v) {
-					t.Fatalf("%+v threads %d: y[%d] = %g fused, %g unfused", c, threads, i, got, v)
-				}
-			}
+			runBitwise(t, fmt.Sprintf("%+v threads %d", c, threads), fused, plain, in)
 		}
 	}
 }
@@ -478,24 +476,7 @@ func TestFusedSiblingLinears(t *testing.T) {
 		}
 		for _, sh := range [][2]int{{1, 1}, {3, 37}, {2, 300}, {4, 317}} {
 			in := map[string]*tensor.Tensor{"x": randT(r, sh[0], sh[1], k)}
-			got, err := fused.Run(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := plain.Run(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for name, w := range want {
-				if !tensor.SameShape(got[name].Shape, w.Shape) {
-					t.Fatalf("threads %d %v: %s has shape %v, want %v", threads, sh, name, got[name].Shape, w.Shape)
-				}
-				for i, v := range w.F32 {
-					if g := got[name].F32[i]; math.Float32bits(g) != math.Float32bits(v) {
-						t.Fatalf("threads %d %v: %s[%d] = %g fused, %g unfused", threads, sh, name, i, g, v)
-					}
-				}
-			}
+			runBitwise(t, fmt.Sprintf("threads %d %v", threads, sh), fused, plain, in)
 		}
 	}
 }
@@ -807,24 +788,7 @@ func TestFusedLinearSplit(t *testing.T) {
 				if want := map[bool]int{false: 1, true: 0}[c.other || c.early]; fused.Fusions()["split"] != want {
 					t.Fatalf("fusions %v, want split %d", fused.Fusions(), want)
 				}
-				got, err := fused.Run(context.Background(), in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := plain.Run(context.Background(), in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for name, w := range want {
-					if !tensor.SameShape(got[name].Shape, w.Shape) {
-						t.Fatalf("threads %d: %s has shape %v, want %v", threads, name, got[name].Shape, w.Shape)
-					}
-					for i, v := range w.F32 {
-						if g := got[name].F32[i]; math.Float32bits(g) != math.Float32bits(v) {
-							t.Fatalf("threads %d: %s[%d] = %g fused, %g unfused", threads, name, i, g, v)
-						}
-					}
-				}
+				runBitwise(t, fmt.Sprintf("threads %d", threads), fused, plain, in)
 			}
 		})
 	}
