@@ -328,7 +328,7 @@ func (p *Program) recomposeLayerNorms() {
 		if err != nil {
 			continue
 		}
-		fb := &fallback{ext: []int{x, gs, bs}, out: last.out[0], sub: chain}
+		fb := &fallback{ext: []int{x, gs, bs}, out: last.out[0], sub: chain, consts: p.constInputs(chain, nil)}
 		n := gamma.Shape[0]
 		k := func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			if x := in[0]; x != nil && x.DType == tensor.Float32 && len(x.Shape) > 0 && x.Shape[len(x.Shape)-1] == n {
@@ -425,7 +425,7 @@ func (f *fuser) outOf(i int) int {
 
 // newFused builds the fused step for group: its external inputs are ext (in order), its
 // output is out, and it falls back to the group's own steps.
-func (f *fuser) newFused(op string, group []int, ext []int, out int, fast fastKernel) step {
+func (f *fuser) newFused(op string, group []int, ext []int, out int, fast fastKernel, override map[int]func() *tensor.Tensor) step {
 	sort.Ints(group)
 	sub := make([]step, len(group))
 	for j, i := range group {
@@ -436,7 +436,7 @@ func (f *fuser) newFused(op string, group []int, ext []int, out int, fast fastKe
 	for j, s := range ext {
 		node.Inputs[j] = f.p.slots[s]
 	}
-	fb := &fallback{ext: ext, out: out, sub: sub}
+	fb := &fallback{ext: ext, out: out, sub: sub, consts: f.p.constInputs(sub, override)}
 	k := func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		if t, ok, err := fast(e, in); ok || err != nil {
 			return []*tensor.Tensor{t}, err
@@ -450,11 +450,35 @@ func (f *fuser) newFused(op string, group []int, ext []int, out int, fast fastKe
 // shapes are outside what it handles, and the fused step then runs the original steps.
 type fastKernel func(e *exec, in []*tensor.Tensor) (out *tensor.Tensor, ok bool, err error)
 
-// fallback re-runs the steps a fused step replaced.
+// fallback re-runs the steps a fused step replaced. consts supplies the constant inputs of
+// those steps: the compiled program drops every constant no step of its own reads, and a
+// large one (a layer's weights) is better rebuilt from its packed copy on the rare run that
+// needs it than kept twice.
 type fallback struct {
-	ext []int
-	out int
-	sub []step
+	ext    []int
+	out    int
+	sub    []step
+	consts map[int]func() *tensor.Tensor
+}
+
+// constInputs returns a supplier for every constant slot the steps read: the tensor itself,
+// or override's supplier where it has one.
+func (p *Program) constInputs(sub []step, override map[int]func() *tensor.Tensor) map[int]func() *tensor.Tensor {
+	out := map[int]func() *tensor.Tensor{}
+	for _, st := range sub {
+		for _, s := range st.in {
+			if s < 0 || p.kinds[s] != slotConst || out[s] != nil {
+				continue
+			}
+			if o := override[s]; o != nil {
+				out[s] = o
+			} else {
+				t := p.consts[s]
+				out[s] = func() *tensor.Tensor { return t }
+			}
+		}
+	}
+	return out
 }
 
 func (fb *fallback) run(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
@@ -465,9 +489,13 @@ func (fb *fallback) run(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) 
 	for _, st := range fb.sub {
 		ins := make([]*tensor.Tensor, len(st.in))
 		for j, s := range st.in {
-			if s >= 0 {
-				ins[j] = vals[s]
+			if s < 0 {
+				continue
 			}
+			if _, ok := vals[s]; !ok && fb.consts[s] != nil {
+				vals[s] = fb.consts[s]()
+			}
+			ins[j] = vals[s]
 		}
 		res, err := e.call(st.k, st.node, ins)
 		if err != nil {
@@ -590,7 +618,22 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		}
 		return linearFast(e, in[0], spec, res)
 	}
-	st = f.newFused("FusedLinear", group, ext, out, fast)
+	// The unfused steps get W back from the packed copy, in the orientation they read it.
+	wShape := append([]int(nil), w.Shape...)
+	unpackW := func() *tensor.Tensor {
+		v := spec.pw.Unpack() // k×n
+		if transB {
+			t := make([]float32, len(v))
+			for p := 0; p < k; p++ {
+				for j := 0; j < n; j++ {
+					t[j*k+p] = v[p*n+j]
+				}
+			}
+			v = t
+		}
+		return &tensor.Tensor{DType: tensor.Float32, Shape: wShape, F32: v}
+	}
+	st = f.newFused("FusedLinear", group, ext, out, fast, map[int]func() *tensor.Tensor{mm.in[1]: unpackW})
 	if len(ext) == 1 {
 		f.linears = append(f.linears, fusedLinear{at: slices.Max(group), x: ext[0], spec: spec, st: st})
 	}
@@ -987,7 +1030,7 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, ok bool) {
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
 		return attentionFast(e, in, ops, perms, outPerm)
 	}
-	return group, f.newFused("FusedAttention", group, ext, out, fast), true
+	return group, f.newFused("FusedAttention", group, ext, out, fast, nil), true
 }
 
 // qScale recognises Q = x / c or x · c with c a power of two (PyTorch scales Q by 1/√dk

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/zoo-dev/zoo/backends"
@@ -722,8 +723,63 @@ func TestRecomposedLayerNorm(t *testing.T) {
 	if _, err := plain.Run(context.Background(), in); err == nil {
 		t.Fatal("the unfused chain accepted a mismatched γ")
 	}
-	if _, err := fused.Run(context.Background(), in); err == nil {
-		t.Fatal("the recomposed LayerNorm accepted a mismatched γ")
+	if _, err := fused.Run(context.Background(), in); err == nil || !strings.Contains(err.Error(), "broadcast") {
+		t.Fatalf("the recomposed LayerNorm gave %v for a mismatched γ, want the chain's broadcast error", err)
+	}
+	// A last axis of 1 broadcasts against γ: the chain runs, and the fused step runs it too.
+	runBitwise(t, "last axis 1", fused, plain, map[string]*tensor.Tensor{"x": randT(r, 3, 1)})
+}
+
+// TestFusedFallbacks checks fused linear steps on inputs their fast path leaves to the
+// original steps, which then need the constants the compiled program no longer keeps (the
+// weights come back from their packed copy, transposed back for a Gemm): a 1-D input to
+// MatMul, and residuals that broadcast to a larger output, after MatMul and after Gemm.
+func TestFusedFallbacks(t *testing.T) {
+	r := rand.New(rand.NewSource(29))
+	const k, n = 24, 40
+	for _, c := range []struct {
+		name string
+		gemm bool
+		x    []int
+		res  []int // nil: no residual
+	}{
+		{"matmul-1d", false, []int{k}, nil},
+		{"matmul-res-broadcast", false, []int{5, k}, []int{3, 5, n}},
+		{"gemm-res-broadcast", true, []int{5, k}, []int{2, 5, n}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := graph.NewBuilder("fb")
+			dims := make([]graph.Dim, len(c.x))
+			for i := range dims {
+				dims[i] = graph.Sym(fmt.Sprintf("x%d", i))
+			}
+			x := b.Input("x", tensor.Float32, dims...)
+			var y string
+			if c.gemm {
+				y = b.Op("Gemm", []string{x, b.Const(randT(r, n, k)), b.Const(randT(r, n))}, graph.Attrs{"transB": graph.Int(1)})
+			} else {
+				y = b.Add(b.MatMul(x, b.Const(randT(r, k, n))), b.Const(randT(r, n)))
+			}
+			in := map[string]*tensor.Tensor{"x": randT(r, c.x...)}
+			if c.res != nil {
+				rd := make([]graph.Dim, len(c.res))
+				for i := range rd {
+					rd[i] = graph.Sym(fmt.Sprintf("r%d", i))
+				}
+				y = b.Add(y, b.Input("res", tensor.Float32, rd...))
+				in["res"] = randT(r, c.res...)
+			}
+			b.Output("y", y, tensor.Float32)
+			g, err := b.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fused, plain := compileBoth(t, g, backends.Options{Threads: 2})
+			if len(fused.Fusions()) == 0 {
+				t.Fatal("nothing fused")
+			}
+			runBitwise(t, c.name, fused, plain, in)
+		})
 	}
 }
 

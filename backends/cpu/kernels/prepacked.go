@@ -66,6 +66,30 @@ func (pb *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
 	}
 }
 
+// Unpack returns op(B) as the k×n row-major matrix PackB was given (transposed back when
+// it was given as Bᵀ): what the unfused product of a fused layer needs in the rare run
+// that leaves the packed path, without keeping a second copy of the weights all along.
+func (pb *PackedB) Unpack() []float32 {
+	out := make([]float32, pb.k*pb.n)
+	if pb.kern == nil || len(out) == 0 {
+		copy(out, pb.data)
+		return out
+	}
+	nr := pb.kern.nr
+	for pc := 0; pc < pb.k; pc += pb.kc {
+		kcb := min(pb.kc, pb.k-pc)
+		block := pb.data[pc*pb.np*nr:]
+		for j := 0; j < pb.np; j++ {
+			panel := block[j*kcb*nr:]
+			cols := min(nr, pb.n-j*nr)
+			for p := 0; p < kcb; p++ {
+				copy(out[(pc+p)*pb.n+j*nr:(pc+p)*pb.n+j*nr+cols], panel[p*nr:p*nr+cols])
+			}
+		}
+	}
+	return out
+}
+
 // K and N return the shape of op(B).
 func (pb *PackedB) K() int { return pb.k }
 

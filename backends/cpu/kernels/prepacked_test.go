@@ -225,6 +225,44 @@ func TestSgemmPackedEpilogueAt(t *testing.T) {
 	}
 }
 
+// TestPackedBUnpack checks that Unpack gives back op(B) exactly, for both orientations,
+// edge panels, several k blocks and empty shapes, on every level.
+func TestPackedBUnpack(t *testing.T) {
+	for _, lv := range Available() {
+		withLevel(t, lv, func() {
+			rng := rand.New(rand.NewPCG(9, 10))
+			for _, sh := range [][2]int{{1, 1}, {7, 33}, {600, 70}, {0, 5}, {5, 0}} {
+				k, n := sh[0], sh[1]
+				b := make([]float32, k*n)
+				for i := range b {
+					b[i] = float32(rng.NormFloat64())
+				}
+				bt := make([]float32, k*n) // Bᵀ, n×k
+				for p := 0; p < k; p++ {
+					for j := 0; j < n; j++ {
+						bt[j*k+p] = b[p*n+j]
+					}
+				}
+				for _, trans := range []bool{false, true} {
+					src, ld := b, n
+					if trans {
+						src, ld = bt, k
+					}
+					got := PackB(trans, k, n, src, max(ld, 1)).Unpack()
+					if len(got) != k*n {
+						t.Fatalf("%s %v trans %v: %d values, want %d", lv, sh, trans, len(got), k*n)
+					}
+					for i, v := range b {
+						if got[i] != v {
+							t.Fatalf("%s %v trans %v: element %d = %g, want %g", lv, sh, trans, i, got[i], v)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestSteadyStateNoAllocs checks that Sgemm and SgemmPacked allocate nothing once their
 // pooled workspaces exist, with edge tiles (which go through the scratch tile) included.
 func TestSteadyStateNoAllocs(t *testing.T) {
