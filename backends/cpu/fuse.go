@@ -158,8 +158,8 @@ func (p *Program) shapesThroughTransposes() {
 	readers, _, output := p.stepGraph()
 	drop := make([]bool, len(p.steps))
 	for ti, tr := range p.steps {
-		perm := transposePerm(tr.node)
-		if tr.node.Op != "Transpose" || perm == nil || len(tr.in) != 1 || tr.in[0] < 0 || len(tr.out) != 1 || tr.out[0] < 0 || output[tr.out[0]] {
+		rawPerm, hasPerm := tr.node.IntList("perm")
+		if tr.node.Op != "Transpose" || !hasPerm || len(tr.in) != 1 || tr.in[0] < 0 || len(tr.out) != 1 || tr.out[0] < 0 || output[tr.out[0]] {
 			continue
 		}
 		rs := readers[tr.out[0]]
@@ -180,15 +180,20 @@ func (p *Program) shapesThroughTransposes() {
 			p.steps[r].in = []int{tr.in[0]}
 			p.steps[r].k = func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 				x := in[0]
-				if x == nil || !isPermutation(perm, len(x.Shape)) {
+				var axes []int
+				var err error
+				if x != nil {
+					axes, err = transposeAxes(rawPerm, true, len(x.Shape))
+				}
+				if x == nil || err != nil {
 					t, err := e.call(tk, tn, in)
 					if err != nil {
 						return nil, fmt.Errorf("node %q (%s): %w", tn.Name, tn.Op, err)
 					}
 					return sh.k(e, t)
 				}
-				shape := make([]int, len(perm))
-				for i, ax := range perm {
+				shape := make([]int, len(axes))
+				for i, ax := range axes {
 					shape[i] = x.Shape[ax]
 				}
 				return sh.k(e, []*tensor.Tensor{{DType: x.DType, Shape: shape}})
@@ -247,17 +252,6 @@ func (p *Program) recomposeLayerNorms() {
 		axes, ok := st.node.IntList("axes")
 		return st.node.Op == "ReduceMean" && len(st.in) == 1 && ok && len(axes) == 1 && axes[0] == -1 && st.node.Int("keepdims", 1) == 1
 	}
-	// other returns binary step i's input that is not slot s, and whether s came first.
-	other := func(i, s int) (int, bool) {
-		in := p.steps[i].in
-		if len(in) != 2 {
-			return -1, false
-		}
-		if in[0] == s {
-			return in[1], true
-		}
-		return in[0], false
-	}
 	remove := make([]bool, len(p.steps))
 	replace := map[int]step{}
 	for r1 := range p.steps {
@@ -292,7 +286,7 @@ func (p *Program) recomposeLayerNorms() {
 		if addEps < 0 {
 			continue
 		}
-		epsSlot, _ := other(addEps, p.steps[r2].out[0])
+		epsSlot, _, _ := p.otherInput(addEps, p.steps[r2].out[0])
 		eps, ok := scalar(epsSlot)
 		if !ok {
 			continue
@@ -305,12 +299,12 @@ func (p *Program) recomposeLayerNorms() {
 		if mul < 0 {
 			continue
 		}
-		gs, _ := other(mul, p.steps[dv].out[0])
+		gs, _, _ := p.otherInput(mul, p.steps[dv].out[0])
 		add := next(mul, "Add")
 		if add < 0 {
 			continue
 		}
-		bs, _ := other(add, p.steps[mul].out[0])
+		bs, _, _ := p.otherInput(add, p.steps[mul].out[0])
 		gamma, beta := constOf(gs), constOf(bs)
 		if gamma == nil || beta == nil || len(gamma.Shape) != 1 || !tensor.SameShape(gamma.Shape, beta.Shape) || gamma.Shape[0] < 2 {
 			continue
@@ -340,22 +334,6 @@ func (p *Program) recomposeLayerNorms() {
 		p.fusions["layernorm"]++
 	}
 	p.rebuild(replace, remove)
-}
-
-// isPermutation reports whether perm is a permutation of 0…r-1 (ONNX's negative axes are
-// not allowed in a Transpose's perm).
-func isPermutation(perm []int, r int) bool {
-	if len(perm) != r {
-		return false
-	}
-	seen := make([]bool, r)
-	for _, ax := range perm {
-		if ax < 0 || ax >= r || seen[ax] {
-			return false
-		}
-		seen[ax] = true
-	}
-	return true
 }
 
 // commit marks the group's steps dead and schedules the fused step at the group's last
@@ -401,9 +379,13 @@ func (f *fuser) scalarConst(s int) (float32, bool) {
 }
 
 // other returns the input of binary step i that is not slot s, and whether s is input 0.
-func (f *fuser) other(i, s int) (int, bool, bool) {
-	in := f.p.steps[i].in
-	if len(in) != 2 || len(f.p.steps[i].out) != 1 {
+func (f *fuser) other(i, s int) (int, bool, bool) { return f.p.otherInput(i, s) }
+
+// otherInput returns the input of binary step i (one output) that is not slot s, whether s
+// is input 0, and whether s is an input at all.
+func (p *Program) otherInput(i, s int) (int, bool, bool) {
+	in := p.steps[i].in
+	if len(in) != 2 || len(p.steps[i].out) != 1 {
 		return -1, false, false
 	}
 	switch s {
@@ -788,14 +770,7 @@ func lastAxisSlice(args []*tensor.Tensor, r, n int) (lo, hi int, ok bool) {
 			return 0, 0, false
 		}
 	}
-	dim := int64(n)
-	if s < 0 {
-		s += dim
-	}
-	if e < 0 {
-		e += dim
-	}
-	s, e = min(max(s, 0), dim), min(max(e, 0), dim)
+	s, e = sliceBounds(s, e, int64(n), 1)
 	return int(s), int(max(e, s)), true
 }
 

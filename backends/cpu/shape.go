@@ -320,24 +320,9 @@ func makeTranspose(n *graph.Node) (kernel, error) {
 		}
 		x := in[0]
 		r := len(x.Shape)
-		p := make([]int, r)
-		if hasPerm {
-			if len(perm) != r {
-				return nil, fmt.Errorf("perm %v has %d entries for an input of rank %d", perm, len(perm), r)
-			}
-			seen := make([]bool, r)
-			for i, v := range perm {
-				ax, err := normAxis(v, r)
-				if err != nil || seen[ax] {
-					return nil, fmt.Errorf("perm %v is not a permutation of 0..%d", perm, r-1)
-				}
-				seen[ax] = true
-				p[i] = ax
-			}
-		} else {
-			for i := range p {
-				p[i] = r - 1 - i
-			}
+		p, err := transposeAxes(perm, hasPerm, r)
+		if err != nil {
+			return nil, err
 		}
 		st := tensor.Strides(x.Shape)
 		shape := make([]int, r)
@@ -353,6 +338,32 @@ func makeTranspose(n *graph.Node) (kernel, error) {
 		}
 		return one(copyStrided(e, x, shape, 0, strides))
 	}, nil
+}
+
+// transposeAxes returns the axes of a Transpose of a rank-r input: perm with negative axes
+// counted from the end, or the reversal when the node has no perm; an error when perm is
+// not a permutation of the axes.
+func transposeAxes(perm []int64, hasPerm bool, r int) ([]int, error) {
+	p := make([]int, r)
+	if !hasPerm {
+		for i := range p {
+			p[i] = r - 1 - i
+		}
+		return p, nil
+	}
+	if len(perm) != r {
+		return nil, fmt.Errorf("perm %v has %d entries for an input of rank %d", perm, len(perm), r)
+	}
+	seen := make([]bool, r)
+	for i, v := range perm {
+		ax, err := normAxis(v, r)
+		if err != nil || seen[ax] {
+			return nil, fmt.Errorf("perm %v is not a permutation of 0..%d", perm, r-1)
+		}
+		seen[ax] = true
+		p[i] = ax
+	}
+	return p, nil
 }
 
 // movesUnitAxesOnly reports whether permutation p of an array of the given shape keeps the
@@ -580,26 +591,12 @@ func makeSlice(n *graph.Node) (kernel, error) {
 			if step == 0 {
 				return nil, fmt.Errorf("step for axis %d is 0", ax)
 			}
-			s, en := starts[i], ends[i]
-			if s < 0 {
-				s += dim
-			}
-			if en < 0 {
-				en += dim
-			}
+			s, en := sliceBounds(starts[i], ends[i], dim, step)
 			var count int64
-			if step > 0 {
-				s = min(max(s, 0), dim)
-				en = min(max(en, 0), dim)
-				if en > s {
-					count = (en - s + step - 1) / step
-				}
-			} else {
-				s = min(max(s, 0), dim-1)
-				en = min(max(en, -1), dim-1)
-				if s > en {
-					count = (s - en + (-step) - 1) / (-step)
-				}
+			if step > 0 && en > s {
+				count = (en - s + step - 1) / step
+			} else if step < 0 && s > en {
+				count = (s - en + (-step) - 1) / (-step)
 			}
 			shape[ax] = int(count)
 			if count > 0 {
@@ -609,6 +606,22 @@ func makeSlice(n *graph.Node) (kernel, error) {
 		}
 		return one(copyStrided(e, x, shape, base, strides))
 	}, nil
+}
+
+// sliceBounds applies ONNX Slice's rules to one axis of length dim: negative bounds count
+// from the end, then start and end are clamped to [0, dim] for a positive step and to
+// [0, dim−1] and [−1, dim−1] for a negative one.
+func sliceBounds(start, end, dim, step int64) (int64, int64) {
+	if start < 0 {
+		start += dim
+	}
+	if end < 0 {
+		end += dim
+	}
+	if step > 0 {
+		return min(max(start, 0), dim), min(max(end, 0), dim)
+	}
+	return min(max(start, 0), dim-1), min(max(end, -1), dim-1)
 }
 
 // makeGather implements Gather: negative indices count from the end of the axis.
