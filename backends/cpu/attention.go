@@ -647,8 +647,7 @@ func linearFast(e *exec, x *tensor.Tensor, s *linearSpec, res *tensor.Tensor) (*
 	if err != nil {
 		return nil, true, err
 	}
-	workpool.Tasks(e.threads, len(j.tiles), j.tile)
-	return j.finish(e), true, nil
+	return runLinearJobs(e, []*linearJob{j})[0], true, nil
 }
 
 // linearsFast runs several layers without residuals on the same input x (the Q, K and V

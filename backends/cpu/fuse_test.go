@@ -52,6 +52,15 @@ func maxDiff(a, b *tensor.Tensor) (float64, bool) {
 	return d, true
 }
 
+// symDims returns n symbolic dimensions named prefix0, prefix1, ….
+func symDims(prefix string, n int) []graph.Dim {
+	dims := make([]graph.Dim, n)
+	for i := range dims {
+		dims[i] = graph.Sym(fmt.Sprintf("%s%d", prefix, i))
+	}
+	return dims
+}
+
 // runBoth runs both programs on in and fails unless the fused one has every output of the
 // unfused one, with the same shape; what names the case in the message.
 func runBoth(t *testing.T, what string, fused, plain *cpu.Program, in map[string]*tensor.Tensor) (got, want map[string]*tensor.Tensor) {
@@ -431,10 +440,7 @@ func TestFusedMatMulNoBias(t *testing.T) {
 	}{{[]int{1, 64}, 64}, {[]int{3, 37, 96}, 130}, {[]int{256, 128}, 256}, {[]int{16, 512}, 1024}} {
 		k := c.shape[len(c.shape)-1]
 		b := graph.NewBuilder("mm")
-		dims := make([]graph.Dim, len(c.shape))
-		for i := range dims {
-			dims[i] = graph.Sym(fmt.Sprintf("d%d", i))
-		}
+		dims := symDims("d", len(c.shape))
 		dims[len(dims)-1] = graph.Fixed(int64(k))
 		x := b.Input("x", tensor.Float32, dims...)
 		b.Output("y", b.MatMul(x, b.Const(randT(r, k, c.n))), tensor.Float32)
@@ -749,11 +755,7 @@ func TestFusedFallbacks(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := graph.NewBuilder("fb")
-			dims := make([]graph.Dim, len(c.x))
-			for i := range dims {
-				dims[i] = graph.Sym(fmt.Sprintf("x%d", i))
-			}
-			x := b.Input("x", tensor.Float32, dims...)
+			x := b.Input("x", tensor.Float32, symDims("x", len(c.x))...)
 			var y string
 			if c.gemm {
 				y = b.Op("Gemm", []string{x, b.Const(randT(r, n, k)), b.Const(randT(r, n))}, graph.Attrs{"transB": graph.Int(1)})
@@ -762,11 +764,7 @@ func TestFusedFallbacks(t *testing.T) {
 			}
 			in := map[string]*tensor.Tensor{"x": randT(r, c.x...)}
 			if c.res != nil {
-				rd := make([]graph.Dim, len(c.res))
-				for i := range rd {
-					rd[i] = graph.Sym(fmt.Sprintf("r%d", i))
-				}
-				y = b.Add(y, b.Input("res", tensor.Float32, rd...))
+				y = b.Add(y, b.Input("res", tensor.Float32, symDims("r", len(c.res))...))
 				in["res"] = randT(r, c.res...)
 			}
 			b.Output("y", y, tensor.Float32)
