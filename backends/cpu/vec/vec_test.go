@@ -193,6 +193,31 @@ func TestAgainstTwins(t *testing.T) {
 	})
 }
 
+// TestMaxEveryPosition puts the maximum, and then a NaN, at every index of rows long enough
+// for the unrolled loop, so each of its accumulators and the fold that joins them are
+// exercised at every level.
+func TestMaxEveryPosition(t *testing.T) {
+	forLevels(t, func(t *testing.T) {
+		r := rand.New(rand.NewSource(2))
+		for _, n := range []int{64, 100, 257} {
+			x := make([]float32, n)
+			for p := range x {
+				for i := range x {
+					x[i] = -r.Float32() * 100
+				}
+				x[p] = 7
+				if m := Max(x); m != 7 {
+					t.Fatalf("n=%d max at %d: Max = %v", n, p, m)
+				}
+				x[p] = float32(math.NaN())
+				if m := Max(x); m == m {
+					t.Fatalf("n=%d NaN at %d: Max = %v", n, p, m)
+				}
+			}
+		}
+	})
+}
+
 func TestSpecialValues(t *testing.T) {
 	forLevels(t, func(t *testing.T) {
 		inf, nan := float32(math.Inf(1)), float32(math.NaN())
@@ -237,5 +262,16 @@ func BenchmarkExpSum(b *testing.B) {
 	b.SetBytes(4 * 512)
 	for i := 0; i < b.N; i++ {
 		ExpSum(y, x, 0)
+	}
+}
+
+func BenchmarkMax(b *testing.B) {
+	x := make([]float32, 512)
+	for i := range x {
+		x[i] = float32(-i) / 50
+	}
+	b.SetBytes(4 * 512)
+	for i := 0; i < b.N; i++ {
+		Max(x)
 	}
 }

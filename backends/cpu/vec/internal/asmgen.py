@@ -139,9 +139,11 @@ def fold(V, op):
 class K:
     """One kernel: pointer args (loaded into regs), scalar float args (broadcast), body."""
 
-    def __init__(self, name, ptrs, scalars, body, ret=None, init=None, acc_init=None):
+    def __init__(self, name, ptrs, scalars, body, ret=None, init=None, acc_init=None, wide=None):
         self.name, self.ptrs, self.scalars, self.body, self.ret = name, ptrs, scalars, body, ret
         self.init, self.acc_init = init or [], acc_init
+        # wide: per vector kind, two more accumulator registers for a four-way main loop
+        self.wide = wide
 
 
 PREG = ["DI", "SI", "DX", "R8"]
@@ -186,6 +188,18 @@ def emit(k, V):
         init = k.acc_init or "zero"
         L += ["VMOVUPS %s, %s0" % (c(init), V), "VMOVUPS %s, %s1" % (c(init), V)]
     L += k.init
+    if k.wide:
+        # Four accumulators over 64 elements per step: a single one makes the loop wait on
+        # VMAXPS's 4-cycle latency every vector. Only for ops whose result does not depend
+        # on the order (max), so the fold below matches the generic twin bit for bit.
+        a4 = ["%s0" % V, "%s1" % V] + k.wide[V]
+        L += ["VMOVUPS %s, %s" % (c(k.acc_init or "zero"), r) for r in k.wide[V]]
+        L.append("loop4:")
+        L += ["CMPQ CX, $%d" % (4 * W), "JLT loop"]
+        for i in range(4):
+            L += k.body(V, {"disp": i * W * 4, "acc": a4[i], "mask": None, "s": scal})
+        L += ["ADDQ $%d, %s" % (4 * W * 4, r) for r in PREG[: len(k.ptrs)]]
+        L += ["SUBQ $%d, CX" % (4 * W), "JMP loop4"]
     # main loop: 16 elements per step
     L.append("loop:")
     L += ["CMPQ CX, $16", "JLT tail"]
@@ -208,6 +222,11 @@ def emit(k, V):
         L += ["LEAQ tailmask<>+32(SB), AX", "SHLQ $2, CX", "SUBQ CX, AX", "VMOVUPS (AX), Y12"]
         L += k.body(V, {"disp": 0, "acc": "Y0", "mask": "Y12", "s": scal})
     L.append("done:")
+    if k.wide:
+        w = k.wide[V]
+        L += ["%s %s, %s, %s" % (k.ret, w[0], "%s0" % V, "%s0" % V), "%s %s, %s, %s" % (k.ret, w[1], "%s1" % V, "%s1" % V)]
+        if V == "Z":  # the 256 fold combines Y0 and Y1 itself
+            L += ["%s Z1, Z0, Z0" % k.ret]
     if k.ret:
         L += fold(V, k.ret)
         if k.name == "max":  # a NaN anywhere makes the result NaN
@@ -222,7 +241,9 @@ def emit(k, V):
     out = []
     for line in L:
         out.append(line if line.endswith(":") or line.startswith("//") or line.startswith("TEXT") or line == "" else "\t" + line)
-    return "\n".join(out).replace("loop:", k.name + suf + "_loop:").replace("JMP loop", "JMP %s%s_loop" % (k.name, suf)) \
+    return "\n".join(out).replace("loop4:", k.name + suf + "_loop4:").replace("JMP loop4", "JMP %s%s_loop4" % (k.name, suf)) \
+        .replace("loop:", k.name + suf + "_loop:").replace("JMP loop\n", "JMP %s%s_loop\n" % (k.name, suf)) \
+        .replace("JLT loop\n", "JLT %s%s_loop\n" % (k.name, suf)) \
         .replace("tail0:", k.name + suf + "_tail0:").replace("JLT tail0", "JLT %s%s_tail0" % (k.name, suf)) \
         .replace("tail:", k.name + suf + "_tail:").replace("JLT tail\n", "JLT %s%s_tail\n" % (k.name, suf)) \
         .replace("done:", k.name + suf + "_done:").replace("JEQ done", "JEQ %s%s_done" % (k.name, suf)) \
@@ -361,7 +382,7 @@ def body_norm(V, ctx, bias):
 
 KERNELS = [
     K("expSum", ["dst", "src"], ["shift"], body_expsum, ret="VADDPS"),
-    K("max", ["src"], [], body_max, ret="VMAXPS", acc_init="neginf"),
+    K("max", ["src"], [], body_max, ret="VMAXPS", acc_init="neginf", wide={"Z": ["Z18", "Z19"], "Y": ["Y4", "Y5"]}),
     K("scale", ["dst"], ["c"], body_scale),
     K("div", ["dst"], ["c"], body_div),
     K("add", ["dst", "src", "src2"], [], body_add),
