@@ -252,6 +252,51 @@ func TestSgemmDirectA(t *testing.T) {
 	}
 }
 
+// TestSgemmRestridedA covers rows of A at a 4 KiB-multiple stride, which the driver copies
+// to a padded stride before the direct kernels read them (restrideRows): SgemmPacked,
+// SgemmPackedCols and the plain driver must equal the packed-A path bit for bit, with full
+// panels, edge-kernel and packed remainders, several row and k blocks, partial column
+// panels, and products too narrow to be copied.
+func TestSgemmRestridedA(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, lv := range Available() {
+		withLevel(t, lv, func() {
+			kern := active.Load().kern
+			if kern == nil || kern.direct == nil {
+				return
+			}
+			packed := *kern
+			packed.direct, packed.directEdge = nil, nil
+			for _, dims := range [][3]int{{kern.mr, 4 * kern.nr, 1024}, {100, 300, 1000}, {101, 130, 2048}, {2*kern.mc + 8, 256, 700}, {kern.mr + 4, 2 * kern.nr, 1024}, {1, 200, 1024}} {
+				m, n, k := dims[0], dims[1], dims[2]
+				for _, beta := range []float32{0, 1} {
+					g := newCase(rng, false, false, m, n, k, 1, beta, (1024-k%1024)%1024)
+					if copied := new(workspace).restride(kern, true, g.lda, kern.mc, kern.kc, n) != nil; copied != (kern.restride && n >= restrideMinPanels*kern.nr) {
+						t.Fatalf("%s %v: rows copied = %v", lv, g, copied)
+					}
+					want := g.cloneC()
+					g.run(want, func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+						sgemmPacked(&packed, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+					})
+					direct := g.cloneC()
+					g.run(direct, func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+						sgemmPacked(kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+					})
+					bitwise(t, fmt.Sprintf("%s driver %v", lv, g), direct, want)
+					pb := PackB(false, k, n, g.b[g.offB:], g.ldb)
+					got := g.cloneC()
+					SgemmPacked(m, n, k, 1, g.a[g.offA:], g.lda, pb, beta, got[g.offC:], g.ldc)
+					bitwise(t, fmt.Sprintf("%s SgemmPacked %v", lv, g), got, want)
+					cols := g.cloneC()
+					SgemmPackedCols(m, kern.nr, n, 1, g.a[g.offA:], g.lda, pb, beta, cols[g.offC:], g.ldc)
+					SgemmPackedCols(m, 0, kern.nr, 1, g.a[g.offA:], g.lda, pb, beta, cols[g.offC:], g.ldc)
+					bitwise(t, fmt.Sprintf("%s SgemmPackedCols %v", lv, g), cols, want)
+				}
+			}
+		})
+	}
+}
+
 // TestMicroKernelsBitwise checks every assembly micro-kernel the CPU can run (not only those
 // a level selects) against its pure-Go twin, bit for bit.
 func TestMicroKernelsBitwise(t *testing.T) {

@@ -126,7 +126,7 @@ func packBTransFast(panel, b []float32, off, ldb, kcb, nr int) bool {
 // micro-panel well inside L1, where kc = 256 (32 + 12 KiB) measured 10-25 % slower; nc = 1024
 // keeps the packed B block (768 KiB) in L2 next to the A block.
 var asmKernels = []*microKernel{
-	{name: "avx512-12x32", mr: 12, nr: 32, kc: 192, mc: 192, nc: 1024, fn: sgemmKernelAVX512x12x32, direct: sgemmKernelAVX512x12x32Direct,
+	{name: "avx512-12x32", mr: 12, nr: 32, kc: 192, mc: 192, nc: 1024, fn: sgemmKernelAVX512x12x32, direct: sgemmKernelAVX512x12x32Direct, restride: true,
 		directEdge: []directKernel{{8, sgemmKernelAVX512x8x32Direct}, {4, sgemmKernelAVX512x4x32Direct}}, ok: hasAVX512},
 	{name: "avx512-14x32", mr: 14, nr: 32, kc: 256, mc: 196, nc: 2048, fn: sgemmKernelAVX512x14x32, ok: hasAVX512},
 	{name: "avx512-8x48", mr: 8, nr: 48, kc: 256, mc: 192, nc: 2064, fn: sgemmKernelAVX512x8x48, ok: hasAVX512},

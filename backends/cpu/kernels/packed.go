@@ -32,6 +32,9 @@ type microKernel struct {
 	// ncDirect, when set, replaces nc in sgemmPacked when A is read in place (all of op(A)
 	// fits one row block): B is then packed in narrower blocks.
 	ncDirect int
+	// restride, when set, lets the driver copy rows of A whose stride aliases in L1 before
+	// the direct kernels read them (see restrideRows).
+	restride bool
 	ok       func() bool // whether this CPU can run fn
 }
 
@@ -116,12 +119,25 @@ func fma32(x, y, z float32) float32 {
 // concurrent Sgemm calls never share one and steady-state calls do not allocate.
 type workspace struct {
 	a, b []float32
+	r    []float32 // rows of A copied at a padded stride (see rowBlock); nil when unused
 	// scratch takes partial tiles. A local array would be moved to the heap, 4 KiB per
 	// call, because the kernels are called through func values.
 	scratch [maxTile]float32
 }
 
 var workspaces = sync.Pool{New: func() any { return new(workspace) }}
+
+// restride returns the buffer rowBlock copies aliasing rows of A into (see restrideRows),
+// or nil when the product does not read A in place at such a stride or is too narrow (n
+// columns, fewer than restrideMinPanels panels) for the copy to pay: each row block is
+// copied once and read once per panel.
+func (ws *workspace) restride(kern *microKernel, direct bool, lda, mc, kc, n int) []float32 {
+	if !direct || !kern.restrideRows(lda) || n < restrideMinPanels*kern.nr {
+		return nil
+	}
+	ws.r = grow(ws.r, mc*(kc+restridePad))
+	return ws.r
+}
 
 func grow(buf []float32, n int) []float32 {
 	if cap(buf) < n {
@@ -160,6 +176,7 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 	ws := workspaces.Get().(*workspace)
 	ws.a = grow(ws.a, mcMax*kcMax)
 	ws.b = grow(ws.b, ncMax*kcMax)
+	ws.r = ws.restride(kern, direct, lda, mcMax, kcMax, n)
 	abuf, bbuf := ws.a, ws.b
 
 	for jc := 0; jc < n; jc += ncMax {
@@ -178,7 +195,7 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 			}
 			for ic := 0; ic < m; ic += mcMax {
 				mcb := min(mcMax, m-ic)
-				full, edge := kern.rowBlock(direct, transA, a, lda, ic, pc, mcb, kcb, alpha, abuf)
+				full, edge, ra, rlda := kern.rowBlock(direct, transA, a, lda, ic, pc, mcb, kcb, alpha, abuf, ws.r)
 				for jr := 0; jr < ncb; jr += nr {
 					nrb := min(nr, ncb-jr)
 					bp := &bbuf[jr*kcb]
@@ -186,8 +203,8 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 						mrb := min(mr, mcb-ir)
 						off := (ic+ir)*ldc + jc + jr
 						// bp as the prefetch pointer: B is already in cache, packed just now.
-						ad, ap, dfn := kern.rowPanel(a, lda, abuf, ic+ir, pc, ir, full, kcb, edge)
-						kern.tile(dfn, ad, lda, ap, bp, bp, c, off, ldc, kcb, mrb, nrb, flags, bt, &ws.scratch)
+						ad, ap, dfn := kern.rowPanel(ra, rlda, abuf, ir, full, kcb, edge)
+						kern.tile(dfn, ad, rlda, ap, bp, bp, c, off, ldc, kcb, mrb, nrb, flags, bt, &ws.scratch)
 					}
 				}
 			}
@@ -200,11 +217,14 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 // the tile loop. When direct, the first full rows (whole mr panels) are read in place; a
 // remainder that a narrower direct kernel covers exactly is read in place by edge, and any
 // other remainder is packed into abuf's first panel. Otherwise the whole block is packed
-// into abuf and full is 0.
-func (kern *microKernel) rowBlock(direct, transA bool, a []float32, lda, ic, pc, mcb, kcb int, alpha float32, abuf []float32) (full int, edge directFn) {
+// into abuf and full is 0. ra and rlda address the rows read in place: element (ic+i, pc+p)
+// is ra[i·rlda+p]. That is A itself, or, when rbuf is given (see restride), a copy of the
+// block's rows in rbuf at a stride one cache line longer than kcb. The kernels read the
+// same values either way, so the result does not change.
+func (kern *microKernel) rowBlock(direct, transA bool, a []float32, lda, ic, pc, mcb, kcb int, alpha float32, abuf, rbuf []float32) (full int, edge directFn, ra []float32, rlda int) {
 	if !direct {
 		packA(transA, a, lda, ic, pc, mcb, kcb, kern.mr, alpha, abuf)
-		return 0, nil
+		return 0, nil, nil, 0
 	}
 	full = mcb / kern.mr * kern.mr
 	if full < mcb {
@@ -212,21 +232,49 @@ func (kern *microKernel) rowBlock(direct, transA bool, a []float32, lda, ic, pc,
 			packA(false, a, lda, ic+full, pc, mcb-full, kcb, kern.mr, alpha, abuf)
 		}
 	}
-	return full, edge
+	rows := full
+	if edge != nil {
+		rows = mcb
+	}
+	if rbuf != nil {
+		rlda = kcb + restridePad
+		for i := 0; i < rows; i++ {
+			copy(rbuf[i*rlda:i*rlda+kcb], a[(ic+i)*lda+pc:])
+		}
+		return full, edge, rbuf, rlda
+	}
+	return full, edge, a[ic*lda+pc:], lda
 }
 
-// rowPanel chooses how the row panel at row ir of the row block (row row of A, k block at
-// pc) is read: in place at ad by dfn, the full direct kernel for the first full rows and the
+// restridePad is the padding, in elements (one cache line), rowBlock adds to copied rows.
+const restridePad = 16
+
+// restrideMinPanels is the least number of B panels a copied row block must serve.
+const restrideMinPanels = 4
+
+// restrideRows reports whether kern's direct kernel should read A's rows, at stride lda
+// (elements), from a copy: with kern.restride, when the stride is a multiple of 4 KiB.
+// Such rows put the same k's cache line of every row in one L1 set, so a 12-row direct
+// kernel holds 12 lines in a 12-way set besides its share of the B panel, and they evict
+// each other. This is the FFN output layer's input (k = 2048). Interleaved A/B, one
+// thread, copy/in place: 1024×512×2048 0.91-0.93, 256×512×2048 0.88-0.91, 48×512×2048
+// 0.88-0.97, 128×512×1024 0.89-0.95; the base encoder at batch 8, n = 128, 2 threads,
+// 0.958 and 0.977 (30 pairs each), n = 512 0.973 and 0.995. A 2 KiB rule (six rows per set)
+// gained nothing more on the encoder; the 6-row AVX2 kernel gains nothing (0.98-1.01).
+func (kern *microKernel) restrideRows(lda int) bool { return kern.restride && lda%1024 == 0 }
+
+// rowPanel chooses how the row panel at row ir of the row block is read: in place at ad by
+// dfn (from rowBlock's ra and rlda), the full direct kernel for the first full rows and the
 // edge kernel (when there is one) after them, or else packed, at ap in abuf, whose first
 // panel follows the full rows.
-func (kern *microKernel) rowPanel(a []float32, lda int, abuf []float32, row, pc, ir, full, kcb int, edge directFn) (ad, ap *float32, dfn directFn) {
+func (kern *microKernel) rowPanel(ra []float32, rlda int, abuf []float32, ir, full, kcb int, edge directFn) (ad, ap *float32, dfn directFn) {
 	if ir < full {
 		dfn = kern.direct
 	} else {
 		dfn = edge
 	}
 	if dfn != nil {
-		return &a[row*lda+pc], nil, dfn
+		return &ra[ir*rlda], nil, dfn
 	}
 	return nil, &abuf[(ir-full)*kcb], nil
 }

@@ -192,6 +192,7 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 	ws.a = grow(ws.a, mcMax*kcMax)
 	abuf := ws.a
 	direct := kern.direct != nil && alpha == 1
+	rbuf := ws.restride(kern, direct, lda, mcMax, kcMax, n)
 
 	for jc := 0; jc < n; jc += ncMax {
 		ncb := min(ncMax, n-jc)
@@ -209,7 +210,7 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 			}
 			for ic := 0; ic < m; ic += mcMax {
 				mcb := min(mcMax, m-ic)
-				full, edge := kern.rowBlock(direct, false, a, lda, ic, pc, mcb, kcb, alpha, abuf)
+				full, edge, ra, rlda := kern.rowBlock(direct, false, a, lda, ic, pc, mcb, kcb, alpha, abuf, rbuf)
 				for jr := 0; jr < ncb; jr += nr {
 					nrb := min(nr, ncb-jr)
 					bp := &bbuf[jr*kcb]
@@ -233,8 +234,8 @@ func sgemmPrepacked(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda i
 						if o := ir / mr * pfStep; o < len(next) {
 							pf = &next[o]
 						}
-						ad, ap, dfn := kern.rowPanel(a, lda, abuf, ic+ir, pc, ir, full, kcb, edge)
-						kern.tile(dfn, ad, lda, ap, bp, pf, c, off, ldc, kcb, mrb, nrb, flags, bt, &ws.scratch)
+						ad, ap, dfn := kern.rowPanel(ra, rlda, abuf, ir, full, kcb, edge)
+						kern.tile(dfn, ad, rlda, ap, bp, pf, c, off, ldc, kcb, mrb, nrb, flags, bt, &ws.scratch)
 					}
 				}
 				if epi != nil && pc+kcb == k {
