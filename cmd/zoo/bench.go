@@ -53,8 +53,9 @@ func benchCommand() *cli.Command {
 		ArgsUsage: "NAME[.PRESET]...",
 		Description: "Runs every combination of models × backends × --batch × --seq on synthetic token batches (the sample\n" +
 			"text, no padding) and prints one row each, like llama-bench. " + benchTimingDoc + ".\n" +
-			"The SGEMM peak is measured once per backend and run: a 1024×1024×1024 MatMul graph (4096 on accelerators)\n" +
-			"compiled by that backend with the same threads, best of 5 runs after a warm-up.\n" +
+			"The SGEMM peak is measured per backend before and after the rows, and the better reading kept: a\n" +
+			"1024×1024×1024 MatMul graph (4096 on accelerators) compiled by that backend with the same threads, best of\n" +
+			"5 runs after a warm-up.\n" +
 			benchMemoryDoc + ". go_alloc_bytes_per_run (JSON/CSV) is the Go heap allocated per timed run.\n" +
 			"Sequence lengths beyond a model's max_len are skipped with a note. --against onnxruntime also runs the\n" +
 			"model's ONNX export under ONNX Runtime with the same thread count (zoo then runs that same exported graph)\n" +
@@ -353,6 +354,18 @@ func benchAction(c *cli.Context) error {
 				sess.Close()
 			}
 		}
+	}
+	// The peak is measured again after the rows and the better reading kept: on a shared
+	// machine the first reading can fall in a slow spell, and rows timed in a faster one
+	// would then show more than 100 % of it.
+	for bi, ch := range choices {
+		bb := doc.Machine.Backends[bi]
+		prog.say("measuring the SGEMM peak of %s again", bb.Name)
+		again := bb
+		if err := measurePeak(ctx, ch.Backend, &again); err != nil {
+			return failed(err)
+		}
+		doc.keepBetterPeak(bi, again)
 	}
 	prog.done()
 	doc.fit()
@@ -672,6 +685,23 @@ func measurePeak(ctx context.Context, b backends.Backend, bb *benchBackend) erro
 	bb.PeakSize, bb.PeakMS = size, best
 	bb.PeakGFLOPS = 2 * math.Pow(float64(size), 3) / (best / 1000) / 1e9
 	return nil
+}
+
+// keepBetterPeak replaces backend bi's SGEMM peak with again's when again measured more,
+// and sets that backend's rows' peak and percentage from the peak kept.
+func (d *benchDoc) keepBetterPeak(bi int, again benchBackend) {
+	bb := &d.Machine.Backends[bi]
+	if again.PeakGFLOPS > bb.PeakGFLOPS {
+		bb.PeakSize, bb.PeakMS, bb.PeakGFLOPS = again.PeakSize, again.PeakMS, again.PeakGFLOPS
+	}
+	if bb.PeakGFLOPS <= 0 {
+		return
+	}
+	for i := range d.Rows {
+		if r := &d.Rows[i]; r.Backend == bb.Name {
+			r.PeakGFLOPS, r.PctPeak = bb.PeakGFLOPS, 100*r.GFLOPS/bb.PeakGFLOPS
+		}
+	}
 }
 
 // fit groups rows into series and fits the time (and memory) exponents.

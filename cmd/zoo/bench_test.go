@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -306,5 +307,34 @@ func TestBenchORTMissing(t *testing.T) {
 	}
 	if code != 1 || !strings.Contains(stderr.String(), "npm install onnxruntime-node") || strings.Count(stderr.String(), "\n") != 1 || stdout.Len() != 0 {
 		t.Errorf("exit %d, stderr %q, stdout %q; want exit 1 and the install hint on one line", code, stderr.String(), stdout.String())
+	}
+}
+
+// TestKeepBetterPeak checks that the second SGEMM peak reading replaces the first only when
+// it is higher, and that the rows of that backend (and no other) follow it.
+func TestKeepBetterPeak(t *testing.T) {
+	doc := &benchDoc{
+		Machine: benchMachine{Backends: []benchBackend{{Name: "cpu", PeakGFLOPS: 100, PeakMS: 20, PeakSize: 1024}, {Name: "cuda", PeakGFLOPS: 1000}}},
+		Rows:    []benchRow{{Backend: "cpu", GFLOPS: 120, PeakGFLOPS: 100, PctPeak: 120}, {Backend: "cuda", GFLOPS: 500, PeakGFLOPS: 1000, PctPeak: 50}},
+	}
+	steps := []struct {
+		again    float64
+		wantPeak float64
+		wantPct  float64
+	}{
+		{again: 150, wantPeak: 150, wantPct: 80},
+		{again: 90, wantPeak: 150, wantPct: 80},
+	}
+	for _, st := range steps {
+		doc.keepBetterPeak(0, benchBackend{Name: "cpu", PeakGFLOPS: st.again, PeakMS: 1, PeakSize: 1024})
+		if b := doc.Machine.Backends[0]; b.PeakGFLOPS != st.wantPeak || b.Name != "cpu" {
+			t.Fatalf("after a reading of %g: backend %+v, want peak %g", st.again, b, st.wantPeak)
+		}
+		if r := doc.Rows[0]; r.PeakGFLOPS != st.wantPeak || math.Abs(r.PctPeak-st.wantPct) > 1e-9 {
+			t.Fatalf("after a reading of %g: row peak %g (%g %%), want %g (%g %%)", st.again, r.PeakGFLOPS, r.PctPeak, st.wantPeak, st.wantPct)
+		}
+		if r := doc.Rows[1]; r.PeakGFLOPS != 1000 || r.PctPeak != 50 {
+			t.Fatalf("another backend's row changed: %+v", r)
+		}
 	}
 }
