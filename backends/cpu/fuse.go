@@ -13,7 +13,7 @@ import (
 
 // Graph fusion, run once at compile time after constant folding.
 //
-// Two patterns are rewritten into single steps, and then linear steps that share their
+// Three patterns are rewritten into single steps, and then linear steps that share their
 // only input (an attention block's Q, K and V projections) are merged into one:
 //
 //   - linear: MatMul(x, W) with a constant 2-D W (a folded Transpose of the initializer, so
@@ -27,7 +27,11 @@ import (
 //     a mask bias (or Where(mask, s, const)), then Softmax over the last axis, then MatMul
 //     with V. The fused step is the tiled online-softmax kernel of attention.go, which never
 //     materialises the n×n score matrix. (A scale that PyTorch applies to Q before the
-//     product stays the separate, cheap elementwise step it is.)
+//     product joins the score ops when it is a power of two, see qScale; any other stays
+//     the separate, cheap elementwise step it is.)
+//   - permuted residual: Add of a run-time value and a Transpose that keeps the last axis,
+//     optionally followed by LayerNormalization, as PyTorch's batch-first attention block
+//     ends; one pass over rows reads the transposed rows in place.
 //
 // A pattern fuses only when every intermediate value has exactly one consumer and is not a
 // graph output or kept intermediate, so fusion never changes what Run returns. Each fused
@@ -39,6 +43,8 @@ import (
 // "linear", "linear+relu", "linear+gelu" (each also with "+residual" when an Add of
 // another run-time value follows, and then "+layernorm" when a LayerNormalization of the
 // sum follows), "matmul" (a product by a constant matrix with no bias) and "attention";
+// "transpose+residual" (and "transpose+residual+layernorm") counts residual Adds of a
+// transposed value, with the LayerNorm after them, run as one pass over rows;
 // "shared-input" counts the groups of such linear steps (without a residual) that read the
 // same value and run as one step, each layer still counted under its own kind; "layernorm"
 // counts LayerNorms written out in elementary ops and recomposed into one step, "shape"
@@ -97,6 +103,16 @@ func (p *Program) fuse() {
 			continue
 		}
 		if g, st, kind, ok := f.matchLinear(i); ok {
+			f.commit(g, st, replaced)
+			p.fusions[kind]++
+		}
+	}
+	// After the linears, so that a residual Add a linear step can absorb stays with it.
+	for i := range p.steps {
+		if f.dead[i] || p.steps[i].node.Op != "Add" {
+			continue
+		}
+		if g, st, kind, ok := f.matchPermutedResidual(i); ok {
 			f.commit(g, st, replaced)
 			p.fusions[kind]++
 		}
@@ -856,6 +872,63 @@ func (f *fuser) matchLayerNorm(h, n int) (step int, out int, ln *lnEpilogue, ok 
 		ln.bias = bias.F32
 	}
 	return c, st.out[0], ln, true
+}
+
+// ---- permuted residual ----
+
+// matchPermutedResidual matches Add(Transpose(y), r), in either operand order, where the
+// Transpose (or a chain of them) keeps the last axis in place and is read by nothing else,
+// optionally followed by a LayerNormalization of the sum over the last axis with constant
+// parameters. PyTorch's batch-first attention block ends this way at batch > 1: the output
+// projection, a Reshape to (n, b, d), a Transpose back to (b, n, d), the residual Add and
+// norm1. The fused step (permResidual) reads y's rows through the permutation instead of
+// copying them, and adds and normalises each row while it is in cache.
+func (f *fuser) matchPermutedResidual(i int) (group []int, st step, kind string, ok bool) {
+	p := f.p
+	add := p.steps[i]
+	if len(add.in) != 2 || len(add.out) != 1 || add.out[0] < 0 {
+		return nil, step{}, "", false
+	}
+	for side := 0; side < 2; side++ {
+		t, r := add.in[side], add.in[1-side]
+		if t < 0 || r < 0 {
+			continue
+		}
+		y, perm, tsteps := f.walkTransposes(t)
+		if len(tsteps) == 0 || !keepsLastAxis(perm) {
+			continue
+		}
+		group = append(append([]int{}, tsteps...), i)
+		out, kind := add.out[0], "transpose+residual"
+		pr := &permResidual{perm: perm, tFirst: side == 0}
+		if c, ok := f.single(out); ok && p.steps[c].node.Op == "LayerNormalization" && len(p.steps[c].in) >= 2 {
+			if scale := f.constF32(p.steps[c].in[1]); scale != nil {
+				if ls, lout, ln, ok := f.matchLayerNorm(out, len(scale.F32)); ok {
+					group, out, pr.ln = append(group, ls), lout, ln
+					kind += "+layernorm"
+				}
+			}
+		}
+		return group, f.newFused("FusedPermutedResidual", group, []int{y, r}, out, pr.run, nil), kind, true
+	}
+	return nil, step{}, "", false
+}
+
+// keepsLastAxis reports whether perm is a permutation of 0…r−1 (r ≥ 2) that leaves the last
+// axis last, so that it moves whole rows.
+func keepsLastAxis(perm []int) bool {
+	r := len(perm)
+	if r < 2 || perm[r-1] != r-1 {
+		return false
+	}
+	seen := make([]bool, r)
+	for _, ax := range perm {
+		if ax < 0 || ax >= r || seen[ax] {
+			return false
+		}
+		seen[ax] = true
+	}
+	return true
 }
 
 // activation is the epilogue of a fused linear step.

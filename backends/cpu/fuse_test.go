@@ -847,3 +847,68 @@ func TestFusedLinearSplit(t *testing.T) {
 		})
 	}
 }
+
+// TestFusedPermutedResidual checks the residual Add of a transposed value, with and without
+// the LayerNorm after it, against the unfused steps bit for bit: both operand orders, a
+// chain of two transposes, batch 1 (where the Transpose is a view), a row of one element,
+// and a broadcasting residual (which takes the fallback). A transpose that moves the last
+// axis, or whose result is read elsewhere, must not fuse.
+func TestFusedPermutedResidual(t *testing.T) {
+	r := rand.New(rand.NewSource(8))
+	const d = 37
+	gamma, beta := randT(r, d), randT(r, d)
+	cases := []struct {
+		name  string
+		build func(b *graph.Builder, y, res string) string
+		kind  string // the Fusions kind expected, "" for none
+	}{
+		{"add+ln", func(b *graph.Builder, y, res string) string {
+			return b.LayerNorm(b.Add(b.Transpose(y, 1, 0, 2), res), b.Param("g", gamma), b.Param("b", beta), 1e-5)
+		}, "transpose+residual+layernorm"},
+		{"residual first", func(b *graph.Builder, y, res string) string {
+			return b.LayerNorm(b.Add(res, b.Transpose(y, 1, 0, 2)), b.Param("g", gamma), b.Param("b", beta), 1e-5)
+		}, "transpose+residual+layernorm"},
+		{"add only", func(b *graph.Builder, y, res string) string {
+			return b.Add(b.Transpose(y, 1, 0, 2), res)
+		}, "transpose+residual"},
+		{"two transposes", func(b *graph.Builder, y, res string) string {
+			return b.Add(b.Transpose(b.Transpose(y, 1, 0, 2), 0, 1, 2), res)
+		}, "transpose+residual"},
+		{"last axis moves", func(b *graph.Builder, y, res string) string {
+			return b.Add(b.Transpose(y, 1, 2, 0), res)
+		}, ""},
+		{"transpose kept", func(b *graph.Builder, y, res string) string {
+			tr := b.Transpose(y, 1, 0, 2)
+			b.Output("tr", tr, tensor.Float32, symDims("t", 3)...)
+			return b.Add(tr, res)
+		}, ""},
+	}
+	for _, c := range cases {
+		b := graph.NewBuilder("permres")
+		y := b.Input("y", tensor.Float32, symDims("y", 3)...)
+		res := b.Input("res", tensor.Float32, symDims("r", 3)...)
+		b.Output("out", c.build(b, y, res), tensor.Float32, symDims("o", 3)...)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fused, plain := compileBoth(t, g, backends.Options{Threads: 2})
+		fu := fused.Fusions()
+		if c.kind != "" && fu[c.kind] != 1 || c.kind == "" && fu["transpose+residual"]+fu["transpose+residual+layernorm"] != 0 {
+			t.Fatalf("%s: fusions %v, want %q", c.name, fu, c.kind)
+		}
+		for _, sh := range [][3]int{{5, 3, d}, {7, 1, d}, {1, 4, d}} {
+			yt := randT(r, sh[0], sh[1], sh[2])
+			rs := []int{sh[1], sh[0], sh[2]}
+			if c.name == "last axis moves" {
+				rs = []int{sh[1], sh[2], sh[0]}
+			}
+			runBitwise(t, fmt.Sprintf("%s %v", c.name, sh), fused, plain, map[string]*tensor.Tensor{"y": yt, "res": randT(r, rs...)})
+			if c.name == "last axis moves" {
+				continue
+			}
+			// a residual broadcast over the first axis: the fallback runs the original steps
+			runBitwise(t, fmt.Sprintf("%s %v broadcast", c.name, sh), fused, plain, map[string]*tensor.Tensor{"y": yt, "res": randT(r, 1, sh[0], sh[2])})
+		}
+	}
+}
