@@ -760,15 +760,14 @@ type permResidual struct {
 // the row length; the original steps then run.
 func (s *permResidual) run(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
 	y, r := in[0], in[1]
-	rank := len(s.perm)
-	if y == nil || r == nil || y.DType != tensor.Float32 || r.DType != tensor.Float32 || len(y.Shape) != rank {
+	if y == nil || r == nil || y.DType != tensor.Float32 || r.DType != tensor.Float32 {
 		return nil, false, nil
 	}
-	shape := make([]int, rank)
-	for i, ax := range s.perm {
-		shape[i] = y.Shape[ax]
+	shape, ys, ok := permView(y.Shape, s.perm)
+	if !ok {
+		return nil, false, nil
 	}
-	d := shape[rank-1]
+	rank, d := len(shape), shape[len(shape)-1]
 	if !tensor.SameShape(shape, r.Shape) || len(r.F32) != len(y.F32) || (s.ln != nil && len(s.ln.scale) != d) {
 		return nil, false, nil
 	}
@@ -776,12 +775,11 @@ func (s *permResidual) run(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, 
 	if err != nil || d == 0 || len(out.F32) == 0 {
 		return out, err == nil, err
 	}
-	ys := tensor.Strides(y.Shape)
 	workpool.For(e.threads, len(out.F32)/d, max(1, elemGrain/(2*d)), func(lo, hi int) {
 		for q := lo; q < hi; q++ {
 			off, rem := 0, q
 			for i := rank - 2; i >= 0; i-- {
-				off += rem % shape[i] * ys[s.perm[i]]
+				off += rem % shape[i] * ys[i]
 				rem /= shape[i]
 			}
 			dst, yr, rr := out.F32[q*d:(q+1)*d], y.F32[off:off+d], r.F32[q*d:(q+1)*d]

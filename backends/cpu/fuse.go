@@ -899,7 +899,8 @@ func (f *fuser) matchPermutedResidual(i int) (group []int, st step, kind string,
 			continue
 		}
 		group = append(append([]int{}, tsteps...), i)
-		out, kind := add.out[0], "transpose+residual"
+		out := add.out[0]
+		kind = "transpose+residual"
 		pr := &permResidual{perm: perm, tFirst: side == 0}
 		if c, ok := f.single(out); ok && p.steps[c].node.Op == "LayerNormalization" && len(p.steps[c].in) >= 2 {
 			if scale := f.constF32(p.steps[c].in[1]); scale != nil {

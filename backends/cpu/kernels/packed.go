@@ -176,7 +176,7 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 	ws := workspaces.Get().(*workspace)
 	ws.a = grow(ws.a, mcMax*kcMax)
 	ws.b = grow(ws.b, ncMax*kcMax)
-	ws.r = ws.restride(kern, direct, lda, mcMax, kcMax, n)
+	rbuf := ws.restride(kern, direct, lda, mcMax, kcMax, n)
 	abuf, bbuf := ws.a, ws.b
 
 	for jc := 0; jc < n; jc += ncMax {
@@ -195,7 +195,7 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 			}
 			for ic := 0; ic < m; ic += mcMax {
 				mcb := min(mcMax, m-ic)
-				full, edge, ra, rlda := kern.rowBlock(direct, transA, a, lda, ic, pc, mcb, kcb, alpha, abuf, ws.r)
+				full, edge, ra, rlda := kern.rowBlock(direct, transA, a, lda, ic, pc, mcb, kcb, alpha, abuf, rbuf)
 				for jr := 0; jr < ncb; jr += nr {
 					nrb := min(nr, ncb-jr)
 					bp := &bbuf[jr*kcb]
