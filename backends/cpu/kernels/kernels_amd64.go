@@ -121,12 +121,18 @@ func packBTransFast(panel, b []float32, off, ldb, kcb, nr int) bool {
 // asmKernels lists every assembly micro-kernel with the CPU feature test it needs, so tests
 // can check each one against its pure-Go twin, not only the one a level selects.
 //
-// Blocking for the AVX-512 12×32 kernel was swept on the target (Xeon, 48 KiB L1d and 2 MiB
-// L2 per core; BenchmarkBlocking): kc = 192 keeps the 24 KiB B micro-panel plus the 9 KiB A
-// micro-panel well inside L1, where kc = 256 (32 + 12 KiB) measured 10-25 % slower; nc = 1024
-// keeps the packed B block (768 KiB) in L2 next to the A block.
+// Blocking for the AVX-512 12×32 kernel (Xeon, 48 KiB L1d and 2 MiB L2 per core): kc = 512
+// runs a K = 512 product, the encoder's common case, as one k block. Its 64 KiB B
+// micro-panel streams from L2 rather than staying in L1, but each C tile is then loaded and
+// stored once instead of three times (kc = 192 cut K = 512 into 3×171) and the fixed cost
+// of a kernel call is spread over three times the work. Interleaved A/B against kc = 192
+// (nc = 1024): pre-packed weights, one thread, K = 512, m = 48-1024, 0.94-0.99 of the time;
+// K = 2048 (4×512 against 11×187) 0.98-1.03; the base encoder, 2 threads, 1.005-1.024 faster
+// at b=8 n=128 and n=512 (30 pairs each, two runs). Sgemm, which packs B per call, is
+// unchanged against OpenBLAS (blasbench GemmPaired, 60 pairs, two runs each). nc = 512 keeps
+// the packed B block (1 MiB) in L2 next to the A block.
 var asmKernels = []*microKernel{
-	{name: "avx512-12x32", mr: 12, nr: 32, kc: 192, mc: 192, nc: 1024, fn: sgemmKernelAVX512x12x32, direct: sgemmKernelAVX512x12x32Direct, restride: true,
+	{name: "avx512-12x32", mr: 12, nr: 32, kc: 512, mc: 192, nc: 512, fn: sgemmKernelAVX512x12x32, direct: sgemmKernelAVX512x12x32Direct, restride: true,
 		directEdge: []directKernel{{8, sgemmKernelAVX512x8x32Direct}, {4, sgemmKernelAVX512x4x32Direct}}, ok: hasAVX512},
 	{name: "avx512-14x32", mr: 14, nr: 32, kc: 256, mc: 196, nc: 2048, fn: sgemmKernelAVX512x14x32, ok: hasAVX512},
 	{name: "avx512-8x48", mr: 8, nr: 48, kc: 256, mc: 192, nc: 2064, fn: sgemmKernelAVX512x8x48, ok: hasAVX512},

@@ -12,8 +12,9 @@ import (
 // fn computes one mr×nr tile of C from packed panels; see the contract at the top of
 // sgemm_amd64.s and its pure-Go statement kernelTwin. Blocking (BLIS/Goto order): a kc×nc
 // block of B is packed once per (jc, pc) and stays in L2/L3; an mc×kc block of A is packed
-// per (jc, pc, ic) and stays in L2; inside, each kc×nr micro-panel of B is reused from L1
-// across the mc/mr micro-panels of A. mc must be a multiple of mr and nc of nr.
+// per (jc, pc, ic) and stays in L2; inside, each kc×nr micro-panel of B is reused across
+// the mc/mr micro-panels of A, from L1 when it fits there and from L2 when a long kc (fewer
+// C updates) is worth more. mc must be a multiple of mr and nc of nr.
 type microKernel struct {
 	name       string
 	mr, nr     int
