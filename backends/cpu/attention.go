@@ -20,7 +20,9 @@ import (
 // applies the scale and mask ops, rescales what it has accumulated when the maximum grows,
 // and adds exp(S − m)·V into the output with a second SGEMM. The n×n score matrix never
 // exists; a task's scratch is one attnQBlock × attnKBlock tile (256 KiB), sized to stay in
-// L2 next to the V block.
+// L2 next to the V block. Shares of one matrix's query rows (see attnSharedTasks) read Kᵀ and
+// V blocks packed for all of them beforehand; a whole matrix packs its own as it goes. The
+// shared packs hold all of Kᵀ and V once more, which only steps of few matrices use.
 //
 // The partition into tasks and blocks depends only on the shapes, and every task runs the
 // same code in the same order whichever goroutine takes it, so the result is bitwise the
@@ -30,6 +32,14 @@ const (
 	attnKBlock = 512 // keys per block: sequences up to 512 need no rescaling at all
 	attnMinQ   = 32  // smallest query block used to create parallel tasks
 	attnTasks  = 8   // aim for at least this many tasks (independent of the thread count)
+	// attnSharedTasks: with fewer matrices than this, their query rows are also shared out
+	// in whole attnQBlock blocks, up to this many tasks, the packed Kᵀ and V blocks being
+	// shared by the shares of a matrix. One task per head (8 at batch 1) leaves a core idle
+	// for up to one task's time at the end of every step when the two cores of a shared VM
+	// run at different speeds. Interleaved A/B on the base encoder, 2 threads, against one
+	// task per head: batch 1 n=512 1.000-1.016 faster, batch 2 n=512 1.005-1.014, n=2048
+	// 1.011. Shares of 32 rows at n=128 ran 3.6 % slower, hence whole blocks only.
+	attnSharedTasks = 32
 )
 
 // attnState is one task's scratch: the score tile, the running row maxima and sums, and
@@ -42,6 +52,23 @@ type attnState struct {
 var attnStates = sync.Pool{New: func() any {
 	return &attnState{s: make([]float32, attnQBlock*attnKBlock)}
 }}
+
+// attnPacks holds the packed Kᵀ and V blocks of every matrix of one attention step when its
+// query rows are shared out (block kb of matrix b at index b·nkb+kb); a pool keeps their
+// storage from step to step.
+type attnPacks struct {
+	kt, v []kernels.PackedB
+}
+
+var attnPackSets = sync.Pool{New: func() any { return new(attnPacks) }}
+
+// grow makes room for n blocks, keeping the storage of those already there.
+func (p *attnPacks) grow(n int) {
+	if len(p.kt) < n {
+		p.kt = append(p.kt, make([]kernels.PackedB, n-len(p.kt))...)
+		p.v = append(p.v, make([]kernels.PackedB, n-len(p.v))...)
+	}
+}
 
 // bcastOperand is a mask (or Where condition) broadcast to the score shape: element
 // (b, i, j) is at base[b] + i·rs + j·cs.
@@ -269,16 +296,41 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 	}
 	qs, ks, vs, ost := batchStrided(batch, qStride), batchStrided(batch, kStride), batchStrided(batch, vStride), batchStrided(batch, oStride)
 	nb := prod(batch)
+	nkb := (nk + attnKBlock - 1) / attnKBlock
+	// packKV packs key block k0 of matrix b: Kᵀ's columns and V's rows k0….
+	packKV := func(ktp, vp *kernels.PackedB, b, k0 int) {
+		cols := min(attnKBlock, nk-k0)
+		if ks.cs == 1 {
+			ktp.Pack(false, dk, cols, kt.F32[ks.off[b]+k0:], ks.ld)
+		} else {
+			ktp.Pack(true, dk, cols, kt.F32[ks.off[b]+k0*ks.cs:], ks.cs)
+		}
+		vp.Pack(false, cols, dv, v.F32[vs.off[b]+k0*vs.ld:], vs.ld)
+	}
 	// A task is one (batch, head) matrix, or a contiguous share of its query rows when there
-	// are too few matrices to make attnTasks tasks. It packs each block of Kᵀ and V once and
-	// runs every query block of its share against it; the Q rows and score tiles are read
-	// in place by the packed SGEMM.
+	// are too few matrices to make attnTasks tasks (shares of attnMinQ rows or more), or
+	// attnSharedTasks tasks (whole attnQBlock blocks). With whole matrices, a task packs each
+	// block of Kᵀ and V itself, just before it reads them. With shares, the blocks are packed
+	// once beforehand (one parallel step) and every share of the matrix reads them: the
+	// shares balance the threads without packing the same blocks again.
 	chunks := 1
 	if nb < attnTasks {
 		chunks = min((attnTasks+nb-1)/nb, (nq+attnMinQ-1)/attnMinQ)
 	}
+	if nb < attnSharedTasks {
+		chunks = max(chunks, min((attnSharedTasks+nb-1)/nb, nq/attnQBlock))
+	}
 	per := (nq + chunks - 1) / chunks
 	chunks = (nq + per - 1) / per
+	var packs *attnPacks
+	if chunks > 1 {
+		packs = attnPackSets.Get().(*attnPacks)
+		defer attnPackSets.Put(packs)
+		packs.grow(nb * nkb)
+		workpool.Tasks(e.threads, nb*nkb, func(t int) {
+			packKV(&packs.kt[t], &packs.v[t], t/nkb, t%nkb*attnKBlock)
+		})
+	}
 	workpool.Tasks(e.threads, nb*chunks, func(t int) {
 		b := t / chunks
 		qLo := (t % chunks) * per
@@ -295,12 +347,12 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 		}
 		for k0 := 0; k0 < nk; k0 += attnKBlock {
 			cols := min(attnKBlock, nk-k0)
-			if ks.cs == 1 {
-				st.kt.Pack(false, dk, cols, kt.F32[ks.off[b]+k0:], ks.ld)
+			ktp, vp := &st.kt, &st.v
+			if packs != nil {
+				ktp, vp = &packs.kt[b*nkb+k0/attnKBlock], &packs.v[b*nkb+k0/attnKBlock]
 			} else {
-				st.kt.Pack(true, dk, cols, kt.F32[ks.off[b]+k0*ks.cs:], ks.cs)
+				packKV(ktp, vp, b, k0)
 			}
-			st.v.Pack(false, cols, dv, v.F32[vs.off[b]+k0*vs.ld:], vs.ld)
 			beta := float32(1)
 			if k0 == 0 {
 				beta = 0
@@ -308,7 +360,7 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 			for q0 := qLo; q0 < qHi; q0 += attnQBlock {
 				rows := min(attnQBlock, qHi-q0)
 				sc := s[:rows*cols]
-				kernels.SgemmPacked(rows, cols, dk, 1, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, &st.kt, 0, sc, cols)
+				kernels.SgemmPacked(rows, cols, dk, 1, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, cols)
 				o := out.F32[ost.off[b]+q0*ost.ld:]
 				mq, lq := m[q0-qLo:], l[q0-qLo:]
 				for i := 0; i < rows; i++ {
@@ -331,7 +383,7 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 					lq[i] = lq[i]*alpha + sum
 					mq[i] = mnew
 				}
-				kernels.SgemmPacked(rows, dv, cols, 1, sc, cols, &st.v, beta, o, ost.ld)
+				kernels.SgemmPacked(rows, dv, cols, 1, sc, cols, vp, beta, o, ost.ld)
 			}
 		}
 		for i := range m {
