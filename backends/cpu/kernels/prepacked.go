@@ -105,8 +105,8 @@ func (pb *PackedB) ColAlign() int {
 	return pb.kern.nr
 }
 
-// kcBlock splits k into equal blocks no longer than kc (512 → 3×171 rather than
-// 192+192+128), so no block is a short one that pays the C update for little work.
+// kcBlock splits k into equal blocks no longer than kc (with kc = 192, 512 → 3×171 rather
+// than 192+192+128), so no block is a short one that pays the C update for little work.
 func kcBlock(k, kc int) int {
 	nb := (k + kc - 1) / kc
 	return (k + nb - 1) / nb
