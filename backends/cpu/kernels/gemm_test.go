@@ -223,9 +223,10 @@ func TestPackedDriverTwin(t *testing.T) {
 }
 
 // TestSgemmDirectA holds the driver's in-place reading of A (alpha 1, A row-major and no
-// taller than one row block) to the packed-A path it replaces, bit for bit: full panels,
-// the 8- and 4-row remainders the narrower direct kernels take, other remainders that are
-// still packed, partial column panels, several k blocks, and the beta cases.
+// taller than one row block, or any height with directTall) to the packed-A path it
+// replaces, bit for bit: full panels, the 8- and 4-row remainders the narrower direct
+// kernels take, other remainders that are still packed, several row blocks, partial column
+// panels, several k blocks, and the beta cases.
 func TestSgemmDirectA(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, kern := range asmKernels {
@@ -234,7 +235,7 @@ func TestSgemmDirectA(t *testing.T) {
 		}
 		packed := *kern
 		packed.direct, packed.directEdge = nil, nil
-		for _, dims := range [][3]int{{1, 1, 1}, {kern.mr, kern.nr, 7}, {128, 100, 2*kern.kc + 3}, {124, 65, 40}, {kern.mc, 2*kern.nr + 5, 33}, {17, 31, 9}, {kern.mc + 1, 40, 20}} {
+		for _, dims := range [][3]int{{1, 1, 1}, {kern.mr, kern.nr, 7}, {128, 100, 2*kern.kc + 3}, {124, 65, 40}, {kern.mc, 2*kern.nr + 5, 33}, {17, 31, 9}, {kern.mc + 1, 40, 20}, {2*kern.mc + 8, 70, kern.kc + 9}} {
 			for _, tb := range []bool{false, true} {
 				for _, beta := range []float32{0, 1, 0.5} {
 					g := newCase(rng, false, tb, dims[0], dims[1], dims[2], 1, beta, 3)

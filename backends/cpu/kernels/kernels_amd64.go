@@ -131,8 +131,14 @@ func packBTransFast(panel, b []float32, off, ldb, kcb, nr int) bool {
 // at b=8 n=128 and n=512 (30 pairs each, two runs). Sgemm, which packs B per call, is
 // unchanged against OpenBLAS (blasbench GemmPaired, 60 pairs, two runs each). nc = 512 keeps
 // the packed B block (1 MiB) in L2 next to the A block.
+//
+// With kc = 512 it also reads a tall A in place (directTall): the 12 strided rows no longer
+// lose to packing. Interleaved A/B against packed A blocks, SgemmParallel: one thread
+// 256×512×512 0.97, 512 and 1024 rows 0.99-1.01; two threads (each thread's share taller
+// than mc) 256×512×512 0.93-0.95, 512×512×512 0.95-0.96, 1024×512×512 0.96-1.01,
+// 512×2048×512 1.005 (40 pairs each, two runs).
 var asmKernels = []*microKernel{
-	{name: "avx512-12x32", mr: 12, nr: 32, kc: 512, mc: 192, nc: 512, fn: sgemmKernelAVX512x12x32, direct: sgemmKernelAVX512x12x32Direct, restride: true,
+	{name: "avx512-12x32", mr: 12, nr: 32, kc: 512, mc: 192, nc: 512, fn: sgemmKernelAVX512x12x32, direct: sgemmKernelAVX512x12x32Direct, restride: true, directTall: true,
 		directEdge: []directKernel{{8, sgemmKernelAVX512x8x32Direct}, {4, sgemmKernelAVX512x4x32Direct}}, ok: hasAVX512},
 	{name: "avx512-14x32", mr: 14, nr: 32, kc: 256, mc: 196, nc: 2048, fn: sgemmKernelAVX512x14x32, ok: hasAVX512},
 	{name: "avx512-8x48", mr: 8, nr: 48, kc: 256, mc: 192, nc: 2064, fn: sgemmKernelAVX512x8x48, ok: hasAVX512},

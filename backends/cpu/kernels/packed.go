@@ -36,7 +36,10 @@ type microKernel struct {
 	// restride, when set, lets the driver copy rows of A whose stride aliases in L1 before
 	// the direct kernels read them (see restrideRows).
 	restride bool
-	ok       func() bool // whether this CPU can run fn
+	// directTall, when set, lets sgemmPacked read op(A) in place however tall it is, as
+	// sgemmPrepacked always does, instead of packing A blocks when op(A) is taller than mc.
+	directTall bool
+	ok         func() bool // whether this CPU can run fn
 }
 
 // directFn is the signature of the direct micro-kernels.
@@ -164,8 +167,9 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 	// 4-row remainder without a zero-padded panel. Taller A blocks are reused by every B
 	// panel and stay packed: read in place through twelve strided rows they lose L1 lines
 	// to set conflicts. Interleaved A/B, one thread: 128×2048×512 +5 %, 128×512×512 +4 %,
-	// and 512×2048×512 −2.5 % when forced.
-	direct := kern.direct != nil && alpha == 1 && !transA && m <= kern.mc
+	// and 512×2048×512 −2.5 % when forced. Kernels with directTall read taller A in place
+	// too.
+	direct := kern.direct != nil && alpha == 1 && !transA && (m <= kern.mc || kern.directTall)
 	nc := kern.nc
 	if direct && kern.ncDirect > 0 {
 		nc = kern.ncDirect
