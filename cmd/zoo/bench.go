@@ -53,9 +53,9 @@ func benchCommand() *cli.Command {
 		ArgsUsage: "NAME[.PRESET]...",
 		Description: "Runs every combination of models × backends × --batch × --seq on synthetic token batches (the sample\n" +
 			"text, no padding) and prints one row each, like llama-bench. " + benchTimingDoc + ".\n" +
-			"The SGEMM peak is measured per backend before and after the rows, and the better reading kept: a\n" +
-			"1024×1024×1024 MatMul graph (4096 on accelerators) compiled by that backend with the same threads, best of\n" +
-			"5 runs after a warm-up.\n" +
+			"The SGEMM peak is measured per backend before the rows and again after each row, and the best reading\n" +
+			"kept: a 1024×1024×1024 MatMul graph (4096 on accelerators) compiled by that backend with the same\n" +
+			"threads, best of 5 runs after a warm-up.\n" +
 			benchMemoryDoc + ". go_alloc_bytes_per_run (JSON/CSV) is the Go heap allocated per timed run.\n" +
 			"Sequence lengths beyond a model's max_len are skipped with a note. --against onnxruntime also runs the\n" +
 			"model's ONNX export under ONNX Runtime with the same thread count (zoo then runs that same exported graph)\n" +
@@ -347,6 +347,18 @@ func benchAction(c *cli.Context) error {
 						row.ortSeriesLabel += fmt.Sprintf(" b=%d", b)
 					}
 					doc.Rows = append(doc.Rows, row)
+					// The peak is measured again after every row and the best reading kept:
+					// on a shared machine one reading can fall in a slow spell, and rows timed
+					// in a faster one would then show more than 100 % of it.
+					again := doc.Machine.Backends[bi]
+					if err := measurePeak(ctx, ch.Backend, &again); err != nil {
+						p.Close()
+						if sess != nil {
+							sess.Close()
+						}
+						return failed(err)
+					}
+					doc.keepBetterPeak(bi, again)
 				}
 			}
 			p.Close()
@@ -354,18 +366,6 @@ func benchAction(c *cli.Context) error {
 				sess.Close()
 			}
 		}
-	}
-	// The peak is measured again after the rows and the better reading kept: on a shared
-	// machine the first reading can fall in a slow spell, and rows timed in a faster one
-	// would then show more than 100 % of it.
-	for bi, ch := range choices {
-		bb := doc.Machine.Backends[bi]
-		prog.say("measuring the SGEMM peak of %s again", bb.Name)
-		again := bb
-		if err := measurePeak(ctx, ch.Backend, &again); err != nil {
-			return failed(err)
-		}
-		doc.keepBetterPeak(bi, again)
 	}
 	prog.done()
 	doc.fit()
