@@ -300,6 +300,54 @@ func benchAction(c *cli.Context) error {
 	}
 	total := len(models) * len(choices) * len(batches) * len(seqs)
 	done := 0
+	// rowsOn times model bm on backend choice bi at every batch size and length, appends
+	// the rows, and measures the backend's SGEMM peak again after each row, keeping the
+	// best reading: on a shared machine one reading can fall in a slow spell, and rows
+	// timed in a faster one would then show more than 100 % of it.
+	rowsOn := func(bm *benchModel, bi int, ch backends.Choice) error {
+		bb := doc.Machine.Backends[bi]
+		p, err := ch.Backend.Compile(bm.graph, backends.Options{Threads: threads})
+		if err != nil {
+			return failed(fmt.Errorf("compile %s on %s: %w", bm.displayName(), bb.Name, err))
+		}
+		defer p.Close()
+		var sess *ort.Session
+		if rt != nil {
+			if sess, err = rt.NewSession(bm.onnx, ort.SessionOptions{Threads: bb.Threads}); err != nil {
+				return failed(fmt.Errorf("onnxruntime: model %s: %w", bm.displayName(), err))
+			}
+			defer sess.Close()
+		}
+		for _, b := range batches {
+			for _, n := range seqs {
+				if bm.maxLen > 0 && n > bm.maxLen {
+					continue
+				}
+				done++
+				prog.say("%s on %s: batch %d, n %d (%d/%d)", bm.displayName(), bb.Name, b, n, done, total)
+				row, err := benchOne(ctx, bm, p, sess, bb, b, n, reps, warmup)
+				if err != nil {
+					return err
+				}
+				row.seriesKey = bm.displayName() + " " + bb.Name
+				row.ortSeriesLabel = bm.displayName() + " onnxruntime"
+				if len(choices) > 1 {
+					row.ortSeriesLabel += " (vs " + bb.Name + ")"
+				}
+				if len(batches) > 1 {
+					row.seriesKey += fmt.Sprintf(" b=%d", b)
+					row.ortSeriesLabel += fmt.Sprintf(" b=%d", b)
+				}
+				doc.Rows = append(doc.Rows, row)
+				again := doc.Machine.Backends[bi]
+				if err := measurePeak(ctx, ch.Backend, &again); err != nil {
+					return failed(err)
+				}
+				doc.keepBetterPeak(bi, again)
+			}
+		}
+		return nil
+	}
 	for _, bm := range models {
 		for _, b := range batches {
 			for _, n := range seqs {
@@ -310,60 +358,8 @@ func benchAction(c *cli.Context) error {
 			}
 		}
 		for bi, ch := range choices {
-			bb := doc.Machine.Backends[bi]
-			p, err := ch.Backend.Compile(bm.graph, backends.Options{Threads: threads})
-			if err != nil {
-				return failed(fmt.Errorf("compile %s on %s: %w", bm.displayName(), bb.Name, err))
-			}
-			var sess *ort.Session
-			if rt != nil {
-				if sess, err = rt.NewSession(bm.onnx, ort.SessionOptions{Threads: bb.Threads}); err != nil {
-					p.Close()
-					return failed(fmt.Errorf("onnxruntime: model %s: %w", bm.displayName(), err))
-				}
-			}
-			for _, b := range batches {
-				for _, n := range seqs {
-					if bm.maxLen > 0 && n > bm.maxLen {
-						continue
-					}
-					done++
-					prog.say("%s on %s: batch %d, n %d (%d/%d)", bm.displayName(), bb.Name, b, n, done, total)
-					row, err := benchOne(ctx, bm, p, sess, bb, b, n, reps, warmup)
-					if err != nil {
-						p.Close()
-						if sess != nil {
-							sess.Close()
-						}
-						return err
-					}
-					row.seriesKey = bm.displayName() + " " + bb.Name
-					row.ortSeriesLabel = bm.displayName() + " onnxruntime"
-					if len(choices) > 1 {
-						row.ortSeriesLabel += " (vs " + bb.Name + ")"
-					}
-					if len(batches) > 1 {
-						row.seriesKey += fmt.Sprintf(" b=%d", b)
-						row.ortSeriesLabel += fmt.Sprintf(" b=%d", b)
-					}
-					doc.Rows = append(doc.Rows, row)
-					// The peak is measured again after every row and the best reading kept:
-					// on a shared machine one reading can fall in a slow spell, and rows timed
-					// in a faster one would then show more than 100 % of it.
-					again := doc.Machine.Backends[bi]
-					if err := measurePeak(ctx, ch.Backend, &again); err != nil {
-						p.Close()
-						if sess != nil {
-							sess.Close()
-						}
-						return failed(err)
-					}
-					doc.keepBetterPeak(bi, again)
-				}
-			}
-			p.Close()
-			if sess != nil {
-				sess.Close()
+			if err := rowsOn(bm, bi, ch); err != nil {
+				return err
 			}
 		}
 	}

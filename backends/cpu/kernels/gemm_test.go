@@ -222,9 +222,8 @@ func TestPackedDriverTwin(t *testing.T) {
 	}
 }
 
-// TestSgemmDirectA holds the driver's in-place reading of A (alpha 1, A row-major and no
-// taller than one row block, or any height with directTall) to the packed-A path it
-// replaces, bit for bit: full panels, the 8- and 4-row remainders the narrower direct
+// TestSgemmDirectA holds the driver's in-place reading of A (alpha 1, A row-major) to the
+// packed-A path it replaces, bit for bit: full panels, the 8- and 4-row remainders the narrower direct
 // kernels take, other remainders that are still packed, several row blocks, partial column
 // panels, several k blocks, and the beta cases.
 func TestSgemmDirectA(t *testing.T) {

@@ -131,28 +131,21 @@ func packBTransFast(panel, b []float32, off, ldb, kcb, nr int) bool {
 // at b=8 n=128 and n=512 (30 pairs each, two runs). Sgemm, which packs B per call, is
 // unchanged against OpenBLAS (blasbench GemmPaired, 60 pairs, two runs each). nc = 512 keeps
 // the packed B block (1 MiB) in L2 next to the A block.
-//
-// With kc = 512 it also reads a tall A in place (directTall): the 12 strided rows no longer
-// lose to packing. Interleaved A/B against packed A blocks, SgemmParallel: one thread
-// 256×512×512 0.97, 512 and 1024 rows 0.99-1.01; two threads (each thread's share taller
-// than mc) 256×512×512 0.93-0.95, 512×512×512 0.95-0.96, 1024×512×512 0.96-1.01,
-// 512×2048×512 1.005 (40 pairs each, two runs).
 var asmKernels = []*microKernel{
-	{name: "avx512-12x32", mr: 12, nr: 32, kc: 512, mc: 192, nc: 512, fn: sgemmKernelAVX512x12x32, direct: sgemmKernelAVX512x12x32Direct, restride: true, directTall: true,
+	{name: "avx512-12x32", mr: 12, nr: 32, kc: 512, mc: 192, nc: 512, fn: sgemmKernelAVX512x12x32, direct: sgemmKernelAVX512x12x32Direct, restride: true,
 		directEdge: []directKernel{{8, sgemmKernelAVX512x8x32Direct}, {4, sgemmKernelAVX512x4x32Direct}}, ok: hasAVX512},
 	{name: "avx512-14x32", mr: 14, nr: 32, kc: 256, mc: 196, nc: 2048, fn: sgemmKernelAVX512x14x32, ok: hasAVX512},
 	{name: "avx512-8x48", mr: 8, nr: 48, kc: 256, mc: 192, nc: 2064, fn: sgemmKernelAVX512x8x48, ok: hasAVX512},
 	{name: "avx512-6x64", mr: 6, nr: 64, kc: 256, mc: 192, nc: 2048, fn: sgemmKernelAVX512x6x64, ok: hasAVX512},
 	// nc = 1024 for AVX2: a 2048-wide block (2 MiB at kc = 256) filled this Xeon's L2 and ran
 	// 10 % slower on 128×2048×512 and 3 % on 512×2048×512 (interleaved A/B, 40 rounds).
-	// With A read in place (m ≤ mc) narrower blocks are better still. Paired against OpenBLAS
-	// Haswell on 128×2048×512, one thread: 0.88-0.89 with 1024, 0.96-0.99 with 512, 0.97-1.02
-	// with 256 (five runs each way); two threads: 0.95-0.98 with 1024, 1.04 with 256.
-	// 512×2048×512 (packed A) lost 3 % with 512 and keeps 1024. A taller A is read in place
-	// too (directTall), with ncDirect: against packed A blocks, SgemmParallel, interleaved A/B
-	// (40 pairs, two runs), one thread 0.96-1.00 on 256-512 rows, two threads 0.92-0.94 on
-	// 256×512×512 and 512×512×512, 0.98-1.00 on 512×2048×512.
-	{name: "avx2-6x16", mr: 6, nr: 16, kc: 256, mc: 192, nc: 1024, ncDirect: 256, directTall: true, fn: sgemmKernelAVX2x6x16, direct: sgemmKernelAVX2x6x16Direct,
+	// With A read in place (then only when m ≤ mc) narrower blocks are better still; the
+	// driver now reads every row-major A in place, so ncDirect = 256 is the width it uses.
+	// Paired against OpenBLAS Haswell on 128×2048×512, one thread: 0.88-0.89 with 1024,
+	// 0.96-0.99 with 512, 0.97-1.02 with 256 (five runs each way); two threads: 0.95-0.98
+	// with 1024, 1.04 with 256. 512×2048×512, then with packed A, lost 3 % with 512, so nc
+	// stays 1024 for the packed kernel.
+	{name: "avx2-6x16", mr: 6, nr: 16, kc: 256, mc: 192, nc: 1024, ncDirect: 256, fn: sgemmKernelAVX2x6x16, direct: sgemmKernelAVX2x6x16Direct,
 		directEdge: []directKernel{{4, sgemmKernelAVX2x4x16Direct}, {2, sgemmKernelAVX2x2x16Direct}}, ok: hasAVX2},
 }
 

@@ -22,24 +22,20 @@ type microKernel struct {
 	fn         func(kc int, a, b, c *float32, ldc, flags int, beta float32)
 	// direct, when set, is fn reading an unpacked row-major A in place (row stride lda)
 	// with the same FMAs in the same order; SgemmPacked uses it when alpha is 1, and
-	// sgemmPacked too when op(A) is row-major and fits one row block, so full tiles need no
-	// packing of A at all. It also prefetches into L2, spread over its k loop,
+	// sgemmPacked too when op(A) is row-major, so full tiles need no packing of A at all. It also prefetches into L2, spread over its k loop,
 	// the cache lines from pf on (two per four k steps); pf has no effect on the result.
 	direct directFn
 	// directEdge lists narrower direct kernels (same nr, fewer rows, the same FMAs per
 	// element in the same order) for a trailing partial row panel whose height is exactly
 	// one of theirs; other heights are packed and zero-padded as before.
 	directEdge []directKernel
-	// ncDirect, when set, replaces nc in sgemmPacked when A is read in place (all of op(A)
-	// fits one row block): B is then packed in narrower blocks.
+	// ncDirect, when set, replaces nc in sgemmPacked when A is read in place: B is then
+	// packed in narrower blocks.
 	ncDirect int
 	// restride, when set, lets the driver copy rows of A whose stride aliases in L1 before
 	// the direct kernels read them (see restrideRows).
 	restride bool
-	// directTall, when set, lets sgemmPacked read op(A) in place however tall it is, as
-	// sgemmPrepacked always does, instead of packing A blocks when op(A) is taller than mc.
-	directTall bool
-	ok         func() bool // whether this CPU can run fn
+	ok       func() bool // whether this CPU can run fn
 }
 
 // directFn is the signature of the direct micro-kernels.
@@ -161,15 +157,15 @@ func sgemmPacked(kern *microKernel, transA, transB bool, m, n, k int, alpha floa
 		return
 	}
 	mr, nr := kern.mr, kern.nr
-	// When all of op(A) fits one row block, each A panel is read by only ncb/nr kernel calls
-	// per k block, and packing it costs more than it saves: the direct kernels read A in
-	// place (the same FMAs in the same order, so the result is unchanged) and cover an 8- or
-	// 4-row remainder without a zero-padded panel. Taller A blocks are reused by every B
-	// panel and stay packed: read in place through twelve strided rows they lose L1 lines
-	// to set conflicts. Interleaved A/B, one thread: 128×2048×512 +5 %, 128×512×512 +4 %,
-	// and 512×2048×512 −2.5 % when forced. Kernels with directTall read taller A in place
-	// too.
-	direct := kern.direct != nil && alpha == 1 && !transA && (m <= kern.mc || kern.directTall)
+	// The direct kernels read a row-major A in place (the same FMAs in the same order, so the
+	// result is unchanged) and cover an 8- or 4-row remainder without a zero-padded panel,
+	// as sgemmPrepacked always does. Packing the A blocks of a tall A paid for itself only
+	// with AVX-512's old kc of 192 (in place lost 2.5 % on 512×2048×512). With today's
+	// blocking, interleaved A/B against packed A blocks (SgemmParallel, 40 pairs, two runs):
+	// AVX-512 one thread 0.97 at 256 rows and 0.99-1.01 at 512-1024, two threads 0.93-0.96
+	// at 256-512 rows; AVX2 one thread 0.96-1.00, two threads 0.92-0.94 on 256 and 512
+	// rows by 512 columns.
+	direct := kern.direct != nil && alpha == 1 && !transA
 	nc := kern.nc
 	if direct && kern.ncDirect > 0 {
 		nc = kern.ncDirect
