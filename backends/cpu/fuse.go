@@ -247,8 +247,8 @@ func (p *Program) recomposeLayerNorms() {
 		return 0, false
 	}
 	// next returns the only reader of step i's single output when it is an op step of the
-	// wanted kind with one output and (but Sqrt) two inputs, and the output is not a graph
-	// output; -1 otherwise.
+	// wanted kind with one output and two inputs (one for Sqrt and ReduceMean), and the output
+	// is not a graph output; -1 otherwise.
 	next := func(i int, op string) int {
 		if len(p.steps[i].out) != 1 || p.steps[i].out[0] < 0 {
 			return -1
@@ -257,8 +257,12 @@ func (p *Program) recomposeLayerNorms() {
 		if output[o] || len(readers[o]) != 1 {
 			return -1
 		}
+		arity := 2
+		if op == "Sqrt" || op == "ReduceMean" {
+			arity = 1
+		}
 		r := readers[o][0]
-		if st := p.steps[r]; st.node.Op != op || len(st.out) != 1 || st.out[0] < 0 || len(st.in) != map[bool]int{true: 1, false: 2}[op == "Sqrt" || op == "ReduceMean"] {
+		if st := p.steps[r]; st.node.Op != op || len(st.out) != 1 || st.out[0] < 0 || len(st.in) != arity {
 			return -1
 		}
 		return r
@@ -393,9 +397,6 @@ func (f *fuser) scalarConst(s int) (float32, bool) {
 	}
 	return t.F32[0], true
 }
-
-// other returns the input of binary step i that is not slot s, and whether s is input 0.
-func (f *fuser) other(i, s int) (int, bool, bool) { return f.p.otherInput(i, s) }
 
 // otherInput returns the input of binary step i (one output) that is not slot s, whether s
 // is input 0, and whether s is an input at all.
@@ -539,7 +540,7 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 			return nil, step{}, "", false
 		}
 		if c, ok := f.single(a); ok && p.steps[c].node.Op == "Add" {
-			bs, _, _ := f.other(c, a)
+			bs, _, _ := f.p.otherInput(c, a)
 			if b = f.constF32(bs); b != nil {
 				addI = c
 			}
@@ -591,7 +592,7 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		// A residual Add of a run-time value read by nothing else joins the epilogue (the
 		// fast path checks at run time that it has the output's shape).
 		if c, ok := f.single(out); ok && p.steps[c].node.Op == "Add" {
-			if r, _, ok := f.other(c, out); ok && r >= 0 && r != out && p.kinds[r] != slotConst {
+			if r, _, ok := f.p.otherInput(c, out); ok && r >= 0 && r != out && p.kinds[r] != slotConst {
 				group = append(group, c)
 				ext = append(ext, r)
 				out = f.outOf(c)
@@ -786,8 +787,8 @@ func lastAxisSlice(args []*tensor.Tensor, r, n int) (lo, hi int, ok bool) {
 			return 0, 0, false
 		}
 	}
-	s, e = sliceBounds(s, e, int64(n), 1)
-	return int(s), int(max(e, s)), true
+	first, count := graph.SliceBound(s, e, 1, int64(n))
+	return int(first), int(first + count), true
 }
 
 // mergeSiblings turns fused linear steps that read the same run-time value and nothing else
@@ -977,12 +978,12 @@ func (f *fuser) matchActivation(h int) (group []int, out int, act activation, ok
 	if !ok || p.steps[add1].node.Op != "Add" {
 		return nil, -1, 0, false
 	}
-	if o, _, ok := f.other(add1, f.outOf(erf)); !ok {
+	if o, _, ok := f.p.otherInput(add1, f.outOf(erf)); !ok {
 		return nil, -1, 0, false
 	} else if v, ok := f.scalarConst(o); !ok || v != 1 {
 		return nil, -1, 0, false
 	}
-	mo, _, ok := f.other(mulH, h)
+	mo, _, ok := f.p.otherInput(mulH, h)
 	if !ok {
 		return nil, -1, 0, false
 	}
@@ -1001,7 +1002,7 @@ func (f *fuser) matchActivation(h int) (group []int, out int, act activation, ok
 		if !ok || p.steps[m2].node.Op != "Mul" {
 			return nil, -1, 0, false
 		}
-		if o, _, ok := f.other(m2, f.outOf(mulH)); !ok {
+		if o, _, ok := f.p.otherInput(m2, f.outOf(mulH)); !ok {
 			return nil, -1, 0, false
 		} else if v, ok := f.scalarConst(o); !ok || v != 0.5 {
 			return nil, -1, 0, false

@@ -591,13 +591,7 @@ func makeSlice(n *graph.Node) (kernel, error) {
 			if step == 0 {
 				return nil, fmt.Errorf("step for axis %d is 0", ax)
 			}
-			s, en := sliceBounds(starts[i], ends[i], dim, step)
-			var count int64
-			if step > 0 && en > s {
-				count = (en - s + step - 1) / step
-			} else if step < 0 && s > en {
-				count = (s - en + (-step) - 1) / (-step)
-			}
+			s, count := graph.SliceBound(starts[i], ends[i], step, dim)
 			shape[ax] = int(count)
 			if count > 0 {
 				base += int(s) * st[ax]
@@ -606,22 +600,6 @@ func makeSlice(n *graph.Node) (kernel, error) {
 		}
 		return one(copyStrided(e, x, shape, base, strides))
 	}, nil
-}
-
-// sliceBounds applies ONNX Slice's rules to one axis of length dim: negative bounds count
-// from the end, then start and end are clamped to [0, dim] for a positive step and to
-// [0, dim−1] and [−1, dim−1] for a negative one.
-func sliceBounds(start, end, dim, step int64) (int64, int64) {
-	if start < 0 {
-		start += dim
-	}
-	if end < 0 {
-		end += dim
-	}
-	if step > 0 {
-		return min(max(start, 0), dim), min(max(end, 0), dim)
-	}
-	return min(max(start, 0), dim-1), min(max(end, -1), dim-1)
 }
 
 // makeGather implements Gather: negative indices count from the end of the axis.

@@ -1766,8 +1766,11 @@ func (c *nodeCtx) split() ([]*absVal, error) {
 	return outs, nil
 }
 
-// sliceBound is ONNX's effective start and length on one axis of known size dim.
-func sliceBound(start, end, step, dim int64) (int64, int64) {
+// SliceBound applies ONNX Slice's rules to one axis of size dim and returns the first index
+// taken and how many elements are taken: negative bounds count from the end, then start and
+// end are clamped to [0, dim] for a positive step and to [0, dim−1] and [−1, dim−1] for a
+// negative one. step must not be 0; an empty range gives a count of 0.
+func SliceBound(start, end, step, dim int64) (first, count int64) {
 	if start < 0 {
 		start += dim
 	}
@@ -1889,7 +1892,7 @@ func (c *nodeCtx) slice() ([]*absVal, error) {
 		d, s, e := x.shape[k], starts[i], ends[i]
 		switch {
 		case d.Known() && s.known && e.known:
-			f, n := sliceBound(s.v, e.v, steps[i], d.Size)
+			f, n := SliceBound(s.v, e.v, steps[i], d.Size)
 			first[k] = f
 			out[k] = Fixed(n)
 		case s.known && s.v == 0 && steps[i] == 1 && e.known && e.v >= math.MaxInt32:
