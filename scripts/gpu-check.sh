@@ -8,7 +8,7 @@
 #        scripts/gpu-check.sh build
 #      builds into .gpu-build/ (ignored through .git/info/exclude): the zoo binary and the
 #      test binary of backends/cuda (about 28 MiB, stripped). The per-variant GPU checks live
-#      in that binary (it imports plugins.Builtin()); the plugins' own test binaries only
+#      in that binary (it imports variants.Builtin()); the variants' own test binaries only
 #      exercise the CPU, so they are not carried (CI runs them).
 #   2. On the GPU machine, through the device tool:
 #        run(command="bash scripts/gpu-check.sh run", carry=[".gpu-build"], timeout_s=540)

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
-	"github.com/zoo-dev/zoo/backends/cpu/kernels"
+	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/backends/cpu/vec"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -46,7 +46,7 @@ const (
 // the packed Kᵀ and V blocks of its head.
 type attnState struct {
 	s, m, l []float32
-	kt, v   kernels.PackedB
+	kt, v   gemm.PackedB
 }
 
 var attnStates = sync.Pool{New: func() any {
@@ -57,7 +57,7 @@ var attnStates = sync.Pool{New: func() any {
 // query rows are shared out (block kb of matrix b at index b·nkb+kb); a pool keeps their
 // storage from step to step.
 type attnPacks struct {
-	kt, v []kernels.PackedB
+	kt, v []gemm.PackedB
 }
 
 var attnPackSets = sync.Pool{New: func() any { return new(attnPacks) }}
@@ -65,8 +65,8 @@ var attnPackSets = sync.Pool{New: func() any { return new(attnPacks) }}
 // grow makes room for n blocks, keeping the storage of those already there.
 func (p *attnPacks) grow(n int) {
 	if len(p.kt) < n {
-		p.kt = append(p.kt, make([]kernels.PackedB, n-len(p.kt))...)
-		p.v = append(p.v, make([]kernels.PackedB, n-len(p.v))...)
+		p.kt = append(p.kt, make([]gemm.PackedB, n-len(p.kt))...)
+		p.v = append(p.v, make([]gemm.PackedB, n-len(p.v))...)
 	}
 }
 
@@ -298,7 +298,7 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 	nb := prod(batch)
 	nkb := (nk + attnKBlock - 1) / attnKBlock
 	// packKV packs key block k0 of matrix b: Kᵀ's columns and V's rows k0….
-	packKV := func(ktp, vp *kernels.PackedB, b, k0 int) {
+	packKV := func(ktp, vp *gemm.PackedB, b, k0 int) {
 		cols := min(attnKBlock, nk-k0)
 		if ks.cs == 1 {
 			ktp.Pack(false, dk, cols, kt.F32[ks.off[b]+k0:], ks.ld)
@@ -360,7 +360,7 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 			for q0 := qLo; q0 < qHi; q0 += attnQBlock {
 				rows := min(attnQBlock, qHi-q0)
 				sc := s[:rows*cols]
-				kernels.SgemmPacked(rows, cols, dk, 1, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, cols)
+				gemm.SgemmPacked(rows, cols, dk, 1, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, cols)
 				o := out.F32[ost.off[b]+q0*ost.ld:]
 				mq, lq := m[q0-qLo:], l[q0-qLo:]
 				for i := 0; i < rows; i++ {
@@ -383,7 +383,7 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 					lq[i] = lq[i]*alpha + sum
 					mq[i] = mnew
 				}
-				kernels.SgemmPacked(rows, dv, cols, 1, sc, cols, vp, beta, o, ost.ld)
+				gemm.SgemmPacked(rows, dv, cols, 1, sc, cols, vp, beta, o, ost.ld)
 			}
 		}
 		for i := range m {
@@ -445,7 +445,7 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 // they go; each task reads its A rows in place and its columns of the
 // pre-packed weights, and applies the epilogue to its tile while it is in cache. Tiles may
 // start anywhere on these alignments because the packed SGEMM's result for an element does
-// not depend on where tiles start (the k order is fixed by k alone; kernels.SgemmParallel
+// not depend on where tiles start (the k order is fixed by k alone; gemm.SgemmParallel
 // relies on the same property), so results stay bitwise identical for any thread count.
 const (
 	// Tile heights are multiples of 4: every remainder of such a height modulo the AVX-512
@@ -554,7 +554,7 @@ func linearTiles(m, n, k, threads int, colsOK bool) []linTile {
 // (the output must keep x's rank for the broadcast to be the plain row broadcast); bias may
 // be nil, for a product with no bias and then no activation.
 type linearSpec struct {
-	pw    *kernels.PackedB
+	pw    *gemm.PackedB
 	bias  []float32
 	bRank int
 	act   activation
@@ -652,7 +652,7 @@ func (j *linearJob) tile(t int) {
 	s, k, w := j.spec, j.spec.pw.K(), j.w
 	tl := j.tiles[t]
 	c := j.out.F32[tl.r0*w:]
-	var epi kernels.Epilogue
+	var epi gemm.Epilogue
 	if s.bias != nil || j.res != nil || s.ln != nil {
 		epi = func(i0, i1, j0, j1 int) {
 			if !linearEpilogue(c, w, j.col0, tl.r0, i0, i1, j0, j1, s.bias, j.va, j.res, s.ln) {
@@ -660,7 +660,7 @@ func (j *linearJob) tile(t int) {
 			}
 		}
 	}
-	kernels.SgemmPackedEpilogueAt(tl.r1-tl.r0, j.col0+tl.c0, j.col0+tl.c1, 1, j.x.F32[tl.r0*k:], k, s.pw, 0, c[tl.c0:], w, epi)
+	gemm.SgemmPackedEpilogueAt(tl.r1-tl.r0, j.col0+tl.c0, j.col0+tl.c1, 1, j.x.F32[tl.r0*k:], k, s.pw, 0, c[tl.c0:], w, epi)
 	if s.ln != nil && j.left[tl.band].Add(-1) == 0 && j.lnLate[tl.band].Load() && !j.deferred[tl.band] {
 		j.normalize(tl.r0, tl.r1)
 	}

@@ -1,6 +1,6 @@
 // Package cpu is zoo's reference CPU backend: a pure-Go implementation of every operator in
 // the graph IR with ONNX opset-17 semantics, multi-threaded across cores, with matrix
-// products delegated to the SGEMM kernels of package kernels. It registers itself as "cpu".
+// products delegated to the SGEMM kernels of package gemm. It registers itself as "cpu".
 package cpu
 
 import (
@@ -15,7 +15,7 @@ import (
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
-	"github.com/zoo-dev/zoo/backends/cpu/kernels"
+	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -42,7 +42,7 @@ func (Backend) Name() string { return Name }
 func (Backend) Probe() backends.Probe {
 	return backends.Probe{
 		Available: true,
-		Level:     kernels.Level(),
+		Level:     gemm.Level(),
 		Device:    deviceName(),
 		Threads:   DefaultThreads(),
 		Priority:  Priority,
@@ -451,7 +451,7 @@ func aliasesInput(t *tensor.Tensor, inputs map[string]*tensor.Tensor) bool {
 	return false
 }
 
-// exec carries per-run state into kernels.
+// exec carries per-run state into gemm.
 type exec struct {
 	threads int
 	pool    *bufPool // nil at compile time (constant folding): plain allocation

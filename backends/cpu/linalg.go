@@ -4,14 +4,14 @@ import (
 	"fmt"
 
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
-	"github.com/zoo-dev/zoo/backends/cpu/kernels"
+	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
 // Matrix products are cut into tasks of whole output rows. The cut depends only on the
 // shapes (never on the thread count), so results are bitwise identical for any number of
-// threads: each task is the same kernels.Sgemm call whichever goroutine runs it.
+// threads: each task is the same gemm.Sgemm call whichever goroutine runs it.
 const (
 	gemmTaskMACs  = 1 << 20 // least multiply-adds worth a task of its own
 	gemmMaxSplit  = 32      // most tasks one matrix product is cut into
@@ -56,7 +56,7 @@ func runGemms(threads int, jobs []gemmJob, transA, transB bool, m, n, k int, alp
 		if transA {
 			aOff = j.aOff + r0
 		}
-		kernels.Sgemm(transA, transB, rows, n, k, alpha, a[aOff:], lda, b[j.bOff:], ldb, beta, c[j.cOff+r0*ldc:], ldc)
+		gemm.Sgemm(transA, transB, rows, n, k, alpha, a[aOff:], lda, b[j.bOff:], ldb, beta, c[j.cOff+r0*ldc:], ldc)
 	})
 }
 

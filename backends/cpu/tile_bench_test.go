@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
-	"github.com/zoo-dev/zoo/backends/cpu/kernels"
+	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 )
 
 // BenchmarkLinearTiles compares linearCuts' guided tiles with one fixed half per thread for
@@ -26,7 +26,7 @@ func BenchmarkLinearTiles(b *testing.B) {
 		for i := range w {
 			w[i] = float32(i%5) - 2
 		}
-		pw := kernels.PackB(false, k, n, w, n)
+		pw := gemm.PackB(false, k, n, w, n)
 		byCols, guided := linearCuts(m, n, k, 2)
 		l := m
 		if byCols {
@@ -42,9 +42,9 @@ func BenchmarkLinearTiles(b *testing.B) {
 					workpool.Tasks(2, len(v.cuts)-1, func(t int) {
 						lo, hi := v.cuts[t], v.cuts[t+1]
 						if byCols {
-							kernels.SgemmPackedCols(m, lo, hi, 1, x, k, pw, 0, c, n)
+							gemm.SgemmPackedCols(m, lo, hi, 1, x, k, pw, 0, c, n)
 						} else {
-							kernels.SgemmPacked(hi-lo, n, k, 1, x[lo*k:], k, pw, 0, c[lo*n:], n)
+							gemm.SgemmPacked(hi-lo, n, k, 1, x[lo*k:], k, pw, 0, c[lo*n:], n)
 						}
 					})
 				}

@@ -12,7 +12,7 @@ import (
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/backends/cuda"
-	"github.com/zoo-dev/zoo/plugins"
+	"github.com/zoo-dev/zoo/variants"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/registry"
@@ -55,7 +55,7 @@ func loadRegistry(t testing.TB) *registry.Registry {
 // buildVariant builds variant name at preset with seed 1.
 func buildVariant(t testing.TB, reg *registry.Registry, name, preset string) *graph.Graph {
 	t.Helper()
-	v, ok := plugins.Builtin()[name]
+	v, ok := variants.Builtin()[name]
 	if !ok {
 		t.Fatalf("no builtin variant %s", name)
 	}
@@ -162,7 +162,7 @@ func TestVariantsMatchCPU(t *testing.T) {
 	needGPU(t)
 	reg := loadRegistry(t)
 	var names []string
-	for name := range plugins.Builtin() {
+	for name := range variants.Builtin() {
 		names = append(names, name)
 	}
 	sort.Strings(names)

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/zoo-dev/zoo/plugins"
+	"github.com/zoo-dev/zoo/variants"
 )
 
 // TestExportPassesONNXChecker runs Debian's onnx 1.12 checker (full_check, with shape
@@ -15,7 +15,7 @@ func TestExportPassesONNXChecker(t *testing.T) {
 		t.Skip("Debian's python3-onnx is not installed (apt-get install python3-onnx)")
 	}
 	dir := t.TempDir()
-	for name := range plugins.Builtin() {
+	for name := range variants.Builtin() {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name+".onnx")
 			if code, _, errs := zoo(t, "export", name, "--preset", "tiny", "--onnx", "-o", path); code != 0 {

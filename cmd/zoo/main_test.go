@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/zoo-dev/zoo/zoo/plugin/plugintest"
+	"github.com/zoo-dev/zoo/plugin/plugintest"
 )
 
 // TestMain lets the test binary serve plugins: the built-in variants when the CLI under test

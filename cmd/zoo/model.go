@@ -8,7 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	zooroot "github.com/zoo-dev/zoo"
-	"github.com/zoo-dev/zoo/plugins"
+	"github.com/zoo-dev/zoo/variants"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/registry"
 	"github.com/zoo-dev/zoo/zoo/variant"
@@ -125,7 +125,7 @@ func resolveVariant(c *cli.Context, ref string) (variant.Variant, registry.Entry
 // and killed when the command ends.
 func variantFor(e registry.Entry) (variant.Variant, error) {
 	if e.IsBuiltin() {
-		v, ok := plugins.Builtin()[e.Name]
+		v, ok := variants.Builtin()[e.Name]
 		if !ok {
 			return nil, badInputf("registry entry %s says plugin: builtin, but this zoo binary has no built-in variant %q", e.Name, e.Name)
 		}

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/zoo-dev/zoo/onnx/ort"
-	"github.com/zoo-dev/zoo/onnx/parity"
-	"github.com/zoo-dev/zoo/plugins"
+	"github.com/zoo-dev/zoo/internal/parity"
+	"github.com/zoo-dev/zoo/variants"
 )
 
 func needORT(t *testing.T) {
@@ -66,7 +66,7 @@ func TestParityBadInput(t *testing.T) {
 // presets at atol 1e-5, base presets at 1e-4, layer by layer.
 func TestParityEveryBuiltin(t *testing.T) {
 	needORT(t)
-	for name := range plugins.Builtin() {
+	for name := range variants.Builtin() {
 		for _, c := range []struct{ preset, atol string }{{"tiny", "1e-5"}, {"base", "1e-4"}} {
 			if testing.Short() && c.preset == "base" {
 				continue

@@ -15,7 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/zoo-dev/zoo/zoo/plugin/conformance"
+	"github.com/zoo-dev/zoo/plugin/conformance"
 )
 
 func init() { register(pluginCommand) }

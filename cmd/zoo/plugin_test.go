@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zoo-dev/zoo/zoo/plugin"
-	"github.com/zoo-dev/zoo/zoo/plugin/plugintest"
+	"github.com/zoo-dev/zoo/plugin"
+	"github.com/zoo-dev/zoo/plugin/plugintest"
 )
 
 // writeRegistry writes a registry with one entry and returns its path.

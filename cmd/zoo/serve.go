@@ -14,9 +14,9 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 
-	"github.com/zoo-dev/zoo/plugins"
+	"github.com/zoo-dev/zoo/variants"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/plugin"
+	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/zoo/registry"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
@@ -42,7 +42,7 @@ func maybeServeBuiltin(args []string) bool {
 		fmt.Fprintf(os.Stderr, "zoo: %s wants one variant name; zoo runs it itself\n", serveCommand)
 		os.Exit(2)
 	}
-	v, ok := plugins.Builtin()[args[2]]
+	v, ok := variants.Builtin()[args[2]]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "zoo: %s: no built-in variant %q\n", serveCommand, args[2])
 		os.Exit(2)
@@ -137,7 +137,7 @@ func (s *session) pluginHost() (*plugin.Host, error) {
 	}
 	if os.Getenv(inProcessEnv) == "1" {
 		opts.InProcess = func(name string) (variant.Variant, bool) {
-			v, ok := plugins.Builtin()[name]
+			v, ok := variants.Builtin()[name]
 			return v, ok
 		}
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/zoo-dev/zoo/zoo/plugin/conformance"
+	"github.com/zoo-dev/zoo/plugin/conformance"
 )
 
 // TestConformance runs zoo's plugin conformance kit on the variant, served in this process

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch eager baseline for zoo's CUDA backend: the seed's base encoder (6 layers,
 d_model 512, 8 heads, d_ff 2048, post-LN, ReLU), batch 32, n = 512, on the GPU, fp32 (TF32
-off) and TF32. The modules are imported from plugins/vanilla/testdata/gen_fixtures.py (the
+off) and TF32. The modules are imported from variants/vanilla/testdata/gen_fixtures.py (the
 seed's classes plus the key-padding mask). Prints one line per mode: ms per batch and
 tokens/s, measured with CUDA events after warm-up, as the mean of timed repetitions.
 
@@ -19,7 +19,7 @@ import torch
 # GPU baseline runs exactly the reference the CPU parity tests use.
 _ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 _spec = importlib.util.spec_from_file_location(
-    "vanilla_fixtures", os.path.join(_ROOT, "plugins", "vanilla", "testdata", "gen_fixtures.py"))
+    "vanilla_fixtures", os.path.join(_ROOT, "variants", "vanilla", "testdata", "gen_fixtures.py"))
 _seed = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_seed)
 Transformer = _seed.Transformer

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zoo-dev/zoo/plugins/vanilla"
+	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"

@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/zoo-dev/zoo/zoo/suggest"
+	"github.com/zoo-dev/zoo/internal/suggest"
 )
 
 var (

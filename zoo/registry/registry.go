@@ -38,7 +38,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/zoo-dev/zoo/zoo/suggest"
+	"github.com/zoo-dev/zoo/internal/suggest"
 )
 
 // Builtin is the plugin value of variants served by the zoo binary itself.

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/zoo-dev/zoo/zoo/suggest"
+	"github.com/zoo-dev/zoo/internal/suggest"
 )
 
 // Config holds hyperparameter values keyed by name; values are int64, float64, bool or string

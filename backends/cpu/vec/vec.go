@@ -4,8 +4,8 @@
 //
 // Each kernel has an AVX-512 and an AVX2+FMA implementation in Go assembly (vec_amd64.s)
 // and a pure-Go twin (generic.go) that states what it computes and is the test oracle.
-// The level follows package kernels (kernels.Level): ZOO_CPU=avx512|avx2|generic or
-// kernels.SetLevel switches both packages together, so one setting pins every SIMD path
+// The level follows package kernels (gemm.Level): ZOO_CPU=avx512|avx2|generic or
+// gemm.SetLevel switches both packages together, so one setting pins every SIMD path
 // of the backend. The assembly is used only where golang.org/x/sys/cpu reports the
 // features, and never with the purego build tag.
 //
@@ -20,7 +20,7 @@
 package vec
 
 import (
-	"github.com/zoo-dev/zoo/backends/cpu/kernels"
+	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 )
 
 // Act selects the activation BiasAct applies after the bias.
@@ -45,7 +45,7 @@ const (
 // level returns the SIMD level to use now: the kernels package's level, limited by what
 // this build and CPU can run.
 func level() int {
-	switch kernels.Level() {
+	switch gemm.Level() {
 	case "avx512":
 		if hasAVX512 {
 			return levelAVX512

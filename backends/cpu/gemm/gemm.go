@@ -1,0 +1,278 @@
+// Package gemm holds the CPU backend's matrix-product (SGEMM) kernels. Every kernel has a pure-Go
+// reference twin (the *Generic functions) that documents it and serves as the test oracle
+// for the SIMD versions chosen at start-up.
+//
+// # SGEMM
+//
+// Sgemm runs on one of these levels, the best the CPU supports being chosen at start-up
+// (golang.org/x/sys/cpu):
+//
+//   - "avx512": packed BLIS-style driver (packed.go) with a 12×32 AVX-512F micro-kernel
+//   - "avx2": the same driver with a 6×16 AVX2+FMA micro-kernel
+//   - "generic": SgemmGeneric, pure Go, on every GOARCH and with the purego build tag
+//
+// The micro-kernels are generated Go assembly (sgemm_amd64.s, from internal/asmgen); each
+// has a pure-Go twin, kernelTwin, that the tests hold it to bit for bit.
+//
+// The environment variable ZOO_CPU=avx512|avx2|generic (or auto) forces a level at start-up.
+// An unknown or unsupported value does not stop the program: the best level stays active and
+// InitError returns the reason, for a command to print. SetLevel and Available do the same
+// at run time; Level names the active level.
+//
+// Levels differ only in rounding (FMA, k blocking), and within a level the result does not
+// depend on how SgemmParallel splits the work.
+package gemm
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
+)
+
+// SgemmGeneric computes C = alpha·op(A)·op(B) + beta·C for row-major float32 matrices, where
+// op(A) is m×k (A is k×m when transA), op(B) is k×n (B is n×k when transB), and lda, ldb, ldc
+// are row strides in elements. When beta is 0, C is overwritten without being read (so NaNs
+// in C do not propagate), as in BLAS.
+func SgemmGeneric(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	for i := 0; i < m; i++ {
+		crow := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(crow)
+		} else if beta != 1 {
+			for j := range crow {
+				crow[j] *= beta
+			}
+		}
+		for p := 0; p < k; p++ {
+			var av float32
+			if transA {
+				av = a[p*lda+i]
+			} else {
+				av = a[i*lda+p]
+			}
+			av *= alpha
+			if transB {
+				for j := 0; j < n; j++ {
+					crow[j] += av * b[j*ldb+p]
+				}
+			} else {
+				brow := b[p*ldb : p*ldb+n]
+				for j, bv := range brow {
+					crow[j] += av * bv
+				}
+			}
+		}
+	}
+}
+
+// Sgemm is the entry point the backend calls: SgemmGeneric's contract, computed by the
+// kernel level in use (see Level). It runs on the calling goroutine only and is safe to call
+// from many goroutines at once: packing buffers come from a sync.Pool and no state is shared.
+// The results of different levels differ in rounding (the SIMD levels use FMA and block the
+// k sum), not beyond float32 accuracy.
+//
+// It panics, like SgemmGeneric, when a slice is too short for the shape and strides, or a
+// stride is smaller than its row length for more than one row (the BLAS rules); the SIMD
+// levels check this up front because their assembly does no bounds checks.
+func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	lv := active.Load()
+	if lv.kern == nil {
+		SgemmGeneric(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	checkArgs(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	sgemmPacked(lv.kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// parallelMinFlops is the problem size (2·m·n·k) below which SgemmParallel stays on the
+// calling goroutine: under about 8 MFLOP (≈40 µs on one AVX-512 core) the goroutine
+// wake-up and the extra packing of the shared operand cost more than a second core gains.
+const parallelMinFlops = 8 << 20
+
+// SgemmParallel computes the same as Sgemm, splitting C into up to threads contiguous
+// blocks of rows or columns (along the larger of m and n) that run on separate goroutines.
+// The split never divides the k sum and falls on micro-tile boundaries, so the result is
+// bitwise identical to Sgemm's for every threads value. Problems under about 8 MFLOP, or
+// threads <= 1, run on the calling goroutine.
+func SgemmParallel(threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	lv := active.Load()
+	if threads <= 1 || 2*float64(m)*float64(n)*float64(k) < parallelMinFlops {
+		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	checkArgs(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	run := func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+		if lv.kern == nil {
+			SgemmGeneric(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		} else {
+			sgemmPacked(lv.kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		}
+	}
+	// Split the larger output dimension in whole micro-tiles; the tile grid of every part is
+	// then a sub-grid of the undivided one.
+	splitN := n >= m
+	dim, unit := m, 1
+	if lv.kern != nil {
+		unit = lv.kern.mr
+	}
+	if splitN {
+		dim = n
+		if lv.kern != nil {
+			unit = lv.kern.nr
+		}
+	}
+	tiles := (dim + unit - 1) / unit
+	parts := min(threads, tiles)
+	if parts <= 1 {
+		run(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	// The parts run on the shared spinning worker pool: a goroutine started per call waited
+	// 50-90 µs to be scheduled on this kind of VM, a sixth of a 128×512×512 product.
+	workpool.Tasks(threads, parts, func(t int) {
+		lo := t * tiles / parts * unit
+		hi := min((t+1)*tiles/parts*unit, dim)
+		if lo >= hi {
+			return
+		}
+		// Sub-slices start at the part's first row or column; their ends are left to the
+		// original slices, which checkArgs has already validated.
+		pa, pb, pc := a, b, c
+		pm, pn := m, n
+		if splitN {
+			pn = hi - lo
+			if transB {
+				pb = b[lo*ldb:]
+			} else {
+				pb = b[lo:]
+			}
+			pc = c[lo:]
+		} else {
+			pm = hi - lo
+			if transA {
+				pa = a[lo:]
+			} else {
+				pa = a[lo*lda:]
+			}
+			pc = c[lo*ldc:]
+		}
+		run(transA, transB, pm, pn, k, alpha, pa, lda, pb, ldb, beta, pc, ldc)
+	})
+}
+
+// checkArgs panics with a descriptive message when the slices cannot hold the matrices the
+// shape and strides describe. The assembly kernels write whole tiles through raw pointers,
+// so this is what keeps invalid input a panic rather than memory corruption.
+func checkArgs(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm: Sgemm: negative dimension m=%d n=%d k=%d", m, n, k))
+	}
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	checkMat("A", ar, ac, len(a), lda)
+	checkMat("B", br, bc, len(b), ldb)
+	checkMat("C", m, n, len(c), ldc)
+}
+
+func checkMat(name string, rows, cols, length, ld int) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	if ld < 0 || (rows > 1 && ld < cols) {
+		panic(fmt.Sprintf("gemm: Sgemm: %s is %d×%d but its stride is %d", name, rows, cols, ld))
+	}
+	if need := (rows-1)*ld + cols; length < need {
+		panic(fmt.Sprintf("gemm: Sgemm: %s is %d×%d with stride %d and needs %d elements, has %d", name, rows, cols, ld, need, length))
+	}
+}
+
+// level is one selectable implementation of Sgemm.
+type level struct {
+	name string
+	kern *microKernel // nil: the pure-Go SgemmGeneric
+}
+
+// genericLevel is the pure-Go fallback, available everywhere. It uses the straight
+// SgemmGeneric loop rather than the packed driver, because without SIMD the i-k-j loop
+// (which streams rows of B and C) is faster than a packed, register-tiled pure-Go kernel.
+var genericLevel = &level{name: "generic"}
+
+var (
+	levels  = platformLevels() // every level this build knows, best first
+	active  atomic.Pointer[level]
+	initErr error // from ZOO_CPU; set once during package initialisation
+)
+
+func init() {
+	active.Store(bestLevel())
+	if v := os.Getenv("ZOO_CPU"); v != "" {
+		if err := SetLevel(v); err != nil {
+			initErr = fmt.Errorf("ZOO_CPU=%q: %w (using %s)", v, err, Level())
+		}
+	}
+}
+
+func bestLevel() *level {
+	for _, lv := range levels {
+		if lv.available() {
+			return lv
+		}
+	}
+	return genericLevel
+}
+
+func (lv *level) available() bool { return lv.kern == nil || lv.kern.ok() }
+
+// Level names the kernel level Sgemm currently uses: "avx512", "avx2" or "generic".
+func Level() string { return active.Load().name }
+
+// Available lists the levels this machine and build can run, best first; "generic" is
+// always last.
+func Available() []string {
+	var names []string
+	for _, lv := range levels {
+		if lv.available() {
+			names = append(names, lv.name)
+		}
+	}
+	return names
+}
+
+// SetLevel selects the kernel level by name ("avx512", "avx2", "generic", or "auto" or ""
+// for the best available). It returns an error, and changes nothing, when the name is
+// unknown or the CPU cannot run that level. Calls already in progress finish on the level
+// they started with; SetLevel is meant for start-up, tests and benchmarks.
+//
+// At package initialisation the environment variable ZOO_CPU is passed to SetLevel; if that
+// fails the best level stays selected and InitError reports why.
+func SetLevel(name string) error {
+	name = strings.ToLower(strings.TrimSpace(name))
+	if name == "" || name == "auto" {
+		active.Store(bestLevel())
+		return nil
+	}
+	for _, lv := range levels {
+		if lv.name == name {
+			if !lv.available() {
+				return fmt.Errorf("kernel level %q is not supported by this CPU (available: %s)", name, strings.Join(Available(), ", "))
+			}
+			active.Store(lv)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown kernel level %q (available: %s)", name, strings.Join(Available(), ", "))
+}
+
+// InitError reports a ZOO_CPU value that could not be honoured at start-up (unknown name,
+// or a level this CPU lacks), or nil. The package then runs on the best available level, so
+// a command-line tool should print this error and may choose to exit.
+func InitError() error { return initErr }

@@ -1,0 +1,208 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/zoo-dev/zoo/onnx"
+	"github.com/zoo-dev/zoo/plugin/pluginpb"
+	"github.com/zoo-dev/zoo/zoo/variant"
+)
+
+// LogLevelEnv is the environment variable through which the host tells a plugin how much to
+// log on stderr (trace, debug, info, warn, error); the host sets it to debug under --verbose.
+const LogLevelEnv = "ZOO_PLUGIN_LOG_LEVEL"
+
+// server adapts a variant.Variant to the gRPC service.
+type server struct {
+	pluginpb.UnimplementedVariantServer
+	v      variant.Variant
+	logger hclog.Logger
+}
+
+// NewServer returns the gRPC service for v. Serve and the in-process mode use it; a plugin
+// that needs its own go-plugin set-up may register it itself.
+func NewServer(v variant.Variant) pluginpb.VariantServer {
+	return &server{v: v, logger: hclog.NewNullLogger()}
+}
+
+// Describe answers with the variant's description.
+func (s *server) Describe(context.Context, *pluginpb.DescribeRequest) (resp *pluginpb.DescribeResponse, err error) {
+	defer recoverAsStatus(&err, "Describe")
+	resp, err = DescriptionToProto(s.v.Describe())
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "describe: %v", err)
+	}
+	return resp, nil
+}
+
+// Build builds, exports and streams the model.
+func (s *server) Build(req *pluginpb.BuildRequest, stream pluginpb.Variant_BuildServer) (err error) {
+	defer recoverAsStatus(&err, "Build")
+	start := time.Now()
+	d := s.v.Describe()
+	cfg, err := variant.Resolve(d, ConfigFromProto(req.GetConfig()))
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	g, err := s.v.Build(cfg, req.GetSeed())
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	built := time.Now()
+	data, err := onnx.Export(g, onnx.ExportOptions{Opset: int(req.GetOpset()), ProducerVersion: d.Name + " " + d.Version})
+	if err != nil {
+		return status.Errorf(codes.Internal, "%s built a graph that cannot be exported: %v", d.Name, err)
+	}
+	s.logger.Debug("built", "variant", d.Name, "config", cfg.JSON(), "seed", req.GetSeed(),
+		"bytes", len(data), "build", built.Sub(start).String(), "export", time.Since(built).String())
+	if err := SendModel(stream, data, int(req.GetMaxChunkBytes())); err != nil {
+		return err
+	}
+	s.logger.Debug("streamed", "variant", d.Name, "bytes", len(data), "total", time.Since(start).String())
+	return nil
+}
+
+// SendModel streams model bytes as a Build answer: header, chunks of at most maxChunk bytes
+// (MaxChunkBytes when 0 or larger), trailer with the CRC-32C of all bytes. The chunks are
+// slices of data, not copies, so data must not change until the Build call returns; the
+// checksum is updated chunk by chunk just before each send, while the chunk is in cache.
+// Plugins that implement pluginpb.VariantServer themselves can use it.
+func SendModel(stream pluginpb.Variant_BuildServer, data []byte, maxChunk int) error {
+	n := chunkLimit(uint32(maxChunk))
+	if err := stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Header{Header: &pluginpb.BuildHeader{TotalBytes: int64(len(data)), Format: "onnx"}}}); err != nil {
+		return fmt.Errorf("send header: %w", err)
+	}
+	var sum uint32
+	for off := 0; off < len(data); off += n {
+		chunk := data[off:min(off+n, len(data))]
+		sum = crc32.Update(sum, crcTable, chunk)
+		// A fresh message per chunk: gRPC forbids changing a message after SendMsg.
+		if err := stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Data{Data: chunk}}); err != nil {
+			return fmt.Errorf("send chunk at %d: %w", off, err)
+		}
+	}
+	if err := stream.Send(&pluginpb.BuildChunk{Part: &pluginpb.BuildChunk_Trailer{Trailer: &pluginpb.BuildTrailer{Crc32C: sum}}}); err != nil {
+		return fmt.Errorf("send trailer: %w", err)
+	}
+	return nil
+}
+
+// recoverAsStatus turns a panic of the variant into an Internal error, so a bug in one Build
+// does not take the process down, and logs the stack on stderr.
+func recoverAsStatus(err *error, what string) {
+	if r := recover(); r != nil {
+		fmt.Fprintf(os.Stderr, "panic in %s: %v\n%s", what, r, debug.Stack())
+		*err = status.Errorf(codes.Internal, "%s panicked: %v", what, r)
+	}
+}
+
+// pluginLogger is the SDK's logger: hclog JSON on the plugin's real stderr, which the host
+// re-emits under --verbose and keeps for error reports.
+func pluginLogger(name string, out io.Writer) hclog.Logger {
+	level := hclog.LevelFromString(os.Getenv(LogLevelEnv))
+	if level == hclog.NoLevel {
+		level = hclog.Info
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: name, Level: level, Output: out, JSONFormat: true})
+}
+
+// ServeConfig returns the go-plugin configuration that Serve uses for v: zoo's handshake,
+// protocol version ProtocolVersion, gRPC only, the message cap raised to MaxMessageBytes.
+func ServeConfig(v variant.Variant) *goplugin.ServeConfig {
+	name := v.Describe().Name
+	logger := pluginLogger(name, os.Stderr)
+	return &goplugin.ServeConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: pluginSets(&GRPCPlugin{Service: &server{v: v, logger: logger}}, ProtocolVersion),
+		GRPCServer:       newGRPCServer,
+		Logger:           logger,
+	}
+}
+
+// Serve serves v as a zoo variant plugin and does not return. Call it from main, and write
+// nothing to stdout before it (stdout carries go-plugin's handshake; log to stderr instead,
+// e.g. with the log package). Run by hand, the binary answers `describe` with its
+// description as JSON; with no arguments it explains how to use it and exits 1.
+func Serve(v variant.Variant) {
+	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
+		os.Exit(standalone(v, os.Args[1:], os.Stdout, os.Stderr))
+	}
+	go exitWithParent()
+	goplugin.Serve(ServeConfig(v))
+	os.Exit(0)
+}
+
+// standalone handles a plugin binary that a person, not a zoo host, started.
+func standalone(v variant.Variant, args []string, stdout, stderr io.Writer) int {
+	d := v.Describe()
+	if len(args) == 1 && args[0] == "describe" {
+		resp, err := DescriptionToProto(d)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", d.Name, err)
+			return 1
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(describeJSON(resp)); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", d.Name, err)
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(stderr, "%s %s is a zoo variant plugin: zoo starts it, it is not run by hand.\n"+
+		"Add it to a registry.yaml (plugin: PATH) and run `zoo run %s --registry registry.yaml`,\n"+
+		"check it with `zoo plugin test PATH`, or print its description with `%s describe`.\n",
+		d.Name, d.Version, d.Name, os.Args[0])
+	return 1
+}
+
+// describeJSON is the `describe` subcommand's output.
+func describeJSON(r *pluginpb.DescribeResponse) map[string]any {
+	var params []map[string]any
+	for _, p := range r.GetParams() {
+		m := map[string]any{"name": p.GetName(), "kind": kindName(p.GetKind()), "default": ValueFromProto(p.GetDefault()), "doc": p.GetDoc()}
+		if len(p.GetChoices()) > 0 {
+			m["choices"] = p.GetChoices()
+		}
+		if p.GetHasMin() {
+			m["min"] = p.GetMin()
+		}
+		params = append(params, m)
+	}
+	return map[string]any{
+		"name": r.GetName(), "version": r.GetVersion(), "summary": r.GetSummary(), "paper": r.GetPaper(),
+		"complexity": r.GetComplexity(), "params": params,
+		"capabilities":     map[string]any{"max_len_param": r.GetCapabilities().GetMaxLenParam(), "key_padding": r.GetCapabilities().GetKeyPadding()},
+		"protocol_version": fmt.Sprintf("%d.%d", ProtocolVersion, r.GetProtocolMinor()), "sdk_version": r.GetSdkVersion(),
+	}
+}
+
+func kindName(k pluginpb.Kind) string {
+	if v, err := kindFromProto(k); err == nil {
+		return string(v)
+	}
+	return k.String()
+}
+
+// exitWithParent ends the plugin when the host that started it is gone (killed with SIGKILL,
+// say), so no orphan outlives it.
+func exitWithParent() {
+	ppid := os.Getppid()
+	for range time.Tick(500 * time.Millisecond) {
+		if os.Getppid() != ppid {
+			os.Exit(2)
+		}
+	}
+}

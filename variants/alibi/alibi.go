@@ -1,0 +1,156 @@
+// Package alibi is attention with linear biases (Press et al. 2021, "Train Short, Test Long"):
+// no positional embedding; every head h adds -m_h·|i-j| to its scores, with the paper's
+// geometric head slopes m_h. The paper's form is causal (-m_h·(i-j) for j ≤ i); an encoder
+// attends both ways, and zoo uses the symmetric distance |i-j| as MosaicBERT
+// (BertEncoder.rebuild_alibi_tensor) and x-transformers' AlibiPositionalBias do. The causal
+// form with the mask removed is not equivalent: softmax's shift invariance that makes m·j and
+// -m·(i-j) agree needs every key j ≤ i. The encoder around it is the seed's.
+package alibi
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/zoo-dev/zoo/variants/vanilla"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/nn"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/variant"
+)
+
+// Version is the variant's version; it changes when the graph or initialisation changes.
+const Version = "1.0.0"
+
+// Variant is the ALiBi encoder.
+type Variant struct{}
+
+// New returns the alibi variant.
+func New() Variant { return Variant{} }
+
+// Describe returns the schema: the shared encoder parameters without max_len (ALiBi has no
+// positional table and no length limit) plus attn_bias and scale.
+func (Variant) Describe() variant.Description {
+	var params []variant.Param
+	for _, p := range vanilla.EncoderParams() {
+		if p.Name != "max_len" {
+			params = append(params, p)
+		}
+	}
+	params = append(params,
+		variant.Param{Name: "attn_bias", Kind: variant.KindBool, Default: true,
+			Doc: "biases on W_Q, W_K, W_V and W_O (nn.Linear's default)"},
+		variant.Param{Name: "scale", Kind: variant.KindFloat, Default: 0.0, Min: variant.MinOf(0),
+			Doc: "score scale; 0 divides Q·Kᵀ by √d_k after the product (the seed's order), a positive value multiplies the scores by it; the ALiBi bias is added after scaling"},
+	)
+	return variant.Description{
+		Name:       "alibi",
+		Version:    Version,
+		Summary:    "ALiBi: no positional embedding, per-head linear distance penalty -m_h·|i-j| on the scores (symmetric encoder form)",
+		Paper:      "https://arxiv.org/abs/2108.12409",
+		Complexity: "O(n²)",
+		Params:     params,
+		Caps:       variant.Capabilities{KeyPadding: true},
+	}
+}
+
+// Build returns the encoder graph for cfg with weights drawn from seed.
+func (v Variant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+	e := nn.EncoderConfig{
+		Vocab: cfg.Int("vocab"), DModel: cfg.Int("d_model"), Layers: cfg.Int("layers"), DFF: cfg.Int("d_ff"),
+		PosEncoding: "none", NormFirst: cfg.Bool("norm_first"), Activation: cfg.String("activation"), LNEps: cfg.Float("ln_eps"),
+	}
+	heads := cfg.Int("heads")
+	if heads < 1 || e.DModel%heads != 0 {
+		return nil, fmt.Errorf("alibi: heads=%d must divide d_model=%d", heads, e.DModel)
+	}
+	c := nn.NewCtx("alibi", seed)
+	c.B.SetMeta("variant", "alibi")
+	c.B.SetMeta("variant_version", Version)
+	c.B.SetMeta("config", cfg.JSON())
+	c.B.SetMeta("seed", fmt.Sprint(seed))
+	g, err := c.Encoder(e, Attention(e.DModel, heads, cfg.Bool("attn_bias"), cfg.Float("scale")))
+	if err != nil {
+		return nil, fmt.Errorf("alibi: %w", err)
+	}
+	return g, nil
+}
+
+// Slopes returns the paper's head slopes (ofirpress/attention_with_linear_biases get_slopes):
+// for h a power of two, start = 2^(-8/h) and m_k = start^k for k = 1..h (h = 8: 1/2, 1/4, …,
+// 1/256); otherwise the slopes of the largest power of two c below h followed by every other
+// slope of 2c, the first h-c of them (h = 12: 1/2 … 1/256, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5).
+// Values are computed in float64 as the reference computes them (start·ratio^i).
+func Slopes(h int) []float64 {
+	pow2 := func(n int) []float64 {
+		start := math.Pow(2, -math.Pow(2, -(math.Log2(float64(n))-3)))
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = start * math.Pow(start, float64(i))
+		}
+		return out
+	}
+	if h < 1 {
+		return nil
+	}
+	if h&(h-1) == 0 {
+		return pow2(h)
+	}
+	c := 1
+	for c*2 < h {
+		c *= 2
+	}
+	out := pow2(c)
+	next := Slopes(2 * c)
+	for i := 0; i < h-c; i++ {
+		out = append(out, next[2*i])
+	}
+	return out
+}
+
+// Bias builds the (h, n, n) ALiBi bias -m_h·|i-j| for the sequence length of tokens (B, n):
+// Range → |j-i| → Cast → Mul by the negated slopes, a constant of shape (h, 1, 1).
+func Bias(c *nn.Ctx, tokens string, heads int) string {
+	defer c.B.Scope("alibi")()
+	b := c.B
+	n := b.Op("Squeeze", []string{c.SeqLen(tokens), b.ConstInts(0)}, nil)
+	pos := b.Op("Range", []string{b.Const(tensor.Scalar64(0)), n, b.Const(tensor.Scalar64(1))}, nil)
+	dist := b.Op("Abs", []string{b.Sub(b.Unsqueeze(pos, 0), b.Unsqueeze(pos, 1))}, nil) // (n, n): |j-i|
+	distF := b.Op("Cast", []string{dist}, graph.Attrs{"to": graph.Int(1)})              // FLOAT
+	slopes := Slopes(heads)
+	neg := make([]float32, heads)
+	for i, s := range slopes {
+		neg[i] = float32(-s)
+	}
+	st, _ := tensor.FromFloat32(neg, heads, 1, 1)
+	return b.Mul(distF, b.Const(st))
+}
+
+// Attention is multi-head attention (W_Q, W_K, W_V, W_O: d → d) whose scores get the ALiBi
+// bias and the key-padding mask: softmax(Q·Kᵀ/√d_k - m_h·|i-j| + mask)·V. The (h, n, n) bias
+// is built once per graph and shared by every layer, so each graph needs its own
+// AttentionFunc (Build makes one per call).
+func Attention(d, heads int, bias bool, scale float64) nn.AttentionFunc {
+	alibi := ""
+	return func(c *nn.Ctx, prefix string, _ int, x string, m nn.Mask) string {
+		if alibi == "" {
+			alibi = Bias(c, nn.InputTokens, heads)
+		}
+		dk := d / heads
+		q := c.SplitHeads(c.Linear(prefix+".W_Q", x, d, d, bias), heads, dk)
+		k := c.SplitHeads(c.Linear(prefix+".W_K", x, d, d, bias), heads, dk)
+		v := c.SplitHeads(c.Linear(prefix+".W_V", x, d, d, bias), heads, dk)
+		o := func() string {
+			defer c.B.Scope(prefix)()
+			b := c.B
+			scores := b.MatMul(q, b.Transpose(k, 0, 1, 3, 2))
+			if scale == 0 {
+				scores = b.Div(scores, b.ConstFloat(float32(math.Sqrt(float64(dk)))))
+			} else {
+				scores = b.Mul(scores, b.ConstFloat(float32(scale)))
+			}
+			scores = b.Add(b.Add(scores, alibi), m.Bias)
+			return c.MergeHeads(b.MatMul(b.Softmax(scores, -1), v), d)
+		}()
+		return c.Linear(prefix+".W_O", o, d, d, bias)
+	}
+}

@@ -1,0 +1,103 @@
+// Package gqa is grouped-query attention (Ainslie et al. 2023) and, with one key/value head,
+// multi-query attention (Shazeer 2019): h query heads share kv_heads key/value heads, query
+// head i reading key/value head i // (h/kv_heads), the rule of Hugging Face's repeat_kv and
+// PyTorch's repeat_interleave (not i % kv_heads). The encoder around it is the seed's.
+package gqa
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/zoo-dev/zoo/variants/vanilla"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/nn"
+	"github.com/zoo-dev/zoo/zoo/variant"
+)
+
+// Version is the variant's version; it changes when the graph or initialisation changes.
+const Version = "1.0.0"
+
+// Variant is the grouped-query attention encoder.
+type Variant struct{}
+
+// New returns the gqa variant.
+func New() Variant { return Variant{} }
+
+// Describe returns the schema: the shared encoder parameters plus kv_heads, attn_bias and
+// scale.
+func (Variant) Describe() variant.Description {
+	params := append(vanilla.EncoderParams(),
+		variant.Param{Name: "kv_heads", Kind: variant.KindInt, Default: int64(2), Min: variant.MinOf(1),
+			Doc: "key/value heads; must divide heads (1 = multi-query attention, heads = multi-head attention); W_K and W_V are (kv_heads·d_k, d_model)"},
+		variant.Param{Name: "attn_bias", Kind: variant.KindBool, Default: true,
+			Doc: "biases on W_Q, W_K, W_V and W_O (nn.Linear's default; LLaMA-style models use none)"},
+		variant.Param{Name: "scale", Kind: variant.KindFloat, Default: 0.0, Min: variant.MinOf(0),
+			Doc: "score scale; 0 divides Q·Kᵀ by √d_k after the product (the seed's order), a positive value multiplies the scores by it"},
+	)
+	return variant.Description{
+		Name:       "gqa",
+		Version:    Version,
+		Summary:    "grouped-query attention (kv_heads key/value heads shared by groups of query heads; kv_heads=1 is multi-query)",
+		Paper:      "https://arxiv.org/abs/2305.13245",
+		Complexity: "O(n²)",
+		Params:     params,
+		Caps:       variant.Capabilities{MaxLenParam: "max_len", KeyPadding: true},
+	}
+}
+
+// Build returns the encoder graph for cfg with weights drawn from seed.
+func (v Variant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+	e, err := vanilla.EncoderConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("gqa: %w", err)
+	}
+	heads, kv := cfg.Int("heads"), cfg.Int("kv_heads")
+	if kv < 1 || heads%kv != 0 {
+		return nil, fmt.Errorf("gqa: kv_heads=%d must divide heads=%d (1 is multi-query attention)", kv, heads)
+	}
+	c := nn.NewCtx("gqa", seed)
+	c.B.SetMeta("variant", "gqa")
+	c.B.SetMeta("variant_version", Version)
+	c.B.SetMeta("config", cfg.JSON())
+	c.B.SetMeta("seed", fmt.Sprint(seed))
+	g, err := c.Encoder(e, Attention(e.DModel, heads, kv, cfg.Bool("attn_bias"), cfg.Float("scale")))
+	if err != nil {
+		return nil, fmt.Errorf("gqa: %w", err)
+	}
+	return g, nil
+}
+
+// Attention is the grouped-query attention block: W_Q (d → d), W_K and W_V (d → kv·d_k),
+// W_O (d → d), heads query heads of width d_k = d/heads. Query head i = g·r + j (r = heads/kv)
+// reads key/value head g. The graph never copies K and V r times: it folds each group's r
+// query heads into one (r·n, d_k) block per key/value head, which is the same arithmetic as
+// repeat_kv with a fraction of the memory. scale 0 means dividing by √d_k after Q·Kᵀ.
+func Attention(d, heads, kv int, bias bool, scale float64) nn.AttentionFunc {
+	return func(c *nn.Ctx, prefix string, _ int, x string, m nn.Mask) string {
+		dk := d / heads
+		r := heads / kv
+		q := c.Linear(prefix+".W_Q", x, d, d, bias)
+		k := c.Linear(prefix+".W_K", x, d, kv*dk, bias)
+		v := c.Linear(prefix+".W_V", x, d, kv*dk, bias)
+		o := func() string {
+			defer c.B.Scope(prefix)()
+			b := c.B
+			// (B, n, h·dk) → (B, n, kv, r, dk) → (B, kv, r, n, dk) → (B, kv, r·n, dk)
+			qg := b.Transpose(b.Reshape(q, 0, 0, int64(kv), int64(r), int64(dk)), 0, 2, 3, 1, 4)
+			qg = b.Reshape(qg, 0, int64(kv), -1, int64(dk))
+			kh, vh := c.SplitHeads(k, kv, dk), c.SplitHeads(v, kv, dk)
+			scores := b.MatMul(qg, b.Transpose(kh, 0, 1, 3, 2)) // (B, kv, r·n, n)
+			if scale == 0 {
+				scores = b.Div(scores, b.ConstFloat(float32(math.Sqrt(float64(dk)))))
+			} else {
+				scores = b.Mul(scores, b.ConstFloat(float32(scale)))
+			}
+			scores = b.Add(scores, m.Bias)             // (B, 1, 1, n) broadcasts over every query row
+			out := b.MatMul(b.Softmax(scores, -1), vh) // (B, kv, r·n, dk)
+			// (B, kv, r·n, dk) → (B, kv, r, n, dk) → (B, n, kv, r, dk) → (B, n, d)
+			out = b.Reshape(out, 0, int64(kv), int64(r), -1, int64(dk))
+			return b.Reshape(b.Transpose(out, 0, 3, 1, 2, 4), 0, 0, int64(d))
+		}()
+		return c.Linear(prefix+".W_O", o, d, d, bias)
+	}
+}

@@ -1,0 +1,100 @@
+// Package linear is linear attention (Katharopoulos et al. 2020, "Transformers are RNNs"):
+// softmax(q·k) is replaced by the kernel φ(q)·φ(k) with φ(x) = elu(x) + 1, so that attention
+// is computed right to left in O(n): out_i = φ(Q_i)ᵀ(Σ_j φ(K_j)V_jᵀ) / (φ(Q_i)ᵀΣ_j φ(K_j) + ε).
+// It follows idiap/fast-transformers' LinearAttention (fast_transformers/attention/
+// linear_attention.py): no 1/√d_k scaling, ε = 1e-6 added to the normaliser, whose reciprocal
+// multiplies the numerator; padded keys are excluded by zeroing their φ(K) rows (zoo also
+// zeroes their V rows, which changes nothing). No n×n matrix is ever formed. The encoder
+// around it is the seed's.
+package linear
+
+import (
+	"fmt"
+
+	"github.com/zoo-dev/zoo/variants/vanilla"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/nn"
+	"github.com/zoo-dev/zoo/zoo/variant"
+)
+
+// Version is the variant's version; it changes when the graph or initialisation changes.
+const Version = "1.0.0"
+
+// Variant is the linear-attention encoder.
+type Variant struct{}
+
+// New returns the linear variant.
+func New() Variant { return Variant{} }
+
+// Describe returns the schema: the shared encoder parameters plus attn_bias and attn_eps.
+func (Variant) Describe() variant.Description {
+	params := append(vanilla.EncoderParams(),
+		variant.Param{Name: "attn_bias", Kind: variant.KindBool, Default: true,
+			Doc: "biases on W_Q, W_K, W_V and W_O (nn.Linear's default, as fast-transformers' AttentionLayer)"},
+		variant.Param{Name: "attn_eps", Kind: variant.KindFloat, Default: 1e-6, Min: variant.MinOf(0),
+			Doc: "ε added to the normaliser φ(Q_i)·Σ_j φ(K_j) (fast-transformers' LinearAttention eps); the feature map is elu(x)+1 and the scores are not scaled by 1/√d_k"},
+	)
+	return variant.Description{
+		Name:       "linear",
+		Version:    Version,
+		Summary:    "linear attention: feature map elu(x)+1, φ(Q)(φ(K)ᵀV) normalised, O(n) time and memory",
+		Paper:      "https://arxiv.org/abs/2006.16236",
+		Complexity: "O(n)",
+		Params:     params,
+		Caps:       variant.Capabilities{MaxLenParam: "max_len", KeyPadding: true},
+	}
+}
+
+// Build returns the encoder graph for cfg with weights drawn from seed.
+func (v Variant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+	e, err := vanilla.EncoderConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("linear: %w", err)
+	}
+	c := nn.NewCtx("linear", seed)
+	c.B.SetMeta("variant", "linear")
+	c.B.SetMeta("variant_version", Version)
+	c.B.SetMeta("config", cfg.JSON())
+	c.B.SetMeta("seed", fmt.Sprint(seed))
+	g, err := c.Encoder(e, Attention(e.DModel, cfg.Int("heads"), cfg.Bool("attn_bias"), cfg.Float("attn_eps")))
+	if err != nil {
+		return nil, fmt.Errorf("linear: %w", err)
+	}
+	return g, nil
+}
+
+// KeepColumn returns the key-padding mask as a float (B, 1, n, 1) column: 1 at real tokens,
+// 0 at padding, for multiplying (B, h, n, ·) rows.
+func KeepColumn(c *nn.Ctx, m nn.Mask) string {
+	keep := c.B.Where(m.Pad, c.B.ConstFloat(0), c.B.ConstFloat(1))
+	return c.B.Unsqueeze(keep, 1, 3)
+}
+
+// Attention is the linear-attention block: W_Q, W_K, W_V, W_O (d → d), heads of width d_k;
+// φ = elu + 1 on Q and K; KV = φ(K)ᵀV (d_k × d_k per head), Z = 1/(φ(Q)·Σ_j φ(K_j) + eps),
+// out = (φ(Q)·KV)·Z.
+func Attention(d, heads int, bias bool, eps float64) nn.AttentionFunc {
+	return func(c *nn.Ctx, prefix string, _ int, x string, m nn.Mask) string {
+		dk := d / heads
+		q := c.SplitHeads(c.Linear(prefix+".W_Q", x, d, d, bias), heads, dk)
+		k := c.SplitHeads(c.Linear(prefix+".W_K", x, d, d, bias), heads, dk)
+		v := c.SplitHeads(c.Linear(prefix+".W_V", x, d, d, bias), heads, dk)
+		o := func() string {
+			defer c.B.Scope(prefix)()
+			b := c.B
+			phi := func(t string) string {
+				return b.Add(b.Op("Elu", []string{t}, graph.Attrs{"alpha": graph.Float(1)}), b.ConstFloat(1))
+			}
+			keep := KeepColumn(c, m)
+			fq := phi(q)
+			fk := b.Mul(phi(k), keep) // padded keys contribute nothing
+			vm := b.Mul(v, keep)
+			kv := b.MatMul(b.Transpose(fk, 0, 1, 3, 2), vm)                                                // (B, h, dk, dk)
+			ksum := b.Op("ReduceSum", []string{fk, b.ConstInts(2)}, graph.Attrs{"keepdims": graph.Int(1)}) // (B, h, 1, dk)
+			den := b.MatMul(fq, b.Transpose(ksum, 0, 1, 3, 2))                                             // (B, h, n, 1)
+			z := b.Div(b.ConstFloat(1), b.Add(den, b.ConstFloat(float32(eps))))
+			return c.MergeHeads(b.Mul(b.MatMul(fq, kv), z), d)
+		}()
+		return c.Linear(prefix+".W_O", o, d, d, bias)
+	}
+}

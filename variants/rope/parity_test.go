@@ -1,0 +1,36 @@
+package rope_test
+
+import (
+	"testing"
+
+	"github.com/zoo-dev/zoo/variants/internal/paritytest"
+	"github.com/zoo-dev/zoo/variants/rope"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/variant"
+)
+
+var suite = paritytest.Suite{Variant: rope.New(),
+	Fixtures: []string{"tiny", "tiny_interleaved", "tiny_partial", "tiny_prenorm", "base_layer"}}
+
+// TestParityWithPyTorch compares hidden and logits with the independent PyTorch implementation
+// (numpy-allclose style, absolute rule: |zoo - pytorch| <= 1e-5 on every valid position) for
+// both layouts, partial rotary, the pre-LN/GELU/bias-free/unscaled conventions with another
+// base, and one base-sized layer, at every thread count from 1 to 3 (threads must not change
+// the numbers by more than 1e-6).
+func TestParityWithPyTorch(t *testing.T) { suite.Run(t) }
+
+// fixture is a paritytest.Fixture with the helpers this package's other tests use.
+type fixture struct{ *paritytest.Fixture }
+
+func loadFixture(t *testing.T, name string) fixture { return fixture{suite.Load(t, name)} }
+
+func (f fixture) get(t *testing.T, name string) *tensor.Tensor { return f.Get(t, name) }
+
+func (f fixture) config(t *testing.T) (variant.Config, uint64) { return f.Config(t, suite.Variant) }
+
+func run(t *testing.T, g *graph.Graph, f fixture, threads int) (map[string]*tensor.Tensor, error) {
+	return paritytest.Run(t, g, f.Fixture, threads)
+}
+
+var compareValid = paritytest.CompareValid
