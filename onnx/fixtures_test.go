@@ -9,8 +9,8 @@ import (
 
 	"github.com/zoo-dev/zoo/backends"
 	_ "github.com/zoo-dev/zoo/backends/cpu"
-	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/internal/parity"
+	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"

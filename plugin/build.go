@@ -11,9 +11,9 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/zoo-dev/zoo/onnx"
+	"github.com/zoo-dev/zoo/plugin/pluginpb"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
-	"github.com/zoo-dev/zoo/plugin/pluginpb"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 

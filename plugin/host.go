@@ -21,8 +21,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
+	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 

@@ -10,12 +10,12 @@ import (
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/internal/pairtime"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/onnx/ort"
 	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
-	"github.com/zoo-dev/zoo/internal/pairtime"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )

@@ -22,11 +22,11 @@ import (
 
 	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/internal/benchplot"
+	"github.com/zoo-dev/zoo/internal/pairtime"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/onnx/ort"
-	"github.com/zoo-dev/zoo/internal/benchplot"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/internal/pairtime"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 	"github.com/zoo-dev/zoo/zoo/tokenize"

@@ -11,9 +11,9 @@ import (
 
 	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/internal/parity"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/onnx/ort"
-	"github.com/zoo-dev/zoo/internal/parity"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tokenize"

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zoo-dev/zoo/onnx/ort"
 	"github.com/zoo-dev/zoo/internal/parity"
+	"github.com/zoo-dev/zoo/onnx/ort"
 	"github.com/zoo-dev/zoo/variants"
 )
 

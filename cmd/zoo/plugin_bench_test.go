@@ -5,8 +5,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/plugin"
+	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 

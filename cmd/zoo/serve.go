@@ -14,9 +14,9 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/variants"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/zoo/registry"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )

@@ -10,10 +10,10 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
-	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/zoo-dev/zoo/backends"
 	_ "github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/internal/parity"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/onnx/ort"
-	"github.com/zoo-dev/zoo/internal/parity"
 	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"

@@ -26,9 +26,9 @@ import (
 
 	"github.com/zoo-dev/zoo/backends"
 	_ "github.com/zoo-dev/zoo/backends/cpu" // the forward pass runs on the CPU backend
+	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
-	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )

@@ -19,10 +19,10 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/zoo-dev/zoo/onnx"
-	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
