@@ -1,6 +1,8 @@
 package onnx_test
 
 import (
+	"context"
+
 	"sync"
 	"testing"
 
@@ -28,7 +30,7 @@ func vanillaBase(b *testing.B) (*graph.Graph, []byte) {
 			base.err = err
 			return
 		}
-		if base.g, base.err = v.Build(cfg, 0); base.err != nil {
+		if base.g, base.err = v.Build(context.Background(), cfg, 0); base.err != nil {
 			return
 		}
 		base.data, base.err = onnx.Export(base.g, onnx.ExportOptions{})

@@ -514,6 +514,6 @@ type remote struct{ c *Client }
 func (r remote) Describe() variant.Description { return r.c.desc }
 
 // Build asks the plugin for the model and imports it.
-func (r remote) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	return r.c.Build(context.Background(), cfg, seed)
+func (r remote) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
+	return r.c.Build(ctx, cfg, seed)
 }

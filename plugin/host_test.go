@@ -1,6 +1,8 @@
 package plugin_test
 
 import (
+	"context"
+
 	"errors"
 	"fmt"
 	"os"
@@ -92,11 +94,11 @@ func TestRemoteBuildMatchesDirect(t *testing.T) {
 		}
 	}
 	cfg := resolve(t, v, map[string]any{"layers": 2})
-	g, err := v.Build(cfg, 7)
+	g, err := v.Build(context.Background(), cfg, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := direct.Build(cfg, 7)
+	want, err := direct.Build(context.Background(), cfg, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +119,7 @@ func TestRemoteBuildMatchesDirect(t *testing.T) {
 	if c1 != c2 || c1.Pid() == 0 {
 		t.Errorf("two lookups of one plugin gave clients %p (pid %d) and %p", c1, c1.Pid(), c2)
 	}
-	if _, err := v.Build(resolve(t, v, map[string]any{"heads": 3}), 1); err == nil || !strings.Contains(err.Error(), "heads=3 must divide d_model=32") {
+	if _, err := v.Build(context.Background(), resolve(t, v, map[string]any{"heads": 3}), 1); err == nil || !strings.Contains(err.Error(), "heads=3 must divide d_model=32") {
 		t.Errorf("config error: %v", err)
 	} else if pe := (*plugin.Error)(nil); !errors.As(err, &pe) || pe.Kind != plugin.ErrConfig || !pe.BadInput() {
 		t.Errorf("config error %v is not an ErrConfig", err)
@@ -136,11 +138,11 @@ func TestInProcessUsesTheSameServer(t *testing.T) {
 		t.Errorf("in-process client has pid %d", c.Pid())
 	}
 	v := c.Variant()
-	g, err := v.Build(resolve(t, v), 3)
+	g, err := v.Build(context.Background(), resolve(t, v), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := plugintest.Variant().Build(resolve(t, v), 3)
+	want, _ := plugintest.Variant().Build(context.Background(), resolve(t, v), 3)
 	a, _ := onnx.Export(g, onnx.ExportOptions{})
 	b, _ := onnx.Export(want, onnx.ExportOptions{})
 	if string(a) != string(b) {
@@ -228,7 +230,7 @@ func TestFailuresAreClearAndNeverHang(t *testing.T) {
 			start := time.Now()
 			v, err := h.Variant(spec)
 			if err == nil && c.build {
-				_, err = v.Build(resolve(t, v), 1)
+				_, err = v.Build(context.Background(), resolve(t, v), 1)
 			} else if err == nil {
 				t.Fatal("no error")
 			} else if c.build {

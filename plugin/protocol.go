@@ -39,7 +39,7 @@ const ProtocolVersion = 2
 const ProtocolMinor = 0
 
 // SDKVersion is the version of this SDK, reported by plugins in Describe.
-const SDKVersion = "0.1.0"
+const SDKVersion = "0.2.0"
 
 // MaxChunkBytes is the largest data chunk of a Build stream (1 MiB), below gRPC's default
 // 4 MiB message cap so that plugins that forget to raise it still work.

@@ -56,7 +56,7 @@ func (s *server) Build(req *pluginpb.BuildRequest, stream pluginpb.Variant_Build
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	g, err := s.v.Build(cfg, req.GetSeed())
+	g, err := s.v.Build(stream.Context(), cfg, req.GetSeed())
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}

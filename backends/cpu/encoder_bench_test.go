@@ -29,7 +29,7 @@ func vanillaBase(tb testing.TB, set map[string]any) *graph.Graph {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	g, err := v.Build(cfg, 0)
+	g, err := v.Build(context.Background(), cfg, 0)
 	if err != nil {
 		tb.Fatal(err)
 	}

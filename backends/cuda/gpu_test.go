@@ -74,7 +74,7 @@ func buildVariant(t testing.TB, reg *registry.Registry, name, preset string) *gr
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := v.Build(cfg, 1)
+	g, err := v.Build(context.Background(), cfg, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,7 +144,7 @@ func loadModel(c *cli.Context, ref string) (*model, error) {
 		return nil, err
 	}
 	seed := c.Uint64(flagSeed.Name)
-	g, err := v.Build(cfg, seed)
+	g, err := v.Build(c.Context, cfg, seed)
 	if err != nil {
 		return nil, badInput(err)
 	}

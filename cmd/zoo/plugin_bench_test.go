@@ -35,7 +35,7 @@ func BenchmarkPluginBoundary(b *testing.B) {
 		var bytes int64
 		b.Run(preset.name+"/direct", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if _, err := vanilla.New().Build(cfg, 0); err != nil {
+				if _, err := vanilla.New().Build(context.Background(), cfg, 0); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -77,7 +77,7 @@ func BenchmarkPluginBoundary(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := v.Build(cfg, 0); err != nil {
+				if _, err := v.Build(context.Background(), cfg, 0); err != nil {
 					b.Fatal(err)
 				}
 				h.Close()

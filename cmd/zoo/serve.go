@@ -161,12 +161,12 @@ type builtinVariant struct {
 func (b *builtinVariant) Describe() variant.Description { return b.desc }
 
 // Build starts (or reuses) the plugin process and builds through it.
-func (b *builtinVariant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+func (b *builtinVariant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
 	v, err := pluginVariant(b.e)
 	if err != nil {
 		return nil, err
 	}
-	return v.Build(cfg, seed)
+	return v.Build(ctx, cfg, seed)
 }
 
 // pluginVariant starts (or reuses) the plugin of a registry entry and returns its variant.
@@ -222,8 +222,8 @@ type hostedVariant struct {
 func (v *hostedVariant) Describe() variant.Description { return v.c.Description() }
 
 // Build builds through the plugin.
-func (v *hostedVariant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	g, st, err := v.c.BuildStats(context.Background(), cfg, seed)
+func (v *hostedVariant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
+	g, st, err := v.c.BuildStats(ctx, cfg, seed)
 	if err != nil {
 		if sig, ok := v.s.interrupted.Load().(os.Signal); ok {
 			return nil, &exitError{code: 130, err: fmt.Errorf("interrupted (%v) while plugin %s was building; stopped it", sig, v.c.Name())}

@@ -7,6 +7,8 @@
 package main
 
 import (
+	"context"
+
 	"fmt"
 	"math"
 
@@ -37,7 +39,7 @@ func (TalkingHeads) Describe() variant.Description {
 }
 
 // Build returns the encoder with talking-heads attention in every layer.
-func (TalkingHeads) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+func (TalkingHeads) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
 	e, err := vanilla.EncoderConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("talkingheads: %w", err)

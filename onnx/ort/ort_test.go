@@ -123,7 +123,7 @@ func TestZooExportUnderORT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := vanilla.New().Build(cfg, 7)
+	g, err := vanilla.New().Build(context.Background(), cfg, 7)
 	if err != nil {
 		t.Fatal(err)
 	}

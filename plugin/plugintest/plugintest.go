@@ -125,7 +125,7 @@ func (testVariant) Describe() variant.Description {
 }
 
 // Build builds the test encoder.
-func (testVariant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+func (testVariant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
 	e := nn.EncoderConfig{Vocab: cfg.Int("vocab"), DModel: cfg.Int("d_model"), Layers: cfg.Int("layers"), DFF: cfg.Int("d_ff"),
 		MaxLen: cfg.Int("max_len"), PosEncoding: "sinusoidal", Activation: "relu", LNEps: 1e-5}
 	if h := cfg.Int("heads"); e.DModel%h != 0 {
@@ -142,7 +142,7 @@ type faulty struct {
 
 var calls int
 
-func (f faulty) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+func (f faulty) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
 	switch f.mode {
 	case ModeCrashBuild:
 		fmt.Fprintln(os.Stderr, "plugintest: building, then crashing")
@@ -158,7 +158,7 @@ func (f faulty) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
 		calls++
 		seed += uint64(calls)
 	}
-	return f.Variant.Build(cfg, seed)
+	return f.Variant.Build(ctx, cfg, seed)
 }
 
 var blobData []byte

@@ -8,6 +8,8 @@
 package alibi
 
 import (
+	"context"
+
 	"fmt"
 	"math"
 
@@ -54,7 +56,7 @@ func (Variant) Describe() variant.Description {
 }
 
 // Build returns the encoder graph for cfg with weights drawn from seed.
-func (v Variant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
 	e := nn.EncoderConfig{
 		Vocab: cfg.Int("vocab"), DModel: cfg.Int("d_model"), Layers: cfg.Int("layers"), DFF: cfg.Int("d_ff"),
 		PosEncoding: "none", NormFirst: cfg.Bool("norm_first"), Activation: cfg.String("activation"), LNEps: cfg.Float("ln_eps"),

@@ -1,6 +1,8 @@
 package alibi
 
 import (
+	"context"
+
 	"math"
 	"strings"
 	"testing"
@@ -61,7 +63,7 @@ func TestBadHyperparameters(t *testing.T) {
 	for over, want := range map[string]string{"7": "heads=7 must divide d_model=64"} {
 		cfg, err := variant.Resolve(New().Describe(), tiny, map[string]any{"heads": over})
 		if err == nil {
-			_, err = New().Build(cfg, 1)
+			_, err = New().Build(context.Background(), cfg, 1)
 		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("heads=%s: error %v, want %q", over, err, want)

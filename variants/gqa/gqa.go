@@ -5,6 +5,8 @@
 package gqa
 
 import (
+	"context"
+
 	"fmt"
 	"math"
 
@@ -46,7 +48,7 @@ func (Variant) Describe() variant.Description {
 }
 
 // Build returns the encoder graph for cfg with weights drawn from seed.
-func (v Variant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
 	e, err := vanilla.EncoderConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("gqa: %w", err)

@@ -1,6 +1,8 @@
 package linear
 
 import (
+	"context"
+
 	"math"
 	"strings"
 	"testing"
@@ -45,7 +47,7 @@ func TestBadHyperparameters(t *testing.T) {
 	} {
 		cfg, err := variant.Resolve(New().Describe(), tiny, c.over)
 		if err == nil {
-			_, err = New().Build(cfg, 1)
+			_, err = New().Build(context.Background(), cfg, 1)
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want %q", c.over, err, c.want)

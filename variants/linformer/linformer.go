@@ -20,6 +20,8 @@
 package linformer
 
 import (
+	"context"
+
 	"fmt"
 	"math"
 
@@ -92,7 +94,7 @@ type config struct {
 
 // Build returns the encoder graph for cfg with weights drawn from seed. E and F are drawn
 // U(±1/√k) (lucidrains/linformer's init_); everything else as the seed's encoder.
-func (v Variant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
 	e, err := vanilla.EncoderConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("linformer: %w", err)

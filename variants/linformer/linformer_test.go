@@ -102,7 +102,7 @@ func TestBadHyperparameters(t *testing.T) {
 	for _, c := range cases {
 		cfg, err := variant.Resolve(linformer.New().Describe(), c.over)
 		if err == nil {
-			_, err = linformer.New().Build(cfg, 1)
+			_, err = linformer.New().Build(context.Background(), cfg, 1)
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want it to contain %q", c.over, err, c.want)

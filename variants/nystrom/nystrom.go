@@ -25,6 +25,8 @@
 package nystrom
 
 import (
+	"context"
+
 	"fmt"
 	"math"
 
@@ -81,7 +83,7 @@ type Options struct {
 }
 
 // Build returns the encoder graph for cfg with weights drawn from seed.
-func (v Variant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
 	e, err := vanilla.EncoderConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("nystrom: %w", err)

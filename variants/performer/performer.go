@@ -28,6 +28,8 @@
 package performer
 
 import (
+	"context"
+
 	"fmt"
 	"math"
 
@@ -82,7 +84,7 @@ func Features(nb, dk int) int {
 }
 
 // Build returns the encoder graph for cfg with weights drawn from seed.
-func (v Variant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
 	e, err := vanilla.EncoderConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("performer: %w", err)

@@ -21,6 +21,8 @@
 package relbias
 
 import (
+	"context"
+
 	"fmt"
 	"math"
 
@@ -78,7 +80,7 @@ func (Variant) Describe() variant.Description {
 
 // Build returns the encoder graph for cfg with weights drawn from seed; the bias table is
 // drawn N(0, 1) like nn.Embedding.
-func (v Variant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
 	e, err := vanilla.EncoderConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("relbias: %w", err)

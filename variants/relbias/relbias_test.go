@@ -1,6 +1,8 @@
 package relbias_test
 
 import (
+	"context"
+
 	"strings"
 	"testing"
 
@@ -88,7 +90,7 @@ func TestBadHyperparameters(t *testing.T) {
 	for _, c := range cases {
 		cfg, err := variant.Resolve(relbias.New().Describe(), c.over)
 		if err == nil {
-			_, err = relbias.New().Build(cfg, 1)
+			_, err = relbias.New().Build(context.Background(), cfg, 1)
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want it to contain %q", c.over, err, c.want)

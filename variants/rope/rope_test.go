@@ -1,6 +1,8 @@
 package rope_test
 
 import (
+	"context"
+
 	"math"
 	"strings"
 	"testing"
@@ -77,7 +79,7 @@ func TestBadHyperparameters(t *testing.T) {
 	for _, c := range cases {
 		cfg, err := variant.Resolve(rope.New().Describe(), c.over)
 		if err == nil {
-			_, err = rope.New().Build(cfg, 1)
+			_, err = rope.New().Build(context.Background(), cfg, 1)
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want it to contain %q", c.over, err, c.want)
@@ -107,7 +109,7 @@ func TestWrongLayoutFailsParity(t *testing.T) {
 	f := loadFixture(t, "tiny_interleaved")
 	cfg, seed := f.config(t)
 	cfg["rope_layout"] = rope.LayoutHalf
-	g, err := rope.New().Build(cfg, seed)
+	g, err := rope.New().Build(context.Background(), cfg, seed)
 	if err != nil {
 		t.Fatal(err)
 	}

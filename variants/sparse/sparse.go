@@ -32,6 +32,8 @@
 package sparse
 
 import (
+	"context"
+
 	"fmt"
 	"math"
 
@@ -101,7 +103,7 @@ func (p Pattern) Allowed(i, j int) bool {
 }
 
 // Build returns the encoder graph for cfg with weights drawn from seed.
-func (v Variant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
 	e, err := vanilla.EncoderConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("sparse: %w", err)

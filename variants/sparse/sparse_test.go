@@ -1,6 +1,8 @@
 package sparse_test
 
 import (
+	"context"
+
 	"math"
 	"strings"
 	"testing"
@@ -52,7 +54,7 @@ func TestBadHyperparameters(t *testing.T) {
 	for _, c := range cases {
 		cfg, err := variant.Resolve(sparse.New().Describe(), c.over)
 		if err == nil {
-			_, err = sparse.New().Build(cfg, 1)
+			_, err = sparse.New().Build(context.Background(), cfg, 1)
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want it to contain %q", c.over, err, c.want)
@@ -64,7 +66,7 @@ func TestBadHyperparameters(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg["window"] = int64(0)
-	if _, err := sparse.New().Build(cfg, 1); err == nil || !strings.Contains(err.Error(), "window=0 must be at least 1") {
+	if _, err := sparse.New().Build(context.Background(), cfg, 1); err == nil || !strings.Contains(err.Error(), "window=0 must be at least 1") {
 		t.Errorf("Build with window 0: %v", err)
 	}
 }

@@ -20,7 +20,7 @@ func BenchmarkEncoder(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, err := vanilla.New().Build(cfg, 0)
+	g, err := vanilla.New().Build(context.Background(), cfg, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

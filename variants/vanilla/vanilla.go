@@ -4,6 +4,8 @@
 package vanilla
 
 import (
+	"context"
+
 	"fmt"
 
 	"github.com/zoo-dev/zoo/zoo/graph"
@@ -65,7 +67,7 @@ func (Variant) Describe() variant.Description {
 }
 
 // Build returns the encoder graph for cfg with weights drawn from seed.
-func (v Variant) Build(cfg variant.Config, seed uint64) (*graph.Graph, error) {
+func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
 	e, err := EncoderConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("vanilla: %w", err)

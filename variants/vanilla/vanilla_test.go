@@ -1,6 +1,8 @@
 package vanilla
 
 import (
+	"context"
+
 	"strings"
 	"testing"
 
@@ -16,7 +18,7 @@ func build(t *testing.T, over map[string]any, seed uint64) *variantGraph {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New().Build(cfg, seed)
+	g, err := New().Build(context.Background(), cfg, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +93,7 @@ func TestBadHyperparameters(t *testing.T) {
 	for _, c := range cases {
 		cfg, err := variant.Resolve(New().Describe(), c.over)
 		if err == nil {
-			_, err = New().Build(cfg, 1)
+			_, err = New().Build(context.Background(), cfg, 1)
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want it to contain %q", c.over, err, c.want)

@@ -1,6 +1,8 @@
 package graph_test
 
 import (
+	"context"
+
 	"math"
 	"strings"
 	"testing"
@@ -471,7 +473,7 @@ func tinyVanilla(t *testing.T) *graph.Graph {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := v.Build(cfg, 1)
+	g, err := v.Build(context.Background(), cfg, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

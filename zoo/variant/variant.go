@@ -5,6 +5,8 @@
 package variant
 
 import (
+	"context"
+
 	"github.com/zoo-dev/zoo/zoo/graph"
 )
 
@@ -67,6 +69,7 @@ type Variant interface {
 	Describe() Description
 	// Build returns the graph for cfg (already validated against the schema by Resolve) with
 	// weights initialised deterministically from seed. Bad combinations of values (heads not
-	// dividing d_model) are errors naming the parameters.
-	Build(cfg Config, seed uint64) (*graph.Graph, error)
+	// dividing d_model) are errors naming the parameters. A long build stops early with
+	// ctx.Err() once ctx is done (Ctrl-C, the host's build timeout).
+	Build(ctx context.Context, cfg Config, seed uint64) (*graph.Graph, error)
 }

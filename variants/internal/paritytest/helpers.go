@@ -92,7 +92,7 @@ func BuildGraph(t testing.TB, v variant.Variant, seed uint64, layers ...map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := v.Build(cfg, seed)
+	g, err := v.Build(t.Context(), cfg, seed)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -243,7 +243,7 @@ func (s Suite) Build(t testing.TB, f *Fixture) *graph.Graph {
 	if s.CheckConfig && cfg.JSON() != f.Meta["config"] {
 		t.Fatalf("resolved config %s, fixture %s (a default changed? regenerate with %s)", cfg.JSON(), f.Meta["config"], f.Regenerate)
 	}
-	g, err := s.Variant.Build(cfg, seed)
+	g, err := s.Variant.Build(t.Context(), cfg, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
