@@ -13,7 +13,6 @@ import (
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
@@ -182,17 +181,17 @@ func CheckContract(d variant.Description, g *graph.Graph) error {
 	for _, in := range g.Inputs {
 		inputs[in.Name] = in
 	}
-	if _, ok := inputs[nn.InputTokens]; !ok {
-		return fmt.Errorf("no input %q", nn.InputTokens)
+	if _, ok := inputs[variant.InputTokens]; !ok {
+		return fmt.Errorf("no input %q", variant.InputTokens)
 	}
-	if _, ok := inputs[nn.InputKeyPadding]; d.Caps.KeyPadding && !ok {
-		return fmt.Errorf("Describe says key padding is supported, but the graph has no input %q", nn.InputKeyPadding)
+	if _, ok := inputs[variant.InputKeyPadding]; d.Caps.KeyPadding && !ok {
+		return fmt.Errorf("Describe says key padding is supported, but the graph has no input %q", variant.InputKeyPadding)
 	}
 	outputs := map[string]graph.ValueInfo{}
 	for _, o := range g.Outputs {
 		outputs[o.Name] = o
 	}
-	for _, name := range []string{nn.OutputHidden, nn.OutputLogits} {
+	for _, name := range []string{variant.OutputHidden, variant.OutputLogits} {
 		o, ok := outputs[name]
 		if !ok {
 			return fmt.Errorf("no output %q", name)

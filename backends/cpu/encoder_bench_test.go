@@ -15,7 +15,6 @@ import (
 	"github.com/zoo-dev/zoo/onnx/ort"
 	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
@@ -44,7 +43,7 @@ func encoderInputs(batch, n int) map[string]*tensor.Tensor {
 	}
 	tokens, _ := tensor.FromInt64(ids, batch, n)
 	mask, _ := tensor.FromBool(make([]bool, batch*n), batch, n)
-	return map[string]*tensor.Tensor{nn.InputTokens: tokens, nn.InputKeyPadding: mask}
+	return map[string]*tensor.Tensor{variant.InputTokens: tokens, variant.InputKeyPadding: mask}
 }
 
 // BenchmarkVanillaVsORT runs the vanilla base encoder on this backend (fused and unfused)
@@ -86,7 +85,7 @@ func BenchmarkVanillaVsORT(b *testing.B) {
 	shapes := []struct{ batch, n int }{{1, 128}, {1, 512}, {8, 128}}
 	for _, sh := range shapes {
 		in := encoderInputs(sh.batch, sh.n)
-		cost, err := g.Cost(map[string][]int{nn.InputTokens: {sh.batch, sh.n}, nn.InputKeyPadding: {sh.batch, sh.n}})
+		cost, err := g.Cost(map[string][]int{variant.InputTokens: {sh.batch, sh.n}, variant.InputKeyPadding: {sh.batch, sh.n}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package cpu_test
 import (
 	"context"
 	"fmt"
+	"github.com/zoo-dev/zoo/zoo/variant"
 	"math"
 	"math/rand"
 	"os"
@@ -14,7 +15,6 @@ import (
 	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -125,11 +125,11 @@ func TestFusionVanilla(t *testing.T) {
 		r := rand.New(rand.NewSource(3))
 		for _, sh := range []struct{ batch, n int }{{1, 1}, {1, 7}, {2, 33}, {3, 130}, {1, 600}} {
 			in := encoderInputs(sh.batch, sh.n)
-			for i := range in[nn.InputTokens].I64 {
-				in[nn.InputTokens].I64[i] = 1 + r.Int63n(256)
+			for i := range in[variant.InputTokens].I64 {
+				in[variant.InputTokens].I64[i] = 1 + r.Int63n(256)
 			}
 			// padding: the last sequence keeps only its first key; another loses a third
-			mask := in[nn.InputKeyPadding].Bool
+			mask := in[variant.InputKeyPadding].Bool
 			for b := 1; b < sh.batch; b++ {
 				for j := 0; j < sh.n; j++ {
 					mask[b*sh.n+j] = (b == sh.batch-1 && j > 0) || (b != sh.batch-1 && j >= 2*sh.n/3)

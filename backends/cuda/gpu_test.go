@@ -14,7 +14,6 @@ import (
 	"github.com/zoo-dev/zoo/backends/cuda"
 	"github.com/zoo-dev/zoo/variants"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/registry"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
@@ -100,9 +99,9 @@ func encoderInputs(g *graph.Graph, b, n, pad int) (map[string]*tensor.Tensor, []
 	in := map[string]*tensor.Tensor{}
 	for _, vi := range g.Inputs {
 		switch vi.Name {
-		case nn.InputTokens:
+		case variant.InputTokens:
 			in[vi.Name] = tok
-		case nn.InputKeyPadding:
+		case variant.InputKeyPadding:
 			in[vi.Name] = m
 		default:
 			return nil, nil, fmt.Errorf("unexpected graph input %q", vi.Name)
@@ -217,7 +216,7 @@ func TestPrecisionModes(t *testing.T) {
 	ref := runOn(t, cuda.Backend{}, g, backends.Options{}, in)
 	for prec, tol := range map[string]float64{"tf32": 2e-2, "bf16": 1e-1} {
 		got := runOn(t, cuda.Backend{}, g, backends.Options{Precision: prec}, in)
-		d, err := compareValid(got[nn.OutputHidden], ref[nn.OutputHidden], mask, 2, 32)
+		d, err := compareValid(got[variant.OutputHidden], ref[variant.OutputHidden], mask, 2, 32)
 		t.Logf("%s: max rel diff from fp32 %.3g", prec, d)
 		if err != nil || d > tol {
 			t.Errorf("%s: diff %.3g > %.g (%v)", prec, d, tol, err)

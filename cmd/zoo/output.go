@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/zoo-dev/zoo/zoo/variant"
 	"io"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
@@ -34,7 +34,7 @@ func newSink(path, selected string) (outputSink, error) {
 	case ".json", ".safetensors":
 		return &gather{format: ext}, nil
 	case ".npy":
-		if selected != nn.OutputHidden && selected != nn.OutputLogits {
+		if selected != variant.OutputHidden && selected != variant.OutputLogits {
 			return nil, fmt.Errorf("--select %q: want hidden or logits", selected)
 		}
 		return &gather{format: ext, only: selected}, nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zoo-dev/zoo/zoo/variant"
 	"io"
 	"os"
 	"os/signal"
@@ -17,7 +18,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/zoo-dev/zoo/backends"
-	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
@@ -33,7 +33,7 @@ func runCommand() *cli.Command {
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (any bytes)", Required: true},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write outputs to `FILE`.json, .npy or .safetensors"},
-			&cli.StringFlag{Name: "select", Value: nn.OutputHidden, Usage: "output written to a .npy file (hidden or logits)"},
+			&cli.StringFlag{Name: "select", Value: variant.OutputHidden, Usage: "output written to a .npy file (hidden or logits)"},
 			&cli.IntFlag{Name: "window", Usage: "tokens per window (default: min(512, the model's maximum length))"},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per batch"},
 			&cli.IntFlag{Name: "max-windows", Usage: "stop after `N` windows (0: the whole input)"},

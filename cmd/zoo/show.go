@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/zoo-dev/zoo/zoo/variant"
 	"io"
 	"strconv"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -114,7 +114,7 @@ func showAction(c *cli.Context) error {
 		if maxLen > 0 && n > maxLen {
 			return badInputf("--seq %d is longer than %s's maximum length %d (max_len)", n, m.displayName(), maxLen)
 		}
-		cost, err := m.Graph.Cost(map[string][]int{nn.InputTokens: {1, n}, nn.InputKeyPadding: {1, n}})
+		cost, err := m.Graph.Cost(map[string][]int{variant.InputTokens: {1, n}, variant.InputKeyPadding: {1, n}})
 		if err != nil {
 			return failed(fmt.Errorf("count FLOPs of %s at n=%d: %w", m.displayName(), n, err))
 		}

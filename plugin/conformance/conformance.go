@@ -28,7 +28,6 @@ import (
 	_ "github.com/zoo-dev/zoo/backends/cpu" // the forward pass runs on the CPU backend
 	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
@@ -292,9 +291,9 @@ func checkGraph(d variant.Description, cfg variant.Config, g *graph.Graph) (stri
 	for _, o := range g.Outputs {
 		var want string
 		switch o.Name {
-		case nn.OutputHidden:
+		case variant.OutputHidden:
 			want = "d_model"
-		case nn.OutputLogits:
+		case variant.OutputLogits:
 			want = "vocab"
 		default:
 			continue
@@ -339,20 +338,20 @@ func forward(d variant.Description, cfg variant.Config, g *graph.Graph) (string,
 	if err != nil {
 		return "", err
 	}
-	inputs := map[string]*tensor.Tensor{nn.InputTokens: tokens}
+	inputs := map[string]*tensor.Tensor{variant.InputTokens: tokens}
 	if d.Caps.KeyPadding {
 		mask, err := tensor.FromBool(pad, batch, n)
 		if err != nil {
 			return "", err
 		}
-		inputs[nn.InputKeyPadding] = mask
+		inputs[variant.InputKeyPadding] = mask
 	}
 	t := time.Now()
 	outs, err := prog.Run(context.Background(), inputs)
 	if err != nil {
 		return "", fmt.Errorf("run on cpu: %w", err)
 	}
-	for _, name := range []string{nn.OutputHidden, nn.OutputLogits} {
+	for _, name := range []string{variant.OutputHidden, variant.OutputLogits} {
 		x := outs[name]
 		if x == nil {
 			return "", fmt.Errorf("no output %s", name)
@@ -374,5 +373,5 @@ func forward(d variant.Description, cfg variant.Config, g *graph.Graph) (string,
 			}
 		}
 	}
-	return fmt.Sprintf("batch (%d, %d) with padding: hidden %v, logits %v, finite, %s", batch, n, outs[nn.OutputHidden].Shape, outs[nn.OutputLogits].Shape, time.Since(t).Round(time.Microsecond)), nil
+	return fmt.Sprintf("batch (%d, %d) with padding: hidden %v, logits %v, finite, %s", batch, n, outs[variant.OutputHidden].Shape, outs[variant.OutputLogits].Shape, time.Since(t).Round(time.Microsecond)), nil
 }

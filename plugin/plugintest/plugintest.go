@@ -188,8 +188,8 @@ func (r *rawServer) Build(req *pluginpb.BuildRequest, stream pluginpb.Variant_Bu
 		return plugin.SendModel(stream, blobData, 0)
 	case ModeNoHidden:
 		b := graph.NewBuilder("nohidden")
-		x := b.Input(nn.InputTokens, tensor.Int64, graph.Sym("batch"), graph.Sym("seq"))
-		pad := b.Input(nn.InputKeyPadding, tensor.Bool, graph.Sym("batch"), graph.Sym("seq"))
+		x := b.Input(variant.InputTokens, tensor.Int64, graph.Sym("batch"), graph.Sym("seq"))
+		pad := b.Input(variant.InputKeyPadding, tensor.Bool, graph.Sym("batch"), graph.Sym("seq"))
 		b.Output("out", b.Op("Identity", []string{x}, nil), tensor.Int64, graph.Sym("batch"), graph.Sym("seq"))
 		b.Output("mask", b.Op("Identity", []string{pad}, nil), tensor.Bool, graph.Sym("batch"), graph.Sym("seq"))
 		g, err := b.Build()

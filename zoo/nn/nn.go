@@ -12,17 +12,18 @@ import (
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/initrand"
 	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
-// Input and output names shared by every encoder graph (the design's contract).
+// The encoder's input and output names, defined by the contract in package variant and
+// repeated here because every block of this package writes them.
 const (
-	InputTokens     = "tokens"
-	InputKeyPadding = "key_padding_mask"
-	OutputHidden    = "hidden"
-	OutputLogits    = "logits"
-	// DimBatch and DimSeq name the symbolic batch and sequence dimensions.
-	DimBatch = "batch"
-	DimSeq   = "seq"
+	InputTokens     = variant.InputTokens
+	InputKeyPadding = variant.InputKeyPadding
+	OutputHidden    = variant.OutputHidden
+	OutputLogits    = variant.OutputLogits
+	DimBatch        = variant.DimBatch
+	DimSeq          = variant.DimSeq
 )
 
 // Ctx carries the builder and the seed through the blocks.
