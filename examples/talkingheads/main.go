@@ -44,7 +44,7 @@ func (TalkingHeads) Build(ctx context.Context, cfg variant.Config, seed uint64) 
 	if err != nil {
 		return nil, fmt.Errorf("talkingheads: %w", err)
 	}
-	c := nn.NewCtx("talkingheads", seed)
+	c := nn.NewCtx(ctx, "talkingheads", seed)
 	c.B.SetMeta("variant", "talkingheads")
 	c.B.SetMeta("variant_version", Version)
 	return c.Encoder(e, attention(e.DModel, cfg.Int("heads")))

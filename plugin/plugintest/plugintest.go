@@ -131,7 +131,7 @@ func (testVariant) Build(ctx context.Context, cfg variant.Config, seed uint64) (
 	if h := cfg.Int("heads"); e.DModel%h != 0 {
 		return nil, fmt.Errorf("testvar: heads=%d must divide d_model=%d", h, e.DModel)
 	}
-	return nn.NewCtx("testvar", seed).Encoder(e, nn.MultiHeadAttention(e.DModel, cfg.Int("heads")))
+	return nn.NewCtx(ctx, "testvar", seed).Encoder(e, nn.MultiHeadAttention(e.DModel, cfg.Int("heads")))
 }
 
 // faulty misbehaves in Build.

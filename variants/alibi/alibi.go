@@ -65,7 +65,7 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 	if heads < 1 || e.DModel%heads != 0 {
 		return nil, fmt.Errorf("alibi: heads=%d must divide d_model=%d", heads, e.DModel)
 	}
-	c := nn.NewCtx("alibi", seed)
+	c := nn.NewCtx(ctx, "alibi", seed)
 	c.B.SetMeta("variant", "alibi")
 	c.B.SetMeta("variant_version", Version)
 	c.B.SetMeta("config", cfg.JSON())

@@ -57,7 +57,7 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 	if kv < 1 || heads%kv != 0 {
 		return nil, fmt.Errorf("gqa: kv_heads=%d must divide heads=%d (1 is multi-query attention)", kv, heads)
 	}
-	c := nn.NewCtx("gqa", seed)
+	c := nn.NewCtx(ctx, "gqa", seed)
 	c.B.SetMeta("variant", "gqa")
 	c.B.SetMeta("variant_version", Version)
 	c.B.SetMeta("config", cfg.JSON())

@@ -53,7 +53,7 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 	if err != nil {
 		return nil, fmt.Errorf("linear: %w", err)
 	}
-	c := nn.NewCtx("linear", seed)
+	c := nn.NewCtx(ctx, "linear", seed)
 	c.B.SetMeta("variant", "linear")
 	c.B.SetMeta("variant_version", Version)
 	c.B.SetMeta("config", cfg.JSON())

@@ -109,7 +109,7 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 	default:
 		return nil, fmt.Errorf("linformer: unknown sharing %q (want none, headwise, key-value or layerwise)", a.sharing)
 	}
-	c := nn.NewCtx("linformer", seed)
+	c := nn.NewCtx(ctx, "linformer", seed)
 	c.B.SetMeta("variant", "linformer")
 	c.B.SetMeta("variant_version", Version)
 	c.B.SetMeta("config", cfg.JSON())

@@ -226,7 +226,7 @@ func TestSeedFormFails(t *testing.T) {
 	if maxLen != d || f.get(t, "tokens").Shape[1] != d {
 		t.Fatalf("fixture tiny_n64 must have max_len == n == d_model")
 	}
-	c := nn.NewCtx("linformer", seed)
+	c := nn.NewCtx(context.Background(), "linformer", seed)
 	g, err := c.Encoder(e, seedForm(d, cfg.Int("heads"), k, maxLen))
 	if err != nil {
 		t.Fatal(err)

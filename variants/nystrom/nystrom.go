@@ -88,7 +88,7 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 	if err != nil {
 		return nil, fmt.Errorf("nystrom: %w", err)
 	}
-	c := nn.NewCtx("nystrom", seed)
+	c := nn.NewCtx(ctx, "nystrom", seed)
 	c.B.SetMeta("variant", "nystrom")
 	c.B.SetMeta("variant_version", Version)
 	c.B.SetMeta("config", cfg.JSON())

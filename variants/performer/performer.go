@@ -90,7 +90,7 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 		return nil, fmt.Errorf("performer: %w", err)
 	}
 	heads := cfg.Int("heads")
-	c := nn.NewCtx("performer", seed)
+	c := nn.NewCtx(ctx, "performer", seed)
 	c.B.SetMeta("variant", "performer")
 	c.B.SetMeta("variant_version", Version)
 	c.B.SetMeta("config", cfg.JSON())

@@ -90,7 +90,7 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 	if nb < 4 || nb%2 != 0 {
 		return nil, fmt.Errorf("relbias: num_buckets=%d must be even and at least 4", nb)
 	}
-	c := nn.NewCtx("relbias", seed)
+	c := nn.NewCtx(ctx, "relbias", seed)
 	c.B.SetMeta("variant", "relbias")
 	c.B.SetMeta("variant_version", Version)
 	c.B.SetMeta("config", cfg.JSON())

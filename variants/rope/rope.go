@@ -103,7 +103,7 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 	if layout != LayoutHalf && layout != LayoutInterleaved {
 		return nil, fmt.Errorf("rope: unknown rope_layout %q (want half or interleaved)", layout)
 	}
-	c := nn.NewCtx("rope", seed)
+	c := nn.NewCtx(ctx, "rope", seed)
 	c.B.SetMeta("variant", "rope")
 	c.B.SetMeta("variant_version", Version)
 	c.B.SetMeta("config", cfg.JSON())

@@ -118,7 +118,7 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 	if p.Stride < 0 || p.Global < 0 {
 		return nil, fmt.Errorf("sparse: stride=%d and global_tokens=%d must not be negative", p.Stride, p.Global)
 	}
-	c := nn.NewCtx("sparse", seed)
+	c := nn.NewCtx(ctx, "sparse", seed)
 	c.B.SetMeta("variant", "sparse")
 	c.B.SetMeta("variant_version", Version)
 	c.B.SetMeta("config", cfg.JSON())

@@ -72,7 +72,7 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 	if err != nil {
 		return nil, fmt.Errorf("vanilla: %w", err)
 	}
-	c := nn.NewCtx("vanilla", seed)
+	c := nn.NewCtx(ctx, "vanilla", seed)
 	c.B.SetMeta("variant", "vanilla")
 	c.B.SetMeta("variant_version", Version)
 	c.B.SetMeta("config", cfg.JSON())

@@ -6,6 +6,7 @@
 package nn
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -26,18 +27,25 @@ const (
 	DimSeq          = variant.DimSeq
 )
 
-// Ctx carries the builder and the seed through the blocks.
+// Ctx carries the builder, the seed and the build's context through the blocks.
 type Ctx struct {
 	B    *graph.Builder
 	Seed uint64
+	// Context is the build's context (Variant.Build's ctx): the blocks stop early with its
+	// error once it is done.
+	Context context.Context
 }
 
-// NewCtx starts a graph called name whose weights are drawn from seed.
-func NewCtx(name string, seed uint64) *Ctx {
-	return &Ctx{B: graph.NewBuilder(name), Seed: seed}
+// NewCtx starts a graph called name whose weights are drawn from seed, for a build that
+// runs under ctx (a nil ctx means context.Background()).
+func NewCtx(ctx context.Context, name string, seed uint64) *Ctx {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return &Ctx{B: graph.NewBuilder(name), Seed: seed, Context: ctx}
 }
 
-// Param adds a parameter drawn U(±bound) under name.
+// uniform adds a parameter drawn U(±bound) under name.
 func (c *Ctx) uniform(name string, bound float64, shape ...int) string {
 	return c.B.Param(name, initrand.Uniform(c.Seed, name, bound, shape...))
 }
