@@ -860,7 +860,7 @@ const file_variant_proto_rawDesc = "" +
 	"\vKIND_STRING\x10\x042\x99\x01\n" +
 	"\aVariant\x12K\n" +
 	"\bDescribe\x12\x1e.zoo.plugin.v1.DescribeRequest\x1a\x1f.zoo.plugin.v1.DescribeResponse\x12A\n" +
-	"\x05Build\x12\x1b.zoo.plugin.v1.BuildRequest\x1a\x19.zoo.plugin.v1.BuildChunk0\x01B(Z&github.com/zoo-dev/plugin/pluginpbb\x06proto3"
+	"\x05Build\x12\x1b.zoo.plugin.v1.BuildRequest\x1a\x19.zoo.plugin.v1.BuildChunk0\x01B(Z&github.com/zoo-dev/zoo/plugin/pluginpbb\x06proto3"
 
 var (
 	file_variant_proto_rawDescOnce sync.Once
