@@ -72,7 +72,7 @@ func (Variant) Describe() variant.Description {
 	return variant.Description{
 		Name:       "rope",
 		Version:    Version,
-		Summary:    "rotary position embedding on queries and keys (RoFormer), no additive positions",
+		Summary:    "rotary position embedding on queries and keys (RoFormer; rotate-half or interleaved), no additive positions",
 		Paper:      "https://arxiv.org/abs/2104.09864",
 		Complexity: "O(n²)",
 		Params:     params,
