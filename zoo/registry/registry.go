@@ -23,7 +23,7 @@
 // A built-in entry (plugin: builtin) names a variant the zoo binary serves; its summary and
 // paper come from that variant's Describe, the one place they are written, so the entry has
 // neither (Entry.Summary and Entry.Paper are empty). A third-party entry carries its summary,
-// so that listing the registry needs no plugin process.
+// so that a listing of the registry can show it without starting the plugin.
 //
 // Default and preset values must be YAML scalars; they are decoded to int64, float64, bool or
 // string, the types variant.Resolve accepts. Whether their names and values fit a variant's
