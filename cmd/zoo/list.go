@@ -40,7 +40,11 @@ func listAction(c *cli.Context) error {
 	for _, e := range reg.Entries() {
 		row := listRow{Name: e.Name, Aliases: e.Aliases, Summary: e.Summary, Paper: e.Paper, Plugin: e.Plugin, Presets: e.PresetNames()}
 		if v, err := variantFor(e); err == nil {
-			row.Complexity = v.Describe().Complexity
+			d := v.Describe()
+			row.Complexity = d.Complexity
+			if e.IsBuiltin() { // a built-in entry has no summary: the variant's Describe is its one source
+				row.Summary, row.Paper = d.Summary, d.Paper
+			}
 		}
 		rows = append(rows, row)
 	}

@@ -1,8 +1,3 @@
-// Package nn holds the encoder building blocks that variants compose into graphs: embedding,
-// positional encodings, Linear, LayerNorm, the feed-forward block, the key-padding mask, and
-// the encoder layer with a pluggable attention block. Each block names its parameters by
-// PyTorch module path (so weights load into the equivalent nn.Module by name) and initialises
-// them as PyTorch's defaults do, from the model seed.
 package nn
 
 import (
