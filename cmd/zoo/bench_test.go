@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"image/png"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/bench"
 )
 
 // The test binary runs the CLI itself when ZOO_BENCH_TEST_CLI=1, so that a test can run zoo
@@ -34,7 +35,7 @@ func benchArgs(extra ...string) []string {
 
 // checkRows checks the rows every format reports: one per variant × batch × n, every
 // measured column filled.
-func checkRows(t *testing.T, rows []benchRow, batches []int) {
+func checkRows(t *testing.T, rows []bench.Row, batches []int) {
 	t.Helper()
 	want := 2 * 2 * len(batches)
 	if len(rows) != want {
@@ -91,10 +92,10 @@ func TestBenchFormats(t *testing.T) {
 			if err != nil {
 				t.Fatalf("not CSV: %v\n%s", err, out)
 			}
-			if strings.Join(recs[0], ",") != strings.Join(benchCSVHeader, ",") {
+			if strings.Join(recs[0], ",") != strings.Join(bench.CSVHeader, ",") {
 				t.Errorf("header %v", recs[0])
 			}
-			var rows []benchRow
+			var rows []bench.Row
 			col := map[string]int{}
 			for i, h := range recs[0] {
 				col[h] = i
@@ -108,7 +109,7 @@ func TestBenchFormats(t *testing.T) {
 			}
 			for _, rec := range recs[1:] {
 				rss := int64(num(rec, "peak_rss_growth_bytes"))
-				rows = append(rows, benchRow{Variant: rec[col["variant"]], Backend: rec[col["backend"]], Level: rec[col["kernel_level"]],
+				rows = append(rows, bench.Row{Variant: rec[col["variant"]], Backend: rec[col["backend"]], Level: rec[col["kernel_level"]],
 					Threads: int(num(rec, "threads")), Batch: int(num(rec, "batch")), N: int(num(rec, "n")),
 					MSMean: num(rec, "ms_mean"), MSStddev: num(rec, "ms_stddev"), TokensPS: num(rec, "tokens_per_s"),
 					FLOPs: int64(num(rec, "flops")), GFLOPS: num(rec, "gflop_per_s"), PeakGFLOPS: num(rec, "sgemm_peak_gflop_per_s"),
@@ -120,7 +121,7 @@ func TestBenchFormats(t *testing.T) {
 			checkRows(t, rows, []int{1})
 		}},
 		{"json", benchArgs("--json"), []int{1}, func(t *testing.T, out string) {
-			var doc benchDoc
+			var doc bench.Doc
 			if err := json.Unmarshal([]byte(out), &doc); err != nil {
 				t.Fatalf("not JSON: %v\n%s", err, out)
 			}
@@ -166,7 +167,7 @@ func TestBenchSkipsBeyondMaxLen(t *testing.T) {
 			t.Fatalf("%v: exit %d: %s", args, code, errs)
 		}
 		if strings.Contains(strings.Join(args, " "), "json") {
-			var doc benchDoc
+			var doc bench.Doc
 			if err := json.Unmarshal([]byte(out), &doc); err != nil {
 				t.Fatal(err)
 			}
@@ -265,7 +266,7 @@ func TestBenchAgainstORT(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var doc benchDoc
+	var doc bench.Doc
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
@@ -307,34 +308,5 @@ func TestBenchORTMissing(t *testing.T) {
 	}
 	if code != 1 || !strings.Contains(stderr.String(), "npm install onnxruntime-node") || strings.Count(stderr.String(), "\n") != 1 || stdout.Len() != 0 {
 		t.Errorf("exit %d, stderr %q, stdout %q; want exit 1 and the install hint on one line", code, stderr.String(), stdout.String())
-	}
-}
-
-// TestKeepBetterPeak checks that the second SGEMM peak reading replaces the first only when
-// it is higher, and that the rows of that backend (and no other) follow it.
-func TestKeepBetterPeak(t *testing.T) {
-	doc := &benchDoc{
-		Machine: benchMachine{Backends: []benchBackend{{Name: "cpu", PeakGFLOPS: 100, PeakMS: 20, PeakSize: 1024}, {Name: "cuda", PeakGFLOPS: 1000}}},
-		Rows:    []benchRow{{Backend: "cpu", GFLOPS: 120, PeakGFLOPS: 100, PctPeak: 120}, {Backend: "cuda", GFLOPS: 500, PeakGFLOPS: 1000, PctPeak: 50}},
-	}
-	steps := []struct {
-		again    float64
-		wantPeak float64
-		wantPct  float64
-	}{
-		{again: 150, wantPeak: 150, wantPct: 80},
-		{again: 90, wantPeak: 150, wantPct: 80},
-	}
-	for _, st := range steps {
-		doc.keepBetterPeak(0, benchBackend{Name: "cpu", PeakGFLOPS: st.again, PeakMS: 1, PeakSize: 1024})
-		if b := doc.Machine.Backends[0]; b.PeakGFLOPS != st.wantPeak || b.Name != "cpu" {
-			t.Fatalf("after a reading of %g: backend %+v, want peak %g", st.again, b, st.wantPeak)
-		}
-		if r := doc.Rows[0]; r.PeakGFLOPS != st.wantPeak || math.Abs(r.PctPeak-st.wantPct) > 1e-9 {
-			t.Fatalf("after a reading of %g: row peak %g (%g %%), want %g (%g %%)", st.again, r.PeakGFLOPS, r.PctPeak, st.wantPeak, st.wantPct)
-		}
-		if r := doc.Rows[1]; r.PeakGFLOPS != 1000 || r.PctPeak != 50 {
-			t.Fatalf("another backend's row changed: %+v", r)
-		}
 	}
 }

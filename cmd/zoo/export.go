@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
@@ -62,7 +63,7 @@ func exportAction(c *cli.Context) error {
 		if err := tensorio.AtomicWriteFile(weights, func(w io.Writer) error { return writeWeights(w, m) }); err != nil {
 			return failed(err)
 		}
-		fmt.Fprintf(c.App.Writer, "wrote %s (%d tensors, %s parameters)\n", weights, len(m.Graph.StateDict()), humanCount(m.Graph.ParamCount()))
+		fmt.Fprintf(c.App.Writer, "wrote %s (%d tensors, %s parameters)\n", weights, len(m.Graph.StateDict()), format.HumanCount(m.Graph.ParamCount()))
 	}
 	if c.Bool("onnx") {
 		data, err := onnx.Export(m.Graph, onnx.ExportOptions{Opset: c.Int("opset"), ProducerVersion: version})
@@ -72,7 +73,7 @@ func exportAction(c *cli.Context) error {
 		if err := tensorio.AtomicWriteFile(out, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 			return failed(err)
 		}
-		fmt.Fprintf(c.App.Writer, "wrote %s (%s, opset %d, %d nodes)\n", out, humanBytes(int64(len(data))), c.Int("opset"), len(m.Graph.Nodes))
+		fmt.Fprintf(c.App.Writer, "wrote %s (%s, opset %d, %d nodes)\n", out, format.HumanBytes(int64(len(data))), c.Int("opset"), len(m.Graph.Nodes))
 	}
 	return nil
 }

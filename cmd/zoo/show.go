@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/variant"
 	"io"
 	"strconv"
@@ -122,7 +123,7 @@ func showAction(c *cli.Context) error {
 			SeedFLOPs: int64(m.Config.Int("layers")) * graph.SeedFLOPs(int64(n), d)})
 	}
 	if c.Bool(flagJSON.Name) {
-		return writeJSON(c.App.Writer, res)
+		return format.WriteJSON(c.App.Writer, res)
 	}
 	renderShow(c.App.Writer, res)
 	return nil
@@ -137,7 +138,7 @@ func renderShow(w io.Writer, r showResult) {
 		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\n", p.Name, p.Kind, p.Value, p.Default, p.Doc)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nparameters: %s (%s as float32; buffers not counted)\n", humanCount(r.ParamCount), humanBytes(r.ParamBytes))
+	fmt.Fprintf(w, "\nparameters: %s (%s as float32; buffers not counted)\n", format.HumanCount(r.ParamCount), format.HumanBytes(r.ParamBytes))
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSHAPE\tCOUNT")
 	for _, p := range r.Parameters {
@@ -152,33 +153,7 @@ func renderShow(w io.Writer, r showResult) {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "N\tFLOPS (EXACT)\tFLOPS (SEED FORMULA)\tPEAK ACTIVATIONS")
 	for _, c := range r.Costs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", c.N, humanCount(c.FLOPs), humanCount(c.SeedFLOPs), humanBytes(c.ActivationBytes))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", c.N, format.HumanCount(c.FLOPs), format.HumanCount(c.SeedFLOPs), format.HumanBytes(c.ActivationBytes))
 	}
 	tw.Flush()
-}
-
-func humanCount(n int64) string {
-	switch {
-	case n >= 1e12:
-		return fmt.Sprintf("%.2f T", float64(n)/1e12)
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f G", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.2f M", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.2f k", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
