@@ -5,6 +5,7 @@ import (
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/variant"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,13 +18,16 @@ import (
 
 func init() { register(showCommand) }
 
+// defaultShowSeq is the default --seq of show, clamped to the model's max_len (clampSeqs).
+const defaultShowSeq = "128,512"
+
 func showCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "show",
 		Usage:     "show a variant's hyperparameters, parameters, and cost at given sequence lengths",
 		ArgsUsage: "NAME[.PRESET]",
 		Flags: append(modelFlags(), flagJSON,
-			&cli.StringFlag{Name: "seq", Value: "128,512", Usage: "sequence lengths `N,N,...` at which to count FLOPs and memory (batch 1)"},
+			&cli.StringFlag{Name: "seq", Value: defaultShowSeq, Usage: "sequence lengths `N,N,...` at which to count FLOPs and memory (batch 1)"},
 		),
 		Action: showAction,
 	}
@@ -110,6 +114,9 @@ func showAction(c *cli.Context) error {
 	if p := m.Desc.Caps.MaxLenParam; p != "" {
 		maxLen = m.Config.Int(p)
 	}
+	if !c.IsSet("seq") {
+		seqs = clampSeqs(c.App.ErrWriter, seqs, maxLen, m.displayName())
+	}
 	d := int64(m.Config.Int("d_model"))
 	for _, n := range seqs {
 		if maxLen > 0 && n > maxLen {
@@ -127,6 +134,34 @@ func showAction(c *cli.Context) error {
 	}
 	renderShow(c.App.Writer, res)
 	return nil
+}
+
+// clampSeqs fits the default --seq list to a model's maximum length: a length beyond
+// maxLen becomes maxLen (once), with a note on w. An explicit --seq is never clamped: a
+// length the model cannot take is an error there.
+func clampSeqs(w io.Writer, seqs []int, maxLen int, model string) []int {
+	if maxLen <= 0 {
+		return seqs
+	}
+	var out []int
+	clamped := false
+	for _, n := range seqs {
+		if n > maxLen {
+			n, clamped = maxLen, true
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if clamped {
+		parts := make([]string, len(out))
+		for i, n := range out {
+			parts[i] = strconv.Itoa(n)
+		}
+		fmt.Fprintf(w, "zoo show: note: the default --seq %s is clamped to %s's maximum length %d (max_len): showing n = %s\n",
+			defaultShowSeq, model, maxLen, strings.Join(parts, ","))
+	}
+	return out
 }
 
 func renderShow(w io.Writer, r showResult) {
