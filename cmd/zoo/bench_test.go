@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/bench"
 )
@@ -68,7 +71,7 @@ func TestBenchFormats(t *testing.T) {
 	}{
 		{"table", benchArgs(), []int{1}, func(t *testing.T, out string) {
 			for _, want := range []string{"VARIANT", "BACKEND", "LEVEL", "BATCH", "N", "MS", "TOKENS/S", "GFLOP/S", "% SGEMM PEAK", "MEM",
-				"vanilla.tiny", "linformer.tiny", " ± ", "measured SGEMM peak", "fitted exponent", "vanilla.tiny cpu", "k = "} {
+				"vanilla.tiny", "linformer.tiny", " ± ", "measured SGEMM peak", "fitted exponent", "vanilla.tiny cpu", "k = ", "(2 points)"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("table lacks %q:\n%s", want, out)
 				}
@@ -114,7 +117,7 @@ func TestBenchFormats(t *testing.T) {
 					MSMean: num(rec, "ms_mean"), MSStddev: num(rec, "ms_stddev"), TokensPS: num(rec, "tokens_per_s"),
 					FLOPs: int64(num(rec, "flops")), GFLOPS: num(rec, "gflop_per_s"), PeakGFLOPS: num(rec, "sgemm_peak_gflop_per_s"),
 					PctPeak: num(rec, "pct_of_sgemm_peak"), PeakRSSGrowth: &rss})
-				if rec[col["cpu"]] == "" || rec[col["go_version"]] == "" || rec[col["time_exponent"]] == "" {
+				if rec[col["cpu"]] == "" || rec[col["go_version"]] == "" || rec[col["time_exponent"]] == "" || rec[col["time_exponent_points"]] != "2" {
 					t.Errorf("machine or exponent columns empty: %v", rec)
 				}
 			}
@@ -136,8 +139,8 @@ func TestBenchFormats(t *testing.T) {
 					t.Errorf("row %+v: want 2 samples, activation bytes and no ORT fields", r)
 				}
 			}
-			if len(doc.Fits) != 2 || doc.Fits[0].TimeExponent == nil || doc.Fits[0].Points != 2 {
-				t.Errorf("fits %+v: want one per variant with a time exponent over 2 points", doc.Fits)
+			if len(doc.Fits) != 2 || doc.Fits[0].TimeExponent == nil || doc.Fits[0].Points != 2 || !doc.Fits[0].TwoPointFit {
+				t.Errorf("fits %+v: want one per variant with a time exponent over 2 points, marked so", doc.Fits)
 			}
 		}},
 	}
@@ -308,5 +311,145 @@ func TestBenchORTMissing(t *testing.T) {
 	}
 	if code != 1 || !strings.Contains(stderr.String(), "npm install onnxruntime-node") || strings.Count(stderr.String(), "\n") != 1 || stdout.Len() != 0 {
 		t.Errorf("exit %d, stderr %q, stdout %q; want exit 1 and the install hint on one line", code, stderr.String(), stdout.String())
+	}
+}
+
+// stampWriter records when each write arrives.
+type stampWriter struct {
+	mu     sync.Mutex
+	writes []stamped
+}
+
+type stamped struct {
+	at   time.Time
+	data string
+}
+
+func (w *stampWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes = append(w.writes, stamped{time.Now(), string(p)})
+	return len(p), nil
+}
+
+// firstWrite returns when the first write containing s arrived.
+func (w *stampWriter) firstWrite(t *testing.T, s string) time.Time {
+	t.Helper()
+	for _, st := range w.writes {
+		if strings.Contains(st.data, s) {
+			return st.at
+		}
+	}
+	t.Fatalf("no write contains %q", s)
+	return time.Time{}
+}
+
+// TestBenchStreamsRows checks that rows are printed as they finish, not gathered to the end:
+// between the write of one row (or CSV series) and the next lie the next one's timed runs,
+// so the gap between the two writes is at least the sum of those runs' times.
+func TestBenchStreamsRows(t *testing.T) {
+	cases := []struct {
+		format      string
+		first, next string // a substring of the first and of the next streamed write
+	}{
+		{"table", "vanilla.tiny    cpu", "linformer.tiny  cpu"},
+		{"md", "| vanilla.tiny ", "| linformer.tiny "},
+		{"csv", "vanilla.tiny,cpu", "linformer.tiny,cpu"},
+	}
+	for _, c := range cases {
+		t.Run(c.format, func(t *testing.T) {
+			var out stampWriter
+			var errb bytes.Buffer
+			args := []string{"zoo", "bench", "vanilla.tiny", "linformer.tiny", "--seq", "64", "--reps", "3", "--format", c.format}
+			if code := run(args, &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			gap := out.firstWrite(t, c.next).Sub(out.firstWrite(t, c.first))
+			var all strings.Builder
+			for _, w := range out.writes {
+				all.WriteString(w.data)
+			}
+			mean := rowMeanMS(t, all.String(), c.format, "linformer.tiny")
+			if sum := time.Duration(3 * mean * float64(time.Millisecond)); gap < sum*9/10 {
+				t.Errorf("the linformer row came %v after the vanilla row, less than its own timed runs (%v): rows were not streamed", gap, sum)
+			}
+		})
+	}
+}
+
+// rowMeanMS reads a row's mean time in ms from a table, markdown or CSV report.
+func rowMeanMS(t *testing.T, out, format, variant string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, variant) {
+			continue
+		}
+		var field string
+		switch format {
+		case "csv":
+			rec, err := csv.NewReader(strings.NewReader(line)).Read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			field = rec[8] // ms_mean
+		case "md":
+			field = strings.Fields(strings.Split(line, "|")[6])[0]
+		default:
+			field = strings.Fields(line)[5]
+		}
+		v, err := strconv.ParseFloat(field, 64)
+		if err != nil {
+			t.Fatalf("mean of %q: %v", line, err)
+		}
+		return v
+	}
+	t.Fatalf("no %s row in\n%s", variant, out)
+	return 0
+}
+
+// When no combination can run, bench still prints its report (with the notes) and exits 1.
+func TestBenchNoRowExits1(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "linformer.tiny", "--seq", "4096", "--reps", "1"},
+		{"bench", "linformer.tiny", "rope.tiny", "--seq", "1024,4096", "--reps", "1", "--json"},
+	} {
+		code, out, errs := zoo(t, args...)
+		if code != 1 || !strings.Contains(errs, "no combination could run") || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 and one line", args, code, errs)
+		}
+		if strings.Contains(strings.Join(args, " "), "--json") {
+			var doc bench.Doc
+			if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Rows) != 0 || len(doc.Skipped) != 4 {
+				t.Errorf("%v: %v, %d rows, skipped %+v", args, err, len(doc.Rows), doc.Skipped)
+			}
+		} else if !strings.Contains(out, "no combination was run") || !strings.Contains(out, "n=4096 skipped") {
+			t.Errorf("%v: report lacks the notes:\n%s", args, out)
+		}
+	}
+}
+
+// An exponent fitted on two points is marked as such in the table and the JSON; one on
+// three is not.
+func TestBenchTwoPointExponent(t *testing.T) {
+	cases := []struct {
+		seq      string
+		twoPoint bool
+	}{{"16,32", true}, {"16,32,64", false}}
+	for _, c := range cases {
+		code, out, errs := zoo(t, "bench", "vanilla.tiny", "--seq", c.seq, "--reps", "1")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		if regexp.MustCompile(`k = -?[0-9.]+ \(2 points\)`).MatchString(out) != c.twoPoint {
+			t.Errorf("--seq %s: table marks two points: %v, want %v:\n%s", c.seq, !c.twoPoint, c.twoPoint, out)
+		}
+		code, out, errs = zoo(t, "bench", "vanilla.tiny", "--seq", c.seq, "--reps", "1", "--json")
+		var doc bench.Doc
+		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || len(doc.Fits) != 1 {
+			t.Fatalf("exit %d, %v: %s", code, err, errs)
+		}
+		if f := doc.Fits[0]; f.TwoPointFit != c.twoPoint || f.TimePoints != strings.Count(c.seq, ",")+1 {
+			t.Errorf("--seq %s: fit %+v", c.seq, f)
+		}
 	}
 }

@@ -62,7 +62,7 @@ func (s *series) finish() Fit {
 	f.Points = len(s.n)
 	f.TimeExponent, f.TimePoints = exponent(s.n, s.t)
 	f.MemExponent, f.MemPoints = exponent(s.n, s.m)
-	f.TwoPointFit = (f.TimeExponent != nil && f.TimePoints == 2) || (f.MemExponent != nil && f.MemPoints == 2)
+	f.TwoPointFit = f.TimeExponent != nil && f.TimePoints == 2
 	return f
 }
 

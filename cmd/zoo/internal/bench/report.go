@@ -86,7 +86,8 @@ type Machine struct {
 // Fit is a series' fitted exponents: the least-squares slope of log time (and log peak RSS
 // growth) against log n. An exponent rests on the points where the measurement is positive;
 // on two points it is the line through them and says nothing about whether the series
-// follows a power law at all, which TwoPointFit flags.
+// follows a power law at all: TwoPointFit flags a time exponent on two points (the memory
+// exponent's count is MemPoints).
 type Fit struct {
 	Series       string   `json:"series"`
 	Variant      string   `json:"variant"`
