@@ -38,7 +38,8 @@ func benchCommand() *cli.Command {
 			"text, no padding) and prints one row each as it finishes, like llama-bench. " + bench.TimingDoc + ".\n" +
 			bench.PeakDoc + "\n" +
 			bench.MemoryDoc + ". go_alloc_bytes_per_run (JSON/CSV) is the Go heap allocated per timed run.\n" +
-			"Sequence lengths beyond a model's max_len are skipped with a note; when no combination can run, zoo bench\n" +
+			"Over several models (or with the default --seq), lengths beyond a model's max_len are skipped for it with a\n" +
+			"note; for one model an explicit --seq beyond its max_len is an error. When no combination can run, zoo bench\n" +
 			"exits 1. --against onnxruntime also runs the\n" +
 			"model's ONNX export under ONNX Runtime with the same thread count (zoo then runs that same exported graph)\n" +
 			"and reports zoo/ORT = the median over the --reps timed pairs of ORT time / zoo time (above 1: zoo is\n" +
@@ -199,6 +200,15 @@ func benchAction(c *cli.Context) error {
 		ZooVersion: version, GoVersion: runtime.Version(), Timing: bench.TimingDoc, Memory: bench.MemoryDoc}}
 	if rt != nil {
 		doc.Machine.ONNXRuntime = rt.Version
+	}
+	// One model and an explicit length it cannot take is an error, as in show; over several
+	// models (or the default list) such lengths are skipped for the models they exceed.
+	if bm := models[0]; len(models) == 1 && c.IsSet("seq") {
+		for _, n := range seqs {
+			if !bm.fits(n) {
+				return badInputf("--seq %d is longer than %s's maximum length %d (max_len); pass shorter lengths or --set max_len=N", n, bm.displayName(), bm.maxLen)
+			}
+		}
 	}
 	lay := bench.Layout{Batches: batches, Seqs: seqs, WithORT: rt != nil, Reps: reps, Warmup: warmup}
 	total := 0

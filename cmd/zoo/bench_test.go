@@ -158,30 +158,40 @@ func TestBenchFormats(t *testing.T) {
 	}
 }
 
-// TestBenchSkipsBeyondMaxLen checks that a length beyond max_len is skipped with a note,
-// not an error, with flags on either side of the name.
+// TestBenchSkipsBeyondMaxLen checks that over several models a length beyond one's max_len
+// is skipped for it with a note, not an error, with flags on either side of the names; and
+// that the default --seq is skipped the same way for one model.
 func TestBenchSkipsBeyondMaxLen(t *testing.T) {
-	for _, args := range [][]string{
-		{"bench", "linformer.tiny", "--seq", "16,4096", "--reps", "1"},
-		{"bench", "--seq", "16,4096", "--reps", "1", "--format", "json", "linformer.tiny"},
-	} {
-		code, out, errs := zoo(t, args...)
+	cases := []struct {
+		args          []string
+		rows, skipped int
+	}{
+		{[]string{"bench", "vanilla.tiny", "linformer.tiny", "--seq", "16,256", "--reps", "1"}, 3, 1},
+		{[]string{"bench", "--seq", "16,256", "--reps", "1", "--format", "json", "vanilla.tiny", "linformer.tiny"}, 3, 1},
+		{[]string{"bench", "linformer.tiny", "--reps", "1", "--json"}, 1, 2}, // default --seq 128,512,2048
+	}
+	for _, c := range cases {
+		code, out, errs := zoo(t, c.args...)
 		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errs)
+			t.Fatalf("%v: exit %d: %s", c.args, code, errs)
 		}
-		if strings.Contains(strings.Join(args, " "), "json") {
-			var doc bench.Doc
-			if err := json.Unmarshal([]byte(out), &doc); err != nil {
-				t.Fatal(err)
+		if !strings.Contains(strings.Join(c.args, " "), "json") {
+			if !strings.Contains(out, "linformer.tiny batch 1 n=256 skipped") || !strings.Contains(out, "n/a") {
+				t.Errorf("%v: no skip note or n/a exponent:\n%s", c.args, out)
 			}
-			if len(doc.Rows) != 1 || len(doc.Skipped) != 1 || doc.Skipped[0].N != 4096 || !strings.Contains(doc.Skipped[0].Reason, "max_len") {
-				t.Errorf("rows %d, skipped %+v", len(doc.Rows), doc.Skipped)
+			continue
+		}
+		var doc bench.Doc
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Rows) != c.rows || len(doc.Skipped) != c.skipped || !strings.Contains(doc.Skipped[0].Reason, "max_len") {
+			t.Errorf("%v: rows %d, skipped %+v; want %d rows, %d skipped", c.args, len(doc.Rows), doc.Skipped, c.rows, c.skipped)
+		}
+		for _, f := range doc.Fits {
+			if f.Variant == "linformer.tiny" && f.TimeExponent != nil {
+				t.Errorf("%v: one point cannot fit an exponent: %+v", c.args, f)
 			}
-			if doc.Fits[0].TimeExponent != nil {
-				t.Errorf("one point cannot fit an exponent: %+v", doc.Fits[0])
-			}
-		} else if !strings.Contains(out, "n=4096 skipped") || !strings.Contains(out, "n/a") {
-			t.Errorf("no skip note or n/a exponent:\n%s", out)
 		}
 	}
 }
@@ -235,6 +245,7 @@ func TestBenchBadInput(t *testing.T) {
 		{"against other", []string{"bench", "vanilla.tiny", "--against", "pytorch"}, "--against"},
 		{"unknown backend", []string{"bench", "vanilla.tiny", "--backend", "tpu"}, "unknown backend"},
 		{"plot not png", []string{"bench", "vanilla.tiny", "--plot", filepath.Join(dir, "p.jpg")}, ".png"},
+		{"seq beyond max_len, one model", []string{"bench", "linformer.tiny", "--seq", "16,4096"}, "--seq 4096 is longer than linformer.tiny's maximum length 128"},
 		{"plot dir missing", []string{"bench", "vanilla.tiny", "--plot", filepath.Join(dir, "no", "p.png")}, "p.png"},
 	}
 	if runtime.GOOS != "windows" && os.Getuid() != 0 {
@@ -410,7 +421,7 @@ func rowMeanMS(t *testing.T, out, format, variant string) float64 {
 // When no combination can run, bench still prints its report (with the notes) and exits 1.
 func TestBenchNoRowExits1(t *testing.T) {
 	for _, args := range [][]string{
-		{"bench", "linformer.tiny", "--seq", "4096", "--reps", "1"},
+		{"bench", "linformer.tiny", "--set", "max_len=64", "--reps", "1"}, // every default --seq skipped
 		{"bench", "linformer.tiny", "rope.tiny", "--seq", "1024,4096", "--reps", "1", "--json"},
 	} {
 		code, out, errs := zoo(t, args...)
@@ -422,7 +433,7 @@ func TestBenchNoRowExits1(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Rows) != 0 || len(doc.Skipped) != 4 {
 				t.Errorf("%v: %v, %d rows, skipped %+v", args, err, len(doc.Rows), doc.Skipped)
 			}
-		} else if !strings.Contains(out, "no combination was run") || !strings.Contains(out, "n=4096 skipped") {
+		} else if !strings.Contains(out, "no combination was run") || !strings.Contains(out, "n=2048 skipped") {
 			t.Errorf("%v: report lacks the notes:\n%s", args, out)
 		}
 	}

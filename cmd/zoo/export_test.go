@@ -180,6 +180,9 @@ func TestFlagsThatDoNotApply(t *testing.T) {
 		{"run file --preset", []string{"run", "--preset", "tiny", file, "--input", text}, "--preset does not apply"},
 		{"bench only files --set", []string{"bench", file, "--set", "layers=1", "--seq", "16"}, "--set does not apply"},
 		{"parity file --set", []string{"parity", file, "--set", "layers=1"}, "--set does not apply"},
+		{"parity --window without --input", []string{"parity", "vanilla.tiny", "--window", "32"}, "--window applies with --input"},
+		{"run --select without .npy", []string{"run", "vanilla.tiny", "--input", text, "--select", "logits", "--output", out("o.json")}, "--select applies to a .npy"},
+		{"run --select without --output", []string{"run", "vanilla.tiny", "--input", text, "--select", "logits"}, "--select applies to a .npy"},
 		{"parity text-fed file --seed", []string{"parity", file, "--seed", "2"}, "--seed does not apply"},
 	}
 	for _, c := range cases {

@@ -54,6 +54,9 @@ func parityAction(c *cli.Context) error {
 	if !(atol >= 0 && rtol >= 0) || math.IsInf(atol, 0) || math.IsInf(rtol, 0) {
 		return badInputf("--atol and --rtol must be finite and >= 0 (got %g, %g)", atol, rtol)
 	}
+	if c.IsSet("window") && c.String("input") == "" {
+		return badInputf("--window applies with --input: without it, parity feeds the sample text in fixed windows (or synthetic data)")
+	}
 	if c.Int("threads") < 0 || c.Int("window") < 1 {
 		return badInputf("--threads must not be negative and --window must be at least 1")
 	}

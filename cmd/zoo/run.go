@@ -81,6 +81,9 @@ func runAction(c *cli.Context) error {
 		return badInputf("input %s is empty (0 bytes): nothing to encode", inPath)
 	}
 	outPath := c.String("output")
+	if c.IsSet("select") && !strings.EqualFold(filepath.Ext(outPath), ".npy") {
+		return badInputf("--select applies to a .npy --output, which holds one output; .json and .safetensors files hold every output")
+	}
 	var sink outputSink
 	if outPath != "" {
 		if sink, err = newSink(outPath, c.String("select")); err != nil {
