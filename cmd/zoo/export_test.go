@@ -285,3 +285,30 @@ func TestCheckOutputPath(t *testing.T) {
 		t.Errorf("the check left files behind: %v", got)
 	}
 }
+
+// A one-model export says what it wrote in JSON too: the weights, then the ONNX file.
+func TestExportOneJSON(t *testing.T) {
+	dir := t.TempDir()
+	onnxPath, weights := filepath.Join(dir, "a.onnx"), filepath.Join(dir, "w.safetensors")
+	code, out, errs := zoo(t, "export", "vanilla.tiny", "--onnx", "-o", onnxPath, "--weights", weights, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep exportReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(rep.Written) != 2 {
+		t.Fatalf("written %+v, want 2 files", rep.Written)
+	}
+	for i, want := range []struct{ kind, path string }{{"weights", weights}, {"onnx", onnxPath}} {
+		f := rep.Written[i]
+		st, err := os.Stat(want.path)
+		if f.Kind != want.kind || f.Path != want.path || f.Model != "vanilla.tiny" || err != nil || st.Size() != f.Bytes {
+			t.Errorf("entry %d = %+v, want %s at %s with its size (%v)", i, f, want.kind, want.path, err)
+		}
+	}
+	if w := rep.Written[0]; w.Tensors < 1 || w.Parameters < 1 || w.Opset != 0 {
+		t.Errorf("weights entry %+v: want tensors and parameters, no opset", w)
+	}
+}
