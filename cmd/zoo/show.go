@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
-	"github.com/zoo-dev/zoo/zoo/variant"
 	"io"
 	"slices"
 	"strconv"
@@ -12,8 +10,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 func init() { register(showCommand) }
