@@ -1,13 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 )
 
 func init() { register(listCommand) }
@@ -49,7 +50,7 @@ func listAction(c *cli.Context) error {
 		rows = append(rows, row)
 	}
 	if c.Bool(flagJSON.Name) {
-		return writeJSON(c.App.Writer, rows)
+		return format.WriteJSON(c.App.Writer, rows)
 	}
 	renderList(c.App.Writer, rows)
 	return nil
@@ -66,11 +67,4 @@ func renderList(w io.Writer, rows []listRow) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, r.Complexity, strings.Join(r.Presets, ","), r.Summary, r.Paper)
 	}
 	tw.Flush()
-}
-
-// writeJSON prints v as indented JSON.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/variant"
 	"io"
 	"path/filepath"
@@ -215,7 +216,7 @@ func writeFloats(w *bufio.Writer, v []float32) {
 		if i > 0 {
 			w.WriteByte(',')
 		}
-		buf = appendFloat32(buf[:0], x)
+		buf = format.AppendFloat32(buf[:0], x)
 		w.Write(buf)
 	}
 	w.WriteByte(']')

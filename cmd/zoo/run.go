@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/variant"
 	"io"
 	"os"
@@ -80,6 +81,9 @@ func runAction(c *cli.Context) error {
 		return badInputf("input %s is empty (0 bytes): nothing to encode", inPath)
 	}
 	outPath := c.String("output")
+	if c.IsSet("select") && !strings.EqualFold(filepath.Ext(outPath), ".npy") {
+		return badInputf("--select applies to a .npy --output, which holds one output; .json and .safetensors files hold every output")
+	}
 	var sink outputSink
 	if outPath != "" {
 		if sink, err = newSink(outPath, c.String("select")); err != nil {
@@ -184,7 +188,7 @@ func runAction(c *cli.Context) error {
 	}
 	bar.Finish()
 	t3 := time.Now()
-	rep.BuildMS, rep.CompileMS, rep.RunMS = ms(t1.Sub(t0)), ms(t2.Sub(t1)), ms(t3.Sub(t2))
+	rep.BuildMS, rep.CompileMS, rep.RunMS = format.MS(t1.Sub(t0)), format.MS(t2.Sub(t1)), format.MS(t3.Sub(t2))
 	rep.TokensPS = float64(rep.Tokens) / t3.Sub(t2).Seconds()
 	if sink != nil {
 		written, err := sink.finish(outPath)
@@ -202,8 +206,6 @@ func runAction(c *cli.Context) error {
 	printRunReport(c.App.Writer, rep)
 	return nil
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // chooseWindow returns the window length: --window when given, else min(512, max_len).
 func chooseWindow(m *model, requested int) (int, error) {
