@@ -142,9 +142,9 @@ func runEvalCases(t *testing.T, cases []evalCase) {
 	}
 }
 
-func TestEvalElementwise(t *testing.T) {
+func elementwiseCases() []evalCase {
 	e := float32(math.E)
-	runEvalCases(t, []evalCase{
+	return []evalCase{
 		{name: "float", op: "Abs", in: []*tensor.Tensor{tf(sh(3), -1.5, 0, 2)}, want: []*tensor.Tensor{tf(sh(3), 1.5, 0, 2)}},
 		{name: "int32 min wraps", op: "Abs", in: []*tensor.Tensor{ti32(sh(2), math.MinInt32, -3)}, want: []*tensor.Tensor{ti32(sh(2), math.MinInt32, 3)}},
 		{name: "int64", op: "Abs", in: []*tensor.Tensor{ti(sh(1), -5)}, want: []*tensor.Tensor{ti(sh(1), 5)}},
@@ -196,15 +196,31 @@ func TestEvalElementwise(t *testing.T) {
 		{name: "NaN wins", op: "Max", in: []*tensor.Tensor{tf(sh(2), nan, 1), tf(sh(2), 0, nan)}, want: []*tensor.Tensor{tf(sh(2), nan, nan)}},
 		{name: "single input", op: "Max", in: []*tensor.Tensor{ti(sh(2), 4, -1)}, want: []*tensor.Tensor{ti(sh(2), 4, -1)}},
 		{name: "int", op: "Min", in: []*tensor.Tensor{ti(sh(3), 4, -1, 7), ti(sh(), 2)}, want: []*tensor.Tensor{ti(sh(3), 2, -1, 2)}},
+		{name: "bool rejected", op: "Neg", in: []*tensor.Tensor{tb(sh(1), T)}, wantErr: "want a number type"},
+		{name: "bool rejected", op: "Relu", in: []*tensor.Tensor{tb(sh(1), T)}, wantErr: "want a number type"},
+		{name: "int rejected", op: "Log", in: []*tensor.Tensor{ti(sh(1), 1)}, wantErr: "want float32"},
+		{name: "int rejected", op: "Sqrt", in: []*tensor.Tensor{ti(sh(1), 1)}, wantErr: "want float32"},
+		{name: "int rejected", op: "Erf", in: []*tensor.Tensor{ti(sh(1), 1)}, wantErr: "want float32"},
+		{name: "int rejected", op: "Tanh", in: []*tensor.Tensor{ti(sh(1), 1)}, wantErr: "want float32"},
+		{name: "bool rejected", op: "Sigmoid", in: []*tensor.Tensor{tb(sh(1), T)}, wantErr: "want float32"},
+		{name: "float rejected", op: "Not", in: []*tensor.Tensor{tf(sh(1), 1)}, wantErr: "want bool"},
+		{name: "mixed dtypes", op: "Sub", in: []*tensor.Tensor{ti(sh(1), 1), ti32(sh(1), 1)}, wantErr: "int32"},
+		{name: "not broadcastable", op: "Mul", in: []*tensor.Tensor{tf(sh(2, 2), 1, 2, 3, 4), tf(sh(3), 1, 2, 3)}, wantErr: "broadcast"},
+		{name: "bool rejected", op: "Pow", in: []*tensor.Tensor{tb(sh(1), T), tf(sh(1), 1)}, wantErr: "want a number type"},
+		{name: "bool rejected", op: "Greater", in: []*tensor.Tensor{tb(sh(1), T), tb(sh(1), T)}, wantErr: "want a number type"},
+		{name: "mixed dtypes", op: "Less", in: []*tensor.Tensor{tf(sh(1), 1), ti(sh(1), 1)}, wantErr: "int64"},
+		{name: "int rejected", op: "And", in: []*tensor.Tensor{ti(sh(1), 1), ti(sh(1), 1)}, wantErr: "want bool"},
+		{name: "mixed dtypes", op: "Max", in: []*tensor.Tensor{tf(sh(1), 1), tf(sh(1), 1), ti(sh(1), 1)}, wantErr: "int64"},
+		{name: "bool rejected", op: "Min", in: []*tensor.Tensor{tb(sh(1), T)}, wantErr: "want a number type"},
 		{name: "broadcast three ways", op: "Where", in: []*tensor.Tensor{tb(sh(2, 1), T, F), tf(sh(3), 1, 2, 3), tf(sh(), 0)}, want: []*tensor.Tensor{tf(sh(2, 3), 1, 2, 3, 0, 0, 0)}},
 		{name: "int", op: "Where", in: []*tensor.Tensor{tb(sh(2), F, T), ti(sh(2), 1, 2), ti(sh(2), 3, 4)}, want: []*tensor.Tensor{ti(sh(2), 3, 2)}},
 		{name: "float condition", op: "Where", in: []*tensor.Tensor{tf(sh(1), 1), tf(sh(1), 1), tf(sh(1), 1)}, wantErr: "want bool"},
-	})
+	}
 }
 
-func TestEvalConstAndCast(t *testing.T) {
+func constCases() []evalCase {
 	cast := func(dt tensor.DType) graph.Attrs { return graph.Attrs{"to": graph.Int(int64(dt))} }
-	runEvalCases(t, []evalCase{
+	return []evalCase{
 		{name: "float to int64 truncates", op: "Cast", attrs: cast(tensor.Int64), in: []*tensor.Tensor{tf(sh(3), 1.7, -1.7, 0)}, want: []*tensor.Tensor{ti(sh(3), 1, -1, 0)}},
 		{name: "float to bool", op: "Cast", attrs: cast(tensor.Bool), in: []*tensor.Tensor{tf(sh(3), 0, -0.5, nan)}, want: []*tensor.Tensor{tb(sh(3), F, T, T)}},
 		{name: "int64 to int32 wraps", op: "Cast", attrs: cast(tensor.Int32), in: []*tensor.Tensor{ti(sh(2), 1<<32+1, -1)}, want: []*tensor.Tensor{ti32(sh(2), 1, -1)}},
@@ -239,13 +255,13 @@ func TestEvalConstAndCast(t *testing.T) {
 		{name: "empty", op: "Range", in: []*tensor.Tensor{ti(sh(), 3), ti(sh(), 3), ti(sh(), 1)}, want: []*tensor.Tensor{ti(sh(0))}},
 		{name: "wrong way is empty", op: "Range", in: []*tensor.Tensor{ti(sh(), 3), ti(sh(), 0), ti(sh(), 1)}, want: []*tensor.Tensor{ti(sh(0))}},
 		{name: "zero delta", op: "Range", in: []*tensor.Tensor{ti(sh(), 0), ti(sh(), 3), ti(sh(), 0)}, wantErr: "delta is zero"},
-	})
+	}
 }
 
-func TestEvalLayout(t *testing.T) {
+func layoutCases() []evalCase {
 	x6 := func(d ...int) *tensor.Tensor { return tf(sh(d...), 0, 1, 2, 3, 4, 5) }
 	i64s := func(v ...int64) *tensor.Tensor { return ti(sh(len(v)), v...) }
-	runEvalCases(t, []evalCase{
+	return []evalCase{
 		{name: "0 and -1", op: "Reshape", in: []*tensor.Tensor{x6(2, 3), i64s(0, -1)}, want: []*tensor.Tensor{x6(2, 3)}},
 		{name: "flatten", op: "Reshape", in: []*tensor.Tensor{x6(2, 3), i64s(-1)}, want: []*tensor.Tensor{x6(6)}},
 		{name: "-1 first", op: "Reshape", in: []*tensor.Tensor{x6(2, 3), i64s(-1, 2)}, want: []*tensor.Tensor{x6(3, 2)}},
@@ -274,6 +290,7 @@ func TestEvalLayout(t *testing.T) {
 		{name: "1-D", op: "Tile", in: []*tensor.Tensor{tf(sh(2), 1, 2), i64s(3)}, want: []*tensor.Tensor{tf(sh(6), 1, 2, 1, 2, 1, 2)}},
 		{name: "2-D", op: "Tile", in: []*tensor.Tensor{tb(sh(2, 1), T, F), i64s(2, 2)}, want: []*tensor.Tensor{tb(sh(4, 2), T, T, F, F, T, T, F, F)}},
 		{name: "zero repeats", op: "Tile", in: []*tensor.Tensor{tf(sh(2), 1, 2), i64s(0)}, want: []*tensor.Tensor{tf(sh(0))}},
+		{name: "repeats length", op: "Tile", in: []*tensor.Tensor{tf(sh(2), 1, 2), i64s(1, 2)}, wantErr: "repeats has 2 entries"},
 		{name: "axis 0", op: "Concat", attrs: graph.Attrs{"axis": graph.Int(0)}, in: []*tensor.Tensor{tf(sh(1, 2), 0, 1), tf(sh(2, 2), 2, 3, 4, 5)}, want: []*tensor.Tensor{x6(3, 2)}},
 		{name: "axis -1", op: "Concat", attrs: graph.Attrs{"axis": graph.Int(-1)}, in: []*tensor.Tensor{ti(sh(2, 1), 1, 2), ti(sh(2, 2), 3, 4, 5, 6)}, want: []*tensor.Tensor{ti(sh(2, 3), 1, 3, 4, 2, 5, 6)}},
 		{name: "with empty", op: "Concat", attrs: graph.Attrs{"axis": graph.Int(0)}, in: []*tensor.Tensor{tf(sh(0, 2)), tf(sh(1, 2), 1, 2)}, want: []*tensor.Tensor{tf(sh(1, 2), 1, 2)}},
@@ -300,13 +317,13 @@ func TestEvalLayout(t *testing.T) {
 		{name: "int32 indices", op: "Gather", in: []*tensor.Tensor{ti(sh(3), 7, 8, 9), ti32(sh(2), 1, 1)}, want: []*tensor.Tensor{ti(sh(2), 8, 8)}},
 		{name: "empty indices", op: "Gather", in: []*tensor.Tensor{x6(3, 2), ti(sh(0))}, want: []*tensor.Tensor{tf(sh(0, 2))}},
 		{name: "out of range", op: "Gather", in: []*tensor.Tensor{x6(3, 2), i64s(3)}, wantErr: "out of range"},
-	})
+	}
 }
 
-func TestEvalCompute(t *testing.T) {
+func computeCases() []evalCase {
 	a23 := tf(sh(2, 3), 1, 2, 3, 4, 5, 6)
 	b32 := tf(sh(3, 2), 7, 8, 9, 10, 11, 12)
-	runEvalCases(t, []evalCase{
+	return []evalCase{
 		{name: "2-D", op: "MatMul", in: []*tensor.Tensor{a23, b32}, want: []*tensor.Tensor{tf(sh(2, 2), 58, 64, 139, 154)}},
 		{name: "vector dot", op: "MatMul", in: []*tensor.Tensor{tf(sh(3), 1, 2, 3), tf(sh(3), 4, 5, 6)}, want: []*tensor.Tensor{tf(sh(), 32)}},
 		{name: "vector times matrix", op: "MatMul", in: []*tensor.Tensor{tf(sh(3), 1, 2, 3), b32}, want: []*tensor.Tensor{tf(sh(2), 58, 64)}},
@@ -326,6 +343,7 @@ func TestEvalCompute(t *testing.T) {
 		{name: "masked", op: "Softmax", in: []*tensor.Tensor{tf(sh(2), ninf, 0)}, want: []*tensor.Tensor{tf(sh(2), 0, 1)}},
 		{name: "large values", op: "Softmax", in: []*tensor.Tensor{tf(sh(2), 1000, 1000)}, want: []*tensor.Tensor{tf(sh(2), 0.5, 0.5)}},
 		{name: "empty", op: "Softmax", in: []*tensor.Tensor{tf(sh(0, 3))}, want: []*tensor.Tensor{tf(sh(0, 3))}},
+		{name: "axis out of range", op: "Softmax", attrs: graph.Attrs{"axis": graph.Int(1)}, in: []*tensor.Tensor{tf(sh(2), 1, 2)}, wantErr: "out of range"},
 		{name: "all outputs", op: "LayerNormalization", in: []*tensor.Tensor{tf(sh(2, 2), 1, 3, 2, 2), tf(sh(2), 1, 2), tf(sh(2), 0, 1)},
 			want: []*tensor.Tensor{tf(sh(2, 2), -0.999995, 2.99999, 0, 1), tf(sh(2, 1), 2, 2), tf(sh(2, 1), 0.999995, 316.22777)}},
 		{name: "no bias, axis 0", op: "LayerNormalization", attrs: graph.Attrs{"axis": graph.Int(0), "epsilon": graph.Float(0)}, in: []*tensor.Tensor{tf(sh(2, 1), 1, 3), tf(sh(1), 2), nil},
@@ -337,12 +355,44 @@ func TestEvalCompute(t *testing.T) {
 		{name: "noop with empty axes", op: "ReduceSum", attrs: graph.Attrs{"noop_with_empty_axes": graph.Int(1)}, in: []*tensor.Tensor{a23}, want: []*tensor.Tensor{a23}},
 		{name: "int32 wraps", op: "ReduceSum", in: []*tensor.Tensor{ti32(sh(2), math.MaxInt32, 1)}, want: []*tensor.Tensor{ti32(sh(1), math.MinInt32)}},
 		{name: "attribute axes", op: "ReduceMean", attrs: graph.Attrs{"axes": graph.Ints(0), "keepdims": graph.Int(0)}, in: []*tensor.Tensor{a23}, want: []*tensor.Tensor{tf(sh(3), 2.5, 3.5, 4.5)}},
+		{name: "bool rejected", op: "ReduceMean", in: []*tensor.Tensor{tb(sh(1), T)}, wantErr: "want a number type"},
+		{name: "axes as float", op: "ReduceSum", in: []*tensor.Tensor{a23, tf(sh(1), 1)}, wantErr: "want int64"},
 		{name: "int truncates", op: "ReduceMean", in: []*tensor.Tensor{ti(sh(2, 2), 1, 2, -1, -2), ti(sh(1), -1)}, want: []*tensor.Tensor{ti(sh(2, 1), 1, -1)}},
 		{name: "int last axis", op: "ReduceMax", attrs: graph.Attrs{"keepdims": graph.Int(0)}, in: []*tensor.Tensor{ti(sh(2, 3), 1, 3, 2, 6, 5, 4), ti(sh(1), -1)}, want: []*tensor.Tensor{ti(sh(2), 3, 6)}},
 		{name: "NaN wins", op: "ReduceMax", in: []*tensor.Tensor{tf(sh(3), 1, nan, 2)}, want: []*tensor.Tensor{tf(sh(1), nan)}},
 		{name: "empty is -Inf", op: "ReduceMax", in: []*tensor.Tensor{tf(sh(2, 0)), ti(sh(1), 1)}, want: []*tensor.Tensor{tf(sh(2, 1), ninf, ninf)}},
 		{name: "bad axis", op: "ReduceMax", in: []*tensor.Tensor{a23, ti(sh(1), 2)}, wantErr: "out of range"},
-	})
+	}
+}
+
+func TestEvalElementwise(t *testing.T)  { runEvalCases(t, elementwiseCases()) }
+func TestEvalConstAndCast(t *testing.T) { runEvalCases(t, constCases()) }
+func TestEvalLayout(t *testing.T)       { runEvalCases(t, layoutCases()) }
+func TestEvalCompute(t *testing.T)      { runEvalCases(t, computeCases()) }
+
+// Every op in the table has golden cases: at least one that evaluates and one that is
+// rejected (an op that accepts every input it can be given is exempt from the second).
+func TestEvalCoversEveryOp(t *testing.T) {
+	ok, bad := map[string]int{}, map[string]int{}
+	for _, cs := range [][]evalCase{elementwiseCases(), constCases(), layoutCases(), computeCases()} {
+		for _, c := range cs {
+			if c.wantErr == "" {
+				ok[c.op]++
+			} else {
+				bad[c.op]++
+			}
+		}
+	}
+	// Ops that take any input of any dtype or shape: nothing to reject.
+	total := map[string]bool{"Identity": true, "Shape": true}
+	for _, d := range graph.Ops() {
+		if ok[d.Name] == 0 {
+			t.Errorf("op %s has no golden evaluation case", d.Name)
+		}
+		if bad[d.Name] == 0 && !total[d.Name] {
+			t.Errorf("op %s has no rejected-input case", d.Name)
+		}
+	}
 }
 
 // EvalNode never panics and names the node and op in its errors.
