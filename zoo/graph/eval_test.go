@@ -365,17 +365,27 @@ func computeCases() []evalCase {
 	}
 }
 
-func TestEvalElementwise(t *testing.T)  { runEvalCases(t, elementwiseCases()) }
-func TestEvalConstAndCast(t *testing.T) { runEvalCases(t, constCases()) }
-func TestEvalLayout(t *testing.T)       { runEvalCases(t, layoutCases()) }
-func TestEvalCompute(t *testing.T)      { runEvalCases(t, computeCases()) }
+// goldenSets holds the golden evaluation cases by family. A new op's test file adds its set
+// from an init function: goldenSets["MyOp"] = myOpCases.
+var goldenSets = map[string]func() []evalCase{
+	"elementwise": elementwiseCases,
+	"const":       constCases,
+	"layout":      layoutCases,
+	"compute":     computeCases,
+}
+
+func TestEvalGolden(t *testing.T) {
+	for name, cases := range goldenSets {
+		t.Run(name, func(t *testing.T) { runEvalCases(t, cases()) })
+	}
+}
 
 // Every op in the table has golden cases: at least one that evaluates and one that is
 // rejected (an op that accepts every input it can be given is exempt from the second).
 func TestEvalCoversEveryOp(t *testing.T) {
 	ok, bad := map[string]int{}, map[string]int{}
-	for _, cs := range [][]evalCase{elementwiseCases(), constCases(), layoutCases(), computeCases()} {
-		for _, c := range cs {
+	for _, cases := range goldenSets {
+		for _, c := range cases() {
 			if c.wantErr == "" {
 				ok[c.op]++
 			} else {
