@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -57,4 +58,65 @@ func tinyVanilla(t *testing.T) *graph.Graph {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// The reference evaluator runs the whole encoder; every value has the shape ConcreteShapes
+// gives, padded keys get no attention, and a cancelled context stops it.
+func TestEvalTinyVanilla(t *testing.T) {
+	g := tinyVanilla(t)
+	// Give the weights values so that the check below is not about zeros.
+	for i, in := range g.Initializers {
+		if graph.IsConstName(in.Name) || in.Tensor.DType != tensor.Float32 {
+			continue
+		}
+		for j := range in.Tensor.F32 {
+			in.Tensor.F32[j] = float32(math.Sin(float64(i*131+j))) * 0.5
+		}
+	}
+	tokens := mustI([]int64{1, 5, 9, 200, 256, 3, 3, 7, 0, 1}, 2, 5)
+	mask, _ := tensor.FromBool([]bool{false, false, false, false, true, false, false, true, true, true}, 2, 5)
+	in := map[string]*tensor.Tensor{"tokens": tokens, "key_padding_mask": mask}
+	out, err := g.Eval(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shapes, err := g.ConcreteShapes(map[string][]int{"tokens": {2, 5}, "key_padding_mask": {2, 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range out {
+		if !tensor.SameShape(v.Shape, shapes[name]) {
+			t.Errorf("%s: %s, ConcreteShapes says %v", name, tensor.ShapeString(v.Shape), shapes[name])
+		}
+		for _, f := range v.F32 {
+			if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+				t.Fatalf("%s holds %v", name, f)
+			}
+		}
+	}
+	// A padded key does not influence the unpadded positions: changing its token leaves them.
+	tokens2 := tokens.Clone()
+	tokens2.I64[4] = 42 // batch 0, position 4 is padded
+	out2, err := g.Eval(context.Background(), map[string]*tensor.Tensor{"tokens": tokens2, "key_padding_mask": mask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1, h2 := out["hidden"], out2["hidden"]
+	for j := 0; j < 4*64; j++ { // positions 0..3 of batch 0
+		if math.Abs(float64(h1.F32[j]-h2.F32[j])) > 1e-6 {
+			t.Fatalf("hidden[%d] changed from %v to %v when a padded token changed", j, h1.F32[j], h2.F32[j])
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := g.Eval(ctx, in); err == nil {
+		t.Error("cancelled context: no error")
+	}
+	if _, err := g.Eval(context.Background(), map[string]*tensor.Tensor{"tokens": tokens}); err == nil {
+		t.Error("missing input: no error")
+	}
+	if _, err := g.Eval(context.Background(), map[string]*tensor.Tensor{"tokens": tokens, "key_padding_mask": tokens}); err == nil {
+		t.Error("mask of the wrong dtype: no error")
+	}
 }
