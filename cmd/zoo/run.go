@@ -109,6 +109,14 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
+	total := int(min((st.Size()+int64(window)-1)/int64(window), int64(1<<31-1)))
+	if mw := c.Int("max-windows"); mw > 0 && mw < total {
+		total = mw
+	}
+	if err := guardMemory(m.displayName(), m.Graph, memRun{batch: min(c.Int("batch"), total), n: int(min(st.Size(), int64(window))),
+		shapes: tokenShapes(tokName, maskName), batchFlag: "--batch", nFlag: "--window"}); err != nil {
+		return err
+	}
 	choice, err := backends.Select(c.String(flagBackend.Name))
 	if err != nil {
 		return badInput(err)
@@ -138,10 +146,6 @@ func runAction(c *cli.Context) error {
 		Threads: choice.Probe.Threads, Input: inPath, Window: window, Outputs: map[string][]int{}}
 	if c.Int("threads") > 0 && c.Int("threads") < rep.Threads {
 		rep.Threads = c.Int("threads")
-	}
-	total := int(min((st.Size()+int64(window)-1)/int64(window), int64(1<<31-1)))
-	if mw := c.Int("max-windows"); mw > 0 && mw < total {
-		total = mw
 	}
 	if sink != nil {
 		if err := sink.begin(m, rep, total, int(min(st.Size(), int64(window)))); err != nil {
