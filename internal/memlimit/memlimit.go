@@ -29,22 +29,22 @@ const Env = "ZOO_MEMORY_LIMIT"
 // Info is the memory available to the process and where the figure comes from.
 type Info struct {
 	// Available is the number of bytes the process may still allocate; Unlimited when the
-	// checks are off.
+	// checks are off or the system says nothing.
 	Available int64
 	// Source says which limit set Available, e.g. "cgroup v2 memory.max" or "MemAvailable".
 	Source string
 }
 
-// Unlimited is Info.Available when ZOO_MEMORY_LIMIT=off.
+// Unlimited is Info.Available when ZOO_MEMORY_LIMIT=off or nothing tells the limit.
 const Unlimited = math.MaxInt64
 
-// Off reports whether the checks are disabled.
+// Off reports whether there is no limit to check against.
 func (i Info) Off() bool { return i.Available == Unlimited }
 
 // String is "12.3 GiB (MemAvailable)".
 func (i Info) String() string {
 	if i.Off() {
-		return "unlimited (" + Env + "=off)"
+		return "unlimited (" + i.Source + ")"
 	}
 	return Bytes(i.Available) + " (" + i.Source + ")"
 }
@@ -55,9 +55,9 @@ type System struct{ Root string }
 
 func (s System) path(p string) string { return filepath.Join(s.Root, "/", p) }
 
-// Available returns the memory available to this process, not counting ZOO_MEMORY_LIMIT. It
-// returns an error when neither a cgroup limit nor MemAvailable can be read (not Linux, or
-// /proc not mounted); a cgroup file that exists but does not parse is an error naming it.
+// Available returns the memory available to this process, not counting ZOO_MEMORY_LIMIT:
+// Unlimited when neither a cgroup limit nor MemAvailable can be read (not Linux, or /proc not
+// mounted). A file that exists but does not parse is an error naming it.
 func (s System) Available() (Info, error) {
 	var best *Info
 	take := func(i Info) {
@@ -80,7 +80,8 @@ func (s System) Available() (Info, error) {
 		take(*mem)
 	}
 	if best == nil {
-		return Info{}, errors.New("memory: cannot tell how much memory is available (no cgroup limit and no /proc/meminfo); set " + Env)
+		// Not Linux, or /proc not mounted: nothing to go by, so nothing is refused.
+		return Info{Available: Unlimited, Source: "no cgroup limit or /proc/meminfo to read"}, nil
 	}
 	return *best, nil
 }
@@ -307,6 +308,7 @@ func available(sys System, env string) (Info, error) {
 		return Info{}, err
 	}
 	if set && (err != nil || capBytes < info.Available) {
+		// A broken cgroup file does not stand in the way of a limit the user gave.
 		return Info{Available: capBytes, Source: Env + "=" + strings.TrimSpace(env)}, nil
 	}
 	return info, nil

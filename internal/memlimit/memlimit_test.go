@@ -25,7 +25,7 @@ func TestSystemAvailable(t *testing.T) {
 		{"v1-unlimited", mi, "MemAvailable", ""},
 		{"v1-hier", 500<<20 - 100<<20, "cgroup v1 memory.limit_in_bytes 500.0 MiB", ""},
 		{"meminfo-only", mi, "MemAvailable", ""},
-		{"empty", 0, "", "cannot tell how much memory is available"},
+		{"empty", Unlimited, "no cgroup limit", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.tree, func(t *testing.T) {
@@ -63,7 +63,9 @@ func TestAvailableWithEnv(t *testing.T) {
 		{"meminfo-only", "abc", 0, "", true},
 		{"meminfo-only", "0", 0, "", true},
 		{"meminfo-only", "-5MiB", 0, "", true},
-		{"empty", "", 0, "", true},
+		{"empty", "", Unlimited, "no cgroup limit or /proc/meminfo to read", false},
+		{"v2-bad", "", 0, "", true},
+		{"v2-bad", "1GiB", 1 << 30, Env + "=1GiB", false},
 	}
 	for _, c := range cases {
 		got, err := available(System{Root: filepath.Join("testdata", c.tree)}, c.env)

@@ -140,7 +140,7 @@ func SafetensorsHeader(tensors []Named, metadata map[string]string) ([]byte, []N
 	var off int64
 	for _, nt := range layout {
 		dt, _ := stDType(nt.Tensor.DType)
-		size := int64(nt.Tensor.Bytes())
+		size := int64(tensor.NumElements(nt.Tensor.Shape)) * int64(nt.Tensor.DType.Size()) // from the shape: the data may be absent
 		shape := nt.Tensor.Shape
 		if shape == nil {
 			shape = []int{}
