@@ -148,6 +148,7 @@ func runAction(c *cli.Context) error {
 		rep.Threads = c.Int("threads")
 	}
 	if sink != nil {
+		defer sink.close()
 		if err := sink.begin(m, rep, total, int(min(st.Size(), int64(window)))); err != nil {
 			return badInput(err)
 		}
