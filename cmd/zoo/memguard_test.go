@@ -85,7 +85,8 @@ func TestRunOutputLeavesOnlyTheFile(t *testing.T) {
 			t.Fatalf("%s: directory holds %v, want only out%s", ext, entries, ext)
 		}
 	}
-	// A run that stops half-way (an error, Ctrl-C) closes the sink unfinished.
+	// A run that stops half-way (an error, Ctrl-C) closes the sink unfinished; on Linux the
+	// spill files have no name from the start, so a killed process leaves nothing either.
 	for _, ext := range []string{".json", ".npy", ".safetensors"} {
 		dir := t.TempDir()
 		sink, err := newSink(filepath.Join(dir, "out"+ext), "hidden")
@@ -99,9 +100,6 @@ func TestRunOutputLeavesOnlyTheFile(t *testing.T) {
 		h, _ := tensor.FromFloat32([]float32{1, 2, 3, 4, 5, 6}, 1, 2, 3)
 		if err := sink.add(b, map[string]*tensor.Tensor{"hidden": h}); err != nil {
 			t.Fatal(err)
-		}
-		if entries, _ := os.ReadDir(dir); len(entries) == 0 {
-			t.Fatalf("%s: no spill file while writing", ext)
 		}
 		sink.close()
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {

@@ -47,7 +47,7 @@ func newSink(path, selected string) (outputSink, error) {
 }
 
 // stream writes each array of the output (tokens, lengths, offsets, every output) to its own
-// spill file next to the output as the batches come, in the form the format stores it
+// spill file next to the output (same file system, so no tmpfs fills up) as the batches come, in the form the format stores it
 // (little-endian binary, or JSON text), so memory holds one batch at a time; finish then
 // writes the header and copies the spill files into the output through
 // tensorio.AtomicWriteFile, and the spill files are removed whatever happens.
@@ -64,9 +64,10 @@ type stream struct {
 
 // spill is one array's data on its way to the output.
 type spill struct {
-	f     *os.File
-	w     *bufio.Writer
-	count int64 // values written, for JSON's commas
+	f        *os.File
+	w        *bufio.Writer
+	count    int64 // values written, for JSON's commas
+	unlinked bool  // the file has no name any more
 }
 
 func (s *stream) begin(_ *model, rep runReport, _, n int) error {
@@ -89,14 +90,18 @@ func (s *stream) open(name string) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Join(s.dir, s.base), err)
 	}
-	s.arrays[name] = &spill{f: f, w: bufio.NewWriterSize(f, 1<<20)}
+	// Unlinked at once where the system allows (the open file lives on): a process killed
+	// mid-run, even by SIGKILL, leaves nothing behind.
+	s.arrays[name] = &spill{f: f, w: bufio.NewWriterSize(f, 1<<20), unlinked: os.Remove(f.Name()) == nil}
 	return nil
 }
 
 func (s *stream) close() {
 	for _, sp := range s.arrays {
 		sp.f.Close()
-		os.Remove(sp.f.Name())
+		if !sp.unlinked {
+			os.Remove(sp.f.Name())
+		}
 	}
 	s.arrays = nil
 }
