@@ -189,6 +189,9 @@ func benchAction(c *cli.Context) error {
 				return failed(fmt.Errorf("re-import the export of %s: %w", m.displayName(), err))
 			}
 		}
+		if err := guardBench(bm, batches, seqs, rt != nil); err != nil {
+			return err
+		}
 		models = append(models, bm)
 	}
 

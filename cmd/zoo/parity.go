@@ -106,6 +106,9 @@ func parityAction(c *cli.Context) error {
 		return badInput(err)
 	}
 
+	if err := guardParity(name, g, inputs, c.String("input") != ""); err != nil {
+		return err
+	}
 	rt, err := ort.Open()
 	if err != nil {
 		return failed(fmt.Errorf("parity needs ONNX Runtime as the reference: %w", err))

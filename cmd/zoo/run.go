@@ -113,6 +113,14 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
+	total := int(min((st.Size()+int64(window)-1)/int64(window), int64(1<<31-1)))
+	if mw := c.Int("max-windows"); mw > 0 && mw < total {
+		total = mw
+	}
+	if err := guardMemory(m.displayName(), m.Graph, memRun{batch: min(c.Int("batch"), total), n: int(min(st.Size(), int64(window))),
+		shapes: tokenShapes(tokName, maskName), batchFlag: "--batch", nFlag: "--window"}); err != nil {
+		return err
+	}
 	choice, err := backends.Select(c.String(flagBackend.Name))
 	if err != nil {
 		return badInput(err)
@@ -143,11 +151,8 @@ func runAction(c *cli.Context) error {
 	if c.Int("threads") > 0 && c.Int("threads") < rep.Threads {
 		rep.Threads = c.Int("threads")
 	}
-	total := int(min((st.Size()+int64(window)-1)/int64(window), int64(1<<31-1)))
-	if mw := c.Int("max-windows"); mw > 0 && mw < total {
-		total = mw
-	}
 	if sink != nil {
+		defer sink.close()
 		if err := sink.begin(m, rep, total, int(min(st.Size(), int64(window)))); err != nil {
 			return badInput(err)
 		}

@@ -25,7 +25,6 @@ import (
 	"math"
 
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/initrand"
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
@@ -144,7 +143,7 @@ func Attention(d, heads, k, maxLen int, sharing string, o nn.AttentionOptions) n
 			if sharing == ShareLayerwise && layer > 0 {
 				return name // created by layer 0
 			}
-			return c.B.Param(name, initrand.Uniform(c.Seed, name, 1/math.Sqrt(float64(k)), shape...))
+			return c.Uniform(name, 1/math.Sqrt(float64(k)), shape...)
 		}
 		E := param(en)
 		F := E

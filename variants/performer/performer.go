@@ -179,7 +179,7 @@ func Attention(d, heads int, o Options) nn.AttentionFunc {
 		k := c.SplitHeads(c.Linear(prefix+".W_K", x, d, d, o.Bias), heads, dk)
 		v := c.SplitHeads(c.Linear(prefix+".W_V", x, d, d, o.Bias), heads, dk)
 		pname := prefix + ".projection_matrix"
-		proj := c.B.Buffer(pname, OrthogonalFeatures(c.Seed, pname, o.Features, dk, o.SqrtScaling))
+		proj := c.Buffer(pname, []int{o.Features, dk}, func() *tensor.Tensor { return OrthogonalFeatures(c.Seed, pname, o.Features, dk, o.SqrtScaling) })
 		out := func() string {
 			defer c.B.Scope(prefix)()
 			b := c.B

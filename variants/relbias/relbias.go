@@ -27,7 +27,6 @@ import (
 	"math"
 
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/initrand"
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
@@ -143,7 +142,7 @@ type attention struct {
 // positionBias builds Emb[bucket(clamp(j − i)), h] as (1, h, n, n) plus the padding bias.
 func (a *attention) positionBias(c *nn.Ctx, pad, padBias string) string {
 	b := c.B
-	emb := b.Param(EmbeddingName, initrand.Normal(c.Seed, EmbeddingName, 0, 1, a.buckets, a.heads))
+	emb := c.Normal(EmbeddingName, 0, 1, a.buckets, a.heads)
 	lut, _ := tensor.FromInt64(BucketTable(a.buckets, a.maxDist), 2*a.maxDist+1)
 	table := b.Const(lut)
 	defer b.Scope("layers.0.self_attn.relative_attention_bias")()

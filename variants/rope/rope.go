@@ -102,8 +102,12 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 	}
 	c := nn.NewCtx(ctx, "rope", seed)
 	c.SetBuildMeta("rope", Version, cfg)
-	cosT, sinT := Tables(e.MaxLen, rot, cfg.Float("rope_base"), layout)
-	r := &rotary{cos: c.B.Buffer("rope.cos", cosT), sin: c.B.Buffer("rope.sin", sinT), dk: dk, rot: rot, layout: layout}
+	var sinT *tensor.Tensor // the tables are computed together, within the weight budget
+	cos := c.Buffer("rope.cos", []int{e.MaxLen, rot}, func() (cosT *tensor.Tensor) {
+		cosT, sinT = Tables(e.MaxLen, rot, cfg.Float("rope_base"), layout)
+		return cosT
+	})
+	r := &rotary{cos: cos, sin: c.Buffer("rope.sin", []int{e.MaxLen, rot}, func() *tensor.Tensor { return sinT }), dk: dk, rot: rot, layout: layout}
 	g, err := c.Encoder(e, r.attention(e.DModel, heads, nn.AttentionOptionsFrom(cfg)))
 	if err != nil {
 		return nil, fmt.Errorf("rope: %w", err)
