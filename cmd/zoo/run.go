@@ -20,7 +20,6 @@ import (
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/zoo/tensor"
-	"github.com/zoo-dev/zoo/zoo/tensorio"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
@@ -89,7 +88,7 @@ func runAction(c *cli.Context) error {
 		if sink, err = newSink(outPath, c.String("select")); err != nil {
 			return badInput(err)
 		}
-		if err := tensorio.CheckWritable(outPath); err != nil {
+		if err := checkOutputPath(outPath); err != nil {
 			return badInput(err)
 		}
 	}
