@@ -1,0 +1,341 @@
+package tokenize
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"unicode/utf8"
+)
+
+// model turns one pre-tokenised word into ids, appending to e.
+type model interface {
+	encodeWord(w string, e *Encoding)
+}
+
+// vocab maps tokens to ids and back.
+type vocab struct {
+	ids    map[string]int64
+	tokens []string // by id; "" for holes
+}
+
+func newVocab(n int) *vocab { return &vocab{ids: make(map[string]int64, n)} }
+
+func (v *vocab) add(tok string, id int64) {
+	v.ids[tok] = id
+	for int64(len(v.tokens)) <= id {
+		v.tokens = append(v.tokens, "")
+	}
+	v.tokens[id] = tok
+}
+
+// wordPiece is BERT's greedy longest-match-first WordPiece.
+type wordPiece struct {
+	v        *vocab
+	unk      string
+	unkID    int64
+	prefix   string
+	maxChars int
+}
+
+func (m *wordPiece) encodeWord(w string, e *Encoding) {
+	if utf8.RuneCountInString(w) > m.maxChars {
+		e.IDs, e.Tokens = append(e.IDs, m.unkID), append(e.Tokens, m.unk)
+		return
+	}
+	mark := len(e.IDs)
+	buf := make([]byte, 0, len(m.prefix)+len(w))
+	for start := 0; start < len(w); {
+		buf = buf[:0]
+		if start > 0 {
+			buf = append(buf, m.prefix...)
+		}
+		pl := len(buf)
+		buf = append(buf, w[start:]...)
+		end := len(w)
+		found := false
+		for end > start {
+			if id, ok := m.v.ids[string(buf[:pl+end-start])]; ok {
+				e.IDs = append(e.IDs, id)
+				e.Tokens = append(e.Tokens, m.v.tokens[id])
+				found = true
+				break
+			}
+			_, n := utf8.DecodeLastRuneInString(w[start:end])
+			end -= n
+		}
+		if !found {
+			e.IDs, e.Tokens = append(e.IDs[:mark], m.unkID), append(e.Tokens[:mark], m.unk)
+			return
+		}
+		start = end
+	}
+}
+
+// wordLevel maps each word to its id, or to unk.
+type wordLevel struct {
+	v     *vocab
+	unk   string
+	unkID int64
+}
+
+func (m *wordLevel) encodeWord(w string, e *Encoding) {
+	if id, ok := m.v.ids[w]; ok {
+		e.IDs, e.Tokens = append(e.IDs, id), append(e.Tokens, w)
+		return
+	}
+	if m.unkID >= 0 {
+		e.IDs, e.Tokens = append(e.IDs, m.unkID), append(e.Tokens, m.unk)
+	}
+}
+
+// bpe is Hugging Face's BPE model: characters (with the continuing-subword prefix and the
+// end-of-word suffix), merged pair by pair in rank order, leftmost first on ties.
+type bpe struct {
+	v            *vocab
+	merges       map[uint64]bpeMerge
+	unkID        int64 // -1: none
+	prefix       string
+	suffix       string
+	fuseUnk      bool
+	byteFallback bool
+	ignoreMerges bool
+
+	mu    sync.Mutex
+	cache map[string][]int64
+}
+
+type bpeMerge struct {
+	rank int
+	id   int64
+}
+
+const bpeCacheMax = 1 << 16
+
+func (m *bpe) encodeWord(w string, e *Encoding) {
+	m.mu.Lock()
+	ids, ok := m.cache[w]
+	m.mu.Unlock()
+	if !ok {
+		ids = m.merge(w)
+		m.mu.Lock()
+		if m.cache == nil || len(m.cache) >= bpeCacheMax {
+			m.cache = make(map[string][]int64, 1024)
+		}
+		m.cache[w] = ids
+		m.mu.Unlock()
+	}
+	for _, id := range ids {
+		e.IDs = append(e.IDs, id)
+		e.Tokens = append(e.Tokens, m.v.tokens[id])
+	}
+}
+
+func (m *bpe) merge(w string) []int64 {
+	if m.ignoreMerges {
+		if id, ok := m.v.ids[w]; ok {
+			return []int64{id}
+		}
+	}
+	var syms []int64
+	unk, unkOpen := int64(-1), false
+	flushUnk := func() {
+		if unkOpen {
+			syms = append(syms, unk)
+			unkOpen = false
+		}
+	}
+	for i := 0; i < len(w); {
+		_, n := utf8.DecodeRuneInString(w[i:])
+		s := w[i : i+n]
+		if i > 0 && m.prefix != "" {
+			s = m.prefix + s
+		}
+		if i+n == len(w) && m.suffix != "" {
+			s += m.suffix
+		}
+		i += n
+		if id, ok := m.v.ids[s]; ok {
+			flushUnk()
+			syms = append(syms, id)
+			continue
+		}
+		if m.byteFallback {
+			bs := make([]int64, 0, len(s))
+			for j := 0; j < len(s); j++ {
+				id, ok := m.v.ids[fmt.Sprintf("<0x%02X>", s[j])]
+				if !ok {
+					bs = nil
+					break
+				}
+				bs = append(bs, id)
+			}
+			if bs != nil {
+				syms = append(syms, bs...)
+				continue
+			}
+		}
+		if m.unkID >= 0 {
+			if unkOpen && !m.fuseUnk {
+				flushUnk()
+			}
+			unk, unkOpen = m.unkID, true
+		}
+	}
+	flushUnk()
+	// Repeatedly merge the lowest-ranked adjacent pair, leftmost first (Hugging Face's heap of
+	// (rank, position) gives the same order).
+	for len(syms) > 1 {
+		best, at := math.MaxInt, -1
+		var nid int64
+		for i := 0; i+1 < len(syms); i++ {
+			if mg, ok := m.merges[pairKey(syms[i], syms[i+1])]; ok && mg.rank < best {
+				best, at, nid = mg.rank, i, mg.id
+			}
+		}
+		if at < 0 {
+			break
+		}
+		syms[at] = nid
+		syms = append(syms[:at+1], syms[at+2:]...)
+	}
+	return syms
+}
+
+func pairKey(a, b int64) uint64 { return uint64(a)<<32 | uint64(uint32(b)) }
+
+// unigram is a Unigram model decoded by Viterbi, as Hugging Face's and SentencePiece's
+// "optimized" encoders do: at each character boundary, every vocabulary piece starting there
+// extends the best path; a character no piece covers becomes unk with the lowest score minus 10.
+type unigram struct {
+	v        *vocab
+	scores   []float64 // by id
+	inTrie   map[string]int64
+	prefixes map[string]struct{} // every byte prefix of every piece in inTrie
+	unkID    int64
+	unkScore float64
+	// userScore, when set, scores user-defined pieces (SentencePiece's bonus); user marks them.
+	user      []bool
+	maxScore  float64
+	fuseUnk   bool // Hugging Face merges consecutive unknown characters into one unk
+	byteFback bool
+	f32       bool // SentencePiece stores path scores as float32 (see store)
+	// hfUnkText: Hugging Face reports an unknown piece by its text; SentencePiece by the unk piece.
+	hfUnkText bool
+}
+
+func newUnigram(v *vocab, scores []float64, unkID int64) *unigram {
+	u := &unigram{v: v, scores: scores, unkID: unkID, inTrie: map[string]int64{}, prefixes: map[string]struct{}{}}
+	return u
+}
+
+// addPiece puts a piece into the lattice's dictionary.
+func (u *unigram) addPiece(p string, id int64) {
+	if p == "" {
+		return
+	}
+	u.inTrie[p] = id
+	for i := 1; i < len(p); i++ {
+		u.prefixes[p[:i]] = struct{}{}
+	}
+}
+
+func (u *unigram) finish(minScore float64) { u.unkScore = minScore - 10 }
+
+// store rounds a path score as the lattice keeps it. SentencePiece adds a float score to a
+// float path score in double precision (the user-symbol bonus makes the sum a double), compares
+// in double and stores a float, which decides near ties; Hugging Face keeps f64 throughout.
+func (u *unigram) store(x float64) float64 {
+	if u.f32 {
+		return float64(float32(x))
+	}
+	return x
+}
+
+type uniNode struct {
+	score float64
+	start int
+	id    int64
+	set   bool
+}
+
+func (u *unigram) encodeWord(w string, e *Encoding) {
+	if w == "" {
+		return
+	}
+	best := make([]uniNode, len(w)+1)
+	best[0].set = true
+	for start := 0; start < len(w); {
+		_, mblen := utf8.DecodeRuneInString(w[start:])
+		here := best[start].score
+		single := false
+		for end := start + 1; end <= len(w); end++ {
+			sub := w[start:end]
+			if id, ok := u.inTrie[sub]; ok {
+				sc := u.scores[id]
+				if u.user != nil && u.user[id] {
+					sc = float64(end-start)*u.maxScore - 0.1
+				}
+				cand := here + sc
+				if t := &best[end]; !t.set || cand > t.score {
+					*t = uniNode{score: u.store(cand), start: start, id: id, set: true}
+				}
+				if end-start == mblen {
+					single = true
+				}
+			}
+			if _, ok := u.prefixes[sub]; !ok {
+				break
+			}
+		}
+		if !single {
+			cand := here + u.unkScore
+			if t := &best[start+mblen]; !t.set || cand > t.score {
+				*t = uniNode{score: u.store(cand), start: start, id: u.unkID, set: true}
+			}
+		}
+		start += mblen
+	}
+	// Backtrack.
+	type piece struct {
+		lo, hi int
+		id     int64
+	}
+	var rev []piece
+	for end := len(w); end > 0; {
+		n := best[end]
+		rev = append(rev, piece{n.start, end, n.id})
+		end = n.start
+	}
+	for i := len(rev) - 1; i >= 0; i-- {
+		p := rev[i]
+		if p.id == u.unkID && u.fuseUnk {
+			for i > 0 && rev[i-1].id == u.unkID {
+				i--
+				p.hi = rev[i].hi
+			}
+		}
+		if p.id == u.unkID && u.byteFback {
+			txt := w[p.lo:p.hi]
+			bs := make([]int64, 0, len(txt))
+			for j := 0; j < len(txt); j++ {
+				id, ok := u.v.ids[fmt.Sprintf("<0x%02X>", txt[j])]
+				if !ok {
+					bs = nil
+					break
+				}
+				bs = append(bs, id)
+			}
+			if bs != nil {
+				for _, id := range bs {
+					e.IDs, e.Tokens = append(e.IDs, id), append(e.Tokens, u.v.tokens[id])
+				}
+				continue
+			}
+		}
+		tok := u.v.tokens[p.id]
+		if p.id == u.unkID && u.hfUnkText {
+			tok = w[p.lo:p.hi]
+		}
+		e.IDs, e.Tokens = append(e.IDs, p.id), append(e.Tokens, tok)
+	}
+}
