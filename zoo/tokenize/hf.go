@@ -213,6 +213,12 @@ func loadHF(name string, data []byte) (Tokenizer, error) {
 		return nil, formatErr(name, "%v", err)
 	}
 	p.size = len(v.tokens)
+	for _, id := range append(append([]int64(nil), p.prefix.IDs...), p.suffix.IDs...) {
+		if id < 0 || id > math.MaxInt32 {
+			return nil, formatErr(name, "post_processor: special token id %d is out of range", id)
+		}
+		p.size = max(p.size, int(id)+1)
+	}
 	p.special = findSpecial(v)
 	if u, ok := p.model.(interface{ unkToken() int64 }); ok {
 		if id := u.unkToken(); id >= 0 {

@@ -43,7 +43,8 @@ func (m *wordPiece) encodeWord(w string, e *Encoding) {
 		return
 	}
 	mark := len(e.IDs)
-	buf := make([]byte, 0, len(m.prefix)+len(w))
+	var stack [128]byte
+	buf := stack[:0]
 	for start := 0; start < len(w); {
 		buf = buf[:0]
 		if start > 0 {
@@ -209,8 +210,7 @@ func pairKey(a, b int64) uint64 { return uint64(a)<<32 | uint64(uint32(b)) }
 type unigram struct {
 	v        *vocab
 	scores   []float64 // by id
-	inTrie   map[string]int64
-	prefixes map[string]struct{} // every byte prefix of every piece in inTrie
+	trie     byteTrie
 	unkID    int64
 	unkScore float64
 	// userScore, when set, scores user-defined pieces (SentencePiece's bonus); user marks them.
@@ -224,8 +224,7 @@ type unigram struct {
 }
 
 func newUnigram(v *vocab, scores []float64, unkID int64) *unigram {
-	u := &unigram{v: v, scores: scores, unkID: unkID, inTrie: map[string]int64{}, prefixes: map[string]struct{}{}}
-	return u
+	return &unigram{v: v, scores: scores, unkID: unkID, trie: newByteTrie()}
 }
 
 // addPiece puts a piece into the lattice's dictionary.
@@ -233,10 +232,30 @@ func (u *unigram) addPiece(p string, id int64) {
 	if p == "" {
 		return
 	}
-	u.inTrie[p] = id
-	for i := 1; i < len(p); i++ {
-		u.prefixes[p[:i]] = struct{}{}
+	u.trie.insert(p, id)
+}
+
+// byteTrie is a trie over bytes: edges in one map keyed by (node, byte), piece ids per node.
+type byteTrie struct {
+	edges map[uint64]int32
+	ids   []int64 // by node; -1 where no piece ends
+}
+
+func newByteTrie() byteTrie { return byteTrie{edges: map[uint64]int32{}, ids: []int64{-1}} }
+
+func (t *byteTrie) insert(p string, id int64) {
+	node := int32(0)
+	for i := 0; i < len(p); i++ {
+		k := uint64(node)<<8 | uint64(p[i])
+		next, ok := t.edges[k]
+		if !ok {
+			next = int32(len(t.ids))
+			t.ids = append(t.ids, -1)
+			t.edges[k] = next
+		}
+		node = next
 	}
+	t.ids[node] = id
 }
 
 func (u *unigram) finish(minScore float64) { u.unkScore = minScore - 10 }
@@ -268,9 +287,14 @@ func (u *unigram) encodeWord(w string, e *Encoding) {
 		_, mblen := utf8.DecodeRuneInString(w[start:])
 		here := best[start].score
 		single := false
+		node := int32(0)
 		for end := start + 1; end <= len(w); end++ {
-			sub := w[start:end]
-			if id, ok := u.inTrie[sub]; ok {
+			next, ok := u.trie.edges[uint64(node)<<8|uint64(w[end-1])]
+			if !ok {
+				break
+			}
+			node = next
+			if id := u.trie.ids[node]; id >= 0 {
 				sc := u.scores[id]
 				if u.user != nil && u.user[id] {
 					sc = float64(end-start)*u.maxScore - 0.1
@@ -282,9 +306,6 @@ func (u *unigram) encodeWord(w string, e *Encoding) {
 				if end-start == mblen {
 					single = true
 				}
-			}
-			if _, ok := u.prefixes[sub]; !ok {
-				break
 			}
 		}
 		if !single {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -40,6 +41,11 @@ type spModel struct {
 	unkID        int64
 	byteFallback bool
 	uni          *unigram
+	// wordSplit: no piece holds ▁ past its first byte, so BPE merges never cross the ▁ that
+	// starts a word and each word can be merged (and cached) alone.
+	wordSplit bool
+	mu        sync.Mutex
+	cache     map[string][]int64
 
 	special    Special
 	streamable bool
@@ -268,6 +274,12 @@ func parseSP(data []byte) (*spModel, error) {
 	} else if id, ok := m.pieces["<mask>"]; ok {
 		m.special.Mask = id
 	}
+	m.wordSplit = m.escapeWS
+	for p := range m.pieces {
+		if len(p) > 1 && strings.Contains(p[1:], "\u2581") {
+			m.wordSplit = false
+		}
+	}
 	m.streamable = m.checkStreamable()
 	return m, nil
 }
@@ -385,8 +397,42 @@ func (m *spModel) EncodeRaw(text string) ([]int64, []string, error) {
 		m.uni.encodeWord(norm, &e)
 		return e.IDs, e.Tokens, nil
 	}
-	m.bpeEncode(norm, &e)
+	if !m.wordSplit {
+		m.bpeEncode(norm, &e)
+		return e.IDs, e.Tokens, nil
+	}
+	for lo := 0; lo < len(norm); {
+		hi := strings.Index(norm[lo+1:], "\u2581")
+		if hi < 0 {
+			hi = len(norm)
+		} else {
+			hi += lo + 1
+		}
+		m.bpeWord(norm[lo:hi], &e)
+		lo = hi
+	}
 	return e.IDs, e.Tokens, nil
+}
+
+// bpeWord is bpeEncode through a cache of recent words.
+func (m *spModel) bpeWord(w string, e *Encoding) {
+	m.mu.Lock()
+	ids, ok := m.cache[w]
+	m.mu.Unlock()
+	if !ok {
+		var we Encoding
+		m.bpeEncode(w, &we)
+		ids = we.IDs
+		m.mu.Lock()
+		if m.cache == nil || len(m.cache) >= bpeCacheMax {
+			m.cache = make(map[string][]int64, 1024)
+		}
+		m.cache[w] = ids
+		m.mu.Unlock()
+	}
+	for _, id := range ids {
+		e.IDs, e.Tokens = append(e.IDs, id), append(e.Tokens, m.v.tokens[id])
+	}
 }
 
 // bpeEncode is SentencePiece's bpe::Model::Encode: characters (user-defined symbols whole and
@@ -522,19 +568,18 @@ func (h *spHeap) pop() spPair {
 
 // checkStreamable: cutting after a newline between two words changes nothing when the
 // newline normalises to a piece boundary and no piece holds an inner word boundary.
+//
+// A Unigram model never is: SentencePiece runs one Viterbi over the whole text with float path
+// scores, so where two segmentations of a word tie, rounding at the magnitude the running score
+// has reached decides, and that depends on everything before the word.
 func (m *spModel) checkStreamable() bool {
-	if !m.escapeWS || !m.addDummy || !m.removeExtraWS {
+	if m.kind == "Unigram" || !m.escapeWS || !m.addDummy || !m.removeExtraWS {
 		return false
 	}
 	if m.normalize("x\ny") != m.normalize("x\n")+m.normalize("y") {
 		return false
 	}
-	for p := range m.pieces {
-		if strings.Contains(p[1:], "\u2581") {
-			return false
-		}
-	}
-	return true
+	return m.wordSplit
 }
 
 func (m *spModel) Encode(text string) ([]int64, []string, error) { return m.EncodeRaw(text) }
