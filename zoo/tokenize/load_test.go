@@ -82,6 +82,23 @@ func TestBertSupplementaryCJK(t *testing.T) {
 	}
 }
 
+// TestLowercasePerCharacter: Hugging Face lowercases character by character (Rust's
+// char::to_lowercase), so a word-final capital sigma becomes σ, not ς (the JS reference applies
+// JavaScript's final-sigma rule, so this case is checked here by the rule).
+func TestLowercasePerCharacter(t *testing.T) {
+	tk, err := Load("testdata/minilm.tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, toks, err := tk.EncodeRaw("ΟΔΟΣ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(toks, " "); got != "ο ##δ ##ο ##σ" {
+		t.Errorf("tokens %q, want ο ##δ ##ο ##σ", got)
+	}
+}
+
 func TestSpecialAndAffixes(t *testing.T) {
 	cases := []struct {
 		file           string
@@ -92,8 +109,8 @@ func TestSpecialAndAffixes(t *testing.T) {
 	}{
 		{"minilm.tokenizer.json", Special{0, 101, 102, 103, 100, -1, -1}, []int64{101}, []int64{102}, "tokenizer.json WordPiece", 30522},
 		{"bytelevel-bpe.tokenizer.json", Special{1, 0, 2, 960, 3, 0, 2}, []int64{0}, []int64{2}, "tokenizer.json BPE", 961},
-		{"spm-unigram.tokenizer.json", Special{-1, 1, 2, -1, 0, 1, 2}, nil, []int64{2}, "tokenizer.json Unigram", 509},
-		{"spm-unigram.model", Special{-1, 1, 2, -1, 0, 1, 2}, nil, nil, "SentencePiece Unigram", 509},
+		{"spm-unigram.tokenizer.json", Special{-1, 1, 2, -1, 0, 1, 2}, nil, []int64{2}, "tokenizer.json Unigram", 534},
+		{"spm-unigram.model", Special{-1, 1, 2, -1, 0, 1, 2}, nil, nil, "SentencePiece Unigram", 534},
 		{"spm-bpe.model", Special{-1, 1, 2, -1, 0, 1, 2}, nil, nil, "SentencePiece BPE", 900},
 	}
 	for _, c := range cases {

@@ -218,7 +218,7 @@ type unigram struct {
 	maxScore  float64
 	fuseUnk   bool // Hugging Face merges consecutive unknown characters into one unk
 	byteFback bool
-	f32       bool // SentencePiece stores path scores as float32 (see store)
+	f32       bool // SentencePiece keeps path scores as float32 (see bestPathViterbi)
 	// hfUnkText: Hugging Face reports an unknown piece by its text; SentencePiece by the unk piece.
 	hfUnkText bool
 }
@@ -260,16 +260,6 @@ func (t *byteTrie) insert(p string, id int64) {
 
 func (u *unigram) finish(minScore float64) { u.unkScore = minScore - 10 }
 
-// store rounds a path score as the lattice keeps it. SentencePiece adds a float score to a
-// float path score in double precision (the user-symbol bonus makes the sum a double), compares
-// in double and stores a float, which decides near ties; Hugging Face keeps f64 throughout.
-func (u *unigram) store(x float64) float64 {
-	if u.f32 {
-		return float64(float32(x))
-	}
-	return x
-}
-
 type uniNode struct {
 	score float64
 	start int
@@ -277,56 +267,18 @@ type uniNode struct {
 	set   bool
 }
 
+// uniPiece is a piece of a Viterbi path: w[lo:hi] with its id.
+type uniPiece struct {
+	lo, hi int
+	id     int64
+}
+
 func (u *unigram) encodeWord(w string, e *Encoding) {
 	if w == "" {
 		return
 	}
-	best := make([]uniNode, len(w)+1)
-	best[0].set = true
-	for start := 0; start < len(w); {
-		_, mblen := utf8.DecodeRuneInString(w[start:])
-		here := best[start].score
-		single := false
-		node := int32(0)
-		for end := start + 1; end <= len(w); end++ {
-			next, ok := u.trie.edges[uint64(node)<<8|uint64(w[end-1])]
-			if !ok {
-				break
-			}
-			node = next
-			if id := u.trie.ids[node]; id >= 0 {
-				sc := u.scores[id]
-				if u.user != nil && u.user[id] {
-					sc = float64(end-start)*u.maxScore - 0.1
-				}
-				cand := here + sc
-				if t := &best[end]; !t.set || cand > t.score {
-					*t = uniNode{score: u.store(cand), start: start, id: id, set: true}
-				}
-				if end-start == mblen {
-					single = true
-				}
-			}
-		}
-		if !single {
-			cand := here + u.unkScore
-			if t := &best[start+mblen]; !t.set || cand > t.score {
-				*t = uniNode{score: u.store(cand), start: start, id: u.unkID, set: true}
-			}
-		}
-		start += mblen
-	}
-	// Backtrack.
-	type piece struct {
-		lo, hi int
-		id     int64
-	}
-	var rev []piece
-	for end := len(w); end > 0; {
-		n := best[end]
-		rev = append(rev, piece{n.start, end, n.id})
-		end = n.start
-	}
+	var rev []uniPiece
+	rev = u.bestPathViterbi(w)
 	for i := len(rev) - 1; i >= 0; i-- {
 		p := rev[i]
 		if p.id == u.unkID && u.fuseUnk {
@@ -359,4 +311,62 @@ func (u *unigram) encodeWord(w string, e *Encoding) {
 		}
 		e.IDs, e.Tokens = append(e.IDs, p.id), append(e.Tokens, tok)
 	}
+}
+
+// bestPathViterbi is the "optimized" Viterbi of Hugging Face and SentencePiece: the best path
+// ending at each byte position, the first candidate winning ties; in f64 for Hugging Face, with
+// SentencePiece's float rounding when f32 is set (near ties depend on it). It returns the path
+// from its end to its start.
+func (u *unigram) bestPathViterbi(w string) []uniPiece {
+	best := make([]uniNode, len(w)+1)
+	best[0].set = true
+	for start := 0; start < len(w); {
+		_, mblen := utf8.DecodeRuneInString(w[start:])
+		here := best[start].score
+		single := false
+		node := int32(0)
+		for end := start + 1; end <= len(w); end++ {
+			next, ok := u.trie.edges[uint64(node)<<8|uint64(w[end-1])]
+			if !ok {
+				break
+			}
+			node = next
+			if id := u.trie.ids[node]; id >= 0 {
+				sc := u.scores[id]
+				if u.user != nil && u.user[id] {
+					sc = float64(float32(end-start)*float32(u.maxScore)) - 0.1
+				}
+				// SentencePiece: a double sum (the user-symbol bonus makes the score a
+				// double), compared in double, stored as a float.
+				cand := here + sc
+				if t := &best[end]; !t.set || cand > t.score {
+					if u.f32 {
+						cand = float64(float32(cand))
+					}
+					*t = uniNode{score: cand, start: start, id: id, set: true}
+				}
+				if end-start == mblen {
+					single = true
+				}
+			}
+		}
+		if !single {
+			cand := here + u.unkScore
+			if u.f32 {
+				// SentencePiece: float + float, rounded before the comparison.
+				cand = float64(float32(here) + float32(u.unkScore))
+			}
+			if t := &best[start+mblen]; !t.set || cand > t.score {
+				*t = uniNode{score: cand, start: start, id: u.unkID, set: true}
+			}
+		}
+		start += mblen
+	}
+	var rev []uniPiece
+	for end := len(w); end > 0; {
+		n := best[end]
+		rev = append(rev, uniPiece{n.start, end, n.id})
+		end = n.start
+	}
+	return rev
 }

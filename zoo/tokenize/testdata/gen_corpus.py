@@ -41,5 +41,12 @@ for i in range(240):
     if i % 29 == 0:
         line = ""
     lines.append(line)
+# Special tokens written in the text are matched as added tokens (lstrip on <mask>, for one).
+lines += [
+    "Paris is the [MASK] of France.", "[CLS] leading and trailing [SEP]", "hello <mask> world",
+    "<s>inline</s> markers", "an <unk> here and [UNK] there", "[PAD][PAD] twice",
+    "Ǆ ǅ ǆ titlecase", "tabs\t\tand\u000bvertical\u000cfeed",
+    "next\u0085line and\u00a0nbsp", "a\U0001F600b\U0001F600\U0001F600c", "x" * 300,
+]
 with open("corpus.txt", "w", encoding="utf-8", newline="\n") as f:
     f.write("\n".join(lines) + "\n")
