@@ -41,8 +41,9 @@ func parseCharsmap(blob []byte) (*charsmap, error) {
 
 // prefixes calls fn(length, value) for every key of the trie that is a prefix of key, shortest
 // first, and stops early when fn returns false. Out-of-range nodes (a corrupted trie) end the
-// search.
-func (c *charsmap) prefixes(key string, fn func(length int, value uint32) bool) {
+// search; so does a NUL byte when stopAtNUL is set (Hugging Face's search treats NUL as the end
+// of the key, SentencePiece's, given a length, does not).
+func (c *charsmap) prefixes(key string, stopAtNUL bool, fn func(length int, value uint32) bool) {
 	u := c.units
 	if len(u) == 0 {
 		return
@@ -50,6 +51,9 @@ func (c *charsmap) prefixes(key string, fn func(length int, value uint32) bool) 
 	pos := uint32(0)
 	pos ^= dartsOffset(u[0])
 	for i := 0; i < len(key); i++ {
+		if stopAtNUL && key[i] == 0 {
+			return
+		}
 		b := uint32(key[i])
 		pos ^= b
 		if pos >= uint32(len(u)) {
@@ -93,7 +97,7 @@ func (c *charsmap) replacement(off uint32) (string, bool) {
 func (c *charsmap) longest(s string) (string, int) {
 	var best int
 	var val uint32
-	c.prefixes(s, func(l int, v uint32) bool {
+	c.prefixes(s, false, func(l int, v uint32) bool {
 		if l > best {
 			best, val = l, v
 		}
@@ -114,7 +118,7 @@ func (c *charsmap) longest(s string) (string, int) {
 func (c *charsmap) first(chunk string) (string, bool) {
 	var out string
 	var found bool
-	c.prefixes(chunk, func(_ int, v uint32) bool {
+	c.prefixes(chunk, true, func(_ int, v uint32) bool {
 		out, found = c.replacement(v)
 		return false
 	})

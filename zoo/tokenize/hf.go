@@ -71,7 +71,7 @@ func (p *pipeline) StreamSafe() bool { return p.streamable }
 // addedSet finds added tokens in raw text (leftmost, longest first), as Hugging Face's added
 // vocabulary does for tokens that are not normalised.
 type addedSet struct {
-	byFirst map[byte][]addedTok // sorted by decreasing length
+	byFirst *[256][]addedTok // by first byte, longest first; nil when there are none
 	content map[int64]string
 }
 
@@ -86,7 +86,7 @@ type addedTok struct {
 // split calls fn for each piece of text in order: an added token (tok ≥ 0) or a text segment
 // (tok = -1; first reports that it starts the text).
 func (a *addedSet) split(text string, fn func(seg string, tok int64, first bool)) {
-	if len(a.byFirst) == 0 {
+	if a.byFirst == nil {
 		fn(text, -1, true)
 		return
 	}
@@ -191,7 +191,10 @@ func loadHF(name string, data []byte) (Tokenizer, error) {
 	if p.pre, err = parsePreTokenizer(f.PreTokenizer); err != nil {
 		return nil, formatErr(name, "%v", err)
 	}
-	p.added = addedSet{byFirst: map[byte][]addedTok{}, content: map[int64]string{}}
+	p.added = addedSet{content: map[int64]string{}}
+	if len(f.AddedTokens) > 0 {
+		p.added.byFirst = new([256][]addedTok)
+	}
 	for i, a := range f.AddedTokens {
 		if a.ID == nil || *a.ID < 0 || *a.ID > math.MaxInt32 || a.Content == "" {
 			return nil, formatErr(name, "added_tokens[%d] has no valid id or content", i)
@@ -206,8 +209,10 @@ func loadHF(name string, data []byte) (Tokenizer, error) {
 			v.add(a.Content, *a.ID)
 		}
 	}
-	for _, l := range p.added.byFirst {
-		sort.SliceStable(l, func(i, j int) bool { return len(l[i].s) > len(l[j].s) })
+	if p.added.byFirst != nil {
+		for _, l := range p.added.byFirst {
+			sort.SliceStable(l, func(i, j int) bool { return len(l[i].s) > len(l[j].s) })
+		}
 	}
 	if p.prefix, p.suffix, err = parsePost(f.PostProcessor, v); err != nil {
 		return nil, formatErr(name, "%v", err)

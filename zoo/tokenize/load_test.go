@@ -269,3 +269,33 @@ func TestSplitBehaviors(t *testing.T) {
 		}
 	}
 }
+
+// TestPrecompiledRules applies the nmt_nfkc charsmap of spm-unigram.model the way a
+// tokenizer.json Precompiled normalizer does; the expected strings are NFKC's (Unicode's
+// compatibility mappings), which nmt_nfkc contains, plus its whitespace rule (tab → space).
+func TestPrecompiledRules(t *testing.T) {
+	b, err := os.ReadFile("testdata/spm-unigram.model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := parseSP(b)
+	if err != nil || m.cm == nil {
+		t.Fatalf("charsmap: %v", err)
+	}
+	p := &hfPrecompiled{m.cm}
+	for in, want := range map[string]string{
+		"ﬁnance":   "finance",
+		"①½":       "11⁄2",
+		"Ⅻ":        "XII",
+		"ｆｕｌｌ":     "full",
+		"e\u0301":  "é",
+		"a\tb":     "a b",
+		"plain":    "plain",
+		"東京":       "東京",
+		"👩\u200d💻": "👩\u200d💻",
+	} {
+		if got := p.normalize(in); got != want {
+			t.Errorf("Precompiled(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -219,6 +219,9 @@ type unigram struct {
 	fuseUnk   bool // Hugging Face merges consecutive unknown characters into one unk
 	byteFback bool
 	f32       bool // SentencePiece keeps path scores as float32 (see bestPathViterbi)
+
+	mu    sync.Mutex
+	cache map[string]Encoding
 	// hfUnkText: Hugging Face reports an unknown piece by its text; SentencePiece by the unk piece.
 	hfUnkText bool
 }
@@ -277,6 +280,30 @@ func (u *unigram) encodeWord(w string, e *Encoding) {
 	if w == "" {
 		return
 	}
+	if !u.f32 {
+		// Hugging Face encodes word by word: cache words (SentencePiece gets one whole text).
+		u.mu.Lock()
+		c, ok := u.cache[w]
+		u.mu.Unlock()
+		if ok {
+			e.IDs, e.Tokens = append(e.IDs, c.IDs...), append(e.Tokens, c.Tokens...)
+			return
+		}
+		var we Encoding
+		u.encodeUncached(w, &we)
+		u.mu.Lock()
+		if u.cache == nil || len(u.cache) >= bpeCacheMax {
+			u.cache = make(map[string]Encoding, 1024)
+		}
+		u.cache[w] = we
+		u.mu.Unlock()
+		e.IDs, e.Tokens = append(e.IDs, we.IDs...), append(e.Tokens, we.Tokens...)
+		return
+	}
+	u.encodeUncached(w, e)
+}
+
+func (u *unigram) encodeUncached(w string, e *Encoding) {
 	var rev []uniPiece
 	rev = u.bestPathViterbi(w)
 	for i := len(rev) - 1; i >= 0; i-- {

@@ -191,6 +191,16 @@ func isASCII(s string) bool {
 // cleanText drops NUL, U+FFFD and "other" characters (Cc, Cf, Cs, Co, Cn, except \t \n \r)
 // and turns whitespace into a space.
 func cleanText(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || c < 0x20 || c == 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
 	var sb strings.Builder
 	sb.Grow(len(s))
 	for _, r := range s {
