@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // pipeline is a tokenizer built from parts: a Hugging Face tokenizer.json or a vocab.txt.
@@ -127,11 +128,8 @@ func (a *addedSet) split(text string, fn func(seg string, tok int64, first bool)
 }
 
 func lastRune(s string) rune {
-	r := []rune(s[max(0, len(s)-4):])
-	if len(r) == 0 {
-		return 0
-	}
-	return r[len(r)-1]
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return r
 }
 
 func firstRune(s string) rune {

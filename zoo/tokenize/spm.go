@@ -217,6 +217,15 @@ func parseSP(data []byte) (*spModel, error) {
 	if m.unkID < 0 {
 		return nil, fmt.Errorf("no unknown piece")
 	}
+	if m.kind == "BPE" {
+		for i, p := range pieces {
+			if p.typ == spUnused {
+				// SentencePiece re-splits merged unused pieces by their merge history, which
+				// zoo does not rebuild.
+				return nil, fmt.Errorf("BPE model with unused piece %d (%q) is not supported", i, p.piece)
+			}
+		}
+	}
 	if hasBytes && !sp.byteFallback {
 		return nil, fmt.Errorf("byte pieces without byte_fallback")
 	}
