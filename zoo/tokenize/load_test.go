@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -296,6 +297,39 @@ func TestPrecompiledRules(t *testing.T) {
 	} {
 		if got := p.normalize(in); got != want {
 			t.Errorf("Precompiled(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestConcurrentEncode: a loaded tokenizer (with its word caches) is safe for concurrent use.
+func TestConcurrentEncode(t *testing.T) {
+	_, lines := readCorpus(t)
+	for _, f := range []string{"bytelevel-bpe.tokenizer.json", "spm-unigram.tokenizer.json", "spm-bpe.model"} {
+		tk, err := Load(filepath.Join("testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([][]int64, len(lines))
+		for i, l := range lines {
+			want[i], _, _ = tk.Encode(l)
+		}
+		errs := make(chan string, 4)
+		for g := range 4 {
+			go func() {
+				for i := range lines {
+					j := (i + g*61) % len(lines)
+					if got, _, _ := tk.Encode(lines[j]); !equalIDs(got, want[j]) {
+						errs <- fmt.Sprintf("%s line %d differs under concurrency", f, j+1)
+						return
+					}
+				}
+				errs <- ""
+			}()
+		}
+		for range 4 {
+			if e := <-errs; e != "" {
+				t.Error(e)
+			}
 		}
 	}
 }
