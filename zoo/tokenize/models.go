@@ -241,20 +241,34 @@ func (u *unigram) addPiece(p string, id int64) {
 // byteTrie is a trie over bytes: edges in one map keyed by (node, byte), piece ids per node.
 type byteTrie struct {
 	edges map[uint64]int32
-	ids   []int64 // by node; -1 where no piece ends
+	root  [256]int32 // the root's children (0: none), the hottest lookups
+	ids   []int64    // by node; -1 where no piece ends
 }
 
 func newByteTrie() byteTrie { return byteTrie{edges: map[uint64]int32{}, ids: []int64{-1}} }
 
+// child returns the node under node by byte b, or false.
+func (t *byteTrie) child(node int32, b byte) (int32, bool) {
+	if node == 0 {
+		c := t.root[b]
+		return c, c != 0
+	}
+	c, ok := t.edges[uint64(node)<<8|uint64(b)]
+	return c, ok
+}
+
 func (t *byteTrie) insert(p string, id int64) {
 	node := int32(0)
 	for i := 0; i < len(p); i++ {
-		k := uint64(node)<<8 | uint64(p[i])
-		next, ok := t.edges[k]
+		next, ok := t.child(node, p[i])
 		if !ok {
 			next = int32(len(t.ids))
 			t.ids = append(t.ids, -1)
-			t.edges[k] = next
+			if node == 0 {
+				t.root[p[i]] = next
+			} else {
+				t.edges[uint64(node)<<8|uint64(p[i])] = next
+			}
 		}
 		node = next
 	}
@@ -263,11 +277,12 @@ func (t *byteTrie) insert(p string, id int64) {
 
 func (u *unigram) finish(minScore float64) { u.unkScore = minScore - 10 }
 
+// uniNode is the best path ending at a position: its score, where its last piece starts
+// (-1: no path yet) and that piece's id.
 type uniNode struct {
 	score float64
-	start int
-	id    int64
-	set   bool
+	start int32
+	id    int32
 }
 
 // uniPiece is a piece of a Viterbi path: w[lo:hi] with its id.
@@ -346,14 +361,16 @@ func (u *unigram) encodeUncached(w string, e *Encoding) {
 // from its end to its start.
 func (u *unigram) bestPathViterbi(w string) []uniPiece {
 	best := make([]uniNode, len(w)+1)
-	best[0].set = true
+	for i := 1; i < len(best); i++ {
+		best[i].start = -1
+	}
 	for start := 0; start < len(w); {
 		_, mblen := utf8.DecodeRuneInString(w[start:])
 		here := best[start].score
 		single := false
 		node := int32(0)
 		for end := start + 1; end <= len(w); end++ {
-			next, ok := u.trie.edges[uint64(node)<<8|uint64(w[end-1])]
+			next, ok := u.trie.child(node, w[end-1])
 			if !ok {
 				break
 			}
@@ -366,11 +383,11 @@ func (u *unigram) bestPathViterbi(w string) []uniPiece {
 				// SentencePiece: a double sum (the user-symbol bonus makes the score a
 				// double), compared in double, stored as a float.
 				cand := here + sc
-				if t := &best[end]; !t.set || cand > t.score {
+				if t := &best[end]; t.start < 0 || cand > t.score {
 					if u.f32 {
 						cand = float64(float32(cand))
 					}
-					*t = uniNode{score: cand, start: start, id: id, set: true}
+					*t = uniNode{score: cand, start: int32(start), id: int32(id)}
 				}
 				if end-start == mblen {
 					single = true
@@ -383,8 +400,8 @@ func (u *unigram) bestPathViterbi(w string) []uniPiece {
 				// SentencePiece: float + float, rounded before the comparison.
 				cand = float64(float32(here) + float32(u.unkScore))
 			}
-			if t := &best[start+mblen]; !t.set || cand > t.score {
-				*t = uniNode{score: cand, start: start, id: u.unkID, set: true}
+			if t := &best[start+mblen]; t.start < 0 || cand > t.score {
+				*t = uniNode{score: cand, start: int32(start), id: int32(u.unkID)}
 			}
 		}
 		start += mblen
@@ -392,8 +409,8 @@ func (u *unigram) bestPathViterbi(w string) []uniPiece {
 	var rev []uniPiece
 	for end := len(w); end > 0; {
 		n := best[end]
-		rev = append(rev, uniPiece{n.start, end, n.id})
-		end = n.start
+		rev = append(rev, uniPiece{int(n.start), end, int64(n.id)})
+		end = int(n.start)
 	}
 	return rev
 }
