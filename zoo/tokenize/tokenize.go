@@ -1,15 +1,30 @@
-// Package tokenize is zoo's byte-level tokenizer: every input is valid, and the mapping is
-// fixed and tiny.
+// Package tokenize turns text into model ids: zoo's own byte-level tokenizer, and the
+// tokenizers pretrained models bring (Hugging Face tokenizer.json, SentencePiece .model, BERT
+// vocab.txt), all behind the Tokenizer interface; Load detects the format.
 //
-// Mapping: id 0 is padding (PadID, the seed's ignore_index=0); the byte b becomes the id b+1,
-// so ids run from 1 to 256 and VocabSize is 257. Text is tokenized as its raw bytes (UTF-8
-// for text files), without normalization.
+// Byte mapping (zoo's default, type Bytes and the functions Encode, Decode): id 0 is padding
+// (PadID, the seed's ignore_index=0); the byte b becomes the id b+1, so ids run from 1 to 256 and
+// VocabSize is 257. Text is tokenized as its raw bytes (UTF-8 for text files), without
+// normalization.
+//
+// Pretrained tokenizers give the ids Hugging Face's tokenizers and SentencePiece give (checked id
+// for id against both on testdata/corpus.txt): tokenizer.json with WordPiece, BPE (byte-level as
+// GPT-2/RoBERTa, byte fallback), Unigram or WordLevel models, the common normalizers (BertNormalizer,
+// NFC/NFD/NFKC/NFKD, Lowercase, StripAccents, Strip, Prepend, Replace, Precompiled, Sequence),
+// pre-tokenizers (BertPreTokenizer, ByteLevel, Whitespace, WhitespaceSplit, Metaspace,
+// Punctuation, Digits, Split with RE2-compatible patterns, Sequence) and post-processors
+// (TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel, Sequence); any other
+// component is refused by name. A file's padding and truncation are not applied. SentencePiece
+// models (Unigram, BPE) are normalised with their precompiled charsmap and encoded as
+// SentencePieceProcessor.encode does, without BOS/EOS.
 //
 // Long inputs are cut into windows of at most a model's maximum length by a Windower, which
 // streams from an io.Reader with memory bounded by batch×window, never by the input size.
 // Windows are cut at byte granularity: a multi-byte UTF-8 character may straddle two windows
 // (its first bytes end one window, its last bytes start the next). That is correct for a
 // byte-level model, and concatenating the decoded windows in order reproduces the input exactly.
+// Stream encodes a whole input as one sequence with any Tokenizer, holding a bounded piece of
+// the input where the tokenizer allows it.
 package tokenize
 
 import (
