@@ -242,8 +242,8 @@ func pluginTestAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	opts := conformance.Options{Sets: sets, Seed: c.Uint64(flagSeed.Name)}
-	if currentVerbose() {
+	opts := conformance.Options{Sets: sets, Seed: c.Uint64(flagSeed.Name), Context: c.Context}
+	if verboseOf(c.Context) {
 		opts.Logs = c.App.ErrWriter
 	}
 	r := conformance.RunPath(path, opts)
