@@ -247,6 +247,9 @@ func pluginTestAction(c *cli.Context) error {
 		opts.Logs = c.App.ErrWriter
 	}
 	r := conformance.RunPath(path, opts)
+	if err := c.Context.Err(); err != nil {
+		return failed(err) // interrupted: run says so; a report of stopped checks would mislead
+	}
 	if c.Bool(flagJSON.Name) {
 		if err := writeJSON(c.App.Writer, r); err != nil {
 			return failed(err)

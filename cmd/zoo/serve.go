@@ -85,8 +85,9 @@ func newSession(stderr io.Writer, verbose bool) *session {
 	return s
 }
 
-// watch waits for the first signal: it kills the plugins, cancels the command and then
-// exits unless the command returns within exitGrace (a second signal exits at once).
+// watch waits for the first signal: it kills the plugins and cancels the command, which
+// then has exitGrace to return and clean up (end included) before zoo exits regardless; a
+// second signal exits at once.
 func (s *session) watch() {
 	var sig os.Signal
 	select {
@@ -100,8 +101,6 @@ func (s *session) watch() {
 	t := time.NewTimer(exitGrace)
 	defer t.Stop()
 	select {
-	case <-s.done:
-		return
 	case <-s.sigs:
 	case <-t.C:
 	}
@@ -131,10 +130,12 @@ func signalWord(sig os.Signal) string {
 	return "interrupted"
 }
 
-// end stops the signal handling and kills the session's plugins; the session cannot start
-// plugins afterwards.
+// end kills the session's plugins and stops the signal handling, unless a signal came
+// (then watch ends the process); the session cannot start plugins afterwards.
 func (s *session) end() {
-	signal.Stop(s.sigs)
+	if _, ok := s.sig.Load().(os.Signal); !ok {
+		signal.Stop(s.sigs)
+	}
 	close(s.done)
 	s.cancel(nil)
 	s.mu.Lock()
