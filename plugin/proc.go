@@ -59,14 +59,14 @@ var _ runner.Runner = (*procRunner)(nil)
 // newProcRunner returns the runner of path with args. env is the plugin's own environment,
 // added after go-plugin's (the host's environment and the handshake variables), which tmpl
 // carries.
-func newProcRunner(tmpl *exec.Cmd, path string, args, env []string) (*procRunner, error) {
+func newProcRunner(tmpl *exec.Cmd, path string, args, env []string) *procRunner {
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(append([]string{}, tmpl.Env...), env...)
 	// No stdin: a plugin in a background process group that read the terminal would be
 	// stopped (SIGTTIN), and it has no business with zoo's input anyway.
 	cmd.Stdin = nil
 	cmd.SysProcAttr = sysProcAttr()
-	return &procRunner{cmd: cmd}, nil
+	return &procRunner{cmd: cmd}
 }
 
 // Start starts the process, unless Kill came first.
@@ -183,10 +183,7 @@ func (r *procRunner) processState() *os.ProcessState {
 // keep (so that the host can kill it while go-plugin still holds its own locks).
 func runnerFor(path string, args, env []string, keep func(*procRunner) error) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
 	return func(_ hclog.Logger, tmpl *exec.Cmd, _ string) (runner.Runner, error) {
-		r, err := newProcRunner(tmpl, path, args, env)
-		if err != nil {
-			return nil, err
-		}
+		r := newProcRunner(tmpl, path, args, env)
 		if err := keep(r); err != nil {
 			return nil, err
 		}
