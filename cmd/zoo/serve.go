@@ -96,8 +96,9 @@ func (s *session) watch() {
 		return
 	}
 	s.sig.Store(sig)
-	s.kill()
+	// Cancelled first, so that no plugin starts after the kill.
 	s.cancel(fmt.Errorf("%s", signalWord(sig)))
+	s.kill()
 	t := time.NewTimer(exitGrace)
 	defer t.Stop()
 	select {
