@@ -337,6 +337,7 @@ func bounded(d time.Duration, f func()) bool {
 // kill kills the plugin's process group at once, or makes sure it never starts; it does not
 // wait. In process it does nothing (Close stops the server).
 func (c *Client) kill() {
+	c.closing.Store(true) // before the kill: a call it breaks reports ErrStopped, not a crash
 	c.procMu.Lock()
 	c.killed = true
 	r := c.proc
