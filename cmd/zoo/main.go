@@ -104,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	args, verbose := stripVerbose(args)
 	s := newSession(stderr, verbose)
 	defer s.end()
-	app := newApp(stdout, stderr)
+	app := newApp(stdout, s.stderr)
 	err := app.RunContext(s.ctx, reorderCommandArgs(app, args))
 	if code, ok := s.interrupted(); ok {
 		return code
@@ -119,7 +119,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	} else if isUsage(err) {
 		code = 2
 	}
-	fmt.Fprintf(stderr, "zoo: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(s.stderr, "zoo: %s\n", oneLine(err.Error()))
 	return code
 }
 

@@ -75,9 +75,23 @@ type sessionKey struct{}
 // temporary files) before it exits regardless. Plugins are killed before the grace begins.
 const exitGrace = time.Second
 
-// newSession starts a session and its signal handling; end stops both.
+// syncWriter serialises writes to stderr, which plugins' log goroutines (under --verbose),
+// the signal handler and the command share.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}
+
+// newSession starts a session and its signal handling; end stops both. The command must
+// write to stderr through s.stderr.
 func newSession(stderr io.Writer, verbose bool) *session {
-	s := &session{verbose: verbose, stderr: stderr, sigs: make(chan os.Signal, 2), done: make(chan struct{}), started: map[*plugin.Client]bool{}}
+	s := &session{verbose: verbose, stderr: &syncWriter{w: stderr}, sigs: make(chan os.Signal, 2), done: make(chan struct{}), started: map[*plugin.Client]bool{}}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	s.ctx, s.cancel = context.WithValue(ctx, sessionKey{}, s), cancel
 	signal.Notify(s.sigs, os.Interrupt, syscall.SIGTERM)
