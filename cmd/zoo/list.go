@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/variants"
 	"github.com/zoo-dev/zoo/zoo/registry"
@@ -50,7 +50,7 @@ func listAction(c *cli.Context) error {
 		rows = append(rows, listRowFor(e, cache))
 	}
 	if c.Bool(flagJSON.Name) {
-		return writeJSON(c.App.Writer, rows)
+		return format.WriteJSON(c.App.Writer, rows)
 	}
 	renderList(c.App.Writer, rows)
 	return nil
@@ -99,11 +99,4 @@ func renderList(w io.Writer, rows []listRow) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, r.Complexity, strings.Join(r.Presets, ","), summary, r.Paper)
 	}
 	tw.Flush()
-}
-
-// writeJSON prints v as indented JSON.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

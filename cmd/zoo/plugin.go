@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/plugin/conformance"
 )
 
@@ -251,7 +252,7 @@ func pluginTestAction(c *cli.Context) error {
 		return failed(err) // interrupted: run says so; a report of stopped checks would mislead
 	}
 	if c.Bool(flagJSON.Name) {
-		if err := writeJSON(c.App.Writer, r); err != nil {
+		if err := format.WriteJSON(c.App.Writer, r); err != nil {
 			return failed(err)
 		}
 	} else {

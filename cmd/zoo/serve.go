@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/variants"
 	"github.com/zoo-dev/zoo/zoo/graph"
@@ -324,7 +325,7 @@ func (v *pluginVariant) Build(ctx context.Context, cfg variant.Config, seed uint
 	}
 	if v.s.verbose {
 		fmt.Fprintf(v.s.stderr, "zoo: plugin %s: built %s in %d chunks: %s in the plugin (build, export), transfer %s (%.0f MB/s), import %s\n",
-			c.Name(), humanBytes(st.Bytes), st.Chunks, (st.Stream - st.Transfer).Round(time.Microsecond),
+			c.Name(), format.HumanBytes(st.Bytes), st.Chunks, (st.Stream - st.Transfer).Round(time.Microsecond),
 			st.Transfer.Round(time.Microsecond), float64(st.Bytes)/1e6/st.Transfer.Seconds(), st.Import.Round(time.Microsecond))
 	}
 	return g, nil
