@@ -15,7 +15,7 @@ func BenchmarkStream(b *testing.B) {
 	spec, _ := self(b, plugintest.ModeBlob)
 	h := plugin.NewHost(plugin.HostOptions{})
 	defer h.Close()
-	c, err := h.Client(spec)
+	c, err := h.Client(context.Background(), spec)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func BenchmarkStartDescribeKill(b *testing.B) {
 	spec, _ := self(b, plugintest.ModeOK)
 	for i := 0; i < b.N; i++ {
 		h := plugin.NewHost(plugin.HostOptions{})
-		if _, err := h.Client(spec); err != nil {
+		if _, err := h.Client(context.Background(), spec); err != nil {
 			b.Fatal(err)
 		}
 		h.Close()

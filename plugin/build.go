@@ -83,13 +83,13 @@ func (c *Client) receive(ctx context.Context, cfg variant.Config, seed uint64, o
 	if err != nil {
 		return nil, st, &Error{Kind: ErrConfig, Plugin: c.name, Msg: err.Error(), Err: err}
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.BuildTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, c.opts.BuildTimeout, errBuildTimeout)
 	defer cancel()
 	start := time.Now()
 	stream, err := c.rpc.Build(ctx, &pluginpb.BuildRequest{Config: wire, Seed: seed, Opset: int32(opset), MaxChunkBytes: MaxChunkBytes},
 		grpc.ForceCodecV2(newBuildCodec()))
 	if err != nil {
-		return nil, st, c.callError("Build", ctx, err, c.opts.BuildTimeout, BuildTimeoutEnv)
+		return nil, st, c.callError("Build", ctx, err, errBuildTimeout, c.opts.BuildTimeout, BuildTimeoutEnv)
 	}
 	violation := func(format string, args ...any) ([]byte, BuildStats, error) {
 		cancel()
@@ -107,7 +107,7 @@ func (c *Client) receive(ctx context.Context, cfg variant.Config, seed uint64, o
 			return violation("the stream ended without a trailer after %d of %d bytes", sink.n, total)
 		}
 		if err != nil {
-			return nil, st, c.callError("Build", ctx, err, c.opts.BuildTimeout, BuildTimeoutEnv)
+			return nil, st, c.callError("Build", ctx, err, errBuildTimeout, c.opts.BuildTimeout, BuildTimeoutEnv)
 		}
 		if sink.data >= 0 { // a data chunk, taken by the fast path
 			if err := sink.checkChunk(sink.data, total); err != "" {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
-	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
@@ -107,13 +105,14 @@ func (o HostOptions) FromEnv() (HostOptions, error) {
 
 // Host launches plugins and keeps one process per plugin until Close.
 type Host struct {
-	opts    HostOptions
-	mu      sync.Mutex
-	clients map[string]*Client
-	closed  bool
+	opts     HostOptions
+	mu       sync.Mutex
+	clients  map[string]*Client
+	starting map[*Client]bool // processes between exec and the end of Describe
+	closed   bool
 }
 
-// NewHost returns a host; it starts nothing until Variant is called.
+// NewHost returns a host; it starts nothing until Client is called.
 func NewHost(opts HostOptions) *Host {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
@@ -121,62 +120,118 @@ func NewHost(opts HostOptions) *Host {
 	if opts.BuildTimeout <= 0 {
 		opts.BuildTimeout = DefaultBuildTimeout
 	}
-	return &Host{opts: opts, clients: map[string]*Client{}}
+	return &Host{opts: opts, clients: map[string]*Client{}, starting: map[*Client]bool{}}
 }
 
-// Variant returns the variant that spec's plugin serves, starting the plugin if no live
-// process serves it yet. The process is shared by every call with the same spec until Close.
-func (h *Host) Variant(spec Spec) (variant.Variant, error) {
-	c, err := h.Client(spec)
-	if err != nil {
-		return nil, err
-	}
-	return c.Variant(), nil
-}
-
-// Client returns the running client for spec, starting the plugin if needed.
-func (h *Host) Client(spec Spec) (*Client, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return nil, &Error{Kind: ErrStart, Plugin: spec.Name, Msg: "the plugin host is closed"}
+// Client returns the running client for spec, starting the plugin if no live process
+// serves it yet; the process is shared by every call with the same spec until Close. The
+// start (exec, handshake, Describe) is bounded by HostOptions.StartTimeout and by ctx: when
+// ctx ends first, the starting plugin's process group is killed and Client returns an
+// ErrStopped error that wraps ctx's cause.
+func (h *Host) Client(ctx context.Context, spec Spec) (*Client, error) {
+	if ctx.Err() != nil {
+		return nil, stopped(spec.Name, "", "start", ctx)
 	}
 	key := spec.key()
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, &Error{Kind: ErrStopped, Plugin: spec.Name, Msg: "the plugin host is closed"}
+	}
+	var stale *Client
 	if c, ok := h.clients[key]; ok {
 		if !c.exited() {
+			h.mu.Unlock()
 			return c, nil
 		}
-		c.Close()
+		stale = c
 		delete(h.clients, key)
 	}
 	var c *Client
 	var err error
 	if spec.Builtin && h.opts.InProcess != nil {
+		h.mu.Unlock()
 		v, ok := h.opts.InProcess(spec.Name)
 		if !ok {
-			return nil, &Error{Kind: ErrNotFound, Plugin: spec.Name, Msg: "no built-in variant of this name", Fix: "see `zoo list`"}
+			err = &Error{Kind: ErrNotFound, Plugin: spec.Name, Msg: "no built-in variant of this name", Fix: "see `zoo list`"}
+		} else {
+			c, err = startInProcess(ctx, spec.Name, v, h.opts)
 		}
-		c, err = startInProcess(spec.Name, v, h.opts)
 	} else {
-		c, err = start(spec, h.opts)
+		c, err = newProcClient(spec, h.opts)
+		if err == nil {
+			h.starting[c] = true
+		}
+		h.mu.Unlock()
+		if err == nil {
+			err = c.connect(ctx)
+		}
+	}
+	if stale != nil {
+		stale.Close()
+	}
+	h.mu.Lock()
+	delete(h.starting, c)
+	var other *Client
+	switch {
+	case err != nil:
+	case h.closed:
+		err = c.fail(ErrStopped, nil, "stopped by zoo while it was starting (the host closed)", "")
+	default:
+		if o, ok := h.clients[key]; ok && !o.exited() {
+			other = o // a concurrent call started the same plugin first
+		} else {
+			h.clients[key] = c
+		}
+	}
+	h.mu.Unlock()
+	if c != nil && (err != nil || other != nil) {
+		c.Close()
 	}
 	if err != nil {
 		return nil, err
 	}
-	h.clients[key] = c
+	if other != nil {
+		return other, nil
+	}
 	return c, nil
 }
 
-// Close kills every plugin process the host started and waits for them to exit. The host
-// cannot be used afterwards.
+// Kill kills the process group of every plugin the host started or is starting, at once,
+// and does not wait; the host refuses new starts. Close still reaps them. It is what a
+// signal handler calls before the process exits.
+func (h *Host) Kill() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for _, c := range h.clients {
+		c.kill()
+	}
+	for c := range h.starting {
+		c.kill()
+	}
+}
+
+// Close kills the process group of every plugin the host started (or is starting) at once,
+// then waits a bounded time for each to be reaped. The host cannot be used afterwards; Close
+// may be called again, from any goroutine, and then returns at once.
 func (h *Host) Close() error {
 	h.mu.Lock()
-	clients := h.clients
-	h.clients = map[string]*Client{}
-	h.closed = true
+	var all []*Client
+	for _, c := range h.clients {
+		all = append(all, c)
+	}
+	for c := range h.starting {
+		all = append(all, c)
+	}
+	h.clients, h.starting, h.closed = map[string]*Client{}, map[*Client]bool{}, true
+	// Killed under the lock: whoever sees the host closed knows no plugin of it runs on.
+	for _, c := range all {
+		c.kill()
+	}
 	h.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, c := range clients {
+	for _, c := range all {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.Close() }()
 	}
@@ -184,13 +239,13 @@ func (h *Host) Close() error {
 	return nil
 }
 
-// Client is one running plugin.
+// Client is one running plugin. It is a variant.Variant: Describe is the plugin's answer and
+// Build streams the plugin's model and imports it.
 type Client struct {
 	name    string
 	path    string
 	opts    HostOptions
 	pc      *goplugin.Client
-	cmd     *exec.Cmd // nil in process
 	rpc     pluginpb.VariantClient
 	desc    variant.Description
 	proto   *pluginpb.DescribeResponse
@@ -199,29 +254,43 @@ type Client struct {
 	conn    goplugin.ClientProtocol
 	once    sync.Once
 	closing atomic.Bool
+
+	procMu sync.Mutex
+	proc   *procRunner // nil in process, and until go-plugin builds it
+	killed bool
 }
+
+var _ variant.Variant = (*Client)(nil)
 
 // Name is the variant name the client was started for (the registry entry).
 func (c *Client) Name() string { return c.name }
 
-// Description is the plugin's Describe answer.
-func (c *Client) Description() variant.Description { return c.desc }
+// Describe returns the plugin's Describe answer (fetched once, at start).
+func (c *Client) Describe() variant.Description { return c.desc }
 
 // DescribeResponse is the plugin's raw Describe answer (protocol minor, SDK version, features).
 func (c *Client) DescribeResponse() *pluginpb.DescribeResponse { return c.proto }
 
 // Pid is the plugin's process id (0 in process).
 func (c *Client) Pid() int {
-	if c.cmd == nil || c.cmd.Process == nil {
-		return 0
+	if p := c.process(); p != nil {
+		return p.Pid
 	}
-	return c.cmd.Process.Pid
+	return 0
 }
 
-// Variant returns the plugin as a variant.Variant.
-func (c *Client) Variant() variant.Variant { return remote{c} }
+func (c *Client) process() *os.Process {
+	c.procMu.Lock()
+	r := c.proc
+	c.procMu.Unlock()
+	if r == nil {
+		return nil
+	}
+	return r.process()
+}
 
-// Close kills the plugin process (or stops the in-process server) and waits for it.
+// Close kills the plugin's process group (or stops the in-process server) and waits a
+// bounded time for go-plugin to let go of it.
 func (c *Client) Close() {
 	c.closing.Store(true)
 	c.once.Do(func() {
@@ -239,8 +308,61 @@ func (c *Client) Close() {
 			c.stopInP()
 			return
 		}
-		c.pc.Kill()
+		// Killed first: a plugin has nothing to save, and go-plugin's graceful path waits
+		// for a hung plugin. go-plugin's Kill then only reaps and cleans up; it waits on
+		// locks and pipes, hence the bound.
+		c.kill()
+		bounded(killWait, c.pc.Kill)
 	})
+}
+
+// killWait bounds go-plugin's clean-up of a killed plugin: the pipes close within killGrace
+// (proc.go), the rest is bookkeeping.
+const killWait = killGrace + 3*time.Second
+
+// bounded runs f and waits for it at most d; past d, f is left to finish on its own.
+func bounded(d time.Duration, f func()) bool {
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// kill kills the plugin's process group at once, or makes sure it never starts; it does not
+// wait. In process it does nothing (Close stops the server).
+func (c *Client) kill() {
+	c.closing.Store(true) // before the kill: a call it breaks reports ErrStopped, not a crash
+	c.procMu.Lock()
+	c.killed = true
+	r := c.proc
+	c.procMu.Unlock()
+	if r != nil {
+		_ = r.Kill(context.Background())
+	}
+}
+
+// wasKilled reports whether kill was called.
+func (c *Client) wasKilled() bool {
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	return c.killed
+}
+
+// keep records the runner go-plugin built, unless the client was killed before.
+func (c *Client) keep(r *procRunner) error {
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	if c.killed {
+		return errStopped
+	}
+	c.proc = r
+	return nil
 }
 
 func (c *Client) exited() bool { return c.stopInP == nil && c.pc.Exited() }
@@ -249,8 +371,15 @@ func (c *Client) fail(kind ErrorKind, err error, msg, fix string) *Error {
 	return &Error{Kind: kind, Plugin: c.name, Path: c.path, Msg: msg, Fix: fix, Err: err}
 }
 
-// start launches an executable plugin (or the host itself for a builtin).
-func start(spec Spec, opts HostOptions) (*Client, error) {
+// stopped is the error of a call that ctx ended: it wraps ctx's cause (context.Canceled
+// when the caller cancelled, e.g. on Ctrl-C).
+func stopped(name, path, call string, ctx context.Context) *Error {
+	return &Error{Kind: ErrStopped, Plugin: name, Path: path, Msg: "stopped by zoo during " + call, Err: context.Cause(ctx)}
+}
+
+// newProcClient checks spec's executable and prepares its go-plugin client; nothing runs
+// until connect.
+func newProcClient(spec Spec, opts HostOptions) (*Client, error) {
 	path, args := spec.Path, spec.Args
 	fail := func(kind ErrorKind, err error, msg, fix string) *Error {
 		return &Error{Kind: kind, Plugin: spec.Name, Path: path, Msg: msg, Fix: fix, Err: err}
@@ -290,29 +419,27 @@ func start(spec Spec, opts HostOptions) (*Client, error) {
 			}
 		}
 	}
-	cmd := exec.Command(path, args...)
-	cmd.Env = os.Environ()
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	env := make([]string, 0, len(keys)+1)
 	for _, k := range keys {
-		cmd.Env = append(cmd.Env, k+"="+spec.Env[k])
+		env = append(env, k+"="+spec.Env[k])
 	}
 	level := "info"
 	if opts.Verbose {
 		level = "debug"
 	}
-	cmd.Env = append(cmd.Env, LogLevelEnv+"="+level)
-	setPdeathsig(cmd)
+	env = append(env, LogLevelEnv+"="+level)
 	tail := newTail(40)
-	pc := goplugin.NewClient(&goplugin.ClientConfig{
+	c := &Client{name: spec.Name, path: path, opts: opts, tail: tail}
+	c.pc = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: pluginSets(&GRPCPlugin{}, ProtocolVersion),
-		Cmd:              cmd,
+		RunnerFunc:       runnerFor(path, args, env, c.keep),
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		Managed:          true,
 		StartTimeout:     opts.StartTimeout,
 		Logger:           hostLogger(spec.Name, opts),
 		Stderr:           tail,
@@ -320,22 +447,55 @@ func start(spec Spec, opts HostOptions) (*Client, error) {
 		SyncStderr:       io.MultiWriter(tail, logsOrDiscard(opts)),
 		GRPCDialOptions:  dialOptions(),
 	})
-	c := &Client{name: spec.Name, path: path, opts: opts, pc: pc, cmd: cmd, tail: tail}
-	if err := c.connect(); err != nil {
-		c.Close()
-		return nil, err
-	}
 	return c, nil
 }
 
-// connect performs the handshake, dispenses the service and calls Describe.
-func (c *Client) connect() error {
-	proto, err := c.pc.Client()
-	if err != nil {
-		return c.classifyStart(err)
+// errStartTimeout and errBuildTimeout are the causes of the host's own deadlines, told apart
+// from the caller's.
+var (
+	errStartTimeout = errors.New("start timeout")
+	errBuildTimeout = errors.New("build timeout")
+)
+
+// connect performs the handshake, dispenses the service and calls Describe, all bounded by
+// StartTimeout and ctx. When ctx ends, the process group is killed at once.
+func (c *Client) connect(ctx context.Context) error {
+	defer context.AfterFunc(ctx, c.kill)()
+	type result struct {
+		proto goplugin.ClientProtocol
+		err   error
 	}
-	c.conn = proto
-	raw, err := proto.Dispense(PluginName)
+	done := make(chan result, 1)
+	go func() {
+		p, err := c.pc.Client()
+		done <- result{p, err}
+	}()
+	// go-plugin bounds the wait for the handshake line by StartTimeout, but not what comes
+	// after it (the dial); the timer here bounds the whole.
+	t := time.NewTimer(c.opts.StartTimeout + killGrace + time.Second)
+	defer t.Stop()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		c.kill()
+		return stopped(c.name, c.path, "start", ctx)
+	case <-t.C:
+		c.kill()
+		return c.fail(ErrTimeout, nil, fmt.Sprintf("did not complete the plugin handshake within %s (is it a zoo plugin? does it hang at start?)", c.opts.StartTimeout),
+			"raise "+StartTimeoutEnv+" if it is just slow")
+	}
+	if ctx.Err() != nil {
+		return stopped(c.name, c.path, "start", ctx)
+	}
+	if r.err != nil && c.wasKilled() {
+		return c.fail(ErrStopped, r.err, "stopped by zoo while it was starting", "")
+	}
+	if r.err != nil {
+		return c.classifyStart(r.err)
+	}
+	c.conn = r.proto
+	raw, err := r.proto.Dispense(PluginName)
 	if err != nil {
 		return c.fail(ErrNotPlugin, err, fmt.Sprintf("does not serve zoo's variant service: %v", err), "build it with zoo's plugin SDK (plugin.Serve)")
 	}
@@ -344,11 +504,11 @@ func (c *Client) connect() error {
 		return c.fail(ErrNotPlugin, nil, fmt.Sprintf("dispensed %T, not a variant client", raw), "")
 	}
 	c.rpc = rpc
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.StartTimeout)
+	dctx, cancel := context.WithTimeoutCause(ctx, c.opts.StartTimeout, errStartTimeout)
 	defer cancel()
-	resp, err := rpc.Describe(ctx, &pluginpb.DescribeRequest{HostProtocolMinor: ProtocolMinor})
+	resp, err := rpc.Describe(dctx, &pluginpb.DescribeRequest{HostProtocolMinor: ProtocolMinor})
 	if err != nil {
-		return c.callError("Describe", ctx, err, c.opts.StartTimeout, StartTimeoutEnv)
+		return c.callError("Describe", dctx, err, errStartTimeout, c.opts.StartTimeout, StartTimeoutEnv)
 	}
 	d, err := DescriptionFromProto(resp)
 	if err != nil {
@@ -391,14 +551,18 @@ func (c *Client) classifyStart(err error) *Error {
 	return e
 }
 
-// callError turns an RPC error into a plugin error: timeout, crash or the plugin's own error.
-func (c *Client) callError(call string, ctx context.Context, err error, limit time.Duration, env string) error {
+// callError turns an RPC error into a plugin error: the host's own deadline (whose cause is
+// timeout), the caller's cancellation, a crash or the plugin's own error.
+func (c *Client) callError(call string, ctx context.Context, err error, timeout error, limit time.Duration, env string) error {
 	st, _ := status.FromError(err)
 	switch {
-	case ctx.Err() == context.DeadlineExceeded || st.Code() == codes.DeadlineExceeded:
+	case errors.Is(context.Cause(ctx), timeout) || (ctx.Err() == nil && st.Code() == codes.DeadlineExceeded):
 		c.kill()
+		c.Close()
 		return c.fail(ErrTimeout, err, fmt.Sprintf("did not finish %s within %s (is it hung?); zoo stopped it", call, limit),
 			fmt.Sprintf("if the model is just big, raise %s (e.g. %s=%s)", env, env, 4*limit))
+	case ctx.Err() != nil:
+		return stopped(c.name, c.path, call, ctx)
 	case c.closing.Load():
 		return c.fail(ErrStopped, err, fmt.Sprintf("stopped by zoo during %s", call), "")
 	case st.Code() == codes.InvalidArgument:
@@ -431,18 +595,15 @@ func (c *Client) waitExited(d time.Duration) bool {
 
 // exitStatus describes how the process ended, once it has.
 func (c *Client) exitStatus() string {
-	if c.cmd != nil && c.cmd.ProcessState != nil {
-		return c.cmd.ProcessState.String()
+	c.procMu.Lock()
+	r := c.proc
+	c.procMu.Unlock()
+	if r != nil {
+		if st := r.processState(); st != nil {
+			return st.String()
+		}
 	}
 	return "process exited"
-}
-
-// kill stops the process at once (a hung plugin will not shut down gracefully).
-func (c *Client) kill() {
-	if c.cmd != nil && c.cmd.Process != nil {
-		_ = c.cmd.Process.Kill()
-	}
-	c.Close()
 }
 
 // checkExecutable explains why path cannot run as a plugin, or returns nil.
@@ -505,15 +666,4 @@ func hostLogger(name string, opts HostOptions) hclog.Logger {
 		level = hclog.Debug
 	}
 	return hclog.New(&hclog.LoggerOptions{Name: "plugin." + name, Level: level, Output: opts.Logs})
-}
-
-// remote is a plugin seen as a variant.Variant.
-type remote struct{ c *Client }
-
-// Describe returns the plugin's description (fetched once at start).
-func (r remote) Describe() variant.Description { return r.c.desc }
-
-// Build asks the plugin for the model and imports it.
-func (r remote) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	return r.c.Build(ctx, cfg, seed)
 }

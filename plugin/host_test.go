@@ -46,7 +46,7 @@ func newHost(t *testing.T) *plugin.Host {
 
 // variantConfig resolves a client's defaults.
 func variantConfig(c *plugin.Client) (variant.Config, error) {
-	return variant.Resolve(c.Description())
+	return variant.Resolve(c.Describe())
 }
 
 func resolve(t *testing.T, v variant.Variant, layers ...map[string]any) variant.Config {
@@ -80,7 +80,7 @@ func assertGone(t *testing.T, pidFile string) {
 func TestRemoteBuildMatchesDirect(t *testing.T) {
 	spec, pidFile := self(t, plugintest.ModeOK)
 	h := newHost(t)
-	v, err := h.Variant(spec)
+	v, err := h.Client(t.Context(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +114,8 @@ func TestRemoteBuildMatchesDirect(t *testing.T) {
 		}
 	}
 	// One process per plugin, reused.
-	c1, _ := h.Client(spec)
-	c2, _ := h.Client(spec)
+	c1, _ := h.Client(t.Context(), spec)
+	c2, _ := h.Client(t.Context(), spec)
 	if c1 != c2 || c1.Pid() == 0 {
 		t.Errorf("two lookups of one plugin gave clients %p (pid %d) and %p", c1, c1.Pid(), c2)
 	}
@@ -129,7 +129,7 @@ func TestRemoteBuildMatchesDirect(t *testing.T) {
 }
 
 func TestInProcessUsesTheSameServer(t *testing.T) {
-	c, err := plugin.InProcess(plugintest.Variant(), plugin.HostOptions{})
+	c, err := plugin.InProcess(t.Context(), plugintest.Variant(), plugin.HostOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestInProcessUsesTheSameServer(t *testing.T) {
 	if c.Pid() != 0 {
 		t.Errorf("in-process client has pid %d", c.Pid())
 	}
-	v := c.Variant()
+	var v variant.Variant = c
 	g, err := v.Build(context.Background(), resolve(t, v), 3)
 	if err != nil {
 		t.Fatal(err)
@@ -158,11 +158,11 @@ func TestBaseSizedModelStreams(t *testing.T) {
 	}
 	spec, _ := self(t, plugintest.ModeOK)
 	h := newHost(t)
-	c, err := h.Client(spec)
+	c, err := h.Client(t.Context(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := resolve(t, c.Variant(), map[string]any{"d_model": 512, "heads": 8, "layers": 6, "d_ff": 2048, "max_len": 5000})
+	cfg := resolve(t, c, map[string]any{"d_model": 512, "heads": 8, "layers": 6, "d_ff": 2048, "max_len": 5000})
 	g, st, err := c.BuildStats(t.Context(), cfg, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +228,7 @@ func TestFailuresAreClearAndNeverHang(t *testing.T) {
 			h := plugin.NewHost(plugin.HostOptions{StartTimeout: time.Second, BuildTimeout: time.Second})
 			defer h.Close()
 			start := time.Now()
-			v, err := h.Variant(spec)
+			v, err := h.Client(context.Background(), spec)
 			if err == nil && c.build {
 				_, err = v.Build(context.Background(), resolve(t, v), 1)
 			} else if err == nil {

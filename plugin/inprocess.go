@@ -12,33 +12,35 @@ import (
 )
 
 // startInProcess serves v on goroutines of this process with go-plugin's test mode (the same
-// gRPC server as a plugin process) and attaches a client to it.
-func startInProcess(name string, v variant.Variant, opts HostOptions) (*Client, error) {
-	ctx, cancel := context.WithCancel(context.Background())
+// gRPC server and ServeConfig as a plugin process) and attaches a client to it. ctx and
+// opts.StartTimeout bound the start.
+func startInProcess(ctx context.Context, name string, v variant.Variant, opts HostOptions) (*Client, error) {
+	serveCtx, cancel := context.WithCancel(context.Background())
 	reattach := make(chan *goplugin.ReattachConfig, 1)
 	closed := make(chan struct{})
 	logger := hclog.NewNullLogger()
 	if opts.Logs != nil && opts.Verbose {
 		logger = hclog.New(&hclog.LoggerOptions{Name: "plugin." + name, Level: hclog.Debug, Output: opts.Logs})
 	}
-	go goplugin.Serve(&goplugin.ServeConfig{
-		HandshakeConfig:  Handshake,
-		VersionedPlugins: pluginSets(&GRPCPlugin{Service: &server{v: v, logger: logger}}, ProtocolVersion),
-		GRPCServer:       newGRPCServer,
-		Logger:           logger,
-		Test:             &goplugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed},
-	})
+	cfg := serveConfig(v, logger)
+	cfg.Test = &goplugin.ServeTestConfig{Context: serveCtx, ReattachConfigCh: reattach, CloseCh: closed}
+	go goplugin.Serve(cfg)
 	stop := func() {
 		cancel()
 		select {
 		case <-closed:
-		case <-time.After(5 * time.Second):
+		case <-time.After(killWait):
 		}
 	}
+	t := time.NewTimer(opts.StartTimeout)
+	defer t.Stop()
 	var rc *goplugin.ReattachConfig
 	select {
 	case rc = <-reattach:
-	case <-time.After(opts.StartTimeout):
+	case <-ctx.Done():
+		stop()
+		return nil, stopped(name, "", "start", ctx)
+	case <-t.C:
 		stop()
 		return nil, &Error{Kind: ErrTimeout, Plugin: name, Msg: fmt.Sprintf("the in-process server did not start within %s", opts.StartTimeout)}
 	}
@@ -51,7 +53,7 @@ func startInProcess(name string, v variant.Variant, opts HostOptions) (*Client, 
 		GRPCDialOptions:  dialOptions(),
 	})
 	c := &Client{name: name, opts: opts, pc: pc, tail: newTail(40), stopInP: stop}
-	if err := c.connect(); err != nil {
+	if err := c.connect(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -59,13 +61,14 @@ func startInProcess(name string, v variant.Variant, opts HostOptions) (*Client, 
 }
 
 // InProcess serves v in this process through the real gRPC server and returns a client
-// attached to it, for tests and debuggers. Close the client to stop the server.
-func InProcess(v variant.Variant, opts HostOptions) (*Client, error) {
+// attached to it, for tests and debuggers. ctx bounds the start; close the client to stop
+// the server.
+func InProcess(ctx context.Context, v variant.Variant, opts HostOptions) (*Client, error) {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
 	if opts.BuildTimeout <= 0 {
 		opts.BuildTimeout = DefaultBuildTimeout
 	}
-	return startInProcess(v.Describe().Name, v, opts)
+	return startInProcess(ctx, v.Describe().Name, v, opts)
 }

@@ -1,11 +1,7 @@
 package plugin
 
-import (
-	"os/exec"
-	"syscall"
-)
+import "syscall"
 
-// setPdeathsig asks Linux to kill the plugin if the host dies without cleaning up.
-func setPdeathsig(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
+// setPdeathsig asks Linux to SIGKILL the plugin when the host dies without cleaning up
+// (one of the two orphan guards; proc.go says why both).
+func setPdeathsig(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }

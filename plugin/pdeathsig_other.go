@@ -1,8 +1,8 @@
-//go:build !linux
+//go:build unix && !linux
 
 package plugin
 
-import "os/exec"
+import "syscall"
 
-// setPdeathsig is Linux-only; elsewhere plugins watch their parent (see exitWithParent).
-func setPdeathsig(*exec.Cmd) {}
+// setPdeathsig is Linux-only; elsewhere SDK plugins watch their parent (exitWithParent).
+func setPdeathsig(*syscall.SysProcAttr) {}

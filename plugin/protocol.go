@@ -6,11 +6,14 @@
 //	func main() { plugin.Serve(myvariant.New()) }
 //
 // Host side: a Host launches plugins lazily (one process per plugin, reused by every Build of
-// the command), and hands back a variant.Variant whose Describe is the plugin's answer and
-// whose Build streams the plugin's ONNX model and imports it. Close kills every process.
-// Every failure of a plugin (missing, not executable, not a plugin, wrong checksum, wrong
-// protocol version, crash, hang, invalid graph) is an *Error whose message is one line that
-// names the plugin and says what to do.
+// the command) and hands back a *Client, which is a variant.Variant: its Describe is the
+// plugin's answer and its Build streams the plugin's ONNX model and imports it. Each plugin
+// runs in a process group of its own; Close kills the groups (proc.go explains why). Every
+// wait on a plugin is bounded: the start by HostOptions.StartTimeout, a Build by
+// BuildTimeout, both by the caller's context, and the clean-up after a kill by a grace
+// period. Every failure of a plugin (missing, not executable, not a plugin, wrong checksum,
+// wrong protocol version, crash, hang, invalid graph) is an *Error whose message is one line
+// that names the plugin and says what to do.
 //
 // In-process mode serves a Go variant on a goroutine through the same gRPC server code and
 // attaches to it with go-plugin's reattach support: for tests and debuggers.

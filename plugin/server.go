@@ -175,10 +175,15 @@ func pluginLogger(name string, out io.Writer) hclog.Logger {
 }
 
 // ServeConfig returns the go-plugin configuration that Serve uses for v: zoo's handshake,
-// protocol version ProtocolVersion, gRPC only, the message cap raised to MaxMessageBytes.
+// protocol version ProtocolVersion, gRPC only, the message cap raised to MaxMessageBytes,
+// logs as JSON on stderr.
 func ServeConfig(v variant.Variant) *goplugin.ServeConfig {
-	name := v.Describe().Name
-	logger := pluginLogger(name, os.Stderr)
+	return serveConfig(v, pluginLogger(v.Describe().Name, os.Stderr))
+}
+
+// serveConfig is the one go-plugin server configuration, shared by plugin processes
+// (ServeConfig) and the in-process mode (which adds go-plugin's test settings).
+func serveConfig(v variant.Variant, logger hclog.Logger) *goplugin.ServeConfig {
 	return &goplugin.ServeConfig{
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: pluginSets(&GRPCPlugin{Service: &server{v: v, logger: logger}}, ProtocolVersion),
@@ -253,7 +258,8 @@ func kindName(k pluginpb.Kind) string {
 }
 
 // exitWithParent ends the plugin when the host that started it is gone (killed with SIGKILL,
-// say), so no orphan outlives it.
+// say), so no orphan outlives it. It is the plugin-side, portable one of the two orphan guards;
+// proc.go says why the host's Pdeathsig is kept as well.
 func exitWithParent() {
 	ppid := os.Getppid()
 	for range time.Tick(500 * time.Millisecond) {

@@ -1,7 +1,8 @@
 // Command zoo runs, inspects, exports and checks Transformer encoder variants.
 //
 // Exit codes: 0 success, 1 the job failed (a runtime error or a parity mismatch), 2 bad usage
-// or bad input. Every error is one line on stderr.
+// or bad input, 130 interrupted (SIGINT, Ctrl-C), 143 terminated (SIGTERM). Every error is one
+// line on stderr.
 package main
 
 import (
@@ -101,9 +102,13 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	args, verbose := stripVerbose(args)
-	defer beginSession(stderr, verbose)()
-	app := newApp(stdout, stderr)
-	err := app.Run(reorderCommandArgs(app, args))
+	s := newSession(stderr, verbose)
+	defer s.end()
+	app := newApp(stdout, s.stderr)
+	err := app.RunContext(s.ctx, reorderCommandArgs(app, args))
+	if code, ok := s.interrupted(); ok {
+		return code
+	}
 	if err == nil {
 		return 0
 	}
@@ -114,7 +119,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	} else if isUsage(err) {
 		code = 2
 	}
-	fmt.Fprintf(stderr, "zoo: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(s.stderr, "zoo: %s\n", oneLine(err.Error()))
 	return code
 }
 

@@ -7,13 +7,29 @@ import (
 	"github.com/zoo-dev/zoo/plugin/plugintest"
 )
 
+// asZooEnv, set to 1, makes the test binary run as zoo itself (main's code path: run on
+// os.Args), so that tests can signal and time a real zoo process without building one.
+const asZooEnv = "ZOOTEST_AS_ZOO"
+
 // TestMain lets the test binary serve plugins: the built-in variants when the CLI under test
 // re-executes itself (os.Executable is the test binary here) with `__serve-variant NAME`, and
-// plugintest's misbehaving plugins when ZOO_PLUGINTEST_MODE is set.
+// plugintest's misbehaving plugins when ZOO_PLUGINTEST_MODE is set; and be zoo (asZooEnv).
+// The tests get a cache directory of their own (the Describe cache lives there).
 func TestMain(m *testing.M) {
 	if maybeServeBuiltin(os.Args) {
 		return
 	}
 	plugintest.MaybeServe()
-	os.Exit(m.Run())
+	if os.Getenv(asZooEnv) == "1" {
+		os.Exit(run(os.Args, os.Stdout, os.Stderr))
+	}
+	cache, err := os.MkdirTemp("", "zoo-test-cache-")
+	if err == nil {
+		os.Setenv("XDG_CACHE_HOME", cache)
+	}
+	code := m.Run()
+	if err == nil {
+		os.RemoveAll(cache)
+	}
+	os.Exit(code)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	zooroot "github.com/zoo-dev/zoo"
-	"github.com/zoo-dev/zoo/variants"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/registry"
 	"github.com/zoo-dev/zoo/zoo/variant"
@@ -97,7 +96,7 @@ func resolveVariant(c *cli.Context, ref string) (variant.Variant, registry.Entry
 		}
 		preset = p
 	}
-	v, err := variantFor(entry)
+	v, err := variantFor(c.Context, entry)
 	if err != nil {
 		return nil, entry, "", nil, err
 	}
@@ -119,20 +118,6 @@ func resolveVariant(c *cli.Context, ref string) (variant.Variant, registry.Entry
 		return nil, entry, "", nil, badInput(err)
 	}
 	return v, entry, preset, cfg, nil
-}
-
-// variantFor returns the variant that serves a registry entry: its plugin, started on first
-// use (built-in variants are served by zoo re-executing itself, started at the first Build)
-// and killed when the command ends.
-func variantFor(e registry.Entry) (variant.Variant, error) {
-	if e.IsBuiltin() {
-		v, ok := variants.Builtin()[e.Name]
-		if !ok {
-			return nil, badInputf("registry entry %s says plugin: builtin, but this zoo binary has no built-in variant %q", e.Name, e.Name)
-		}
-		return &builtinVariant{e: e, desc: v.Describe()}, nil
-	}
-	return pluginVariant(e)
 }
 
 // loadModel resolves ref (a variant, or an .onnx file) and builds or imports its graph.

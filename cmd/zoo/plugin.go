@@ -243,11 +243,14 @@ func pluginTestAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	opts := conformance.Options{Sets: sets, Seed: c.Uint64(flagSeed.Name)}
-	if currentVerbose() {
+	opts := conformance.Options{Sets: sets, Seed: c.Uint64(flagSeed.Name), Context: c.Context}
+	if verboseOf(c.Context) {
 		opts.Logs = c.App.ErrWriter
 	}
 	r := conformance.RunPath(path, opts)
+	if err := c.Context.Err(); err != nil {
+		return failed(err) // interrupted: run says so; a report of stopped checks would mislead
+	}
 	if c.Bool(flagJSON.Name) {
 		if err := format.WriteJSON(c.App.Writer, r); err != nil {
 			return failed(err)

@@ -41,7 +41,7 @@ func BenchmarkPluginBoundary(b *testing.B) {
 			}
 		})
 		b.Run(preset.name+"/inprocess-grpc", func(b *testing.B) {
-			c, err := plugin.InProcess(vanilla.New(), plugin.HostOptions{})
+			c, err := plugin.InProcess(context.Background(), vanilla.New(), plugin.HostOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -56,7 +56,7 @@ func BenchmarkPluginBoundary(b *testing.B) {
 		b.Run(preset.name+"/process-warm", func(b *testing.B) {
 			h := plugin.NewHost(plugin.HostOptions{Self: self})
 			defer h.Close()
-			c, err := h.Client(spec)
+			c, err := h.Client(context.Background(), spec)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -73,7 +73,7 @@ func BenchmarkPluginBoundary(b *testing.B) {
 		b.Run(preset.name+"/process-cold", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				h := plugin.NewHost(plugin.HostOptions{Self: self})
-				v, err := h.Variant(spec)
+				v, err := h.Client(context.Background(), spec)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -86,7 +86,7 @@ func BenchmarkPluginBoundary(b *testing.B) {
 		b.Run(preset.name+"/process-start-describe-kill", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				h := plugin.NewHost(plugin.HostOptions{Self: self})
-				if _, err := h.Variant(spec); err != nil {
+				if _, err := h.Client(context.Background(), spec); err != nil {
 					b.Fatal(err)
 				}
 				h.Close()

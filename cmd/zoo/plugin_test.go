@@ -7,10 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -111,84 +108,6 @@ func TestInProcessMode(t *testing.T) {
 	code, out, errs := zoo(t, "run", "vanilla.tiny", "--input", text, "--verbose")
 	if code != 0 || !strings.Contains(out, "vanilla.tiny") || !strings.Contains(errs, "in process") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
-	}
-}
-
-// buildZoo builds the zoo binary into dir.
-func buildZoo(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "zoo")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/zoo: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func waitPid(t *testing.T, pidFile string) int {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if data, err := os.ReadFile(pidFile); err == nil && len(data) > 0 {
-			pid, _ := strconv.Atoi(string(data))
-			return pid
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the plugin never started")
-	return 0
-}
-
-func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
-
-func waitGone(t *testing.T, pid int, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("plugin process %d outlived zoo by %s (orphan)", pid, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// TestNoOrphans interrupts (Ctrl-C) and kills a real zoo process while its plugin hangs in
-// Build: the plugin must not outlive it.
-func TestNoOrphans(t *testing.T) {
-	if testing.Short() || runtime.GOOS != "linux" {
-		t.Skip("builds zoo; Linux process checks")
-	}
-	exe, _ := os.Executable()
-	dir := t.TempDir()
-	bin := buildZoo(t, dir)
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
-		t.Run(sig.String(), func(t *testing.T) {
-			pidFile := filepath.Join(t.TempDir(), "pid")
-			reg := writeRegistry(t, dir, "hang", exe, "", map[string]string{plugintest.ModeEnv: plugintest.ModeHangBuild, plugintest.PidFileEnv: pidFile})
-			cmd := exec.Command(bin, "run", "hang", "--registry", reg, "--input", text)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pid := waitPid(t, pidFile)
-			time.Sleep(300 * time.Millisecond) // into Build
-			cmd.Process.Signal(sig)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				cmd.Process.Kill()
-				t.Fatal("zoo did not exit after the signal")
-			}
-			waitGone(t, pid, 3*time.Second)
-			if code := cmd.ProcessState.ExitCode(); sig != syscall.SIGKILL && (code != 130 || !strings.Contains(stderr.String(), "interrupted")) {
-				t.Errorf("exit %d after %v; stderr %q", code, sig, stderr.String())
-			}
-			t.Logf("%v: exit %v; stderr %q", sig, cmd.ProcessState, strings.TrimSpace(stderr.String()))
-		})
 	}
 }
 

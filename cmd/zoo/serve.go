@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	goplugin "github.com/hashicorp/go-plugin"
-
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/variants"
@@ -52,68 +50,142 @@ func maybeServeBuiltin(args []string) bool {
 	return true
 }
 
-// session is the plugin host of one CLI invocation: plugins start lazily and all of them are
-// killed when the command ends (or on Ctrl-C).
+// session is one CLI invocation's plugin host and signal handling. It travels in the
+// command's context (c.Context, and so every Build's ctx): plugins start lazily, all of them
+// are killed when the command ends, and the first SIGINT or SIGTERM cancels the context,
+// kills the plugins' process groups and makes zoo exit 130 or 143 with one line on stderr.
 type session struct {
-	// interrupted holds the signal that stopped the command, if any.
-	interrupted atomic.Value
-	mu          sync.Mutex
-	host        *plugin.Host
-	verbose     bool
-	stderr      io.Writer
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	verbose bool
+	stderr  io.Writer
+
+	sigs chan os.Signal
+	done chan struct{} // closed by end
+	sig  atomic.Value  // the os.Signal that stopped the command
+	line sync.Once     // the one line on stderr that says so
+
+	mu      sync.Mutex
+	host    *plugin.Host
+	started map[*plugin.Client]bool
 }
 
-var (
-	currentMu sync.Mutex
-	current   *session
-)
+type sessionKey struct{}
 
-// beginSession installs a fresh plugin session for one run() and returns its end function,
-// which kills the session's plugins. It also kills them on SIGINT/SIGTERM; if the command
-// does not end by itself soon after, zoo exits 130.
-func beginSession(stderr io.Writer, verbose bool) (end func()) {
-	s := &session{verbose: verbose, stderr: stderr}
-	currentMu.Lock()
-	current = s
-	currentMu.Unlock()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case sig := <-sigs:
-			s.interrupted.Store(sig)
-			s.close()
-			goplugin.CleanupClients()
-			select {
-			case <-done:
-			case <-time.After(3 * time.Second):
-				fmt.Fprintf(stderr, "zoo: interrupted (%v)\n", sig)
-				os.Exit(130)
-			}
-		case <-done:
-		}
-	}()
-	return func() {
-		signal.Stop(sigs)
-		close(done)
-		s.close()
-		currentMu.Lock()
-		if current == s {
-			current = nil
-		}
-		currentMu.Unlock()
+// exitGrace is how long zoo lets a signalled command return by itself (removing its
+// temporary files) before it exits regardless. Plugins are killed before the grace begins.
+const exitGrace = time.Second
+
+// syncWriter serialises writes to stderr, which plugins' log goroutines (under --verbose),
+// the signal handler and the command share.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}
+
+// newSession starts a session and its signal handling; end stops both. The command must
+// write to stderr through s.stderr.
+func newSession(stderr io.Writer, verbose bool) *session {
+	s := &session{verbose: verbose, stderr: &syncWriter{w: stderr}, sigs: make(chan os.Signal, 2), done: make(chan struct{}), started: map[*plugin.Client]bool{}}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	s.ctx, s.cancel = context.WithValue(ctx, sessionKey{}, s), cancel
+	signal.Notify(s.sigs, os.Interrupt, syscall.SIGTERM)
+	go s.watch()
+	return s
+}
+
+// watch waits for the first signal: it kills the plugins and cancels the command, which
+// then has exitGrace to return and clean up (end included) before zoo exits regardless; a
+// second signal exits at once.
+func (s *session) watch() {
+	var sig os.Signal
+	select {
+	case sig = <-s.sigs:
+	case <-s.done:
+		return
 	}
+	s.sig.Store(sig)
+	// Cancelled first, so that no plugin starts after the kill.
+	s.cancel(fmt.Errorf("%s", signalWord(sig)))
+	s.kill()
+	t := time.NewTimer(exitGrace)
+	defer t.Stop()
+	select {
+	case <-s.sigs:
+	case <-t.C:
+	}
+	code, _ := s.interrupted()
+	os.Exit(code)
 }
 
-func (s *session) close() {
+// interrupted reports the exit code of a command that a signal stopped (130 for SIGINT,
+// 143 for SIGTERM: 128 plus the signal number, as shells do) and prints the one line that
+// says so, once per session.
+func (s *session) interrupted() (int, bool) {
+	sig, ok := s.sig.Load().(os.Signal)
+	if !ok {
+		return 0, false
+	}
+	s.line.Do(func() { fmt.Fprintf(s.stderr, "zoo: %s\n", signalWord(sig)) })
+	if n, ok := sig.(syscall.Signal); ok {
+		return 128 + int(n), true
+	}
+	return 130, true
+}
+
+func signalWord(sig os.Signal) string {
+	if sig == syscall.SIGTERM {
+		return "terminated"
+	}
+	return "interrupted"
+}
+
+// end kills the session's plugins and stops the signal handling, unless a signal came
+// (then watch ends the process); the session cannot start plugins afterwards.
+func (s *session) end() {
+	if _, ok := s.sig.Load().(os.Signal); !ok {
+		signal.Stop(s.sigs)
+	}
+	close(s.done)
+	s.cancel(nil)
 	s.mu.Lock()
 	h := s.host
-	s.host = nil
 	s.mu.Unlock()
 	if h != nil {
 		h.Close()
 	}
+}
+
+// kill kills the plugins' process groups at once, without waiting for them.
+func (s *session) kill() {
+	s.mu.Lock()
+	h := s.host
+	s.mu.Unlock()
+	if h != nil {
+		h.Kill()
+	}
+}
+
+// sessionOf returns the session that ctx (a command's c.Context, or a Build's ctx) carries.
+func sessionOf(ctx context.Context) (*session, error) {
+	if s, ok := ctx.Value(sessionKey{}).(*session); ok {
+		return s, nil
+	}
+	// Outside run() (a test calling a helper directly): a session of its own would leak
+	// processes, so refuse clearly.
+	return nil, failed(errors.New("no plugin session in this context (internal error)"))
+}
+
+// verboseOf reports whether the command whose context is ctx runs with --verbose.
+func verboseOf(ctx context.Context) bool {
+	s, err := sessionOf(ctx)
+	return err == nil && s.verbose
 }
 
 // pluginHost returns the session's host, creating it on first use.
@@ -150,36 +222,9 @@ func (s *session) pluginHost() (*plugin.Host, error) {
 	return s.host, nil
 }
 
-// builtinVariant serves a built-in variant: its description comes from this binary's own
-// table (the plugin process is this binary, so it would answer the same), and the plugin
-// process starts at the first Build. `zoo list` thus starts no process.
-type builtinVariant struct {
-	e    registry.Entry
-	desc variant.Description
-}
-
-// Describe returns the built-in description.
-func (b *builtinVariant) Describe() variant.Description { return b.desc }
-
-// Build starts (or reuses) the plugin process and builds through it.
-func (b *builtinVariant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	v, err := pluginVariant(b.e)
-	if err != nil {
-		return nil, err
-	}
-	return v.Build(ctx, cfg, seed)
-}
-
-// pluginVariant starts (or reuses) the plugin of a registry entry and returns its variant.
-func pluginVariant(e registry.Entry) (variant.Variant, error) {
-	currentMu.Lock()
-	s := current
-	currentMu.Unlock()
-	if s == nil {
-		// Outside run() (a test calling a helper directly): a session of its own would leak
-		// processes, so refuse clearly.
-		return nil, failed(fmt.Errorf("variant %s: no plugin session (internal error)", e.Name))
-	}
+// client starts (or reuses) the plugin of a registry entry. A third-party plugin's
+// description goes into the Describe cache, for `zoo list`.
+func (s *session) client(ctx context.Context, e registry.Entry) (*plugin.Client, error) {
 	h, err := s.pluginHost()
 	if err != nil {
 		return nil, err
@@ -189,9 +234,16 @@ func pluginVariant(e registry.Entry) (variant.Variant, error) {
 		spec.Path = e.Plugin
 	}
 	t := time.Now()
-	c, err := h.Client(spec)
+	c, err := h.Client(ctx, spec)
 	if err != nil {
 		return nil, pluginExit(err)
+	}
+	s.mu.Lock()
+	fresh := !s.started[c]
+	s.started[c] = true
+	s.mu.Unlock()
+	if !fresh {
+		return c, nil
 	}
 	if s.verbose {
 		if pid := c.Pid(); pid != 0 {
@@ -200,7 +252,19 @@ func pluginVariant(e registry.Entry) (variant.Variant, error) {
 			fmt.Fprintf(s.stderr, "zoo: plugin %s: in process, started and described in %s\n", e.Name, time.Since(t).Round(time.Microsecond))
 		}
 	}
-	return &hostedVariant{c: c, s: s}, nil
+	if !spec.Builtin {
+		if err := describeCache().Store(spec.Path, c.Describe()); err != nil && s.verbose {
+			fmt.Fprintf(s.stderr, "zoo: plugin %s: %v (zoo list will not show its description)\n", e.Name, err)
+		}
+	}
+	return c, nil
+}
+
+// describeCache is the cache of third-party plugins' Describe answers that `zoo list` reads.
+// Without a user cache directory it has no file: lookups miss and stores fail.
+func describeCache() *plugin.DescribeCache {
+	path, _ := plugin.DefaultDescribeCachePath()
+	return &plugin.DescribeCache{Path: path}
 }
 
 // pluginExit gives a plugin error its exit code: 2 for what the user must fix in the
@@ -213,27 +277,55 @@ func pluginExit(err error) error {
 	return badInput(err)
 }
 
-// hostedVariant is a plugin's variant with the CLI's exit codes and --verbose timings.
-type hostedVariant struct {
-	c *plugin.Client
-	s *session
+// pluginVariant is a registry entry's variant as the CLI uses it: its description (for a
+// built-in, from this binary's own table, since the plugin process is this binary and
+// would answer the same; for a third-party plugin, the running plugin's answer) and a Build
+// that runs in the entry's plugin process, started at the first Build (a built-in) or when
+// the variant was looked up (a third-party plugin, which had to describe itself). It adds
+// the CLI's exit codes and --verbose timings to plugin.Client.
+type pluginVariant struct {
+	s    *session
+	e    registry.Entry
+	desc variant.Description
 }
 
-// Describe returns the plugin's description.
-func (v *hostedVariant) Describe() variant.Description { return v.c.Description() }
-
-// Build builds through the plugin.
-func (v *hostedVariant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	g, st, err := v.c.BuildStats(ctx, cfg, seed)
+// variantFor returns the variant of a registry entry. A third-party plugin starts here (its
+// Describe is needed to resolve the config); a built-in starts at its first Build.
+func variantFor(ctx context.Context, e registry.Entry) (variant.Variant, error) {
+	s, err := sessionOf(ctx)
 	if err != nil {
-		if sig, ok := v.s.interrupted.Load().(os.Signal); ok {
-			return nil, &exitError{code: 130, err: fmt.Errorf("interrupted (%v) while plugin %s was building; stopped it", sig, v.c.Name())}
+		return nil, err
+	}
+	if e.IsBuiltin() {
+		v, ok := variants.Builtin()[e.Name]
+		if !ok {
+			return nil, badInputf("registry entry %s says plugin: builtin, but this zoo binary has no built-in variant %q", e.Name, e.Name)
 		}
+		return &pluginVariant{s: s, e: e, desc: v.Describe()}, nil
+	}
+	c, err := s.client(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	return &pluginVariant{s: s, e: e, desc: c.Describe()}, nil
+}
+
+// Describe returns the variant's description.
+func (v *pluginVariant) Describe() variant.Description { return v.desc }
+
+// Build builds through the plugin; ctx (the command's) stops it on Ctrl-C.
+func (v *pluginVariant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
+	c, err := v.s.client(ctx, v.e)
+	if err != nil {
+		return nil, err
+	}
+	g, st, err := c.BuildStats(ctx, cfg, seed)
+	if err != nil {
 		return nil, pluginExit(err)
 	}
 	if v.s.verbose {
 		fmt.Fprintf(v.s.stderr, "zoo: plugin %s: built %s in %d chunks: %s in the plugin (build, export), transfer %s (%.0f MB/s), import %s\n",
-			v.c.Name(), format.HumanBytes(st.Bytes), st.Chunks, (st.Stream - st.Transfer).Round(time.Microsecond),
+			c.Name(), format.HumanBytes(st.Bytes), st.Chunks, (st.Stream - st.Transfer).Round(time.Microsecond),
 			st.Transfer.Round(time.Microsecond), float64(st.Bytes)/1e6/st.Transfer.Seconds(), st.Import.Round(time.Microsecond))
 	}
 	return g, nil
@@ -260,11 +352,4 @@ func stripVerbose(args []string) ([]string, bool) {
 		out = append(out, a)
 	}
 	return out, verbose
-}
-
-// currentVerbose reports whether the running command has --verbose.
-func currentVerbose() bool {
-	currentMu.Lock()
-	defer currentMu.Unlock()
-	return current != nil && current.verbose
 }

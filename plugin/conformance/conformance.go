@@ -43,6 +43,16 @@ type Options struct {
 	StartTimeout, BuildTimeout time.Duration
 	// Logs receives the plugin's logs (nil: discarded).
 	Logs io.Writer
+	// Context, when set, bounds the whole run: when it ends, the plugin is stopped and the
+	// remaining checks fail (nil: context.Background()).
+	Context context.Context
+}
+
+func (o Options) ctx() context.Context {
+	if o.Context == nil {
+		return context.Background()
+	}
+	return o.Context
 }
 
 // Check is the outcome of one check.
@@ -108,7 +118,7 @@ func RunPath(path string, opts Options) Report {
 	defer h.Close()
 	k := &kit{opts: opts, report: Report{Plugin: path}}
 	k.step("handshake", func() (string, error) {
-		c, err := h.Client(plugin.Spec{Name: name, Path: path})
+		c, err := h.Client(opts.ctx(), plugin.Spec{Name: name, Path: path})
 		if err != nil {
 			return "", err
 		}
@@ -126,7 +136,7 @@ func RunPath(path string, opts Options) Report {
 func RunVariant(v variant.Variant, opts Options) Report {
 	k := &kit{opts: opts, report: Report{Plugin: v.Describe().Name + " (in process)"}}
 	k.step("handshake", func() (string, error) {
-		c, err := plugin.InProcess(v, hostOptions(opts))
+		c, err := plugin.InProcess(opts.ctx(), v, hostOptions(opts))
 		if err != nil {
 			return "", err
 		}
@@ -169,7 +179,7 @@ var (
 )
 
 func (k *kit) run() {
-	d := k.client.Description()
+	d := k.client.Describe()
 	var cfgA, cfgB variant.Config
 	if !k.step("describe", func() (string, error) {
 		if err := checkDescription(d); err != nil {
@@ -192,7 +202,7 @@ func (k *kit) run() {
 	graphs := make([]*graph.Graph, 2)
 	for i, cfg := range []variant.Config{cfgA, cfgB} {
 		ok := k.step(fmt.Sprintf("build config %c", 'A'+i), func() (string, error) {
-			g, st, err := k.client.BuildStats(context.Background(), cfg, k.opts.Seed)
+			g, st, err := k.client.BuildStats(k.opts.ctx(), cfg, k.opts.Seed)
 			if err != nil {
 				return "", err
 			}
@@ -212,18 +222,18 @@ func (k *kit) run() {
 		})
 	}
 	k.step("determinism", func() (string, error) {
-		a, _, err := k.client.BuildONNX(context.Background(), cfgA, k.opts.Seed, 0)
+		a, _, err := k.client.BuildONNX(k.opts.ctx(), cfgA, k.opts.Seed, 0)
 		if err != nil {
 			return "", err
 		}
-		b, _, err := k.client.BuildONNX(context.Background(), cfgA, k.opts.Seed, 0)
+		b, _, err := k.client.BuildONNX(k.opts.ctx(), cfgA, k.opts.Seed, 0)
 		if err != nil {
 			return "", err
 		}
 		if sha256.Sum256(a) != sha256.Sum256(b) {
 			return "", fmt.Errorf("two builds with seed %d differ: weights must come from the seed alone (use zoo/initrand, not math/rand or time)", k.opts.Seed)
 		}
-		c, _, err := k.client.BuildONNX(context.Background(), cfgA, k.opts.Seed+1, 0)
+		c, _, err := k.client.BuildONNX(k.opts.ctx(), cfgA, k.opts.Seed+1, 0)
 		if err != nil {
 			return "", err
 		}
@@ -238,7 +248,7 @@ func (k *kit) run() {
 			bad[key] = v
 		}
 		bad["no_such_hyperparameter"] = int64(1)
-		_, _, err := k.client.BuildONNX(context.Background(), bad, k.opts.Seed, 0)
+		_, _, err := k.client.BuildONNX(k.opts.ctx(), bad, k.opts.Seed, 0)
 		var pe *plugin.Error
 		if err == nil {
 			return "", errors.New("Build accepted a config with an unknown hyperparameter (validate with variant.Resolve, as plugin.Serve does)")

@@ -39,7 +39,7 @@ const (
 	ModeOK            = "ok"             // a good variant (Variant())
 	ModeCrashBuild    = "crash-build"    // panics (uncaught) during Build
 	ModeExitBuild     = "exit-build"     // writes to stderr and exits 3 during Build
-	ModeHangBuild     = "hang-build"     // never answers Build
+	ModeHangBuild     = "hang-build"     // never answers Build (and creates BuildingFile)
 	ModeHangStart     = "hang-start"     // never completes the handshake
 	ModeStdout        = "stdout"         // prints to stdout and exits: not a plugin
 	ModeProtocolOld   = "protocol-old"   // speaks only the protocol version before plugin.ProtocolVersion
@@ -153,6 +153,9 @@ func (f faulty) Build(ctx context.Context, cfg variant.Config, seed uint64) (*gr
 		log.Print("plugintest: out of cheese") // the log package writes to the real stderr
 		os.Exit(3)
 	case ModeHangBuild:
+		if f := os.Getenv(PidFileEnv); f != "" {
+			_ = os.WriteFile(BuildingFile(f), []byte("building\n"), 0o644)
+		}
 		select {}
 	case ModeNondeterminst:
 		calls++

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/zoo-dev/zoo/plugin"
+	"github.com/zoo-dev/zoo/variants"
+	"github.com/zoo-dev/zoo/zoo/registry"
+	"github.com/zoo-dev/zoo/zoo/variant"
+)
+
+// TestListRowSources: the registry's summary and paper win where the entry has them; else
+// Describe (built-in: in process; third-party: the cache); else the table says how to fill
+// the cache. No plugin starts (the third-party paths do not even exist as programs).
+func TestListRowSources(t *testing.T) {
+	dir := t.TempDir()
+	described, unknown := filepath.Join(dir, "described"), filepath.Join(dir, "unknown")
+	for _, p := range []string{described, unknown} {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := &plugin.DescribeCache{Path: filepath.Join(dir, "cache.json")}
+	if err := cache.Store(described, variant.Description{Name: "d", Summary: "from Describe", Paper: "https://paper", Complexity: "O(n)"}); err != nil {
+		t.Fatal(err)
+	}
+	vanilla := variants.Builtin()["vanilla"].Describe()
+	cases := []struct {
+		name  string
+		entry registry.Entry
+		want  listRow
+		table string // what the table shows as the summary
+	}{
+		{"builtin from Describe", registry.Entry{Name: "vanilla", Plugin: registry.Builtin},
+			listRow{Summary: vanilla.Summary, Paper: vanilla.Paper, Complexity: vanilla.Complexity, Described: true}, vanilla.Summary},
+		{"builtin registry wins", registry.Entry{Name: "vanilla", Plugin: registry.Builtin, Summary: "mine", Paper: "https://mine"},
+			listRow{Summary: "mine", Paper: "https://mine", Complexity: vanilla.Complexity, Described: true}, "mine"},
+		{"third-party cached", registry.Entry{Name: "d", Plugin: described},
+			listRow{Summary: "from Describe", Paper: "https://paper", Complexity: "O(n)", Described: true}, "from Describe"},
+		{"third-party registry wins", registry.Entry{Name: "d", Plugin: described, Summary: "mine"},
+			listRow{Summary: "mine", Paper: "https://paper", Complexity: "O(n)", Described: true}, "mine"},
+		{"third-party not described", registry.Entry{Name: "u", Plugin: unknown},
+			listRow{}, fmt.Sprintf(notDescribed, "u")},
+		{"third-party not described, registry summary", registry.Entry{Name: "u", Plugin: unknown, Summary: "mine"},
+			listRow{Summary: "mine"}, "mine"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := listRowFor(c.entry, cache)
+			c.want.Name, c.want.Plugin = c.entry.Name, c.entry.Plugin
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("row %+v, want %+v", got, c.want)
+			}
+			var b bytes.Buffer
+			renderList(&b, []listRow{got})
+			if !strings.Contains(b.String(), c.table) {
+				t.Errorf("table lacks %q:\n%s", c.table, b.String())
+			}
+		})
+	}
+}
