@@ -80,7 +80,7 @@ func (p *Program) fuse() {
 	p.shapesThroughTransposes()
 	p.recomposeLayerNorms()
 	readers, producer, output := p.stepGraph()
-	f := &fuser{p: p, uses: make([]int, len(p.slots)), producer: producer, consumer: readers, dead: make([]bool, len(p.steps))}
+	f := &fuser{p: p, uses: make([]int, len(p.plan.Slots)), producer: producer, consumer: readers, dead: make([]bool, len(p.plan.Steps))}
 	for s, rs := range readers {
 		f.uses[s] = len(rs)
 		if output[s] {
@@ -88,8 +88,8 @@ func (p *Program) fuse() {
 		}
 	}
 	replaced := map[int]step{} // index of a group's last step → the fused step
-	for i := range p.steps {
-		if f.dead[i] || p.steps[i].node.Op != "Softmax" {
+	for i := range p.plan.Steps {
+		if f.dead[i] || p.plan.Steps[i].Node.Op != "Softmax" {
 			continue
 		}
 		if g, st, ok := f.matchAttention(i); ok {
@@ -97,8 +97,8 @@ func (p *Program) fuse() {
 			p.fusions["attention"]++
 		}
 	}
-	for i := range p.steps {
-		if op := p.steps[i].node.Op; f.dead[i] || (op != "MatMul" && op != "Gemm") {
+	for i := range p.plan.Steps {
+		if op := p.plan.Steps[i].Node.Op; f.dead[i] || (op != "MatMul" && op != "Gemm") {
 			continue
 		}
 		if g, st, kind, ok := f.matchLinear(i); ok {
@@ -107,8 +107,8 @@ func (p *Program) fuse() {
 		}
 	}
 	// After the linears, so that a residual Add a linear step can absorb stays with it.
-	for i := range p.steps {
-		if f.dead[i] || p.steps[i].node.Op != "Add" {
+	for i := range p.plan.Steps {
+		if f.dead[i] || p.plan.Steps[i].Node.Op != "Add" {
 			continue
 		}
 		if g, st, kind, ok := f.matchPermutedResidual(i); ok {
@@ -124,23 +124,23 @@ func (p *Program) fuse() {
 // stepGraph returns, per slot, the steps that read it (once per input position), the step
 // that produces it (-1 for none) and whether it is a graph output or a kept value.
 func (p *Program) stepGraph() (readers [][]int, producer []int, output []bool) {
-	readers, producer, output = make([][]int, len(p.slots)), make([]int, len(p.slots)), make([]bool, len(p.slots))
+	readers, producer, output = make([][]int, len(p.plan.Slots)), make([]int, len(p.plan.Slots)), make([]bool, len(p.plan.Slots))
 	for i := range producer {
 		producer[i] = -1
 	}
-	for i, st := range p.steps {
-		for _, s := range st.in {
+	for i, st := range p.plan.Steps {
+		for _, s := range st.In {
 			if s >= 0 {
 				readers[s] = append(readers[s], i)
 			}
 		}
-		for _, s := range st.out {
+		for _, s := range st.Out {
 			if s >= 0 {
 				producer[s] = i
 			}
 		}
 	}
-	for _, s := range p.outSlot {
+	for _, s := range p.plan.OutSlot {
 		output[s] = true
 	}
 	return readers, producer, output
@@ -152,15 +152,15 @@ func (p *Program) rebuild(replace map[int]step, drop []bool) {
 	if len(replace) == 0 && !slices.Contains(drop, true) {
 		return
 	}
-	steps := make([]step, 0, len(p.steps))
-	for i, st := range p.steps {
+	steps := make([]step, 0, len(p.plan.Steps))
+	for i, st := range p.plan.Steps {
 		if r, ok := replace[i]; ok {
 			steps = append(steps, r)
 		} else if !drop[i] {
 			steps = append(steps, st)
 		}
 	}
-	p.steps = steps
+	p.plan.Steps = steps
 }
 
 // commit marks the group's steps dead and schedules the fused step at the group's last
@@ -177,7 +177,7 @@ func (f *fuser) commit(group []int, st step, replaced map[int]step) {
 // single reports whether slot s is a run-time value read by exactly one step (and is not an
 // output), returning that step.
 func (f *fuser) single(s int) (int, bool) {
-	if s < 0 || f.p.kinds[s] != slotNode || f.uses[s] != 1 {
+	if s < 0 || f.p.plan.Kinds[s] != slotNode || f.uses[s] != 1 {
 		return -1, false
 	}
 	c := f.consumer[s][0]
@@ -186,10 +186,10 @@ func (f *fuser) single(s int) (int, bool) {
 
 // constF32 returns the constant float32 tensor in slot s, or nil.
 func (f *fuser) constF32(s int) *tensor.Tensor {
-	if s < 0 || f.p.kinds[s] != slotConst {
+	if s < 0 || f.p.plan.Kinds[s] != slotConst {
 		return nil
 	}
-	t := f.p.consts[s]
+	t := f.p.plan.Consts[s]
 	if t == nil || t.DType != tensor.Float32 {
 		return nil
 	}
@@ -208,8 +208,8 @@ func (f *fuser) scalarConst(s int) (float32, bool) {
 // otherInput returns the input of binary step i (one output) that is not slot s, whether s
 // is input 0, and whether s is an input at all.
 func (p *Program) otherInput(i, s int) (int, bool, bool) {
-	in := p.steps[i].in
-	if len(in) != 2 || len(p.steps[i].out) != 1 {
+	in := p.plan.Steps[i].In
+	if len(in) != 2 || len(p.plan.Steps[i].Out) != 1 {
 		return -1, false, false
 	}
 	switch s {
@@ -223,10 +223,10 @@ func (p *Program) otherInput(i, s int) (int, bool, bool) {
 
 // outOf returns the single output slot of step i.
 func (f *fuser) outOf(i int) int {
-	if len(f.p.steps[i].out) != 1 {
+	if len(f.p.plan.Steps[i].Out) != 1 {
 		return -1
 	}
-	return f.p.steps[i].out[0]
+	return f.p.plan.Steps[i].Out[0]
 }
 
 // newFused builds the fused step for group: its external inputs are ext (in order), its
@@ -235,12 +235,12 @@ func (f *fuser) newFused(op string, group []int, ext []int, out int, fast fastKe
 	sort.Ints(group)
 	sub := make([]step, len(group))
 	for j, i := range group {
-		sub[j] = f.p.steps[i]
+		sub[j] = f.p.plan.Steps[i]
 	}
-	last := f.p.steps[group[len(group)-1]].node
-	node := &graph.Node{Op: op, Name: last.Name, Inputs: make([]string, len(ext)), Outputs: []string{f.p.slots[out]}}
+	last := f.p.plan.Steps[group[len(group)-1]].Node
+	node := &graph.Node{Op: op, Name: last.Name, Inputs: make([]string, len(ext)), Outputs: []string{f.p.plan.Slots[out]}}
 	for j, s := range ext {
-		node.Inputs[j] = f.p.slots[s]
+		node.Inputs[j] = f.p.plan.Slots[s]
 	}
 	fb := &fallback{ext: ext, out: out, sub: sub, consts: f.p.constInputs(sub, override)}
 	k := func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
@@ -249,7 +249,7 @@ func (f *fuser) newFused(op string, group []int, ext []int, out int, fast fastKe
 		}
 		return fb.run(e, in)
 	}
-	return step{node: node, k: k, in: append([]int(nil), ext...), out: []int{out}}
+	return step{Node: node, Kernel: k, In: append([]int(nil), ext...), Out: []int{out}}
 }
 
 // fastKernel is a fused fast path: it returns ok false (and no error) when the run-time
@@ -272,14 +272,14 @@ type fallback struct {
 func (p *Program) constInputs(sub []step, override map[int]func() *tensor.Tensor) map[int]func() *tensor.Tensor {
 	out := map[int]func() *tensor.Tensor{}
 	for _, st := range sub {
-		for _, s := range st.in {
-			if s < 0 || p.kinds[s] != slotConst || out[s] != nil {
+		for _, s := range st.In {
+			if s < 0 || p.plan.Kinds[s] != slotConst || out[s] != nil {
 				continue
 			}
 			if o := override[s]; o != nil {
 				out[s] = o
 			} else {
-				t := p.consts[s]
+				t := p.plan.Consts[s]
 				out[s] = func() *tensor.Tensor { return t }
 			}
 		}
@@ -293,8 +293,8 @@ func (fb *fallback) run(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) 
 		vals[s] = in[j]
 	}
 	for _, st := range fb.sub {
-		ins := make([]*tensor.Tensor, len(st.in))
-		for j, s := range st.in {
+		ins := make([]*tensor.Tensor, len(st.In))
+		for j, s := range st.In {
 			if s < 0 {
 				continue
 			}
@@ -303,11 +303,11 @@ func (fb *fallback) run(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) 
 			}
 			ins[j] = vals[s]
 		}
-		res, err := e.call(st.k, st.node, ins)
+		res, err := e.call(st.Kernel, st.Node, ins)
 		if err != nil {
-			return nil, fmt.Errorf("node %q (%s): %w", st.node.Name, st.node.Op, err)
+			return nil, fmt.Errorf("node %q (%s): %w", st.Node.Name, st.Node.Op, err)
 		}
-		for j, s := range st.out {
+		for j, s := range st.Out {
 			if s >= 0 && j < len(res) {
 				vals[s] = res[j]
 			}

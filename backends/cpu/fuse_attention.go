@@ -31,14 +31,14 @@ func divOp(c float32) scoreOp {
 // around the Softmax step sm.
 func (f *fuser) matchAttention(sm int) (group []int, st step, ok bool) {
 	p := f.p
-	if p.steps[sm].node.Int("axis", -1) != -1 || len(p.steps[sm].in) != 1 {
+	if p.plan.Steps[sm].Node.Int("axis", -1) != -1 || len(p.plan.Steps[sm].In) != 1 {
 		return nil, step{}, false
 	}
 	pv, ok := f.single(f.outOf(sm))
-	if !ok || p.steps[pv].node.Op != "MatMul" || p.steps[pv].in[0] != f.outOf(sm) {
+	if !ok || p.plan.Steps[pv].Node.Op != "MatMul" || p.plan.Steps[pv].In[0] != f.outOf(sm) {
 		return nil, step{}, false
 	}
-	ops, operands, steps, q, kt, ok := f.walkScores(p.steps[sm].in[0], sm, 0)
+	ops, operands, steps, q, kt, ok := f.walkScores(p.plan.Steps[sm].In[0], sm, 0)
 	if !ok {
 		return nil, step{}, false
 	}
@@ -51,7 +51,7 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, ok bool) {
 	// Head splits and merges around the products (Transpose steps) are absorbed: the fast
 	// path reads Q, K and V and writes the output through strides instead of copies.
 	var perms [3][]int
-	srcs := []int{q, kt, p.steps[pv].in[1]}
+	srcs := []int{q, kt, p.plan.Steps[pv].In[1]}
 	for j, s := range srcs {
 		src, perm, tsteps := f.walkTransposes(s)
 		srcs[j], perms[j] = src, perm
@@ -59,8 +59,8 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, ok bool) {
 	}
 	out := f.outOf(pv)
 	var outPerm []int
-	if c, ok := f.single(out); ok && p.steps[c].node.Op == "Transpose" && len(p.steps[c].out) == 1 && transposePerm(p.steps[c].node) != nil {
-		outPerm = transposePerm(p.steps[c].node)
+	if c, ok := f.single(out); ok && p.plan.Steps[c].Node.Op == "Transpose" && len(p.plan.Steps[c].Out) == 1 && transposePerm(p.plan.Steps[c].Node) != nil {
+		outPerm = transposePerm(p.plan.Steps[c].Node)
 		group = append(group, c)
 		out = f.outOf(c)
 	}
@@ -83,14 +83,14 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, ok bool) {
 func (f *fuser) qScale(q int) (x int, c float32, step int, ok bool) {
 	p := f.p
 	pi := f.producer[q]
-	if pi < 0 || f.dead[pi] || len(p.steps[pi].in) != 2 {
+	if pi < 0 || f.dead[pi] || len(p.plan.Steps[pi].In) != 2 {
 		return -1, 0, -1, false
 	}
 	if _, ok := f.single(q); !ok {
 		return -1, 0, -1, false
 	}
-	in := p.steps[pi].in
-	switch p.steps[pi].node.Op {
+	in := p.plan.Steps[pi].In
+	switch p.plan.Steps[pi].Node.Op {
 	case "Div":
 		if v, ok := f.scalarConst(in[1]); ok && in[0] >= 0 {
 			if op := divOp(v); op.kind == '*' {
@@ -99,7 +99,7 @@ func (f *fuser) qScale(q int) (x int, c float32, step int, ok bool) {
 		}
 	case "Mul":
 		for j := 0; j < 2; j++ {
-			if v, ok := f.scalarConst(in[j]); ok && in[1-j] >= 0 && p.kinds[in[1-j]] != slotConst {
+			if v, ok := f.scalarConst(in[j]); ok && in[1-j] >= 0 && p.plan.Kinds[in[1-j]] != slotConst {
 				if op := divOp(1 / v); op.kind == '*' && op.c == v {
 					return in[1-j], v, pi, true
 				}
@@ -117,13 +117,13 @@ func (f *fuser) walkTransposes(s int) (src int, perm []int, steps []int) {
 	p := f.p
 	for depth := 0; depth < 4; depth++ {
 		pi := f.producer[s]
-		if pi < 0 || f.dead[pi] || p.steps[pi].node.Op != "Transpose" || len(p.steps[pi].in) != 1 || p.steps[pi].in[0] < 0 {
+		if pi < 0 || f.dead[pi] || p.plan.Steps[pi].Node.Op != "Transpose" || len(p.plan.Steps[pi].In) != 1 || p.plan.Steps[pi].In[0] < 0 {
 			break
 		}
 		if _, ok := f.single(s); !ok {
 			break
 		}
-		tp := transposePerm(p.steps[pi].node)
+		tp := transposePerm(p.plan.Steps[pi].Node)
 		if tp == nil || (perm != nil && len(tp) != len(perm)) {
 			break
 		}
@@ -137,7 +137,7 @@ func (f *fuser) walkTransposes(s int) (src int, perm []int, steps []int) {
 			perm[i] = tp[perm[i]]
 		}
 		steps = append(steps, pi)
-		s = p.steps[pi].in[0]
+		s = p.plan.Steps[pi].In[0]
 	}
 	return s, perm, steps
 }
@@ -170,10 +170,10 @@ func (f *fuser) walkScores(cur, next, depth int) (ops []scoreOp, operands, steps
 		return nil, nil, nil, 0, 0, false
 	}
 	pi := f.producer[cur]
-	if pi < 0 || f.dead[pi] || len(p.steps[pi].out) != 1 {
+	if pi < 0 || f.dead[pi] || len(p.plan.Steps[pi].Out) != 1 {
 		return nil, nil, nil, 0, 0, false
 	}
-	ps := p.steps[pi]
+	ps := p.plan.Steps[pi]
 	// try continues the walk at chain value ch with op applied after it.
 	try := func(ch int, op scoreOp, operand int) ([]scoreOp, []int, []int, int, int, bool) {
 		o, ops2, st2, q, kt, ok := f.walkScores(ch, pi, depth+1)
@@ -186,38 +186,38 @@ func (f *fuser) walkScores(cur, next, depth int) (ops []scoreOp, operands, steps
 		}
 		return append(o, op), ops2, append(st2, pi), q, kt, true
 	}
-	switch ps.node.Op {
+	switch ps.Node.Op {
 	case "MatMul":
-		if len(ps.in) != 2 || ps.in[0] < 0 || ps.in[1] < 0 {
+		if len(ps.In) != 2 || ps.In[0] < 0 || ps.In[1] < 0 {
 			break
 		}
-		return nil, nil, []int{pi}, ps.in[0], ps.in[1], true
+		return nil, nil, []int{pi}, ps.In[0], ps.In[1], true
 	case "Div":
-		if v, ok := f.scalarConst(ps.in[1]); ok {
-			return try(ps.in[0], divOp(v), -1)
+		if v, ok := f.scalarConst(ps.In[1]); ok {
+			return try(ps.In[0], divOp(v), -1)
 		}
 	case "Mul":
-		if v, ok := f.scalarConst(ps.in[1]); ok {
-			return try(ps.in[0], scoreOp{kind: '*', c: v}, -1)
+		if v, ok := f.scalarConst(ps.In[1]); ok {
+			return try(ps.In[0], scoreOp{kind: '*', c: v}, -1)
 		}
-		if v, ok := f.scalarConst(ps.in[0]); ok {
-			return try(ps.in[1], scoreOp{kind: '*', c: v}, -1)
+		if v, ok := f.scalarConst(ps.In[0]); ok {
+			return try(ps.In[1], scoreOp{kind: '*', c: v}, -1)
 		}
 	case "Add":
 		for j := 0; j < 2; j++ {
-			if o, ops2, st2, q, kt, ok := try(ps.in[j], scoreOp{kind: '+'}, ps.in[1-j]); ok {
+			if o, ops2, st2, q, kt, ok := try(ps.In[j], scoreOp{kind: '+'}, ps.In[1-j]); ok {
 				return o, ops2, st2, q, kt, true
 			}
 		}
 	case "Where":
-		if len(ps.in) != 3 {
+		if len(ps.In) != 3 {
 			break
 		}
-		if v, ok := f.scalarConst(ps.in[2]); ok {
-			return try(ps.in[1], scoreOp{kind: 'w', c: v}, ps.in[0])
+		if v, ok := f.scalarConst(ps.In[2]); ok {
+			return try(ps.In[1], scoreOp{kind: 'w', c: v}, ps.In[0])
 		}
-		if v, ok := f.scalarConst(ps.in[1]); ok {
-			return try(ps.in[2], scoreOp{kind: 'W', c: v}, ps.in[0])
+		if v, ok := f.scalarConst(ps.In[1]); ok {
+			return try(ps.In[2], scoreOp{kind: 'W', c: v}, ps.In[0])
 		}
 	}
 	return nil, nil, nil, 0, 0, false

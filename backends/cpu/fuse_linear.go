@@ -15,11 +15,11 @@ import (
 // exports a linear layer of a 2-D input in: transB set, the bias as C).
 func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) {
 	p := f.p
-	mm := p.steps[i]
-	if len(mm.in) < 2 || mm.in[0] < 0 || p.kinds[mm.in[0]] == slotConst {
+	mm := p.plan.Steps[i]
+	if len(mm.In) < 2 || mm.In[0] < 0 || p.plan.Kinds[mm.In[0]] == slotConst {
 		return nil, step{}, "", false
 	}
-	w := f.constF32(mm.in[1])
+	w := f.constF32(mm.In[1])
 	if w == nil || len(w.Shape) != 2 {
 		return nil, step{}, "", false
 	}
@@ -33,12 +33,12 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		transB bool
 		rank2  bool
 	)
-	switch mm.node.Op {
+	switch mm.Node.Op {
 	case "MatMul":
-		if len(mm.in) != 2 {
+		if len(mm.In) != 2 {
 			return nil, step{}, "", false
 		}
-		if c, ok := f.single(a); ok && p.steps[c].node.Op == "Add" {
+		if c, ok := f.single(a); ok && p.plan.Steps[c].Node.Op == "Add" {
 			bs, _, _ := f.p.otherInput(c, a)
 			if b = f.constF32(bs); b != nil {
 				addI = c
@@ -49,13 +49,13 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		// broadcast over the rows, which the epilogue then adds as the bias (the sum is
 		// rounded once either way, though not in the same k order as Gemm's accumulation
 		// onto C, so results may differ from the unfused Gemm in the last bit).
-		nd := mm.node
-		if nd.Int("transA", 0) != 0 || nd.Float("alpha", 1) != 1 || len(mm.in) > 3 {
+		nd := mm.Node
+		if nd.Int("transA", 0) != 0 || nd.Float("alpha", 1) != 1 || len(mm.In) > 3 {
 			return nil, step{}, "", false
 		}
 		transB, rank2 = nd.Int("transB", 0) != 0, true
-		if len(mm.in) == 3 && mm.in[2] >= 0 && nd.Float("beta", 1) != 0 {
-			if b = f.constF32(mm.in[2]); b == nil || nd.Float("beta", 1) != 1 || len(b.Shape) > 2 || (len(b.Shape) == 2 && b.Shape[0] != 1) {
+		if len(mm.In) == 3 && mm.In[2] >= 0 && nd.Float("beta", 1) != 0 {
+			if b = f.constF32(mm.In[2]); b == nil || nd.Float("beta", 1) != 1 || len(b.Shape) > 2 || (len(b.Shape) == 2 && b.Shape[0] != 1) {
 				return nil, step{}, "", false
 			}
 		}
@@ -69,7 +69,7 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 	// Without a bias after it the product alone still fuses ("matmul"): it gains the weights
 	// packed once (a bias-free projection, or a plain MatMul by a constant in an imported
 	// graph), and nothing else joins it.
-	group, ext, out := []int{i}, []int{mm.in[0]}, a
+	group, ext, out := []int{i}, []int{mm.In[0]}, a
 	kind = "matmul"
 	act, bias, bRank := actNone, []float32(nil), 0
 	var ln *lnEpilogue
@@ -90,8 +90,8 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 	if bias != nil {
 		// A residual Add of a run-time value read by nothing else joins the epilogue (the
 		// fast path checks at run time that it has the output's shape).
-		if c, ok := f.single(out); ok && p.steps[c].node.Op == "Add" {
-			if r, _, ok := f.p.otherInput(c, out); ok && r >= 0 && r != out && p.kinds[r] != slotConst {
+		if c, ok := f.single(out); ok && p.plan.Steps[c].Node.Op == "Add" {
+			if r, _, ok := f.p.otherInput(c, out); ok && r >= 0 && r != out && p.plan.Kinds[r] != slotConst {
 				group = append(group, c)
 				ext = append(ext, r)
 				out = f.outOf(c)
@@ -131,7 +131,7 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		}
 		return &tensor.Tensor{DType: tensor.Float32, Shape: wShape, F32: v}
 	}
-	st = f.newFused("FusedLinear", group, ext, out, fast, map[int]func() *tensor.Tensor{mm.in[1]: unpackW})
+	st = f.newFused("FusedLinear", group, ext, out, fast, map[int]func() *tensor.Tensor{mm.In[1]: unpackW})
 	if len(ext) == 1 {
 		f.linears = append(f.linears, fusedLinear{at: slices.Max(group), x: ext[0], spec: spec, st: st})
 	}
@@ -150,17 +150,17 @@ func (f *fuser) splitSlices(replaced map[int]step) {
 	p := f.p
 	kept := f.linears[:0]
 	for _, l := range f.linears {
-		o := l.st.out[0]
+		o := l.st.Out[0]
 		var cuts, shapes []int
 		ok := l.spec.ln == nil && f.uses[o] == len(f.consumer[o])
 		for _, c := range f.consumer[o] {
-			st := p.steps[c]
+			st := p.plan.Steps[c]
 			switch {
 			case f.dead[c]:
 				ok = false
-			case st.node.Op == "Slice" && len(st.in) >= 3 && len(st.in) <= 5 && len(st.out) == 1 && st.out[0] >= 0 && st.in[0] == o && !slices.Contains(st.in[1:], o):
+			case st.Node.Op == "Slice" && len(st.In) >= 3 && len(st.In) <= 5 && len(st.Out) == 1 && st.Out[0] >= 0 && st.In[0] == o && !slices.Contains(st.In[1:], o):
 				cuts = append(cuts, c)
-			case st.node.Op == "Shape" && len(st.in) == 1:
+			case st.Node.Op == "Shape" && len(st.In) == 1:
 				shapes = append(shapes, c)
 			default:
 				ok = false
@@ -172,7 +172,7 @@ func (f *fuser) splitSlices(replaced map[int]step) {
 			last = max(last, c)
 		}
 		for _, c := range cuts {
-			for _, r := range f.consumer[p.steps[c].out[0]] {
+			for _, r := range f.consumer[p.plan.Steps[c].Out[0]] {
 				ok = ok && r > last
 			}
 		}
@@ -182,15 +182,15 @@ func (f *fuser) splitSlices(replaced map[int]step) {
 		}
 		n := l.spec.pw.N()
 		for _, c := range shapes {
-			sh := p.steps[c]
-			p.steps[c].in = []int{l.x}
-			p.steps[c].k = func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			sh := p.plan.Steps[c]
+			p.plan.Steps[c].In = []int{l.x}
+			p.plan.Steps[c].Kernel = func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 				x := in[0]
 				if x == nil || len(x.Shape) == 0 {
-					return nil, fmt.Errorf("the input of the product %q has no axes", l.st.node.Name)
+					return nil, fmt.Errorf("the input of the product %q has no axes", l.st.Node.Name)
 				}
 				shape := append(append([]int{}, x.Shape[:len(x.Shape)-1]...), n)
-				return sh.k(e, []*tensor.Tensor{{DType: tensor.Float32, Shape: shape}})
+				return sh.Kernel(e, []*tensor.Tensor{{DType: tensor.Float32, Shape: shape}})
 			}
 		}
 		// ext: x, then each Slice's starts, ends, axes and steps (-1 when absent).
@@ -198,15 +198,15 @@ func (f *fuser) splitSlices(replaced map[int]step) {
 		subs := make([]step, len(cuts))
 		at := 0
 		for i, c := range cuts {
-			st := p.steps[c]
+			st := p.plan.Steps[c]
 			for j := 1; j <= 4; j++ {
-				if j < len(st.in) {
-					ext = append(ext, st.in[j])
+				if j < len(st.In) {
+					ext = append(ext, st.In[j])
 				} else {
 					ext = append(ext, -1)
 				}
 			}
-			outs[i], subs[i] = st.out[0], st
+			outs[i], subs[i] = st.Out[0], st
 			f.dead[c] = true
 			at = max(at, c)
 		}
@@ -228,16 +228,16 @@ func (f *fuser) splitSlices(replaced map[int]step) {
 					}
 				}
 			}
-			full, err := e.call(lin.k, lin.node, in[:1])
+			full, err := e.call(lin.Kernel, lin.Node, in[:1])
 			if err != nil {
-				return nil, fmt.Errorf("node %q (%s): %w", lin.node.Name, lin.node.Op, err)
+				return nil, fmt.Errorf("node %q (%s): %w", lin.Node.Name, lin.Node.Op, err)
 			}
 			ts := make([]*tensor.Tensor, len(subs))
 			for i, sub := range subs {
-				args := append([]*tensor.Tensor{full[0]}, in[1+4*i:1+4*i+len(sub.in)-1]...)
-				r, err := e.call(sub.k, sub.node, args)
+				args := append([]*tensor.Tensor{full[0]}, in[1+4*i:1+4*i+len(sub.In)-1]...)
+				r, err := e.call(sub.Kernel, sub.Node, args)
 				if err != nil {
-					return nil, fmt.Errorf("node %q (%s): %w", sub.node.Name, sub.node.Op, err)
+					return nil, fmt.Errorf("node %q (%s): %w", sub.Node.Name, sub.Node.Op, err)
 				}
 				ts[i] = r[0]
 			}
@@ -245,16 +245,16 @@ func (f *fuser) splitSlices(replaced map[int]step) {
 		}
 		names := make([]string, len(outs))
 		for i, s := range outs {
-			names[i] = p.slots[s]
+			names[i] = p.plan.Slots[s]
 		}
 		inNames := make([]string, len(ext))
 		for i, s := range ext {
 			if s >= 0 {
-				inNames[i] = p.slots[s]
+				inNames[i] = p.plan.Slots[s]
 			}
 		}
-		node := &graph.Node{Op: "FusedLinearSplit", Name: lin.node.Name, Inputs: inNames, Outputs: names}
-		replaced[at] = step{node: node, k: k, in: ext, out: outs}
+		node := &graph.Node{Op: "FusedLinearSplit", Name: lin.Node.Name, Inputs: inNames, Outputs: names}
+		replaced[at] = step{Node: node, Kernel: k, In: ext, Out: outs}
 		p.fusions["split"]++
 	}
 	f.linears = kept
@@ -315,7 +315,7 @@ func (f *fuser) mergeSiblings(replaced map[int]step) {
 		names := make([]string, len(group))
 		at := group[0].at
 		for i, l := range group {
-			specs[i], subs[i], outs[i], names[i] = l.spec, l.st, l.st.out[0], l.st.node.Outputs[0]
+			specs[i], subs[i], outs[i], names[i] = l.spec, l.st, l.st.Out[0], l.st.Node.Outputs[0]
 			delete(replaced, l.at)
 			at = min(at, l.at)
 		}
@@ -325,17 +325,17 @@ func (f *fuser) mergeSiblings(replaced map[int]step) {
 			}
 			ts := make([]*tensor.Tensor, len(subs))
 			for i, sub := range subs {
-				r, err := e.call(sub.k, sub.node, in)
+				r, err := e.call(sub.Kernel, sub.Node, in)
 				if err != nil {
-					return nil, fmt.Errorf("node %q (%s): %w", sub.node.Name, sub.node.Op, err)
+					return nil, fmt.Errorf("node %q (%s): %w", sub.Node.Name, sub.Node.Op, err)
 				}
 				ts[i] = r[0]
 			}
 			return ts, nil
 		}
-		first := group[0].st.node
+		first := group[0].st.Node
 		node := &graph.Node{Op: "FusedLinears", Name: first.Name, Inputs: first.Inputs, Outputs: names}
-		replaced[at] = step{node: node, k: k, in: []int{x}, out: outs}
+		replaced[at] = step{Node: node, Kernel: k, In: []int{x}, Out: outs}
 		f.p.fusions["shared-input"]++
 	}
 }
@@ -352,10 +352,10 @@ const (
 // matchActivation matches Relu(h) or one of the two exact-GELU subgraphs reading h.
 func (f *fuser) matchActivation(h int) (group []int, out int, act activation, ok bool) {
 	p := f.p
-	if h < 0 || p.kinds[h] != slotNode || f.uses[h] > 2 {
+	if h < 0 || p.plan.Kinds[h] != slotNode || f.uses[h] > 2 {
 		return nil, -1, 0, false
 	}
-	if c, ok := f.single(h); ok && p.steps[c].node.Op == "Relu" {
+	if c, ok := f.single(h); ok && p.plan.Steps[c].Node.Op == "Relu" {
 		return []int{c}, f.outOf(c), actRelu, true
 	}
 	if f.uses[h] != 2 {
@@ -364,25 +364,25 @@ func (f *fuser) matchActivation(h int) (group []int, out int, act activation, ok
 	// Both GELU forms read h twice: Div(h, √2) → Erf → Add(·, 1), and a Mul.
 	var div, mulH = -1, -1
 	for _, c := range f.consumer[h] {
-		switch p.steps[c].node.Op {
+		switch p.plan.Steps[c].Node.Op {
 		case "Div":
 			div = c
 		case "Mul":
 			mulH = c
 		}
 	}
-	if div < 0 || mulH < 0 || p.steps[div].in[0] != h {
+	if div < 0 || mulH < 0 || p.plan.Steps[div].In[0] != h {
 		return nil, -1, 0, false
 	}
-	if v, ok := f.scalarConst(p.steps[div].in[1]); !ok || v != float32(math.Sqrt2) {
+	if v, ok := f.scalarConst(p.plan.Steps[div].In[1]); !ok || v != float32(math.Sqrt2) {
 		return nil, -1, 0, false
 	}
 	erf, ok := f.single(f.outOf(div))
-	if !ok || p.steps[erf].node.Op != "Erf" {
+	if !ok || p.plan.Steps[erf].Node.Op != "Erf" {
 		return nil, -1, 0, false
 	}
 	add1, ok := f.single(f.outOf(erf))
-	if !ok || p.steps[add1].node.Op != "Add" {
+	if !ok || p.plan.Steps[add1].Node.Op != "Add" {
 		return nil, -1, 0, false
 	}
 	if o, _, ok := f.p.otherInput(add1, f.outOf(erf)); !ok {
@@ -399,14 +399,14 @@ func (f *fuser) matchActivation(h int) (group []int, out int, act activation, ok
 		// zoo: Mul(Mul(h, 0.5), Add(erf, 1))
 		m1, ok1 := f.single(f.outOf(mulH))
 		m2, ok2 := f.single(f.outOf(add1))
-		if !ok1 || !ok2 || m1 != m2 || p.steps[m1].node.Op != "Mul" {
+		if !ok1 || !ok2 || m1 != m2 || p.plan.Steps[m1].Node.Op != "Mul" {
 			return nil, -1, 0, false
 		}
 		final = m1
 	} else if mo == f.outOf(add1) {
 		// PyTorch: Mul(Mul(h, Add(erf, 1)), 0.5)
 		m2, ok := f.single(f.outOf(mulH))
-		if !ok || p.steps[m2].node.Op != "Mul" {
+		if !ok || p.plan.Steps[m2].Node.Op != "Mul" {
 			return nil, -1, 0, false
 		}
 		if o, _, ok := f.p.otherInput(m2, f.outOf(mulH)); !ok {

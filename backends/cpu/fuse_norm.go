@@ -19,10 +19,10 @@ import (
 func (p *Program) recomposeLayerNorms() {
 	readers, _, output := p.stepGraph()
 	constOf := func(s int) *tensor.Tensor {
-		if s < 0 || p.kinds[s] != slotConst || p.consts[s] == nil || p.consts[s].DType != tensor.Float32 {
+		if s < 0 || p.plan.Kinds[s] != slotConst || p.plan.Consts[s] == nil || p.plan.Consts[s].DType != tensor.Float32 {
 			return nil
 		}
-		return p.consts[s]
+		return p.plan.Consts[s]
 	}
 	scalar := func(s int) (float32, bool) {
 		if c := constOf(s); c != nil && len(c.F32) == 1 {
@@ -34,10 +34,10 @@ func (p *Program) recomposeLayerNorms() {
 	// wanted kind with one output and two inputs (one for Sqrt and ReduceMean), and the output
 	// is not a graph output; -1 otherwise.
 	next := func(i int, op string) int {
-		if len(p.steps[i].out) != 1 || p.steps[i].out[0] < 0 {
+		if len(p.plan.Steps[i].Out) != 1 || p.plan.Steps[i].Out[0] < 0 {
 			return -1
 		}
-		o := p.steps[i].out[0]
+		o := p.plan.Steps[i].Out[0]
 		if output[o] || len(readers[o]) != 1 {
 			return -1
 		}
@@ -46,40 +46,40 @@ func (p *Program) recomposeLayerNorms() {
 			arity = 1
 		}
 		r := readers[o][0]
-		if st := p.steps[r]; st.node.Op != op || len(st.out) != 1 || st.out[0] < 0 || len(st.in) != arity {
+		if st := p.plan.Steps[r]; st.Node.Op != op || len(st.Out) != 1 || st.Out[0] < 0 || len(st.In) != arity {
 			return -1
 		}
 		return r
 	}
 	lastAxisMean := func(i int) bool {
-		st := p.steps[i]
-		axes, ok := st.node.IntList("axes")
-		return st.node.Op == "ReduceMean" && len(st.in) == 1 && ok && len(axes) == 1 && axes[0] == -1 && st.node.Int("keepdims", 1) == 1
+		st := p.plan.Steps[i]
+		axes, ok := st.Node.IntList("axes")
+		return st.Node.Op == "ReduceMean" && len(st.In) == 1 && ok && len(axes) == 1 && axes[0] == -1 && st.Node.Int("keepdims", 1) == 1
 	}
-	remove := make([]bool, len(p.steps))
+	remove := make([]bool, len(p.plan.Steps))
 	replace := map[int]step{}
-	for r1 := range p.steps {
+	for r1 := range p.plan.Steps {
 		if remove[r1] || !lastAxisMean(r1) {
 			continue
 		}
-		x := p.steps[r1].in[0]
+		x := p.plan.Steps[r1].In[0]
 		sub := next(r1, "Sub")
-		if sub < 0 || p.steps[sub].in[0] != x || p.steps[sub].in[1] != p.steps[r1].out[0] {
+		if sub < 0 || p.plan.Steps[sub].In[0] != x || p.plan.Steps[sub].In[1] != p.plan.Steps[r1].Out[0] {
 			continue
 		}
-		d := p.steps[sub].out[0]
+		d := p.plan.Steps[sub].Out[0]
 		if output[d] || len(readers[d]) != 2 {
 			continue
 		}
 		pw, dv := readers[d][0], readers[d][1]
-		if p.steps[pw].node.Op != "Pow" {
+		if p.plan.Steps[pw].Node.Op != "Pow" {
 			pw, dv = dv, pw
 		}
-		if p.steps[pw].node.Op != "Pow" || p.steps[dv].node.Op != "Div" || len(p.steps[pw].in) != 2 || len(p.steps[dv].in) != 2 ||
-			len(p.steps[pw].out) != 1 || len(p.steps[dv].out) != 1 || p.steps[pw].in[0] != d || p.steps[dv].in[0] != d {
+		if p.plan.Steps[pw].Node.Op != "Pow" || p.plan.Steps[dv].Node.Op != "Div" || len(p.plan.Steps[pw].In) != 2 || len(p.plan.Steps[dv].In) != 2 ||
+			len(p.plan.Steps[pw].Out) != 1 || len(p.plan.Steps[dv].Out) != 1 || p.plan.Steps[pw].In[0] != d || p.plan.Steps[dv].In[0] != d {
 			continue
 		}
-		if e, ok := scalar(p.steps[pw].in[1]); !ok || e != 2 {
+		if e, ok := scalar(p.plan.Steps[pw].In[1]); !ok || e != 2 {
 			continue
 		}
 		r2 := next(pw, "ReduceMean")
@@ -90,25 +90,25 @@ func (p *Program) recomposeLayerNorms() {
 		if addEps < 0 {
 			continue
 		}
-		epsSlot, _, _ := p.otherInput(addEps, p.steps[r2].out[0])
+		epsSlot, _, _ := p.otherInput(addEps, p.plan.Steps[r2].Out[0])
 		eps, ok := scalar(epsSlot)
 		if !ok {
 			continue
 		}
 		sq := next(addEps, "Sqrt")
-		if sq < 0 || next(sq, "Div") != dv || p.steps[dv].in[1] != p.steps[sq].out[0] {
+		if sq < 0 || next(sq, "Div") != dv || p.plan.Steps[dv].In[1] != p.plan.Steps[sq].Out[0] {
 			continue
 		}
 		mul := next(dv, "Mul")
 		if mul < 0 {
 			continue
 		}
-		gs, _, _ := p.otherInput(mul, p.steps[dv].out[0])
+		gs, _, _ := p.otherInput(mul, p.plan.Steps[dv].Out[0])
 		add := next(mul, "Add")
 		if add < 0 {
 			continue
 		}
-		bs, _, _ := p.otherInput(add, p.steps[mul].out[0])
+		bs, _, _ := p.otherInput(add, p.plan.Steps[mul].Out[0])
 		gamma, beta := constOf(gs), constOf(bs)
 		if gamma == nil || beta == nil || len(gamma.Shape) != 1 || !tensor.SameShape(gamma.Shape, beta.Shape) || gamma.Shape[0] < 2 {
 			continue
@@ -116,17 +116,17 @@ func (p *Program) recomposeLayerNorms() {
 		group := []int{r1, sub, pw, r2, addEps, sq, dv, mul, add}
 		chain := make([]step, len(group))
 		for j, i := range group {
-			chain[j] = p.steps[i]
+			chain[j] = p.plan.Steps[i]
 			remove[i] = true
 		}
-		last := p.steps[add]
-		node := &graph.Node{Op: "LayerNormalization", Name: last.node.Name, Inputs: []string{p.slots[x], p.slots[gs], p.slots[bs]},
-			Outputs: []string{p.slots[last.out[0]]}, Attrs: graph.Attrs{"axis": graph.Int(-1), "epsilon": graph.Float(eps)}}
+		last := p.plan.Steps[add]
+		node := &graph.Node{Op: "LayerNormalization", Name: last.Node.Name, Inputs: []string{p.plan.Slots[x], p.plan.Slots[gs], p.plan.Slots[bs]},
+			Outputs: []string{p.plan.Slots[last.Out[0]]}, Attrs: graph.Attrs{"axis": graph.Int(-1), "epsilon": graph.Float(eps)}}
 		lnk, err := makeLayerNorm(node)
 		if err != nil {
 			continue
 		}
-		fb := &fallback{ext: []int{x, gs, bs}, out: last.out[0], sub: chain, consts: p.constInputs(chain, nil)}
+		fb := &fallback{ext: []int{x, gs, bs}, out: last.Out[0], sub: chain, consts: p.constInputs(chain, nil)}
 		n := gamma.Shape[0]
 		k := func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			if x := in[0]; x != nil && x.DType == tensor.Float32 && len(x.Shape) > 0 && x.Shape[len(x.Shape)-1] == n {
@@ -134,7 +134,7 @@ func (p *Program) recomposeLayerNorms() {
 			}
 			return fb.run(e, in)
 		}
-		replace[add] = step{node: node, k: k, in: []int{x, gs, bs}, out: []int{last.out[0]}}
+		replace[add] = step{Node: node, Kernel: k, In: []int{x, gs, bs}, Out: []int{last.Out[0]}}
 		p.fusions["layernorm"]++
 	}
 	p.rebuild(replace, remove)
@@ -154,24 +154,24 @@ func (f *fuser) matchLayerNorm(h, n int) (step int, out int, ln *lnEpilogue, ok 
 	if !ok {
 		return -1, -1, nil, false
 	}
-	st := p.steps[c]
-	if st.node.Op != "LayerNormalization" || st.node.Int("axis", -1) != -1 || len(st.out) != 1 ||
-		len(st.in) < 2 || st.in[0] != h {
+	st := p.plan.Steps[c]
+	if st.Node.Op != "LayerNormalization" || st.Node.Int("axis", -1) != -1 || len(st.Out) != 1 ||
+		len(st.In) < 2 || st.In[0] != h {
 		return -1, -1, nil, false
 	}
-	scale := f.constF32(st.in[1])
+	scale := f.constF32(st.In[1])
 	if scale == nil || len(scale.F32) != n {
 		return -1, -1, nil, false
 	}
-	ln = &lnEpilogue{scale: scale.F32, eps: st.node.Float("epsilon", 1e-5)}
-	if len(st.in) > 2 && st.in[2] >= 0 {
-		bias := f.constF32(st.in[2])
+	ln = &lnEpilogue{scale: scale.F32, eps: st.Node.Float("epsilon", 1e-5)}
+	if len(st.In) > 2 && st.In[2] >= 0 {
+		bias := f.constF32(st.In[2])
 		if bias == nil || len(bias.F32) != n {
 			return -1, -1, nil, false
 		}
 		ln.bias = bias.F32
 	}
-	return c, st.out[0], ln, true
+	return c, st.Out[0], ln, true
 }
 
 // matchPermutedResidual matches Add(Transpose(y), r), in either operand order, where the
@@ -183,12 +183,12 @@ func (f *fuser) matchLayerNorm(h, n int) (step int, out int, ln *lnEpilogue, ok 
 // copying them, and adds and normalises each row while it is in cache.
 func (f *fuser) matchPermutedResidual(i int) (group []int, st step, kind string, ok bool) {
 	p := f.p
-	add := p.steps[i]
-	if len(add.in) != 2 || len(add.out) != 1 || add.out[0] < 0 {
+	add := p.plan.Steps[i]
+	if len(add.In) != 2 || len(add.Out) != 1 || add.Out[0] < 0 {
 		return nil, step{}, "", false
 	}
 	for side := 0; side < 2; side++ {
-		t, r := add.in[side], add.in[1-side]
+		t, r := add.In[side], add.In[1-side]
 		if t < 0 || r < 0 {
 			continue
 		}
@@ -197,11 +197,11 @@ func (f *fuser) matchPermutedResidual(i int) (group []int, st step, kind string,
 			continue
 		}
 		group = append(append([]int{}, tsteps...), i)
-		out := add.out[0]
+		out := add.Out[0]
 		kind = "transpose+residual"
 		pr := &permResidual{perm: perm, tFirst: side == 0}
-		if c, ok := f.single(out); ok && p.steps[c].node.Op == "LayerNormalization" && len(p.steps[c].in) >= 2 {
-			if scale := f.constF32(p.steps[c].in[1]); scale != nil {
+		if c, ok := f.single(out); ok && p.plan.Steps[c].Node.Op == "LayerNormalization" && len(p.plan.Steps[c].In) >= 2 {
+			if scale := f.constF32(p.plan.Steps[c].In[1]); scale != nil {
 				if ls, lout, ln, ok := f.matchLayerNorm(out, len(scale.F32)); ok {
 					group, out, pr.ln = append(group, ls), lout, ln
 					kind += "+layernorm"

@@ -14,19 +14,19 @@ import (
 // stay the same. Each rewrite counts as "shape" in Fusions.
 func (p *Program) shapesThroughTransposes() {
 	readers, _, output := p.stepGraph()
-	drop := make([]bool, len(p.steps))
-	for ti, tr := range p.steps {
-		rawPerm, hasPerm := tr.node.IntList("perm")
-		if tr.node.Op != "Transpose" || !hasPerm || len(tr.in) != 1 || tr.in[0] < 0 || len(tr.out) != 1 || tr.out[0] < 0 || output[tr.out[0]] {
+	drop := make([]bool, len(p.plan.Steps))
+	for ti, tr := range p.plan.Steps {
+		rawPerm, hasPerm := tr.Node.IntList("perm")
+		if tr.Node.Op != "Transpose" || !hasPerm || len(tr.In) != 1 || tr.In[0] < 0 || len(tr.Out) != 1 || tr.Out[0] < 0 || output[tr.Out[0]] {
 			continue
 		}
-		rs := readers[tr.out[0]]
+		rs := readers[tr.Out[0]]
 		if len(rs) == 0 {
 			continue
 		}
 		onlyShapes := true
 		for _, r := range rs {
-			if p.steps[r].node.Op != "Shape" || len(p.steps[r].in) != 1 {
+			if p.plan.Steps[r].Node.Op != "Shape" || len(p.plan.Steps[r].In) != 1 {
 				onlyShapes = false
 			}
 		}
@@ -34,9 +34,9 @@ func (p *Program) shapesThroughTransposes() {
 			continue
 		}
 		for _, r := range rs {
-			sh, tk, tn := p.steps[r], tr.k, tr.node
-			p.steps[r].in = []int{tr.in[0]}
-			p.steps[r].k = func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			sh, tk, tn := p.plan.Steps[r], tr.Kernel, tr.Node
+			p.plan.Steps[r].In = []int{tr.In[0]}
+			p.plan.Steps[r].Kernel = func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 				x := in[0]
 				var axes []int
 				var err error
@@ -48,13 +48,13 @@ func (p *Program) shapesThroughTransposes() {
 					if err != nil {
 						return nil, fmt.Errorf("node %q (%s): %w", tn.Name, tn.Op, err)
 					}
-					return sh.k(e, t)
+					return sh.Kernel(e, t)
 				}
 				shape := make([]int, len(axes))
 				for i, ax := range axes {
 					shape[i] = x.Shape[ax]
 				}
-				return sh.k(e, []*tensor.Tensor{{DType: x.DType, Shape: shape}})
+				return sh.Kernel(e, []*tensor.Tensor{{DType: x.DType, Shape: shape}})
 			}
 			p.fusions["shape"]++
 		}

@@ -71,7 +71,7 @@ func (Backend) Probe() backends.Probe {
 // Compile uploads g's weights to the device, checks that every op can run, and returns a
 // Program. Ops the backend lacks are *backends.UnsupportedOpError.
 func (b Backend) Compile(g *graph.Graph, opts backends.Options) (backends.Program, error) {
-	return compile(b.Probe(), g, opts)
+	return newProgram(b.Probe(), g, opts)
 }
 
 // precision resolves the requested matrix-product precision.
@@ -96,37 +96,9 @@ func (e *precisionError) Error() string {
 }
 
 // hostOps run on the host whatever their inputs: they make or inspect shapes, indices and
-// masks (int64 and bool values), which are tiny.
+// masks (int64 and bool values), which are tiny. The ops with device kernels are the keys
+// of gpuOps (ops.go); with only int64 or bool inputs they run on the host too.
 var hostOps = map[string]bool{
 	"Shape": true, "Cast": true, "Constant": true, "ConstantOfShape": true, "Range": true,
 	"Equal": true, "Greater": true, "Less": true, "And": true, "Or": true, "Not": true,
-}
-
-// gpuOpNames lists the ops with device kernels; with only int64 or bool inputs they run on
-// the host too.
-var gpuOpNames = []string{
-	"Abs", "Neg", "Exp", "Log", "Sqrt", "Erf", "Tanh", "Sigmoid", "Relu", "Elu",
-	"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Where",
-	"MatMul", "Gemm", "Softmax", "LayerNormalization",
-	"Gather", "Transpose", "Slice", "Concat", "Split", "Expand", "Tile",
-	"Reshape", "Squeeze", "Unsqueeze", "Identity",
-	"ReduceSum", "ReduceMean", "ReduceMax",
-}
-
-// SupportedOps returns the op types the CUDA backend accepts (device kernels and host ops).
-func SupportedOps() []string {
-	out := append([]string(nil), gpuOpNames...)
-	for op := range hostOps {
-		out = append(out, op)
-	}
-	return out
-}
-
-func isGPUOp(op string) bool {
-	for _, o := range gpuOpNames {
-		if o == op {
-			return true
-		}
-	}
-	return false
 }

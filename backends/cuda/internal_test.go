@@ -120,18 +120,6 @@ func TestPrecision(t *testing.T) {
 	}
 }
 
-func TestSupportedOpsCoverConformance(t *testing.T) {
-	ops := map[string]bool{}
-	for _, op := range SupportedOps() {
-		ops[op] = true
-	}
-	for _, op := range []string{"MatMul", "Gemm", "Softmax", "LayerNormalization", "Gather", "Where", "Shape", "Cast"} {
-		if !ops[op] {
-			t.Errorf("%s is not supported", op)
-		}
-	}
-}
-
 func TestLibraryCandidates(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(LibPathEnv, dir)

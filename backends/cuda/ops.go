@@ -4,6 +4,8 @@ package cuda
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -37,10 +39,21 @@ func init() {
 	}
 }
 
+// SupportedOps returns the op types the CUDA backend accepts, sorted: those with device
+// kernels (gpuOps) and the host ops.
+func SupportedOps() []string {
+	ops := slices.Collect(maps.Keys(gpuOps))
+	for op := range hostOps {
+		ops = append(ops, op)
+	}
+	slices.Sort(ops)
+	return ops
+}
+
 // step runs one node: host ops (and any op whose inputs are all int64 or bool) on the
 // host, the rest on the device.
 func (r *run) step(st *step, in []value) ([]value, error) {
-	n := st.node
+	n := st.Node
 	switch n.Op {
 	case "Shape":
 		return opShape(n, in)
@@ -66,7 +79,7 @@ func (r *run) step(st *step, in []value) ([]value, error) {
 				hs[i] = v.host
 			}
 		}
-		outs, err := st.host.run(hs)
+		outs, err := st.Kernel.host.run(hs)
 		if err != nil {
 			return nil, err
 		}
@@ -76,11 +89,10 @@ func (r *run) step(st *step, in []value) ([]value, error) {
 		}
 		return res, nil
 	}
-	fn, ok := gpuOps[n.Op]
-	if !ok {
+	if st.Kernel.gpu == nil {
 		return nil, fmt.Errorf("no CUDA kernel for %s on float32 data", n.Op)
 	}
-	return fn(r, n, in)
+	return st.Kernel.gpu(r, n, in)
 }
 
 // hostInts returns an int64 host input's values (shape operands).
