@@ -138,6 +138,24 @@ func numel(s Shape) (int64, bool) {
 	return n, true
 }
 
+// ints converts sizes to int (shapes of values zoo can hold fit in int).
+func ints(v []int64) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+// shapeOf turns a concrete shape into fixed dimensions.
+func shapeOf(dims []int) Shape {
+	s := make(Shape, len(dims))
+	for i, d := range dims {
+		s[i] = Fixed(int64(d))
+	}
+	return s
+}
+
 func sizes(s Shape) []int64 {
 	out := make([]int64, len(s))
 	for i, d := range s {
@@ -395,18 +413,6 @@ func mk(dt tensor.DType, s Shape) *absVal { return &absVal{dt: dt, shape: s} }
 
 func one(v *absVal) []*absVal { return []*absVal{v} }
 
-// normAxis maps axis into [0, rank).
-func normAxis(axis int64, rank int, what string) (int, error) {
-	r := int64(rank)
-	if axis < -r || axis >= r {
-		return 0, fmt.Errorf("%s %d is out of range for rank %d", what, axis, rank)
-	}
-	if axis < 0 {
-		axis += r
-	}
-	return int(axis), nil
-}
-
 func (c *nodeCtx) infer() ([]*absVal, error) {
 	switch op := c.n.Op; op {
 	case "Identity":
@@ -468,7 +474,7 @@ func (c *nodeCtx) infer() ([]*absVal, error) {
 			return nil, fmt.Errorf("input %q has dtype %v, want float32", c.name(0), x.dt)
 		}
 		if x.shape != nil {
-			if _, err := normAxis(c.n.Int("axis", -1), len(x.shape), "axis"); err != nil {
+			if _, err := NormAxis(c.n.Int("axis", -1), len(x.shape)); err != nil {
 				return nil, err
 			}
 		}
@@ -576,11 +582,24 @@ func bcastDim(ds []Dim) (Dim, bool) {
 // dimensions differ and neither is 1. A nil (unknown-rank) shape gives a nil result.
 func Broadcast(shapes ...Shape) (Shape, error) {
 	rank := 0
+	known := true
 	for _, s := range shapes {
 		if s == nil {
 			return nil, nil
 		}
 		rank = max(rank, len(s))
+		known = known && fullyKnown(s)
+	}
+	if known {
+		cs := make([][]int, len(shapes))
+		for i, s := range shapes {
+			cs[i] = ints(sizes(s))
+		}
+		out, err := BroadcastShapes(cs...)
+		if err != nil {
+			return nil, err
+		}
+		return shapeOf(out), nil
 	}
 	out := make(Shape, rank)
 	ds := make([]Dim, 0, len(shapes))
@@ -1223,6 +1242,18 @@ func (c *nodeCtx) reshape() ([]*absVal, error) {
 		s, _ := c.shapeFromVec(1, "shape")
 		return one(mk(x.dt, s)), nil
 	}
+	if fullyKnown(x.shape) {
+		if target, ok := c.ints(1, "shape"); ok {
+			dims, err := ReshapeDims(ints(sizes(x.shape)), target, allowZero)
+			if err != nil {
+				return nil, err
+			}
+			res := mk(x.dt, shapeOf(dims))
+			res.vals = x.vals
+			return one(res), nil
+		}
+		c.missing = ""
+	}
 	out := make(Shape, len(e))
 	infer := -1
 	for i, v := range e {
@@ -1398,10 +1429,22 @@ func (c *nodeCtx) squeeze() ([]*absVal, error) {
 	if !ok || x.shape == nil {
 		return one(mk(x.dt, nil)), nil
 	}
+	if fullyKnown(x.shape) {
+		if present && axes == nil {
+			axes = []int64{}
+		}
+		dims, err := SqueezeDims(ints(sizes(x.shape)), axes)
+		if err != nil {
+			return nil, err
+		}
+		res := mk(x.dt, shapeOf(dims))
+		res.vals = x.vals
+		return one(res), nil
+	}
 	drop := make([]bool, len(x.shape))
 	if present {
 		for _, a := range axes {
-			k, err := normAxis(a, len(x.shape), "axis")
+			k, err := NormAxis(a, len(x.shape))
 			if err != nil {
 				return nil, err
 			}
@@ -1441,10 +1484,19 @@ func (c *nodeCtx) unsqueeze() ([]*absVal, error) {
 	if !ok || x.shape == nil {
 		return one(mk(x.dt, nil)), nil
 	}
+	if fullyKnown(x.shape) {
+		dims, err := UnsqueezeDims(ints(sizes(x.shape)), axes)
+		if err != nil {
+			return nil, err
+		}
+		res := mk(x.dt, shapeOf(dims))
+		res.vals = x.vals
+		return one(res), nil
+	}
 	r := len(x.shape) + len(axes)
 	ins := make([]bool, r)
 	for _, a := range axes {
-		k, err := normAxis(a, r, "axis")
+		k, err := NormAxis(a, r)
 		if err != nil {
 			return nil, err
 		}
@@ -1598,7 +1650,7 @@ func (c *nodeCtx) concat() ([]*absVal, error) {
 	if shape == nil {
 		return one(mk(first.dt, nil)), nil
 	}
-	axis, err := normAxis(a.I, len(shape), "axis")
+	axis, err := NormAxis(a.I, len(shape))
 	if err != nil {
 		return nil, err
 	}
@@ -1687,7 +1739,7 @@ func (c *nodeCtx) split() ([]*absVal, error) {
 		}
 		return outs, nil
 	}
-	axis, err := normAxis(c.n.Int("axis", 0), len(x.shape), "axis")
+	axis, err := NormAxis(c.n.Int("axis", 0), len(x.shape))
 	if err != nil {
 		return nil, err
 	}
@@ -1766,33 +1818,6 @@ func (c *nodeCtx) split() ([]*absVal, error) {
 	return outs, nil
 }
 
-// SliceBound applies ONNX Slice's rules to one axis of size dim and returns the first index
-// taken and how many elements are taken: negative bounds count from the end, then start and
-// end are clamped to [0, dim] for a positive step and to [0, dim−1] and [−1, dim−1] for a
-// negative one. step must not be 0; an empty range gives a count of 0.
-func SliceBound(start, end, step, dim int64) (first, count int64) {
-	if start < 0 {
-		start += dim
-	}
-	if end < 0 {
-		end += dim
-	}
-	if step > 0 {
-		start = min(max(start, 0), dim)
-		end = min(max(end, 0), dim)
-	} else {
-		start = min(max(start, 0), dim-1)
-		end = min(max(end, -1), dim-1)
-	}
-	var n int64
-	if step > 0 {
-		n = (end - start + step - 1) / step
-	} else {
-		n = (start - end + (-step) - 1) / (-step)
-	}
-	return start, max(n, 0)
-}
-
 func (c *nodeCtx) slice() ([]*absVal, error) {
 	x, err := c.req(0)
 	if err != nil {
@@ -1844,7 +1869,7 @@ func (c *nodeCtx) slice() ([]*absVal, error) {
 		if known {
 			copy(out, x.shape)
 			for _, a := range sliced {
-				if k, err := normAxis(a, r, "axis"); err == nil {
+				if k, err := NormAxis(a, r); err == nil {
 					out[k] = unknownDim
 				}
 			}
@@ -1877,7 +1902,7 @@ func (c *nodeCtx) slice() ([]*absVal, error) {
 	}
 	seen := make([]bool, r)
 	for i, a := range axes {
-		k, err := normAxis(a, r, "axis")
+		k, err := NormAxis(a, r)
 		if err != nil {
 			return nil, err
 		}
@@ -1937,7 +1962,7 @@ func (c *nodeCtx) gather() ([]*absVal, error) {
 	if len(x.shape) == 0 {
 		return nil, errors.New("data must have rank ≥ 1, got a scalar")
 	}
-	axis, err := normAxis(c.n.Int("axis", 0), len(x.shape), "axis")
+	axis, err := NormAxis(c.n.Int("axis", 0), len(x.shape))
 	if err != nil {
 		return nil, err
 	}
@@ -2114,7 +2139,7 @@ func (c *nodeCtx) layerNorm() ([]*absVal, error) {
 		outs = append(outs, mk(tensor.Float32, nil), mk(tensor.Float32, nil))
 		return outs, nil
 	}
-	axis, err := normAxis(c.n.Int("axis", -1), len(x.shape), "axis")
+	axis, err := NormAxis(c.n.Int("axis", -1), len(x.shape))
 	if err != nil {
 		return nil, err
 	}
@@ -2180,7 +2205,7 @@ func (c *nodeCtx) reduce() ([]*absVal, error) {
 		}
 	}
 	for _, a := range axes {
-		k, err := normAxis(a, r, "axis")
+		k, err := NormAxis(a, r)
 		if err != nil {
 			return nil, err
 		}
