@@ -8,6 +8,7 @@ import (
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/backends/cpu/vec"
+	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -159,7 +160,7 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 		return nil, true, err
 	}
 	qs, ks, vs, ost := batchStrided(batch, qStride), batchStrided(batch, kStride), batchStrided(batch, vStride), batchStrided(batch, oStride)
-	nb := prod(batch)
+	nb := graph.NumElements(batch)
 	nkb := (nk + attnKBlock - 1) / attnKBlock
 	// packKV packs key block k0 of matrix b: Kᵀ's columns and V's rows k0….
 	packKV := func(ktp, vp *gemm.PackedB, b, k0 int) {

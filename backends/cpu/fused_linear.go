@@ -6,6 +6,7 @@ import (
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/backends/cpu/vec"
+	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -142,7 +143,7 @@ func (s *linearSpec) fits(x, res *tensor.Tensor) bool {
 		return true
 	}
 	shape := s.outShape(x)
-	return res.DType == tensor.Float32 && tensor.SameShape(res.Shape, shape) && len(res.F32) == prod(shape)
+	return res.DType == tensor.Float32 && tensor.SameShape(res.Shape, shape) && len(res.F32) == graph.NumElements(shape)
 }
 
 // outShape is the shape of the layer's output for input x: x's with the last axis n wide.
@@ -193,7 +194,7 @@ func (s *linearSpec) planCols(e *exec, x, res *tensor.Tensor, col0, col1 int) (*
 		return nil, err
 	}
 	k := s.pw.K()
-	j := &linearJob{spec: s, x: x, res: res, out: out, m: prod(x.Shape[:len(x.Shape)-1]), col0: col0, w: col1 - col0}
+	j := &linearJob{spec: s, x: x, res: res, out: out, m: graph.NumElements(x.Shape[:len(x.Shape)-1]), col0: col0, w: col1 - col0}
 	if j.m == 0 || j.w == 0 {
 		return j, nil
 	}

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -63,7 +64,7 @@ func planOperand(t *tensor.Tensor, batch []int, nq, nk int) (bcastOperand, bool)
 		}
 		acc *= d
 	}
-	nb := prod(batch)
+	nb := graph.NumElements(batch)
 	base := make([]int, nb)
 	idx := make([]int, len(batch))
 	off := 0
@@ -122,7 +123,7 @@ func permView(shape []int, perm []int) (lshape, lstride []int, ok bool) {
 // over the batch shape.
 func batchStrided(batch, lstride []int) strided {
 	r := len(lstride)
-	nb := prod(batch)
+	nb := graph.NumElements(batch)
 	off := make([]int, nb)
 	idx := make([]int, len(batch))
 	o := 0

@@ -28,7 +28,7 @@ func opUnary(r *run, n *graph.Node, in []value) ([]value, error) {
 
 // binary computes a op b with broadcasting into a new tensor.
 func (r *run) binary(op int, a, b *dtensor) (*dtensor, error) {
-	shape, err := broadcastShape(a.shape, b.shape)
+	shape, err := graph.BroadcastShapes(a.shape, b.shape)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func opWhere(r *run, n *graph.Node, in []value) ([]value, error) {
 	if err != nil {
 		return nil, err
 	}
-	shape, err := broadcastShape(c.Shape, a.shape, b.shape)
+	shape, err := graph.BroadcastShapes(c.Shape, a.shape, b.shape)
 	if err != nil {
 		return nil, err
 	}

@@ -67,11 +67,11 @@ func opMatMul(r *run, n *graph.Node, in []value) ([]value, error) {
 		return nil, fmt.Errorf("inner dimensions differ: %s × %s", tensor.ShapeString(a.shape), tensor.ShapeString(b.shape))
 	}
 	ba, bb := as[:len(as)-2], bs[:len(bs)-2]
-	batchShape, err := broadcastShape(ba, bb)
+	batchShape, err := graph.BroadcastShapes(ba, bb)
 	if err != nil {
 		return nil, fmt.Errorf("batch dimensions: %w", err)
 	}
-	nb := numel(batchShape)
+	nb := graph.NumElements(batchShape)
 	outShape := append(append([]int(nil), batchShape...), m, nn)
 	final := append([]int(nil), batchShape...)
 	if !dropM {
@@ -95,7 +95,7 @@ func opMatMul(r *run, n *graph.Node, in []value) ([]value, error) {
 		}
 		return one(y), nil
 	}
-	na, nbb := numel(ba), numel(bb)
+	na, nbb := graph.NumElements(ba), graph.NumElements(bb)
 	sameA := na == nb && sameTail(ba, batchShape)
 	sameB := nbb == nb && sameTail(bb, batchShape)
 	switch {
@@ -187,7 +187,7 @@ func opGemm(r *run, n *graph.Node, in []value) ([]value, error) {
 		if err != nil {
 			return fail(err)
 		}
-		if _, err := broadcastShape(c.shape, y.shape); err != nil || len(c.shape) > 2 {
+		if _, err := graph.BroadcastShapes(c.shape, y.shape); err != nil || len(c.shape) > 2 {
 			return fail(fmt.Errorf("C of shape %s does not broadcast to %s", tensor.ShapeString(c.shape), tensor.ShapeString(y.shape)))
 		}
 		if err := r.copyInto(y, 0, c, 0, y.shape, broadcastStrides(c.shape, y.shape), contiguous(y.shape)); err != nil {

@@ -14,7 +14,7 @@ func opSoftmax(r *run, n *graph.Node, in []value) ([]value, error) {
 	if err != nil {
 		return nil, err
 	}
-	ax, err := normAxis(n.Int("axis", -1), max(len(x.shape), 1))
+	ax, err := graph.NormAxis(n.Int("axis", -1), max(len(x.shape), 1))
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +29,7 @@ func opSoftmax(r *run, n *graph.Node, in []value) ([]value, error) {
 	length, inner := 1, 1
 	if ax >= 0 {
 		length = x.shape[ax]
-		inner = numel(x.shape[ax+1:])
+		inner = graph.NumElements(x.shape[ax+1:])
 	}
 	rows := 0
 	if length > 0 {
@@ -63,12 +63,12 @@ func opLayerNorm(r *run, n *graph.Node, in []value) ([]value, error) {
 		}
 	}
 	rank := len(x.shape)
-	ax, err := normAxis(n.Int("axis", -1), rank)
+	ax, err := graph.NormAxis(n.Int("axis", -1), rank)
 	if err != nil {
 		return nil, err
 	}
-	cols := numel(x.shape[ax:])
-	rows := numel(x.shape[:ax])
+	cols := graph.NumElements(x.shape[ax:])
+	rows := graph.NumElements(x.shape[:ax])
 	if s := scale.n(); s != cols && s != 1 {
 		return nil, fmt.Errorf("scale has shape %s, want the normalised shape %s", tensor.ShapeString(scale.shape), tensor.ShapeString(x.shape[ax:]))
 	}
@@ -127,7 +127,7 @@ func opReduce(code int) gpuOp {
 		if err != nil {
 			return nil, err
 		}
-		axes, err := axesOf(n, in)
+		axes, _, err := axesOf(n, in)
 		if err != nil {
 			return nil, err
 		}
@@ -142,12 +142,12 @@ func opReduce(code int) gpuOp {
 				red[i] = true
 			}
 		}
-		for _, a := range axes {
-			ax, err := normAxis(a, rank)
-			if err != nil {
-				return nil, err
-			}
-			red[ax] = true
+		ks, err := graph.NormAxes(axes, rank)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range ks {
+			red[k] = true
 		}
 		cs := contiguous(x.shape)
 		var outShape, keptShape, redShape []int
@@ -172,7 +172,7 @@ func opReduce(code int) gpuOp {
 		if err != nil {
 			return nil, err
 		}
-		nred := numel(redShape)
+		nred := graph.NumElements(redShape)
 		if nred == 0 && code == 2 {
 			r.releaseBuf(y.buf)
 			return nil, fmt.Errorf("cannot take the max over an empty axis")

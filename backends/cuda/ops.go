@@ -28,7 +28,7 @@ func init() {
 		"Where": opWhere, "MatMul": opMatMul, "Gemm": opGemm, "Softmax": opSoftmax,
 		"LayerNormalization": opLayerNorm, "Gather": opGather, "Transpose": opTranspose,
 		"Slice": opSlice, "Concat": opConcat, "Split": opSplit, "Expand": opExpand, "Tile": opTile,
-		"Reshape": opReshape, "Squeeze": axesView(squeezeShape), "Unsqueeze": axesView(unsqueezeShape), "Identity": opIdentity,
+		"Reshape": opReshape, "Squeeze": axesView(graph.SqueezeDims, false), "Unsqueeze": axesView(graph.UnsqueezeDims, true), "Identity": opIdentity,
 		"ReduceSum": opReduce(0), "ReduceMean": opReduce(1), "ReduceMax": opReduce(2),
 	}
 	for op := range unaryOps {

@@ -28,7 +28,7 @@ type dtensor struct {
 	shape []int
 }
 
-func (t *dtensor) n() int { return numel(t.shape) }
+func (t *dtensor) n() int { return graph.NumElements(t.shape) }
 
 // value is a run-time value: a host tensor (int64, bool, small float) or a device tensor.
 type value struct {

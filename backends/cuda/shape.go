@@ -33,7 +33,7 @@ func opShape(n *graph.Node, in []value) ([]value, error) {
 
 // copyInto launches zoo_copy: for every coordinate of shape, y[ybase+Σc·yst] = x[xbase+Σc·xst].
 func (r *run) copyInto(y *dtensor, ybase int64, x *dtensor, xbase int64, shape []int, xst, yst []int64) error {
-	n := numel(shape)
+	n := graph.NumElements(shape)
 	if n == 0 {
 		return nil
 	}
@@ -104,54 +104,22 @@ func opSlice(r *run, n *graph.Node, in []value) ([]value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(starts) != len(ends) {
-		return nil, fmt.Errorf("starts has %d values, ends %d", len(starts), len(ends))
-	}
-	rank := len(x.shape)
-	axes := make([]int64, len(starts))
-	for i := range axes {
-		axes[i] = int64(i)
-	}
+	var axes, steps []int64 // nil: not given (an empty list given stays non-nil)
 	if len(in) > 3 && (in[3].host != nil || in[3].dev != nil) {
 		if axes, err = hostInts(in[3], "axes"); err != nil {
 			return nil, err
 		}
-	}
-	steps := make([]int64, len(starts))
-	for i := range steps {
-		steps[i] = 1
+		axes = append([]int64{}, axes...)
 	}
 	if len(in) > 4 && (in[4].host != nil || in[4].dev != nil) {
 		if steps, err = hostInts(in[4], "steps"); err != nil {
 			return nil, err
 		}
+		steps = append([]int64{}, steps...)
 	}
-	if len(axes) != len(starts) || len(steps) != len(starts) {
-		return nil, fmt.Errorf("starts, ends, axes and steps must have the same length")
-	}
-	cs := contiguous(x.shape)
-	shape := append([]int(nil), x.shape...)
-	st := append([]int64(nil), cs...)
-	var base int64
-	seen := make([]bool, rank)
-	for i := range starts {
-		ax, err := normAxis(axes[i], rank)
-		if err != nil {
-			return nil, err
-		}
-		if seen[ax] {
-			return nil, fmt.Errorf("axis %d is repeated", axes[i])
-		}
-		seen[ax] = true
-		first, count, err := sliceAxis(x.shape[ax], starts[i], ends[i], steps[i])
-		if err != nil {
-			return nil, err
-		}
-		shape[ax] = count
-		if count > 0 {
-			base += first * cs[ax]
-		}
-		st[ax] = cs[ax] * steps[i]
+	shape, base, st, err := sliceView(x.shape, starts, ends, axes, steps)
+	if err != nil {
+		return nil, err
 	}
 	y, err := r.gather(x, base, shape, st)
 	if err != nil {
@@ -173,7 +141,7 @@ func opConcat(r *run, n *graph.Node, in []value) ([]value, error) {
 		xs[i] = x
 	}
 	rank := len(xs[0].shape)
-	ax, err := normAxis(n.Int("axis", 0), rank)
+	ax, err := graph.NormAxis(n.Int("axis", 0), rank)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +180,7 @@ func opSplit(r *run, n *graph.Node, in []value) ([]value, error) {
 		return nil, err
 	}
 	rank := len(x.shape)
-	ax, err := normAxis(n.Int("axis", 0), rank)
+	ax, err := graph.NormAxis(n.Int("axis", 0), rank)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +250,7 @@ func opExpand(r *run, n *graph.Node, in []value) ([]value, error) {
 	for i, d := range dims {
 		target[i] = int(d)
 	}
-	shape, err := broadcastShape(x.shape, target)
+	shape, err := graph.BroadcastShapes(x.shape, target)
 	if err != nil {
 		return nil, err
 	}
@@ -344,32 +312,42 @@ func opReshape(r *run, n *graph.Node, in []value) ([]value, error) {
 	if err != nil {
 		return nil, err
 	}
-	shape, err := reshapeTo(x.shape, target, n.Int("allowzero", 0) != 0)
+	shape, err := graph.ReshapeDims(x.shape, target, n.Int("allowzero", 0) != 0)
 	if err != nil {
 		return nil, err
 	}
 	return one(r.view(x, shape)), nil
 }
 
-func axesOf(n *graph.Node, in []value) ([]int64, error) {
+// axesOf returns the axes of Squeeze, Unsqueeze or a Reduce from input 1 or, in older
+// opsets, the "axes" attribute, and whether any were given (a given empty list is
+// non-nil).
+func axesOf(n *graph.Node, in []value) ([]int64, bool, error) {
 	if len(in) > 1 && (in[1].host != nil || in[1].dev != nil) {
-		return hostInts(in[1], "axes")
+		a, err := hostInts(in[1], "axes")
+		return append([]int64{}, a...), true, err
 	}
-	a, _ := n.IntList("axes")
-	return a, nil
+	a, ok := n.IntList("axes")
+	if ok {
+		a = append([]int64{}, a...)
+	}
+	return a, ok, nil
 }
 
 // axesView returns the op for Squeeze or Unsqueeze: a view of the input under the shape
-// that reshape computes from the axes (input or attribute).
-func axesView(reshape func(shape []int, axes []int64) ([]int, error)) func(*run, *graph.Node, []value) ([]value, error) {
+// that reshape computes from the axes (input or attribute), which needAxes requires.
+func axesView(reshape func(shape []int, axes []int64) ([]int, error), needAxes bool) func(*run, *graph.Node, []value) ([]value, error) {
 	return func(r *run, n *graph.Node, in []value) ([]value, error) {
 		x, err := r.dev(in[0], 0, false)
 		if err != nil {
 			return nil, err
 		}
-		axes, err := axesOf(n, in)
+		axes, given, err := axesOf(n, in)
 		if err != nil {
 			return nil, err
+		}
+		if !given && needAxes {
+			return nil, fmt.Errorf("axes are missing")
 		}
 		shape, err := reshape(x.shape, axes)
 		if err != nil {
@@ -397,7 +375,7 @@ func opGather(r *run, n *graph.Node, in []value) ([]value, error) {
 		return nil, fmt.Errorf("indices must be an int64 tensor")
 	}
 	rank := len(x.shape)
-	ax, err := normAxis(n.Int("axis", 0), rank)
+	ax, err := graph.NormAxis(n.Int("axis", 0), rank)
 	if err != nil {
 		return nil, err
 	}
@@ -426,7 +404,7 @@ func opGather(r *run, n *graph.Node, in []value) ([]value, error) {
 		return nil, err
 	}
 	r.temp(ib)
-	outer, inner := numel(x.shape[:ax]), numel(x.shape[ax+1:])
+	outer, inner := graph.NumElements(x.shape[:ax]), graph.NumElements(x.shape[ax+1:])
 	a := (&kargs{}).ptr(y.buf.ptr).ptr(x.buf.ptr).ptr(ib.ptr).i64(int64(outer)).i64(int64(len(idx))).i64(dim).i64(int64(inner))
 	if err := r.launch("zoo_gather", gridFor(y.n()), 256, a); err != nil {
 		r.releaseBuf(y.buf)
