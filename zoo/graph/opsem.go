@@ -310,3 +310,76 @@ func SliceDims(in []int, starts, ends, axes, steps []int64) (out, first, step []
 	}
 	return out, first, step, nil
 }
+
+// bcastDim merges the dimensions at one broadcast position (numpy rules, as ONNX infers them).
+func bcastDim(ds []Dim) (Dim, bool) {
+	val := int64(1)
+	var syms []Dim
+	for _, d := range ds {
+		if d.Known() {
+			if d.Size != 1 {
+				if val != 1 && val != d.Size {
+					return Dim{}, false
+				}
+				val = d.Size
+			}
+			continue
+		}
+		syms = append(syms, d)
+	}
+	if val != 1 || len(syms) == 0 {
+		return Fixed(val), true
+	}
+	first := syms[0]
+	for _, s := range syms[1:] {
+		if s.Param == "" || s.Param != first.Param {
+			return unknownDim, true
+		}
+	}
+	return first, true
+}
+
+// Broadcast returns the numpy multidirectional broadcast of shapes, or an error when two known
+// dimensions differ and neither is 1. A nil (unknown-rank) shape gives a nil result.
+func Broadcast(shapes ...Shape) (Shape, error) {
+	rank := 0
+	known := true
+	for _, s := range shapes {
+		if s == nil {
+			return nil, nil
+		}
+		rank = max(rank, len(s))
+		known = known && fullyKnown(s)
+	}
+	if known {
+		cs := make([][]int, len(shapes))
+		for i, s := range shapes {
+			cs[i] = ints(sizes(s))
+		}
+		out, err := BroadcastShapes(cs...)
+		if err != nil {
+			return nil, err
+		}
+		return shapeOf(out), nil
+	}
+	out := make(Shape, rank)
+	ds := make([]Dim, 0, len(shapes))
+	for i := 0; i < rank; i++ {
+		ds = ds[:0]
+		for _, s := range shapes {
+			if j := i - (rank - len(s)); j >= 0 {
+				ds = append(ds, s[j])
+			}
+		}
+		d, ok := bcastDim(ds)
+		if !ok {
+			parts := make([]string, len(shapes))
+			for k, s := range shapes {
+				parts[k] = s.String()
+			}
+			return nil, fmt.Errorf("shapes %v cannot be broadcast together (axis %d)", parts, i-rank)
+		}
+		out[i] = d
+	}
+	return out, nil
+}
