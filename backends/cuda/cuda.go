@@ -11,7 +11,8 @@
 // Execution model: float32 values live on the device (weights uploaded once at Compile,
 // activations in a per-program pool of device buffers reused across runs and released at
 // their last use); int64 and bool values (token ids, shapes, masks) live on the host, where
-// the small shape computations run through the CPU reference backend. Matrix products go
+// the small shape computations run through graph.EvalNode, the reference evaluator that
+// also folds constants at compile time. Matrix products go
 // to cuBLAS; everything else runs in zoo's kernels on one stream per program, with pinned
 // staging buffers for inputs and outputs.
 package cuda

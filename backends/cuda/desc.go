@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"unsafe"
-
-	"github.com/zoo-dev/zoo/zoo/graph"
 )
 
 // maxDims is the most dimensions a Desc holds (ZMAXD in kernels.cu).
@@ -50,25 +48,6 @@ func contiguous(shape []int) []int64 {
 		s *= int64(shape[i])
 	}
 	return st
-}
-
-// sliceView lays out Slice(x) for a contiguous x of shape in (graph.SliceDims gives the
-// ONNX semantics): the output shape, the offset of its first element in x and its element
-// stride in x along each axis. It returns SliceDims's errors.
-func sliceView(in []int, starts, ends, axes, steps []int64) (shape []int, base int64, strides []int64, err error) {
-	shape, first, step, err := graph.SliceDims(in, starts, ends, axes, steps)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	cs := contiguous(in)
-	strides = make([]int64, len(in))
-	for k := range in {
-		if shape[k] > 0 {
-			base += int64(first[k]) * cs[k]
-		}
-		strides[k] = cs[k] * int64(step[k])
-	}
-	return shape, base, strides, nil
 }
 
 // broadcastStrides returns the strides with which a contiguous tensor of shape src is read

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/zoo-dev/zoo/backends"
-	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
 func TestCoalesce(t *testing.T) {
@@ -73,17 +71,6 @@ func TestSliceView(t *testing.T) {
 	}
 	if _, _, _, err := sliceView([]int{3}, []int64{0}, []int64{3}, nil, []int64{0}); err == nil {
 		t.Error("a zero step should fail")
-	}
-}
-
-func TestHostNode(t *testing.T) {
-	n := &graph.Node{Name: "m", Op: "Mul", Inputs: []string{"a", "a"}, Outputs: []string{"y"}}
-	h := newHostNode(n)
-	defer h.close()
-	a, _ := tensor.FromInt64([]int64{2, 3}, 2)
-	out, err := h.run([]*tensor.Tensor{a, a})
-	if err != nil || !reflect.DeepEqual(out[0].I64, []int64{4, 9}) {
-		t.Fatalf("host Mul = %v, %v", out, err)
 	}
 }
 

@@ -28,7 +28,7 @@ func init() {
 		"Where": opWhere, "MatMul": opMatMul, "Gemm": opGemm, "Softmax": opSoftmax,
 		"LayerNormalization": opLayerNorm, "Gather": opGather, "Transpose": opTranspose,
 		"Slice": opSlice, "Concat": opConcat, "Split": opSplit, "Expand": opExpand, "Tile": opTile,
-		"Reshape": opReshape, "Squeeze": axesView(graph.SqueezeDims, false), "Unsqueeze": axesView(graph.UnsqueezeDims, true), "Identity": opIdentity,
+		"Reshape": opReshape, "Squeeze": axesView(squeezeView), "Unsqueeze": axesView(unsqueezeView), "Identity": opIdentity,
 		"ReduceSum": opReduce(0), "ReduceMean": opReduce(1), "ReduceMax": opReduce(2),
 	}
 	for op := range unaryOps {
@@ -51,7 +51,7 @@ func SupportedOps() []string {
 }
 
 // step runs one node: host ops (and any op whose inputs are all int64 or bool) on the
-// host, the rest on the device.
+// host through graph.EvalNode, the rest on the device.
 func (r *run) step(st *step, in []value) ([]value, error) {
 	n := st.Node
 	switch n.Op {
@@ -79,7 +79,7 @@ func (r *run) step(st *step, in []value) ([]value, error) {
 				hs[i] = v.host
 			}
 		}
-		outs, err := st.Kernel.host.run(hs)
+		outs, err := graph.EvalNode(n, hs)
 		if err != nil {
 			return nil, err
 		}
@@ -89,10 +89,10 @@ func (r *run) step(st *step, in []value) ([]value, error) {
 		}
 		return res, nil
 	}
-	if st.Kernel.gpu == nil {
+	if st.Kernel == nil {
 		return nil, fmt.Errorf("no CUDA kernel for %s on float32 data", n.Op)
 	}
-	return st.Kernel.gpu(r, n, in)
+	return st.Kernel(r, n, in)
 }
 
 // hostInts returns an int64 host input's values (shape operands).

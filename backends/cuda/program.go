@@ -168,15 +168,9 @@ func (s *staging) close() {
 	}
 }
 
-// kernel is what a step runs: its device kernel (nil for a host op) and the host runner
-// used for host ops and for inputs that are all int64 or bool.
-type kernel struct {
-	gpu  gpuOp
-	host *hostNode
-}
-
-// step is one node of the plan that runs at run time.
-type step = compile.Step[kernel]
+// step is one node of the plan that runs at run time; its kernel is the node's device
+// kernel, nil for a host op.
+type step = compile.Step[gpuOp]
 
 // Program is a graph compiled for the GPU. Run may be called from one goroutine at a time.
 type Program struct {
@@ -188,7 +182,7 @@ type Program struct {
 	precision string
 	compute   int // cuBLAS compute type for bf16; 0 for plain Sgemm
 
-	plan   *compile.Plan[kernel]
+	plan   *compile.Plan[gpuOp]
 	consts []value // per slot: the plan's constants, float ones also on the device
 
 	weights []*dbuf
@@ -220,20 +214,20 @@ func newProgram(pr backends.Probe, g *graph.Graph, opts backends.Options) (backe
 	return p, nil
 }
 
-// build plans g through the shared compile step (constants fold on the host), then uploads
-// the float constants that run-time steps read, once, and creates the program's stream.
-func (p *Program) build(g *graph.Graph, opts backends.Options) error {
-	pl, err := compile.Compile(g, compile.Config[kernel]{
+// planConfig is the CUDA backend's part of the shared compile step: every op needs a device
+// kernel or must be a host op, and constants fold on the host through graph.EvalNode, the
+// reference evaluator that runs host steps too.
+func planConfig(opts backends.Options) compile.Config[gpuOp] {
+	return compile.Config[gpuOp]{
 		Backend: Name,
-		Kernel: func(n *graph.Node) (kernel, error) {
+		Kernel: func(n *graph.Node) (gpuOp, error) {
 			fn, ok := gpuOps[n.Op]
 			if !ok && !hostOps[n.Op] {
-				return kernel{}, &backends.UnsupportedOpError{Detail: "no CUDA kernel"}
+				return nil, &backends.UnsupportedOpError{Detail: "no CUDA kernel"}
 			}
-			return kernel{gpu: fn, host: newHostNode(n)}, nil
+			return fn, nil
 		},
-		Fold: func(n *graph.Node, k kernel, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			defer k.host.close()
+		Fold: func(n *graph.Node, _ gpuOp, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			if n.Op == "Shape" { // in[0] may carry only a static shape
 				v, err := opShape(n, []value{{host: in[0]}})
 				if err != nil {
@@ -241,11 +235,17 @@ func (p *Program) build(g *graph.Graph, opts backends.Options) error {
 				}
 				return []*tensor.Tensor{v[0].host}, nil
 			}
-			return k.host.run(in)
+			return graph.EvalNode(n, in)
 		},
 		KeepIntermediates: opts.KeepIntermediates,
 		FreeInputs:        true, // inputs are uploaded copies
-	})
+	}
+}
+
+// build plans g through the shared compile step, then uploads the float constants that
+// run-time steps read, once, and creates the program's stream.
+func (p *Program) build(g *graph.Graph, opts backends.Options) error {
+	pl, err := compile.Compile(g, planConfig(opts))
 	if err != nil {
 		return err
 	}
@@ -321,13 +321,6 @@ func (p *Program) Close() error {
 		return nil
 	}
 	p.closed = true
-	if p.plan != nil {
-		for _, st := range p.plan.Steps {
-			if st.Kernel.host != nil {
-				st.Kernel.host.close()
-			}
-		}
-	}
 	return p.d.with(func() error {
 		if p.stream != nil {
 			cuSync(p.stream)

@@ -246,11 +246,7 @@ func opExpand(r *run, n *graph.Node, in []value) ([]value, error) {
 	if err != nil {
 		return nil, err
 	}
-	target := make([]int, len(dims))
-	for i, d := range dims {
-		target[i] = int(d)
-	}
-	shape, err := graph.BroadcastShapes(x.shape, target)
+	shape, err := expandView(x.shape, dims)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +308,7 @@ func opReshape(r *run, n *graph.Node, in []value) ([]value, error) {
 	if err != nil {
 		return nil, err
 	}
-	shape, err := graph.ReshapeDims(x.shape, target, n.Int("allowzero", 0) != 0)
+	shape, err := reshapeView(n, x.shape, target)
 	if err != nil {
 		return nil, err
 	}
@@ -335,8 +331,8 @@ func axesOf(n *graph.Node, in []value) ([]int64, bool, error) {
 }
 
 // axesView returns the op for Squeeze or Unsqueeze: a view of the input under the shape
-// that reshape computes from the axes (input or attribute), which needAxes requires.
-func axesView(reshape func(shape []int, axes []int64) ([]int, error), needAxes bool) func(*run, *graph.Node, []value) ([]value, error) {
+// that view (squeezeView or unsqueezeView) computes from the axes (input or attribute).
+func axesView(view func(shape []int, axes []int64, given bool) ([]int, error)) func(*run, *graph.Node, []value) ([]value, error) {
 	return func(r *run, n *graph.Node, in []value) ([]value, error) {
 		x, err := r.dev(in[0], 0, false)
 		if err != nil {
@@ -346,10 +342,7 @@ func axesView(reshape func(shape []int, axes []int64) ([]int, error), needAxes b
 		if err != nil {
 			return nil, err
 		}
-		if !given && needAxes {
-			return nil, fmt.Errorf("axes are missing")
-		}
-		shape, err := reshape(x.shape, axes)
+		shape, err := view(x.shape, axes, given)
 		if err != nil {
 			return nil, err
 		}
