@@ -40,17 +40,6 @@ func TestRegisteredAndProbe(t *testing.T) {
 	}
 }
 
-func TestSupportsEveryIROp(t *testing.T) {
-	if got, want := len(SupportedOps()), graph.KnownOps(); got != want {
-		t.Errorf("CPU backend supports %d ops, the IR knows %d", got, want)
-	}
-	for _, op := range SupportedOps() {
-		if _, ok := graph.LookupOp(op); !ok {
-			t.Errorf("op %s is not in the IR", op)
-		}
-	}
-}
-
 // withKernel replaces op's kernel for the duration of a test.
 func withKernel(t *testing.T, op string, mk kernelMaker) {
 	old, had := opTable[op]

@@ -72,6 +72,11 @@ func init() {
 	}
 }
 
+// UnsupportedOps returns the ops of graph's op table that the CPU backend deliberately
+// lacks, each with the reason (none today: the CPU backend is the reference and runs every
+// op). The op-table coverage test (backends/optable_test.go) accepts only these gaps.
+func UnsupportedOps() map[string]string { return map[string]string{} }
+
 // SupportedOps returns the op types the CPU backend implements.
 func SupportedOps() []string {
 	ops := make([]string, 0, len(opTable))

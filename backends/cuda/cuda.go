@@ -18,7 +18,9 @@
 package cuda
 
 import (
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -103,3 +105,12 @@ var hostOps = map[string]bool{
 	"Shape": true, "Cast": true, "Constant": true, "ConstantOfShape": true, "Range": true,
 	"Equal": true, "Greater": true, "Less": true, "And": true, "Or": true, "Not": true,
 }
+
+// HostOps returns the ops the CUDA backend always runs on the host (through graph.EvalNode),
+// sorted; the op-table coverage test counts them as supported.
+func HostOps() []string { return slices.Sorted(maps.Keys(hostOps)) }
+
+// UnsupportedOps returns the ops of graph's op table that the CUDA backend lacks, with
+// neither a device kernel nor a host rule, each with the reason (none today). The op-table
+// coverage test (backends/optable_test.go) accepts only these gaps.
+func UnsupportedOps() map[string]string { return map[string]string{} }
