@@ -9,7 +9,10 @@
 // A backend supplies only what is its own (Config): a kernel for each node (Config.Kernel,
 // which also says that an op is unsupported), an evaluator for folding (Config.Fold) and,
 // optionally, fusion passes over the plan (Config.Fuse). It then runs Plan.Steps in order.
-// A new backend starts here rather than from a copy of another backend's compile function.
+// A new backend starts here rather than from a copy of another backend's compile function:
+// graph.EvalNode is an evaluator any backend can fold with (the CUDA backend does, see its
+// planConfig), while the CPU backend folds with its own kernels (cpu's newProgram). Fusions
+// stay in the backend that has the fused kernels; what changes here changes every backend.
 package compile
 
 import (

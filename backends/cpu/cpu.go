@@ -1,6 +1,24 @@
 // Package cpu is zoo's reference CPU backend: a pure-Go implementation of every operator in
 // the graph IR with ONNX opset-17 semantics, multi-threaded across cores, with matrix
 // products delegated to the SGEMM kernels of package gemm. It registers itself as "cpu".
+//
+// Compile goes through the shared backends/compile step; the CPU's kernels also fold the
+// constant nodes. The files:
+//
+//   - cpu.go: the Backend, the Program and Run; ops.go: opTable, the kernel maker for each
+//     op name of graph's op table, and the helpers kernels share.
+//   - A kernel per op family: elementwise.go (unary, binary, comparison, Where, Cast;
+//     broadcast.go holds the strided loops), shape.go (shape and data-movement ops:
+//     Constant, Shape, Reshape, Transpose, Concat, Slice, Gather, Expand, Range, ...),
+//     nn.go (Softmax, LayerNormalization, Reduce*), linalg.go (MatMul, Gemm). A kernel for
+//     a new op goes into its family's file and into opTable.
+//   - Fusions, run at compile time as the plan's Fuse pass: fuse.go (the driver, the
+//     fuser's use counts and the fallback to the unfused steps), fuse_linear.go,
+//     fuse_attention.go, fuse_norm.go and fuse_shape.go (one pattern family each). Their
+//     fused kernels: fused_linear.go, attention.go, fused_residual.go, with the in-place
+//     operand views of operand.go. A new fusion is a matcher in the fuse_*.go file of its
+//     family, called from fuse, and a kernel in a fused_*.go file when it needs one.
+//   - memplan.go recycles activation buffers across the steps of a Run.
 package cpu
 
 import (

@@ -15,6 +15,16 @@
 // also folds constants at compile time. Matrix products go
 // to cuBLAS; everything else runs in zoo's kernels on one stream per program, with pinned
 // staging buffers for inputs and outputs.
+//
+// Compile goes through the shared backends/compile step (program.go, planConfig). The
+// files mirror the CPU backend's: ops.go holds gpuOps, the device kernel for each op name
+// of graph's op table, and the dispatch between device and host; the kernels are in
+// elementwise.go, shape.go, nn.go and linalg.go (their device code in kernels.cu), the
+// shape views they compute before launching in views.go, the kernel descriptors and strides
+// in desc.go. A kernel for a new op goes into its family's file and into gpuOps (plus a
+// function in kernels.cu when none of the generic ones fits); an op that only makes or
+// inspects shapes, indices or masks goes into hostOps instead and runs on the host. The
+// backend has no fusions yet; one would be a compile.Config.Fuse pass, as on the CPU.
 package cuda
 
 import (
