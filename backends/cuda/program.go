@@ -174,7 +174,6 @@ type step = compile.Step[gpuOp]
 
 // Program is a graph compiled for the GPU. Run may be called from one goroutine at a time.
 type Program struct {
-	name      string
 	d         *device
 	stream    cuStream
 	blas      blasHandle
@@ -206,7 +205,7 @@ func newProgram(pr backends.Probe, g *graph.Graph, opts backends.Options) (backe
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
-	p := &Program{name: g.Name, d: d, precision: prec}
+	p := &Program{d: d, precision: prec}
 	if err := d.with(func() error { return p.build(g, opts) }); err != nil {
 		p.Close()
 		return nil, err
