@@ -28,12 +28,12 @@ type Cost struct {
 }
 
 // Cost counts FLOPs and memory for one run of the graph with the given graph-input shapes
-// (see ConcreteShapes), from the concrete shapes alone, by each op's Cost rule in the op
-// table. Every node output counts as an
+// (see ConcreteShapes), from the concrete shapes alone. Every node output counts as an
 // activation, including values computed only from initializers (a transposed weight), which
-// a backend may fold away; data movement is not charged.
+// a backend may fold away; data movement costs no FLOPs and is counted in BytesMoved.
 //
-// FLOP rules, per node (a multiply-add counts 2):
+// The per-node rules are each op's OpDef.Cost in the op table; for FLOPs they come to (a
+// multiply-add counts 2):
 //   - MatMul: 2·M·K·N for every element of the broadcast batch (a 1-D operand has M or N = 1).
 //   - Gemm: 2·M·K·N, plus M·N when C is given (alpha and beta scaling are not counted).
 //   - Elementwise arithmetic and logic — Add Sub Mul Div Pow Neg Abs Relu Where Equal Greater

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -269,4 +270,66 @@ func floatToInt(v float64, dt tensor.DType) (int64, error) {
 		return 0, fmt.Errorf("float %v does not fit %v (ONNX leaves the result undefined)", v, dt)
 	}
 	return int64(t), nil
+}
+
+// Eval runs the whole graph on the reference evaluator: every node in order through
+// EvalNode, from the given graph inputs (by name) and the initializers. It returns the graph
+// outputs by name. It is slow and plain on purpose; backends compare their results with it.
+//
+// It returns an error when the graph fails Validate, when an input is missing, names no
+// graph input, or contradicts the declared dtype, rank or a fixed dimension, when ctx is
+// done (checked between nodes), and for any node EvalNode rejects.
+func (g *Graph) Eval(ctx context.Context, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	if g == nil {
+		return nil, errors.New("eval: graph is nil")
+	}
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("eval graph %s: %w", g.Name, err)
+	}
+	vals := g.InitializerMap()
+	declared := map[string]bool{}
+	for _, in := range g.Inputs {
+		declared[in.Name] = true
+		t, ok := inputs[in.Name]
+		if !ok || t == nil {
+			return nil, fmt.Errorf("eval graph %s: no tensor for graph input %q", g.Name, in.Name)
+		}
+		if err := t.Check(); err != nil {
+			return nil, fmt.Errorf("eval graph %s: graph input %q: %w", g.Name, in.Name, err)
+		}
+		if t.DType != in.DType || !shapeAgrees(in.Shape, t.Shape) {
+			return nil, fmt.Errorf("eval graph %s: graph input %q is %v %s, declared %v %v", g.Name, in.Name, t.DType, tensor.ShapeString(t.Shape), in.DType, in.Shape)
+		}
+		vals[in.Name] = t
+	}
+	for name := range inputs {
+		if !declared[name] {
+			return nil, fmt.Errorf("eval graph %s: %q is not a graph input", g.Name, name)
+		}
+	}
+	for _, n := range g.Nodes {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("eval graph %s: %w", g.Name, err)
+		}
+		in := make([]*tensor.Tensor, len(n.Inputs))
+		for i, name := range n.Inputs {
+			if name != "" {
+				in[i] = vals[name]
+			}
+		}
+		outs, err := EvalNode(n, in)
+		if err != nil {
+			return nil, fmt.Errorf("eval graph %s: %w", g.Name, err)
+		}
+		for i, name := range n.Outputs {
+			if name != "" {
+				vals[name] = outs[i]
+			}
+		}
+	}
+	res := make(map[string]*tensor.Tensor, len(g.Outputs))
+	for _, o := range g.Outputs {
+		res[o.Name] = vals[o.Name]
+	}
+	return res, nil
 }

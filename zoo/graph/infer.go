@@ -429,9 +429,6 @@ func (c *nodeCtx) infer() ([]*absVal, error) {
 	return c.def.infer(c)
 }
 
-// attrInt returns the node's integer attribute, or the default the op table declares.
-func (c *nodeCtx) attrInt(name string) int64 { return c.def.attrInt(c.n, name) }
-
 // forEach calls f with every index of shape in row-major order; idx is reused between calls.
 func forEach(shape []int64, f func(idx []int64) error) error {
 	n := int64(1)

@@ -95,7 +95,7 @@ func init() {
 // ONNX and refused here), integers wrap into int32, nonzero (and NaN) is true, and true is 1.
 func evalCast(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	x := in[0]
-	to := tensor.DType(n.Int("to", 0))
+	to := tensor.DType(attrInt(n, "to"))
 	out, err := newTensor(to, x.Shape)
 	if err != nil {
 		return nil, err
@@ -291,7 +291,7 @@ func shapeBounds(n *Node, r int) (start, end int64) {
 		}
 		return min(max(v, 0), rr)
 	}
-	start = clamp(n.Int("start", 0))
+	start = clamp(attrInt(n, "start"))
 	end = clamp(n.Int("end", rr))
 	return start, max(end, start)
 }

@@ -63,8 +63,7 @@ func init() {
 		Attrs: []AttrDef{floatAttr("alpha", 1)},
 		infer: func(c *nodeCtx) ([]*absVal, error) { return c.unary(float, "float32", nil) },
 		Eval: func(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			d, _ := LookupOp("Elu")
-			alpha := f64(d.attrFloat(n, "alpha"))
+			alpha := f64(attrFloat(n, "alpha"))
 			return evalUnary(func(x float64) float64 {
 				if x < 0 {
 					return alpha * (math.Exp(x) - 1)

@@ -43,7 +43,7 @@ func init() {
 				return OpCost{}, fmt.Errorf("Gemm operand A has rank %d", len(a))
 			}
 			k := a[1]
-			if n.Int("transA", 0) != 0 {
+			if attrInt(n, "transA") != 0 {
 				k = a[0]
 			}
 			o, err := out[0].elems()
@@ -120,13 +120,12 @@ func evalMatMul(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 
 // evalGemm computes alpha·A'·B' + beta·C in float64 and rounds once.
 func evalGemm(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	d, _ := LookupOp("Gemm")
 	a, b := in[0], in[1]
 	if len(a.Shape) != 2 || len(b.Shape) != 2 {
 		return nil, errors.New("Gemm operands must be 2-D")
 	}
-	alpha, beta := f64(d.attrFloat(n, "alpha")), f64(d.attrFloat(n, "beta"))
-	ta, tb := d.attrInt(n, "transA") != 0, d.attrInt(n, "transB") != 0
+	alpha, beta := f64(attrFloat(n, "alpha")), f64(attrFloat(n, "beta"))
+	ta, tb := attrInt(n, "transA") != 0, attrInt(n, "transB") != 0
 	m, k := a.Shape[0], a.Shape[1]
 	if ta {
 		m, k = k, m
@@ -259,11 +258,11 @@ func (c *nodeCtx) gemm() ([]*absVal, error) {
 		return nil, fmt.Errorf("Gemm operands must be 2-D, got %v and %v", a.shape, b.shape)
 	}
 	m, ka := a.shape[0], a.shape[1]
-	if c.n.Int("transA", 0) != 0 {
+	if attrInt(c.n, "transA") != 0 {
 		m, ka = ka, m
 	}
 	kb, n := b.shape[0], b.shape[1]
-	if c.n.Int("transB", 0) != 0 {
+	if attrInt(c.n, "transB") != 0 {
 		kb, n = n, kb
 	}
 	if ka.Known() && kb.Known() && ka.Size != kb.Size {

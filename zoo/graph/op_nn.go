@@ -26,7 +26,7 @@ func init() {
 				return nil, fmt.Errorf("input %q has dtype %v, want float32", c.name(0), x.dt)
 			}
 			if x.shape != nil {
-				if _, err := NormAxis(c.attrInt("axis"), len(x.shape)); err != nil {
+				if _, err := NormAxis(attrInt(c.n, "axis"), len(x.shape)); err != nil {
 					return nil, err
 				}
 			}
@@ -68,9 +68,8 @@ func init() {
 
 // evalSoftmax computes softmax in float64 along one axis.
 func evalSoftmax(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	d, _ := LookupOp("Softmax")
 	x := in[0]
-	axis, err := NormAxis(d.attrInt(n, "axis"), len(x.Shape))
+	axis, err := NormAxis(attrInt(n, "axis"), len(x.Shape))
 	if err != nil {
 		return nil, err
 	}
@@ -102,17 +101,16 @@ func evalSoftmax(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 // evalLayerNorm normalises over x's axes from axis on, in float64, and also returns the mean
 // and the inverse standard deviation (shape x.shape[:axis] followed by ones).
 func evalLayerNorm(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	d, _ := LookupOp("LayerNormalization")
 	x, scale := in[0], in[1]
 	var bias *tensor.Tensor
 	if len(in) > 2 {
 		bias = in[2]
 	}
-	axis, err := NormAxis(d.attrInt(n, "axis"), len(x.Shape))
+	axis, err := NormAxis(attrInt(n, "axis"), len(x.Shape))
 	if err != nil {
 		return nil, err
 	}
-	eps := f64(d.attrFloat(n, "epsilon"))
+	eps := f64(attrFloat(n, "epsilon"))
 	norm := x.Shape[axis:]
 	rows, width := NumElements(x.Shape[:axis]), NumElements(norm)
 	offsets := func(t *tensor.Tensor, what string) ([]int, error) {
@@ -182,17 +180,16 @@ func evalLayerNorm(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 // evalReduce computes ReduceMax, ReduceMean or ReduceSum (integer means truncate toward
 // zero; int32 sums wrap).
 func evalReduce(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	d, _ := LookupOp(n.Op)
 	x := in[0]
 	axes, err := axesOf(n, in, 1)
 	if err != nil {
 		return nil, err
 	}
-	keep := d.attrInt(n, "keepdims") != 0
+	keep := attrInt(n, "keepdims") != 0
 	r := len(x.Shape)
 	red := make([]bool, r)
 	if len(axes) == 0 {
-		if d.attrInt(n, "noop_with_empty_axes") != 0 {
+		if attrInt(n, "noop_with_empty_axes") != 0 {
 			return []*tensor.Tensor{x.Clone()}, nil
 		}
 		for i := range red {
@@ -324,7 +321,7 @@ func (c *nodeCtx) layerNorm() ([]*absVal, error) {
 		outs = append(outs, mk(tensor.Float32, nil), mk(tensor.Float32, nil))
 		return outs, nil
 	}
-	axis, err := NormAxis(c.n.Int("axis", -1), len(x.shape))
+	axis, err := NormAxis(attrInt(c.n, "axis"), len(x.shape))
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +364,7 @@ func (c *nodeCtx) reduce() ([]*absVal, error) {
 	if err := c.checkVec(1, "axes", false); err != nil {
 		return nil, err
 	}
-	keep := c.n.Int("keepdims", 1) != 0
+	keep := attrInt(c.n, "keepdims") != 0
 	axes, present, ok := c.axesList(1)
 	if x.shape == nil || !ok {
 		if !keep || x.shape == nil {
@@ -382,7 +379,7 @@ func (c *nodeCtx) reduce() ([]*absVal, error) {
 	r := len(x.shape)
 	red := make([]bool, r)
 	if !present || len(axes) == 0 {
-		if c.n.Int("noop_with_empty_axes", 0) != 0 {
+		if attrInt(c.n, "noop_with_empty_axes") != 0 {
 			return one(mk(x.dt, cloneShape(x.shape))), nil
 		}
 		for i := range red {

@@ -23,7 +23,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			shape, err := ReshapeDims(in[0].Shape, target, n.Int("allowzero", 0) != 0)
+			shape, err := ReshapeDims(in[0].Shape, target, attrInt(n, "allowzero") != 0)
 			if err != nil {
 				return nil, err
 			}
@@ -249,7 +249,7 @@ func evalTile(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 func evalConcat(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	first := in[0]
 	r := len(first.Shape)
-	axis, err := NormAxis(n.Int("axis", 0), r)
+	axis, err := NormAxis(attrInt(n, "axis"), r)
 	if err != nil {
 		return nil, err
 	}
@@ -310,8 +310,8 @@ func splitSizes(n *Node, split *tensor.Tensor, dim, k int) ([]int, error) {
 		if sum != int64(dim) {
 			return nil, fmt.Errorf("split sizes %v sum to %d, but the axis has size %d", sp, sum, dim)
 		}
-	case n.Int("num_outputs", 0) != 0:
-		if num := n.Int("num_outputs", 0); num != int64(k) {
+	case attrInt(n, "num_outputs") != 0:
+		if num := attrInt(n, "num_outputs"); num != int64(k) {
 			return nil, fmt.Errorf("num_outputs is %d but the node has %d outputs", num, k)
 		}
 		chunk := (dim + k - 1) / k
@@ -331,7 +331,7 @@ func splitSizes(n *Node, split *tensor.Tensor, dim, k int) ([]int, error) {
 
 func evalSplit(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	x := in[0]
-	axis, err := NormAxis(n.Int("axis", 0), len(x.Shape))
+	axis, err := NormAxis(attrInt(n, "axis"), len(x.Shape))
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +395,7 @@ func evalGather(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if len(x.Shape) == 0 {
 		return nil, errors.New("data must have rank ≥ 1, got a scalar")
 	}
-	axis, err := NormAxis(n.Int("axis", 0), len(x.Shape))
+	axis, err := NormAxis(attrInt(n, "axis"), len(x.Shape))
 	if err != nil {
 		return nil, err
 	}
@@ -444,7 +444,7 @@ func (c *nodeCtx) reshape() ([]*absVal, error) {
 	if err := c.checkVec(1, "shape", false); err != nil {
 		return nil, err
 	}
-	allowZero := c.n.Int("allowzero", 0) != 0
+	allowZero := attrInt(c.n, "allowzero") != 0
 	e := c.elems(1, "shape")
 	if e == nil {
 		s, _ := c.shapeFromVec(1, "shape")
@@ -935,7 +935,7 @@ func (c *nodeCtx) split() ([]*absVal, error) {
 		}
 		return outs, nil
 	}
-	axis, err := NormAxis(c.n.Int("axis", 0), len(x.shape))
+	axis, err := NormAxis(attrInt(c.n, "axis"), len(x.shape))
 	if err != nil {
 		return nil, err
 	}
@@ -966,7 +966,7 @@ func (c *nodeCtx) split() ([]*absVal, error) {
 		}
 	case dim.Known():
 		n := dim.Size
-		if num := c.n.Int("num_outputs", 0); num != 0 {
+		if num := attrInt(c.n, "num_outputs"); num != 0 {
 			if num != int64(k) {
 				return nil, fmt.Errorf("num_outputs is %d but the node has %d outputs", num, k)
 			}
@@ -1158,7 +1158,7 @@ func (c *nodeCtx) gather() ([]*absVal, error) {
 	if len(x.shape) == 0 {
 		return nil, errors.New("data must have rank ≥ 1, got a scalar")
 	}
-	axis, err := NormAxis(c.n.Int("axis", 0), len(x.shape))
+	axis, err := NormAxis(attrInt(c.n, "axis"), len(x.shape))
 	if err != nil {
 		return nil, err
 	}

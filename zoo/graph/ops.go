@@ -261,24 +261,30 @@ func (k AttrKind) String() string {
 	return fmt.Sprintf("attr-kind(%d)", int(k))
 }
 
-// attrInt returns node n's integer attribute name, or its declared default.
-func (d *OpDef) attrInt(n *Node, name string) int64 {
+// attrInt returns node n's integer attribute name, or the default its op's definition
+// declares (0 when it declares none, which the op's rules read as "absent").
+func attrInt(n *Node, name string) int64 {
 	if a, ok := n.Attrs[name]; ok && a.Kind == AttrInt {
 		return a.I
 	}
-	if ad := d.Attr(name); ad != nil {
-		return ad.Default.I
+	if d, ok := LookupOp(n.Op); ok {
+		if ad := d.Attr(name); ad != nil {
+			return ad.Default.I
+		}
 	}
 	return 0
 }
 
-// attrFloat returns node n's float attribute name, or its declared default.
-func (d *OpDef) attrFloat(n *Node, name string) float32 {
+// attrFloat returns node n's float attribute name, or the default its op's definition
+// declares.
+func attrFloat(n *Node, name string) float32 {
 	if a, ok := n.Attrs[name]; ok && a.Kind == AttrFloat {
 		return a.F
 	}
-	if ad := d.Attr(name); ad != nil {
-		return ad.Default.F
+	if d, ok := LookupOp(n.Op); ok {
+		if ad := d.Attr(name); ad != nil {
+			return ad.Default.F
+		}
 	}
 	return 0
 }
