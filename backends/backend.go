@@ -1,5 +1,3 @@
-// Package backends defines the Backend interface that compiles a graph.Graph into a runnable
-// Program, the registry that backends join at init, and the per-machine selection rules.
 package backends
 
 import (

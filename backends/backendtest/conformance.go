@@ -222,6 +222,18 @@ func Cases() []Case {
 		slice("Slice/step2-axis", F32(S(2, 5), iota32(10)...), I64(S(1), 1), I64(S(1), 100), I64(S(1), -1), I64(S(1), 2), F32(S(2, 2), 1, 3, 6, 8)),
 		slice("Slice/neg-step", F32(S(2, 5), iota32(10)...), I64(S(1), 3), I64(S(1), 0), I64(S(1), 1), I64(S(1), -2), F32(S(2, 2), 3, 1, 8, 6)),
 		slice("Slice/empty", F32(S(3), 1, 2, 3), I64(S(1), 2), I64(S(1), 1), nil, nil, F32(S(0))),
+		// Bounds far outside the axis: negative bounds count from the end, then clamp to
+		// [0, dim] for a positive step and to [0, dim-1] (start), [-1, dim-1] (end) for a
+		// negative one, so a start below -dim with a negative step takes x[0].
+		slice("Slice/neg-step-start-below", F32(S(4), iota32(4)...), I64(S(1), -10), I64(S(1), -20), nil, I64(S(1), -1), F32(S(1), 0)),
+		slice("Slice/neg-step-start-above", F32(S(4), iota32(4)...), I64(S(1), 100), I64(S(1), -100), nil, I64(S(1), -1), F32(S(4), 3, 2, 1, 0)),
+		slice("Slice/neg-step2-far", F32(S(5), iota32(5)...), I64(S(1), 100), I64(S(1), -100), nil, I64(S(1), -2), F32(S(3), 4, 2, 0)),
+		slice("Slice/neg-step-end-above", F32(S(4), iota32(4)...), I64(S(1), -1), I64(S(1), 10), nil, I64(S(1), -1), F32(S(0))),
+		slice("Slice/neg-step-end-below", F32(S(4), iota32(4)...), I64(S(1), 2), I64(S(1), -100), nil, I64(S(1), -1), F32(S(3), 2, 1, 0)),
+		slice("Slice/start-below", F32(S(4), iota32(4)...), I64(S(1), -100), I64(S(1), 100), nil, nil, F32(S(4), 0, 1, 2, 3)),
+		slice("Slice/start-above", F32(S(4), iota32(4)...), I64(S(1), 10), I64(S(1), 20), nil, nil, F32(S(0))),
+		slice("Slice/end-below", F32(S(4), iota32(4)...), I64(S(1), 0), I64(S(1), -10), nil, nil, F32(S(0))),
+		slice("Slice/neg-step-min-int", F32(S(2, 3), iota32(6)...), I64(S(1), maxI64), I64(S(1), minI64), I64(S(1), 1), I64(S(1), -1), F32(S(2, 3), 2, 1, 0, 5, 4, 3)),
 		c2("Gather/axis0", "Gather", nil, F32(S(3, 2), iota32(6)...), I64(S(2), -1, 0), F32(S(2, 2), 4, 5, 0, 1)),
 		c2("Gather/axis1-2d", "Gather", graph.Attrs{"axis": graph.Int(1)}, F32(S(2, 3), iota32(6)...), I64(S(2, 2), 2, 0, 1, 1), F32(S(2, 2, 2), 2, 0, 1, 1, 5, 3, 4, 4)),
 		c2("Gather/scalar-index", "Gather", nil, F32(S(3, 2), iota32(6)...), I64(S(), 1), F32(S(2), 2, 3)),

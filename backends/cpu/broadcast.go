@@ -1,50 +1,9 @@
 package cpu
 
 import (
-	"fmt"
-
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
-
-// broadcastShapes returns the numpy multidirectional broadcast of shapes.
-func broadcastShapes(shapes ...[]int) ([]int, error) {
-	rank := 0
-	for _, s := range shapes {
-		if len(s) > rank {
-			rank = len(s)
-		}
-	}
-	out := make([]int, rank)
-	for i := range out {
-		out[i] = 1
-	}
-	for _, s := range shapes {
-		off := rank - len(s)
-		for i, d := range s {
-			o := out[off+i]
-			switch {
-			case d == o || d == 1:
-			case o == 1:
-				out[off+i] = d
-			default:
-				return nil, fmt.Errorf("shapes %s cannot be broadcast together", shapesString(shapes))
-			}
-		}
-	}
-	return out, nil
-}
-
-func shapesString(shapes [][]int) string {
-	s := ""
-	for i, sh := range shapes {
-		if i > 0 {
-			s += " and "
-		}
-		s += tensor.ShapeString(sh)
-	}
-	return s
-}
 
 // bcast describes an N-ary strided loop: the (collapsed) output shape and, for each input,
 // its starting element and its element strides along the collapsed output dimensions (0 on

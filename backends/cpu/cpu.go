@@ -1,6 +1,24 @@
 // Package cpu is zoo's reference CPU backend: a pure-Go implementation of every operator in
 // the graph IR with ONNX opset-17 semantics, multi-threaded across cores, with matrix
 // products delegated to the SGEMM kernels of package gemm. It registers itself as "cpu".
+//
+// Compile goes through the shared backends/compile step; the CPU's kernels also fold the
+// constant nodes. The files:
+//
+//   - cpu.go: the Backend, the Program and Run; ops.go: opTable, the kernel maker for each
+//     op name of graph's op table, and the helpers kernels share.
+//   - A kernel per op family: elementwise.go (unary, binary, comparison, Where, Cast;
+//     broadcast.go holds the strided loops), shape.go (shape and data-movement ops:
+//     Constant, Shape, Reshape, Transpose, Concat, Slice, Gather, Expand, Range, ...),
+//     nn.go (Softmax, LayerNormalization, Reduce*), linalg.go (MatMul, Gemm). A kernel for
+//     a new op goes into its family's file and into opTable.
+//   - Fusions, run at compile time as the plan's Fuse pass: fuse.go (the driver, the
+//     fuser's use counts and the fallback to the unfused steps), fuse_linear.go,
+//     fuse_attention.go, fuse_norm.go and fuse_shape.go (one pattern family each). Their
+//     fused kernels: fused_linear.go, attention.go, fused_residual.go, with the in-place
+//     operand views of operand.go. A new fusion is a matcher in the fuse_*.go file of its
+//     family, called from fuse, and a kernel in a fused_*.go file when it needs one.
+//   - memplan.go recycles activation buffers across the steps of a Run.
 package cpu
 
 import (
@@ -13,6 +31,7 @@ import (
 	"sync"
 
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/backends/compile"
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/zoo/graph"
@@ -86,49 +105,34 @@ func deviceName() string {
 // each intermediate buffer can be released, and returns a Program. Options.Threads > 0 sets
 // the worker count (default: Probe().Threads).
 func (Backend) Compile(g *graph.Graph, opts backends.Options) (backends.Program, error) {
-	return compile(g, opts)
+	return newProgram(g, opts)
 }
 
-// slotKind says where a value comes from.
-type slotKind uint8
-
-const (
-	slotNode  slotKind = iota // produced by a node at run time
-	slotInput                 // a graph input
-	slotConst                 // an initializer or a folded constant
+// The plan's slot kinds and step type, under the names the kernels and fusions use.
+type (
+	slotKind = compile.SlotKind
+	step     = compile.Step[kernel]
 )
 
-// step is one node that runs at run time.
-type step struct {
-	node *graph.Node
-	k    kernel
-	in   []int // slot per input; -1 for an omitted optional input
-	out  []int // slot per output; -1 for an unnamed output
-	free []int // slots whose last use is this step
-}
+const (
+	slotNode  = compile.SlotNode  // produced by a node at run time
+	slotInput = compile.SlotInput // a graph input
+	slotConst = compile.SlotConst // an initializer or a folded constant
+)
 
 // Program is a compiled graph for the CPU backend. Run may be called from one goroutine at
 // a time; Close is optional (the worker pool is shared) but makes later Runs fail.
 type Program struct {
-	name    string
+	plan    *compile.Plan[kernel] // slots, constants and steps (the fused ones included)
 	threads int
-	slots   []string // value name per slot
-	kinds   []slotKind
-	consts  []*tensor.Tensor // per slot, set for slotConst
-	inputs  []graph.ValueInfo
-	inSlot  []int
-	steps   []step
-	outputs []string // graph outputs then kept intermediates, without duplicates
-	outSlot []int
 	closed  bool
 	pool    *bufPool       // recycles activation buffers across the steps of a Run
 	fusions map[string]int // fused patterns found at compile time, by kind
 }
 
-func compile(g *graph.Graph, opts backends.Options) (*Program, error) {
-	if err := g.Validate(); err != nil {
-		return nil, fmt.Errorf("cpu: compile graph: %w", err)
-	}
+// newProgram plans g through the shared compile step with the CPU's kernels, which also
+// fold the constant nodes, and the CPU's fusions (unless opts.NoFusion).
+func newProgram(g *graph.Graph, opts backends.Options) (*Program, error) {
 	threads := opts.Threads
 	if threads <= 0 {
 		threads = DefaultThreads()
@@ -136,144 +140,33 @@ func compile(g *graph.Graph, opts backends.Options) (*Program, error) {
 	if threads > workpool.MaxThreads {
 		threads = workpool.MaxThreads
 	}
-	p := &Program{name: g.Name, threads: threads, inputs: g.Inputs, pool: newBufPool(), fusions: map[string]int{}}
-	slotOf := map[string]int{}
-	newSlot := func(name string, kind slotKind) int {
-		s := len(p.slots)
-		slotOf[name] = s
-		p.slots = append(p.slots, name)
-		p.kinds = append(p.kinds, kind)
-		p.consts = append(p.consts, nil)
-		return s
-	}
-	for _, in := range g.Inputs {
-		p.inSlot = append(p.inSlot, newSlot(in.Name, slotInput))
-	}
-	for _, in := range g.Initializers {
-		s := newSlot(in.Name, slotConst)
-		p.consts[s] = in.Tensor
-	}
-	// staticShape holds the compile-time shapes of graph inputs whose dims are all known.
-	staticShape := map[string][]int{}
-	for _, in := range g.Inputs {
-		if in.Shape == nil {
-			continue
-		}
-		shape := make([]int, len(in.Shape))
-		ok := true
-		for i, d := range in.Shape {
-			if !d.Known() {
-				ok = false
-				break
-			}
-			shape[i] = int(d.Size)
-		}
-		if ok {
-			staticShape[in.Name] = shape
-		}
-	}
+	p := &Program{threads: threads, pool: newBufPool(), fusions: map[string]int{}}
 	fold := &exec{threads: threads}
-	for i, n := range g.Nodes {
-		mk, ok := opTable[n.Op]
-		if !ok {
-			return nil, &backends.UnsupportedOpError{Backend: Name, Op: n.Op, Node: n.Name, Detail: "no CPU kernel"}
-		}
-		k, err := mk(n)
-		if err != nil {
-			if u, ok := err.(*backends.UnsupportedOpError); ok {
-				u.Backend, u.Op, u.Node = Name, n.Op, n.Name
-				return nil, u
+	cfg := compile.Config[kernel]{
+		Backend: Name,
+		Kernel: func(n *graph.Node) (kernel, error) {
+			mk, ok := opTable[n.Op]
+			if !ok {
+				return nil, &backends.UnsupportedOpError{Detail: "no CPU kernel"}
 			}
-			return nil, fmt.Errorf("cpu: compile node %d (%s %q): %w", i, n.Op, n.Name, err)
-		}
-		st := step{node: n, k: k}
-		constIn := true
-		var ins []*tensor.Tensor
-		for _, name := range n.Inputs {
-			if name == "" {
-				st.in = append(st.in, -1)
-				ins = append(ins, nil)
-				continue
-			}
-			s := slotOf[name]
-			st.in = append(st.in, s)
-			if p.kinds[s] != slotConst {
-				constIn = false
-			}
-			ins = append(ins, p.consts[s])
-		}
-		// Shape of an input with a fully static shape is a constant too.
-		if n.Op == "Shape" && !constIn {
-			if shape, ok := staticShape[n.Inputs[0]]; ok {
-				constIn = true
-				ins = []*tensor.Tensor{{DType: tensor.Float32, Shape: shape}}
-			}
-		}
-		if constIn {
-			outs, err := fold.call(k, n, ins)
-			if err != nil {
-				return nil, fmt.Errorf("cpu: compile node %d (%s %q): fold constant: %w", i, n.Op, n.Name, err)
-			}
-			for j, name := range n.Outputs {
-				if name == "" {
-					continue
-				}
-				s := newSlot(name, slotConst)
-				if j < len(outs) {
-					p.consts[s] = outs[j]
-				}
-			}
-			continue
-		}
-		for _, name := range n.Outputs {
-			if name == "" {
-				st.out = append(st.out, -1)
-				continue
-			}
-			st.out = append(st.out, newSlot(name, slotNode))
-		}
-		p.steps = append(p.steps, st)
-	}
-	seen := map[string]bool{}
-	for _, o := range g.Outputs {
-		if !seen[o.Name] {
-			seen[o.Name] = true
-			p.outputs = append(p.outputs, o.Name)
-		}
-	}
-	for _, name := range opts.KeepIntermediates {
-		if _, ok := slotOf[name]; !ok {
-			return nil, fmt.Errorf("cpu: compile graph %s: kept intermediate %q is not a value of the graph", g.Name, name)
-		}
-		if !seen[name] {
-			seen[name] = true
-			p.outputs = append(p.outputs, name)
-		}
-	}
-	for _, name := range p.outputs {
-		p.outSlot = append(p.outSlot, slotOf[name])
+			return mk(n)
+		},
+		Fold: func(n *graph.Node, k kernel, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			return fold.call(k, n, in)
+		},
+		KeepIntermediates: opts.KeepIntermediates,
 	}
 	if !opts.NoFusion {
-		p.fuseOrNot()
-	}
-	p.planFrees()
-	// Drop constants that no run-time step or output needs (inputs of folded nodes).
-	needed := make([]bool, len(p.slots))
-	for _, st := range p.steps {
-		for _, s := range st.in {
-			if s >= 0 {
-				needed[s] = true
-			}
+		cfg.Fuse = func(pl *compile.Plan[kernel]) {
+			p.plan = pl
+			p.fuseOrNot()
 		}
 	}
-	for _, s := range p.outSlot {
-		needed[s] = true
+	pl, err := compile.Compile(g, cfg)
+	if err != nil {
+		return nil, err
 	}
-	for s := range p.consts {
-		if !needed[s] {
-			p.consts[s] = nil
-		}
-	}
+	p.plan = pl
 	return p, nil
 }
 
@@ -283,29 +176,13 @@ func compile(g *graph.Graph, opts backends.Options) (*Program, error) {
 // replace steps and their fields, never the elements of a step's slices, so the saved
 // step list is the program as it was.
 func (p *Program) fuseOrNot() {
-	saved := append([]step(nil), p.steps...)
+	saved := append([]step(nil), p.plan.Steps...)
 	defer func() {
 		if r := recover(); r != nil {
-			p.steps, p.fusions = saved, map[string]int{}
+			p.plan.Steps, p.fusions = saved, map[string]int{}
 		}
 	}()
 	p.fuse()
-}
-
-// planFrees records, for each step, the run-time values whose last consumer it is, so Run
-// can release intermediate buffers as early as possible. Outputs and kept values are never
-// released; a value nothing reads is released right after the step that makes it.
-func (p *Program) planFrees() {
-	last := backends.LastUses(len(p.slots), len(p.steps), func(i int) ([]int, []int) { return p.steps[i].in, p.steps[i].out })
-	keep := make([]bool, len(p.slots))
-	for _, s := range p.outSlot {
-		keep[s] = true
-	}
-	for s, l := range last {
-		if l >= 0 && p.kinds[s] == slotNode && !keep[s] {
-			p.steps[l].free = append(p.steps[l].free, s)
-		}
-	}
 }
 
 // Threads returns the number of worker threads the program uses.
@@ -322,25 +199,25 @@ func (p *Program) Close() error {
 // intermediates by name. Returned tensors never share memory with inputs or initializers.
 func (p *Program) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (out map[string]*tensor.Tensor, err error) {
 	if p.closed {
-		return nil, fmt.Errorf("cpu: run graph %s: program is closed", p.name)
+		return nil, fmt.Errorf("cpu: run graph %s: program is closed", p.plan.Name)
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := backends.CheckInputs("cpu", p.name, p.inputs, inputs); err != nil {
+	if err := backends.CheckInputs("cpu", p.plan.Name, p.plan.Inputs, inputs); err != nil {
 		return nil, err
 	}
-	vals := make([]*tensor.Tensor, len(p.slots))
-	copy(vals, p.consts)
-	for i, in := range p.inputs {
-		vals[p.inSlot[i]] = inputs[in.Name]
+	vals := make([]*tensor.Tensor, len(p.plan.Slots))
+	copy(vals, p.plan.Consts)
+	for i, in := range p.plan.Inputs {
+		vals[p.plan.InSlot[i]] = inputs[in.Name]
 	}
 	cur := -1
 	defer func() {
 		if r := recover(); r != nil {
-			where := "graph " + p.name
+			where := "graph " + p.plan.Name
 			if cur >= 0 {
-				n := p.steps[cur].node
+				n := p.plan.Steps[cur].Node
 				where = fmt.Sprintf("node %q (%s)", n.Name, n.Op)
 			}
 			out, err = nil, fmt.Errorf("cpu: %s: internal error: %v", where, r)
@@ -349,52 +226,52 @@ func (p *Program) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 	e := &exec{threads: p.threads, pool: p.pool}
 	defer p.pool.endRun()
 	ins := make([]*tensor.Tensor, 0, 8)
-	for i := range p.steps {
+	for i := range p.plan.Steps {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("cpu: run graph %s: stopped before node %q: %w", p.name, p.steps[i].node.Name, err)
+			return nil, fmt.Errorf("cpu: run graph %s: stopped before node %q: %w", p.plan.Name, p.plan.Steps[i].Node.Name, err)
 		}
 		cur = i
-		st := &p.steps[i]
+		st := &p.plan.Steps[i]
 		ins = ins[:0]
-		for _, s := range st.in {
+		for _, s := range st.In {
 			if s < 0 {
 				ins = append(ins, nil)
 			} else {
 				ins = append(ins, vals[s])
 			}
 		}
-		res, err := e.call(st.k, st.node, ins)
+		res, err := e.call(st.Kernel, st.Node, ins)
 		if err != nil {
-			return nil, fmt.Errorf("cpu: run node %q (%s): %w", st.node.Name, st.node.Op, err)
+			return nil, fmt.Errorf("cpu: run node %q (%s): %w", st.Node.Name, st.Node.Op, err)
 		}
-		for j, s := range st.out {
+		for j, s := range st.Out {
 			if s >= 0 {
 				if j >= len(res) || res[j] == nil {
-					return nil, fmt.Errorf("cpu: run node %q (%s): output %d was not produced", st.node.Name, st.node.Op, j)
+					return nil, fmt.Errorf("cpu: run node %q (%s): output %d was not produced", st.Node.Name, st.Node.Op, j)
 				}
 				vals[s] = res[j]
 				p.pool.retain(res[j])
 			}
 		}
-		for _, s := range st.free {
+		for _, s := range st.Free {
 			p.pool.release(vals[s])
 			vals[s] = nil
 		}
 	}
 	cur = -1
-	out = make(map[string]*tensor.Tensor, len(p.outputs))
+	out = make(map[string]*tensor.Tensor, len(p.plan.Outputs))
 	owned := map[any]bool{}
-	for i, name := range p.outputs {
-		s := p.outSlot[i]
+	for i, name := range p.plan.Outputs {
+		s := p.plan.OutSlot[i]
 		t := vals[s]
 		if t == nil {
-			return nil, fmt.Errorf("cpu: run graph %s: output %q was not computed", p.name, name)
+			return nil, fmt.Errorf("cpu: run graph %s: output %q was not computed", p.plan.Name, name)
 		}
 		p.pool.disown(t)
 		// Hand out private memory: clone values that live in inputs or initializers, and
 		// values that share storage with an output already returned.
 		key := dataKey(t)
-		if p.kinds[s] != slotNode || (key != nil && owned[key]) || aliasesInput(t, inputs) {
+		if p.plan.Kinds[s] != slotNode || (key != nil && owned[key]) || aliasesInput(t, inputs) {
 			t = t.Clone()
 		} else if key != nil {
 			owned[key] = true

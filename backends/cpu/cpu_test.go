@@ -40,17 +40,6 @@ func TestRegisteredAndProbe(t *testing.T) {
 	}
 }
 
-func TestSupportsEveryIROp(t *testing.T) {
-	if got, want := len(SupportedOps()), graph.KnownOps(); got != want {
-		t.Errorf("CPU backend supports %d ops, the IR knows %d", got, want)
-	}
-	for _, op := range SupportedOps() {
-		if _, ok := graph.LookupOp(op); !ok {
-			t.Errorf("op %s is not in the IR", op)
-		}
-	}
-}
-
 // withKernel replaces op's kernel for the duration of a test.
 func withKernel(t *testing.T, op string, mk kernelMaker) {
 	old, had := opTable[op]
@@ -276,16 +265,16 @@ func TestOutputsAreOwnedAndIntermediatesKept(t *testing.T) {
 
 func TestMemoryPlan(t *testing.T) {
 	g := unaryGraph(t, "Abs", "Neg", "Exp")
-	p, err := compile(g, backends.Options{})
+	p, err := newProgram(g, backends.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// steps: Abs, Neg, Exp, y/Identity. Abs's output dies at Neg, Neg's at Exp, Exp's at the
 	// Identity; y is an output and is never freed.
 	freed := map[string]int{}
-	for i, st := range p.steps {
-		for _, s := range st.free {
-			freed[p.slots[s]] = i
+	for i, st := range p.plan.Steps {
+		for _, s := range st.Free {
+			freed[p.plan.Slots[s]] = i
 		}
 	}
 	want := map[string]int{"Abs": 1, "Neg": 2, "Exp": 3}
@@ -314,13 +303,13 @@ func TestConstantFolding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := compile(g, backends.Options{})
+	p, err := newProgram(g, backends.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ops []string
-	for _, st := range p.steps {
-		ops = append(ops, st.node.Op)
+	for _, st := range p.plan.Steps {
+		ops = append(ops, st.Node.Op)
 	}
 	if strings.Join(ops, ",") != "Reshape,Identity" {
 		t.Errorf("run-time steps %v, want Reshape,Identity", ops)

@@ -99,7 +99,7 @@ func binaryShape(a, b *tensor.Tensor) ([]int, error) {
 	if a.DType != b.DType {
 		return nil, fmt.Errorf("operands have dtypes %v and %v; they must match", a.DType, b.DType)
 	}
-	return broadcastShapes(a.Shape, b.Shape)
+	return graph.BroadcastShapes(a.Shape, b.Shape)
 }
 
 // arithOp builds a broadcasting arithmetic op (Add, Sub, Mul).
@@ -189,7 +189,7 @@ func makePow(n *graph.Node) (kernel, error) {
 			return nil, err
 		}
 		x, y := in[0], in[1]
-		shape, err := broadcastShapes(x.Shape, y.Shape)
+		shape, err := graph.BroadcastShapes(x.Shape, y.Shape)
 		if err != nil {
 			return nil, err
 		}
@@ -331,7 +331,7 @@ func makeWhere(n *graph.Node) (kernel, error) {
 		if x.DType != y.DType {
 			return nil, fmt.Errorf("X has dtype %v and Y has %v; they must match", x.DType, y.DType)
 		}
-		shape, err := broadcastShapes(c.Shape, x.Shape, y.Shape)
+		shape, err := graph.BroadcastShapes(c.Shape, x.Shape, y.Shape)
 		if err != nil {
 			return nil, err
 		}

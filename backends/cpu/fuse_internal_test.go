@@ -19,20 +19,20 @@ func TestFuseOrNotKeepsProgramOnPanic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := compile(g, backends.Options{NoFusion: true})
+	p, err := newProgram(g, backends.Options{NoFusion: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ops := func() (s []string) {
-		for _, st := range p.steps {
-			s = append(s, st.node.Op)
+		for _, st := range p.plan.Steps {
+			s = append(s, st.Node.Op)
 		}
 		return s
 	}
 	want := append(ops(), "Identity")
 	// The first pass drops the Transpose (only Shape reads it); the next one indexes its
 	// tables by this step's output slot, which does not exist, and panics.
-	p.steps = append(p.steps, step{node: &graph.Node{Op: "Identity"}, out: []int{len(p.slots) + 7}})
+	p.plan.Steps = append(p.plan.Steps, step{Node: &graph.Node{Op: "Identity"}, Out: []int{len(p.plan.Slots) + 7}})
 	p.fuseOrNot()
 	if got := ops(); len(got) != len(want) || got[0] != want[0] || len(p.Fusions()) != 0 {
 		t.Fatalf("after a panicking pass: steps %v, fusions %v; want steps %v and no fusions", got, p.Fusions(), want)

@@ -87,7 +87,7 @@ func makeMatMul(n *graph.Node) (kernel, error) {
 			return nil, fmt.Errorf("shapes %s and %s are not aligned for a matrix product (%d != %d)", tensor.ShapeString(a.Shape), tensor.ShapeString(b.Shape), k, k2)
 		}
 		aBatch, bBatch := as[:len(as)-2], bs[:len(bs)-2]
-		batch, err := broadcastShapes(aBatch, bBatch)
+		batch, err := graph.BroadcastShapes(aBatch, bBatch)
 		if err != nil {
 			return nil, fmt.Errorf("batch dimensions: %w", err)
 		}
@@ -104,10 +104,10 @@ func makeMatMul(n *graph.Node) (kernel, error) {
 			return nil, err
 		}
 		out.Shape = shape
-		nb := prod(batch)
+		nb := graph.NumElements(batch)
 		var jobs []gemmJob
 		mm := m
-		if prod(bBatch) == 1 {
+		if graph.NumElements(bBatch) == 1 {
 			// B is one matrix: fold A's batch into its rows and run a single product.
 			mm = nb * m
 			jobs = []gemmJob{{}}
@@ -136,7 +136,7 @@ func makeMatMul(n *graph.Node) (kernel, error) {
 // batchOffsets returns, for each index of the broadcast batch shape, the element offset of
 // the matching matrix (of size matSize) in an operand with batch shape sub.
 func batchOffsets(batch, sub []int, matSize int) []int {
-	nb := prod(batch)
+	nb := graph.NumElements(batch)
 	offs := make([]int, nb)
 	if nb == 0 {
 		return offs
@@ -220,7 +220,7 @@ func makeGemm(n *graph.Node) (kernel, error) {
 		}
 		bt := float32(0)
 		if c != nil && beta != 0 {
-			shape, err := broadcastShapes(c.Shape, out.Shape)
+			shape, err := graph.BroadcastShapes(c.Shape, out.Shape)
 			if err != nil || !tensor.SameShape(shape, out.Shape) {
 				return nil, fmt.Errorf("C of shape %s does not broadcast to (%d, %d)", tensor.ShapeString(c.Shape), m, nn)
 			}

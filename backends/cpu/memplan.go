@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"sync"
 
+	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -148,6 +149,6 @@ func (e *exec) allocRaw(shape []int) (*tensor.Tensor, error) {
 			return alloc(tensor.Float32, shape) // let tensor.New report the bad shape
 		}
 	}
-	n := prod(shape)
+	n := graph.NumElements(shape)
 	return &tensor.Tensor{DType: tensor.Float32, Shape: append([]int(nil), shape...), F32: e.pool.get(n)}, nil
 }

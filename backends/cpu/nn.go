@@ -28,7 +28,7 @@ func makeSoftmax(n *graph.Node) (kernel, error) {
 		if x.DType != tensor.Float32 {
 			return nil, fmt.Errorf("dtype %v is not supported (float32 is)", x.DType)
 		}
-		axis, err := normAxis(axisAttr, len(x.Shape))
+		axis, err := graph.NormAxis(axisAttr, len(x.Shape))
 		if err != nil {
 			return nil, err
 		}
@@ -36,7 +36,7 @@ func makeSoftmax(n *graph.Node) (kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		outer, dim, inner := prod(x.Shape[:axis]), x.Shape[axis], prod(x.Shape[axis+1:])
+		outer, dim, inner := graph.NumElements(x.Shape[:axis]), x.Shape[axis], graph.NumElements(x.Shape[axis+1:])
 		rows := outer * inner
 		if dim == 0 || rows == 0 {
 			return []*tensor.Tensor{out}, nil
@@ -98,11 +98,11 @@ func vectorArg(e *exec, t *tensor.Tensor, norm []int, what string) ([]float32, e
 	if tensor.SameShape(t.Shape, norm) {
 		return t.F32, nil
 	}
-	shape, err := broadcastShapes(t.Shape, norm)
+	shape, err := graph.BroadcastShapes(t.Shape, norm)
 	if err != nil || !tensor.SameShape(shape, norm) {
 		return nil, fmt.Errorf("%s of shape %s does not broadcast to the normalized shape %s", what, tensor.ShapeString(t.Shape), tensor.ShapeString(norm))
 	}
-	v := make([]float32, prod(norm))
+	v := make([]float32, graph.NumElements(norm))
 	if len(v) > 0 {
 		expandInto(e.threads, v, norm, t.F32, t.Shape)
 	}
@@ -124,7 +124,7 @@ func makeLayerNorm(n *graph.Node) (kernel, error) {
 		if x.DType != tensor.Float32 {
 			return nil, fmt.Errorf("dtype %v is not supported (float32 is)", x.DType)
 		}
-		axis, err := normAxis(axisAttr, len(x.Shape))
+		axis, err := graph.NormAxis(axisAttr, len(x.Shape))
 		if err != nil {
 			return nil, err
 		}
@@ -147,7 +147,7 @@ func makeLayerNorm(n *graph.Node) (kernel, error) {
 		for i := axis; i < len(statShape); i++ {
 			statShape[i] = 1
 		}
-		rows, d := prod(x.Shape[:axis]), prod(norm)
+		rows, d := graph.NumElements(x.Shape[:axis]), graph.NumElements(norm)
 		var mean, inv []float32
 		outs := []*tensor.Tensor{y}
 		if nout > 1 {
@@ -231,7 +231,7 @@ func reduceOp(kind reduceKind) kernelMaker {
 			mark := make([]bool, r)
 			if len(axes) == 0 {
 				fill(mark, true)
-			} else if mark, err = normAxes(axes, r); err != nil {
+			} else if mark, err = axisMask(axes, r); err != nil {
 				return nil, err
 			}
 			return one(reduce(e, x, mark, keep, kind))
@@ -285,7 +285,7 @@ func reduce(e *exec, x *tensor.Tensor, mark []bool, keep bool, kind reduceKind) 
 	if err != nil {
 		return nil, err
 	}
-	rows, d := prod(keptDims), prod(redDims)
+	rows, d := graph.NumElements(keptDims), graph.NumElements(redDims)
 	grain := max(1, elemGrain/max(d, 1))
 	if x.DType == tensor.Float32 {
 		workpool.For(e.threads, rows, grain, func(lo, hi int) {

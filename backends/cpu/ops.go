@@ -72,6 +72,11 @@ func init() {
 	}
 }
 
+// UnsupportedOps returns the ops of graph's op table that the CPU backend deliberately
+// lacks, each with the reason (none today: the CPU backend is the reference and runs every
+// op). The op-table coverage test (backends/optable_test.go) accepts only these gaps.
+func UnsupportedOps() map[string]string { return map[string]string{} }
+
 // SupportedOps returns the op types the CPU backend implements.
 func SupportedOps() []string {
 	ops := make([]string, 0, len(opTable))
@@ -108,17 +113,6 @@ func one(t *tensor.Tensor, err error) ([]*tensor.Tensor, error) {
 	return []*tensor.Tensor{t}, nil
 }
 
-// normAxis maps a possibly negative axis into [0, rank).
-func normAxis(axis int64, rank int) (int, error) {
-	if axis < -int64(rank) || axis >= int64(rank) {
-		return 0, fmt.Errorf("axis %d is out of range for rank %d", axis, rank)
-	}
-	if axis < 0 {
-		axis += int64(rank)
-	}
-	return int(axis), nil
-}
-
 // intValues returns the values of an integer tensor.
 func intValues(t *tensor.Tensor, what string) ([]int64, error) {
 	if t == nil {
@@ -141,15 +135,6 @@ func need(in []*tensor.Tensor, n int) error {
 		}
 	}
 	return nil
-}
-
-// prod returns the product of dims.
-func prod(dims []int) int {
-	p := 1
-	for _, d := range dims {
-		p *= d
-	}
-	return p
 }
 
 // view returns a tensor with a new shape sharing t's storage.

@@ -105,7 +105,7 @@ func TestMatMulLarge(t *testing.T) {
 				bs = []int{bs[0], 1}
 			}
 			m, k, n := as[len(as)-2], as[len(as)-1], bs[len(bs)-1]
-			batch, _ := broadcastShapes(as[:len(as)-2], bs[:len(bs)-2])
+			batch, _ := graph.BroadcastShapes(as[:len(as)-2], bs[:len(bs)-2])
 			full := append(append([]int{}, batch...), m, n)
 			var want []float64
 			each(full, func(idx []int) {
@@ -200,7 +200,7 @@ func TestBroadcastLarge(t *testing.T) {
 	}
 	for _, c := range cases {
 		a, b := randTensor(r, c[0]...), randTensor(r, c[1]...)
-		shape, err := broadcastShapes(c[0], c[1])
+		shape, err := graph.BroadcastShapes(c[0], c[1])
 		if err != nil {
 			t.Fatal(err)
 		}

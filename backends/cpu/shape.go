@@ -150,48 +150,12 @@ func makeReshape(n *graph.Node) (kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		shape, err := reshapeDims(x.Shape, dims, allowZero)
+		shape, err := graph.ReshapeDims(x.Shape, dims, allowZero)
 		if err != nil {
 			return nil, err
 		}
 		return []*tensor.Tensor{view(x, shape)}, nil
 	}, nil
-}
-
-func reshapeDims(in []int, dims []int64, allowZero bool) ([]int, error) {
-	shape := make([]int, len(dims))
-	infer := -1
-	known := 1
-	for i, d := range dims {
-		switch {
-		case d == 0 && !allowZero:
-			if i >= len(in) {
-				return nil, fmt.Errorf("shape %v copies dimension %d (0) but the input %s has rank %d", dims, i, tensor.ShapeString(in), len(in))
-			}
-			shape[i] = in[i]
-		case d == -1:
-			if infer >= 0 {
-				return nil, fmt.Errorf("shape %v has more than one -1", dims)
-			}
-			infer = i
-			continue
-		case d < 0:
-			return nil, fmt.Errorf("shape %v has an invalid dimension %d", dims, d)
-		default:
-			shape[i] = int(d)
-		}
-		known *= shape[i]
-	}
-	total := prod(in)
-	if infer >= 0 {
-		if known == 0 || total%known != 0 {
-			return nil, fmt.Errorf("cannot reshape %s (%d elements) to %v", tensor.ShapeString(in), total, dims)
-		}
-		shape[infer] = total / known
-	} else if known != total {
-		return nil, fmt.Errorf("cannot reshape %s (%d elements) to %v (%d elements)", tensor.ShapeString(in), total, dims, known)
-	}
-	return shape, nil
 }
 
 // axesArg returns axes from input i when present, else from the "axes" attribute (older
@@ -207,22 +171,22 @@ func axesArg(n *graph.Node, in []*tensor.Tensor, i int) ([]int64, bool, error) {
 	return nil, false, nil
 }
 
-// normAxes normalises axes against rank and rejects duplicates.
-func normAxes(axes []int64, rank int) ([]bool, error) {
+// axisMask marks the axes (normalised by graph.NormAxes) among rank.
+func axisMask(axes []int64, rank int) ([]bool, error) {
+	ks, err := graph.NormAxes(axes, rank)
+	if err != nil {
+		return nil, err
+	}
 	mark := make([]bool, rank)
-	for _, a := range axes {
-		ax, err := normAxis(a, rank)
-		if err != nil {
-			return nil, err
-		}
-		if mark[ax] {
-			return nil, fmt.Errorf("axis %d is repeated in %v", a, axes)
-		}
-		mark[ax] = true
+	for _, k := range ks {
+		mark[k] = true
 	}
 	return mark, nil
 }
 
+// makeSqueeze implements Squeeze with graph.SqueezeDims: without axes every size-1 axis
+// goes; a given (even empty) list removes exactly the axes listed. The output shares the
+// input's storage.
 func makeSqueeze(n *graph.Node) (kernel, error) {
 	return func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		if err := need(in, 1); err != nil {
@@ -233,32 +197,19 @@ func makeSqueeze(n *graph.Node) (kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		shape := []int{}
-		if !given || len(axes) == 0 { // no axes (or an empty list): drop every size-1 axis
-			for _, d := range x.Shape {
-				if d != 1 {
-					shape = append(shape, d)
-				}
-			}
-			return []*tensor.Tensor{view(x, shape)}, nil
+		if given {
+			axes = append([]int64{}, axes...) // an empty list given is not "no axes"
 		}
-		mark, err := normAxes(axes, len(x.Shape))
+		shape, err := graph.SqueezeDims(x.Shape, axes)
 		if err != nil {
 			return nil, err
-		}
-		for i, d := range x.Shape {
-			if mark[i] {
-				if d != 1 {
-					return nil, fmt.Errorf("cannot squeeze axis %d of shape %s: size is %d, not 1", i, tensor.ShapeString(x.Shape), d)
-				}
-				continue
-			}
-			shape = append(shape, d)
 		}
 		return []*tensor.Tensor{view(x, shape)}, nil
 	}, nil
 }
 
+// makeUnsqueeze implements Unsqueeze with graph.UnsqueezeDims. The output shares the
+// input's storage.
 func makeUnsqueeze(n *graph.Node) (kernel, error) {
 	return func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		if err := need(in, 1); err != nil {
@@ -272,20 +223,9 @@ func makeUnsqueeze(n *graph.Node) (kernel, error) {
 		if !given {
 			return nil, fmt.Errorf("axes are missing")
 		}
-		rank := len(x.Shape) + len(axes)
-		mark, err := normAxes(axes, rank)
+		shape, err := graph.UnsqueezeDims(x.Shape, axes)
 		if err != nil {
 			return nil, err
-		}
-		shape := make([]int, rank)
-		j := 0
-		for i := range shape {
-			if mark[i] {
-				shape[i] = 1
-				continue
-			}
-			shape[i] = x.Shape[j]
-			j++
 		}
 		return []*tensor.Tensor{view(x, shape)}, nil
 	}, nil
@@ -356,7 +296,7 @@ func transposeAxes(perm []int64, hasPerm bool, r int) ([]int, error) {
 	}
 	seen := make([]bool, r)
 	for i, v := range perm {
-		ax, err := normAxis(v, r)
+		ax, err := graph.NormAxis(v, r)
 		if err != nil || seen[ax] {
 			return nil, fmt.Errorf("perm %v is not a permutation of 0..%d", perm, r-1)
 		}
@@ -424,7 +364,7 @@ func makeConcat(n *graph.Node) (kernel, error) {
 			return nil, err
 		}
 		r := len(in[0].Shape)
-		axis, err := normAxis(axisAttr, r)
+		axis, err := graph.NormAxis(axisAttr, r)
 		if err != nil {
 			return nil, err
 		}
@@ -445,7 +385,7 @@ func makeConcat(n *graph.Node) (kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		outer, inner := prod(shape[:axis]), prod(shape[axis+1:])
+		outer, inner := graph.NumElements(shape[:axis]), graph.NumElements(shape[axis+1:])
 		rowOut := shape[axis] * inner
 		off := 0
 		for _, t := range in {
@@ -476,7 +416,7 @@ func makeSplit(n *graph.Node) (kernel, error) {
 			return nil, err
 		}
 		x := in[0]
-		axis, err := normAxis(axisAttr, len(x.Shape))
+		axis, err := graph.NormAxis(axisAttr, len(x.Shape))
 		if err != nil {
 			return nil, err
 		}
@@ -508,7 +448,7 @@ func makeSplit(n *graph.Node) (kernel, error) {
 		if total != int64(dim) {
 			return nil, fmt.Errorf("split sizes %v add up to %d, but axis %d has size %d", sizes, total, axis, dim)
 		}
-		outer, inner := prod(x.Shape[:axis]), prod(x.Shape[axis+1:])
+		outer, inner := graph.NumElements(x.Shape[:axis]), graph.NumElements(x.Shape[axis+1:])
 		row := dim * inner
 		outs := make([]*tensor.Tensor, nout)
 		off := 0
@@ -535,15 +475,15 @@ func makeSplit(n *graph.Node) (kernel, error) {
 	}, nil
 }
 
-// makeSlice implements Slice (opset 13): negative starts and ends count from the end, out of
-// range values are clamped, steps may be negative, axes default to 0..len(starts)-1.
+// makeSlice implements Slice (opset 13) with graph.SliceDims: negative starts and ends count
+// from the end, out of range values are clamped, steps may be negative, axes default to
+// 0..len(starts)-1.
 func makeSlice(n *graph.Node) (kernel, error) {
 	return func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		if err := need(in, 3); err != nil {
 			return nil, err
 		}
 		x := in[0]
-		r := len(x.Shape)
 		starts, err := shapeArg(in[1], "starts")
 		if err != nil {
 			return nil, err
@@ -552,51 +492,31 @@ func makeSlice(n *graph.Node) (kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(starts) != len(ends) {
-			return nil, fmt.Errorf("starts has %d entries and ends has %d", len(starts), len(ends))
-		}
-		axes := make([]int64, len(starts))
-		for i := range axes {
-			axes[i] = int64(i)
-		}
+		var axes, steps []int64 // nil: not given (an empty list given stays non-nil)
 		if len(in) > 3 && in[3] != nil {
 			if axes, err = shapeArg(in[3], "axes"); err != nil {
 				return nil, err
 			}
-			if len(axes) != len(starts) {
-				return nil, fmt.Errorf("axes has %d entries and starts has %d", len(axes), len(starts))
-			}
+			axes = append([]int64{}, axes...)
 		}
-		steps := make([]int64, len(starts))
-		fill(steps, 1)
 		if len(in) > 4 && in[4] != nil {
 			if steps, err = shapeArg(in[4], "steps"); err != nil {
 				return nil, err
 			}
-			if len(steps) != len(starts) {
-				return nil, fmt.Errorf("steps has %d entries and starts has %d", len(steps), len(starts))
-			}
+			steps = append([]int64{}, steps...)
 		}
-		if _, err := normAxes(axes, r); err != nil {
+		shape, first, step, err := graph.SliceDims(x.Shape, starts, ends, axes, steps)
+		if err != nil {
 			return nil, err
 		}
 		st := tensor.Strides(x.Shape)
-		shape := append([]int{}, x.Shape...)
-		strides := append([]int{}, st...)
+		strides := make([]int, len(st))
 		base := 0
-		for i, a := range axes {
-			ax, _ := normAxis(a, r)
-			dim := int64(x.Shape[ax])
-			step := steps[i]
-			if step == 0 {
-				return nil, fmt.Errorf("step for axis %d is 0", ax)
+		for k := range st {
+			if shape[k] > 0 {
+				base += first[k] * st[k]
 			}
-			s, count := graph.SliceBound(starts[i], ends[i], step, dim)
-			shape[ax] = int(count)
-			if count > 0 {
-				base += int(s) * st[ax]
-			}
-			strides[ax] = st[ax] * int(step)
+			strides[k] = st[k] * step[k]
 		}
 		return one(copyStrided(e, x, shape, base, strides))
 	}, nil
@@ -613,7 +533,7 @@ func makeGather(n *graph.Node) (kernel, error) {
 		if !isInt(idx.DType) {
 			return nil, fmt.Errorf("indices must be int64 or int32, got %v", idx.DType)
 		}
-		axis, err := normAxis(axisAttr, len(x.Shape))
+		axis, err := graph.NormAxis(axisAttr, len(x.Shape))
 		if err != nil {
 			return nil, err
 		}
@@ -633,7 +553,7 @@ func makeGather(n *graph.Node) (kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		outer, inner := prod(x.Shape[:axis]), prod(x.Shape[axis+1:])
+		outer, inner := graph.NumElements(x.Shape[:axis]), graph.NumElements(x.Shape[axis+1:])
 		switch x.DType {
 		case tensor.Float32:
 			gather(e.threads, out.F32, x.F32, pos, outer, dim, inner)
@@ -678,7 +598,7 @@ func makeExpand(n *graph.Node) (kernel, error) {
 			}
 			target[i] = int(d)
 		}
-		shape, err := broadcastShapes(x.Shape, target)
+		shape, err := graph.BroadcastShapes(x.Shape, target)
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,9 @@ func probe() backends.Probe {
 	return backends.Probe{Reason: "built without cgo (CGO_ENABLED=0): rebuild zoo with cgo to use CUDA"}
 }
 
-func compile(p backends.Probe, _ *graph.Graph, _ backends.Options) (backends.Program, error) {
+func newProgram(p backends.Probe, _ *graph.Graph, _ backends.Options) (backends.Program, error) {
 	return nil, fmt.Errorf("cuda: not available on this machine: %s", p.Reason)
 }
+
+// SupportedOps returns nil: a build without cgo (or off Linux) runs no op on the GPU.
+func SupportedOps() []string { return nil }

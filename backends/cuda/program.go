@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/backends/compile"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -27,7 +28,7 @@ type dtensor struct {
 	shape []int
 }
 
-func (t *dtensor) n() int { return numel(t.shape) }
+func (t *dtensor) n() int { return graph.NumElements(t.shape) }
 
 // value is a run-time value: a host tensor (int64, bool, small float) or a device tensor.
 type value struct {
@@ -167,25 +168,12 @@ func (s *staging) close() {
 	}
 }
 
-type slotKind uint8
-
-const (
-	slotNode slotKind = iota
-	slotInput
-	slotConst
-)
-
-type step struct {
-	node *graph.Node
-	in   []int
-	out  []int
-	free []int
-	host *hostNode
-}
+// step is one node of the plan that runs at run time; its kernel is the node's device
+// kernel, nil for a host op.
+type step = compile.Step[gpuOp]
 
 // Program is a graph compiled for the GPU. Run may be called from one goroutine at a time.
 type Program struct {
-	name      string
 	d         *device
 	stream    cuStream
 	blas      blasHandle
@@ -193,14 +181,8 @@ type Program struct {
 	precision string
 	compute   int // cuBLAS compute type for bf16; 0 for plain Sgemm
 
-	slots   []string
-	kinds   []slotKind
-	consts  []value
-	inputs  []graph.ValueInfo
-	inSlot  []int
-	steps   []step
-	outputs []string
-	outSlot []int
+	plan   *compile.Plan[gpuOp]
+	consts []value // per slot: the plan's constants, float ones also on the device
 
 	weights []*dbuf
 	pool    pool
@@ -208,7 +190,7 @@ type Program struct {
 	closed  bool
 }
 
-func compile(pr backends.Probe, g *graph.Graph, opts backends.Options) (backends.Program, error) {
+func newProgram(pr backends.Probe, g *graph.Graph, opts backends.Options) (backends.Program, error) {
 	if !pr.Available {
 		return nil, fmt.Errorf("cuda: not available on this machine: %s", pr.Reason)
 	}
@@ -223,7 +205,7 @@ func compile(pr backends.Probe, g *graph.Graph, opts backends.Options) (backends
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
-	p := &Program{name: g.Name, d: d, precision: prec, inputs: g.Inputs}
+	p := &Program{d: d, precision: prec}
 	if err := d.with(func() error { return p.build(g, opts) }); err != nil {
 		p.Close()
 		return nil, err
@@ -231,118 +213,73 @@ func compile(pr backends.Probe, g *graph.Graph, opts backends.Options) (backends
 	return p, nil
 }
 
-func (p *Program) build(g *graph.Graph, opts backends.Options) error {
-	slotOf := map[string]int{}
-	newSlot := func(name string, kind slotKind) int {
-		s := len(p.slots)
-		slotOf[name] = s
-		p.slots = append(p.slots, name)
-		p.kinds = append(p.kinds, kind)
-		p.consts = append(p.consts, value{})
-		return s
-	}
-	for _, in := range g.Inputs {
-		p.inSlot = append(p.inSlot, newSlot(in.Name, slotInput))
-	}
-	for _, in := range g.Initializers {
-		s := newSlot(in.Name, slotConst)
-		p.consts[s] = value{host: in.Tensor}
-	}
-	for i, n := range g.Nodes {
-		if !isGPUOp(n.Op) && !hostOps[n.Op] {
-			return &backends.UnsupportedOpError{Backend: Name, Op: n.Op, Node: n.Name, Detail: "no CUDA kernel"}
-		}
-		st := step{node: n}
-		constIn := true
-		var ins []*tensor.Tensor
-		for _, name := range n.Inputs {
-			if name == "" {
-				st.in = append(st.in, -1)
-				ins = append(ins, nil)
-				continue
+// planConfig is the CUDA backend's part of the shared compile step: every op needs a device
+// kernel or must be a host op, and constants fold on the host through graph.EvalNode, the
+// reference evaluator that runs host steps too.
+func planConfig(opts backends.Options) compile.Config[gpuOp] {
+	return compile.Config[gpuOp]{
+		Backend: Name,
+		Kernel: func(n *graph.Node) (gpuOp, error) {
+			fn, ok := gpuOps[n.Op]
+			if !ok && !hostOps[n.Op] {
+				return nil, &backends.UnsupportedOpError{Detail: "no CUDA kernel"}
 			}
-			s := slotOf[name]
-			st.in = append(st.in, s)
-			if p.kinds[s] != slotConst {
-				constIn = false
-			}
-			ins = append(ins, p.consts[s].host)
-		}
-		if constIn {
-			// Constant folding on the host, as the CPU backend does.
-			h := newHostNode(n)
-			outs, err := h.run(ins)
-			h.close()
-			if err != nil {
-				return fmt.Errorf("cuda: compile node %d (%s %q): fold constant: %w", i, n.Op, n.Name, err)
-			}
-			for j, name := range n.Outputs {
-				if name != "" {
-					s := newSlot(name, slotConst)
-					p.consts[s] = value{host: outs[j]}
+			return fn, nil
+		},
+		Fold: func(n *graph.Node, _ gpuOp, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			if n.Op == "Shape" { // in[0] may carry only a static shape
+				v, err := opShape(n, []value{{host: in[0]}})
+				if err != nil {
+					return nil, err
 				}
+				return []*tensor.Tensor{v[0].host}, nil
 			}
-			continue
-		}
-		for _, name := range n.Outputs {
-			if name == "" {
-				st.out = append(st.out, -1)
-				continue
-			}
-			st.out = append(st.out, newSlot(name, slotNode))
-		}
-		st.host = newHostNode(n)
-		p.steps = append(p.steps, st)
+			return graph.EvalNode(n, in)
+		},
+		KeepIntermediates: opts.KeepIntermediates,
+		FreeInputs:        true, // inputs are uploaded copies
 	}
-	seen := map[string]bool{}
-	for _, o := range g.Outputs {
-		if !seen[o.Name] {
-			seen[o.Name] = true
-			p.outputs = append(p.outputs, o.Name)
-		}
+}
+
+// build plans g through the shared compile step, then uploads the float constants that
+// run-time steps read, once, and creates the program's stream.
+func (p *Program) build(g *graph.Graph, opts backends.Options) error {
+	pl, err := compile.Compile(g, planConfig(opts))
+	if err != nil {
+		return err
 	}
-	for _, name := range opts.KeepIntermediates {
-		if _, ok := slotOf[name]; !ok {
-			return fmt.Errorf("cuda: compile graph %s: kept intermediate %q is not a value of the graph", g.Name, name)
-		}
-		if !seen[name] {
-			seen[name] = true
-			p.outputs = append(p.outputs, name)
-		}
-	}
-	for _, name := range p.outputs {
-		p.outSlot = append(p.outSlot, slotOf[name])
-	}
-	p.planFrees()
-	// Upload the float constants that run-time steps read, once.
-	needed := make([]bool, len(p.slots))
-	for _, st := range p.steps {
-		for _, s := range st.in {
+	p.plan = pl
+	read := make([]bool, len(pl.Slots))
+	for _, st := range pl.Steps {
+		for _, s := range st.In {
 			if s >= 0 {
-				needed[s] = true
+				read[s] = true
 			}
 		}
 	}
-	for s, c := range p.consts {
-		if p.kinds[s] != slotConst || c.host == nil || !needed[s] || c.host.DType != tensor.Float32 {
+	p.consts = make([]value, len(pl.Slots))
+	for s, t := range pl.Consts {
+		if t == nil {
 			continue
 		}
-		t := c.host
+		p.consts[s] = value{host: t}
+		if t.DType != tensor.Float32 || !read[s] { // a constant output is returned from the host
+			continue
+		}
 		b := &dbuf{bytes: 4 * len(t.F32), refs: 1, const_: true}
 		if len(t.F32) > 0 {
 			ptr, err := cuMalloc(b.bytes)
 			if err != nil {
-				return fmt.Errorf("cuda: upload weight %q (%s): %w", p.slots[s], tensor.ShapeString(t.Shape), err)
+				return fmt.Errorf("cuda: upload weight %q (%s): %w", pl.Slots[s], tensor.ShapeString(t.Shape), err)
 			}
 			b.ptr = ptr
 			p.weights = append(p.weights, b)
 			if err := cuCopyHtoD(ptr, unsafe.Pointer(&t.F32[0]), b.bytes); err != nil {
-				return fmt.Errorf("cuda: upload weight %q: %w", p.slots[s], err)
+				return fmt.Errorf("cuda: upload weight %q: %w", pl.Slots[s], err)
 			}
 		}
 		p.consts[s].dev = &dtensor{buf: b, shape: t.Shape}
 	}
-	var err error
 	if p.stream, err = cuNewStream(); err != nil {
 		return fmt.Errorf("cuda: %w", err)
 	}
@@ -377,31 +314,12 @@ func (p *Program) ensureBLAS() error {
 	return nil
 }
 
-// planFrees records, per step, the run-time values whose last reader it is.
-func (p *Program) planFrees() {
-	last := backends.LastUses(len(p.slots), len(p.steps), func(i int) ([]int, []int) { return p.steps[i].in, p.steps[i].out })
-	keep := make([]bool, len(p.slots))
-	for _, s := range p.outSlot {
-		keep[s] = true
-	}
-	for s, l := range last {
-		if l >= 0 && p.kinds[s] != slotConst && !keep[s] {
-			p.steps[l].free = append(p.steps[l].free, s)
-		}
-	}
-}
-
 // Close releases the program's device memory, stream and cuBLAS handle; later Runs fail.
 func (p *Program) Close() error {
 	if p.closed {
 		return nil
 	}
 	p.closed = true
-	for _, st := range p.steps {
-		if st.host != nil {
-			st.host.close()
-		}
-	}
 	return p.d.with(func() error {
 		if p.stream != nil {
 			cuSync(p.stream)
@@ -426,12 +344,12 @@ func (p *Program) Close() error {
 // between), downloads the outputs and returns them by name.
 func (p *Program) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (out map[string]*tensor.Tensor, err error) {
 	if p.closed {
-		return nil, fmt.Errorf("cuda: run graph %s: program is closed", p.name)
+		return nil, fmt.Errorf("cuda: run graph %s: program is closed", p.plan.Name)
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := backends.CheckInputs("cuda", p.name, p.inputs, inputs); err != nil {
+	if err := backends.CheckInputs("cuda", p.plan.Name, p.plan.Inputs, inputs); err != nil {
 		return nil, err
 	}
 	err = p.d.with(func() error {
@@ -444,18 +362,18 @@ func (p *Program) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 
 func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor) (out map[string]*tensor.Tensor, err error) {
 	r := &run{p: p}
-	vals := make([]value, len(p.slots))
+	vals := make([]value, len(p.plan.Slots))
 	copy(vals, p.consts)
 	defer func() {
 		if rec := recover(); rec != nil {
-			out, err = nil, fmt.Errorf("cuda: run graph %s: internal error: %v", p.name, rec)
+			out, err = nil, fmt.Errorf("cuda: run graph %s: internal error: %v", p.plan.Name, rec)
 		}
 		// Whatever happened, wait for queued work, then return every buffer to the pool.
 		if serr := cuSync(p.stream); serr != nil && err == nil {
-			out, err = nil, fmt.Errorf("cuda: run graph %s: %w", p.name, serr)
+			out, err = nil, fmt.Errorf("cuda: run graph %s: %w", p.plan.Name, serr)
 		}
 		for s := range vals {
-			if p.kinds[s] != slotConst {
+			if p.plan.Kinds[s] != compile.SlotConst {
 				r.release(vals[s])
 				vals[s] = value{}
 			}
@@ -463,26 +381,26 @@ func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 		r.releaseTemps()
 		p.stage.reset()
 	}()
-	for i, in := range p.inputs {
+	for i, in := range p.plan.Inputs {
 		t := inputs[in.Name]
 		if t.DType == tensor.Float32 {
 			dt, err := r.upload(t)
 			if err != nil {
-				return nil, fmt.Errorf("cuda: run graph %s: upload input %q: %w", p.name, in.Name, err)
+				return nil, fmt.Errorf("cuda: run graph %s: upload input %q: %w", p.plan.Name, in.Name, err)
 			}
-			vals[p.inSlot[i]] = value{dev: dt}
+			vals[p.plan.InSlot[i]] = value{dev: dt}
 		} else {
-			vals[p.inSlot[i]] = value{host: t}
+			vals[p.plan.InSlot[i]] = value{host: t}
 		}
 	}
 	ins := make([]value, 0, 8)
-	for i := range p.steps {
-		st := &p.steps[i]
+	for i := range p.plan.Steps {
+		st := &p.plan.Steps[i]
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("cuda: run graph %s: stopped before node %q: %w", p.name, st.node.Name, err)
+			return nil, fmt.Errorf("cuda: run graph %s: stopped before node %q: %w", p.plan.Name, st.Node.Name, err)
 		}
 		ins = ins[:0]
-		for _, s := range st.in {
+		for _, s := range st.In {
 			if s < 0 {
 				ins = append(ins, value{})
 			} else {
@@ -492,19 +410,19 @@ func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 		res, err := r.step(st, ins)
 		r.releaseTemps()
 		if err != nil {
-			return nil, fmt.Errorf("cuda: run node %q (%s): %w", st.node.Name, st.node.Op, err)
+			return nil, fmt.Errorf("cuda: run node %q (%s): %w", st.Node.Name, st.Node.Op, err)
 		}
-		for j, s := range st.out {
+		for j, s := range st.Out {
 			if s < 0 {
 				r.release(res[j])
 				continue
 			}
 			if j >= len(res) || (res[j].host == nil && res[j].dev == nil) {
-				return nil, fmt.Errorf("cuda: run node %q (%s): output %d was not produced", st.node.Name, st.node.Op, j)
+				return nil, fmt.Errorf("cuda: run node %q (%s): output %d was not produced", st.Node.Name, st.Node.Op, j)
 			}
 			vals[s] = res[j]
 		}
-		for _, s := range st.free {
+		for _, s := range st.Free {
 			r.release(vals[s])
 			vals[s] = value{}
 		}
@@ -516,9 +434,9 @@ func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 		t    *tensor.Tensor
 	}
 	var pend []pending
-	out = make(map[string]*tensor.Tensor, len(p.outputs))
-	for i, name := range p.outputs {
-		v := vals[p.outSlot[i]]
+	out = make(map[string]*tensor.Tensor, len(p.plan.Outputs))
+	for i, name := range p.plan.Outputs {
+		v := vals[p.plan.OutSlot[i]]
 		switch {
 		case v.dev != nil:
 			t, err := tensor.New(tensor.Float32, v.dev.shape...)
@@ -528,10 +446,10 @@ func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 			if n := 4 * v.dev.n(); n > 0 {
 				dst, err := p.stage.alloc(n)
 				if err != nil {
-					return nil, fmt.Errorf("cuda: run graph %s: %w", p.name, err)
+					return nil, fmt.Errorf("cuda: run graph %s: %w", p.plan.Name, err)
 				}
 				if err := cuCopyDtoHAsync(dst, v.dev.buf.ptr, n, p.stream); err != nil {
-					return nil, fmt.Errorf("cuda: run graph %s: download %q: %w", p.name, name, err)
+					return nil, fmt.Errorf("cuda: run graph %s: download %q: %w", p.plan.Name, name, err)
 				}
 				pend = append(pend, pending{name, dst, t})
 			}
@@ -539,11 +457,11 @@ func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 		case v.host != nil:
 			out[name] = v.host.Clone()
 		default:
-			return nil, fmt.Errorf("cuda: run graph %s: output %q was not computed", p.name, name)
+			return nil, fmt.Errorf("cuda: run graph %s: output %q was not computed", p.plan.Name, name)
 		}
 	}
 	if err := cuSync(p.stream); err != nil {
-		return nil, fmt.Errorf("cuda: run graph %s: %w", p.name, err)
+		return nil, fmt.Errorf("cuda: run graph %s: %w", p.plan.Name, err)
 	}
 	for _, pd := range pend {
 		copy(pd.t.F32, unsafe.Slice((*float32)(pd.src), len(pd.t.F32)))

@@ -8,6 +8,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -19,7 +20,7 @@ type run struct {
 
 // alloc returns a new device tensor from the pool, owned by the caller (one reference).
 func (r *run) alloc(shape []int) (*dtensor, error) {
-	b, err := r.p.pool.get(4 * numel(shape))
+	b, err := r.p.pool.get(4 * graph.NumElements(shape))
 	if err != nil {
 		return nil, err
 	}
