@@ -47,6 +47,7 @@ func runCommand() *cli.Command {
 // runReport is what `zoo run` prints; --json prints it as JSON.
 type runReport struct {
 	Model     string           `json:"model"`
+	Weights   weightsReport    `json:"weights"`
 	Backend   string           `json:"backend"`
 	Level     string           `json:"kernel_level"`
 	Why       string           `json:"backend_reason"`
@@ -145,7 +146,7 @@ func runAction(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt)
 	defer stop()
 
-	rep := runReport{Model: m.displayName(), Backend: choice.Backend.Name(), Level: choice.Probe.Level, Why: choice.Why,
+	rep := runReport{Model: m.displayName(), Weights: weightsOf(m), Backend: choice.Backend.Name(), Level: choice.Probe.Level, Why: choice.Why,
 		Threads: choice.Probe.Threads, Input: inPath, Window: window, Outputs: map[string][]int{}}
 	if c.Int("threads") > 0 && c.Int("threads") < rep.Threads {
 		rep.Threads = c.Int("threads")
@@ -253,6 +254,7 @@ func progress(w io.Writer, size int64, what string) *progressbar.ProgressBar {
 
 func printRunReport(w io.Writer, r runReport) {
 	fmt.Fprintf(w, "model     %s\n", r.Model)
+	fmt.Fprintf(w, "weights   %s\n", r.Weights)
 	fmt.Fprintf(w, "backend   %s (%s, %d threads; %s)\n", r.Backend, r.Level, r.Threads, r.Why)
 	fmt.Fprintf(w, "input     %s: %d tokens in %d windows of ≤%d, %d batches\n", r.Input, r.Tokens, r.Windows, r.Window, r.Batches)
 	names := make([]string, 0, len(r.Outputs))
