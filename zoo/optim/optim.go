@@ -204,8 +204,16 @@ func ClipCoef(norm, maxNorm float64) float32 {
 // clipping off (the norm is still returned).
 func ClipGradNorm(grads []float32, maxNorm float64, par ParallelFor) float64 {
 	norm := GradNorm(grads, par)
+	Clip(grads, norm, maxNorm, par)
+	return norm
+}
+
+// Clip is the scaling half of ClipGradNorm, for a caller that has already taken the norm
+// (and checked it): it multiplies grads by ClipCoef(norm, maxNorm) unless that is 1 or
+// maxNorm ≤ 0.
+func Clip(grads []float32, norm, maxNorm float64, par ParallelFor) {
 	if maxNorm <= 0 {
-		return norm
+		return
 	}
 	if c := ClipCoef(norm, maxNorm); c != 1 {
 		par.run(len(grads), grain, func(lo, hi int) {
@@ -214,7 +222,6 @@ func ClipGradNorm(grads []float32, maxNorm float64, par ParallelFor) float64 {
 			}
 		})
 	}
-	return norm
 }
 
 // LargestGrad names the parameter whose gradient has the largest norm; one holding a NaN or
