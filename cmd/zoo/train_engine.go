@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/zoo/autodiff"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/lmdata"
+	"github.com/zoo-dev/zoo/zoo/optim"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/tokenize"
+	"github.com/zoo-dev/zoo/zoo/variant"
+)
+
+// graphEngine trains on a backend: the step program computes the loss and every parameter's
+// gradient (the model graph extended by autodiff.WithCrossEntropy and autodiff.Gradients),
+// the eval program the logits of the forward graph. In both the parameters are graph inputs
+// fed from the flat parameter buffer, so each step sees the optimizer's update without a
+// recompile.
+type graphEngine struct {
+	step_, eval_ backends.Program
+	layout       *optim.Layout
+	gradNames    []string
+	tokName      string
+	maskName     string
+	vocab        int
+	batch        int
+	train, held  *lmdata.Loader
+	feed         map[string]*tensor.Tensor
+	smoothing    float64
+}
+
+// paramsAsInputs returns a copy of g in which the named initializers are graph inputs of
+// their static shape instead, and only the outputs named keep are outputs.
+func paramsAsInputs(g *graph.Graph, params []string, keep []string) *graph.Graph {
+	out := *g
+	isParam := map[string]bool{}
+	for _, p := range params {
+		isParam[p] = true
+	}
+	out.Initializers = nil
+	out.Inputs = append([]graph.ValueInfo(nil), g.Inputs...)
+	for _, in := range g.Initializers {
+		if !isParam[in.Name] {
+			out.Initializers = append(out.Initializers, in)
+			continue
+		}
+		dims := make([]graph.Dim, len(in.Tensor.Shape))
+		for i, d := range in.Tensor.Shape {
+			dims[i] = graph.Fixed(int64(d))
+		}
+		out.Inputs = append(out.Inputs, graph.ValueInfo{Name: in.Name, DType: tensor.Float32, Shape: dims})
+	}
+	wanted := map[string]bool{}
+	for _, k := range keep {
+		wanted[k] = true
+	}
+	out.Outputs = nil
+	for _, o := range g.Outputs {
+		if wanted[o.Name] {
+			out.Outputs = append(out.Outputs, o)
+		}
+	}
+	return &out
+}
+
+// newGraphEngine builds and compiles the step (and, with an eval file, the eval) program of
+// m, whose parameters live in params (layout).
+func newGraphEngine(ctx context.Context, m *model, st trainSettings, evalPath string, choice backends.Choice, threads int,
+	layout *optim.Layout, params []float32) (*graphEngine, error) {
+	tokName, maskName, err := tokenInputs(m.Graph)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	vocab := 0
+	for _, o := range m.Graph.Outputs {
+		if o.Name == variant.OutputLogits && len(o.Shape) == 3 && o.Shape[2].Known() {
+			vocab = int(o.Shape[2].Size)
+		}
+	}
+	if vocab == 0 {
+		return nil, badInputf("%s has no (batch, seq, vocab) logits output to train", m.displayName())
+	}
+	obj, err := lmdata.ParseObjective(st.Objective)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	e := &graphEngine{layout: layout, tokName: tokName, maskName: maskName, vocab: vocab, batch: st.Batch,
+		feed: map[string]*tensor.Tensor{}, smoothing: st.LabelSmoothing}
+	if e.train, err = loaderFor(st.Input, "--input", st.Window, lmdata.ByteOptions(obj, st.Batch, st.Seed), st.Shuffle); err != nil {
+		return nil, err
+	}
+	if evalPath != "" {
+		if e.held, err = loaderFor(evalPath, "--eval", st.Window, lmdata.ByteOptions(obj, st.Batch, st.Seed), false); err != nil {
+			return nil, err
+		}
+	}
+
+	lossG, err := autodiff.WithCrossEntropy(m.Graph, autodiff.LossOptions{LabelSmoothing: float32(st.LabelSmoothing), IgnoreIndex: lmdata.IgnoreIndex})
+	if err != nil {
+		return nil, failed(err)
+	}
+	trainG, grads, err := autodiff.Gradients(ctx, lossG, autodiff.OutputLoss, layout.Names)
+	if err != nil {
+		return nil, failed(err)
+	}
+	keep := []string{autodiff.OutputLoss}
+	for _, p := range layout.Names {
+		e.gradNames = append(e.gradNames, grads[p])
+		keep = append(keep, grads[p])
+	}
+	opts := backends.Options{Threads: threads}
+	if e.step_, err = choice.Backend.Compile(paramsAsInputs(trainG, layout.Names, keep), opts); err != nil {
+		return nil, failed(fmt.Errorf("compile the training step of %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+	}
+	if e.held != nil {
+		if e.eval_, err = choice.Backend.Compile(paramsAsInputs(m.Graph, layout.Names, []string{variant.OutputLogits}), opts); err != nil {
+			e.close()
+			return nil, failed(fmt.Errorf("compile the evaluation of %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+		}
+	}
+	for i, t := range layout.Tensors(params) {
+		e.feed[layout.Names[i]] = t
+	}
+	return e, nil
+}
+
+// loaderFor cuts a text file into windows and returns a loader over them.
+func loaderFor(path, flag string, window int, opt lmdata.Options, shuffle bool) (*lmdata.Loader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, badInputf("%s %s: %w", flag, path, errors.Unwrap(err))
+	}
+	defer f.Close()
+	windows, err := lmdata.ReadWindows(f, window)
+	if err != nil {
+		if errors.Is(err, tokenize.ErrEmpty) {
+			return nil, badInputf("%s %s is empty: nothing to train on", flag, path)
+		}
+		return nil, failed(fmt.Errorf("%s %s: %w", flag, path, err))
+	}
+	opt.Shuffle = shuffle
+	l, err := lmdata.NewLoader(windows, opt)
+	if err != nil {
+		return nil, badInputf("%s %s: %w", flag, path, err)
+	}
+	return l, nil
+}
+
+func (e *graphEngine) close() {
+	if e.step_ != nil {
+		e.step_.Close()
+	}
+	if e.eval_ != nil {
+		e.eval_.Close()
+	}
+}
+
+// inputs sets the batch's token and mask tensors in the feed.
+func (e *graphEngine) inputs(b *lmdata.Batch) {
+	tokens, mask := b.Tensors()
+	e.feed[e.tokName] = tokens
+	if e.maskName != "" {
+		e.feed[e.maskName] = mask
+	}
+}
+
+func (e *graphEngine) step(ctx context.Context, k int, params, grads []float32) (float64, int, error) {
+	b, err := e.train.Step(k)
+	if err != nil {
+		return 0, 0, err
+	}
+	e.inputs(b)
+	e.feed[autodiff.InputTargets] = &tensor.Tensor{DType: tensor.Int64, Shape: []int{b.B, b.N}, I64: b.Targets}
+	defer delete(e.feed, autodiff.InputTargets)
+	outs, err := e.step_.Run(ctx, e.feed)
+	if err != nil {
+		return 0, 0, err
+	}
+	gs := make([]*tensor.Tensor, len(e.gradNames))
+	for i, n := range e.gradNames {
+		gs[i] = outs[n]
+	}
+	if err := e.layout.Scatter(grads, gs); err != nil {
+		return 0, 0, fmt.Errorf("gradients: %w", err)
+	}
+	loss := outs[autodiff.OutputLoss]
+	if loss == nil || len(loss.F32) != 1 {
+		return 0, 0, errors.New("the step program returned no scalar loss")
+	}
+	tokens := 0
+	for _, l := range b.Lengths {
+		tokens += l
+	}
+	return float64(loss.F32[0]), tokens, nil
+}
+
+func (e *graphEngine) eval(ctx context.Context, params []float32) (float64, float64, error) {
+	if e.eval_ == nil {
+		return 0, 0, errors.New("no evaluation file")
+	}
+	var s lmdata.Score
+	for first := 0; ; first += e.batch {
+		b := e.held.Sequential(first, e.batch)
+		if b == nil {
+			break
+		}
+		e.inputs(b)
+		outs, err := e.eval_.Run(ctx, e.feed)
+		if err != nil {
+			return 0, 0, err
+		}
+		logits := outs[variant.OutputLogits]
+		if logits == nil {
+			return 0, 0, errors.New("the evaluation program returned no logits")
+		}
+		if err := s.Add(logits.F32, e.vocab, b.Targets, b.TargetBytes); err != nil {
+			return 0, 0, err
+		}
+	}
+	return s.MeanLoss(), s.BitsPerByte(), nil
+}
+
+// buildTrainModel resolves and builds the model of a run from its settings (not from the
+// flags, which a resumed run may not repeat): the registry entry, the preset, the --set
+// values and, for clm, causal on.
+func buildTrainModel(c *cli.Context, st trainSettings) (*model, error) {
+	reg, err := loadRegistry(c)
+	if err != nil {
+		return nil, err
+	}
+	if isONNXPath(st.Model) {
+		return nil, badInputf("train: %s is an ONNX file; zoo trains its variants (see `zoo list`), whose parameters it knows by name", st.Model)
+	}
+	entry, preset, err := reg.Lookup(st.Model)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	v, err := variantFor(c.Context, entry)
+	if err != nil {
+		return nil, err
+	}
+	layers := []map[string]any{entry.Defaults}
+	if preset != "" {
+		values, ok := entry.Presets[preset]
+		if !ok {
+			return nil, badInputf("variant %s has no preset %q (presets: %s)", entry.Name, preset, strings.Join(entry.PresetNames(), ", "))
+		}
+		layers = append(layers, values)
+	}
+	sets, err := parseSets(st.Sets)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	layers = append(layers, sets)
+	desc := v.Describe()
+	if st.Objective == objectiveCLM {
+		if _, ok := desc.Param("causal"); !ok {
+			return nil, badInputf("--objective clm: %s has no causal mode (no causal hyperparameter), so every position would see its target; train it with --objective mlm", entry.Name)
+		}
+		layers = append(layers, map[string]any{"causal": "true"})
+	}
+	cfg, err := variant.Resolve(desc, layers...)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return buildModel(c.Context, v, entry, preset, cfg, st.Seed)
+}
+
+// prepareTraining builds the model, loads its initial weights (--weights, or the resumed
+// checkpoint with its optimizer state), lays out its parameters, selects the backend and
+// compiles the step and eval programs.
+func prepareTraining(c *cli.Context, st trainSettings, rs *resumeState) (*trainJob, error) {
+	m, err := buildTrainModel(c, st)
+	if err != nil {
+		return nil, err
+	}
+	if st.Weights != "" && rs == nil {
+		if err := loadWeightsFile(m, st.Weights); err != nil {
+			return nil, badInput(err)
+		}
+	}
+	layout, err := trainableLayout(m.Graph)
+	if err != nil {
+		return nil, badInputf("train %s: %w", m.displayName(), err)
+	}
+	threads := c.Int("threads")
+	par := parallelFor(threads)
+	opt, err := optim.New(st.hyper(), layout, par)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if rs != nil {
+		list, _, _, err := optim.LoadCheckpoint(rs.path, opt)
+		if err != nil {
+			return nil, badInputf("--resume: %w", err)
+		}
+		tensors := make(map[string]*tensor.Tensor, len(list))
+		for _, nt := range list {
+			tensors[nt.Name] = nt.Tensor
+		}
+		if err := graph.LoadStateDict(m.Graph, tensors); err != nil {
+			return nil, badInputf("--resume %s does not fit %s: %w", rs.path, m.displayName(), err)
+		}
+		m.WeightsFile = rs.path
+	}
+	window, err := chooseWindow(m, st.Window)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	st.Window = window
+	params, state, err := flattenParams(m.Graph, layout)
+	if err != nil {
+		return nil, failed(err)
+	}
+	choice, err := backends.Select(c.String(flagBackend.Name))
+	if err != nil {
+		return nil, badInput(err)
+	}
+	eng, err := newGraphEngine(c.Context, m, st, c.String("eval"), choice, threads, layout, params)
+	if err != nil {
+		return nil, err
+	}
+	n := choice.Probe.Threads
+	if threads > 0 && threads < n {
+		n = threads
+	}
+	return &trainJob{model: m, choice: choice, threads: n, window: window, engine: eng, closer: eng.close, opt: opt, par: par, params: params, state: state}, nil
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// renderTrainPlot draws --plot: the training loss of every step and, when the run evaluated,
+// the held-out loss at each evaluation (left), and the held-out bits per byte (right), as a
+// PNG on w.
+func renderTrainPlot(w io.Writer, history []trainLog, title string) (err error) {
+	var train, eval, bpb plotter.XYs
+	for _, l := range history {
+		switch {
+		case l.eval:
+			eval = append(eval, plotter.XY{X: float64(l.Step), Y: l.evalV})
+			bpb = append(bpb, plotter.XY{X: float64(l.Step), Y: l.bpbV})
+		case !bad(l.lossV):
+			train = append(train, plotter.XY{X: float64(l.Step), Y: l.lossV})
+		}
+	}
+	if len(train) == 0 && len(eval) == 0 {
+		return errors.New("plot: no losses to draw")
+	}
+	// gonum/plot panics on some degenerate inputs; turn that into an error.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("plot: %v", r)
+		}
+	}()
+	loss := plot.New()
+	loss.Title.Text = title
+	loss.X.Label.Text = "step"
+	loss.Y.Label.Text = "loss (nats per counted token)"
+	loss.Add(plotter.NewGrid())
+	loss.Legend.Top = true
+	if len(train) > 0 {
+		l, err := plotter.NewLine(train)
+		if err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		l.Color = plotutil.Color(0)
+		l.Width = vg.Points(1)
+		loss.Add(l)
+		loss.Legend.Add("training batch", l)
+	}
+	panels := []*plot.Plot{loss}
+	if len(eval) > 0 {
+		l, p, err := plotter.NewLinePoints(eval)
+		if err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		l.Color, p.Color = plotutil.Color(1), plotutil.Color(1)
+		l.Width = vg.Points(1.5)
+		loss.Add(l, p)
+		loss.Legend.Add("held-out", l, p)
+
+		bp := plot.New()
+		bp.Title.Text = "held-out bits per byte"
+		bp.X.Label.Text = "step"
+		bp.Y.Label.Text = "bits per byte"
+		bp.Add(plotter.NewGrid())
+		bl, bpts, err := plotter.NewLinePoints(bpb)
+		if err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		bl.Color, bpts.Color = plotutil.Color(2), plotutil.Color(2)
+		bl.Width = vg.Points(1.5)
+		bp.Add(bl, bpts)
+		panels = append(panels, bp)
+	}
+	width := vg.Length(800 * len(panels))
+	img := vgimg.New(width*vg.Inch/96, 560*vg.Inch/96)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Millimeter * 6, PadTop: vg.Millimeter * 2,
+		PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align([][]*plot.Plot{panels}, tiles, dc)
+	for i, p := range panels {
+		p.Draw(canvases[0][i])
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w); err != nil {
+		return fmt.Errorf("plot: encode PNG: %w", err)
+	}
+	return nil
+}
