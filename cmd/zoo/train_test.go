@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zoo-dev/zoo/zoo/optim"
+	"github.com/zoo-dev/zoo/zoo/tensorio"
+)
+
+// trainFast are the flags that keep a training test short: a small model, short windows and
+// small batches.
+var trainFast = []string{"vanilla.tiny", "--input", text, "--window", "24", "--batch", "2", "--lr", "1e-3"}
+
+func trainArgs(extra ...string) []string {
+	return append(append([]string{"train"}, trainFast...), extra...)
+}
+
+// readTrainLog parses a --log file into its lines.
+func readTrainLog(t *testing.T, path string) []map[string]float64 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]float64
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var m map[string]float64
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("log line %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// stepLosses returns the bits of every step's loss and gradient norm, by step.
+func stepLosses(lines []map[string]float64) map[int][2]uint64 {
+	out := map[int][2]uint64{}
+	for _, l := range lines {
+		if _, ok := l["loss"]; ok {
+			out[int(l["step"])] = [2]uint64{math.Float64bits(l["loss"]), math.Float64bits(l["grad_norm"])}
+		}
+	}
+	return out
+}
+
+func readStateDict(t *testing.T, path string) map[string][]float32 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _, err := tensorio.ReadSafetensors(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]float32{}
+	for _, nt := range list {
+		out[nt.Name] = nt.Tensor.F32
+	}
+	return out
+}
+
+func sameBits(t *testing.T, what string, a, b map[string][]float32) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%s: %d tensors against %d", what, len(a), len(b))
+	}
+	for name, x := range a {
+		y := b[name]
+		if len(x) != len(y) {
+			t.Fatalf("%s: %s has %d values against %d", what, name, len(x), len(y))
+		}
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+				t.Fatalf("%s: %s[%d] = %v against %v", what, name, i, x[i], y[i])
+			}
+		}
+	}
+}
+
+// TestTrainResumeBitExact trains six steps straight through, and three steps then three more
+// with --resume (the constant schedule keeps the learning rates of the two runs equal though
+// the first half is given --steps 3): every step's loss and gradient norm and the final
+// weights and moments must be bitwise equal.
+func TestTrainResumeBitExact(t *testing.T) {
+	dir := t.TempDir()
+	for _, opt := range []string{"adamw", "sgd"} {
+		t.Run(opt, func(t *testing.T) {
+			common := []string{"--schedule", "constant", "--optimizer", opt, "--warmup", "2", "--eval", text}
+			if opt == "sgd" {
+				common = append(common, "--momentum", "0.9", "--lr", "0.05")
+			}
+			a, b := filepath.Join(dir, opt+"a.safetensors"), filepath.Join(dir, opt+"b.safetensors")
+			alog, blog := filepath.Join(dir, opt+"a.jsonl"), filepath.Join(dir, opt+"b.jsonl")
+			if code, _, stderr := zoo(t, trainArgs(append(common, "--steps", "6", "-o", a, "--log", alog)...)...); code != 0 {
+				t.Fatalf("straight run: exit %d: %s", code, stderr)
+			}
+			if code, _, stderr := zoo(t, trainArgs(append(common, "--steps", "3", "-o", b, "--log", blog)...)...); code != 0 {
+				t.Fatalf("first half: exit %d: %s", code, stderr)
+			}
+			code, stdout, stderr := zoo(t, "train", "--resume", b, "--steps", "6", "-o", b, "--log", blog, "--eval", text, "--json")
+			if code != 0 {
+				t.Fatalf("resumed run: exit %d: %s", code, stderr)
+			}
+			var rep trainReport
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.StartStep != 3 || rep.Steps != 6 {
+				t.Fatalf("resumed report %+v (%v)", rep, err)
+			}
+			la, lb := stepLosses(readTrainLog(t, alog)), stepLosses(readTrainLog(t, blog))
+			if len(la) != 6 || len(lb) != 6 {
+				t.Fatalf("logged steps: %d straight, %d resumed", len(la), len(lb))
+			}
+			for k := 1; k <= 6; k++ {
+				if la[k] != lb[k] {
+					t.Errorf("step %d: loss/grad-norm bits %x straight, %x resumed", k, la[k], lb[k])
+				}
+			}
+			sameBits(t, "weights", readStateDict(t, a), readStateDict(t, b))
+			sameBits(t, "optimizer state", readStateDict(t, optim.OptimPath(a)), readStateDict(t, optim.OptimPath(b)))
+		})
+	}
+}
+
+// TestTrainSIGKILL kills a real zoo train process with SIGKILL after its checkpoint at step 2
+// and at least one more step, resumes it to step 8, and checks that the resumed run's losses
+// equal an uninterrupted run's bit for bit (a constant schedule, so that the killed run's
+// --steps 40 and the straight run's 8 give the same learning rates).
+func TestTrainSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.safetensors"), filepath.Join(dir, "b.safetensors")
+	alog, blog := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	const steps = "40"
+	p := startZoo(t, t.TempDir(), nil, trainArgs("--schedule", "constant", "--steps", steps, "--save-every", "2", "-o", b, "--log", blog)...)
+	for {
+		if lines, err := os.ReadFile(blog); err == nil && bytes.Count(lines, []byte("\n")) >= 3 {
+			break
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("zoo train ended before it was killed: %s", p.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != -1 {
+		t.Fatalf("killed zoo exited with %d", code)
+	}
+	code, _, stderr := zoo(t, "train", "--resume", b, "-o", b, "--log", blog, "--steps", "8")
+	if code != 0 {
+		t.Fatalf("resume after SIGKILL: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := zoo(t, trainArgs("--schedule", "constant", "--steps", "8", "-o", a, "--log", alog)...); code != 0 {
+		t.Fatalf("straight run: exit %d: %s", code, stderr)
+	}
+	la, lb := stepLosses(readTrainLog(t, alog)), stepLosses(readTrainLog(t, blog))
+	if len(lb) != 8 {
+		t.Fatalf("the resumed log holds %d steps, want 8", len(lb))
+	}
+	for k := 1; k <= 8; k++ {
+		if la[k] != lb[k] {
+			t.Errorf("step %d: loss/grad-norm bits %x straight, %x killed and resumed", k, la[k], lb[k])
+		}
+	}
+}
+
+// TestTrainDiverges drives the loss to infinity with an absurd learning rate: training stops
+// with one line naming the step and the parameter with the largest gradient, exit 1, and the
+// checkpoint of the last save is kept.
+func TestTrainDiverges(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m.safetensors")
+	code, _, stderr := zoo(t, "train", "vanilla.tiny", "--input", text, "--window", "24", "--batch", "2",
+		"--lr", "1e30", "--schedule", "constant", "--clip", "0", "--steps", "20", "--save-every", "1", "-o", out)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stderr %q", code, stderr)
+	}
+	if strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "training diverged at step ") ||
+		!strings.Contains(stderr, "the largest gradient is ") || !strings.Contains(stderr, "checkpoint (step ") {
+		t.Fatalf("stderr %q: want one line naming the step, the largest gradient's parameter and the kept checkpoint", stderr)
+	}
+	var step int
+	if _, err := fmt.Sscanf(stderr, "zoo: training diverged at step %d", &step); err != nil || step < 2 {
+		t.Fatalf("stderr %q: step %d (%v)", stderr, step, err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, meta, err := tensorio.ReadSafetensors(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta[optim.MetaStep] != strconv.Itoa(step-1) {
+		t.Errorf("kept checkpoint is at step %s, want %d (the last before the divergence)", meta[optim.MetaStep], step-1)
+	}
+	for _, nt := range list {
+		for _, x := range nt.Tensor.F32 {
+			if math.IsNaN(float64(x)) {
+				t.Fatalf("the kept checkpoint holds a NaN in %s", nt.Name)
+			}
+		}
+	}
+}
+
+func TestTrainBadInput(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m.safetensors")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "vanilla.tiny", "-o", out}, "--input"},
+		{[]string{"train", "vanilla.tiny", "--input", text}, "-o FILE.safetensors is required"},
+		{[]string{"train", "vanilla.tiny", "--input", text, "-o", "m.bin"}, ".safetensors"},
+		{trainArgs("-o", out, "--objective", "nsp"), "--objective"},
+		{trainArgs("-o", out, "--optimizer", "adam"), "--optimizer"},
+		{trainArgs("-o", out, "--betas", "0.9"), "--betas"},
+		{trainArgs("-o", out, "--betas", "1,0.9"), "--betas"},
+		{trainArgs("-o", out, "--lr", "0"), "--lr"},
+		{trainArgs("-o", out, "--steps", "0"), "--steps"},
+		{trainArgs("-o", out, "--warmup", "2000"), "--warmup"},
+		{trainArgs("-o", out, "--schedule", "step"), "--schedule"},
+		{trainArgs("-o", out, "--label-smoothing", "1"), "--label-smoothing"},
+		{trainArgs("-o", out, "--clip", "-1"), "--clip"},
+		{trainArgs("-o", out, "--momentum", "0.9"), "--momentum"},
+		{trainArgs("-o", out, "--eval-every", "5"), "--eval-every"},
+		{trainArgs("-o", out, "--batch", "0"), "--batch"},
+		{trainArgs("-o", out, "--window", "100000"), "--window"},
+		{trainArgs("-o", out, "--eval", "no-such-file.txt"), "--eval"},
+		{trainArgs("-o", out, "--weights", "no-such.safetensors"), "no-such.safetensors"},
+		{[]string{"train", "--resume", "no-such.safetensors", "-o", out}, "--resume"},
+		{[]string{"train", "-o", out, "--input", text}, "model name"},
+	}
+	for _, tt := range tests {
+		code, _, stderr := zoo(t, tt.args...)
+		if code != 2 || !strings.Contains(stderr, tt.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("zoo %s: exit %d, stderr %q; want exit 2 and one line naming %s", strings.Join(tt.args, " "), code, stderr, tt.want)
+		}
+	}
+}
+
+// TestTrainResumeKeepsSettings refuses a resumed run whose flags change what a step computes.
+func TestTrainResumeKeepsSettings(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m.safetensors")
+	if code, _, stderr := zoo(t, trainArgs("--steps", "1", "-o", out)...); code != 0 {
+		t.Fatal(stderr)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--lr", "3e-3"}, "--lr 0.003 differs from the resumed run's 0.001"},
+		{[]string{"--batch", "4"}, "--batch 4 differs"},
+		{[]string{"--weights", out}, "drop --weights"},
+		{[]string{"--steps", "1"}, "already at step 1"},
+	} {
+		args := append([]string{"train", "--resume", out, "-o", out, "--steps", "2"}, tt.args...)
+		if code, _, stderr := zoo(t, args...); code != 2 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("zoo %s: exit %d, stderr %q; want exit 2 naming %q", strings.Join(args, " "), code, stderr, tt.want)
+		}
+	}
+}
+
+// TestTrainOutputs checks the files a run writes: the state_dict holds exactly the model's
+// parameters and buffers under their names (zoo run --weights loads it), the log has one line
+// per step with the keys plus evaluation lines, and the plot is a PNG.
+func TestTrainOutputs(t *testing.T) {
+	dir := t.TempDir()
+	out, logf, plot := filepath.Join(dir, "m.safetensors"), filepath.Join(dir, "m.jsonl"), filepath.Join(dir, "m.png")
+	code, stdout, stderr := zoo(t, trainArgs("--steps", "4", "--eval", text, "--eval-every", "2", "-o", out, "--log", logf, "--plot", plot)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Count(strings.TrimSpace(stdout), "\n") != 0 || !strings.Contains(stdout, "bits/byte") {
+		t.Errorf("summary %q: want one line with the held-out bits per byte", stdout)
+	}
+	lines := readTrainLog(t, logf)
+	var steps, evals []int
+	for _, l := range lines {
+		if _, ok := l["eval_loss"]; ok {
+			evals = append(evals, int(l["step"]))
+			if l["eval_bits_per_byte"] <= 0 || len(l) != 3 {
+				t.Errorf("eval line %v", l)
+			}
+			continue
+		}
+		steps = append(steps, int(l["step"]))
+		for _, k := range []string{"loss", "lr", "grad_norm", "tokens_per_s"} {
+			if _, ok := l[k]; !ok || len(l) != 5 {
+				t.Errorf("step line %v lacks %s or has extra keys", l, k)
+			}
+		}
+	}
+	if fmt.Sprint(steps) != "[1 2 3 4]" || fmt.Sprint(evals) != "[0 2 4]" {
+		t.Errorf("logged steps %v, evaluations %v; want 1-4 and 0 2 4", steps, evals)
+	}
+	png, err := os.ReadFile(plot)
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("plot: %v, %d bytes", err, len(png))
+	}
+	code, _, stderr = zoo(t, "show", "vanilla.tiny", "--weights", out)
+	if code != 0 {
+		t.Errorf("show --weights of the trained file: exit %d: %s", code, stderr)
+	}
+}
