@@ -243,7 +243,7 @@ func truncateBatch(b *tokenize.Batch, keep int) *tokenize.Batch {
 // progress returns a byte-progress bar on w when w is a terminal, and a no-op writer otherwise
 // (scripts and pipes get clean stderr).
 func progress(w io.Writer, size int64, what string) *progressbar.ProgressBar {
-	f, ok := w.(*os.File)
+	f, ok := underlying(w).(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) || size < 1<<20 {
 		return progressbar.DefaultSilent(size)
 	}

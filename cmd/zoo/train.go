@@ -349,8 +349,8 @@ func trainAction(c *cli.Context) error {
 	if bar != nil {
 		loop.progress = func(k int, loss, lr, tps float64, elapsed time.Duration) {
 			eta := time.Duration(float64(elapsed) / float64(k-from) * float64(st.Steps-k)).Round(time.Second)
-			bar.Describe(fmt.Sprintf("step %d/%d loss %.4f lr %.3g %.0f tok/s ETA %s", k, st.Steps, loss, lr, tps, eta))
 			_ = bar.Set(k)
+			bar.Describe(fmt.Sprintf("step %d/%d loss %.4f lr %.3g %.0f tok/s ETA %s", k, st.Steps, loss, lr, tps, eta))
 		}
 	}
 	t1 := time.Now()
@@ -405,8 +405,8 @@ func trainAction(c *cli.Context) error {
 // trainSummary is the one line zoo train prints when it is done.
 func trainSummary(r trainReport) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "trained %s (%s, %s, %s params) steps %d→%d on %s (%s, %d threads)", r.Model, r.Objective, r.Optimizer,
-		format.HumanCount(int64(r.Params)), r.StartStep, r.Steps, r.Backend, r.Level, r.Threads)
+	fmt.Fprintf(&b, "trained %s (%s, %s, %s params) steps %d–%d of %d on %s (%s, %d threads)", r.Model, r.Objective, r.Optimizer,
+		format.HumanCount(int64(r.Params)), r.StartStep+1, r.Steps, r.Steps, r.Backend, r.Level, r.Threads)
 	if r.FirstLoss != nil && r.FinalLoss != nil {
 		fmt.Fprintf(&b, ": loss %.4f → %.4f", *r.FirstLoss, *r.FinalLoss)
 	}
@@ -437,7 +437,7 @@ func checkTextFile(flag, path string) error {
 
 // trainBar returns a step progress bar on w when w is a terminal, else nil.
 func trainBar(w io.Writer, steps, from int) *progressbar.ProgressBar {
-	f, ok := w.(*os.File)
+	f, ok := underlying(w).(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
@@ -549,3 +549,12 @@ func flattenParams(g *graph.Graph, layout *optim.Layout) ([]float32, []tensorio.
 
 // parallelFor is the optimizer's loop on the CPU worker pool with the run's thread count.
 func parallelFor(threads int) optim.ParallelFor { return optim.ParallelFor(cpu.ParallelFor(threads)) }
+
+// underlying returns the writer behind the session's synchronised stderr, so that a
+// terminal can be recognised through it.
+func underlying(w io.Writer) io.Writer {
+	if sw, ok := w.(*syncWriter); ok {
+		return sw.w
+	}
+	return w
+}
