@@ -111,6 +111,16 @@ func newGraphEngine(ctx context.Context, m *model, st trainSettings, evalPath st
 	if err != nil {
 		return nil, failed(err)
 	}
+	// The step keeps the forward activations for the backward pass; the guard counts both.
+	shapes := func(b, n int) map[string][]int {
+		s := tokenShapes(tokName, maskName)(b, n)
+		s[autodiff.InputTargets] = []int{b, n}
+		return s
+	}
+	if err := guardMemory("the training step of "+m.displayName(), trainG,
+		memRun{batch: st.Batch, n: st.Window, shapes: shapes, batchFlag: "--batch", nFlag: "--window"}); err != nil {
+		return nil, err
+	}
 	keep := []string{autodiff.OutputLoss}
 	for _, p := range layout.Names {
 		e.gradNames = append(e.gradNames, grads[p])

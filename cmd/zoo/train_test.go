@@ -316,3 +316,17 @@ func TestTrainOutputs(t *testing.T) {
 		t.Errorf("show --weights of the trained file: exit %d: %s", code, stderr)
 	}
 }
+
+// TestTrainMemoryGuard refuses a step whose activations (kept for the backward pass) do not
+// fit, naming the flag that lowers them.
+func TestTrainMemoryGuard(t *testing.T) {
+	t.Setenv("ZOO_MEMORY_LIMIT", "50MiB")
+	out := filepath.Join(t.TempDir(), "m.safetensors")
+	code, _, stderr := zoo(t, "train", "vanilla.tiny", "--input", text, "-o", out, "--steps", "1")
+	if code != 2 || !strings.Contains(stderr, "the training step of vanilla.tiny") || !strings.Contains(stderr, "lower --batch") {
+		t.Fatalf("exit %d, stderr %q; want exit 2 and advice to lower --batch", code, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused run wrote its output")
+	}
+}
