@@ -128,7 +128,15 @@ func resolveVariant(c *cli.Context, ref string) (variant.Variant, registry.Entry
 
 // loadModel resolves ref (a variant, or an .onnx file), builds or imports its graph and
 // loads the state_dict the command names (--weights, or --from-weights on export) into it.
-func loadModel(c *cli.Context, ref string) (*model, error) {
+func loadModel(c *cli.Context, ref string) (*model, error) { return loadModelWith(c, ref, nil) }
+
+// configHook adjusts a variant's resolved config before the build (e.g. clm turns causal
+// on); its error is returned as it is.
+type configHook func(d variant.Description, cfg variant.Config) error
+
+// loadModelWith is loadModel with hook (nil for none) applied to a variant's config; an ONNX
+// file's config is fixed, and the hook does not run for it.
+func loadModelWith(c *cli.Context, ref string, hook configHook) (*model, error) {
 	var m *model
 	var err error
 	if isONNXPath(ref) {
@@ -140,6 +148,11 @@ func loadModel(c *cli.Context, ref string) (*model, error) {
 		v, entry, preset, cfg, rerr := resolveVariant(c, ref)
 		if rerr != nil {
 			return nil, rerr
+		}
+		if hook != nil {
+			if err := hook(v.Describe(), cfg); err != nil {
+				return nil, err
+			}
 		}
 		m, err = buildModel(c.Context, v, entry, preset, cfg, c.Uint64(flagSeed.Name))
 	}

@@ -18,7 +18,8 @@ import (
 )
 
 // Version is the variant's version; it changes when the graph or initialisation changes.
-const Version = "1.0.0"
+// 1.1.0: dropout (training builds only).
+const Version = "1.1.0"
 
 // Variant is the linear-attention encoder.
 type Variant struct{}

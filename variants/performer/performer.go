@@ -40,7 +40,8 @@ import (
 )
 
 // Version is the variant's version; it changes when the graph or initialisation changes.
-const Version = "1.0.0"
+// 1.1.0: dropout (training builds only).
+const Version = "1.1.0"
 
 // Variant is the Performer (FAVOR+) encoder.
 type Variant struct{}

@@ -45,7 +45,8 @@ import (
 // Version is the variant's version; it changes when the graph, the initialisation or the
 // meaning of a hyperparameter changes. 1.1.0: scale is nn.ScaleParam's float (0 divides by
 // √d_k, 1 leaves the scores unscaled), where 1.0.0 had a bool (true, false).
-const Version = "1.1.0"
+// 1.2.0: dropout (training builds only).
+const Version = "1.2.0"
 
 // Variant is the block-sparse encoder.
 type Variant struct{}
