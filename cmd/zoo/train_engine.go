@@ -35,6 +35,22 @@ type graphEngine struct {
 	train, held  *lmdata.Loader
 	feed         map[string]*tensor.Tensor
 	smoothing    float64
+	// model is the training build (its dropout inputs and rate); seed draws the masks.
+	model *graph.Graph
+	seed  uint64
+}
+
+// withoutDropoutInputs returns g's view without its dropout inputs, for finding the token
+// inputs of a training build.
+func withoutDropoutInputs(g *graph.Graph) *graph.Graph {
+	out := *g
+	out.Inputs = nil
+	for _, in := range g.Inputs {
+		if !variant.IsDropoutInput(in.Name) {
+			out.Inputs = append(out.Inputs, in)
+		}
+	}
+	return &out
 }
 
 // paramsAsInputs returns a copy of g in which the named initializers are graph inputs of
@@ -73,9 +89,9 @@ func paramsAsInputs(g *graph.Graph, params []string, keep []string) *graph.Graph
 
 // newGraphEngine builds and compiles the step (and, with an eval file, the eval) program of
 // m, whose parameters live in params (layout).
-func newGraphEngine(ctx context.Context, m *model, st trainSettings, evalPath string, choice backends.Choice, threads int,
+func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, evalPath string, choice backends.Choice, threads int,
 	layout *optim.Layout, params []float32) (*graphEngine, error) {
-	tokName, maskName, err := tokenInputs(m.Graph)
+	tokName, maskName, err := tokenInputs(withoutDropoutInputs(m.Graph))
 	if err != nil {
 		return nil, badInput(err)
 	}
@@ -93,7 +109,7 @@ func newGraphEngine(ctx context.Context, m *model, st trainSettings, evalPath st
 		return nil, badInput(err)
 	}
 	e := &graphEngine{layout: layout, tokName: tokName, maskName: maskName, vocab: vocab, batch: st.Batch,
-		feed: map[string]*tensor.Tensor{}, smoothing: st.LabelSmoothing}
+		feed: map[string]*tensor.Tensor{}, smoothing: st.LabelSmoothing, model: m.Graph, seed: st.Seed}
 	if e.train, err = loaderFor(st.Input, "--input", st.Window, lmdata.ByteOptions(obj, st.Batch, st.Seed), st.Shuffle); err != nil {
 		return nil, err
 	}
@@ -115,6 +131,11 @@ func newGraphEngine(ctx context.Context, m *model, st trainSettings, evalPath st
 	shapes := func(b, n int) map[string][]int {
 		s := tokenShapes(tokName, maskName)(b, n)
 		s[autodiff.InputTargets] = []int{b, n}
+		for _, in := range m.Graph.Inputs {
+			if variant.IsDropoutInput(in.Name) && len(in.Shape) == 3 {
+				s[in.Name] = []int{b, n, int(in.Shape[2].Size)}
+			}
+		}
 		return s
 	}
 	if err := guardMemory("the training step of "+m.displayName(), trainG,
@@ -131,7 +152,7 @@ func newGraphEngine(ctx context.Context, m *model, st trainSettings, evalPath st
 		return nil, failed(fmt.Errorf("compile the training step of %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
 	}
 	if e.held != nil {
-		if e.eval_, err = choice.Backend.Compile(paramsAsInputs(m.Graph, layout.Names, []string{variant.OutputLogits}), opts); err != nil {
+		if e.eval_, err = choice.Backend.Compile(paramsAsInputs(infer.Graph, layout.Names, []string{variant.OutputLogits}), opts); err != nil {
 			e.close()
 			return nil, failed(fmt.Errorf("compile the evaluation of %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
 		}
@@ -189,7 +210,19 @@ func (e *graphEngine) step(ctx context.Context, k int, params, grads []float32) 
 	}
 	e.inputs(b)
 	e.feed[autodiff.InputTargets] = &tensor.Tensor{DType: tensor.Int64, Shape: []int{b.B, b.N}, I64: b.Targets}
-	defer delete(e.feed, autodiff.InputTargets)
+	drops, err := lmdata.DropoutFeeds(e.model, e.seed, k, b.B, b.N)
+	if err != nil {
+		return 0, 0, err
+	}
+	for name, t := range drops {
+		e.feed[name] = t
+	}
+	defer func() {
+		delete(e.feed, autodiff.InputTargets)
+		for name := range drops {
+			delete(e.feed, name)
+		}
+	}()
 	outs, err := e.step_.Run(ctx, e.feed)
 	if err != nil {
 		return 0, 0, err
@@ -240,55 +273,69 @@ func (e *graphEngine) eval(ctx context.Context, params []float32) (float64, floa
 
 // buildTrainModel resolves and builds the model of a run from its settings (not from the
 // flags, which a resumed run may not repeat): the registry entry, the preset, the --set
-// values and, for clm, causal on.
-func buildTrainModel(c *cli.Context, st trainSettings) (*model, error) {
+// values and, for clm, causal on. It returns the training build (variant.WithTraining:
+// dropout sites are graph inputs) and, when infer is set, the inference build of the same
+// config (for evaluation), both from the run's seed.
+func buildTrainModel(c *cli.Context, st trainSettings, infer bool) (train, inference *model, err error) {
 	reg, err := loadRegistry(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if isONNXPath(st.Model) {
-		return nil, badInputf("train: %s is an ONNX file; zoo trains its variants (see `zoo list`), whose parameters it knows by name", st.Model)
+		return nil, nil, badInputf("train: %s is an ONNX file; zoo trains its variants (see `zoo list`), whose parameters it knows by name", st.Model)
 	}
 	entry, preset, err := reg.Lookup(st.Model)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, nil, badInput(err)
 	}
 	v, err := variantFor(c.Context, entry)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	layers := []map[string]any{entry.Defaults}
 	if preset != "" {
 		values, ok := entry.Presets[preset]
 		if !ok {
-			return nil, badInputf("variant %s has no preset %q (presets: %s)", entry.Name, preset, strings.Join(entry.PresetNames(), ", "))
+			return nil, nil, badInputf("variant %s has no preset %q (presets: %s)", entry.Name, preset, strings.Join(entry.PresetNames(), ", "))
 		}
 		layers = append(layers, values)
 	}
 	sets, err := parseSets(st.Sets)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, nil, badInput(err)
 	}
 	layers = append(layers, sets)
 	desc := v.Describe()
 	if st.Objective == objectiveCLM {
 		if _, ok := desc.Param("causal"); !ok {
-			return nil, badInputf("--objective clm: %s has no causal mode (no causal hyperparameter), so every position would see its target; train it with --objective mlm", entry.Name)
+			return nil, nil, badInputf("--objective clm: %s has no causal hyperparameter (its attention cannot hide later positions, so every position would see its target); use --objective mlm", entry.Name)
+		}
+		if v, ok := sets["causal"]; ok && strings.TrimSpace(fmt.Sprint(v)) != "true" {
+			return nil, nil, badInputf("--objective clm needs causal=true; drop --set causal=%v", v)
 		}
 		layers = append(layers, map[string]any{"causal": "true"})
 	}
 	cfg, err := variant.Resolve(desc, layers...)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, nil, badInput(err)
 	}
-	return buildModel(c.Context, v, entry, preset, cfg, st.Seed)
+	if train, err = buildModel(c.Context, v, entry, preset, variant.WithTraining(cfg), st.Seed); err != nil {
+		return nil, nil, err
+	}
+	train.Config = cfg // the config users see and checkpoints record, without the build flag
+	if infer {
+		if inference, err = buildModel(c.Context, v, entry, preset, cfg, st.Seed); err != nil {
+			return nil, nil, err
+		}
+	}
+	return train, inference, nil
 }
 
 // prepareTraining builds the model, loads its initial weights (--weights, or the resumed
 // checkpoint with its optimizer state), lays out its parameters, selects the backend and
 // compiles the step and eval programs.
 func prepareTraining(c *cli.Context, st trainSettings, rs *resumeState) (*trainJob, error) {
-	m, err := buildTrainModel(c, st)
+	m, infer, err := buildTrainModel(c, st, c.String("eval") != "")
 	if err != nil {
 		return nil, err
 	}
@@ -321,6 +368,13 @@ func prepareTraining(c *cli.Context, st trainSettings, rs *resumeState) (*trainJ
 		}
 		m.WeightsFile = rs.path
 	}
+	if infer != nil {
+		// The evaluation build gets the same state: buffers loaded with --weights or --resume
+		// too (its parameters are fed from the training buffer).
+		if err := graph.LoadStateDict(infer.Graph, m.Graph.StateDict()); err != nil {
+			return nil, failed(fmt.Errorf("the evaluation build of %s differs from the training build: %w", m.displayName(), err))
+		}
+	}
 	window, err := chooseWindow(m, st.Window)
 	if err != nil {
 		return nil, badInput(err)
@@ -334,7 +388,7 @@ func prepareTraining(c *cli.Context, st trainSettings, rs *resumeState) (*trainJ
 	if err != nil {
 		return nil, badInput(err)
 	}
-	eng, err := newGraphEngine(c.Context, m, st, c.String("eval"), choice, threads, layout, params)
+	eng, err := newGraphEngine(c.Context, m, infer, st, c.String("eval"), choice, threads, layout, params)
 	if err != nil {
 		return nil, err
 	}
