@@ -48,7 +48,9 @@ func trainCommand() *cli.Command {
 			"and taken cyclically (--shuffle: in a seeded order). -o FILE.safetensors holds the model's state_dict;\n" +
 			"FILE.optim.safetensors beside it the optimizer's moments and step count. --resume FILE continues a run\n" +
 			"with the settings it started with, so that its losses equal an uninterrupted run's bit for bit;\n" +
-			"a killed run loses the steps since its last save (--save-every).",
+			"a killed or interrupted run loses the steps since its last save (--save-every). A NaN or infinite\n" +
+			"loss stops training with one line naming the step and the parameter with the largest gradient.\n" +
+			"--seed draws the initial weights and also mlm's masks, dropout and --shuffle's order.",
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "training text `FILE` (any bytes)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the trained state_dict to `FILE`.safetensors (and the optimizer state to FILE.optim.safetensors)"},
@@ -183,7 +185,7 @@ var resumable = map[string]bool{"steps": true, "input": true}
 // a moved file) from the command line when given. Any other flag given with a value other
 // than the recorded one is bad input: a resumed run keeps its settings.
 func mergeResume(c *cli.Context, rec, flags trainSettings, ref string) (trainSettings, error) {
-	if ref != "" && ref != rec.Model && !(flags.Model == rec.Model) {
+	if ref != "" && flags.Model != rec.Model {
 		return rec, fmt.Errorf("--resume: the checkpoint is a run of %s, not %s", rec.Model, ref)
 	}
 	recF, flagF := settingsFields(rec), settingsFields(flags)
@@ -353,7 +355,6 @@ func trainAction(c *cli.Context) error {
 			bar.Describe(fmt.Sprintf("step %d/%d loss %.4f lr %.3g %.0f tok/s ETA %s", k, st.Steps, loss, lr, tps, eta))
 		}
 	}
-	t1 := time.Now()
 	runErr := loop.run(c.Context, from, st.Steps)
 	if bar != nil {
 		_ = bar.Finish()
@@ -374,7 +375,6 @@ func trainAction(c *cli.Context) error {
 	if loop.trainTime > 0 {
 		rep.TokensPS = float64(loop.tokens) / loop.trainTime.Seconds()
 	}
-	_ = t1
 	for i := range loop.history {
 		l := &loop.history[i]
 		switch {
