@@ -649,7 +649,9 @@ func (c *GradCtx) zeroLike(x string) string {
 }
 
 // gradMatMul: dA = dY·Bᵀ and dB = Aᵀ·dY, reduced over broadcast batch axes. A batched A with
-// a 2-D B (a linear layer) folds the batch into rows for dB, one plain matrix product.
+// a 2-D B (a linear layer) folds the batch into rows for dB, one plain matrix product. 1-D
+// operands are promoted to matrices as numpy does (A to a row, B to a column) and their
+// gradients reshaped back.
 func gradMatMul(c *GradCtx) ([]string, error) {
 	g := c.grads()
 	dy := c.OutGrads[0]
@@ -665,28 +667,49 @@ func gradMatMul(c *GradCtx) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ra < 2 || rb < 2 {
-		return nil, fmt.Errorf("gradient of MatMul %q: 1-D operands have no rule", c.Node.Name)
+	sa, sb, so := c.In[0].Shape, c.In[1].Shape, c.Out[0].Shape
+	if so == nil {
+		return nil, fmt.Errorf("gradient of MatMul %q: output has no static rank", c.Node.Name)
+	}
+	vecA, vecB := ra == 1, rb == 1
+	switch {
+	case vecA && vecB:
+		dy, so = c.Unsqueeze(dy, 0, 1), Shape{Fixed(1), Fixed(1)}
+	case vecA:
+		last := len(so) - 1
+		dy, so = c.Unsqueeze(dy, -2), append(append(append(Shape{}, so[:last]...), Fixed(1)), so[last])
+	case vecB:
+		dy, so = c.Unsqueeze(dy, -1), so.withLast(Fixed(1))
+	}
+	if vecA {
+		a, sa, ra = c.Unsqueeze(a, 0), append(Shape{Fixed(1)}, sa...), 2
+	}
+	if vecB {
+		b, sb, rb = c.Unsqueeze(b, -1), sb.withLast(Fixed(1)), 2
 	}
 	if c.float(0) {
 		ga := c.MatMul(dy, c.transposeLast(b, rb))
-		if g[0], err = c.ReduceTo(ga, c.Out[0].Shape[:len(c.Out[0].Shape)-1].withLast(c.In[0].Shape[ra-1]), c.In[0].Shape, a); err != nil {
+		if ga, err = c.ReduceTo(ga, so[:len(so)-1].withLast(sa[ra-1]), sa, a); err != nil {
 			return nil, err
+		}
+		g[0] = ga
+		if vecA {
+			g[0] = c.reshapeLike(ga, c.In[0].Shape, c.Node.Inputs[0])
 		}
 	}
 	if c.float(1) {
-		if rb == 2 && ra > 2 && c.In[0].Shape[ra-1].Known() && c.Out[0].Shape[len(c.Out[0].Shape)-1].Known() {
-			k, n := c.In[0].Shape[ra-1].Size, c.Out[0].Shape[len(c.Out[0].Shape)-1].Size
-			a2 := c.Reshape(a, -1, k)
-			d2 := c.Reshape(dy, -1, n)
-			g[1] = c.MatMul(c.Transpose(a2, 1, 0), d2)
+		if rb == 2 && ra > 2 && sa[ra-1].Known() && so[len(so)-1].Known() {
+			k, n := sa[ra-1].Size, so[len(so)-1].Size
+			g[1] = c.MatMul(c.Transpose(c.Reshape(a, -1, k), 1, 0), c.Reshape(dy, -1, n))
 		} else {
 			gb := c.MatMul(c.transposeLast(a, ra), dy)
-			ro := len(c.Out[0].Shape)
-			full := append(append(Shape{}, c.Out[0].Shape[:ro-2]...), c.In[1].Shape[rb-2], c.In[1].Shape[rb-1])
-			if g[1], err = c.ReduceTo(gb, full, c.In[1].Shape, b); err != nil {
+			full := append(append(Shape{}, so[:len(so)-2]...), sb[rb-2], sb[rb-1])
+			if g[1], err = c.ReduceTo(gb, full, sb, b); err != nil {
 				return nil, err
 			}
+		}
+		if vecB {
+			g[1] = c.reshapeLike(g[1], c.In[1].Shape, c.Node.Inputs[1])
 		}
 	}
 	return g, nil
