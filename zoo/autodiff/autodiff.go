@@ -17,7 +17,8 @@
 // LossOptions.IgnoreIndex) of PyTorch's label-smoothed cross-entropy. Gradients adds one
 // output per parameter, named GradName(param) ("<param>.grad"), and returns the map from
 // parameter to that output. Running the result on a backend with the model's inputs and the
-// targets gives the loss, the model's outputs and every gradient in one call.
+// targets gives the loss, the model's outputs and every gradient in one call. LiftParams turns
+// the parameters into graph inputs, so that one compiled program takes new weights each step.
 //
 // # What takes a gradient
 //
