@@ -50,11 +50,12 @@ func (g *Graph) Extend(scope string) *Builder {
 		ng.Meta[k] = v
 	}
 	b := &Builder{g: ng, counts: map[string]int{}, consts: map[string]string{}}
-	taken := map[string]bool{}
+	next := 0 // Const names its constants const::<count>: count past every such name in g
 	for _, in := range g.Initializers {
-		taken[in.Name] = true
-	}
-	for _, in := range g.Initializers {
+		var k int
+		if _, err := fmt.Sscanf(in.Name, constPrefix+"%d", &k); err == nil && k >= next {
+			next = k + 1
+		}
 		if !IsConstName(in.Name) {
 			continue
 		}
@@ -64,9 +65,8 @@ func (g *Graph) Extend(scope string) *Builder {
 		}
 		b.consts[key] = in.Name
 	}
-	// Const names its constants by count; reserve counts whose names g already uses.
-	for taken[fmt.Sprintf("%s%d", constPrefix, len(b.consts))] {
-		b.consts[fmt.Sprintf("reserved:%d", len(b.consts))] = ""
+	for i := 0; len(b.consts) < next; i++ {
+		b.consts[fmt.Sprintf("reserved:%d", i)] = ""
 	}
 	if scope != "" {
 		b.scope = []string{scope}
@@ -74,8 +74,8 @@ func (g *Graph) Extend(scope string) *Builder {
 	return b
 }
 
-// ConstTensor returns the tensor of the initializer or Constant-free builder constant name in
-// the graph being built, or nil when name is not an initializer.
+// ConstTensor returns the tensor of the initializer name (a parameter, buffer or builder
+// constant) of the graph being built, or nil when name is not an initializer.
 func (b *Builder) ConstTensor(name string) *tensor.Tensor { return b.g.Initializer(name) }
 
 // ---- helpers the rules share ----
