@@ -202,6 +202,12 @@ func Gradients(ctx context.Context, g *graph.Graph, loss string, wrt []string) (
 			}
 		}
 	}
+	producer := map[string]*graph.Node{}
+	for _, n := range g.Nodes {
+		for _, o := range n.Outputs {
+			producer[o] = n
+		}
+	}
 	b := g.Extend(freeScope(g))
 	contrib := map[string][]string{loss: {b.ConstFloat(1)}}
 	sum := func(v string) string {
@@ -226,7 +232,7 @@ func Gradients(ctx context.Context, g *graph.Graph, loss string, wrt []string) (
 		}
 		c := &graph.GradCtx{Builder: b, Node: n,
 			OutGrads: make([]string, len(n.Outputs)), In: make([]graph.ValueInfo, len(n.Inputs)), Out: make([]graph.ValueInfo, len(n.Outputs)),
-			Need: make([]bool, len(n.Inputs))}
+			Need: make([]bool, len(n.Inputs)), Producer: func(v string) *graph.Node { return producer[v] }}
 		some := false
 		for i, o := range n.Outputs {
 			c.Out[i] = types[o]

@@ -307,3 +307,33 @@ func TestCrossEntropyFiniteDifferences(t *testing.T) {
 		})
 	}
 }
+
+// MatMul's rule reads through a Transpose of its operand (attention's Kᵀ, a linear layer's
+// Wᵀ) instead of transposing back; the result must still be the gradient.
+func TestMatMulThroughTransposeFiniteDifferences(t *testing.T) {
+	b := graph.NewBuilder("qk")
+	q := b.Param("q", rnd(300, -1, 1, 2, 3, 4))
+	k := b.Param("k", rnd(301, -1, 1, 2, 5, 4))
+	w := b.Param("w", rnd(302, -1, 1, 6, 5))
+	s := b.MatMul(b.MatMul(q, b.Transpose(k, 0, 2, 1)), b.Transpose(w, 1, 0))
+	b.Output("loss", b.Op("ReduceSum", []string{b.Mul(s, b.Buffer("r", rnd(303, -1, 1, 2, 3, 6)))}, graph.Attrs{"keepdims": graph.Int(0)}), tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFD(t, g, nil)
+	gg, _, err := autodiff.Gradients(context.Background(), g, "loss", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transposes := 0
+	for _, n := range gg.Nodes[len(g.Nodes):] {
+		if n.Op == "Transpose" {
+			transposes++
+		}
+	}
+	// Reading through the two forward transposes saves two of the six the plain rule makes.
+	if transposes > 4 {
+		t.Errorf("the backward graph has %d Transpose nodes, want at most 4", transposes)
+	}
+}

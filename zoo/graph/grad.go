@@ -24,6 +24,10 @@ type GradCtx struct {
 	// Need says which inputs want a gradient (they depend on a parameter); nil means all.
 	// A rule may skip the others.
 	Need []bool
+	// Producer returns the node of the forward graph that computes a value (nil for graph
+	// inputs and initializers, or when the caller does not say), so that a rule can read
+	// through a Transpose instead of transposing back.
+	Producer func(value string) *Node
 }
 
 // NoGrad is the gradient rule of an op that is not differentiable: its inputs get no
@@ -158,8 +162,16 @@ func (c *GradCtx) reduceIn(grad string, i int) (string, error) {
 	return c.ReduceTo(grad, c.Out[0].Shape, c.In[i].Shape, c.Node.Inputs[i])
 }
 
-// transposeLast swaps the last two axes of a value of rank r.
+// transposeLast swaps the last two axes of a value of rank r; when x is itself such a
+// transpose of a forward value, it returns that value rather than transposing twice.
 func (c *GradCtx) transposeLast(x string, r int) string {
+	if c.Producer != nil {
+		if p := c.Producer(x); p != nil && p.Op == "Transpose" {
+			if perm, ok := p.IntList("perm"); ok && len(perm) == r && swapsLast(perm) {
+				return p.Inputs[0]
+			}
+		}
+	}
 	perm := make([]int64, r)
 	for i := range perm {
 		perm[i] = int64(i)
@@ -713,6 +725,20 @@ func gradMatMul(c *GradCtx) ([]string, error) {
 		}
 	}
 	return g, nil
+}
+
+// swapsLast reports whether perm swaps the last two axes and keeps the others.
+func swapsLast(perm []int64) bool {
+	r := len(perm)
+	if r < 2 || perm[r-1] != int64(r-2) || perm[r-2] != int64(r-1) {
+		return false
+	}
+	for i := 0; i < r-2; i++ {
+		if perm[i] != int64(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // withLast returns s with d appended.
