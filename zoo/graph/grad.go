@@ -90,13 +90,21 @@ func (c *GradCtx) one() string  { return c.ConstFloat(1) }
 // op1 adds a one-output node.
 func (c *GradCtx) op1(op string, attrs Attrs, in ...string) string { return c.Op(op, in, attrs) }
 
-// constInts returns the values of input i when it is a constant (an initializer).
+// constInts returns the values of integer input i when it is a constant: an initializer or
+// the output of a Constant node (as PyTorch exports axes and steps).
 func (c *GradCtx) constInts(i int) ([]int64, bool) {
 	name := c.Node.Input(i)
 	if name == "" {
 		return nil, false
 	}
 	t := c.ConstTensor(name)
+	if t == nil && c.Producer != nil {
+		if p := c.Producer(name); p != nil && p.Op == "Constant" && len(p.Outputs) == 1 {
+			if outs, err := EvalNode(p, nil); err == nil {
+				t = outs[0]
+			}
+		}
+	}
 	if t == nil || !isInt(t.DType) {
 		return nil, false
 	}
