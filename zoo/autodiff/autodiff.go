@@ -17,7 +17,8 @@
 // LossOptions.IgnoreIndex) of PyTorch's label-smoothed cross-entropy. Gradients adds one
 // output per parameter, named GradName(param) ("<param>.grad"), and returns the map from
 // parameter to that output. Running the result on a backend with the model's inputs and the
-// targets gives the loss, the model's outputs and every gradient in one call.
+// targets gives the loss, the model's outputs and every gradient in one call. LiftParams turns
+// the parameters into graph inputs, so that one compiled program takes new weights each step.
 //
 // # What takes a gradient
 //
@@ -201,6 +202,12 @@ func Gradients(ctx context.Context, g *graph.Graph, loss string, wrt []string) (
 			}
 		}
 	}
+	producer := map[string]*graph.Node{}
+	for _, n := range g.Nodes {
+		for _, o := range n.Outputs {
+			producer[o] = n
+		}
+	}
 	b := g.Extend(freeScope(g))
 	contrib := map[string][]string{loss: {b.ConstFloat(1)}}
 	sum := func(v string) string {
@@ -225,7 +232,7 @@ func Gradients(ctx context.Context, g *graph.Graph, loss string, wrt []string) (
 		}
 		c := &graph.GradCtx{Builder: b, Node: n,
 			OutGrads: make([]string, len(n.Outputs)), In: make([]graph.ValueInfo, len(n.Inputs)), Out: make([]graph.ValueInfo, len(n.Outputs)),
-			Need: make([]bool, len(n.Inputs))}
+			Need: make([]bool, len(n.Inputs)), Producer: func(v string) *graph.Node { return producer[v] }}
 		some := false
 		for i, o := range n.Outputs {
 			c.Out[i] = types[o]

@@ -241,3 +241,39 @@ func TestWithCrossEntropy(t *testing.T) {
 		t.Errorf("twice: error %v", err)
 	}
 }
+
+// A training graph with its parameters lifted to inputs computes the same loss and gradients
+// from fed weights.
+func TestLiftParams(t *testing.T) {
+	b := graph.NewBuilder("lift")
+	x := b.Param("x", f32(s(3), 1, 2, -3))
+	w := b.Param("w", f32(s(3), 0.5, 1, 2))
+	b.Output("loss", sumAll(b, b.Mul(b.Mul(x, w), x)), tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gg, names, err := autodiff.Gradients(context.Background(), g, "loss", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lifted, err := autodiff.LiftParams(gg, autodiff.Params(g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lifted.Initializer("x") != nil || gg.Initializer("x") == nil {
+		t.Fatal("x is still an initializer of the lifted graph, or was taken from the original")
+	}
+	out, err := lifted.Eval(context.Background(), map[string]*tensor.Tensor{"x": f32(s(3), 2, 0, 1), "w": f32(s(3), 1, 1, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantF32(t, "loss", out["loss"], 5)
+	wantF32(t, "d/dx", out[names["x"]], 4, 0, 2)
+	wantF32(t, "d/dw", out[names["w"]], 4, 0, 1)
+	for _, bad := range [][]string{{"nope"}, {"x", "x"}} {
+		if _, err := autodiff.LiftParams(gg, bad); err == nil {
+			t.Errorf("LiftParams(%q): no error", bad)
+		}
+	}
+}

@@ -123,6 +123,9 @@ func fdCases() []fdCase {
 		{name: "Slice/empty-before", op: "Slice", in: []*tensor.Tensor{rnd(47, -1, 1, 4, 2), i64(s(1), 0), i64(s(1), 2), i64(s(1), 0), i64(s(1), 1)}},
 		{name: "Gather/embedding", op: "Gather", in: []*tensor.Tensor{rnd(48, -1, 1, 4, 3), i64(s(2, 3), 1, 3, 1, 0, -1, 1)}},
 		{name: "Gather/axis1", op: "Gather", attrs: graph.Attrs{"axis": graph.Int(1)}, in: []*tensor.Tensor{rnd(49, -1, 1, 2, 4, 3), i64(s(3), 2, 2, 0)}},
+		{name: "MatMul/vec-mat", op: "MatMul", in: []*tensor.Tensor{rnd(80, -1, 1, 3), rnd(81, -1, 1, 2, 3, 4)}},
+		{name: "MatMul/mat-vec", op: "MatMul", in: []*tensor.Tensor{rnd(82, -1, 1, 2, 2, 3), rnd(83, -1, 1, 3)}},
+		{name: "MatMul/dot", op: "MatMul", in: []*tensor.Tensor{rnd(84, -1, 1, 3), rnd(85, -1, 1, 3)}},
 		{name: "MatMul/2d", op: "MatMul", in: []*tensor.Tensor{rnd(50, -1, 1, 2, 3), rnd(51, -1, 1, 3, 4)}},
 		{name: "MatMul/batched-linear", op: "MatMul", in: []*tensor.Tensor{rnd(52, -1, 1, 2, 3, 4), rnd(53, -1, 1, 4, 2)}},
 		{name: "MatMul/broadcast-batch", op: "MatMul", in: []*tensor.Tensor{rnd(54, -1, 1, 1, 2, 3), rnd(55, -1, 1, 2, 3, 2)}},
@@ -302,5 +305,35 @@ func TestCrossEntropyFiniteDifferences(t *testing.T) {
 			}
 			checkFD(t, g, map[string]*tensor.Tensor{"targets": i64(s(2, 3), 4, -100, 0, 2, 2, -100)})
 		})
+	}
+}
+
+// MatMul's rule reads through a Transpose of its operand (attention's Kᵀ, a linear layer's
+// Wᵀ) instead of transposing back; the result must still be the gradient.
+func TestMatMulThroughTransposeFiniteDifferences(t *testing.T) {
+	b := graph.NewBuilder("qk")
+	q := b.Param("q", rnd(300, -1, 1, 2, 3, 4))
+	k := b.Param("k", rnd(301, -1, 1, 2, 5, 4))
+	w := b.Param("w", rnd(302, -1, 1, 6, 5))
+	s := b.MatMul(b.MatMul(q, b.Transpose(k, 0, 2, 1)), b.Transpose(w, 1, 0))
+	b.Output("loss", b.Op("ReduceSum", []string{b.Mul(s, b.Buffer("r", rnd(303, -1, 1, 2, 3, 6)))}, graph.Attrs{"keepdims": graph.Int(0)}), tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFD(t, g, nil)
+	gg, _, err := autodiff.Gradients(context.Background(), g, "loss", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transposes := 0
+	for _, n := range gg.Nodes[len(g.Nodes):] {
+		if n.Op == "Transpose" {
+			transposes++
+		}
+	}
+	// Reading through the two forward transposes saves two of the six the plain rule makes.
+	if transposes > 4 {
+		t.Errorf("the backward graph has %d Transpose nodes, want at most 4", transposes)
 	}
 }

@@ -24,6 +24,10 @@ type GradCtx struct {
 	// Need says which inputs want a gradient (they depend on a parameter); nil means all.
 	// A rule may skip the others.
 	Need []bool
+	// Producer returns the node of the forward graph that computes a value (nil for graph
+	// inputs and initializers, or when the caller does not say), so that a rule can read
+	// through a Transpose instead of transposing back.
+	Producer func(value string) *Node
 }
 
 // NoGrad is the gradient rule of an op that is not differentiable: its inputs get no
@@ -50,11 +54,12 @@ func (g *Graph) Extend(scope string) *Builder {
 		ng.Meta[k] = v
 	}
 	b := &Builder{g: ng, counts: map[string]int{}, consts: map[string]string{}}
-	taken := map[string]bool{}
+	next := 0 // Const names its constants const::<count>: count past every such name in g
 	for _, in := range g.Initializers {
-		taken[in.Name] = true
-	}
-	for _, in := range g.Initializers {
+		var k int
+		if _, err := fmt.Sscanf(in.Name, constPrefix+"%d", &k); err == nil && k >= next {
+			next = k + 1
+		}
 		if !IsConstName(in.Name) {
 			continue
 		}
@@ -64,9 +69,8 @@ func (g *Graph) Extend(scope string) *Builder {
 		}
 		b.consts[key] = in.Name
 	}
-	// Const names its constants by count; reserve counts whose names g already uses.
-	for taken[fmt.Sprintf("%s%d", constPrefix, len(b.consts))] {
-		b.consts[fmt.Sprintf("reserved:%d", len(b.consts))] = ""
+	for i := 0; len(b.consts) < next; i++ {
+		b.consts[fmt.Sprintf("reserved:%d", i)] = ""
 	}
 	if scope != "" {
 		b.scope = []string{scope}
@@ -74,8 +78,8 @@ func (g *Graph) Extend(scope string) *Builder {
 	return b
 }
 
-// ConstTensor returns the tensor of the initializer or Constant-free builder constant name in
-// the graph being built, or nil when name is not an initializer.
+// ConstTensor returns the tensor of the initializer name (a parameter, buffer or builder
+// constant) of the graph being built, or nil when name is not an initializer.
 func (b *Builder) ConstTensor(name string) *tensor.Tensor { return b.g.Initializer(name) }
 
 // ---- helpers the rules share ----
@@ -86,13 +90,21 @@ func (c *GradCtx) one() string  { return c.ConstFloat(1) }
 // op1 adds a one-output node.
 func (c *GradCtx) op1(op string, attrs Attrs, in ...string) string { return c.Op(op, in, attrs) }
 
-// constInts returns the values of input i when it is a constant (an initializer).
+// constInts returns the values of integer input i when it is a constant: an initializer or
+// the output of a Constant node (as PyTorch exports axes and steps).
 func (c *GradCtx) constInts(i int) ([]int64, bool) {
 	name := c.Node.Input(i)
 	if name == "" {
 		return nil, false
 	}
 	t := c.ConstTensor(name)
+	if t == nil && c.Producer != nil {
+		if p := c.Producer(name); p != nil && p.Op == "Constant" && len(p.Outputs) == 1 {
+			if outs, err := EvalNode(p, nil); err == nil {
+				t = outs[0]
+			}
+		}
+	}
 	if t == nil || !isInt(t.DType) {
 		return nil, false
 	}
@@ -158,8 +170,16 @@ func (c *GradCtx) reduceIn(grad string, i int) (string, error) {
 	return c.ReduceTo(grad, c.Out[0].Shape, c.In[i].Shape, c.Node.Inputs[i])
 }
 
-// transposeLast swaps the last two axes of a value of rank r.
+// transposeLast swaps the last two axes of a value of rank r; when x is itself such a
+// transpose of a forward value, it returns that value rather than transposing twice.
 func (c *GradCtx) transposeLast(x string, r int) string {
+	if c.Producer != nil {
+		if p := c.Producer(x); p != nil && p.Op == "Transpose" {
+			if perm, ok := p.IntList("perm"); ok && len(perm) == r && swapsLast(perm) {
+				return p.Inputs[0]
+			}
+		}
+	}
 	perm := make([]int64, r)
 	for i := range perm {
 		perm[i] = int64(i)
@@ -649,7 +669,9 @@ func (c *GradCtx) zeroLike(x string) string {
 }
 
 // gradMatMul: dA = dY·Bᵀ and dB = Aᵀ·dY, reduced over broadcast batch axes. A batched A with
-// a 2-D B (a linear layer) folds the batch into rows for dB, one plain matrix product.
+// a 2-D B (a linear layer) folds the batch into rows for dB, one plain matrix product. 1-D
+// operands are promoted to matrices as numpy does (A to a row, B to a column) and their
+// gradients reshaped back.
 func gradMatMul(c *GradCtx) ([]string, error) {
 	g := c.grads()
 	dy := c.OutGrads[0]
@@ -665,31 +687,66 @@ func gradMatMul(c *GradCtx) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ra < 2 || rb < 2 {
-		return nil, fmt.Errorf("gradient of MatMul %q: 1-D operands have no rule", c.Node.Name)
+	sa, sb, so := c.In[0].Shape, c.In[1].Shape, c.Out[0].Shape
+	if so == nil {
+		return nil, fmt.Errorf("gradient of MatMul %q: output has no static rank", c.Node.Name)
+	}
+	vecA, vecB := ra == 1, rb == 1
+	switch {
+	case vecA && vecB:
+		dy, so = c.Unsqueeze(dy, 0, 1), Shape{Fixed(1), Fixed(1)}
+	case vecA:
+		last := len(so) - 1
+		dy, so = c.Unsqueeze(dy, -2), append(append(append(Shape{}, so[:last]...), Fixed(1)), so[last])
+	case vecB:
+		dy, so = c.Unsqueeze(dy, -1), so.withLast(Fixed(1))
+	}
+	if vecA {
+		a, sa, ra = c.Unsqueeze(a, 0), append(Shape{Fixed(1)}, sa...), 2
+	}
+	if vecB {
+		b, sb, rb = c.Unsqueeze(b, -1), sb.withLast(Fixed(1)), 2
 	}
 	if c.float(0) {
 		ga := c.MatMul(dy, c.transposeLast(b, rb))
-		if g[0], err = c.ReduceTo(ga, c.Out[0].Shape[:len(c.Out[0].Shape)-1].withLast(c.In[0].Shape[ra-1]), c.In[0].Shape, a); err != nil {
+		if ga, err = c.ReduceTo(ga, so[:len(so)-1].withLast(sa[ra-1]), sa, a); err != nil {
 			return nil, err
+		}
+		g[0] = ga
+		if vecA {
+			g[0] = c.reshapeLike(ga, c.In[0].Shape, c.Node.Inputs[0])
 		}
 	}
 	if c.float(1) {
-		if rb == 2 && ra > 2 && c.In[0].Shape[ra-1].Known() && c.Out[0].Shape[len(c.Out[0].Shape)-1].Known() {
-			k, n := c.In[0].Shape[ra-1].Size, c.Out[0].Shape[len(c.Out[0].Shape)-1].Size
-			a2 := c.Reshape(a, -1, k)
-			d2 := c.Reshape(dy, -1, n)
-			g[1] = c.MatMul(c.Transpose(a2, 1, 0), d2)
+		if rb == 2 && ra > 2 && sa[ra-1].Known() && so[len(so)-1].Known() {
+			k, n := sa[ra-1].Size, so[len(so)-1].Size
+			g[1] = c.MatMul(c.Transpose(c.Reshape(a, -1, k), 1, 0), c.Reshape(dy, -1, n))
 		} else {
 			gb := c.MatMul(c.transposeLast(a, ra), dy)
-			ro := len(c.Out[0].Shape)
-			full := append(append(Shape{}, c.Out[0].Shape[:ro-2]...), c.In[1].Shape[rb-2], c.In[1].Shape[rb-1])
-			if g[1], err = c.ReduceTo(gb, full, c.In[1].Shape, b); err != nil {
+			full := append(append(Shape{}, so[:len(so)-2]...), sb[rb-2], sb[rb-1])
+			if g[1], err = c.ReduceTo(gb, full, sb, b); err != nil {
 				return nil, err
 			}
 		}
+		if vecB {
+			g[1] = c.reshapeLike(g[1], c.In[1].Shape, c.Node.Inputs[1])
+		}
 	}
 	return g, nil
+}
+
+// swapsLast reports whether perm swaps the last two axes and keeps the others.
+func swapsLast(perm []int64) bool {
+	r := len(perm)
+	if r < 2 || perm[r-1] != int64(r-2) || perm[r-2] != int64(r-1) {
+		return false
+	}
+	for i := 0; i < r-2; i++ {
+		if perm[i] != int64(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // withLast returns s with d appended.

@@ -2,6 +2,7 @@ package paritytest
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -27,7 +28,8 @@ const (
 
 // CheckGradients builds the training graph of g (autodiff.WithCrossEntropy with the
 // fixture's label smoothing and ignore index, then autodiff.Gradients over every parameter),
-// runs the fixture's batch and targets on the CPU backend at 1 and MaxThreads threads, and
+// runs the fixture's batch and targets on the CPU backend at 1 and MaxThreads threads and once
+// with the parameters fed as inputs (autodiff.LiftParams), and
 // compares the loss and every parameter's gradient with the fixture's (written by
 // zoofixtures.generate_grads): every parameter must have a gradient in the fixture and every
 // gradient in the fixture must belong to a parameter.
@@ -70,19 +72,36 @@ func CheckGradients(t testing.TB, g *graph.Graph, f *Fixture) {
 		t.Fatal("cpu backend not registered")
 	}
 	feeds := map[string]*tensor.Tensor{nn.InputTokens: f.Get(t, "tokens"), nn.InputKeyPadding: f.Get(t, "key_padding_mask"), autodiff.InputTargets: f.Get(t, "targets")}
-	for _, threads := range []int{1, MaxThreads} {
-		prog, err := cpu.Compile(train, backends.Options{Threads: threads})
+	lifted, err := autodiff.LiftParams(train, autodiff.Params(g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	liftedFeeds := map[string]*tensor.Tensor{}
+	for k, v := range feeds {
+		liftedFeeds[k] = v
+	}
+	for _, p := range autodiff.Params(g) {
+		liftedFeeds[p] = g.Initializer(p)
+	}
+	for _, run := range []struct {
+		what    string
+		g       *graph.Graph
+		threads int
+		feeds   map[string]*tensor.Tensor
+	}{{"threads 1", train, 1, feeds}, {fmt.Sprintf("threads %d", MaxThreads), train, MaxThreads, feeds}, {"parameters as inputs", lifted, 1, liftedFeeds}} {
+		threads := run.what
+		prog, err := cpu.Compile(run.g, backends.Options{Threads: run.threads})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := prog.Run(context.Background(), feeds)
+		out, err := prog.Run(context.Background(), run.feeds)
 		prog.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
 		gotLoss, wantLoss := float64(out[autodiff.OutputLoss].F32[0]), float64(f.Get(t, "loss").F32[0])
 		if d := math.Abs(gotLoss - wantLoss); !(d <= GradRtol*math.Abs(wantLoss)) {
-			t.Errorf("threads %d: loss %.8g, PyTorch %.8g", threads, gotLoss, wantLoss)
+			t.Errorf("%s: loss %.8g, PyTorch %.8g", threads, gotLoss, wantLoss)
 		}
 		worst, worstName := 0.0, ""
 		for p, name := range grads {
@@ -92,7 +111,7 @@ func CheckGradients(t testing.TB, g *graph.Graph, f *Fixture) {
 			}
 			got := out[name]
 			if got == nil || !tensor.SameShape(got.Shape, w.Shape) {
-				t.Errorf("threads %d: gradient of %s is %v, want shape %v", threads, p, got, w.Shape)
+				t.Errorf("%s: gradient of %s is %v, want shape %v", threads, p, got, w.Shape)
 				continue
 			}
 			diff, scale, at := 0.0, 0.0, 0
@@ -108,13 +127,13 @@ func CheckGradients(t testing.TB, g *graph.Graph, f *Fixture) {
 			}
 			rel := diff / math.Max(scale, math.SmallestNonzeroFloat32)
 			if !(diff <= GradRtol*scale+GradAtol) {
-				t.Errorf("threads %d: gradient of %s differs from PyTorch's by %.3g at element %d (%.3g of its largest |element| %.3g; rtol %g, atol %g)", threads, p, diff, at, rel, scale, GradRtol, GradAtol)
+				t.Errorf("%s: gradient of %s differs from PyTorch's by %.3g at element %d (%.3g of its largest |element| %.3g; rtol %g, atol %g)", threads, p, diff, at, rel, scale, GradRtol, GradAtol)
 			}
 			if rel > worst && diff > GradAtol {
 				worst, worstName = rel, p
 			}
 		}
-		t.Logf("threads %d: loss %.8g (PyTorch %.8g); largest relative gradient difference above atol %.3g (%s)", threads, gotLoss, wantLoss, worst, worstName)
+		t.Logf("%s: loss %.8g (PyTorch %.8g); largest relative gradient difference above atol %.3g (%s)", threads, gotLoss, wantLoss, worst, worstName)
 	}
 }
 
