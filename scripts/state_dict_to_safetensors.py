@@ -12,6 +12,7 @@ safetensors package): the format is an 8-byte little-endian header length, a JSO
 """
 import argparse
 import json
+import os
 import struct
 
 import torch
@@ -59,7 +60,7 @@ def main():
     if hasattr(obj, "state_dict"):
         obj = obj.state_dict()
     state = {(k[len(a.strip):] if a.strip and k.startswith(a.strip) else k): v for k, v in obj.items()}
-    write_safetensors(a.output, state, {"converted_from": a.checkpoint})
+    write_safetensors(a.output, state, {"converted_from": os.path.basename(a.checkpoint)})
     print(f"wrote {a.output}: {len(state)} tensors")
 
 
