@@ -53,38 +53,25 @@ func withoutDropoutInputs(g *graph.Graph) *graph.Graph {
 	return &out
 }
 
-// paramsAsInputs returns a copy of g in which the named initializers are graph inputs of
-// their static shape instead, and only the outputs named keep are outputs.
-func paramsAsInputs(g *graph.Graph, params []string, keep []string) *graph.Graph {
-	out := *g
-	isParam := map[string]bool{}
-	for _, p := range params {
-		isParam[p] = true
-	}
-	out.Initializers = nil
-	out.Inputs = append([]graph.ValueInfo(nil), g.Inputs...)
-	for _, in := range g.Initializers {
-		if !isParam[in.Name] {
-			out.Initializers = append(out.Initializers, in)
-			continue
-		}
-		dims := make([]graph.Dim, len(in.Tensor.Shape))
-		for i, d := range in.Tensor.Shape {
-			dims[i] = graph.Fixed(int64(d))
-		}
-		out.Inputs = append(out.Inputs, graph.ValueInfo{Name: in.Name, DType: tensor.Float32, Shape: dims})
+// liftKeeping returns g with the named parameters as graph inputs (autodiff.LiftParams)
+// and only the outputs named keep, so that a backend neither computes nor returns the rest.
+func liftKeeping(g *graph.Graph, params []string, keep []string) (*graph.Graph, error) {
+	out, err := autodiff.LiftParams(g, params)
+	if err != nil {
+		return nil, err
 	}
 	wanted := map[string]bool{}
 	for _, k := range keep {
 		wanted[k] = true
 	}
+	outs := out.Outputs
 	out.Outputs = nil
-	for _, o := range g.Outputs {
+	for _, o := range outs {
 		if wanted[o.Name] {
 			out.Outputs = append(out.Outputs, o)
 		}
 	}
-	return &out
+	return out, nil
 }
 
 // newGraphEngine builds and compiles the step (and, with an eval file, the eval) program of
@@ -148,11 +135,20 @@ func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, eval
 		keep = append(keep, grads[p])
 	}
 	opts := backends.Options{Threads: threads}
-	if e.step_, err = choice.Backend.Compile(paramsAsInputs(trainG, layout.Names, keep), opts); err != nil {
+	stepG, err := liftKeeping(trainG, layout.Names, keep)
+	if err != nil {
+		return nil, failed(err)
+	}
+	if e.step_, err = choice.Backend.Compile(stepG, opts); err != nil {
 		return nil, failed(fmt.Errorf("compile the training step of %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
 	}
 	if e.held != nil {
-		if e.eval_, err = choice.Backend.Compile(paramsAsInputs(infer.Graph, layout.Names, []string{variant.OutputLogits}), opts); err != nil {
+		evalG, err := liftKeeping(infer.Graph, layout.Names, []string{variant.OutputLogits})
+		if err != nil {
+			e.close()
+			return nil, failed(err)
+		}
+		if e.eval_, err = choice.Backend.Compile(evalG, opts); err != nil {
 			e.close()
 			return nil, failed(fmt.Errorf("compile the evaluation of %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
 		}
