@@ -203,9 +203,9 @@ func LoadCheckpoint(modelPath string, o *Optimizer) (StateDict, map[string]strin
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", op, err)
 	}
-	if ms, os := modelMeta[MetaStep], optimMeta[MetaStep]; ms != os {
+	if ms, ostep := modelMeta[MetaStep], optimMeta[MetaStep]; ms != ostep {
 		return nil, nil, nil, fmt.Errorf("%s is at step %s but %s at step %s (the run was stopped between the two writes); resume from an earlier copy or train from --weights %s",
-			modelPath, orNone(ms), op, os, modelPath)
+			modelPath, orNone(ms), op, ostep, modelPath)
 	}
 	return list, modelMeta, optimMeta, nil
 }

@@ -39,8 +39,7 @@ func (s Schedule) Validate() error {
 	return nil
 }
 
-// At returns the learning rate of step k (1-based). Steps past S (a resumed run that was
-// given more steps recomputes S) follow the same formulas.
+// At returns the learning rate of step k (1-based, at most Steps).
 func (s Schedule) At(k int) float64 {
 	if k <= s.Warmup {
 		return s.LR * float64(k) / float64(s.Warmup)
