@@ -804,11 +804,13 @@ func gradSoftmax(c *GradCtx) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	axis, err := NormAxis(attrInt(c.Node, "axis"), r)
-	if err != nil {
+	axis := attrInt(c.Node, "axis")
+	if _, err := NormAxis(axis, r); err != nil {
 		return nil, err
 	}
-	s := c.Op("ReduceSum", []string{c.Mul(dy, y), c.ConstInts(int64(axis))}, Attrs{"keepdims": Int(1)})
+	// The reduction names the axis as the Softmax does, so that a backend can recognise the
+	// pattern (the CPU backend runs it as one pass, fuse_softmax_grad.go).
+	s := c.Op("ReduceSum", []string{c.Mul(dy, y), c.ConstInts(axis)}, Attrs{"keepdims": Int(1)})
 	g[0] = c.Mul(y, c.Sub(dy, s))
 	return g, nil
 }
