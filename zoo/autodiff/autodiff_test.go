@@ -277,3 +277,27 @@ func TestLiftParams(t *testing.T) {
 		}
 	}
 }
+
+// A position that does not count cannot bring a NaN into the loss or the gradient (padded
+// positions' logits are unspecified).
+func TestCrossEntropyIgnoresNaNAtUncounted(t *testing.T) {
+	logits := rnd(400, -2, 2, 1, 3, 4)
+	for k := 4; k < 8; k++ {
+		logits.F32[k] = float32(math.NaN())
+	}
+	b := graph.NewBuilder("nan")
+	l := b.Param("logits", logits)
+	tg := b.Input("targets", tensor.Int64, graph.Fixed(1), graph.Fixed(3))
+	counted := b.Op("Not", []string{b.Op("Equal", []string{tg, b.Const(tensor.Scalar64(0))}, nil)}, nil)
+	b.Output("loss", autodiff.CrossEntropy(b, l, tg, counted, 0.1), tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads := evalGrads(t, g, nil, map[string]*tensor.Tensor{"targets": i64(s(1, 3), 2, 0, 3)})
+	for k, v := range grads["logits"].F32 {
+		if math.IsNaN(float64(v)) || (k >= 4 && k < 8 && v != 0) {
+			t.Fatalf("gradient %v: NaN, or nonzero at the uncounted position", grads["logits"].F32)
+		}
+	}
+}

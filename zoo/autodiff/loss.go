@@ -33,11 +33,18 @@ func LogSoftmax(b *graph.Builder, x string) string {
 // targets' shape (true: the position counts) or "" to count every position. With label
 // smoothing ε it is PyTorch's formula, per position (1−ε)·(−log p[target]) + ε·mean over
 // classes of (−log p), summed over counted positions and divided by their number (NaN when none
-// count, as in PyTorch). A target outside [0, C) at a counted position contributes only its
-// smoothing term; callers keep targets in range there (PyTorch raises an error).
+// count, as in PyTorch). Positions that do not count take no part whatever their logits hold:
+// their logits get a zero gradient even when NaN (PyTorch would pass the NaN back). A target
+// outside [0, C) at a counted position contributes only its smoothing term; callers keep
+// targets in range there (PyTorch raises an error).
 func CrossEntropy(b *graph.Builder, logits, targets, counted string, smoothing float32) string {
 	if smoothing < 0 || smoothing > 1 || math.IsNaN(float64(smoothing)) {
 		b.Failf("cross-entropy: label smoothing %v is not in [0, 1]", smoothing)
+	}
+	if counted != "" {
+		// Positions that do not count (padding) read zeros, so that whatever their logits
+		// hold, no NaN or infinity reaches the loss or flows back from them.
+		logits = b.Where(b.Unsqueeze(counted, -1), logits, b.ConstFloat(0))
 	}
 	lsm := LogSoftmax(b, logits)
 	// One-hot targets by comparison with 0..C-1, so that a position with an ignored target
@@ -50,14 +57,14 @@ func CrossEntropy(b *graph.Builder, logits, targets, counted string, smoothing f
 		smooth := b.Op("Neg", []string{b.Op("ReduceMean", []string{lsm}, graph.Attrs{"axes": graph.Ints(-1), "keepdims": graph.Int(0)})}, nil)
 		per = b.Add(b.Mul(per, b.ConstFloat(1-smoothing)), b.Mul(smooth, b.ConstFloat(smoothing)))
 	}
-	var w string
-	if counted == "" {
-		w = b.Op("ConstantOfShape", []string{b.Shape(targets)}, graph.Attrs{"value": graph.TensorAttr(&tensor.Tensor{DType: tensor.Float32, Shape: []int{1}, F32: []float32{1}})})
-	} else {
-		w = b.Op("Cast", []string{counted}, graph.Attrs{"to": graph.Int(1)})
-	}
 	all := graph.Attrs{"keepdims": graph.Int(0)}
-	return b.Div(b.Op("ReduceSum", []string{b.Mul(per, w)}, all), b.Op("ReduceSum", []string{w}, all))
+	if counted == "" {
+		ones := b.Op("ConstantOfShape", []string{b.Shape(targets)}, graph.Attrs{"value": graph.TensorAttr(&tensor.Tensor{DType: tensor.Float32, Shape: []int{1}, F32: []float32{1}})})
+		return b.Div(b.Op("ReduceSum", []string{per}, all), b.Op("ReduceSum", []string{ones}, all))
+	}
+	kept := b.Where(counted, per, b.ConstFloat(0))
+	n := b.Op("ReduceSum", []string{b.Op("Cast", []string{counted}, graph.Attrs{"to": graph.Int(1)})}, all)
+	return b.Div(b.Op("ReduceSum", []string{kept}, all), n)
 }
 
 // LossOptions configures WithCrossEntropy.

@@ -669,7 +669,7 @@ func (c *GradCtx) zeroLike(x string) string {
 }
 
 // gradMatMul: dA = dY·Bᵀ and dB = Aᵀ·dY, reduced over broadcast batch axes. A batched A with
-// a 2-D B (a linear layer) folds the batch into rows for dB, one plain matrix product. 1-D
+// a 2-D B (a linear layer) folds the batch into rows for dB, one Gemm with transA. 1-D
 // operands are promoted to matrices as numpy does (A to a row, B to a column) and their
 // gradients reshaped back.
 func gradMatMul(c *GradCtx) ([]string, error) {
@@ -720,7 +720,8 @@ func gradMatMul(c *GradCtx) ([]string, error) {
 	if c.float(1) {
 		if rb == 2 && ra > 2 && sa[ra-1].Known() && so[len(so)-1].Known() {
 			k, n := sa[ra-1].Size, so[len(so)-1].Size
-			g[1] = c.MatMul(c.Transpose(c.Reshape(a, -1, k), 1, 0), c.Reshape(dy, -1, n))
+			// Gemm's transA reads the rows in place, where MatMul would need them transposed.
+			g[1] = c.Op("Gemm", []string{c.Reshape(a, -1, k), c.Reshape(dy, -1, n)}, Attrs{"transA": Int(1)})
 		} else {
 			gb := c.MatMul(c.transposeLast(a, ra), dy)
 			full := append(append(Shape{}, so[:len(so)-2]...), sb[rb-2], sb[rb-1])
@@ -803,11 +804,13 @@ func gradSoftmax(c *GradCtx) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	axis, err := NormAxis(attrInt(c.Node, "axis"), r)
-	if err != nil {
+	axis := attrInt(c.Node, "axis")
+	if _, err := NormAxis(axis, r); err != nil {
 		return nil, err
 	}
-	s := c.Op("ReduceSum", []string{c.Mul(dy, y), c.ConstInts(int64(axis))}, Attrs{"keepdims": Int(1)})
+	// The reduction names the axis as the Softmax does, so that a backend can recognise the
+	// pattern (the CPU backend runs it as one pass, fuse_softmax_grad.go).
+	s := c.Op("ReduceSum", []string{c.Mul(dy, y), c.ConstInts(axis)}, Attrs{"keepdims": Int(1)})
 	g[0] = c.Mul(y, c.Sub(dy, s))
 	return g, nil
 }
