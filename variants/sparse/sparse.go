@@ -14,8 +14,9 @@
 //   - global queries: i < global_tokens — those rows attend every key.
 //
 // With causal=true a pair is allowed only when also j ≤ i: the window keeps its own and
-// earlier blocks' keys up to the query, global keys only those before it, and global query
-// rows only their past. The strided pattern has no causal form here yet (refused).
+// earlier blocks' keys up to the query, the strided pattern only earlier blocks (the Sparse
+// Transformer's own, causal, form), global keys only those before it, and global query rows
+// only their past.
 //
 // Padded keys are excluded from every set; the softmax runs once over the union (each key at
 // most once). The PyTorch reference builds exactly this as a dense (n × n) mask.
@@ -49,7 +50,7 @@ import (
 // Version is the variant's version; it changes when the graph, the initialisation or the
 // meaning of a hyperparameter changes. 1.1.0: scale is nn.ScaleParam's float (0 divides by
 // √d_k, 1 leaves the scores unscaled), where 1.0.0 had a bool (true, false).
-// 1.2.0: causal (window and global tokens) and dropout (training builds only).
+// 1.2.0: causal and dropout (training builds only).
 const Version = "1.2.0"
 
 // Variant is the block-sparse encoder.
@@ -116,9 +117,6 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 		return nil, fmt.Errorf("sparse: %w", err)
 	}
 	p := Pattern{Block: cfg.Int("block"), Window: cfg.Int("window"), Stride: cfg.Int("stride"), Global: cfg.Int("global_tokens"), Causal: e.Causal}
-	if p.Causal && p.Stride > 0 {
-		return nil, fmt.Errorf("sparse: causal=true with stride=%d is not supported yet (the strided blocks have no causal mask); use stride=0 (window and global tokens)", p.Stride)
-	}
 	if p.Window < 1 {
 		return nil, fmt.Errorf("sparse: window=%d must be at least 1 block on each side", p.Window)
 	}
@@ -152,7 +150,7 @@ type frame struct {
 	batch, n, extra string // (1,) values: B, n, P − n
 	nb, ng, perS    string // (1,) values: P/b, P/(b·s), P/s
 	local           string // (B, 1, P/b, 1, (2w+1)·b)
-	strided         string // (B, 1, s, 1, P/s) padding + (P/s, P/s) dedup, added in group layout
+	strided         string // (B, 1, s, 1, P/s) padding (+ (P/s, P/s) causal), added in group layout
 	stridedDup      string // (ng, 1, ng, 1)
 	globalKeys      string // (B, 1, 1, 1, g') padding + (P/b, 1, g') dedup
 	all             string // (B, 1, 1, P): padding for the global query rows
@@ -227,6 +225,18 @@ func (a *attention) setup(c *nn.Ctx, m nn.Mask) {
 		diff := b.Op("Abs", []string{b.Sub(b.Unsqueeze(r, 1), b.Unsqueeze(r, 0))}, nil)
 		dup := b.Op("Less", []string{b.Mul(diff, b.Const(tensor.Scalar64(s))), b.Const(tensor.Scalar64(int64(p.Window + 1)))}, nil)
 		f.stridedDup = b.Unsqueeze(b.Where(dup, b.ConstFloat(nn.MaskedOut), b.ConstFloat(0)), 1, 3) // (ng, 1, ng, 1)
+		if p.Causal {
+			// Row u of a residue class is position (u div b)·s·b + σ·b + u mod b, so key v is
+			// after query u when ((v div b) − (u div b))·s·b + v mod b − u mod b > 0, whatever σ.
+			bs := b.Const(tensor.Scalar64(int64(p.Block)))
+			u := a.positions(c, scalar(c, f.perS))
+			at := func(x string) string {
+				blk := b.Div(x, bs)
+				return b.Add(b.Mul(blk, b.Const(tensor.Scalar64(s*int64(p.Block)))), b.Sub(x, b.Mul(blk, bs)))
+			}
+			future := b.Op("Greater", []string{b.Unsqueeze(at(u), 0), b.Unsqueeze(at(u), 1)}, nil) // (P/s, P/s)
+			f.strided = b.Add(f.strided, b.Where(future, b.ConstFloat(nn.MaskedOut), b.ConstFloat(0)))
+		}
 	}
 
 	if p.Global > 0 {

@@ -95,6 +95,7 @@ CASES = [
     ("base_layer", {"layers": 1, "block": 8, "stride": 2, "global_tokens": 2}, 7, [37, 23, 1]),
     ("tiny_causal", dict(TINY, causal=True), 8, [37, 23, 1]),
     ("tiny_causal_global", dict(TINY, block=3, window=2, global_tokens=5, causal=True), 9, [37, 23, 1]),
+    ("tiny_causal_all", dict(TINY, block=3, window=1, stride=3, global_tokens=4, causal=True), 10, [37, 23, 1]),
 ]
 DEFAULTS = {"vocab": 257, "d_model": 512, "heads": 8, "layers": 6, "d_ff": 2048, "max_len": 5000, "norm_first": False,
             "activation": "relu", "ln_eps": 1e-5, "block": 64, "window": 1, "stride": 0, "global_tokens": 0,
