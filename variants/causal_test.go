@@ -93,6 +93,16 @@ func TestCausalHidesTheFuture(t *testing.T) {
 			if d := maxDiffBefore(a, b, change); d > 1e-6 {
 				t.Errorf("causal: positions before %d moved by %.3g when later tokens changed", change, d)
 			}
+			if name == "sparse" { // every pattern at once: window, stride and global tokens
+				gs, err := v.Build(t.Context(), tinyConfig(t, name, v, map[string]any{"causal": true, "block": 3, "stride": 2, "global_tokens": 4}), 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				as, bs := runGraph(t, gs, batch(n, n))[variant.OutputHidden], runGraph(t, gs, batch(n, change))[variant.OutputHidden]
+				if d := maxDiffBefore(as, bs, change); d > 1e-6 {
+					t.Errorf("causal with stride and global tokens: positions before %d moved by %.3g", change, d)
+				}
+			}
 			if d := maxDiffBefore(a, b, change+1); d == 0 {
 				t.Errorf("causal: position %d did not change with its own token", change)
 			}

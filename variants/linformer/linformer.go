@@ -36,7 +36,7 @@ import (
 const Version = "1.2.0"
 
 // causalRefusal says why linformer has no causal mode.
-const causalRefusal = "causal=true is not possible: the projections E and F mix the keys and values of every position, later ones included, into k summaries, so no query can be kept from the future (use vanilla, rope, alibi, relbias or gqa for clm)"
+const causalRefusal = "causal=true is not possible: the projections E and F mix the keys and values of every position, later ones included, into k summaries, so no query can be kept from the future (use vanilla, rope, alibi, relbias, gqa, sparse, linear or performer for clm)"
 
 // causalParam is nn.CausalParam for a variant that must refuse true.
 func causalParam() variant.Param {

@@ -40,7 +40,7 @@ import (
 const Version = "1.1.0"
 
 // causalRefusal says why nystrom has no causal mode.
-const causalRefusal = "causal=true is not possible: each landmark is the mean of a segment of queries or keys, later positions included, so the approximation mixes the future into every row (use vanilla, rope, alibi, relbias or gqa for clm)"
+const causalRefusal = "causal=true is not possible: each landmark is the mean of a segment of queries or keys, later positions included, so the approximation mixes the future into every row (use vanilla, rope, alibi, relbias, gqa, sparse, linear or performer for clm)"
 
 // Variant is the Nyströmformer encoder.
 type Variant struct{}
