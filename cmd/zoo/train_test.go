@@ -94,14 +94,15 @@ func sameBits(t *testing.T, what string, a, b map[string][]float32) {
 // TestTrainResumeBitExact trains six steps straight through, and three steps then three more
 // with --resume (the constant schedule keeps the learning rates of the two runs equal though
 // the first half is given --steps 3): every step's loss and gradient norm and the final
-// weights and moments must be bitwise equal.
+// weights and moments must be bitwise equal. Masks and dropout (the default 0.1) are drawn per
+// step, and the sgd case also shuffles.
 func TestTrainResumeBitExact(t *testing.T) {
 	dir := t.TempDir()
 	for _, opt := range []string{"adamw", "sgd"} {
 		t.Run(opt, func(t *testing.T) {
 			common := []string{"--schedule", "constant", "--optimizer", opt, "--warmup", "2", "--eval", text}
 			if opt == "sgd" {
-				common = append(common, "--momentum", "0.9", "--lr", "0.05")
+				common = append(common, "--momentum", "0.9", "--lr", "0.05", "--shuffle")
 			}
 			a, b := filepath.Join(dir, opt+"a.safetensors"), filepath.Join(dir, opt+"b.safetensors")
 			alog, blog := filepath.Join(dir, opt+"a.jsonl"), filepath.Join(dir, opt+"b.jsonl")
@@ -328,5 +329,14 @@ func TestTrainMemoryGuard(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("a refused run wrote its output")
+	}
+}
+
+// TestTrainFlagsBeforeName accepts the flags on either side of the model name.
+func TestTrainFlagsBeforeName(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m.safetensors")
+	args := append(append([]string{"train"}, trainFast[1:]...), "--steps", "1", "-o", out, "vanilla.tiny")
+	if code, stdout, stderr := zoo(t, args...); code != 0 || !strings.Contains(stdout, "trained vanilla.tiny") {
+		t.Fatalf("zoo %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, stdout, stderr)
 	}
 }
