@@ -1,7 +1,6 @@
 package optim
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -157,15 +156,22 @@ func (o *Optimizer) ReadState(data []byte) (map[string]string, error) {
 // PyTorch name, parameters and buffers alike.
 type StateDict []tensorio.Named
 
+// pendingSuffix names the optimizer state of a checkpoint being written: it is complete on
+// disk before the model file is replaced, and renamed over the optimizer file after.
+const pendingSuffix = ".next"
+
 // SaveCheckpoint writes a model checkpoint and its optimizer state beside it
-// (OptimPath(modelPath)), each atomically (tensorio.AtomicWriteFile), both stamped with the
-// step count. The optimizer file is rendered in memory first and written right after the
-// model file, so a kill can tear the pair only in the moment between the two renames; a
-// resume detects that (ReadCheckpointStep). modelMeta is added to the model file's header.
+// (OptimPath(modelPath)), both stamped with the step count, so that a kill at any moment
+// leaves a pair that LoadCheckpoint can resume: the new optimizer state is written
+// atomically (tensorio.AtomicWriteFile) to OptimPath+".next", then the model file atomically,
+// then the ".next" file is renamed over the optimizer file. A kill after the model's rename
+// leaves the new model with the new state still under ".next", which LoadCheckpoint finds.
+// modelMeta is added to the model file's header.
 func SaveCheckpoint(modelPath string, state StateDict, modelMeta map[string]string, o *Optimizer, optimMeta map[string]string) error {
-	var ob bytes.Buffer
-	if err := o.WriteState(&ob, optimMeta); err != nil {
-		return fmt.Errorf("write %s: %w", OptimPath(modelPath), err)
+	op := OptimPath(modelPath)
+	pending := op + pendingSuffix
+	if err := tensorio.AtomicWriteFile(pending, func(w io.Writer) error { return o.WriteState(w, optimMeta) }); err != nil {
+		return err
 	}
 	meta := map[string]string{MetaStep: strconv.FormatInt(o.step, 10)}
 	for k, v := range modelMeta {
@@ -174,17 +180,20 @@ func SaveCheckpoint(modelPath string, state StateDict, modelMeta map[string]stri
 	if err := tensorio.AtomicWriteFile(modelPath, func(w io.Writer) error {
 		return tensorio.WriteSafetensors(w, state, meta)
 	}); err != nil {
+		os.Remove(pending)
 		return err
 	}
-	return tensorio.AtomicWriteFile(OptimPath(modelPath), func(w io.Writer) error {
-		_, err := w.Write(ob.Bytes())
-		return err
-	})
+	if err := os.Rename(pending, op); err != nil {
+		return fmt.Errorf("write %s: %w", op, err)
+	}
+	return nil
 }
 
 // LoadCheckpoint reads a checkpoint pair for --resume: the model file's tensors and
-// metadata, and the optimizer state restored into o. It returns an error naming the file at
-// fault, and one saying which file is newer when the two hold different step counts.
+// metadata, and the optimizer state restored into o. When the optimizer file is behind the
+// model file and the pending state of an interrupted SaveCheckpoint matches the model, it
+// completes that save first. It returns an error naming the file at fault, and one saying
+// which file is newer when the two still hold different step counts.
 func LoadCheckpoint(modelPath string, o *Optimizer) (StateDict, map[string]string, map[string]string, error) {
 	data, err := os.ReadFile(modelPath)
 	if err != nil {
@@ -195,6 +204,15 @@ func LoadCheckpoint(modelPath string, o *Optimizer) (StateDict, map[string]strin
 		return nil, nil, nil, fmt.Errorf("%s: %w", modelPath, err)
 	}
 	op := OptimPath(modelPath)
+	if pdata, err := os.ReadFile(op + pendingSuffix); err == nil {
+		if _, pmeta, err := tensorio.ReadSafetensors(pdata); err == nil && pmeta[MetaStep] == modelMeta[MetaStep] {
+			if err := os.Rename(op+pendingSuffix, op); err != nil {
+				return nil, nil, nil, fmt.Errorf("complete the interrupted save of %s: %w", op, err)
+			}
+		} else {
+			os.Remove(op + pendingSuffix) // a save killed before its model file was replaced
+		}
+	}
 	odata, err := os.ReadFile(op)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("optimizer state of %s: %w (--resume needs both files that -o writes)", modelPath, err)
@@ -204,7 +222,7 @@ func LoadCheckpoint(modelPath string, o *Optimizer) (StateDict, map[string]strin
 		return nil, nil, nil, fmt.Errorf("%s: %w", op, err)
 	}
 	if ms, ostep := modelMeta[MetaStep], optimMeta[MetaStep]; ms != ostep {
-		return nil, nil, nil, fmt.Errorf("%s is at step %s but %s at step %s (the run was stopped between the two writes); resume from an earlier copy or train from --weights %s",
+		return nil, nil, nil, fmt.Errorf("%s is at step %s but %s at step %s; resume from a matching pair or train from --weights %s",
 			modelPath, orNone(ms), op, ostep, modelPath)
 	}
 	return list, modelMeta, optimMeta, nil

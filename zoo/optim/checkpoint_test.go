@@ -122,21 +122,75 @@ func TestCheckpointErrors(t *testing.T) {
 		t.Error("a reserved metadata key was accepted")
 	}
 
-	// A pair torn by a kill between the renames: the model file moved on, the state did not.
-	if err := adam.Step(params, grads, 0.1); err != nil {
-		t.Fatal(err)
-	}
-	if err := tensorio.AtomicWriteFile(path, func(w io.Writer) error {
-		return tensorio.WriteSafetensors(w, state, map[string]string{MetaStep: "2"})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	fresh, _ := New(DefaultHyper(), l, nil)
-	if _, _, _, err := LoadCheckpoint(path, fresh); err == nil || !strings.Contains(err.Error(), "at step 2 but") {
-		t.Errorf("torn pair: %v", err)
-	}
 	os.Remove(OptimPath(path))
+	fresh, _ := New(DefaultHyper(), l, nil)
 	if _, _, _, err := LoadCheckpoint(path, fresh); err == nil || !strings.Contains(err.Error(), "needs both files") {
 		t.Errorf("missing optimizer file: %v", err)
+	}
+}
+
+// TestCheckpointSurvivesAKill replays a kill at each point of SaveCheckpoint: after the
+// pending optimizer state is written (the old pair stays), and after the model file is
+// replaced (the pending state completes the new pair). Without the pending file a torn pair
+// is refused, naming both steps.
+func TestCheckpointSurvivesAKill(t *testing.T) {
+	l, err := NewLayout([]string{"w"}, [][]int{{3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, grads := []float32{1, 2, 3}, []float32{0.5, -1, 2}
+	opt, _ := New(DefaultHyper(), l, nil)
+	state := StateDict{{Name: "w", Tensor: l.Tensors(params)[0]}}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.safetensors")
+	if err := opt.Step(params, grads, 0.1); err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveCheckpoint(path, state, nil, opt, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(OptimPath(path) + pendingSuffix); err == nil {
+		t.Fatal("a finished save left its pending file")
+	}
+	if err := opt.Step(params, grads, 0.1); err != nil {
+		t.Fatal(err)
+	}
+	writePending := func() {
+		t.Helper()
+		if err := tensorio.AtomicWriteFile(OptimPath(path)+pendingSuffix, func(w io.Writer) error { return opt.WriteState(w, nil) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeModel := func(step string) {
+		t.Helper()
+		if err := tensorio.AtomicWriteFile(path, func(w io.Writer) error {
+			return tensorio.WriteSafetensors(w, state, map[string]string{MetaStep: step})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func() (int64, error) {
+		fresh, _ := New(DefaultHyper(), l, nil)
+		_, _, _, err := LoadCheckpoint(path, fresh)
+		return fresh.StepCount(), err
+	}
+
+	writePending() // killed before the model file was replaced
+	if step, err := load(); err != nil || step != 1 {
+		t.Fatalf("killed after the pending write: step %d, %v; want the old pair (step 1)", step, err)
+	}
+	if _, err := os.Stat(OptimPath(path) + pendingSuffix); err == nil {
+		t.Error("the stale pending file was kept")
+	}
+
+	writePending()
+	writeModel("2") // killed after the model file was replaced
+	if step, err := load(); err != nil || step != 2 {
+		t.Fatalf("killed after the model write: step %d, %v; want the new pair (step 2)", step, err)
+	}
+
+	writeModel("3") // no pending state: a torn pair
+	if _, err := load(); err == nil || !strings.Contains(err.Error(), "at step 3 but") {
+		t.Errorf("torn pair: %v", err)
 	}
 }
