@@ -26,6 +26,8 @@ import (
 
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
 	"github.com/zoo-dev/zoo/zoo/variant"
+
+	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // ProtocolVersion is the major version of the plugin protocol, negotiated in go-plugin's
@@ -56,7 +58,7 @@ const PluginName = "variant"
 // binary that a zoo host started it; it is not a security measure.
 var Handshake = goplugin.HandshakeConfig{
 	ProtocolVersion:  ProtocolVersion,
-	MagicCookieKey:   "ZOO_VARIANT_PLUGIN",
+	MagicCookieKey:   env.PluginCookie,
 	MagicCookieValue: "7c1f5b0e-zoo-variant-plugin-d3a9c2e4",
 }
 

@@ -18,11 +18,13 @@ import (
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
 	"github.com/zoo-dev/zoo/zoo/variant"
+
+	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // LogLevelEnv is the environment variable through which the host tells a plugin how much to
 // log on stderr (trace, debug, info, warn, error); the host sets it to debug under --verbose.
-const LogLevelEnv = "ZOO_PLUGIN_LOG_LEVEL"
+const LogLevelEnv = env.PluginLogLevel
 
 // server adapts a variant.Variant to the gRPC service.
 type server struct {
@@ -111,7 +113,8 @@ func recoverAsStatus(err *error, what string) {
 // pluginLogger is the SDK's logger: hclog JSON on the plugin's real stderr, which the host
 // re-emits under --verbose and keeps for error reports.
 func pluginLogger(name string, out io.Writer) hclog.Logger {
-	level := hclog.LevelFromString(os.Getenv(LogLevelEnv))
+	lv, _ := env.Get(LogLevelEnv)
+	level := hclog.LevelFromString(lv)
 	if level == hclog.NoLevel {
 		level = hclog.Info
 	}

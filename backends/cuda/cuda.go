@@ -17,12 +17,13 @@
 package cuda
 
 import (
-	"os"
 	"strings"
 	"sync"
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/zoo/graph"
+
+	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // Name is the name the backend registers under.
@@ -33,10 +34,10 @@ const Priority = 100
 
 // PrecisionEnv sets the default matrix-product precision ("fp32", "tf32" or "bf16") when
 // backends.Options.Precision is empty.
-const PrecisionEnv = "ZOO_CUDA_PRECISION"
+const PrecisionEnv = env.CUDAPrecision
 
 // DeviceEnv selects the device ordinal (default 0); CUDA_VISIBLE_DEVICES also applies.
-const DeviceEnv = "ZOO_CUDA_DEVICE"
+const DeviceEnv = env.CUDADevice
 
 // Required versions.
 const (
@@ -78,7 +79,8 @@ func (b Backend) Compile(g *graph.Graph, opts backends.Options) (backends.Progra
 func precision(opts backends.Options) (string, error) {
 	p := strings.ToLower(strings.TrimSpace(opts.Precision))
 	if p == "" {
-		p = strings.ToLower(strings.TrimSpace(os.Getenv(PrecisionEnv)))
+		v, _ := env.Get(PrecisionEnv)
+		p = strings.ToLower(v)
 	}
 	switch p {
 	case "", "fp32":

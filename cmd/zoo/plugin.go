@@ -16,6 +16,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/plugin/conformance"
+
+	"github.com/zoo-dev/zoo/internal/env"
 )
 
 func init() { register(pluginCommand) }
@@ -208,7 +210,8 @@ func zooSource(flag string) (string, error) {
 		}
 		return "", fmt.Errorf("--zoo-src %s is not a zoo checkout (no go.mod with module %s)", flag, zooModule)
 	}
-	if d, ok := try(os.Getenv("ZOO_SRC")); ok {
+	src, _ := env.Get(env.Src)
+	if d, ok := try(src); ok {
 		return d, nil
 	}
 	if wd, err := os.Getwd(); err == nil {

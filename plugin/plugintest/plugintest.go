@@ -25,13 +25,15 @@ import (
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
+
+	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // ModeEnv selects what the test binary does when started as a plugin; PidFileEnv, when set,
 // names a file the plugin writes its pid to.
 const (
-	ModeEnv    = "ZOO_PLUGINTEST_MODE"
-	PidFileEnv = "ZOO_PLUGINTEST_PIDFILE"
+	ModeEnv    = env.PluginTestMode
+	PidFileEnv = env.PluginTestPidFile
 )
 
 // The modes.
