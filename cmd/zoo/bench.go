@@ -32,8 +32,6 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
-func init() { register(benchCommand) }
-
 // benchMemoryDoc says exactly what the memory columns measure (printed in every report).
 const benchMemoryDoc = "mem = peak RSS growth: before each row zoo collects garbage, returns free memory to the OS " +
 	"(debug.FreeOSMemory), resets the kernel's peak-RSS mark (/proc/self/clear_refs) and reads VmRSS; after the " +
@@ -63,7 +61,8 @@ func benchCommand() *cli.Command {
 			"faster); the timed runs alternate zoo and ORT, each after a 5 ms pause, because a shared machine's load\n" +
 			"drifts between two back-to-back series by more than the difference being measured. The footer gives each series' fitted\n" +
 			"exponent k: the least-squares slope of log time against log n (time ∝ n^k).\n" +
-			"Data goes to stdout; progress goes to stderr only when it is a terminal.",
+			"Data goes to stdout; progress goes to stderr only when it is a terminal." +
+			examples("zoo bench vanilla linformer --seq 128,512,2048", "zoo bench vanilla.tiny --batch 1,8 --format csv", "zoo bench linformer --against onnxruntime"),
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "seq", Value: "128,512,2048", Usage: "sequence lengths `N,N,...`"},
 			&cli.StringFlag{Name: "batch", Value: "1", Usage: "batch sizes `B,B,...`"},

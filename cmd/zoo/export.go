@@ -11,13 +11,12 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
-func init() { register(exportCommand) }
-
 func exportCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "export",
-		Usage:     "write a variant as an ONNX model (--onnx) or its weights as a PyTorch-loadable state_dict (--weights)",
-		ArgsUsage: "NAME[.PRESET]",
+		Name:        "export",
+		Usage:       "write a variant as an ONNX model (--onnx) or its weights as a PyTorch-loadable state_dict (--weights)",
+		ArgsUsage:   "NAME[.PRESET]",
+		Description: examples("zoo export linformer --onnx -o linformer.onnx", "zoo export vanilla.tiny --onnx --opset 13", "zoo export vanilla --weights vanilla.safetensors"),
 		Flags: append(modelFlags(),
 			&cli.BoolFlag{Name: "onnx", Usage: "write an ONNX model"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "ONNX `FILE` (default: NAME[.PRESET].onnx)"},

@@ -10,14 +10,13 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func init() { register(listCommand) }
-
 func listCommand() *cli.Command {
 	return &cli.Command{
-		Name:   "list",
-		Usage:  "list the variants in the registry",
-		Flags:  []cli.Flag{flagRegistry, flagJSON},
-		Action: listAction,
+		Name:        "list",
+		Usage:       "list the variants in the registry",
+		Description: examples("zoo list", "zoo list --json", "zoo list --registry my-variants.yaml"),
+		Flags:       []cli.Flag{flagRegistry, flagJSON},
+		Action:      listAction,
 	}
 }
 
