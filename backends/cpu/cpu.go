@@ -30,10 +30,19 @@ const Priority = 10
 const ThreadsEnv = env.Threads
 
 // ApplyEnv sets the SIMD kernel level of the backend from ZOO_CPU (internal/env); unset or
-// empty keeps the best level this CPU runs. The error names the variable and says why:
+// empty selects the best level this CPU runs. The error names the variable and says why:
 // an unknown level, or one this CPU lacks (ZOO_CPU=avx512 without AVX-512). No package
 // reads ZOO_CPU at initialisation; a program calls this once at start-up.
 func ApplyEnv() error { return simd.ApplyEnv() }
+
+// Levels returns the SIMD kernel levels this CPU and build run, best first ("generic" last).
+func Levels() []string {
+	var names []string
+	for _, l := range simd.Available() {
+		names = append(names, l.String())
+	}
+	return names
+}
 
 func init() { backends.Register(Backend{}) }
 

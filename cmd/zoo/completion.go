@@ -48,9 +48,14 @@ fi
 	"fish": `# fish completion for zoo; load it with: zoo completion fish | source
 function __zoo_complete
     set -l words (commandline -opc) (commandline -ct)
-    $words[1] __complete $words[2..-1] 2>/dev/null
+    set -l cands ($words[1] __complete $words[2..-1] 2>/dev/null)
+    if set -q cands[1]
+        printf '%s\n' $cands
+    else
+        __fish_complete_path (commandline -ct)
+    end
 end
-complete -c zoo -a '(__zoo_complete)'
+complete -c zoo -f -a '(__zoo_complete)'
 `,
 }
 
@@ -123,11 +128,16 @@ func candidates(app *cli.App, before []string, cur string) []string {
 		}
 	}
 	if strings.HasPrefix(cur, "-") {
-		var out []string
-		for _, f := range flags {
-			out = append(out, "--"+f.Names()[0])
+		out := []string{"--help"}
+		if cmd == nil {
+			out = append(out, "--version")
 		}
-		return append(out, "--help")
+		for _, f := range flags {
+			if n := "--" + f.Names()[0]; !contains(out, n) {
+				out = append(out, n)
+			}
+		}
+		return out
 	}
 	switch {
 	case cmd == nil:
@@ -194,4 +204,13 @@ func modelNames() []string {
 		}
 	}
 	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

@@ -122,11 +122,11 @@ func list(ls []Level) string {
 	return strings.Join(s, ", ")
 }
 
-// ApplyEnv sets the level from ZOO_CPU (internal/env); unset or empty leaves it as it is.
-// The error names the variable and its value.
+// ApplyEnv sets the level from ZOO_CPU (internal/env); unset or empty selects the best
+// level (auto). On error the level is unchanged; the error names the variable and its value.
 func ApplyEnv() error {
 	v, err := env.Get(env.CPU)
-	if err != nil || v == "" {
+	if err != nil {
 		return err
 	}
 	if err := Set(v); err != nil {

@@ -76,8 +76,8 @@ func TestApplyEnv(t *testing.T) {
 		t.Errorf("ZOO_CPU=sse2: %v, level %v; want an error naming the variable, the level unchanged", err, Current())
 	}
 	t.Setenv(env.CPU, "")
-	if err := ApplyEnv(); err != nil || Current() != Generic {
-		t.Errorf("ZOO_CPU empty: %v, level %v; want no change", err, Current())
+	if err := ApplyEnv(); err != nil || Current() != Detect() {
+		t.Errorf("ZOO_CPU empty: %v, level %v; want the best, %v", err, Current(), Detect())
 	}
 }
 
