@@ -2,6 +2,9 @@ package env
 
 import (
 	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -43,10 +46,15 @@ func TestREADMETable(t *testing.T) {
 	t.Errorf("README.md's environment table differs from internal/env (run go test ./internal/env -update):\n got:\n%s\nwant:\n%s", got, want)
 }
 
+// misspelt are the ZOO_* names tests outside this package use as deliberate unknowns.
+var misspelt = map[string]bool{"ZOO_THRADS": true}
+
 // TestEveryNameInTable scans the module's Go and shell sources for ZOO_* names: each must be in
-// the table, and each entry of the table must be used somewhere outside this package.
+// the table. And each entry of the table must be used somewhere outside this package, by its
+// name or by its constant (env.Threads).
 func TestEveryNameInTable(t *testing.T) {
-	re := regexp.MustCompile(`\bZOO_[A-Z0-9_]*[A-Z0-9]\b`)
+	consts := constNames(t)
+	re := regexp.MustCompile(`\bZOO_[A-Z0-9_]*[A-Z0-9]\b|\benv\.[A-Z][A-Za-z0-9]*\b`)
 	used := map[string][]string{}
 	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -66,6 +74,11 @@ func TestEveryNameInTable(t *testing.T) {
 			return err
 		}
 		for _, m := range re.FindAllString(string(data), -1) {
+			if c, ok := strings.CutPrefix(m, "env."); ok {
+				if m, ok = consts[c]; !ok {
+					continue // env.Get and friends
+				}
+			}
 			used[m] = append(used[m], path)
 		}
 		return nil
@@ -75,7 +88,7 @@ func TestEveryNameInTable(t *testing.T) {
 	}
 	var missing []string
 	for name, paths := range used {
-		if _, ok := Lookup(name); !ok {
+		if _, ok := Lookup(name); !ok && !misspelt[name] {
 			missing = append(missing, name+" (in "+paths[0]+")")
 		}
 	}
@@ -88,6 +101,35 @@ func TestEveryNameInTable(t *testing.T) {
 			t.Errorf("%s is in the table but nothing in the module uses it", v.Name)
 		}
 	}
+}
+
+// constNames maps the package's string constants (Threads) to their values (ZOO_THREADS).
+func constNames(t *testing.T) map[string]string {
+	f, err := parser.ParseFile(token.NewFileSet(), "env.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			vs := s.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if i < len(vs.Values) {
+					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						out[n.Name] = strings.Trim(lit.Value, `"`)
+					}
+				}
+			}
+		}
+	}
+	if out["Threads"] != Threads {
+		t.Fatalf("constNames found Threads = %q", out["Threads"])
+	}
+	return out
 }
 
 // TestTableIsWellFormed checks that names are unique ZOO_* names and every field is filled.
