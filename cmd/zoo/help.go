@@ -12,7 +12,8 @@ import (
 // envTopic is the help topic that prints the environment variables.
 const envTopic = "environment"
 
-// examples formats a verb's examples as the end of its Description (help, man page).
+// examples formats a verb's examples as the end of its Description (help, man page); newApp
+// trims the leading blank line where the examples are the whole Description.
 func examples(lines ...string) string {
 	return "\n\nExamples:\n   " + strings.Join(lines, "\n   ")
 }
@@ -41,11 +42,14 @@ func helpCommand() *cli.Command {
 // helpArgs turns `zoo help COMMAND [SUBCOMMAND]` into `zoo COMMAND [SUBCOMMAND] --help`, so that
 // both print the same text.
 func helpArgs(app *cli.App, args []string) []string {
+	if len(args) == 1 {
+		return append(args, "--help") // plain `zoo`
+	}
 	if len(args) < 3 || args[1] != "help" {
 		return args
 	}
 	cmd := app.Command(args[2])
-	if cmd == nil || cmd.Name == "help" {
+	if cmd == nil {
 		return args
 	}
 	out := []string{args[0], args[2]}

@@ -86,7 +86,8 @@ func TestExamples(t *testing.T) {
 				continue
 			}
 			name := path + " " + c.Name
-			_, ex, ok := strings.Cut(c.Description, "\n\nExamples:\n")
+			before, ex, ok := strings.Cut(c.Description, "Examples:\n")
+			ok = ok && (before == "" || strings.HasSuffix(before, "\n\n"))
 			lines := strings.Split(ex, "\n")
 			if !ok || len(lines) < 2 || len(lines) > 3 {
 				t.Errorf("%s: %d examples, want 2 or 3 at the end of its Description", name, len(lines))
@@ -301,5 +302,38 @@ func TestVersionOfBuiltBinary(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(out), "zoo version (devel) ") || !strings.Contains(string(out), want) {
 		t.Errorf("--version says %q; go version -m says:\n%s", out, info)
+	}
+}
+
+// TestEnvironmentRealProcess runs zoo in a fresh process (this test binary, which runs the CLI
+// when ZOO_BENCH_TEST_CLI=1) with a bad ZOO_CPU and a misspelt variable.
+func TestEnvironmentRealProcess(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, c := range []struct {
+		env  []string
+		code int
+		want string
+	}{
+		{[]string{"ZOO_CPU=sse2"}, 2, "zoo: ZOO_CPU=\"sse2\": want one of auto, avx512, avx2, generic; see `zoo help environment`\n"},
+		{[]string{"ZOO_THREADS=abc"}, 2, "zoo: ZOO_THREADS=\"abc\": want a positive integer; see `zoo help environment`\n"},
+		{[]string{"ZOO_BAKCEND=cpu"}, 0, "zoo: warning: unknown environment variable ZOO_BAKCEND ignored (did you mean \"ZOO_BACKEND\"?); see `zoo help environment`\n"},
+	} {
+		cmd := exec.Command(exe, "list")
+		cmd.Env = append(append(os.Environ(), "ZOO_BENCH_TEST_CLI=1"), c.env...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.code || stderr.String() != c.want || (code == 0) != (stdout.Len() > 0) {
+			t.Errorf("%v zoo list: exit %d, stderr %q, %d bytes on stdout; want exit %d and %q", c.env, code, stderr.String(), stdout.Len(), c.code, c.want)
+		}
 	}
 }

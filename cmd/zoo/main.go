@@ -107,14 +107,21 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands:               commands(),
 		Action:                 unknownCommandAction,
 	}
-	for _, c := range app.Commands {
-		if c.OnUsageError == nil {
-			c.OnUsageError = usageError
-		}
-		if len(c.Subcommands) > 0 && c.Action == nil {
-			c.Action = unknownCommandAction
+	var setup func(cmds []*cli.Command)
+	setup = func(cmds []*cli.Command) {
+		for _, c := range cmds {
+			if c.OnUsageError == nil {
+				c.OnUsageError = usageError
+			}
+			if len(c.Subcommands) > 0 && c.Action == nil {
+				c.Action = unknownCommandAction
+			}
+			c.HideHelpCommand = true
+			c.Description = strings.TrimLeft(c.Description, "\n")
+			setup(c.Subcommands)
 		}
 	}
+	setup(app.Commands)
 	return app
 }
 
