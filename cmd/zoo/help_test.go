@@ -268,6 +268,7 @@ func TestVersion(t *testing.T) {
 		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}, {Key: "vcs.modified", Value: "true"}}},
 			"(devel) rev abc, modified"},
 		{debug.BuildInfo{}, "(devel) (no VCS revision recorded: built outside a checkout or with -buildvcs=false)"},
+		{debug.BuildInfo{Main: debug.Module{Version: "v1.0.0"}}, "v1.0.0"},
 	}
 	for _, c := range cases {
 		if got := describeBuild(&c.bi); got != c.want {

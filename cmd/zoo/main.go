@@ -10,8 +10,9 @@
 //     place `zoo --help` should show it. Handlers stay thin: they parse, call the library and
 //     render to an io.Writer. Bad input returns badInput(err) (exit 2), a failed job failed(err)
 //     (exit 1). Completion, the man page and `zoo help VERB` follow from the definition.
-//   - A new output format (of `zoo run --output`): output.go, the writer switch on the file
-//     extension; tabular formats of reports (table, md, csv, json) are in format.go.
+//   - A new output format of `zoo run --output`: output.go, newSink's switch on the file
+//     extension (JSON numbers are formatted by format.go). A new report format of a verb
+//     (`zoo bench --format`): that verb's rendering code, next to its Action.
 //   - A new environment variable: one entry in internal/env (name, syntax, default, doc, check);
 //     read it with env.Get/Int/Duration/Bool, never os.Getenv. `zoo help environment` and the
 //     README table come from that entry, and run() below checks its value at start-up.

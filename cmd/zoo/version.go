@@ -30,6 +30,9 @@ func describeBuild(bi *debug.BuildInfo) string {
 		s[kv.Key] = kv.Value
 	}
 	rev := s["vcs.revision"]
+	if rev == "" && v != "(devel)" {
+		return v // a tagged module version (go install ...@v1.2.3) names the source by itself
+	}
 	if rev == "" {
 		return v + " (no VCS revision recorded: built outside a checkout or with -buildvcs=false)"
 	}
