@@ -234,7 +234,7 @@ func TestMan(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, ".nh\n.TH zoo 1") {
 		t.Fatalf("exit %d, stderr %q, page starts %q", code, errs, out[:min(len(out), 40)])
 	}
-	for _, w := range []string{".SH NAME", ".SH GLOBAL OPTIONS", ".SH COMMANDS", "zoo run linformer --input text.txt"} {
+	for _, w := range []string{".SH NAME", ".SH ENVIRONMENT", "ZOO_CPU=auto|avx512|avx2|generic", ".SH GLOBAL OPTIONS", ".SH COMMANDS", "zoo run linformer --input text.txt"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("man page lacks %q", w)
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/zoo-dev/zoo/internal/env"
 )
 
 func manCommand() *cli.Command {
@@ -20,6 +22,7 @@ func manCommand() *cli.Command {
 			}
 			app := newApp(io.Discard, io.Discard)
 			withDescriptions(app.Commands, "zoo")
+			app.Description += "\n\n" + env.ManSection()
 			page, err := app.ToManWithSection(1)
 			if err != nil {
 				return failed(fmt.Errorf("man page: %w", err))

@@ -46,3 +46,17 @@ func Markdown() string {
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// ManSection returns the variables zoo reads as the markdown of a man page's ENVIRONMENT
+// section (urfave/cli renders man pages from markdown).
+func ManSection() string {
+	var b strings.Builder
+	b.WriteString("# ENVIRONMENT\n\n")
+	for _, v := range All() {
+		if v.Scope == User {
+			fmt.Fprintf(&b, "`%s=%s`\n: %s Default: %s.\n\n", v.Name, v.Syntax, v.Doc, v.Default)
+		}
+	}
+	b.WriteString("`zoo help environment` also lists the variables zoo sets for its plugins and those of the tests.\n")
+	return b.String()
+}
