@@ -21,11 +21,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/variant"
-
-	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // Default timeouts; the environment variables StartTimeoutEnv and BuildTimeoutEnv (Go

@@ -24,10 +24,9 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
 	"github.com/zoo-dev/zoo/zoo/variant"
-
-	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // ProtocolVersion is the major version of the plugin protocol, negotiated in go-plugin's

@@ -15,11 +15,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
 	"github.com/zoo-dev/zoo/zoo/variant"
-
-	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // LogLevelEnv is the environment variable through which the host tells a plugin how much to

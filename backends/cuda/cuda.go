@@ -21,9 +21,8 @@ import (
 	"sync"
 
 	"github.com/zoo-dev/zoo/backends"
-	"github.com/zoo-dev/zoo/zoo/graph"
-
 	"github.com/zoo-dev/zoo/internal/env"
+	"github.com/zoo-dev/zoo/zoo/graph"
 )
 
 // Name is the name the backend registers under.

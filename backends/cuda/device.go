@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/zoo-dev/zoo/backends"
-
 	"github.com/zoo-dev/zoo/internal/env"
 )
 

@@ -15,9 +15,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/zoo-dev/zoo/plugin/conformance"
-
 	"github.com/zoo-dev/zoo/internal/env"
+	"github.com/zoo-dev/zoo/plugin/conformance"
 )
 
 //go:embed scaffold/*.tmpl

@@ -14,13 +14,12 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/variants"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/registry"
 	"github.com/zoo-dev/zoo/zoo/variant"
-
-	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // serveCommand is the hidden first argument with which zoo re-executes itself to serve a

@@ -18,6 +18,7 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
@@ -25,8 +26,6 @@ import (
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
-
-	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // ModeEnv selects what the test binary does when started as a plugin; PidFileEnv, when set,
