@@ -195,16 +195,19 @@ func TestZooCPULevel(t *testing.T) {
 }
 
 func TestCommonFlagsBeforeVerb(t *testing.T) {
-	reg := filepath.Join(t.TempDir(), "r.yaml")
-	if err := os.WriteFile(reg, []byte("variants:\n  - name: myvanilla\n    summary: my own vanilla\n    plugin: builtin\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// The verb sees --registry wherever it stands: a missing file is its error either way.
+	reg := filepath.Join(t.TempDir(), "missing.yaml")
 	code, out, errs := zoo(t, "--registry", reg, "list")
-	_, after, _ := zoo(t, "list", "--registry", reg)
-	if code != 0 || out != after {
-		t.Errorf("--registry before list: exit %d, stderr %q; output differs from after:\n%s\n---\n%s", code, errs, out, after)
+	code2, out2, errs2 := zoo(t, "list", "--registry", reg)
+	if code != 2 || code2 != 2 || errs != errs2 || out != out2 || !strings.Contains(errs, reg) {
+		t.Errorf("--registry before list: exit %d, stderr %q; after: exit %d, stderr %q", code, errs, code2, errs2)
 	}
-	for _, args := range [][]string{{"--json", "list"}, {"--registry=" + reg, "--json", "list"}, {"--json", "--backend", "cpu", "backends"}, {"--verbose", "--json", "backends"}} {
+	_, before, _ := zoo(t, "--json", "list")
+	_, after, _ := zoo(t, "list", "--json")
+	if before != after || !strings.HasPrefix(before, "[") {
+		t.Errorf("--json before list prints %q, after %q", before, after)
+	}
+	for _, args := range [][]string{{"--json", "--backend", "cpu", "backends"}, {"--backend=cpu", "--json", "backends"}, {"--verbose", "--json", "backends"}} {
 		code, out, errs := zoo(t, args...)
 		if code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "[") && !strings.HasPrefix(strings.TrimSpace(out), "{") {
 			t.Errorf("%v: exit %d, stderr %q, want JSON:\n%s", args, code, errs, out)
