@@ -269,7 +269,7 @@ func TestVersion(t *testing.T) {
 		{debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.time", Value: "2026-12-01T18:00:00Z"}, {Key: "vcs.modified", Value: "false"}}},
 			"v0.3.0 rev 0123456789ab 2026-12-01T18:00:00Z"},
 		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}, {Key: "vcs.modified", Value: "true"}}},
-			"(devel) rev abc, modified"},
+			"(devel) rev abc, dirty"},
 		{debug.BuildInfo{}, "(devel) (no VCS revision recorded: built outside a checkout or with -buildvcs=false)"},
 		{debug.BuildInfo{Main: debug.Module{Version: "v1.0.0"}}, "v1.0.0"},
 	}

@@ -11,7 +11,7 @@ var version = buildVersion()
 
 // buildVersion describes this binary from its build information: the module version
 // ("(devel)" when built from a checkout), then the VCS revision, its time and whether the
-// tree was modified, e.g. "(devel) rev 1a2b3c4d5e6f 2026-12-01T18:00:00Z, modified".
+// tree had uncommitted changes, e.g. "(devel) rev 1a2b3c4d5e6f 2026-12-01T18:00:00Z, dirty".
 func buildVersion() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -45,7 +45,7 @@ func describeBuild(bi *debug.BuildInfo) string {
 	}
 	out := strings.Join(parts, " ")
 	if s["vcs.modified"] == "true" {
-		out += ", modified"
+		out += ", dirty"
 	}
 	return out
 }
