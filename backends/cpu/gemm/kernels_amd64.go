@@ -153,11 +153,14 @@ var asmKernels = []*microKernel{
 		directEdge: []directKernel{{4, sgemmKernelAVX2x4x16Direct}, {2, sgemmKernelAVX2x2x16Direct}}, ok: hasAVX2},
 }
 
+// The CPU's features, as simd reads them (once; the packing fast paths ask per panel).
+var cpuAVX512, cpuAVX2 = simd.Supported(simd.AVX512), simd.Supported(simd.AVX2)
+
 // hasAVX512 needs only AVX-512F (VFMADD231PS/VBROADCASTSS/VMOVUPS on zmm).
-func hasAVX512() bool { return simd.Supported(simd.AVX512) }
+func hasAVX512() bool { return cpuAVX512 }
 
 // hasAVX2 needs AVX2 and FMA3 (the ymm kernel uses VFMADD231PS).
-func hasAVX2() bool { return simd.Supported(simd.AVX2) }
+func hasAVX2() bool { return cpuAVX2 }
 
 // platformLevels lists the levels in order of preference; simd says which this CPU runs.
 func platformLevels() []*level {
