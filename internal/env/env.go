@@ -3,9 +3,9 @@
 // environment` prints the table and the README's environment section is generated from it
 // (a test keeps the two equal).
 //
-// A new variable is one entry in vars below (and, for a user-facing one, `go test
-// ./internal/env -update` to rewrite the README section). Code reads it through Get, Int,
-// Duration or Bool, never through os.Getenv, so that the CLI's start-up check (Check) and
+// A new variable is one entry in vars below, then `go test ./internal/env -update` to rewrite
+// the README's table. Code reads it through Get, Int,
+// Duration or Bool, never through os.Getenv, so that the CLI's start-up check (Problems) and
 // the reader agree on what a valid value is. A test scans the module for ZOO_* names that
 // are missing here.
 package env
