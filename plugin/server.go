@@ -3,11 +3,14 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -16,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/zoo-dev/zoo/internal/env"
+	"github.com/zoo-dev/zoo/internal/memlimit"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
 	"github.com/zoo-dev/zoo/zoo/variant"
@@ -57,9 +61,17 @@ func (s *server) Build(req *pluginpb.BuildRequest, stream pluginpb.Variant_Build
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	g, err := s.v.Build(stream.Context(), cfg, req.GetSeed())
+	mem, err := memlimit.Available()
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	ctx := stream.Context()
+	if !mem.Off() {
+		ctx = memlimit.WithBudget(ctx, mem.Available/WeightCopies)
+	}
+	g, err := s.v.Build(ctx, cfg, req.GetSeed())
+	if err != nil {
+		return status.Error(codes.InvalidArgument, buildError(d, cfg, mem, err))
 	}
 	built := time.Now()
 	data, err := onnx.Export(g, onnx.ExportOptions{Opset: int(req.GetOpset()), ProducerVersion: d.Name + " " + d.Version})
@@ -73,6 +85,50 @@ func (s *server) Build(req *pluginpb.BuildRequest, stream pluginpb.Variant_Build
 	}
 	s.logger.Debug("streamed", "variant", d.Name, "bytes", len(data), "total", time.Since(start).String())
 	return nil
+}
+
+// WeightCopies is how many times over a model's weights are in memory at the peak of a
+// build: the graph and its ONNX serialization in the plugin, the received bytes and the
+// imported graph in zoo (measured: each process peaks at about twice the weights). A build's
+// weight budget is the memory available divided by it.
+const WeightCopies = 4
+
+// buildError is the message of a failed Build. A build over its weight budget says how much
+// it needs, how much there is, and which hyperparameters to lower: those set above their
+// defaults, else every integer one.
+func buildError(d variant.Description, cfg variant.Config, mem memlimit.Info, err error) string {
+	var ob *memlimit.OverBudget
+	if !errors.As(err, &ob) {
+		return err.Error()
+	}
+	var raised, ints []string
+	for _, p := range d.Params {
+		if p.Kind != variant.KindInt {
+			continue
+		}
+		ints = append(ints, p.Name)
+		if def, ok := p.Default.(int64); ok && int64(cfg.Int(p.Name)) > def {
+			raised = append(raised, p.Name)
+		}
+	}
+	if len(raised) == 0 {
+		raised = ints
+	}
+	about := ""
+	if ob.Estimated {
+		about = "about "
+	}
+	list := strings.Join(raised, ", ")
+	if i := strings.LastIndex(list, ", "); i >= 0 {
+		list = list[:i] + " or " + list[i+2:]
+	}
+	peak := int64(math.MaxInt64)
+	if ob.Needed <= math.MaxInt64/WeightCopies {
+		peak = ob.Needed * WeightCopies
+	}
+	return fmt.Sprintf("%s is too big for this machine: its weights need %s%s, %s at the peak (held %d times over while built, sent and imported), "+
+		"but only %s of memory is available (%s): lower %s with --set", d.Name, about, memlimit.Bytes(ob.Needed), memlimit.Bytes(peak),
+		WeightCopies, memlimit.Bytes(mem.Available), mem.Source, list)
 }
 
 // SendModel streams model bytes as a Build answer: header, chunks of at most maxChunk bytes

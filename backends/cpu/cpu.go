@@ -4,12 +4,9 @@
 package cpu
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"runtime"
-	"strings"
 	"sync"
 
 	"github.com/zoo-dev/zoo/backends"
@@ -79,28 +76,10 @@ var (
 	deviceStr  string
 )
 
-// deviceName returns "<cores> cores, <model name>" from /proc/cpuinfo, falling back to GOARCH.
+// deviceName returns "<cores> cores, <model name>" (see CPUModel).
 func deviceName() string {
 	deviceOnce.Do(func() {
-		model := runtime.GOARCH
-		if f, err := os.Open("/proc/cpuinfo"); err == nil {
-			sc := bufio.NewScanner(f)
-			for sc.Scan() {
-				line := sc.Text()
-				key, val, ok := strings.Cut(line, ":")
-				if !ok {
-					continue
-				}
-				key = strings.TrimSpace(key)
-				if key == "model name" || key == "Model" || key == "cpu model" {
-					if v := strings.Join(strings.Fields(val), " "); v != "" {
-						model = v
-						break
-					}
-				}
-			}
-			f.Close()
-		}
+		model := CPUModel()
 		cores := runtime.NumCPU()
 		unit := "cores"
 		if cores == 1 {

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 )
 
 func backendsCommand() *cli.Command {
@@ -42,7 +43,7 @@ func backendsAction(c *cli.Context) error {
 		rows = append(rows, row)
 	}
 	if c.Bool(flagJSON.Name) {
-		if err := writeJSON(c.App.Writer, rows); err != nil {
+		if err := format.WriteJSON(c.App.Writer, rows); err != nil {
 			return err
 		}
 		return badInput(selErr)

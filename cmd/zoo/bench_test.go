@@ -5,14 +5,18 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"image/png"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/bench"
 )
 
 // The test binary runs the CLI itself when ZOO_BENCH_TEST_CLI=1, so that a test can run zoo
@@ -34,7 +38,7 @@ func benchArgs(extra ...string) []string {
 
 // checkRows checks the rows every format reports: one per variant × batch × n, every
 // measured column filled.
-func checkRows(t *testing.T, rows []benchRow, batches []int) {
+func checkRows(t *testing.T, rows []bench.Row, batches []int) {
 	t.Helper()
 	want := 2 * 2 * len(batches)
 	if len(rows) != want {
@@ -67,7 +71,7 @@ func TestBenchFormats(t *testing.T) {
 	}{
 		{"table", benchArgs(), []int{1}, func(t *testing.T, out string) {
 			for _, want := range []string{"VARIANT", "BACKEND", "LEVEL", "BATCH", "N", "MS", "TOKENS/S", "GFLOP/S", "% SGEMM PEAK", "MEM",
-				"vanilla.tiny", "linformer.tiny", " ± ", "measured SGEMM peak", "fitted exponent", "vanilla.tiny cpu", "k = "} {
+				"vanilla.tiny", "linformer.tiny", " ± ", "measured SGEMM peak", "fitted exponent", "vanilla.tiny cpu", "k = ", "(2 points)"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("table lacks %q:\n%s", want, out)
 				}
@@ -91,10 +95,10 @@ func TestBenchFormats(t *testing.T) {
 			if err != nil {
 				t.Fatalf("not CSV: %v\n%s", err, out)
 			}
-			if strings.Join(recs[0], ",") != strings.Join(benchCSVHeader, ",") {
+			if strings.Join(recs[0], ",") != strings.Join(bench.CSVHeader, ",") {
 				t.Errorf("header %v", recs[0])
 			}
-			var rows []benchRow
+			var rows []bench.Row
 			col := map[string]int{}
 			for i, h := range recs[0] {
 				col[h] = i
@@ -108,19 +112,19 @@ func TestBenchFormats(t *testing.T) {
 			}
 			for _, rec := range recs[1:] {
 				rss := int64(num(rec, "peak_rss_growth_bytes"))
-				rows = append(rows, benchRow{Variant: rec[col["variant"]], Backend: rec[col["backend"]], Level: rec[col["kernel_level"]],
+				rows = append(rows, bench.Row{Variant: rec[col["variant"]], Backend: rec[col["backend"]], Level: rec[col["kernel_level"]],
 					Threads: int(num(rec, "threads")), Batch: int(num(rec, "batch")), N: int(num(rec, "n")),
 					MSMean: num(rec, "ms_mean"), MSStddev: num(rec, "ms_stddev"), TokensPS: num(rec, "tokens_per_s"),
 					FLOPs: int64(num(rec, "flops")), GFLOPS: num(rec, "gflop_per_s"), PeakGFLOPS: num(rec, "sgemm_peak_gflop_per_s"),
 					PctPeak: num(rec, "pct_of_sgemm_peak"), PeakRSSGrowth: &rss})
-				if rec[col["cpu"]] == "" || rec[col["go_version"]] == "" || rec[col["time_exponent"]] == "" {
+				if rec[col["cpu"]] == "" || rec[col["go_version"]] == "" || rec[col["time_exponent"]] == "" || rec[col["time_exponent_points"]] != "2" {
 					t.Errorf("machine or exponent columns empty: %v", rec)
 				}
 			}
 			checkRows(t, rows, []int{1})
 		}},
 		{"json", benchArgs("--json"), []int{1}, func(t *testing.T, out string) {
-			var doc benchDoc
+			var doc bench.Doc
 			if err := json.Unmarshal([]byte(out), &doc); err != nil {
 				t.Fatalf("not JSON: %v\n%s", err, out)
 			}
@@ -135,8 +139,8 @@ func TestBenchFormats(t *testing.T) {
 					t.Errorf("row %+v: want 2 samples, activation bytes and no ORT fields", r)
 				}
 			}
-			if len(doc.Fits) != 2 || doc.Fits[0].TimeExponent == nil || doc.Fits[0].Points != 2 {
-				t.Errorf("fits %+v: want one per variant with a time exponent over 2 points", doc.Fits)
+			if len(doc.Fits) != 2 || doc.Fits[0].TimeExponent == nil || doc.Fits[0].Points != 2 || !doc.Fits[0].TwoPointFit {
+				t.Errorf("fits %+v: want one per variant with a time exponent over 2 points, marked so", doc.Fits)
 			}
 		}},
 	}
@@ -154,30 +158,40 @@ func TestBenchFormats(t *testing.T) {
 	}
 }
 
-// TestBenchSkipsBeyondMaxLen checks that a length beyond max_len is skipped with a note,
-// not an error, with flags on either side of the name.
+// TestBenchSkipsBeyondMaxLen checks that over several models a length beyond one's max_len
+// is skipped for it with a note, not an error, with flags on either side of the names; and
+// that the default --seq is skipped the same way for one model.
 func TestBenchSkipsBeyondMaxLen(t *testing.T) {
-	for _, args := range [][]string{
-		{"bench", "linformer.tiny", "--seq", "16,4096", "--reps", "1"},
-		{"bench", "--seq", "16,4096", "--reps", "1", "--format", "json", "linformer.tiny"},
-	} {
-		code, out, errs := zoo(t, args...)
+	cases := []struct {
+		args          []string
+		rows, skipped int
+	}{
+		{[]string{"bench", "vanilla.tiny", "linformer.tiny", "--seq", "16,256", "--reps", "1"}, 3, 1},
+		{[]string{"bench", "--seq", "16,256", "--reps", "1", "--format", "json", "vanilla.tiny", "linformer.tiny"}, 3, 1},
+		{[]string{"bench", "linformer.tiny", "--reps", "1", "--json"}, 1, 2}, // default --seq 128,512,2048
+	}
+	for _, c := range cases {
+		code, out, errs := zoo(t, c.args...)
 		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errs)
+			t.Fatalf("%v: exit %d: %s", c.args, code, errs)
 		}
-		if strings.Contains(strings.Join(args, " "), "json") {
-			var doc benchDoc
-			if err := json.Unmarshal([]byte(out), &doc); err != nil {
-				t.Fatal(err)
+		if !strings.Contains(strings.Join(c.args, " "), "json") {
+			if !strings.Contains(out, "linformer.tiny batch 1 n=256 skipped") || !strings.Contains(out, "n/a") {
+				t.Errorf("%v: no skip note or n/a exponent:\n%s", c.args, out)
 			}
-			if len(doc.Rows) != 1 || len(doc.Skipped) != 1 || doc.Skipped[0].N != 4096 || !strings.Contains(doc.Skipped[0].Reason, "max_len") {
-				t.Errorf("rows %d, skipped %+v", len(doc.Rows), doc.Skipped)
+			continue
+		}
+		var doc bench.Doc
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Rows) != c.rows || len(doc.Skipped) != c.skipped || !strings.Contains(doc.Skipped[0].Reason, "max_len") {
+			t.Errorf("%v: rows %d, skipped %+v; want %d rows, %d skipped", c.args, len(doc.Rows), doc.Skipped, c.rows, c.skipped)
+		}
+		for _, f := range doc.Fits {
+			if f.Variant == "linformer.tiny" && f.TimeExponent != nil {
+				t.Errorf("%v: one point cannot fit an exponent: %+v", c.args, f)
 			}
-			if doc.Fits[0].TimeExponent != nil {
-				t.Errorf("one point cannot fit an exponent: %+v", doc.Fits[0])
-			}
-		} else if !strings.Contains(out, "n=4096 skipped") || !strings.Contains(out, "n/a") {
-			t.Errorf("no skip note or n/a exponent:\n%s", out)
 		}
 	}
 }
@@ -231,6 +245,7 @@ func TestBenchBadInput(t *testing.T) {
 		{"against other", []string{"bench", "vanilla.tiny", "--against", "pytorch"}, "--against"},
 		{"unknown backend", []string{"bench", "vanilla.tiny", "--backend", "tpu"}, "unknown backend"},
 		{"plot not png", []string{"bench", "vanilla.tiny", "--plot", filepath.Join(dir, "p.jpg")}, ".png"},
+		{"seq beyond max_len, one model", []string{"bench", "linformer.tiny", "--seq", "16,4096"}, "--seq 4096 is longer than linformer.tiny's maximum length 128"},
 		{"plot dir missing", []string{"bench", "vanilla.tiny", "--plot", filepath.Join(dir, "no", "p.png")}, "p.png"},
 	}
 	if runtime.GOOS != "windows" && os.Getuid() != 0 {
@@ -265,7 +280,7 @@ func TestBenchAgainstORT(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var doc benchDoc
+	var doc bench.Doc
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
@@ -310,31 +325,142 @@ func TestBenchORTMissing(t *testing.T) {
 	}
 }
 
-// TestKeepBetterPeak checks that the second SGEMM peak reading replaces the first only when
-// it is higher, and that the rows of that backend (and no other) follow it.
-func TestKeepBetterPeak(t *testing.T) {
-	doc := &benchDoc{
-		Machine: benchMachine{Backends: []benchBackend{{Name: "cpu", PeakGFLOPS: 100, PeakMS: 20, PeakSize: 1024}, {Name: "cuda", PeakGFLOPS: 1000}}},
-		Rows:    []benchRow{{Backend: "cpu", GFLOPS: 120, PeakGFLOPS: 100, PctPeak: 120}, {Backend: "cuda", GFLOPS: 500, PeakGFLOPS: 1000, PctPeak: 50}},
+// stampWriter records when each write arrives.
+type stampWriter struct {
+	mu     sync.Mutex
+	writes []stamped
+}
+
+type stamped struct {
+	at   time.Time
+	data string
+}
+
+func (w *stampWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes = append(w.writes, stamped{time.Now(), string(p)})
+	return len(p), nil
+}
+
+// firstWrite returns when the first write containing s arrived.
+func (w *stampWriter) firstWrite(t *testing.T, s string) time.Time {
+	t.Helper()
+	for _, st := range w.writes {
+		if strings.Contains(st.data, s) {
+			return st.at
+		}
 	}
-	steps := []struct {
-		again    float64
-		wantPeak float64
-		wantPct  float64
+	t.Fatalf("no write contains %q", s)
+	return time.Time{}
+}
+
+// TestBenchStreamsRows checks that rows are printed as they finish, not gathered to the end:
+// between the write of one row (or CSV series) and the next lie the next one's timed runs,
+// so the gap between the two writes is at least the sum of those runs' times.
+func TestBenchStreamsRows(t *testing.T) {
+	cases := []struct {
+		format      string
+		first, next string // a substring of the first and of the next streamed write
 	}{
-		{again: 150, wantPeak: 150, wantPct: 80},
-		{again: 90, wantPeak: 150, wantPct: 80},
+		{"table", "vanilla.tiny    cpu", "linformer.tiny  cpu"},
+		{"md", "| vanilla.tiny ", "| linformer.tiny "},
+		{"csv", "vanilla.tiny,cpu", "linformer.tiny,cpu"},
 	}
-	for _, st := range steps {
-		doc.keepBetterPeak(0, benchBackend{Name: "cpu", PeakGFLOPS: st.again, PeakMS: 1, PeakSize: 1024})
-		if b := doc.Machine.Backends[0]; b.PeakGFLOPS != st.wantPeak || b.Name != "cpu" {
-			t.Fatalf("after a reading of %g: backend %+v, want peak %g", st.again, b, st.wantPeak)
+	for _, c := range cases {
+		t.Run(c.format, func(t *testing.T) {
+			var out stampWriter
+			var errb bytes.Buffer
+			args := []string{"zoo", "bench", "vanilla.tiny", "linformer.tiny", "--seq", "64", "--reps", "3", "--format", c.format}
+			if code := run(args, &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			gap := out.firstWrite(t, c.next).Sub(out.firstWrite(t, c.first))
+			var all strings.Builder
+			for _, w := range out.writes {
+				all.WriteString(w.data)
+			}
+			mean := rowMeanMS(t, all.String(), c.format, "linformer.tiny")
+			if sum := time.Duration(3 * mean * float64(time.Millisecond)); gap < sum*9/10 {
+				t.Errorf("the linformer row came %v after the vanilla row, less than its own timed runs (%v): rows were not streamed", gap, sum)
+			}
+		})
+	}
+}
+
+// rowMeanMS reads a row's mean time in ms from a table, markdown or CSV report.
+func rowMeanMS(t *testing.T, out, format, variant string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, variant) {
+			continue
 		}
-		if r := doc.Rows[0]; r.PeakGFLOPS != st.wantPeak || math.Abs(r.PctPeak-st.wantPct) > 1e-9 {
-			t.Fatalf("after a reading of %g: row peak %g (%g %%), want %g (%g %%)", st.again, r.PeakGFLOPS, r.PctPeak, st.wantPeak, st.wantPct)
+		var field string
+		switch format {
+		case "csv":
+			rec, err := csv.NewReader(strings.NewReader(line)).Read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			field = rec[8] // ms_mean
+		case "md":
+			field = strings.Fields(strings.Split(line, "|")[6])[0]
+		default:
+			field = strings.Fields(line)[5]
 		}
-		if r := doc.Rows[1]; r.PeakGFLOPS != 1000 || r.PctPeak != 50 {
-			t.Fatalf("another backend's row changed: %+v", r)
+		v, err := strconv.ParseFloat(field, 64)
+		if err != nil {
+			t.Fatalf("mean of %q: %v", line, err)
+		}
+		return v
+	}
+	t.Fatalf("no %s row in\n%s", variant, out)
+	return 0
+}
+
+// When no combination can run, bench still prints its report (with the notes) and exits 1.
+func TestBenchNoRowExits1(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "linformer.tiny", "--set", "max_len=64", "--reps", "1"}, // every default --seq skipped
+		{"bench", "linformer.tiny", "rope.tiny", "--seq", "1024,4096", "--reps", "1", "--json"},
+	} {
+		code, out, errs := zoo(t, args...)
+		if code != 1 || !strings.Contains(errs, "no combination could run") || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 and one line", args, code, errs)
+		}
+		if strings.Contains(strings.Join(args, " "), "--json") {
+			var doc bench.Doc
+			if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Rows) != 0 || len(doc.Skipped) != 4 {
+				t.Errorf("%v: %v, %d rows, skipped %+v", args, err, len(doc.Rows), doc.Skipped)
+			}
+		} else if !strings.Contains(out, "no combination was run") || !strings.Contains(out, "n=2048 skipped") {
+			t.Errorf("%v: report lacks the notes:\n%s", args, out)
+		}
+	}
+}
+
+// An exponent fitted on two points is marked as such in the table and the JSON; one on
+// three is not.
+func TestBenchTwoPointExponent(t *testing.T) {
+	cases := []struct {
+		seq      string
+		twoPoint bool
+	}{{"16,32", true}, {"16,32,64", false}}
+	for _, c := range cases {
+		code, out, errs := zoo(t, "bench", "vanilla.tiny", "--seq", c.seq, "--reps", "1")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		if regexp.MustCompile(`k = -?[0-9.]+ \(2 points\)`).MatchString(out) != c.twoPoint {
+			t.Errorf("--seq %s: table marks two points: %v, want %v:\n%s", c.seq, !c.twoPoint, c.twoPoint, out)
+		}
+		code, out, errs = zoo(t, "bench", "vanilla.tiny", "--seq", c.seq, "--reps", "1", "--json")
+		var doc bench.Doc
+		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || len(doc.Fits) != 1 {
+			t.Fatalf("exit %d, %v: %s", code, err, errs)
+		}
+		if f := doc.Fits[0]; f.TwoPointFit != c.twoPoint || f.TimePoints != strings.Count(c.seq, ",")+1 {
+			t.Errorf("--seq %s: fit %+v", c.seq, f)
 		}
 	}
 }

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 )
 
 func listCommand() *cli.Command {
@@ -39,12 +40,16 @@ func listAction(c *cli.Context) error {
 	for _, e := range reg.Entries() {
 		row := listRow{Name: e.Name, Aliases: e.Aliases, Summary: e.Summary, Paper: e.Paper, Plugin: e.Plugin, Presets: e.PresetNames()}
 		if v, err := variantFor(e); err == nil {
-			row.Complexity = v.Describe().Complexity
+			d := v.Describe()
+			row.Complexity = d.Complexity
+			if e.IsBuiltin() { // a built-in entry has no summary: the variant's Describe is its one source
+				row.Summary, row.Paper = d.Summary, d.Paper
+			}
 		}
 		rows = append(rows, row)
 	}
 	if c.Bool(flagJSON.Name) {
-		return writeJSON(c.App.Writer, rows)
+		return format.WriteJSON(c.App.Writer, rows)
 	}
 	renderList(c.App.Writer, rows)
 	return nil
@@ -61,11 +66,4 @@ func renderList(w io.Writer, rows []listRow) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, r.Complexity, strings.Join(r.Presets, ","), r.Summary, r.Paper)
 	}
 	tw.Flush()
-}
-
-// writeJSON prints v as indented JSON.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/zoo-dev/zoo/backends/cpu"
 	_ "github.com/zoo-dev/zoo/backends/cuda"
 	"github.com/zoo-dev/zoo/internal/env"
+	"github.com/zoo-dev/zoo/internal/memlimit"
 )
 
 // commands returns every verb, in the order `zoo --help` lists them.
@@ -167,6 +168,11 @@ func checkEnv(stderr io.Writer) error {
 	}
 	if err := cpu.ApplyEnv(); err != nil {
 		return badInput(err)
+	}
+	if v, _ := env.Get(env.MemoryLimit); v != "" {
+		if _, _, err := memlimit.ParseLimit(v); err != nil {
+			return badInput(err)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -137,14 +138,21 @@ func variantFor(e registry.Entry) (variant.Variant, error) {
 // loadModel resolves ref (a variant, or an .onnx file) and builds or imports its graph.
 func loadModel(c *cli.Context, ref string) (*model, error) {
 	if isONNXPath(ref) {
+		if err := rejectVariantFlags(c, ref); err != nil {
+			return nil, err
+		}
 		return loadONNXModel(ref)
 	}
 	v, entry, preset, cfg, err := resolveVariant(c, ref)
 	if err != nil {
 		return nil, err
 	}
-	seed := c.Uint64(flagSeed.Name)
-	g, err := v.Build(c.Context, cfg, seed)
+	return buildModel(c.Context, v, entry, preset, cfg, c.Uint64(flagSeed.Name))
+}
+
+// buildModel builds a resolved variant's graph; a build error is bad input (the config).
+func buildModel(ctx context.Context, v variant.Variant, entry registry.Entry, preset string, cfg variant.Config, seed uint64) (*model, error) {
+	g, err := v.Build(ctx, cfg, seed)
 	if err != nil {
 		return nil, badInput(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -16,6 +18,18 @@ import (
 
 // isONNXPath reports whether a model reference names an ONNX file rather than a variant.
 func isONNXPath(ref string) bool { return strings.HasSuffix(strings.ToLower(ref), ".onnx") }
+
+// rejectVariantFlags returns a bad-input error when --preset, --set or --seed is given for
+// the ONNX file at path: they shape a variant's config and initial weights, and a file's are
+// fixed, so the flag would be silently ignored.
+func rejectVariantFlags(c *cli.Context, path string) error {
+	for _, f := range []string{flagPreset.Name, flagSet.Name, flagSeed.Name} {
+		if c.IsSet(f) {
+			return badInputf("--%s does not apply to %s: an ONNX file's hyperparameters and weights are fixed (--preset, --set and --seed shape a variant)", f, path)
+		}
+	}
+	return nil
+}
 
 // loadONNXModel imports an ONNX file (written by zoo, PyTorch or anything else) as a model.
 func loadONNXModel(path string) (*model, error) {

@@ -2,23 +2,25 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"github.com/zoo-dev/zoo/zoo/variant"
 	"io"
+	"math"
+	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
+	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
-// maxOutputBytes bounds what `zoo run --output` gathers in memory before writing.
-const maxOutputBytes = 4 << 30
-
-// outputSink gathers a run's outputs, window by window, and writes them atomically at the end.
+// outputSink takes a run's outputs, batch by batch, and writes them atomically at the end.
 // Outputs are laid out (windows, n, dim) with n the longest window; positions past a window's
 // length are zero.
 type outputSink interface {
@@ -26,136 +28,235 @@ type outputSink interface {
 	add(b *tokenize.Batch, outs map[string]*tensor.Tensor) error
 	finish(path string) ([]string, error)
 	shapes() map[string][]int
+	// close removes what an unfinished sink left on disk; it is safe after finish.
+	close()
 }
 
 // newSink picks the writer from the file extension.
 func newSink(path, selected string) (outputSink, error) {
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".json", ".safetensors":
-		return &gather{format: ext}, nil
+		return &stream{format: ext, dir: filepath.Dir(path), base: filepath.Base(path)}, nil
 	case ".npy":
 		if selected != variant.OutputHidden && selected != variant.OutputLogits {
 			return nil, fmt.Errorf("--select %q: want hidden or logits", selected)
 		}
-		return &gather{format: ext, only: selected}, nil
+		return &stream{format: ext, only: selected, dir: filepath.Dir(path), base: filepath.Base(path)}, nil
 	default:
 		return nil, fmt.Errorf("output %s: unknown format %q; use .json, .npy or .safetensors", path, ext)
 	}
 }
 
-type gather struct {
+// stream writes each array of the output (tokens, lengths, offsets, every output) to its own
+// spill file next to the output (same file system, so no tmpfs fills up) as the batches come, in the form the format stores it
+// (little-endian binary, or JSON text), so memory holds one batch at a time; finish then
+// writes the header and copies the spill files into the output through
+// tensorio.AtomicWriteFile, and the spill files are removed whatever happens.
+type stream struct {
 	format, only string
+	dir, base    string
 	model        string
 	backend      string
-	windows, n   int
-	next         int
-	tokens       []int64
-	lengths      []int64
-	offsets      []int64
-	outs         map[string]*tensor.Tensor
-	order        []string
+	n, next      int
+	arrays       map[string]*spill
+	dims         map[string]int // output name → last dimension
+	buf          []byte
 }
 
-func (g *gather) begin(m *model, rep runReport, windows, n int) error {
-	g.model, g.backend = rep.Model, rep.Backend+" ("+rep.Level+")"
-	g.windows, g.n = windows, n
-	g.tokens = make([]int64, windows*n)
-	g.lengths = make([]int64, windows)
-	g.offsets = make([]int64, windows)
-	g.outs = map[string]*tensor.Tensor{}
-	var bytes int64
-	for _, o := range m.Graph.Outputs {
-		if g.only != "" && o.Name != g.only {
-			continue
-		}
-		if len(o.Shape) > 0 && o.Shape[len(o.Shape)-1].Known() {
-			bytes += int64(windows) * int64(n) * o.Shape[len(o.Shape)-1].Size * 4
-		}
+// spill is one array's data on its way to the output.
+type spill struct {
+	f        *os.File
+	w        *bufio.Writer
+	count    int64 // values written, for JSON's commas
+	unlinked bool  // the file has no name any more
+}
+
+func (s *stream) begin(_ *model, rep runReport, _, n int) error {
+	s.model, s.backend = rep.Model, rep.Backend+" ("+rep.Level+")"
+	s.n = n
+	s.arrays, s.dims = map[string]*spill{}, map[string]int{}
+	if s.format == ".npy" {
+		return nil
 	}
-	if bytes > maxOutputBytes {
-		return fmt.Errorf("the outputs would take %.1f GiB; use --max-windows, a .npy file with --select, or no --output", float64(bytes)/(1<<30))
+	for _, name := range []string{"tokens", "lengths", "offsets"} {
+		if err := s.open(name); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-func (g *gather) add(b *tokenize.Batch, outs map[string]*tensor.Tensor) error {
+func (s *stream) open(name string) error {
+	f, err := os.CreateTemp(s.dir, "."+s.base+".part-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(s.dir, s.base), err)
+	}
+	// Unlinked at once where the system allows (the open file lives on): a process killed
+	// mid-run, even by SIGKILL, leaves nothing behind.
+	s.arrays[name] = &spill{f: f, w: bufio.NewWriterSize(f, 1<<20), unlinked: os.Remove(f.Name()) == nil}
+	return nil
+}
+
+func (s *stream) close() {
+	for _, sp := range s.arrays {
+		sp.f.Close()
+		if !sp.unlinked {
+			os.Remove(sp.f.Name())
+		}
+	}
+	s.arrays = nil
+}
+
+func (s *stream) add(b *tokenize.Batch, outs map[string]*tensor.Tensor) error {
 	names := make([]string, 0, len(outs))
 	for name := range outs {
-		if g.only == "" || name == g.only {
+		if s.only == "" || name == s.only {
 			names = append(names, name)
 		}
 	}
 	sort.Strings(names)
 	for _, name := range names {
 		t := outs[name]
-		if t.DType != tensor.Float32 || len(t.Shape) != 3 || t.Shape[0] != b.B || t.Shape[1] != b.N {
+		if t.DType != tensor.Float32 || len(t.Shape) != 3 || t.Shape[0] != b.B || t.Shape[1] != b.N || b.N > s.n {
 			return fmt.Errorf("output %s has shape %v, want (%d, %d, dim) float32", name, t.Shape, b.B, b.N)
 		}
-		dst, ok := g.outs[name]
-		if !ok {
-			var err error
-			if dst, err = tensor.New(tensor.Float32, g.windows, g.n, t.Shape[2]); err != nil {
-				return fmt.Errorf("output %s: %w", name, err)
-			}
-			g.outs[name] = dst
-			g.order = append(g.order, name)
-		}
 		dim := t.Shape[2]
+		if d, ok := s.dims[name]; !ok {
+			if s.next > 0 {
+				return fmt.Errorf("output %s appeared after the first batch", name)
+			}
+			if err := s.open(name); err != nil {
+				return err
+			}
+			s.dims[name] = dim
+		} else if d != dim {
+			return fmt.Errorf("output %s changed width from %d to %d", name, d, dim)
+		}
+		sp := s.arrays[name]
 		for i := 0; i < b.B; i++ {
 			l := b.Lengths[i]
-			copy(dst.F32[(g.next+i)*g.n*dim:], t.F32[i*b.N*dim:(i*b.N+l)*dim])
+			s.floats(sp, t.F32[i*b.N*dim:(i*b.N+l)*dim])
+			s.zeros(sp, int64(s.n-l)*int64(dim), false)
 		}
 	}
-	for i := 0; i < b.B; i++ {
-		copy(g.tokens[(g.next+i)*g.n:], b.Row(i))
-		g.lengths[g.next+i] = int64(b.Lengths[i])
-		g.offsets[g.next+i] = b.Offsets[i]
+	if len(s.dims) != len(names) {
+		return fmt.Errorf("batch %d has outputs %v, the first had %d", s.next, names, len(s.dims))
 	}
-	g.next += b.B
+	if s.format != ".npy" {
+		for i := 0; i < b.B; i++ {
+			s.ints(s.arrays["tokens"], b.Row(i))
+			s.zeros(s.arrays["tokens"], int64(s.n-b.Lengths[i]), true)
+			s.ints(s.arrays["lengths"], []int64{int64(b.Lengths[i])})
+			s.ints(s.arrays["offsets"], []int64{b.Offsets[i]})
+		}
+	}
+	s.next += b.B
 	return nil
 }
 
-func (g *gather) shapes() map[string][]int {
+// floats appends float32 values: little-endian, or JSON text in the shortest form that
+// reads back to the same float32.
+func (s *stream) floats(sp *spill, v []float32) {
+	if s.format == ".json" {
+		for _, x := range v {
+			s.comma(sp)
+			s.buf = format.AppendFloat32(s.buf[:0], x)
+			sp.w.Write(s.buf)
+		}
+		return
+	}
+	var b [4]byte
+	for _, x := range v {
+		binary.LittleEndian.PutUint32(b[:], math.Float32bits(x))
+		sp.w.Write(b[:])
+	}
+}
+
+// ints appends int64 values: little-endian, or JSON text.
+func (s *stream) ints(sp *spill, v []int64) {
+	if s.format == ".json" {
+		for _, x := range v {
+			s.comma(sp)
+			sp.w.Write(strconv.AppendInt(s.buf[:0], x, 10))
+		}
+		return
+	}
+	var b [8]byte
+	for _, x := range v {
+		binary.LittleEndian.PutUint64(b[:], uint64(x))
+		sp.w.Write(b[:])
+	}
+}
+
+// zeros appends k zeros (int64 when integer, else float32).
+func (s *stream) zeros(sp *spill, k int64, integer bool) {
+	if s.format == ".json" {
+		zero := format.AppendFloat32(nil, 0)
+		if integer {
+			zero = []byte("0")
+		}
+		for ; k > 0; k-- {
+			s.comma(sp)
+			sp.w.Write(zero)
+		}
+		return
+	}
+	var z [8]byte
+	size := 4
+	if integer {
+		size = 8
+	}
+	for ; k > 0; k-- {
+		sp.w.Write(z[:size])
+	}
+}
+
+func (s *stream) comma(sp *spill) {
+	if sp.count > 0 {
+		sp.w.WriteByte(',')
+	}
+	sp.count++
+}
+
+func (s *stream) shapes() map[string][]int {
 	out := map[string][]int{}
-	for name, t := range g.outs {
-		out[name] = t.Shape
+	for name, d := range s.dims {
+		out[name] = []int{s.next, s.n, d}
 	}
 	return out
 }
 
-// trim drops windows that were never filled (the input ended before the estimate).
-func (g *gather) trim() {
-	if g.next == g.windows {
-		return
+// outputNames returns the outputs written, sorted.
+func (s *stream) outputNames() []string {
+	names := make([]string, 0, len(s.dims))
+	for name := range s.dims {
+		names = append(names, name)
 	}
-	for _, t := range g.outs {
-		t.Shape[0] = g.next
-		t.F32 = t.F32[:g.next*g.n*t.Shape[2]]
-	}
-	g.tokens, g.lengths, g.offsets, g.windows = g.tokens[:g.next*g.n], g.lengths[:g.next], g.offsets[:g.next], g.next
+	sort.Strings(names)
+	return names
 }
 
-func (g *gather) finish(path string) ([]string, error) {
-	g.trim()
-	write := func(w io.Writer) error {
-		switch g.format {
-		case ".npy":
-			return tensorio.WriteNPY(w, g.outs[g.only])
-		case ".safetensors":
-			named := map[string]*tensor.Tensor{
-				"tokens":  {DType: tensor.Int64, Shape: []int{g.windows, g.n}, I64: g.tokens},
-				"lengths": {DType: tensor.Int64, Shape: []int{g.windows}, I64: g.lengths},
-				"offsets": {DType: tensor.Int64, Shape: []int{g.windows}, I64: g.offsets},
-			}
-			for name, t := range g.outs {
-				named[name] = t
-			}
-			return tensorio.WriteSafetensorsMap(w, named, map[string]string{
-				"model": g.model, "backend": g.backend, "tokenizer": tokenizerDoc,
-			})
-		default:
-			return g.writeJSON(w)
+func (s *stream) finish(path string) ([]string, error) {
+	defer s.close()
+	for _, sp := range s.arrays {
+		if err := sp.w.Flush(); err != nil {
+			return nil, fmt.Errorf("write %s: %w", path, err)
 		}
+		if _, err := sp.f.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	var write func(w io.Writer) error
+	switch s.format {
+	case ".npy":
+		if _, ok := s.dims[s.only]; !ok {
+			return nil, fmt.Errorf("the model produced no output %s", s.only)
+		}
+		write = s.writeNPY
+	case ".safetensors":
+		write = s.writeSafetensors
+	default:
+		write = s.writeJSON
 	}
 	if err := tensorio.AtomicWriteFile(path, write); err != nil {
 		return nil, err
@@ -163,60 +264,90 @@ func (g *gather) finish(path string) ([]string, error) {
 	return []string{path}, nil
 }
 
-// tokenizerDoc documents the id mapping in every output file.
-const tokenizerDoc = "byte-level: id 0 = padding, byte b = id b+1 (vocab 257)"
+func (s *stream) copyArray(w io.Writer, name string) error {
+	_, err := io.Copy(w, s.arrays[name].f)
+	return err
+}
 
-// writeJSON streams the JSON document; data arrays are flat and row-major, with shapes.
-func (g *gather) writeJSON(w io.Writer) error {
-	bw := bufio.NewWriterSize(w, 1<<16)
-	head := map[string]any{
-		"model": g.model, "backend": g.backend,
-		"tokenizer": map[string]any{"kind": "bytes", "pad_id": tokenize.PadID, "vocab": tokenize.VocabSize, "mapping": tokenizerDoc},
-		"lengths":   g.lengths, "offsets": g.offsets,
-	}
-	hb, err := json.Marshal(head)
+func (s *stream) writeNPY(w io.Writer) error {
+	hdr, err := tensorio.NPYHeader(tensor.Float32, []int{s.next, s.n, s.dims[s.only]})
 	if err != nil {
 		return err
 	}
-	bw.Write(hb[:len(hb)-1])
-	fmt.Fprintf(bw, `,"tokens":{"shape":[%d,%d],"data":`, g.windows, g.n)
-	writeInts(bw, g.tokens)
-	bw.WriteString(`},"outputs":{`)
-	for i, name := range g.order {
-		t := g.outs[name]
-		if i > 0 {
-			bw.WriteByte(',')
-		}
-		sb, _ := json.Marshal(t.Shape)
-		fmt.Fprintf(bw, `%q:{"shape":%s,"data":`, name, sb)
-		writeFloats(bw, t.F32)
-		bw.WriteByte('}')
+	if _, err := w.Write(hdr); err != nil {
+		return err
 	}
-	bw.WriteString("}}\n")
-	return bw.Flush()
+	return s.copyArray(w, s.only)
 }
 
-func writeInts(w *bufio.Writer, v []int64) {
-	w.WriteByte('[')
-	for i, x := range v {
-		if i > 0 {
-			w.WriteByte(',')
-		}
-		fmt.Fprint(w, x)
+func (s *stream) writeSafetensors(w io.Writer) error {
+	// Shapes without data: SafetensorsHeader needs no more.
+	named := []tensorio.Named{
+		{Name: "tokens", Tensor: &tensor.Tensor{DType: tensor.Int64, Shape: []int{s.next, s.n}}},
+		{Name: "lengths", Tensor: &tensor.Tensor{DType: tensor.Int64, Shape: []int{s.next}}},
+		{Name: "offsets", Tensor: &tensor.Tensor{DType: tensor.Int64, Shape: []int{s.next}}},
 	}
-	w.WriteByte(']')
+	for _, name := range s.outputNames() {
+		named = append(named, tensorio.Named{Name: name, Tensor: &tensor.Tensor{DType: tensor.Float32, Shape: s.shapes()[name]}})
+	}
+	hdr, layout, err := tensorio.SafetensorsHeader(named, map[string]string{
+		"model": s.model, "backend": s.backend, "tokenizer": tokenizerDoc,
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(hdr); err != nil {
+		return err
+	}
+	for _, nt := range layout {
+		if err := s.copyArray(w, nt.Name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// writeFloats writes float32 values in the shortest form that reads back to the same float32.
-func writeFloats(w *bufio.Writer, v []float32) {
-	var buf []byte
-	w.WriteByte('[')
-	for i, x := range v {
-		if i > 0 {
-			w.WriteByte(',')
-		}
-		buf = appendFloat32(buf[:0], x)
-		w.Write(buf)
+// tokenizerDoc documents the id mapping in every output file.
+const tokenizerDoc = "byte-level: id 0 = padding, byte b = id b+1 (vocab 257)"
+
+// writeJSON writes the JSON document; data arrays are flat and row-major, with shapes. The
+// keys come in the order encoding/json gives a map (sorted), then tokens and outputs.
+func (s *stream) writeJSON(w io.Writer) error {
+	str := func(v any) string {
+		b, _ := json.Marshal(v)
+		return string(b)
 	}
-	w.WriteByte(']')
+	tok := str(map[string]any{"kind": "bytes", "pad_id": tokenize.PadID, "vocab": tokenize.VocabSize, "mapping": tokenizerDoc})
+	parts := []func() error{
+		func() error { _, err := fmt.Fprintf(w, `{"backend":%s,"lengths":[`, str(s.backend)); return err },
+		func() error { return s.copyArray(w, "lengths") },
+		func() error { _, err := fmt.Fprintf(w, `],"model":%s,"offsets":[`, str(s.model)); return err },
+		func() error { return s.copyArray(w, "offsets") },
+		func() error {
+			_, err := fmt.Fprintf(w, `],"tokenizer":%s,"tokens":{"shape":[%d,%d],"data":[`, tok, s.next, s.n)
+			return err
+		},
+		func() error { return s.copyArray(w, "tokens") },
+		func() error { _, err := io.WriteString(w, `]},"outputs":{`); return err },
+	}
+	for i, name := range s.outputNames() {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		parts = append(parts,
+			func() error {
+				_, err := fmt.Fprintf(w, `%s%q:{"shape":%s,"data":[`, sep, name, str(s.shapes()[name]))
+				return err
+			},
+			func() error { return s.copyArray(w, name) },
+			func() error { _, err := io.WriteString(w, `]}`); return err })
+	}
+	parts = append(parts, func() error { _, err := io.WriteString(w, "}}\n"); return err })
+	for _, p := range parts {
+		if err := p(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -53,6 +53,9 @@ func parityAction(c *cli.Context) error {
 	if !(atol >= 0 && rtol >= 0) || math.IsInf(atol, 0) || math.IsInf(rtol, 0) {
 		return badInputf("--atol and --rtol must be finite and >= 0 (got %g, %g)", atol, rtol)
 	}
+	if c.IsSet("window") && c.String("input") == "" {
+		return badInputf("--window applies with --input: without it, parity feeds the sample text in fixed windows (or synthetic data)")
+	}
 	if c.Int("threads") < 0 || c.Int("window") < 1 {
 		return badInputf("--threads must not be negative and --window must be at least 1")
 	}
@@ -60,7 +63,13 @@ func parityAction(c *cli.Context) error {
 	// exactly the graph ONNX Runtime runs).
 	var data []byte
 	name := ref
-	if strings.HasSuffix(strings.ToLower(ref), ".onnx") {
+	fromFile := isONNXPath(ref)
+	if fromFile {
+		for _, f := range []string{flagPreset.Name, flagSet.Name} {
+			if c.IsSet(f) {
+				return badInputf("--%s does not apply to %s: an ONNX file's hyperparameters are fixed (--preset and --set shape a variant)", f, ref)
+			}
+		}
 		var err error
 		if data, err = os.ReadFile(ref); err != nil {
 			return badInputf("model %s: %w", ref, errors.Unwrap(err))
@@ -79,6 +88,9 @@ func parityAction(c *cli.Context) error {
 	if err != nil {
 		return badInputf("model %s: %w", ref, err)
 	}
+	if _, _, tokErr := tokenInputs(g); fromFile && tokErr == nil && c.IsSet(flagSeed.Name) {
+		return badInputf("--seed does not apply to %s: its weights are fixed and it takes token ids, which come from the text (--input, or the sample text); --seed seeds a variant's weights and the synthetic inputs of models without token inputs", ref)
+	}
 	var layers []layerValue
 	if c.Bool("layers") {
 		if layers = layerValues(g); len(layers) == 0 {
@@ -93,6 +105,9 @@ func parityAction(c *cli.Context) error {
 		return badInput(err)
 	}
 
+	if err := guardParity(name, g, inputs, c.String("input") != ""); err != nil {
+		return err
+	}
 	rt, err := ort.Open()
 	if err != nil {
 		return failed(fmt.Errorf("parity needs ONNX Runtime as the reference: %w", err))

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/internal/parity"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/zoo/graph"
@@ -98,7 +99,7 @@ func sampleBatch(text []byte, lengths ...int) *tokenize.Batch {
 // usual per-output report, and names the first layer that diverges.
 func renderLayers(w io.Writer, layers, outputs []parity.Result, opts parity.RenderOptions) error {
 	if opts.JSON {
-		return writeJSON(w, struct {
+		return format.WriteJSON(w, struct {
 			Layers []parity.Result `json:"layers"`
 			parity.Report
 		}{layers, parity.NewReport(outputs, opts)})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/plugin/conformance"
 )
@@ -250,7 +251,7 @@ func pluginTestAction(c *cli.Context) error {
 	}
 	r := conformance.RunPath(path, opts)
 	if c.Bool(flagJSON.Name) {
-		if err := writeJSON(c.App.Writer, r); err != nil {
+		if err := format.WriteJSON(c.App.Writer, r); err != nil {
 			return failed(err)
 		}
 	} else {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/variant"
 	"io"
 	"os"
@@ -19,7 +20,6 @@ import (
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/zoo/tensor"
-	"github.com/zoo-dev/zoo/zoo/tensorio"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
@@ -79,12 +79,15 @@ func runAction(c *cli.Context) error {
 		return badInputf("input %s is empty (0 bytes): nothing to encode", inPath)
 	}
 	outPath := c.String("output")
+	if c.IsSet("select") && !strings.EqualFold(filepath.Ext(outPath), ".npy") {
+		return badInputf("--select applies to a .npy --output, which holds one output; .json and .safetensors files hold every output")
+	}
 	var sink outputSink
 	if outPath != "" {
 		if sink, err = newSink(outPath, c.String("select")); err != nil {
 			return badInput(err)
 		}
-		if err := tensorio.CheckWritable(outPath); err != nil {
+		if err := checkOutputPath(outPath); err != nil {
 			return badInput(err)
 		}
 	}
@@ -107,6 +110,14 @@ func runAction(c *cli.Context) error {
 	window, err := chooseWindow(m, c.Int("window"))
 	if err != nil {
 		return badInput(err)
+	}
+	total := int(min((st.Size()+int64(window)-1)/int64(window), int64(1<<31-1)))
+	if mw := c.Int("max-windows"); mw > 0 && mw < total {
+		total = mw
+	}
+	if err := guardMemory(m.displayName(), m.Graph, memRun{batch: min(c.Int("batch"), total), n: int(min(st.Size(), int64(window))),
+		shapes: tokenShapes(tokName, maskName), batchFlag: "--batch", nFlag: "--window"}); err != nil {
+		return err
 	}
 	choice, err := backends.Select(c.String(flagBackend.Name))
 	if err != nil {
@@ -138,11 +149,8 @@ func runAction(c *cli.Context) error {
 	if c.Int("threads") > 0 && c.Int("threads") < rep.Threads {
 		rep.Threads = c.Int("threads")
 	}
-	total := int(min((st.Size()+int64(window)-1)/int64(window), int64(1<<31-1)))
-	if mw := c.Int("max-windows"); mw > 0 && mw < total {
-		total = mw
-	}
 	if sink != nil {
+		defer sink.close()
 		if err := sink.begin(m, rep, total, int(min(st.Size(), int64(window)))); err != nil {
 			return badInput(err)
 		}
@@ -183,7 +191,7 @@ func runAction(c *cli.Context) error {
 	}
 	bar.Finish()
 	t3 := time.Now()
-	rep.BuildMS, rep.CompileMS, rep.RunMS = ms(t1.Sub(t0)), ms(t2.Sub(t1)), ms(t3.Sub(t2))
+	rep.BuildMS, rep.CompileMS, rep.RunMS = format.MS(t1.Sub(t0)), format.MS(t2.Sub(t1)), format.MS(t3.Sub(t2))
 	rep.TokensPS = float64(rep.Tokens) / t3.Sub(t2).Seconds()
 	if sink != nil {
 		written, err := sink.finish(outPath)
@@ -201,8 +209,6 @@ func runAction(c *cli.Context) error {
 	printRunReport(c.App.Writer, rep)
 	return nil
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // chooseWindow returns the window length: --window when given, else min(512, max_len).
 func chooseWindow(m *model, requested int) (int, error) {

@@ -14,6 +14,7 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/variants"
@@ -233,7 +234,7 @@ func (v *hostedVariant) Build(ctx context.Context, cfg variant.Config, seed uint
 	}
 	if v.s.verbose {
 		fmt.Fprintf(v.s.stderr, "zoo: plugin %s: built %s in %d chunks: %s in the plugin (build, export), transfer %s (%.0f MB/s), import %s\n",
-			v.c.Name(), humanBytes(st.Bytes), st.Chunks, (st.Stream - st.Transfer).Round(time.Microsecond),
+			v.c.Name(), format.HumanBytes(st.Bytes), st.Chunks, (st.Stream - st.Transfer).Round(time.Microsecond),
 			st.Transfer.Round(time.Microsecond), float64(st.Bytes)/1e6/st.Transfer.Seconds(), st.Import.Round(time.Microsecond))
 	}
 	return g, nil

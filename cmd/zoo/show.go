@@ -2,17 +2,22 @@ package main
 
 import (
 	"fmt"
-	"github.com/zoo-dev/zoo/zoo/variant"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/variant"
 )
+
+// defaultShowSeq is the default --seq of show, clamped to the model's max_len (clampSeqs).
+const defaultShowSeq = "128,512"
 
 func showCommand() *cli.Command {
 	return &cli.Command{
@@ -21,7 +26,7 @@ func showCommand() *cli.Command {
 		ArgsUsage:   "NAME[.PRESET]",
 		Description: examples("zoo show vanilla", "zoo show linformer.tiny --seq 64,128", "zoo show vanilla --set d_model=256 --json"),
 		Flags: append(modelFlags(), flagJSON,
-			&cli.StringFlag{Name: "seq", Value: "128,512", Usage: "sequence lengths `N,N,...` at which to count FLOPs and memory (batch 1)"},
+			&cli.StringFlag{Name: "seq", Value: defaultShowSeq, Usage: "sequence lengths `N,N,...` at which to count FLOPs and memory (batch 1)"},
 		),
 		Action: showAction,
 	}
@@ -108,6 +113,9 @@ func showAction(c *cli.Context) error {
 	if p := m.Desc.Caps.MaxLenParam; p != "" {
 		maxLen = m.Config.Int(p)
 	}
+	if !c.IsSet("seq") {
+		seqs = clampSeqs(c.App.ErrWriter, seqs, maxLen, m.displayName())
+	}
 	d := int64(m.Config.Int("d_model"))
 	for _, n := range seqs {
 		if maxLen > 0 && n > maxLen {
@@ -121,10 +129,38 @@ func showAction(c *cli.Context) error {
 			SeedFLOPs: int64(m.Config.Int("layers")) * graph.SeedFLOPs(int64(n), d)})
 	}
 	if c.Bool(flagJSON.Name) {
-		return writeJSON(c.App.Writer, res)
+		return format.WriteJSON(c.App.Writer, res)
 	}
 	renderShow(c.App.Writer, res)
 	return nil
+}
+
+// clampSeqs fits the default --seq list to a model's maximum length: a length beyond
+// maxLen becomes maxLen (once), with a note on w. An explicit --seq is never clamped: a
+// length the model cannot take is an error there.
+func clampSeqs(w io.Writer, seqs []int, maxLen int, model string) []int {
+	if maxLen <= 0 {
+		return seqs
+	}
+	var out []int
+	clamped := false
+	for _, n := range seqs {
+		if n > maxLen {
+			n, clamped = maxLen, true
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if clamped {
+		parts := make([]string, len(out))
+		for i, n := range out {
+			parts[i] = strconv.Itoa(n)
+		}
+		fmt.Fprintf(w, "zoo show: note: the default --seq %s is clamped to %s's maximum length %d (max_len): showing n = %s\n",
+			defaultShowSeq, model, maxLen, strings.Join(parts, ","))
+	}
+	return out
 }
 
 func renderShow(w io.Writer, r showResult) {
@@ -136,7 +172,7 @@ func renderShow(w io.Writer, r showResult) {
 		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\n", p.Name, p.Kind, p.Value, p.Default, p.Doc)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nparameters: %s (%s as float32; buffers not counted)\n", humanCount(r.ParamCount), humanBytes(r.ParamBytes))
+	fmt.Fprintf(w, "\nparameters: %s (%s as float32; buffers not counted)\n", format.HumanCount(r.ParamCount), format.HumanBytes(r.ParamBytes))
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSHAPE\tCOUNT")
 	for _, p := range r.Parameters {
@@ -151,33 +187,7 @@ func renderShow(w io.Writer, r showResult) {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "N\tFLOPS (EXACT)\tFLOPS (SEED FORMULA)\tPEAK ACTIVATIONS")
 	for _, c := range r.Costs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", c.N, humanCount(c.FLOPs), humanCount(c.SeedFLOPs), humanBytes(c.ActivationBytes))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", c.N, format.HumanCount(c.FLOPs), format.HumanCount(c.SeedFLOPs), format.HumanBytes(c.ActivationBytes))
 	}
 	tw.Flush()
-}
-
-func humanCount(n int64) string {
-	switch {
-	case n >= 1e12:
-		return fmt.Sprintf("%.2f T", float64(n)/1e12)
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f G", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.2f M", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.2f k", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

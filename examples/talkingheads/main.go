@@ -8,12 +8,10 @@ package main
 
 import (
 	"context"
-
 	"fmt"
 	"math"
 
 	"github.com/zoo-dev/zoo/plugin"
-	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/variant"
@@ -25,7 +23,8 @@ const Version = "0.1.0"
 // TalkingHeads is the variant.
 type TalkingHeads struct{}
 
-// Describe returns the shared encoder schema (d_model, heads, layers, ...).
+// Describe returns the encoder schema every zoo variant shares (nn.EncoderParams: d_model,
+// heads, layers, ...).
 func (TalkingHeads) Describe() variant.Description {
 	return variant.Description{
 		Name:       "talkingheads",
@@ -33,20 +32,19 @@ func (TalkingHeads) Describe() variant.Description {
 		Summary:    "talking-heads attention: learned mixing across heads before and after the softmax",
 		Paper:      "https://arxiv.org/abs/2003.02436",
 		Complexity: "O(n²)",
-		Params:     vanilla.EncoderParams(),
+		Params:     nn.EncoderParams(),
 		Caps:       variant.Capabilities{MaxLenParam: "max_len", KeyPadding: true},
 	}
 }
 
 // Build returns the encoder with talking-heads attention in every layer.
 func (TalkingHeads) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	e, err := vanilla.EncoderConfig(cfg)
+	e, err := nn.EncoderConfigFrom(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("talkingheads: %w", err)
 	}
 	c := nn.NewCtx(ctx, "talkingheads", seed)
-	c.B.SetMeta("variant", "talkingheads")
-	c.B.SetMeta("variant_version", Version)
+	c.SetBuildMeta("talkingheads", Version, cfg)
 	return c.Encoder(e, attention(e.DModel, cfg.Int("heads")))
 }
 

@@ -9,11 +9,10 @@ package alibi
 
 import (
 	"context"
-
 	"fmt"
 	"math"
+	"slices"
 
-	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -30,20 +29,11 @@ type Variant struct{}
 func New() Variant { return Variant{} }
 
 // Describe returns the schema: the shared encoder parameters without max_len (ALiBi has no
-// positional table and no length limit) plus attn_bias and scale.
+// positional table and no length limit) plus the shared attention parameters (attn_bias and
+// scale; the ALiBi bias is added after scaling).
 func (Variant) Describe() variant.Description {
-	var params []variant.Param
-	for _, p := range vanilla.EncoderParams() {
-		if p.Name != "max_len" {
-			params = append(params, p)
-		}
-	}
-	params = append(params,
-		variant.Param{Name: "attn_bias", Kind: variant.KindBool, Default: true,
-			Doc: "biases on W_Q, W_K, W_V and W_O (nn.Linear's default)"},
-		variant.Param{Name: "scale", Kind: variant.KindFloat, Default: 0.0, Min: variant.MinOf(0),
-			Doc: "score scale; 0 divides Q·Kᵀ by √d_k after the product (the seed's order), a positive value multiplies the scores by it; the ALiBi bias is added after scaling"},
-	)
+	params := slices.DeleteFunc(nn.EncoderParams(), func(p variant.Param) bool { return p.Name == "max_len" })
+	params = append(params, nn.AttentionParams()...)
 	return variant.Description{
 		Name:       "alibi",
 		Version:    Version,
@@ -57,20 +47,13 @@ func (Variant) Describe() variant.Description {
 
 // Build returns the encoder graph for cfg with weights drawn from seed.
 func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	e := nn.EncoderConfig{
-		Vocab: cfg.Int("vocab"), DModel: cfg.Int("d_model"), Layers: cfg.Int("layers"), DFF: cfg.Int("d_ff"),
-		PosEncoding: "none", NormFirst: cfg.Bool("norm_first"), Activation: cfg.String("activation"), LNEps: cfg.Float("ln_eps"),
-	}
-	heads := cfg.Int("heads")
-	if heads < 1 || e.DModel%heads != 0 {
-		return nil, fmt.Errorf("alibi: heads=%d must divide d_model=%d", heads, e.DModel)
+	e, err := nn.EncoderConfigFrom(cfg) // no max_len in the schema: no positional table
+	if err != nil {
+		return nil, fmt.Errorf("alibi: %w", err)
 	}
 	c := nn.NewCtx(ctx, "alibi", seed)
-	c.B.SetMeta("variant", "alibi")
-	c.B.SetMeta("variant_version", Version)
-	c.B.SetMeta("config", cfg.JSON())
-	c.B.SetMeta("seed", fmt.Sprint(seed))
-	g, err := c.Encoder(e, Attention(e.DModel, heads, cfg.Bool("attn_bias"), cfg.Float("scale")))
+	c.SetBuildMeta("alibi", Version, cfg)
+	g, err := c.Encoder(e, Attention(e.DModel, cfg.Int("heads"), nn.AttentionOptionsFrom(cfg)))
 	if err != nil {
 		return nil, fmt.Errorf("alibi: %w", err)
 	}
@@ -130,29 +113,24 @@ func Bias(c *nn.Ctx, tokens string, heads int) string {
 // Attention is multi-head attention (W_Q, W_K, W_V, W_O: d → d) whose scores get the ALiBi
 // bias and the key-padding mask: softmax(Q·Kᵀ/√d_k - m_h·|i-j| + mask)·V. The (h, n, n) bias
 // is built once per graph and shared by every layer, so each graph needs its own
-// AttentionFunc (Build makes one per call).
-func Attention(d, heads int, bias bool, scale float64) nn.AttentionFunc {
+// AttentionFunc (Build makes one per call). o.Scale is nn.ScaleParam's score scale.
+func Attention(d, heads int, o nn.AttentionOptions) nn.AttentionFunc {
 	alibi := ""
 	return func(c *nn.Ctx, prefix string, _ int, x string, m nn.Mask) string {
 		if alibi == "" {
 			alibi = Bias(c, nn.InputTokens, heads)
 		}
 		dk := d / heads
-		q := c.SplitHeads(c.Linear(prefix+".W_Q", x, d, d, bias), heads, dk)
-		k := c.SplitHeads(c.Linear(prefix+".W_K", x, d, d, bias), heads, dk)
-		v := c.SplitHeads(c.Linear(prefix+".W_V", x, d, d, bias), heads, dk)
-		o := func() string {
+		q := c.SplitHeads(c.Linear(prefix+".W_Q", x, d, d, o.Bias), heads, dk)
+		k := c.SplitHeads(c.Linear(prefix+".W_K", x, d, d, o.Bias), heads, dk)
+		v := c.SplitHeads(c.Linear(prefix+".W_V", x, d, d, o.Bias), heads, dk)
+		out := func() string {
 			defer c.B.Scope(prefix)()
 			b := c.B
-			scores := b.MatMul(q, b.Transpose(k, 0, 1, 3, 2))
-			if scale == 0 {
-				scores = b.Div(scores, b.ConstFloat(float32(math.Sqrt(float64(dk)))))
-			} else {
-				scores = b.Mul(scores, b.ConstFloat(float32(scale)))
-			}
+			scores := c.ScaleScores(b.MatMul(q, b.Transpose(k, 0, 1, 3, 2)), dk, o.Scale)
 			scores = b.Add(b.Add(scores, alibi), m.Bias)
 			return c.MergeHeads(b.MatMul(b.Softmax(scores, -1), v), d)
 		}()
-		return c.Linear(prefix+".W_O", o, d, d, bias)
+		return c.Linear(prefix+".W_O", out, d, d, o.Bias)
 	}
 }

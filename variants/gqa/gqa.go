@@ -6,11 +6,8 @@ package gqa
 
 import (
 	"context"
-
 	"fmt"
-	"math"
 
-	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/variant"
@@ -25,17 +22,13 @@ type Variant struct{}
 // New returns the gqa variant.
 func New() Variant { return Variant{} }
 
-// Describe returns the schema: the shared encoder parameters plus kv_heads, attn_bias and
-// scale.
+// Describe returns the schema: the shared encoder parameters plus kv_heads and the shared
+// attention parameters (attn_bias, scale).
 func (Variant) Describe() variant.Description {
-	params := append(vanilla.EncoderParams(),
+	params := append(nn.EncoderParams(),
 		variant.Param{Name: "kv_heads", Kind: variant.KindInt, Default: int64(2), Min: variant.MinOf(1),
-			Doc: "key/value heads; must divide heads (1 = multi-query attention, heads = multi-head attention); W_K and W_V are (kv_heads·d_k, d_model)"},
-		variant.Param{Name: "attn_bias", Kind: variant.KindBool, Default: true,
-			Doc: "biases on W_Q, W_K, W_V and W_O (nn.Linear's default; LLaMA-style models use none)"},
-		variant.Param{Name: "scale", Kind: variant.KindFloat, Default: 0.0, Min: variant.MinOf(0),
-			Doc: "score scale; 0 divides Q·Kᵀ by √d_k after the product (the seed's order), a positive value multiplies the scores by it"},
-	)
+			Doc: "key/value heads; must divide heads (1 = multi-query attention, heads = multi-head attention); W_K and W_V are (kv_heads·d_k, d_model)"})
+	params = append(params, nn.AttentionParams()...)
 	return variant.Description{
 		Name:       "gqa",
 		Version:    Version,
@@ -49,7 +42,7 @@ func (Variant) Describe() variant.Description {
 
 // Build returns the encoder graph for cfg with weights drawn from seed.
 func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	e, err := vanilla.EncoderConfig(cfg)
+	e, err := nn.EncoderConfigFrom(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("gqa: %w", err)
 	}
@@ -58,11 +51,8 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 		return nil, fmt.Errorf("gqa: kv_heads=%d must divide heads=%d (1 is multi-query attention)", kv, heads)
 	}
 	c := nn.NewCtx(ctx, "gqa", seed)
-	c.B.SetMeta("variant", "gqa")
-	c.B.SetMeta("variant_version", Version)
-	c.B.SetMeta("config", cfg.JSON())
-	c.B.SetMeta("seed", fmt.Sprint(seed))
-	g, err := c.Encoder(e, Attention(e.DModel, heads, kv, cfg.Bool("attn_bias"), cfg.Float("scale")))
+	c.SetBuildMeta("gqa", Version, cfg)
+	g, err := c.Encoder(e, Attention(e.DModel, heads, kv, nn.AttentionOptionsFrom(cfg)))
 	if err != nil {
 		return nil, fmt.Errorf("gqa: %w", err)
 	}
@@ -73,33 +63,29 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 // W_O (d → d), heads query heads of width d_k = d/heads. Query head i = g·r + j (r = heads/kv)
 // reads key/value head g. The graph never copies K and V r times: it folds each group's r
 // query heads into one (r·n, d_k) block per key/value head, which is the same arithmetic as
-// repeat_kv with a fraction of the memory. scale 0 means dividing by √d_k after Q·Kᵀ.
-func Attention(d, heads, kv int, bias bool, scale float64) nn.AttentionFunc {
+// repeat_kv with a fraction of the memory. o.Scale is nn.ScaleParam's score scale.
+func Attention(d, heads, kv int, o nn.AttentionOptions) nn.AttentionFunc {
 	return func(c *nn.Ctx, prefix string, _ int, x string, m nn.Mask) string {
 		dk := d / heads
 		r := heads / kv
-		q := c.Linear(prefix+".W_Q", x, d, d, bias)
-		k := c.Linear(prefix+".W_K", x, d, kv*dk, bias)
-		v := c.Linear(prefix+".W_V", x, d, kv*dk, bias)
-		o := func() string {
+		q := c.Linear(prefix+".W_Q", x, d, d, o.Bias)
+		k := c.Linear(prefix+".W_K", x, d, kv*dk, o.Bias)
+		v := c.Linear(prefix+".W_V", x, d, kv*dk, o.Bias)
+		out := func() string {
 			defer c.B.Scope(prefix)()
 			b := c.B
 			// (B, n, h·dk) → (B, n, kv, r, dk) → (B, kv, r, n, dk) → (B, kv, r·n, dk)
 			qg := b.Transpose(b.Reshape(q, 0, 0, int64(kv), int64(r), int64(dk)), 0, 2, 3, 1, 4)
 			qg = b.Reshape(qg, 0, int64(kv), -1, int64(dk))
 			kh, vh := c.SplitHeads(k, kv, dk), c.SplitHeads(v, kv, dk)
-			scores := b.MatMul(qg, b.Transpose(kh, 0, 1, 3, 2)) // (B, kv, r·n, n)
-			if scale == 0 {
-				scores = b.Div(scores, b.ConstFloat(float32(math.Sqrt(float64(dk)))))
-			} else {
-				scores = b.Mul(scores, b.ConstFloat(float32(scale)))
-			}
-			scores = b.Add(scores, m.Bias)             // (B, 1, 1, n) broadcasts over every query row
-			out := b.MatMul(b.Softmax(scores, -1), vh) // (B, kv, r·n, dk)
+			// scores (B, kv, r·n, n); the padding bias (B, 1, 1, n) broadcasts over every query row
+			scores := c.ScaleScores(b.MatMul(qg, b.Transpose(kh, 0, 1, 3, 2)), dk, o.Scale)
+			scores = b.Add(scores, m.Bias)
+			y := b.MatMul(b.Softmax(scores, -1), vh) // (B, kv, r·n, dk)
 			// (B, kv, r·n, dk) → (B, kv, r, n, dk) → (B, n, kv, r, dk) → (B, n, d)
-			out = b.Reshape(out, 0, int64(kv), int64(r), -1, int64(dk))
-			return b.Reshape(b.Transpose(out, 0, 3, 1, 2, 4), 0, 0, int64(d))
+			y = b.Reshape(y, 0, int64(kv), int64(r), -1, int64(dk))
+			return b.Reshape(b.Transpose(y, 0, 3, 1, 2, 4), 0, 0, int64(d))
 		}()
-		return c.Linear(prefix+".W_O", o, d, d, bias)
+		return c.Linear(prefix+".W_O", out, d, d, o.Bias)
 	}
 }

@@ -10,10 +10,8 @@ package linear
 
 import (
 	"context"
-
 	"fmt"
 
-	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/variant"
@@ -30,9 +28,7 @@ func New() Variant { return Variant{} }
 
 // Describe returns the schema: the shared encoder parameters plus attn_bias and attn_eps.
 func (Variant) Describe() variant.Description {
-	params := append(vanilla.EncoderParams(),
-		variant.Param{Name: "attn_bias", Kind: variant.KindBool, Default: true,
-			Doc: "biases on W_Q, W_K, W_V and W_O (nn.Linear's default, as fast-transformers' AttentionLayer)"},
+	params := append(nn.EncoderParams(), nn.AttnBiasParam(),
 		variant.Param{Name: "attn_eps", Kind: variant.KindFloat, Default: 1e-6, Min: variant.MinOf(0),
 			Doc: "ε added to the normaliser φ(Q_i)·Σ_j φ(K_j) (fast-transformers' LinearAttention eps); the feature map is elu(x)+1 and the scores are not scaled by 1/√d_k"},
 	)
@@ -49,15 +45,12 @@ func (Variant) Describe() variant.Description {
 
 // Build returns the encoder graph for cfg with weights drawn from seed.
 func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	e, err := vanilla.EncoderConfig(cfg)
+	e, err := nn.EncoderConfigFrom(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("linear: %w", err)
 	}
 	c := nn.NewCtx(ctx, "linear", seed)
-	c.B.SetMeta("variant", "linear")
-	c.B.SetMeta("variant_version", Version)
-	c.B.SetMeta("config", cfg.JSON())
-	c.B.SetMeta("seed", fmt.Sprint(seed))
+	c.SetBuildMeta("linear", Version, cfg)
 	g, err := c.Encoder(e, Attention(e.DModel, cfg.Int("heads"), cfg.Bool("attn_bias"), cfg.Float("attn_eps")))
 	if err != nil {
 		return nil, fmt.Errorf("linear: %w", err)

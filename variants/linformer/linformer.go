@@ -21,19 +21,18 @@ package linformer
 
 import (
 	"context"
-
 	"fmt"
 	"math"
 
-	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/initrand"
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
-// Version is the variant's version; it changes when the graph or initialisation changes.
-const Version = "1.0.0"
+// Version is the variant's version; it changes when the graph, the initialisation or the
+// meaning of a hyperparameter changes. 1.1.0: scale is nn.ScaleParam's float (0 divides by
+// √d_k, 1 leaves the scores unscaled), where 1.0.0 had a bool (true, false).
+const Version = "1.1.0"
 
 // Sharing modes of the projections E and F (paper §4).
 const (
@@ -54,9 +53,9 @@ type Variant struct{}
 func New() Variant { return Variant{} }
 
 // Describe returns the schema: the shared encoder schema (with max_len 4096, the number of
-// columns of E and F) plus k, sharing, attn_bias and scale.
+// columns of E and F) plus k, sharing and the shared attention parameters (attn_bias, scale).
 func (Variant) Describe() variant.Description {
-	params := vanilla.EncoderParams()
+	params := nn.EncoderParams()
 	for i := range params {
 		if params[i].Name == "max_len" {
 			params[i].Default = int64(4096)
@@ -69,11 +68,8 @@ func (Variant) Describe() variant.Description {
 		variant.Param{Name: "sharing", Kind: variant.KindString, Default: ShareHeadwise,
 			Choices: []string{ShareNone, ShareHeadwise, ShareKeyValue, ShareLayerwise},
 			Doc:     "E/F sharing: none (per head), headwise (per layer), key-value (per layer, E=F), layerwise (one E for the model)"},
-		variant.Param{Name: "attn_bias", Kind: variant.KindBool, Default: true,
-			Doc: "biases on W_Q, W_K, W_V and W_O (the seed's nn.Linear default)"},
-		variant.Param{Name: "scale", Kind: variant.KindBool, Default: true,
-			Doc: "divide the scores by √d_k after Q·K̃ᵀ"},
 	)
+	params = append(params, nn.AttentionParams()...)
 	return variant.Description{
 		Name:       "linformer",
 		Version:    Version,
@@ -89,18 +85,18 @@ func (Variant) Describe() variant.Description {
 type config struct {
 	d, heads, k, maxLen int
 	sharing             string
-	bias, scale         bool
+	nn.AttentionOptions
 }
 
 // Build returns the encoder graph for cfg with weights drawn from seed. E and F are drawn
 // U(±1/√k) (lucidrains/linformer's init_); everything else as the seed's encoder.
 func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	e, err := vanilla.EncoderConfig(cfg)
+	e, err := nn.EncoderConfigFrom(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("linformer: %w", err)
 	}
 	a := config{d: e.DModel, heads: cfg.Int("heads"), k: cfg.Int("k"), maxLen: cfg.Int("max_len"),
-		sharing: cfg.String("sharing"), bias: cfg.Bool("attn_bias"), scale: cfg.Bool("scale")}
+		sharing: cfg.String("sharing"), AttentionOptions: nn.AttentionOptionsFrom(cfg)}
 	if a.k > a.maxLen {
 		return nil, fmt.Errorf("linformer: k=%d must not exceed max_len=%d (E and F compress at most max_len positions to k)", a.k, a.maxLen)
 	}
@@ -110,11 +106,8 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 		return nil, fmt.Errorf("linformer: unknown sharing %q (want none, headwise, key-value or layerwise)", a.sharing)
 	}
 	c := nn.NewCtx(ctx, "linformer", seed)
-	c.B.SetMeta("variant", "linformer")
-	c.B.SetMeta("variant_version", Version)
-	c.B.SetMeta("config", cfg.JSON())
-	c.B.SetMeta("seed", fmt.Sprint(seed))
-	g, err := c.Encoder(e, Attention(a.d, a.heads, a.k, a.maxLen, a.sharing, a.bias, a.scale))
+	c.SetBuildMeta("linformer", Version, cfg)
+	g, err := c.Encoder(e, Attention(a.d, a.heads, a.k, a.maxLen, a.sharing, a.AttentionOptions))
 	if err != nil {
 		return nil, fmt.Errorf("linformer: %w", err)
 	}
@@ -136,8 +129,9 @@ func ProjectionNames(prefix, sharing string) (e, f string) {
 // Attention returns the Linformer attention block: W_Q, W_K, W_V, W_O (d → d), keys and
 // values zeroed at padded positions and compressed along the sequence axis by the first n
 // columns of E and F, h heads of width d/h. Parameters: prefix.W_{Q,K,V,O}.{weight,bias},
-// and E/F as ProjectionNames says, of shape (k, maxLen), or (h, k, maxLen) with sharing none.
-func Attention(d, heads, k, maxLen int, sharing string, bias, scale bool) nn.AttentionFunc {
+// and E/F as ProjectionNames says, of shape (k, maxLen), or (h, k, maxLen) with sharing none;
+// o.Scale is nn.ScaleParam's score scale.
+func Attention(d, heads, k, maxLen int, sharing string, o nn.AttentionOptions) nn.AttentionFunc {
 	return func(c *nn.Ctx, prefix string, layer int, x string, m nn.Mask) string {
 		dk := d / heads
 		shape := []int{k, maxLen}
@@ -149,17 +143,17 @@ func Attention(d, heads, k, maxLen int, sharing string, bias, scale bool) nn.Att
 			if sharing == ShareLayerwise && layer > 0 {
 				return name // created by layer 0
 			}
-			return c.B.Param(name, initrand.Uniform(c.Seed, name, 1/math.Sqrt(float64(k)), shape...))
+			return c.Uniform(name, 1/math.Sqrt(float64(k)), shape...)
 		}
 		E := param(en)
 		F := E
 		if fn != en {
 			F = param(fn)
 		}
-		q := c.SplitHeads(c.Linear(prefix+".W_Q", x, d, d, bias), heads, dk)
-		kx := c.Linear(prefix+".W_K", x, d, d, bias)
-		vx := c.Linear(prefix+".W_V", x, d, d, bias)
-		o := func() string {
+		q := c.SplitHeads(c.Linear(prefix+".W_Q", x, d, d, o.Bias), heads, dk)
+		kx := c.Linear(prefix+".W_K", x, d, d, o.Bias)
+		vx := c.Linear(prefix+".W_V", x, d, d, o.Bias)
+		out := func() string {
 			defer c.B.Scope(prefix)()
 			// Zero the rows of padded tokens: (B, n, 1) condition against (B, n, d).
 			padRows := c.B.Unsqueeze(m.Pad, 2)
@@ -184,8 +178,8 @@ func Attention(d, heads, k, maxLen int, sharing string, bias, scale bool) nn.Att
 				kc = c.SplitHeads(c.B.MatMul(En, kx), heads, dk)
 				vc = c.SplitHeads(c.B.MatMul(Fn, vx), heads, dk)
 			}
-			return c.MergeHeads(c.DotProductAttention(q, kc, vc, "", dk, scale), d)
+			return c.MergeHeads(c.DotProductAttention(q, kc, vc, "", dk, o.Scale), d)
 		}()
-		return c.Linear(prefix+".W_O", o, d, d, bias)
+		return c.Linear(prefix+".W_O", out, d, d, o.Bias)
 	}
 }

@@ -218,7 +218,7 @@ func seedForm(d, heads, k, maxLen int) nn.AttentionFunc {
 func TestSeedFormFails(t *testing.T) {
 	f := loadFixture(t, "tiny_n64")
 	cfg, seed := f.config(t)
-	e, err := vanilla.EncoderConfig(cfg)
+	e, err := nn.EncoderConfigFrom(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

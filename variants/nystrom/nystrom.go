@@ -26,11 +26,9 @@ package nystrom
 
 import (
 	"context"
-
 	"fmt"
 	"math"
 
-	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -49,9 +47,7 @@ func New() Variant { return Variant{} }
 // Describe returns the schema: the shared encoder parameters plus attn_bias, num_landmarks,
 // pinv_iterations and pinv_init.
 func (Variant) Describe() variant.Description {
-	params := append(vanilla.EncoderParams(),
-		variant.Param{Name: "attn_bias", Kind: variant.KindBool, Default: true,
-			Doc: "biases on W_Q, W_K, W_V and W_O (nn.Linear's default, as the reference's attention wrapper)"},
+	params := append(nn.EncoderParams(), nn.AttnBiasParam(),
 		variant.Param{Name: "num_landmarks", Kind: variant.KindInt, Default: int64(64), Min: variant.MinOf(1),
 			Doc: "landmarks m: segment means of Q and K over n'/m rows, n' = n rounded up to a multiple of m (positions past n are masked)"},
 		variant.Param{Name: "pinv_iterations", Kind: variant.KindInt, Default: int64(6), Min: variant.MinOf(1),
@@ -84,15 +80,12 @@ type Options struct {
 
 // Build returns the encoder graph for cfg with weights drawn from seed.
 func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	e, err := vanilla.EncoderConfig(cfg)
+	e, err := nn.EncoderConfigFrom(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("nystrom: %w", err)
 	}
 	c := nn.NewCtx(ctx, "nystrom", seed)
-	c.B.SetMeta("variant", "nystrom")
-	c.B.SetMeta("variant_version", Version)
-	c.B.SetMeta("config", cfg.JSON())
-	c.B.SetMeta("seed", fmt.Sprint(seed))
+	c.SetBuildMeta("nystrom", Version, cfg)
 	o := Options{Bias: cfg.Bool("attn_bias"), Landmarks: cfg.Int("num_landmarks"), Iterations: cfg.Int("pinv_iterations"),
 		PerMatrixInit: cfg.String("pinv_init") == "per_matrix"}
 	g, err := c.Encoder(e, Attention(e.DModel, cfg.Int("heads"), o))

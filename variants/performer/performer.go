@@ -29,11 +29,9 @@ package performer
 
 import (
 	"context"
-
 	"fmt"
 	"math"
 
-	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/initrand"
 	"github.com/zoo-dev/zoo/zoo/nn"
@@ -53,9 +51,7 @@ func New() Variant { return Variant{} }
 // Describe returns the schema: the shared encoder parameters plus attn_bias, nb_features,
 // feature_scaling and kernel_eps.
 func (Variant) Describe() variant.Description {
-	params := append(vanilla.EncoderParams(),
-		variant.Param{Name: "attn_bias", Kind: variant.KindBool, Default: true,
-			Doc: "biases on W_Q, W_K, W_V and W_O (performer-pytorch's to_q/to_k/to_v/to_out are biased)"},
+	params := append(nn.EncoderParams(), nn.AttnBiasParam(),
 		variant.Param{Name: "nb_features", Kind: variant.KindInt, Default: int64(0), Min: variant.MinOf(0),
 			Doc: "random features m per head; 0 means int(d_k·ln d_k) as performer-pytorch (266 for d_k=64)"},
 		variant.Param{Name: "feature_scaling", Kind: variant.KindString, Default: "chi", Choices: []string{"chi", "sqrt_dk"},
@@ -85,16 +81,13 @@ func Features(nb, dk int) int {
 
 // Build returns the encoder graph for cfg with weights drawn from seed.
 func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	e, err := vanilla.EncoderConfig(cfg)
+	e, err := nn.EncoderConfigFrom(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("performer: %w", err)
 	}
 	heads := cfg.Int("heads")
 	c := nn.NewCtx(ctx, "performer", seed)
-	c.B.SetMeta("variant", "performer")
-	c.B.SetMeta("variant_version", Version)
-	c.B.SetMeta("config", cfg.JSON())
-	c.B.SetMeta("seed", fmt.Sprint(seed))
+	c.SetBuildMeta("performer", Version, cfg)
 	opts := Options{
 		Bias: cfg.Bool("attn_bias"), Features: Features(cfg.Int("nb_features"), e.DModel/heads),
 		SqrtScaling: cfg.String("feature_scaling") == "sqrt_dk", Eps: cfg.Float("kernel_eps"),
@@ -186,7 +179,7 @@ func Attention(d, heads int, o Options) nn.AttentionFunc {
 		k := c.SplitHeads(c.Linear(prefix+".W_K", x, d, d, o.Bias), heads, dk)
 		v := c.SplitHeads(c.Linear(prefix+".W_V", x, d, d, o.Bias), heads, dk)
 		pname := prefix + ".projection_matrix"
-		proj := c.B.Buffer(pname, OrthogonalFeatures(c.Seed, pname, o.Features, dk, o.SqrtScaling))
+		proj := c.Buffer(pname, []int{o.Features, dk}, func() *tensor.Tensor { return OrthogonalFeatures(c.Seed, pname, o.Features, dk, o.SqrtScaling) })
 		out := func() string {
 			defer c.B.Scope(prefix)()
 			b := c.B

@@ -2,7 +2,7 @@
 // arXiv 1910.10683): every head adds a learned scalar, looked up by the bucket of the relative
 // position j − i, to its attention scores:
 //
-//	scores[b, h, i, j] = q_i·k_j (/√d_k when scale) + Emb[bucket(j − i), h] + mask[b, j]
+//	scores[b, h, i, j] = scale(q_i·k_j) + Emb[bucket(j − i), h] + mask[b, j]
 //
 // Buckets are HF T5's _relative_position_bucket, bidirectional: half of num_buckets for keys to
 // the left (and j = i), half for keys to the right; within a half the first max_exact =
@@ -15,27 +15,27 @@
 //
 // As in T5, only the first layer owns the embedding (layers.0.self_attn.relative_attention_bias,
 // (num_buckets, heads)); the bias it computes is shared by every layer. T5 also drops the
-// 1/√d_k scaling (scale=false), has no absolute positions, no Linear biases and pre-norm layers
-// with eps 1e-6: the registry's t5 preset selects those. T5's RMSNorm and bias-free FFN are not
-// reproduced: norms are LayerNorm and the FFN keeps its biases.
+// 1/√d_k scaling (scale=1, nn.ScaleParam's "unscaled"), has no absolute positions, no Linear
+// biases and pre-norm layers with eps 1e-6: the registry's t5 preset selects those. T5's
+// RMSNorm and bias-free FFN are not reproduced: norms are LayerNorm and the FFN keeps its
+// biases.
 package relbias
 
 import (
 	"context"
-
 	"fmt"
 	"math"
 
-	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/initrand"
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
-// Version is the variant's version; it changes when the graph or initialisation changes.
-const Version = "1.0.0"
+// Version is the variant's version; it changes when the graph, the initialisation or the
+// meaning of a hyperparameter changes. 1.1.0: scale is nn.ScaleParam's float (0 divides by
+// √d_k, 1 leaves the scores unscaled), where 1.0.0 had a bool (true, false).
+const Version = "1.1.0"
 
 // EmbeddingName is the bias table's parameter name (HF T5's module path inside layer 0).
 const EmbeddingName = "layers.0.self_attn.relative_attention_bias.weight"
@@ -46,10 +46,10 @@ type Variant struct{}
 // New returns the relbias variant.
 func New() Variant { return Variant{} }
 
-// Describe returns the shared encoder schema plus pos_encoding, num_buckets, max_distance,
-// attn_bias and scale.
+// Describe returns the shared encoder schema plus pos_encoding, num_buckets, max_distance and
+// the shared attention parameters (attn_bias, scale).
 func (Variant) Describe() variant.Description {
-	params := vanilla.EncoderParams()
+	params := nn.EncoderParams()
 	for i := range params {
 		if params[i].Name == "max_len" {
 			params[i].Doc = "longest sequence the model accepts (the bias itself has no length limit; with pos_encoding=sinusoidal, rows of the table)"
@@ -62,11 +62,8 @@ func (Variant) Describe() variant.Description {
 			Doc: "relative-position buckets (half per direction; even, at least 4)"},
 		variant.Param{Name: "max_distance", Kind: variant.KindInt, Default: int64(128), Min: variant.MinOf(1),
 			Doc: "distance from which all relative positions share the last bucket of their direction"},
-		variant.Param{Name: "attn_bias", Kind: variant.KindBool, Default: true,
-			Doc: "biases on W_Q, W_K, W_V and W_O (the seed's nn.Linear default; T5 has none)"},
-		variant.Param{Name: "scale", Kind: variant.KindBool, Default: true,
-			Doc: "divide q·kᵀ by √d_k before adding the bias (T5: false)"},
 	)
+	params = append(params, nn.AttentionParams()...)
 	return variant.Description{
 		Name:       "relbias",
 		Version:    Version,
@@ -81,7 +78,7 @@ func (Variant) Describe() variant.Description {
 // Build returns the encoder graph for cfg with weights drawn from seed; the bias table is
 // drawn N(0, 1) like nn.Embedding.
 func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	e, err := vanilla.EncoderConfig(cfg)
+	e, err := nn.EncoderConfigFrom(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("relbias: %w", err)
 	}
@@ -91,12 +88,9 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 		return nil, fmt.Errorf("relbias: num_buckets=%d must be even and at least 4", nb)
 	}
 	c := nn.NewCtx(ctx, "relbias", seed)
-	c.B.SetMeta("variant", "relbias")
-	c.B.SetMeta("variant_version", Version)
-	c.B.SetMeta("config", cfg.JSON())
-	c.B.SetMeta("seed", fmt.Sprint(seed))
+	c.SetBuildMeta("relbias", Version, cfg)
 	a := &attention{d: e.DModel, heads: cfg.Int("heads"), buckets: nb, maxDist: maxDist,
-		bias: cfg.Bool("attn_bias"), scale: cfg.Bool("scale")}
+		AttentionOptions: nn.AttentionOptionsFrom(cfg)}
 	g, err := c.Encoder(e, a.block)
 	if err != nil {
 		return nil, fmt.Errorf("relbias: %w", err)
@@ -141,14 +135,14 @@ func BucketTable(numBuckets, maxDistance int) []int64 {
 // attention is multi-head attention with the shared relative position bias.
 type attention struct {
 	d, heads, buckets, maxDist int
-	bias, scale                bool
-	shared                     string // (B, h, n, n) bias incl. padding, built by layer 0
+	nn.AttentionOptions
+	shared string // (B, h, n, n) bias incl. padding, built by layer 0
 }
 
 // positionBias builds Emb[bucket(clamp(j − i)), h] as (1, h, n, n) plus the padding bias.
 func (a *attention) positionBias(c *nn.Ctx, pad, padBias string) string {
 	b := c.B
-	emb := b.Param(EmbeddingName, initrand.Normal(c.Seed, EmbeddingName, 0, 1, a.buckets, a.heads))
+	emb := c.Normal(EmbeddingName, 0, 1, a.buckets, a.heads)
 	lut, _ := tensor.FromInt64(BucketTable(a.buckets, a.maxDist), 2*a.maxDist+1)
 	table := b.Const(lut)
 	defer b.Scope("layers.0.self_attn.relative_attention_bias")()
@@ -169,12 +163,12 @@ func (a *attention) block(c *nn.Ctx, prefix string, layer int, x string, m nn.Ma
 	if a.shared == "" {
 		a.shared = a.positionBias(c, m.Pad, m.Bias)
 	}
-	q := c.SplitHeads(c.Linear(prefix+".W_Q", x, d, d, a.bias), heads, dk)
-	k := c.SplitHeads(c.Linear(prefix+".W_K", x, d, d, a.bias), heads, dk)
-	v := c.SplitHeads(c.Linear(prefix+".W_V", x, d, d, a.bias), heads, dk)
+	q := c.SplitHeads(c.Linear(prefix+".W_Q", x, d, d, a.Bias), heads, dk)
+	k := c.SplitHeads(c.Linear(prefix+".W_K", x, d, d, a.Bias), heads, dk)
+	v := c.SplitHeads(c.Linear(prefix+".W_V", x, d, d, a.Bias), heads, dk)
 	o := func() string {
 		defer c.B.Scope(prefix)()
-		return c.MergeHeads(c.DotProductAttention(q, k, v, a.shared, dk, a.scale), d)
+		return c.MergeHeads(c.DotProductAttention(q, k, v, a.shared, dk, a.Scale), d)
 	}()
-	return c.Linear(prefix+".W_O", o, d, d, a.bias)
+	return c.Linear(prefix+".W_O", o, d, d, a.Bias)
 }

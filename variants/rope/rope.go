@@ -23,19 +23,19 @@ package rope
 
 import (
 	"context"
-
 	"fmt"
 	"math"
 
-	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
-// Version is the variant's version; it changes when the graph or initialisation changes.
-const Version = "1.0.0"
+// Version is the variant's version; it changes when the graph, the initialisation or the
+// meaning of a hyperparameter changes. 1.1.0: scale is nn.ScaleParam's float (0 divides by
+// √d_k, 1 leaves the scores unscaled), where 1.0.0 had a bool (true, false).
+const Version = "1.1.0"
 
 // Layouts of the rotated pairs.
 const (
@@ -52,9 +52,9 @@ type Variant struct{}
 func New() Variant { return Variant{} }
 
 // Describe returns the shared encoder schema (max_len: rows of the rotation tables) plus
-// rope_base, rope_layout, rope_dim, attn_bias and scale.
+// rope_base, rope_layout, rope_dim and the shared attention parameters (attn_bias, scale).
 func (Variant) Describe() variant.Description {
-	params := vanilla.EncoderParams()
+	params := nn.EncoderParams()
 	for i := range params {
 		if params[i].Name == "max_len" {
 			params[i].Doc = "rows of the cos/sin rotation tables: the longest sequence the model accepts"
@@ -67,15 +67,12 @@ func (Variant) Describe() variant.Description {
 			Doc: "pairing of rotated dimensions: half (i with i+d_rot/2, NeoX/LLaMA) or interleaved (2i with 2i+1, GPT-J/RoFormer)"},
 		variant.Param{Name: "rope_dim", Kind: variant.KindInt, Default: int64(0), Min: variant.MinOf(0),
 			Doc: "rotated dimensions per head, even and <= d_k; 0 rotates all d_k (the rest pass through unrotated)"},
-		variant.Param{Name: "attn_bias", Kind: variant.KindBool, Default: true,
-			Doc: "biases on W_Q, W_K, W_V and W_O (the seed's nn.Linear default)"},
-		variant.Param{Name: "scale", Kind: variant.KindBool, Default: true,
-			Doc: "divide the scores by √d_k after Q·Kᵀ"},
 	)
+	params = append(params, nn.AttentionParams()...)
 	return variant.Description{
 		Name:       "rope",
 		Version:    Version,
-		Summary:    "rotary position embedding on queries and keys (RoFormer), no additive positions",
+		Summary:    "rotary position embedding on queries and keys (RoFormer; rotate-half or interleaved), no additive positions",
 		Paper:      "https://arxiv.org/abs/2104.09864",
 		Complexity: "O(n²)",
 		Params:     params,
@@ -85,7 +82,7 @@ func (Variant) Describe() variant.Description {
 
 // Build returns the encoder graph for cfg with weights drawn from seed.
 func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	e, err := vanilla.EncoderConfig(cfg)
+	e, err := nn.EncoderConfigFrom(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("rope: %w", err)
 	}
@@ -104,13 +101,14 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 		return nil, fmt.Errorf("rope: unknown rope_layout %q (want half or interleaved)", layout)
 	}
 	c := nn.NewCtx(ctx, "rope", seed)
-	c.B.SetMeta("variant", "rope")
-	c.B.SetMeta("variant_version", Version)
-	c.B.SetMeta("config", cfg.JSON())
-	c.B.SetMeta("seed", fmt.Sprint(seed))
-	cosT, sinT := Tables(e.MaxLen, rot, cfg.Float("rope_base"), layout)
-	r := &rotary{cos: c.B.Buffer("rope.cos", cosT), sin: c.B.Buffer("rope.sin", sinT), dk: dk, rot: rot, layout: layout}
-	g, err := c.Encoder(e, r.attention(e.DModel, heads, cfg.Bool("attn_bias"), cfg.Bool("scale")))
+	c.SetBuildMeta("rope", Version, cfg)
+	var sinT *tensor.Tensor // the tables are computed together, within the weight budget
+	cos := c.Buffer("rope.cos", []int{e.MaxLen, rot}, func() (cosT *tensor.Tensor) {
+		cosT, sinT = Tables(e.MaxLen, rot, cfg.Float("rope_base"), layout)
+		return cosT
+	})
+	r := &rotary{cos: cos, sin: c.Buffer("rope.sin", []int{e.MaxLen, rot}, func() *tensor.Tensor { return sinT }), dk: dk, rot: rot, layout: layout}
+	g, err := c.Encoder(e, r.attention(e.DModel, heads, nn.AttentionOptionsFrom(cfg)))
 	if err != nil {
 		return nil, fmt.Errorf("rope: %w", err)
 	}
@@ -188,18 +186,18 @@ func (r *rotary) apply(c *nn.Ctx, x string) string {
 }
 
 // attention is multi-head attention with rotated queries and keys.
-func (r *rotary) attention(d, heads int, bias, scale bool) nn.AttentionFunc {
+func (r *rotary) attention(d, heads int, o nn.AttentionOptions) nn.AttentionFunc {
 	return func(c *nn.Ctx, prefix string, _ int, x string, m nn.Mask) string {
 		dk := d / heads
 		r.slices(c, m.Pad)
-		q := c.SplitHeads(c.Linear(prefix+".W_Q", x, d, d, bias), heads, dk)
-		k := c.SplitHeads(c.Linear(prefix+".W_K", x, d, d, bias), heads, dk)
-		v := c.SplitHeads(c.Linear(prefix+".W_V", x, d, d, bias), heads, dk)
-		o := func() string {
+		q := c.SplitHeads(c.Linear(prefix+".W_Q", x, d, d, o.Bias), heads, dk)
+		k := c.SplitHeads(c.Linear(prefix+".W_K", x, d, d, o.Bias), heads, dk)
+		v := c.SplitHeads(c.Linear(prefix+".W_V", x, d, d, o.Bias), heads, dk)
+		out := func() string {
 			defer c.B.Scope(prefix)()
 			q, k := r.apply(c, q), r.apply(c, k)
-			return c.MergeHeads(c.DotProductAttention(q, k, v, m.Bias, dk, scale), d)
+			return c.MergeHeads(c.DotProductAttention(q, k, v, m.Bias, dk, o.Scale), d)
 		}()
-		return c.Linear(prefix+".W_O", o, d, d, bias)
+		return c.Linear(prefix+".W_O", out, d, d, o.Bias)
 	}
 }

@@ -33,19 +33,19 @@ package sparse
 
 import (
 	"context"
-
 	"fmt"
 	"math"
 
-	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
-// Version is the variant's version; it changes when the graph or initialisation changes.
-const Version = "1.0.0"
+// Version is the variant's version; it changes when the graph, the initialisation or the
+// meaning of a hyperparameter changes. 1.1.0: scale is nn.ScaleParam's float (0 divides by
+// √d_k, 1 leaves the scores unscaled), where 1.0.0 had a bool (true, false).
+const Version = "1.1.0"
 
 // Variant is the block-sparse encoder.
 type Variant struct{}
@@ -53,10 +53,10 @@ type Variant struct{}
 // New returns the sparse variant.
 func New() Variant { return Variant{} }
 
-// Describe returns the shared encoder schema plus block, window, stride, global_tokens,
-// attn_bias and scale.
+// Describe returns the shared encoder schema plus block, window, stride, global_tokens and the
+// shared attention parameters (attn_bias, scale).
 func (Variant) Describe() variant.Description {
-	params := vanilla.EncoderParams()
+	params := nn.EncoderParams()
 	params = append(params,
 		variant.Param{Name: "block", Kind: variant.KindInt, Default: int64(64), Min: variant.MinOf(1),
 			Doc: "block size b in tokens: the unit of the window and stride patterns"},
@@ -66,11 +66,8 @@ func (Variant) Describe() variant.Description {
 			Doc: "strided pattern: also attend every key block kb with (qb-kb) mod stride = 0 (0 = off; cost O(n²/stride))"},
 		variant.Param{Name: "global_tokens", Kind: variant.KindInt, Default: int64(0), Min: variant.MinOf(0),
 			Doc: "the first global_tokens positions attend every key and are attended by every query"},
-		variant.Param{Name: "attn_bias", Kind: variant.KindBool, Default: true,
-			Doc: "biases on W_Q, W_K, W_V and W_O (the seed's nn.Linear default)"},
-		variant.Param{Name: "scale", Kind: variant.KindBool, Default: true,
-			Doc: "divide the scores by √d_k after q·kᵀ"},
 	)
+	params = append(params, nn.AttentionParams()...)
 	return variant.Description{
 		Name:       "sparse",
 		Version:    Version,
@@ -104,7 +101,7 @@ func (p Pattern) Allowed(i, j int) bool {
 
 // Build returns the encoder graph for cfg with weights drawn from seed.
 func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	e, err := vanilla.EncoderConfig(cfg)
+	e, err := nn.EncoderConfigFrom(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("sparse: %w", err)
 	}
@@ -119,11 +116,8 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 		return nil, fmt.Errorf("sparse: stride=%d and global_tokens=%d must not be negative", p.Stride, p.Global)
 	}
 	c := nn.NewCtx(ctx, "sparse", seed)
-	c.B.SetMeta("variant", "sparse")
-	c.B.SetMeta("variant_version", Version)
-	c.B.SetMeta("config", cfg.JSON())
-	c.B.SetMeta("seed", fmt.Sprint(seed))
-	a := &attention{p: p, d: e.DModel, heads: cfg.Int("heads"), bias: cfg.Bool("attn_bias"), scale: cfg.Bool("scale")}
+	c.SetBuildMeta("sparse", Version, cfg)
+	a := &attention{p: p, d: e.DModel, heads: cfg.Int("heads"), AttentionOptions: nn.AttentionOptionsFrom(cfg)}
 	g, err := c.Encoder(e, a.block)
 	if err != nil {
 		return nil, fmt.Errorf("sparse: %w", err)
@@ -133,10 +127,10 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 
 // attention builds the block-sparse attention; frame holds the values every layer shares.
 type attention struct {
-	p           Pattern
-	d, heads    int
-	bias, scale bool
-	f           *frame
+	p        Pattern
+	d, heads int
+	nn.AttentionOptions
+	f *frame
 }
 
 // frame is the padded layout shared by all layers: lengths as 1-D int64 values and the
@@ -261,14 +255,14 @@ func (a *attention) block(c *nn.Ctx, prefix string, layer int, x string, m nn.Ma
 	}
 	d, heads := a.d, a.heads
 	dk := d / heads
-	q := c.SplitHeads(c.Linear(prefix+".W_Q", x, d, d, a.bias), heads, dk)
-	k := c.SplitHeads(c.Linear(prefix+".W_K", x, d, d, a.bias), heads, dk)
-	v := c.SplitHeads(c.Linear(prefix+".W_V", x, d, d, a.bias), heads, dk)
+	q := c.SplitHeads(c.Linear(prefix+".W_Q", x, d, d, a.Bias), heads, dk)
+	k := c.SplitHeads(c.Linear(prefix+".W_K", x, d, d, a.Bias), heads, dk)
+	v := c.SplitHeads(c.Linear(prefix+".W_V", x, d, d, a.Bias), heads, dk)
 	o := func() string {
 		defer c.B.Scope(prefix)()
 		return c.MergeHeads(a.core(c, q, k, v, dk), d)
 	}()
-	return c.Linear(prefix+".W_O", o, d, d, a.bias)
+	return c.Linear(prefix+".W_O", o, d, d, a.Bias)
 }
 
 // core computes the block-sparse attention of q, k, v (B, h, n, dk) → (B, h, n, dk).
@@ -287,7 +281,7 @@ func (a *attention) core(c *nn.Ctx, q, k, v string, dk int) string {
 		return a.neighbours(c, blocks, 2)
 	}
 	kl, vl := win(k), win(v)
-	scores := []string{c.AttentionScores(qb, kl, f.local, 5, dk, a.scale)}
+	scores := []string{c.AttentionScores(qb, kl, f.local, 5, dk, a.Scale)}
 	widths := []string{a.ci(c, int64(2*p.Window+1)*bs)}
 
 	var qs, ks, vs string
@@ -298,7 +292,7 @@ func (a *attention) core(c *nn.Ctx, q, k, v string, dk int) string {
 			return b.Reshape(b.Transpose(g, 0, 1, 3, 2, 4, 5), 0, 0, s, -1, DK)
 		}
 		qs, ks, vs = group(q), group(k), group(v)
-		ss := c.AttentionScores(qs, ks, f.strided, 5, dk, a.scale) // (B, h, s, P/s, P/s)
+		ss := c.AttentionScores(qs, ks, f.strided, 5, dk, a.Scale) // (B, h, s, P/s, P/s)
 		ss = reshape(c, ss, a.ci(c, 0, 0, s), f.ng, a.ci(c, bs), f.ng, a.ci(c, bs))
 		ss = b.Add(ss, b.Unsqueeze(f.stridedDup, 0)) // drop pairs already in the window
 		ss = b.Transpose(ss, 0, 1, 3, 2, 4, 5, 6)    // (B, h, ng, s, b, ng, b)
@@ -311,7 +305,7 @@ func (a *attention) core(c *nn.Ctx, q, k, v string, dk int) string {
 		g := a.ci(c, int64(p.Global))
 		kg = b.Unsqueeze(through(c, k, a.ci(c, 0), g, 2), 2) // (B, h, 1, g', dk)
 		vg = b.Unsqueeze(through(c, v, a.ci(c, 0), g, 2), 2)
-		scores = append(scores, c.AttentionScores(qb, kg, f.globalKeys, 5, dk, a.scale))
+		scores = append(scores, c.AttentionScores(qb, kg, f.globalKeys, 5, dk, a.Scale))
 	}
 	probs := b.Softmax(concat(c, 4, scores...), -1)
 	part := func(i int) string { // probabilities of the i-th key set
@@ -346,7 +340,7 @@ func (a *attention) core(c *nn.Ctx, q, k, v string, dk int) string {
 		// Global query rows attend every key of the frame.
 		g := a.ci(c, int64(p.Global))
 		qg := through(c, q, a.ci(c, 0), g, 2)
-		og := c.DotProductAttention(qg, k, v, f.all, dk, a.scale)
+		og := c.DotProductAttention(qg, k, v, f.all, dk, a.Scale)
 		o = concat(c, 2, og, through(c, o, g, a.ci(c, endOfAxis), 2))
 	}
 	return through(c, o, a.ci(c, 0), f.n, 2)

@@ -22,14 +22,18 @@ type Cost struct {
 	// SumActivationBytes is the total size of every graph input and node output, as if
 	// nothing were ever freed.
 	SumActivationBytes int64
+	// BytesMoved is the sum over nodes of the bytes each reads and writes when run by a
+	// plain kernel (OpCost.Bytes): the memory traffic of an unfused run.
+	BytesMoved int64
 }
 
 // Cost counts FLOPs and memory for one run of the graph with the given graph-input shapes
 // (see ConcreteShapes), from the concrete shapes alone. Every node output counts as an
 // activation, including values computed only from initializers (a transposed weight), which
-// a backend may fold away; data movement is not charged.
+// a backend may fold away; data movement costs no FLOPs and is counted in BytesMoved.
 //
-// FLOP rules, per node (a multiply-add counts 2):
+// The per-node rules are each op's OpDef.Cost in the op table; for FLOPs they come to (a
+// multiply-add counts 2):
 //   - MatMul: 2·M·K·N for every element of the broadcast batch (a 1-D operand has M or N = 1).
 //   - Gemm: 2·M·K·N, plus M·N when C is given (alpha and beta scaling are not counted).
 //   - Elementwise arithmetic and logic — Add Sub Mul Div Pow Neg Abs Relu Where Equal Greater
@@ -69,11 +73,15 @@ func (g *Graph) Cost(inputs map[string][]int) (Cost, error) {
 		return n * int64(v.dt.Size()), nil
 	}
 	for i, n := range g.Nodes {
-		f, err := nodeFLOPs(n, vals)
+		oc, err := nodeCost(n, vals)
 		if err != nil {
 			return Cost{}, fmt.Errorf("cost of graph %s: node %d %q (%s): %w", g.Name, i, n.Name, n.Op, err)
 		}
-		if f > 0 {
+		if c.BytesMoved > math.MaxInt64-oc.Bytes {
+			return Cost{}, fmt.Errorf("cost of graph %s: byte count overflows int64 at node %q", g.Name, n.Name)
+		}
+		c.BytesMoved += oc.Bytes
+		if f := oc.FLOPs; f > 0 {
 			if c.FLOPs > math.MaxInt64-f {
 				return Cost{}, fmt.Errorf("cost of graph %s: FLOP count overflows int64 at node %q", g.Name, n.Name)
 			}
@@ -152,92 +160,101 @@ func (g *Graph) Cost(inputs map[string][]int) (Cost, error) {
 	return c, nil
 }
 
-// nodeFLOPs applies Cost's FLOP rules to one node.
-func nodeFLOPs(n *Node, vals map[string]*absVal) (int64, error) {
-	shapeOf := func(name string) ([]int64, error) {
+// typesOf returns the concrete types of the named values ("" gives a zero TensorType).
+func typesOf(names []string, vals map[string]*absVal) ([]TensorType, error) {
+	out := make([]TensorType, len(names))
+	for i, name := range names {
+		if name == "" {
+			continue
+		}
 		v := vals[name]
 		if v == nil || !fullyKnown(v.shape) {
 			return nil, fmt.Errorf("value %q has no concrete shape", name)
 		}
-		return sizes(v.shape), nil
+		out[i] = TensorType{DType: v.dt, Shape: ints(sizes(v.shape))}
 	}
-	count := func(name string) (int64, error) {
-		s, err := shapeOf(name)
-		if err != nil {
-			return 0, err
-		}
-		return mulChecked(s...)
+	return out, nil
+}
+
+// ioBytes is the bytes a plain kernel moves: every input read once, every output written once.
+func ioBytes(in, out []TensorType) int64 {
+	var b int64
+	for _, t := range in {
+		b += t.Bytes()
 	}
-	perElem := func(name string, k int64) (int64, error) {
-		e, err := count(name)
-		if err != nil {
-			return 0, err
-		}
-		return mulChecked(e, k)
+	for _, t := range out {
+		b += t.Bytes()
 	}
-	out := ""
-	if len(n.Outputs) > 0 {
-		out = n.Outputs[0]
+	return b
+}
+
+// elems returns the element count of a concrete type, failing on overflow.
+func (t TensorType) elems() (int64, error) {
+	s := make([]int64, len(t.Shape))
+	for i, d := range t.Shape {
+		s[i] = int64(d)
 	}
-	switch n.Op {
-	case "MatMul":
-		a, err := shapeOf(n.Input(0))
+	return mulChecked(s...)
+}
+
+// perOutput charges k FLOPs per element of output 0 and moves every input and output once.
+func perOutput(k int64) CostFunc {
+	return func(n *Node, in, out []TensorType) (OpCost, error) {
+		if len(out) == 0 {
+			return OpCost{}, errors.New("no outputs")
+		}
+		e, err := out[0].elems()
 		if err != nil {
-			return 0, err
+			return OpCost{}, err
 		}
-		b, err := shapeOf(n.Input(1))
-		if err != nil {
-			return 0, err
-		}
-		o, err := count(out)
-		if err != nil {
-			return 0, err
-		}
-		if len(a) == 0 || len(b) == 0 {
-			return 0, errors.New("MatMul operand is a scalar")
-		}
-		// Every output element takes K multiply-adds.
-		return mulChecked(o, a[len(a)-1], 2)
-	case "Gemm":
-		a, err := shapeOf(n.Input(0))
-		if err != nil {
-			return 0, err
-		}
-		if len(a) != 2 {
-			return 0, fmt.Errorf("Gemm operand A has rank %d", len(a))
-		}
-		k := a[1]
-		if n.Int("transA", 0) != 0 {
-			k = a[0]
-		}
-		o, err := count(out)
-		if err != nil {
-			return 0, err
-		}
-		f, err := mulChecked(o, k, 2)
-		if err != nil {
-			return 0, err
-		}
-		if n.Input(2) != "" {
-			f += o
-		}
-		return f, nil
-	case "Add", "Sub", "Mul", "Div", "Pow", "Neg", "Abs", "Relu", "Where", "Equal", "Greater", "Less", "And", "Or", "Not",
-		"Exp", "Log", "Sqrt", "Erf", "Tanh", "Sigmoid", "Elu":
-		return perElem(out, 1)
-	case "Max", "Min":
-		return perElem(out, int64(max(len(n.Inputs)-1, 0)))
-	case "Softmax":
-		return perElem(out, 5)
-	case "LayerNormalization":
-		return perElem(n.Input(0), 8)
-	case "ReduceSum", "ReduceMean", "ReduceMax":
-		return perElem(n.Input(0), 1)
-	case "Reshape", "Transpose", "Gather", "Slice", "Concat", "Expand", "Shape", "Cast", "Identity", "Unsqueeze",
-		"Squeeze", "Split", "Tile", "Constant", "ConstantOfShape", "Range":
-		return 0, nil
+		f, err := mulChecked(e, k)
+		return OpCost{FLOPs: f, Bytes: ioBytes(in, out)}, err
 	}
-	return 0, fmt.Errorf("no FLOP rule for op %q", n.Op)
+}
+
+// perInput charges k FLOPs per element of input 0 and moves every input and output once.
+func perInput(k int64) CostFunc {
+	return func(n *Node, in, out []TensorType) (OpCost, error) {
+		if len(in) == 0 {
+			return OpCost{}, errors.New("no inputs")
+		}
+		e, err := in[0].elems()
+		if err != nil {
+			return OpCost{}, err
+		}
+		f, err := mulChecked(e, k)
+		return OpCost{FLOPs: f, Bytes: ioBytes(in, out)}, err
+	}
+}
+
+// moveCost is the cost of data movement: no FLOPs, every input and output moved once.
+func moveCost(n *Node, in, out []TensorType) (OpCost, error) {
+	return OpCost{Bytes: ioBytes(in, out)}, nil
+}
+
+// writeCost is the cost of an op that only writes its outputs (Shape, Constant, Range, ...).
+func writeCost(n *Node, in, out []TensorType) (OpCost, error) {
+	return OpCost{Bytes: ioBytes(nil, out)}, nil
+}
+
+// viewCost is the cost of an op a backend runs as a view of its input: nothing.
+func viewCost(n *Node, in, out []TensorType) (OpCost, error) { return OpCost{}, nil }
+
+// nodeCost applies the node's op-table cost rule at the propagated concrete shapes.
+func nodeCost(n *Node, vals map[string]*absVal) (OpCost, error) {
+	d, ok := LookupOp(n.Op)
+	if !ok || d.Cost == nil {
+		return OpCost{}, fmt.Errorf("no cost rule for op %q", n.Op)
+	}
+	in, err := typesOf(n.Inputs, vals)
+	if err != nil {
+		return OpCost{}, err
+	}
+	out, err := typesOf(n.Outputs, vals)
+	if err != nil {
+		return OpCost{}, err
+	}
+	return d.Cost(n, in, out)
 }
 
 // mulChecked multiplies non-negative factors, failing on overflow.

@@ -223,3 +223,41 @@ func TestSeedFLOPs(t *testing.T) {
 		}
 	}
 }
+
+// BytesMoved adds each node's OpCost.Bytes: inputs read and outputs written once, views free.
+func TestCostBytesMoved(t *testing.T) {
+	cases := []struct {
+		name   string
+		build  func(b *graph.Builder) string
+		inputs map[string][]int
+		bytes  int64
+	}{
+		{"relu reads and writes", func(b *graph.Builder) string {
+			return b.Relu(b.Input("x", f32, fx(2), fx(3)))
+		}, map[string][]int{"x": {2, 3}}, 24 + 24},
+		{"matmul", func(b *graph.Builder) string {
+			return b.MatMul(b.Input("a", f32, fx(2), fx(3)), b.Input("b", f32, fx(3), fx(4)))
+		}, map[string][]int{"a": {2, 3}, "b": {3, 4}}, 24 + 48 + 32},
+		{"reshape is a view", func(b *graph.Builder) string {
+			return b.Reshape(b.Input("x", f32, fx(2), fx(3)), -1)
+		}, map[string][]int{"x": {2, 3}}, 0},
+		{"slice reads what it writes", func(b *graph.Builder) string {
+			return b.Slice(b.Input("x", f32, fx(6)), b.ConstInts(1), b.ConstInts(3), b.ConstInts(0))
+		}, map[string][]int{"x": {6}}, 3*8 + 2*8},
+		{"shape writes its output", func(b *graph.Builder) string {
+			return b.Shape(b.Input("x", f32, fx(2), fx(3)))
+		}, map[string][]int{"x": {2, 3}}, 16},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := buildOne(t, tc.build)
+			c, err := g.Cost(tc.inputs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.BytesMoved != tc.bytes {
+				t.Errorf("BytesMoved %d, want %d", c.BytesMoved, tc.bytes)
+			}
+		})
+	}
+}

@@ -1,6 +1,3 @@
-// Package graph is zoo's intermediate representation: an ONNX-shaped dataflow graph of typed
-// values, nodes with ONNX op types and attributes, and named initializers (the weights).
-// Variants build it, backends compile it, and package onnx converts it to and from ModelProto.
 package graph
 
 import (

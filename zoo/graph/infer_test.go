@@ -1,16 +1,12 @@
 package graph_test
 
 import (
-	"context"
-
 	"math"
 	"strings"
 	"testing"
 
-	"github.com/zoo-dev/zoo/variants/vanilla"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
-	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 var (
@@ -466,20 +462,6 @@ func TestConcreteShapesErrors(t *testing.T) {
 }
 
 // tinyVanilla builds the vanilla encoder at the tiny test configuration.
-func tinyVanilla(t *testing.T) *graph.Graph {
-	t.Helper()
-	v := vanilla.New()
-	cfg, err := variant.Resolve(v.Describe(), map[string]any{"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "max_len": 128})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := v.Build(context.Background(), cfg, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
-}
-
 func TestInferShapesVanilla(t *testing.T) {
 	g := tinyVanilla(t)
 	if err := g.InferShapes(); err != nil {

@@ -7,8 +7,10 @@ import (
 
 // Validate checks that the graph is well formed: every name is defined once, nodes are in
 // topological order (each input is a graph input, an initializer or an earlier node's
-// output), every op is known with a legal number of inputs and outputs, and every graph output
-// is produced. It returns the first problem found, naming the node at fault.
+// output), every op is in the op table with a legal number of inputs and outputs, no empty
+// name for a required input, the declared kind for each attribute its definition declares
+// (others are kept and ignored) and every required one, at an opset within the definition's range (when g.Opset is
+// set), and every graph output is produced. It returns the first problem found, naming the node at fault.
 func (g *Graph) Validate() error {
 	if g == nil {
 		return errors.New("graph is nil")
@@ -45,15 +47,15 @@ func (g *Graph) Validate() error {
 		if n.Domain != "" && n.Domain != "ai.onnx" {
 			return fmt.Errorf("%s: domain %q is not supported (only ai.onnx)", where, n.Domain)
 		}
-		spec, ok := LookupOp(n.Op)
+		def, ok := LookupOp(n.Op)
 		if !ok {
 			return fmt.Errorf("%s: unknown op type %q", where, n.Op)
 		}
-		if len(n.Inputs) < spec.MinIn || (spec.MaxIn >= 0 && len(n.Inputs) > spec.MaxIn) {
-			return fmt.Errorf("%s: has %d inputs, %s takes %s", where, len(n.Inputs), n.Op, arity(spec.MinIn, spec.MaxIn))
+		if err := def.checkNode(n); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
 		}
-		if len(n.Outputs) < spec.MinOut || (spec.MaxOut >= 0 && len(n.Outputs) > spec.MaxOut) {
-			return fmt.Errorf("%s: has %d outputs, %s gives %s", where, len(n.Outputs), n.Op, arity(spec.MinOut, spec.MaxOut))
+		if g.Opset > 0 && (g.Opset < def.SinceVersion || g.Opset > def.ThroughVersion) {
+			return fmt.Errorf("%s: the IR's %s follows ai.onnx opsets %d to %d, but the graph declares opset %d", where, n.Op, def.SinceVersion, def.ThroughVersion, g.Opset)
 		}
 		for _, in := range n.Inputs {
 			if in == "" {

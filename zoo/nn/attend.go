@@ -1,12 +1,8 @@
 package nn
 
-import (
-	"math"
-)
-
-// Building blocks for attention variants whose conventions differ from the seed's: optional
-// score scaling, scalar sequence lengths for Range, and a finite "minus infinity" for masks
-// of patterns where a padded query row may have no key left.
+// Building blocks for attention variants whose conventions differ from the seed's: the
+// configurable score scale (ScaleParam), scalar sequence lengths for Range, and a finite
+// "minus infinity" for masks of patterns where a padded query row may have no key left.
 
 // MaskedOut is the finite additive bias for a masked-out score in blocks that must never
 // produce a NaN row: exp(MaskedOut - s) is exactly 0 in float32 for any score s a row with one
@@ -14,21 +10,19 @@ import (
 // NaN (so padded rows cannot poison later layers through 0·NaN).
 const MaskedOut = -1e9
 
-// DotProductAttention computes softmax(q·kᵀ/√dk + bias)·v for q (B, h, nq, dk), k and v
-// (B, h, nk, dk) and an additive bias broadcastable to the scores ("" for none). With scale
-// false it leaves out the 1/√dk factor (T5's convention); with scale true it divides the
-// scores after the product exactly as ScaledDotProduct does.
-func (c *Ctx) DotProductAttention(q, k, v, bias string, dk int, scale bool) string {
+// DotProductAttention computes softmax(scale(q·kᵀ) + bias)·v for q (B, h, nq, dk), k and v
+// (B, h, nk, dk) and an additive bias broadcastable to the scores ("" for none), with the
+// score scale of ScaleParam: 0 divides the scores by √dk after the product exactly as
+// ScaledDotProduct does, 1 leaves them unscaled (T5's convention), another value multiplies.
+func (c *Ctx) DotProductAttention(q, k, v, bias string, dk int, scale float64) string {
 	return c.B.MatMul(c.B.Softmax(c.AttentionScores(q, k, bias, 4, dk, scale), -1), v)
 }
 
-// AttentionScores returns q·kᵀ (/√dk when scale) + bias, before the softmax, for q and k of
-// the given rank (≥ 2) whose last axis is dk; kᵀ swaps k's last two axes.
-func (c *Ctx) AttentionScores(q, k, bias string, rank, dk int, scale bool) string {
-	scores := c.B.MatMul(q, c.TransposeLast2(k, rank))
-	if scale {
-		scores = c.B.Div(scores, c.B.ConstFloat(float32(math.Sqrt(float64(dk)))))
-	}
+// AttentionScores returns scale(q·kᵀ) + bias (ScaleScores, then the bias), before the
+// softmax, for q and k of the given rank (≥ 2) whose last axis is dk; kᵀ swaps k's last two
+// axes.
+func (c *Ctx) AttentionScores(q, k, bias string, rank, dk int, scale float64) string {
+	scores := c.ScaleScores(c.B.MatMul(q, c.TransposeLast2(k, rank)), dk, scale)
 	if bias != "" {
 		scores = c.B.Add(scores, bias)
 	}

@@ -75,6 +75,13 @@ func (c *Ctx) Encoder(cfg EncoderConfig, attn AttentionFunc) (*graph.Graph, erro
 		return nil, err
 	}
 	b := c.B
+	// The parts this function allocates itself, checked together first: a model far too wide
+	// is refused before its embedding is drawn.
+	own := addSat(addSat(float32Bytes([]int{cfg.Vocab, cfg.DModel}), float32Bytes([]int{cfg.DModel, cfg.Vocab})), float32Bytes([]int{cfg.Vocab}))
+	if cfg.PosEncoding == "sinusoidal" {
+		own = addSat(own, float32Bytes([]int{cfg.MaxLen, cfg.DModel}))
+	}
+	c.precheck("embedding.weight, fc.weight and the positional table", own)
 	tokens := b.Input(InputTokens, tensor.Int64, graph.Sym(DimBatch), graph.Sym(DimSeq))
 	pad := b.Input(InputKeyPadding, tensor.Bool, graph.Sym(DimBatch), graph.Sym(DimSeq))
 	x := c.Embedding("embedding", tokens, cfg.Vocab, cfg.DModel)
@@ -87,8 +94,18 @@ func (c *Ctx) Encoder(cfg EncoderConfig, attn AttentionFunc) (*graph.Graph, erro
 	}
 	m := c.KeyPaddingMask(pad)
 	for i := 0; i < cfg.Layers; i++ {
+		before := c.weights
 		x = c.EncoderLayer(cfg, Join("layers", i), i, x, m, attn)
 		b.SetMeta(fmt.Sprint(LayerOutputMeta, i), x)
+		// The remaining layers have this one's shape: check them all before drawing the next,
+		// and once over budget count them without building them, so that a million layers
+		// are refused at once, with their size.
+		rest := satMul(int64(cfg.Layers-1-i), c.weights-before)
+		c.precheck(Join("layers", i+1)+" onwards", rest)
+		if c.over != nil && i+1 < cfg.Layers {
+			c.extrapolate(rest)
+			break
+		}
 	}
 	if cfg.NormFirst {
 		x = c.LayerNorm("norm", x, cfg.DModel, cfg.LNEps)

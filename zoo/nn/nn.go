@@ -1,8 +1,3 @@
-// Package nn holds the encoder building blocks that variants compose into graphs: embedding,
-// positional encodings, Linear, LayerNorm, the feed-forward block, the key-padding mask, and
-// the encoder layer with a pluggable attention block. Each block names its parameters by
-// PyTorch module path (so weights load into the equivalent nn.Module by name) and initialises
-// them as PyTorch's defaults do, from the model seed.
 package nn
 
 import (
@@ -10,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/zoo-dev/zoo/internal/memlimit"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/initrand"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -28,12 +24,24 @@ const (
 )
 
 // Ctx carries the builder, the seed and the build's context through the blocks.
+//
+// Every parameter and buffer the blocks add is counted against the weight budget that the
+// build's context carries (memlimit.WithBudget; the plugin server sets it from the memory
+// available), before it is allocated. Once the budget is passed, or the context is done, the
+// Ctx allocates nothing more: the builder records the error (a *memlimit.OverBudget, whose
+// Needed keeps counting the rest of the model, or the context's error), the blocks go on
+// returning names so that building code reads straight through, and Build returns the error.
 type Ctx struct {
 	B    *graph.Builder
 	Seed uint64
 	// Context is the build's context (Variant.Build's ctx): the blocks stop early with its
 	// error once it is done.
 	Context context.Context
+
+	name      string
+	weights   int64                // bytes of every parameter and buffer asked for so far
+	allocated int64                // bytes of those allocated
+	over      *memlimit.OverBudget // set once the budget is passed
 }
 
 // NewCtx starts a graph called name whose weights are drawn from seed, for a build that
@@ -42,12 +50,133 @@ func NewCtx(ctx context.Context, name string, seed uint64) *Ctx {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return &Ctx{B: graph.NewBuilder(name), Seed: seed, Context: ctx}
+	return &Ctx{B: graph.NewBuilder(name), Seed: seed, Context: ctx, name: name}
 }
 
-// uniform adds a parameter drawn U(±bound) under name.
-func (c *Ctx) uniform(name string, bound float64, shape ...int) string {
+// WeightBytes returns the bytes of every parameter and buffer asked for so far, including
+// those not allocated because the build went over its budget.
+func (c *Ctx) WeightBytes() int64 { return c.weights }
+
+// float32Bytes is the size of a float32 tensor of shape, saturating at math.MaxInt64
+// (negative dimensions count as 0: the tensor's own check reports them).
+func float32Bytes(shape []int) int64 {
+	n := int64(4)
+	for _, d := range shape {
+		if d <= 0 {
+			return 0
+		}
+		if n > math.MaxInt64/int64(d) {
+			return math.MaxInt64
+		}
+		n *= int64(d)
+	}
+	return n
+}
+
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// reserve counts a float32 tensor of shape under name against the budget and reports
+// whether it may be allocated: false once the build has failed, its context is done or the
+// budget is passed (the builder then holds the error).
+func (c *Ctx) reserve(name string, shape []int) bool {
+	c.weights = addSat(c.weights, float32Bytes(shape))
+	if c.over != nil {
+		c.over.Needed = max(c.over.Needed, c.weights)
+		return false
+	}
+	if c.B.Err() != nil {
+		return false
+	}
+	if c.Context != nil {
+		if err := c.Context.Err(); err != nil {
+			c.B.Fail(fmt.Errorf("build stopped at %s: %w", name, err))
+			return false
+		}
+		if budget := memlimit.BudgetFrom(c.Context); budget > 0 && c.weights > budget {
+			c.overBudget(name, budget, c.weights)
+			return false
+		}
+	}
+	c.allocated = addSat(c.allocated, float32Bytes(shape))
+	return true
+}
+
+// precheck refuses at once, before anything is allocated, when bytes more (the known size
+// of parts still to come, named what) would pass the budget.
+func (c *Ctx) precheck(what string, bytes int64) {
+	if c.over != nil || c.B.Err() != nil || c.Context == nil {
+		return
+	}
+	if budget := memlimit.BudgetFrom(c.Context); budget > 0 && addSat(c.weights, bytes) > budget {
+		c.overBudget(what, budget, addSat(c.weights, bytes))
+	}
+}
+
+func (c *Ctx) overBudget(first string, budget, needed int64) {
+	what := c.name
+	if what == "" {
+		what = "the model"
+	}
+	c.over = &memlimit.OverBudget{What: what, Needed: needed, Budget: budget, First: first}
+	c.B.Fail(c.over)
+}
+
+// extrapolate adds bytes that were not counted one by one (layers not built once the budget
+// was passed) to the size reported.
+func (c *Ctx) extrapolate(bytes int64) {
+	c.weights = addSat(c.weights, bytes)
+	if c.over != nil {
+		c.over.Needed = max(c.over.Needed, c.weights)
+		c.over.Estimated = true
+	}
+}
+
+// placeholder stands for a tensor that was not allocated; the build has already failed, so
+// it never reaches a graph that is used.
+func placeholder(shape []int) *tensor.Tensor {
+	return &tensor.Tensor{DType: tensor.Float32, Shape: append([]int(nil), shape...)}
+}
+
+// Uniform adds a learned parameter drawn U(±bound) from the seed under name, counted against
+// the build's weight budget (see Ctx).
+func (c *Ctx) Uniform(name string, bound float64, shape ...int) string {
+	if !c.reserve(name, shape) {
+		return c.B.Param(name, placeholder(shape))
+	}
 	return c.B.Param(name, initrand.Uniform(c.Seed, name, bound, shape...))
+}
+
+// Normal adds a learned parameter drawn N(mean, std²) from the seed under name, counted
+// against the build's weight budget.
+func (c *Ctx) Normal(name string, mean, std float64, shape ...int) string {
+	if !c.reserve(name, shape) {
+		return c.B.Param(name, placeholder(shape))
+	}
+	return c.B.Param(name, initrand.Normal(c.Seed, name, mean, std, shape...))
+}
+
+// Fill adds a learned parameter of shape filled with v under name, counted against the
+// build's weight budget.
+func (c *Ctx) Fill(name string, v float32, shape ...int) string {
+	if !c.reserve(name, shape) {
+		return c.B.Param(name, placeholder(shape))
+	}
+	return c.B.Param(name, initrand.Fill(v, shape...))
+}
+
+// Buffer adds non-learned float32 state of shape (a table) under name, counted against the
+// build's weight budget: compute, which must return a tensor of that shape, runs only when
+// the budget allows.
+func (c *Ctx) Buffer(name string, shape []int, compute func() *tensor.Tensor) string {
+	if !c.reserve(name, shape) {
+		return c.B.Buffer(name, placeholder(shape))
+	}
+	return c.B.Buffer(name, compute())
 }
 
 // Join joins module path parts with dots, skipping empty ones.
@@ -70,11 +199,11 @@ func Join(parts ...any) string {
 // prefix.bias, initialised U(±1/√in) like nn.Linear. x may have any leading dimensions.
 func (c *Ctx) Linear(prefix, x string, in, out int, bias bool) string {
 	bound := 1 / math.Sqrt(float64(in))
-	w := c.uniform(prefix+".weight", bound, out, in)
+	w := c.Uniform(prefix+".weight", bound, out, in)
 	defer c.B.Scope(prefix)()
 	y := c.B.MatMul(x, c.B.Transpose(w, 1, 0))
 	if bias {
-		y = c.B.Add(y, c.uniform(prefix+".bias", bound, out))
+		y = c.B.Add(y, c.Uniform(prefix+".bias", bound, out))
 	}
 	return y
 }
@@ -82,15 +211,15 @@ func (c *Ctx) Linear(prefix, x string, in, out int, bias bool) string {
 // LayerNorm normalises x over its last axis (width d) with prefix.weight = 1 and
 // prefix.bias = 0, like nn.LayerNorm.
 func (c *Ctx) LayerNorm(prefix, x string, d int, eps float64) string {
-	w := c.B.Param(prefix+".weight", initrand.Fill(1, d))
-	b := c.B.Param(prefix+".bias", initrand.Fill(0, d))
+	w := c.Fill(prefix+".weight", 1, d)
+	b := c.Fill(prefix+".bias", 0, d)
 	defer c.B.Scope(prefix)()
 	return c.B.LayerNorm(x, w, b, float32(eps))
 }
 
 // Embedding looks tokens up in prefix.weight (vocab, d), drawn N(0, 1) like nn.Embedding.
 func (c *Ctx) Embedding(prefix, tokens string, vocab, d int) string {
-	w := c.B.Param(prefix+".weight", initrand.Normal(c.Seed, prefix+".weight", 0, 1, vocab, d))
+	w := c.Normal(prefix+".weight", 0, 1, vocab, d)
 	defer c.B.Scope(prefix)()
 	return c.B.Gather(w, tokens, 0)
 }
@@ -117,7 +246,7 @@ func SinusoidalTable(maxLen, d int) *tensor.Tensor {
 // SinusoidalPE adds the first n rows of the sinusoidal table (buffer prefix.pe, maxLen × d)
 // to x of shape (B, n, d), like the seed's PositionalEncoding.
 func (c *Ctx) SinusoidalPE(prefix, x, tokens string, maxLen, d int) string {
-	pe := c.B.Buffer(prefix+".pe", SinusoidalTable(maxLen, d))
+	pe := c.Buffer(prefix+".pe", []int{maxLen, d}, func() *tensor.Tensor { return SinusoidalTable(maxLen, d) })
 	defer c.B.Scope(prefix)()
 	n := c.SeqLen(tokens)
 	rows := c.B.Slice(pe, c.B.ConstInts(0), n, c.B.ConstInts(0))
@@ -187,4 +316,14 @@ func (c *Ctx) ScaledDotProduct(q, k, v, bias string, dk int) string {
 		scores = c.B.Add(scores, bias)
 	}
 	return c.B.MatMul(c.B.Softmax(scores, -1), v)
+}
+
+func satMul(a, b int64) int64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	if a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
 }

@@ -25,8 +25,9 @@ var (
 // plugin paths; it is not read). Empty data, or a document with no variants, gives an empty
 // registry. Anything the schema in the package documentation does not allow is an error of
 // the form "path:line: what is wrong": YAML syntax errors, more than one document, unknown
-// keys (with a did-you-mean), duplicate keys, wrong value types, a missing name, summary or
-// plugin, an invalid variant, alias or preset name, duplicate names or aliases (an alias equal
+// keys (with a did-you-mean), duplicate keys, wrong value types, a missing name or plugin, a
+// missing summary for an executable plugin, a summary or paper for a builtin plugin (the
+// variant's Describe carries them), an invalid variant, alias or preset name, duplicate names or aliases (an alias equal
 // to any name included), a sha256 that is not 64 hex digits or is set for a builtin plugin,
 // and default or preset values that are not scalars.
 func Parse(path string, data []byte) (*Registry, error) {
@@ -234,7 +235,7 @@ func (p *parser) str(n *yaml.Node, ctx, key string) (string, error) {
 func (p *parser) variant(n *yaml.Node, i int) (Entry, *yaml.Node, []*yaml.Node, error) {
 	ctx := fmt.Sprintf("variant #%d: ", i+1)
 	if n.Kind != yaml.MappingNode {
-		return Entry{}, nil, nil, p.errf(n, "%swant a mapping with name, summary and plugin, got %s", ctx, describe(n))
+		return Entry{}, nil, nil, p.errf(n, "%swant a mapping with name and plugin (and a summary for an executable plugin), got %s", ctx, describe(n))
 	}
 	// The name first, so that every later error can say which variant it is about.
 	var e Entry
@@ -258,20 +259,12 @@ func (p *parser) variant(n *yaml.Node, i int) (Entry, *yaml.Node, []*yaml.Node, 
 	if err != nil {
 		return Entry{}, nil, nil, err
 	}
-	for _, req := range []string{"name", "summary", "plugin"} {
+	for _, req := range []string{"name", "plugin"} {
 		if _, ok := fields[req]; !ok {
 			return Entry{}, nil, nil, p.errf(n, "%smissing required key %q", ctx, req)
 		}
 	}
 	e.Source = fmt.Sprintf("%s:%d", p.path, n.Line)
-	if e.Summary, err = p.str(fields["summary"].val, ctx, "summary"); err != nil {
-		return Entry{}, nil, nil, err
-	}
-	if f, ok := fields["paper"]; ok {
-		if e.Paper, err = p.str(f.val, ctx, "paper"); err != nil {
-			return Entry{}, nil, nil, err
-		}
-	}
 	pluginNode := deref(fields["plugin"].val)
 	plugin, err := p.str(pluginNode, ctx, "plugin")
 	if err != nil {
@@ -288,6 +281,27 @@ func (p *parser) variant(n *yaml.Node, i int) (Entry, *yaml.Node, []*yaml.Node, 
 		e.Plugin = filepath.Join(filepath.Dir(p.path), plugin)
 		if !strings.ContainsRune(e.Plugin, filepath.Separator) {
 			e.Plugin = "." + string(filepath.Separator) + e.Plugin // never a $PATH lookup
+		}
+	}
+	// A built-in variant describes itself (Describe): its summary and paper have one source.
+	// A third-party entry carries its summary so that zoo list need not start the plugin.
+	for _, key := range []string{"summary", "paper"} {
+		f, ok := fields[key]
+		switch {
+		case ok && e.Plugin == Builtin:
+			return Entry{}, nil, nil, p.errf(f.key, "%s%s comes from the built-in variant itself (zoo show %s); remove it for plugin: builtin", ctx, key, e.Name)
+		case ok:
+			v, err := p.str(f.val, ctx, key)
+			if err != nil {
+				return Entry{}, nil, nil, err
+			}
+			if key == "summary" {
+				e.Summary = v
+			} else {
+				e.Paper = v
+			}
+		case key == "summary" && e.Plugin != Builtin:
+			return Entry{}, nil, nil, p.errf(n, "%smissing required key \"summary\" (one line for zoo list; required for an executable plugin)", ctx)
 		}
 	}
 	if f, ok := fields["sha256"]; ok {

@@ -1,15 +1,16 @@
 // Package registry reads registry.yaml, the list of variants zoo knows, and resolves model
 // references ("name", "alias", "name.preset") against it.
 //
-// Schema (every key but name, summary and plugin is optional; any other key is an error):
+// Schema (name and plugin are required, and summary for an executable plugin; every other key
+// is optional; any other key is an error):
 //
 //	apiVersion: zoo/v1                 # optional; only zoo/v1 exists
 //	variants:
-//	  - name: vanilla                  # [a-z0-9][a-z0-9_-]*, unique across names and aliases
-//	    aliases: [mha]                 # other names that resolve to this entry
-//	    summary: "one line for zoo list"
-//	    paper: "https://arxiv.org/abs/1706.03762"
-//	    plugin: builtin                # or an executable, relative to the registry file
+//	  - name: myattn                   # [a-z0-9][a-z0-9_-]*, unique across names and aliases
+//	    aliases: [ma]                  # other names that resolve to this entry
+//	    summary: "for zoo list"        # required for an executable; not allowed for builtin
+//	    paper: "https://arxiv.org/…"   # optional for an executable; not allowed for builtin
+//	    plugin: ./myattn               # builtin, or an executable relative to the registry file
 //	    sha256: "<64 hex digits>"      # pins an executable plugin; not allowed for builtin
 //	    dev: false                     # true: an executable plugin may run without sha256
 //	    args: ["--flag"]               # extra arguments for an executable plugin
@@ -18,6 +19,11 @@
 //	    presets:                       # name.preset or --preset; names like variant names
 //	      tiny: {d_model: 64, heads: 4, layers: 2, d_ff: 128}
 //	      base: {}                     # (an empty value means no overrides)
+//
+// A built-in entry (plugin: builtin) names a variant the zoo binary serves; its summary and
+// paper come from that variant's Describe, the one place they are written, so the entry has
+// neither (Entry.Summary and Entry.Paper are empty). A third-party entry carries its summary,
+// so that a listing of the registry can show it without starting the plugin.
 //
 // Default and preset values must be YAML scalars; they are decoded to int64, float64, bool or
 // string, the types variant.Resolve accepts. Whether their names and values fit a variant's
@@ -48,6 +54,9 @@ const Builtin = "builtin"
 type Entry struct {
 	Name    string
 	Aliases []string
+	// Summary and Paper are the registry's one-line description and paper link of an
+	// executable plugin; both are empty for a built-in entry, whose variant's Describe
+	// carries them (callers show Describe's for IsBuiltin entries).
 	Summary string
 	Paper   string
 	// Plugin is Builtin, or the path of an executable plugin, resolved against the directory

@@ -27,9 +27,7 @@ func TestParseExample(t *testing.T) {
 	es := r.Entries()
 	v := es[0]
 	want := Entry{
-		Name: "vanilla", Aliases: []string{"mha"},
-		Summary: "Multi-head attention encoder of the seed (Vaswani et al. 2017)",
-		Paper:   "https://arxiv.org/abs/1706.03762", Plugin: Builtin,
+		Name: "vanilla", Aliases: []string{"mha"}, Plugin: Builtin,
 		Args:     nil,
 		Defaults: map[string]any{"d_model": int64(512)},
 		Presets: map[string]map[string]any{
@@ -44,6 +42,9 @@ func TestParseExample(t *testing.T) {
 	p := es[1]
 	if p.Plugin != filepath.Join("testdata", "plugins", "zoo-variant-performer") || p.IsBuiltin() {
 		t.Errorf("plugin path %q", p.Plugin)
+	}
+	if p.Summary != "Performer (FAVOR+) linear attention" || p.Paper != "https://arxiv.org/abs/2009.14794" {
+		t.Errorf("performer summary %q, paper %q", p.Summary, p.Paper)
 	}
 	if p.SHA256 != "9f2c4b7d1e0a3c5f6b8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d" || p.Dev || p.Env["PERFORMER_FEATURES"] != "256" {
 		t.Errorf("performer: %+v", p)
@@ -72,7 +73,6 @@ func TestScalarTypesFeedResolve(t *testing.T) {
 	r, err := Parse("r.yaml", []byte(`
 variants:
   - name: v
-    summary: s
     plugin: builtin
     defaults: {n: 3, x: 0.5, e: 1e-5, b: true, s: post, q: "12", h: 0x10, big: 9007199254740993}
 `))
@@ -112,7 +112,11 @@ func TestParseEmpty(t *testing.T) {
 	}
 }
 
-const head = "variants:\n  - name: vanilla\n    summary: s\n    plugin: builtin\n"
+// head is an entry for an executable plugin that later lines extend.
+const head = "variants:\n  - name: vanilla\n    summary: s\n    plugin: ./vanilla\n"
+
+// builtin is an entry for a built-in variant that later lines extend.
+const builtin = "variants:\n  - name: vanilla\n    plugin: builtin\n"
 
 func TestParseErrors(t *testing.T) {
 	hex64 := strings.Repeat("ab", 32)
@@ -127,33 +131,35 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top key", "variant:\n  - name: a\n", `registry.yaml:1: unknown key "variant" (did you mean "variants"?)`},
 		{"bad apiVersion", "apiVersion: zoo/v2\n", `registry.yaml:1: apiVersion "zoo/v2" is not supported (want zoo/v1)`},
 		{"variants not list", "variants: {a: 1}\n", "registry.yaml:1: variants must be a list of entries, not a mapping"},
-		{"entry not mapping", "variants:\n  - vanilla\n", `registry.yaml:2: variant #1: want a mapping with name, summary and plugin, got "vanilla"`},
+		{"entry not mapping", "variants:\n  - vanilla\n", `registry.yaml:2: variant #1: want a mapping with name and plugin (and a summary for an executable plugin), got "vanilla"`},
 		{"unknown key", head + "    prests: {}\n", `registry.yaml:5: variant "vanilla": unknown key "prests" (did you mean "presets"?)`},
 		{"unknown key no hint", head + "    colour: red\n", `registry.yaml:5: variant "vanilla": unknown key "colour" (known keys: name, aliases, summary, paper, plugin, sha256, dev, args, env, defaults, presets)`},
 		{"duplicate key", head + "    summary: again\n", `registry.yaml:5: variant "vanilla": key "summary" is repeated (first at line 3)`},
 		{"missing name", "variants:\n  - summary: s\n    plugin: builtin\n", `registry.yaml:2: variant #1: missing required key "name"`},
-		{"missing summary", "variants:\n  - name: a\n    plugin: builtin\n", `registry.yaml:2: variant "a": missing required key "summary"`},
+		{"missing summary", "variants:\n  - name: a\n    plugin: ./a\n", `registry.yaml:2: variant "a": missing required key "summary" (one line for zoo list; required for an executable plugin)`},
+		{"summary on builtin", builtin + "    summary: s\n", `registry.yaml:4: variant "vanilla": summary comes from the built-in variant itself (zoo show vanilla); remove it for plugin: builtin`},
+		{"paper on builtin", "variants:\n  - name: rope\n    paper: https://arxiv.org/abs/2104.09864\n    plugin: builtin\n", `registry.yaml:3: variant "rope": paper comes from the built-in variant itself (zoo show rope); remove it for plugin: builtin`},
 		{"missing plugin", "variants:\n  - name: a\n    summary: s\n", `registry.yaml:2: variant "a": missing required key "plugin"`},
 		{"name not string", "variants:\n  - name: 42\n", `registry.yaml:2: variant #1: name must be a string, not the integer 42 (quote it: "42")`},
 		{"name list", "variants:\n  - name: [a]\n", `registry.yaml:2: variant #1: name must be a string, not a list`},
 		{"invalid name", "variants:\n  - name: Vanilla\n", `registry.yaml:2: variant #1: invalid name "Vanilla" (use lower-case letters, digits, '-' and '_', starting with a letter or digit)`},
 		{"name with dot", "variants:\n  - name: a.b\n", `registry.yaml:2: variant #1: invalid name "a.b" (use lower-case letters, digits, '-' and '_', starting with a letter or digit)`},
-		{"summary number", "variants:\n  - name: a\n    summary: 1.5\n    plugin: builtin\n", `registry.yaml:3: variant "a": summary must be a string, not the number 1.5 (quote it: "1.5")`},
+		{"summary number", "variants:\n  - name: a\n    summary: 1.5\n    plugin: ./a\n", `registry.yaml:3: variant "a": summary must be a string, not the number 1.5 (quote it: "1.5")`},
 		{"paper null", head + "    paper:\n", `registry.yaml:5: variant "vanilla": paper must be a string, not null`},
 		{"empty plugin", "variants:\n  - name: a\n    summary: s\n    plugin: \"\"\n", `registry.yaml:4: variant "a": plugin is empty (want builtin or the path of an executable)`},
 		{"short sha", "variants:\n  - name: a\n    summary: s\n    plugin: ./a\n    sha256: abc\n", `registry.yaml:5: variant "a": sha256 must be 64 hex digits, got "abc" (3 characters)`},
 		{"non-hex sha", "variants:\n  - name: a\n    summary: s\n    plugin: ./a\n    sha256: " + strings.Repeat("g", 64) + "\n", `registry.yaml:5: variant "a": sha256 must be 64 hex digits, got "` + strings.Repeat("g", 64) + `" (64 characters)`},
-		{"sha on builtin", head + "    sha256: " + hex64 + "\n", `registry.yaml:5: variant "vanilla": sha256 pins an executable plugin; remove it for plugin: builtin`},
+		{"sha on builtin", builtin + "    sha256: " + hex64 + "\n", `registry.yaml:4: variant "vanilla": sha256 pins an executable plugin; remove it for plugin: builtin`},
 		{"dev not bool", head + "    dev: yes\n", `registry.yaml:5: variant "vanilla": dev must be true or false, not "yes"`},
 		{"aliases scalar", head + "    aliases: mha\n", `registry.yaml:5: variant "vanilla": aliases must be a list of strings, not "mha"`},
 		{"alias number", head + "    aliases: [1]\n", `registry.yaml:5: variant "vanilla": aliases entry must be a string, not the integer 1 (quote it: "1")`},
 		{"invalid alias", head + "    aliases: [\"MHA\"]\n", `registry.yaml:5: variant "vanilla": invalid alias "MHA" (use lower-case letters, digits, '-' and '_', starting with a letter or digit)`},
 		{"alias twice", head + "    aliases: [mha, mha]\n", `registry.yaml:5: variant "vanilla": alias "mha" is listed twice`},
 		{"alias own name", head + "    aliases: [vanilla]\n", `registry.yaml:5: variant "vanilla": alias "vanilla" repeats the variant's own name`},
-		{"duplicate name", head + "  - name: vanilla\n    summary: s\n    plugin: builtin\n", `registry.yaml:5: variant "vanilla": duplicate name (also defined at line 2)`},
-		{"alias clashes with earlier name", head + "  - name: rope\n    aliases: [vanilla]\n    summary: s\n    plugin: builtin\n", `registry.yaml:6: variant "rope": alias "vanilla" clashes with the name of variant "vanilla" (line 2)`},
-		{"name clashes with earlier alias", head + "    aliases: [rope]\n  - name: rope\n    summary: s\n    plugin: builtin\n", `registry.yaml:6: variant "rope": name is already an alias of variant "vanilla" (line 5)`},
-		{"alias used twice", head + "    aliases: [mha]\n  - name: rope\n    aliases: [mha]\n    summary: s\n    plugin: builtin\n", `registry.yaml:7: variant "rope": alias "mha" is already used by variant "vanilla" (line 5)`},
+		{"duplicate name", head + "  - name: vanilla\n    plugin: builtin\n", `registry.yaml:5: variant "vanilla": duplicate name (also defined at line 2)`},
+		{"alias clashes with earlier name", head + "  - name: rope\n    aliases: [vanilla]\n    plugin: builtin\n", `registry.yaml:6: variant "rope": alias "vanilla" clashes with the name of variant "vanilla" (line 2)`},
+		{"name clashes with earlier alias", head + "    aliases: [rope]\n  - name: rope\n    plugin: builtin\n", `registry.yaml:6: variant "rope": name is already an alias of variant "vanilla" (line 5)`},
+		{"alias used twice", head + "    aliases: [mha]\n  - name: rope\n    aliases: [mha]\n    plugin: builtin\n", `registry.yaml:7: variant "rope": alias "mha" is already used by variant "vanilla" (line 5)`},
 		{"presets list", head + "    presets: [tiny]\n", `registry.yaml:5: variant "vanilla": presets must be a mapping of preset names to values, not a list`},
 		{"invalid preset name", head + "    presets:\n      Tiny: {}\n", `registry.yaml:6: variant "vanilla": invalid preset name "Tiny" (use lower-case letters, digits, '-' and '_', starting with a letter or digit)`},
 		{"preset name with dot", head + "    presets:\n      a.b: {}\n", `registry.yaml:6: variant "vanilla": invalid preset name "a.b" (use lower-case letters, digits, '-' and '_', starting with a letter or digit)`},
@@ -224,14 +230,11 @@ func TestLookup(t *testing.T) {
 variants:
   - name: vanilla
     aliases: [mha]
-    summary: s
     plugin: builtin
     presets: {tiny: {d_model: 64}, base: {}}
   - name: linformer
-    summary: s
     plugin: builtin
   - name: rope
-    summary: s
     plugin: builtin
     presets: {tiny: {}}
 `)
@@ -285,11 +288,9 @@ func TestMerge(t *testing.T) {
 variants:
   - name: vanilla
     aliases: [mha, transformer]
-    summary: base vanilla
     plugin: builtin
   - name: linformer
     aliases: [lin]
-    summary: base linformer
     plugin: builtin
 `)
 	user := mustParse(t, "/home/u/.config/zoo/registry.yaml", `
@@ -300,33 +301,32 @@ variants:
     dev: true
   - name: performer
     aliases: [mha]
-    summary: user performer
     plugin: builtin
 `)
 	flag := mustParse(t, "extra.yaml", `
 variants:
   - name: lin
-    summary: a variant called like an old alias
     plugin: builtin
 `)
 	m := Merge(base, nil, user, flag)
 	if got := m.Names(); !reflect.DeepEqual(got, []string{"vanilla", "linformer", "performer", "lin"}) {
 		t.Fatalf("names %v", got)
 	}
-	for _, tc := range []struct{ ref, name, summary string }{
-		{"vanilla", "vanilla", "base vanilla"},
-		{"transformer", "vanilla", "base vanilla"},
-		{"mha", "performer", "user performer"},               // the later layer's alias wins
-		{"linformer", "linformer", "user linformer"},         // replaced whole
-		{"lin", "lin", "a variant called like an old alias"}, // names beat aliases
+	user0 := "/home/u/.config/zoo/registry.yaml:"
+	for _, tc := range []struct{ ref, name, source string }{
+		{"vanilla", "vanilla", "registry.yaml:3"},
+		{"transformer", "vanilla", "registry.yaml:3"},
+		{"mha", "performer", user0 + "7"},       // the later layer's alias wins
+		{"linformer", "linformer", user0 + "3"}, // replaced whole
+		{"lin", "lin", "extra.yaml:3"},          // names beat aliases
 	} {
 		e, _, err := m.Lookup(tc.ref)
-		if err != nil || e.Name != tc.name || e.Summary != tc.summary {
-			t.Errorf("Lookup(%q) = %q %q %v", tc.ref, e.Name, e.Summary, err)
+		if err != nil || e.Name != tc.name || e.Source != tc.source {
+			t.Errorf("Lookup(%q) = %q from %s, %v; want %q from %s", tc.ref, e.Name, e.Source, err, tc.name, tc.source)
 		}
 	}
 	e, _, _ := m.Lookup("linformer")
-	if e.Plugin != filepath.FromSlash("/home/u/.config/zoo/my-linformer") || e.Source != "/home/u/.config/zoo/registry.yaml:3" || len(e.Aliases) != 0 {
+	if e.Plugin != filepath.FromSlash("/home/u/.config/zoo/my-linformer") || e.Summary != "user linformer" || len(e.Aliases) != 0 {
 		t.Errorf("merged linformer %+v", e)
 	}
 	if got := Merge().Names(); len(got) != 0 {
@@ -368,7 +368,8 @@ func FuzzParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(head))
-	f.Add([]byte("variants:\n  - &a {name: x, summary: s, plugin: builtin, presets: {t: &p {a: 1}, u: *p}}\n  - *a\n"))
+	f.Add([]byte(builtin))
+	f.Add([]byte("variants:\n  - &a {name: x, plugin: builtin, presets: {t: &p {a: 1}, u: *p}}\n  - *a\n"))
 	f.Add([]byte("a: &a [*a]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := Parse("f.yaml", data)

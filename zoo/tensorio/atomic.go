@@ -30,6 +30,11 @@ func AtomicWriteFile(path string, write func(io.Writer) error) (err error) {
 		if fi.IsDir() {
 			return fmt.Errorf("write %s: is a directory", path)
 		}
+		// The rename below needs only the directory's permission; a file the user made
+		// read-only is kept, as an editor or cp would.
+		if fi.Mode().IsRegular() && fi.Mode().Perm()&0o222 == 0 {
+			return fmt.Errorf("write %s: the file exists and is read-only; make it writable (chmod u+w) or choose another name", path)
+		}
 		mode = fi.Mode().Perm()
 	}
 	f, tmp, err := createTemp(target, mode)

@@ -112,6 +112,14 @@ func TestAtomicWriteFileErrors(t *testing.T) {
 	if err := AtomicWriteFile(dir, nothing); err == nil || err.Error() != "write "+dir+": is a directory" {
 		t.Errorf("directory: %v", err)
 	}
+	protected := filepath.Join(dir, "protected.json")
+	os.WriteFile(protected, []byte("keep"), 0o444)
+	if err := AtomicWriteFile(protected, func(w io.Writer) error { _, err := w.Write([]byte("new")); return err }); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("read-only file: %v", err)
+	}
+	if b, _ := os.ReadFile(protected); string(b) != "keep" {
+		t.Errorf("read-only file replaced: %q", b)
+	}
 	if os.Geteuid() != 0 {
 		ro := filepath.Join(dir, "ro")
 		os.Mkdir(ro, 0o555)

@@ -104,6 +104,30 @@ func WriteSafetensors(w io.Writer, tensors []Named, metadata map[string]string) 
 			return fmt.Errorf("safetensors: metadata %q is not valid UTF-8", k)
 		}
 	}
+	hdr, layout, err := SafetensorsHeader(tensors, metadata)
+	if err != nil {
+		return err
+	}
+	bw := newBufWriter(w)
+	if _, err := bw.Write(hdr); err != nil {
+		return fmt.Errorf("safetensors: write header: %w", err)
+	}
+	for _, nt := range layout {
+		if err := writeData(bw, nt.Tensor); err != nil {
+			return fmt.Errorf("safetensors: write tensor %q: %w", nt.Name, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("safetensors: write data: %w", err)
+	}
+	return nil
+}
+
+// SafetensorsHeader returns what WriteSafetensors writes before the data — the 8-byte length
+// and the JSON header — and the order in which the tensors' data follows it, from each
+// tensor's name, dtype and shape alone (the data may be absent), so that a writer can stream
+// the data itself. It does not check the tensors as WriteSafetensors does.
+func SafetensorsHeader(tensors []Named, metadata map[string]string) ([]byte, []Named, error) {
 	layout := append([]Named(nil), tensors...)
 	sort.Slice(layout, func(i, j int) bool {
 		si, sj := layout[i].Tensor.DType.Size(), layout[j].Tensor.DType.Size()
@@ -116,7 +140,7 @@ func WriteSafetensors(w io.Writer, tensors []Named, metadata map[string]string) 
 	var off int64
 	for _, nt := range layout {
 		dt, _ := stDType(nt.Tensor.DType)
-		size := int64(nt.Tensor.Bytes())
+		size := int64(tensor.NumElements(nt.Tensor.Shape)) * int64(nt.Tensor.DType.Size()) // from the shape: the data may be absent
 		shape := nt.Tensor.Shape
 		if shape == nil {
 			shape = []int{}
@@ -142,7 +166,7 @@ func WriteSafetensors(w io.Writer, tensors []Named, metadata map[string]string) 
 		hdr.Truncate(hdr.Len() - 1) // Encode appends a newline
 		hdr.WriteByte(':')
 		if err := enc.Encode(metadata); err != nil {
-			return fmt.Errorf("safetensors: metadata: %w", err)
+			return nil, nil, fmt.Errorf("safetensors: metadata: %w", err)
 		}
 		hdr.Truncate(hdr.Len() - 1)
 	}
@@ -157,7 +181,7 @@ func WriteSafetensors(w io.Writer, tensors []Named, metadata map[string]string) 
 		hdr.Truncate(hdr.Len() - 1)
 		hdr.WriteByte(':')
 		if err := enc.Encode(infos[name]); err != nil {
-			return fmt.Errorf("safetensors: tensor %q: %w", name, err)
+			return nil, nil, fmt.Errorf("safetensors: tensor %q: %w", name, err)
 		}
 		hdr.Truncate(hdr.Len() - 1)
 	}
@@ -168,22 +192,7 @@ func WriteSafetensors(w io.Writer, tensors []Named, metadata map[string]string) 
 
 	var lenBuf [8]byte
 	binary.LittleEndian.PutUint64(lenBuf[:], uint64(hdr.Len()))
-	bw := newBufWriter(w)
-	if _, err := bw.Write(lenBuf[:]); err != nil {
-		return fmt.Errorf("safetensors: write header: %w", err)
-	}
-	if _, err := bw.Write(hdr.Bytes()); err != nil {
-		return fmt.Errorf("safetensors: write header: %w", err)
-	}
-	for _, nt := range layout {
-		if err := writeData(bw, nt.Tensor); err != nil {
-			return fmt.Errorf("safetensors: write tensor %q: %w", nt.Name, err)
-		}
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("safetensors: write data: %w", err)
-	}
-	return nil
+	return append(lenBuf[:], hdr.Bytes()...), layout, nil
 }
 
 // ReadSafetensors parses a complete safetensors file held in data and returns its tensors

@@ -2,6 +2,7 @@ package variant
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -93,6 +94,10 @@ func paramNames(d Description) []string {
 	return out
 }
 
+// errNotBool answers a boolean given for a number, e.g. scale=false from before scale was a
+// number in every variant.
+var errNotBool = errors.New("want a number, not true or false (the parameter's doc says what its values mean)")
+
 func coerce(p Param, v any) (any, error) {
 	var out any
 	switch p.Kind {
@@ -127,9 +132,14 @@ func coerce(p Param, v any) (any, error) {
 			out = float64(x)
 		case float64:
 			out = x
+		case bool:
+			return nil, errNotBool
 		case string:
 			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
 			if err != nil {
+				if _, isBool := strconv.ParseBool(strings.TrimSpace(x)); isBool == nil {
+					return nil, errNotBool
+				}
 				return nil, fmt.Errorf("want a number")
 			}
 			out = f

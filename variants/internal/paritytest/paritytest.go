@@ -3,8 +3,9 @@
 // (`zoo export NAME --weights`), runs them through an independent PyTorch implementation and
 // writes the padded batch, PyTorch's hidden and logits, and metadata (the --set values, the
 // seed, zoo's resolved config and the sha256 of the weights file) to testdata/<case>.safetensors.
-// The parity test loads each fixture, rebuilds the model from its metadata, checks that its
-// weights hash to the recorded sha256 (so PyTorch ran the very same weights), runs the batch on
+// The parity test loads each fixture, rebuilds the model from its metadata, checks that the
+// config resolves as recorded and that its weights hash to the recorded sha256 (so PyTorch ran
+// the very same model and weights), runs the batch on
 // the CPU backend at 1 to 3 threads and compares hidden and logits on valid (non-padded)
 // positions at atol 1e-5; thread counts must not change the numbers by more than 1e-6.
 package paritytest
@@ -214,9 +215,6 @@ type Suite struct {
 	Variant variant.Variant
 	// Fixtures are the case names, files testdata/<name>.safetensors.
 	Fixtures []string
-	// CheckConfig also requires the config resolved from the fixture's --set values to equal
-	// the one recorded (a default changed since the fixtures were written).
-	CheckConfig bool
 }
 
 // Name returns the variant's name.
@@ -235,12 +233,14 @@ func (s Suite) WeightsSHA256(t testing.TB, g *graph.Graph, f *Fixture) string {
 	return f.WeightsSHA256(t, g, s.Name())
 }
 
-// Build rebuilds the model f was made from (same --set values and seed), checks the resolved
-// config when s.CheckConfig, and checks that its weights are the ones PyTorch loaded.
+// Build rebuilds the model f was made from (same --set values and seed), checks that the
+// config resolved from them is the one recorded (a default or a hyperparameter's meaning
+// changed since the fixture was written: regenerate it), and checks that its weights are the
+// ones PyTorch loaded.
 func (s Suite) Build(t testing.TB, f *Fixture) *graph.Graph {
 	t.Helper()
 	cfg, seed := f.Config(t, s.Variant)
-	if s.CheckConfig && cfg.JSON() != f.Meta["config"] {
+	if cfg.JSON() != f.Meta["config"] {
 		t.Fatalf("resolved config %s, fixture %s (a default changed? regenerate with %s)", cfg.JSON(), f.Meta["config"], f.Regenerate)
 	}
 	g, err := s.Variant.Build(t.Context(), cfg, seed)

@@ -13,9 +13,10 @@ same weights from the seed, check their sha256 and compare outputs on valid posi
 The bias follows HF transformers models/t5/modeling_t5.py: _relative_position_bucket is copied
 verbatim, compute_bias builds (1, h, n, n) from the (n, n) grid of memory - context positions,
 only layer 0 has relative_attention_bias and its position_bias (with the padding mask added, as
-T5Stack does) is reused by every later layer; scores are q k^T (/ sqrt(d_k) unless scale=false)
-+ position_bias. The rest is the seed's encoder layer with zoo's conventions (LayerNorm,
-post- or pre-norm). Each fixture also carries HF's buckets for j - i in [-600, 600]
+T5Stack does) is reused by every later layer; scores are q k^T, scaled as zoo's `scale` says
+(zf.scale_scores: 0 divides by sqrt(d_k), the t5 case's 1 leaves them unscaled), plus
+position_bias. The rest is the seed's encoder layer with zoo's conventions (LayerNorm, post- or
+pre-norm). Each fixture also carries HF's buckets for j - i in [-600, 600]
 ("buckets_hf") so the Go test can check zoo's lookup table entry by entry.
 
 The safetensors I/O, zoo's weights (ZOO_BIN=path/to/zoo uses a prebuilt zoo binary instead of
@@ -92,8 +93,7 @@ class RelBiasSelfAttention(nn.Module):
         split = lambda t: t.view(B, n, self.h, self.d_k).transpose(1, 2)
         q, k, v = split(self.W_Q(x)), split(self.W_K(x)), split(self.W_V(x))
         scores = torch.matmul(q, k.transpose(-2, -1))
-        if self.scale:
-            scores = scores / math.sqrt(self.d_k)
+        scores = zf.scale_scores(scores, self.d_k, self.scale)
         scores = scores + position_bias
         out = torch.matmul(torch.softmax(scores, dim=-1), v)
         return self.W_O(out.transpose(1, 2).reshape(B, n, self.d_model))
@@ -116,7 +116,7 @@ class RelBiasEncoder(zf.Encoder):
 # ---- fixtures -----------------------------------------------------------------------------------
 
 TINY = {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128}
-T5 = {"scale": False, "norm_first": True, "attn_bias": False, "ln_eps": 1e-6}
+T5 = {"scale": 1, "norm_first": True, "attn_bias": False, "ln_eps": 1e-6}
 CASES = [
     # name, --set overrides, seed, lengths (batch rows; the longest sets n)
     ("tiny", dict(TINY), 1, [37, 23, 1]),
@@ -128,7 +128,7 @@ CASES = [
 ]
 DEFAULTS = {"vocab": 257, "d_model": 512, "heads": 8, "layers": 6, "d_ff": 2048, "max_len": 5000, "norm_first": False,
             "activation": "relu", "ln_eps": 1e-5, "pos_encoding": "none", "num_buckets": 32, "max_distance": 128,
-            "attn_bias": True, "scale": True}
+            "attn_bias": True, "scale": 0.0}
 
 
 def buckets_hf(name, cfg, model, state, tokens):

@@ -22,7 +22,6 @@ The safetensors I/O, zoo's weights (ZOO_BIN=path/to/zoo uses a prebuilt zoo bina
 `go run ./cmd/zoo`), the padded batch, the fixture loop and the encoder around the attention
 block are shared with the other variants' scripts: variants/internal/fixtures/zoofixtures.py.
 """
-import math
 import os
 import sys
 
@@ -80,8 +79,7 @@ class RotarySelfAttention(nn.Module):
         q = apply_rotary(q, cos, sin, self.rot, self.layout)
         k = apply_rotary(k, cos, sin, self.rot, self.layout)
         scores = torch.matmul(q, k.transpose(-2, -1))
-        if self.scale:
-            scores = scores / math.sqrt(self.d_k)
+        scores = zf.scale_scores(scores, self.d_k, self.scale)
         scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
         out = torch.matmul(torch.softmax(scores, dim=-1), v)
         return self.W_O(out.transpose(1, 2).reshape(B, n, self.d_model))
@@ -107,13 +105,13 @@ CASES = [
     ("tiny", dict(TINY), 1, [37, 23, 1]),
     ("tiny_interleaved", dict(TINY, rope_layout="interleaved"), 2, [37, 23, 1]),
     ("tiny_partial", dict(TINY, rope_dim=8), 3, [37, 23, 1]),
-    ("tiny_prenorm", dict(TINY, norm_first=True, activation="gelu", attn_bias=False, ln_eps=1e-6, scale=False,
+    ("tiny_prenorm", dict(TINY, norm_first=True, activation="gelu", attn_bias=False, ln_eps=1e-6, scale=1,
                           rope_layout="interleaved", rope_base=500.0), 4, [37, 23, 1]),
     ("base_layer", {"layers": 1, "max_len": 512}, 5, [37, 23, 1]),
 ]
 DEFAULTS = {"vocab": 257, "d_model": 512, "heads": 8, "layers": 6, "d_ff": 2048, "max_len": 5000, "norm_first": False,
             "activation": "relu", "ln_eps": 1e-5, "rope_base": 10000.0, "rope_layout": "half", "rope_dim": 0,
-            "attn_bias": True, "scale": True}
+            "attn_bias": True, "scale": 0.0}
 
 
 def check_tables(name, cfg, model, state, tokens):

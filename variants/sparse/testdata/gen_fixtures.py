@@ -23,7 +23,6 @@ The safetensors I/O, zoo's weights (ZOO_BIN=path/to/zoo uses a prebuilt zoo bina
 `go run ./cmd/zoo`), the padded batch, the fixture loop and the encoder around the attention
 block are shared with the other variants' scripts: variants/internal/fixtures/zoofixtures.py.
 """
-import math
 import os
 import sys
 
@@ -66,8 +65,7 @@ class SparseSelfAttention(nn.Module):
         split = lambda t: t.view(B, n, self.h, self.d_k).transpose(1, 2)
         q, k, v = split(self.W_Q(x)), split(self.W_K(x)), split(self.W_V(x))
         scores = torch.matmul(q, k.transpose(-2, -1))
-        if self.scale:
-            scores = scores / math.sqrt(self.d_k)
+        scores = zf.scale_scores(scores, self.d_k, self.scale)
         keep = pattern(n, *self.pat)[None, None] & ~key_padding_mask[:, None, None, :]
         scores = scores.masked_fill(~keep, NEG)
         out = torch.matmul(torch.softmax(scores, dim=-1), v)
@@ -89,14 +87,14 @@ CASES = [
     ("tiny_global", dict(TINY, global_tokens=3), 2, [37, 23, 1]),
     ("tiny_stride", dict(TINY, stride=3), 3, [37, 23, 1]),
     ("tiny_all", dict(TINY, block=3, window=2, stride=2, global_tokens=5), 4, [37, 23, 1]),
-    ("tiny_prenorm", dict(TINY, norm_first=True, activation="gelu", attn_bias=False, ln_eps=1e-6, scale=False,
+    ("tiny_prenorm", dict(TINY, norm_first=True, activation="gelu", attn_bias=False, ln_eps=1e-6, scale=1,
                           global_tokens=1), 5, [37, 23, 1]),
     ("tiny_long", dict(TINY, block=8, stride=4, global_tokens=2), 6, [300, 130]),
     ("base_layer", {"layers": 1, "block": 8, "stride": 2, "global_tokens": 2}, 7, [37, 23, 1]),
 ]
 DEFAULTS = {"vocab": 257, "d_model": 512, "heads": 8, "layers": 6, "d_ff": 2048, "max_len": 5000, "norm_first": False,
             "activation": "relu", "ln_eps": 1e-5, "block": 64, "window": 1, "stride": 0, "global_tokens": 0,
-            "attn_bias": True, "scale": True}
+            "attn_bias": True, "scale": 0.0}
 
 
 def with_pattern(name, cfg, model, state, tokens):

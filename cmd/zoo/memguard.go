@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/zoo-dev/zoo/internal/memlimit"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+// The memory guard: before a verb compiles a model and runs it, it estimates what the run
+// will take and refuses (exit 2, one line) when that exceeds the memory available to the
+// process, saying how much, how much there is, and which flag lowers it. It never shrinks a
+// job by itself. The weights' own budget is checked earlier, while the plugin builds them
+// (see plugin.WeightCopies).
+
+// memRun is one shape a verb is about to run a graph at.
+type memRun struct {
+	// batch and n are the batch size and sequence length; shapes gives every graph input's
+	// shape at a batch and length.
+	batch, n int
+	shapes   func(batch, n int) map[string][]int
+	// copies is how many runtimes hold the model at once (2 with ONNX Runtime alongside).
+	copies int
+	// batchFlag and nFlag name the flags that set batch and n ("" when the user cannot
+	// change it), for the advice.
+	batchFlag, nFlag string
+}
+
+// tokenShapes returns the shapes of a (tokens, key-padding mask) pair of inputs.
+func tokenShapes(tok, mask string) func(b, n int) map[string][]int {
+	return func(b, n int) map[string][]int {
+		s := map[string][]int{tok: {b, n}}
+		if mask != "" {
+			s[mask] = []int{b, n}
+		}
+		return s
+	}
+}
+
+// memEstimate is what running a graph once takes: the weights once more (compiling folds
+// transposed weights into new constants, and a backend keeps its own copy where it packs
+// them) plus the peak of live activations (graph.Cost's walk, node outputs freed after
+// their last use), times the copies.
+func memEstimate(g *graph.Graph, r memRun, b, n int) (total, weights, acts int64, err error) {
+	cost, err := g.Cost(r.shapes(b, n))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	copies := int64(max(r.copies, 1))
+	sat := func(x int64) int64 {
+		if x > (1<<63-1)/copies {
+			return 1<<63 - 1
+		}
+		return x * copies
+	}
+	weights, acts = sat(cost.ParamBytes), sat(cost.ActivationBytes)
+	total = weights + acts
+	if total < 0 {
+		total = 1<<63 - 1
+	}
+	return total, weights, acts, nil
+}
+
+// guardMemory refuses to run g (called what) at r when the estimate exceeds the memory
+// available. A graph whose cost cannot be counted (an op without a cost rule) is not
+// guarded; a bad ZOO_MEMORY_LIMIT is bad input.
+func guardMemory(what string, g *graph.Graph, r memRun) error {
+	mem, err := memlimit.Available()
+	if err != nil {
+		return badInput(err)
+	}
+	if mem.Off() {
+		return nil
+	}
+	total, weights, acts, err := memEstimate(g, r, r.batch, r.n)
+	if err != nil || total <= mem.Available {
+		return nil
+	}
+	fits := func(b, n int) bool {
+		t, _, _, err := memEstimate(g, r, b, n)
+		return err == nil && t <= mem.Available
+	}
+	nBatch := r.batch // the batch at which a shorter length is sought
+	if r.batchFlag != "" {
+		nBatch = 1
+	}
+	var advice string
+	switch {
+	case r.batchFlag != "" && r.batch > 1 && fits(1, r.n):
+		b := sort.Search(r.batch, func(b int) bool { return !fits(b+1, r.n) }) // the largest batch that fits
+		advice = fmt.Sprintf("lower %s to %d or less", r.batchFlag, b)
+	case r.nFlag != "" && r.n > 1 && fits(nBatch, 1):
+		n := sort.Search(r.n, func(n int) bool { return !fits(nBatch, n+1) })
+		advice = fmt.Sprintf("lower %s to %d or less", r.nFlag, n)
+		if nBatch != r.batch {
+			advice = fmt.Sprintf("lower %s to 1 and %s to %d or less", r.batchFlag, r.nFlag, n)
+		}
+	default:
+		advice = "the weights alone do not fit: choose a smaller model or preset (--preset, --set)"
+	}
+	copies := ""
+	if r.copies > 1 {
+		copies = fmt.Sprintf(", %d runtimes", r.copies)
+	}
+	return badInputf("running %s at batch %d × %d tokens needs about %s (weights %s, activations %s%s), but only %s of memory is available (%s): %s",
+		what, r.batch, r.n, memlimit.Bytes(total), memlimit.Bytes(weights), memlimit.Bytes(acts), copies,
+		memlimit.Bytes(mem.Available), mem.Source, advice)
+}
+
+// guardBench checks every batch size and length `zoo bench` will time bm at, before it times
+// anything (lengths beyond the model's maximum are skipped there, and here).
+func guardBench(bm *benchModel, batches, seqs []int, withORT bool) error {
+	copies := 1
+	if withORT {
+		copies = 2
+	}
+	for _, b := range batches {
+		for _, n := range seqs {
+			if bm.maxLen > 0 && n > bm.maxLen {
+				continue
+			}
+			r := memRun{batch: b, n: n, shapes: tokenShapes(bm.tok, bm.mask), copies: copies, batchFlag: "--batch", nFlag: "--seq"}
+			if err := guardMemory(bm.displayName(), bm.graph, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// guardParity checks a parity run (ONNX Runtime and zoo, each holding the model) at its
+// inputs' shapes; the length is --window's when the tokens come from --input.
+func guardParity(name string, g *graph.Graph, inputs map[string]*tensor.Tensor, fromFile bool) error {
+	shapes := map[string][]int{}
+	for k, t := range inputs {
+		shapes[k] = t.Shape
+	}
+	r := memRun{shapes: func(int, int) map[string][]int { return shapes }, copies: 2}
+	if tok, mask, err := tokenInputs(g); err == nil && len(shapes[tok]) == 2 {
+		r.batch, r.n, r.shapes = shapes[tok][0], shapes[tok][1], tokenShapes(tok, mask)
+		if fromFile {
+			r.nFlag = "--window"
+		}
+	}
+	return guardMemory(name, g, r)
+}

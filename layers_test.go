@@ -1,0 +1,96 @@
+package zoo_test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/zoo-dev/zoo"
+
+// deps lists the in-module packages that the packages matching pattern link (tests excluded),
+// as go list reports them, keyed by the importing package.
+func deps(t *testing.T, dir string, patterns ...string) map[string][]string {
+	t.Helper()
+	args := append([]string{"list", "-deps=false", "-f", `{{.ImportPath}}:{{join .Deps " "}}`}, patterns...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("go list %v: %v\n%s", patterns, err, stderr)
+	}
+	got := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, list, _ := strings.Cut(line, ":")
+		for _, d := range strings.Fields(list) {
+			if strings.HasPrefix(d, module+"/") {
+				got[pkg] = append(got[pkg], strings.TrimPrefix(d, module+"/"))
+			}
+		}
+	}
+	return got
+}
+
+// TestLayers checks that dependencies point one way: the library core links nothing of the
+// ONNX codec, the backends, the plugin host, the variants or the CLI; a variant and the plugin
+// SDK link no backend (so a third-party plugin binary carries none); the backends and the codec
+// link no plugin layer.
+func TestLayers(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	rules := []struct {
+		pattern string
+		skip    []string // packages of the pattern the rule does not cover, with the reason in a comment
+		never   []string
+	}{
+		{pattern: "./zoo/...", never: []string{"onnx", "backends", "plugin", "variants", "cmd"}},
+		{pattern: "./internal/...", never: []string{"onnx", "backends", "plugin", "variants", "cmd"}},
+		{pattern: "./onnx/...", never: []string{"backends", "plugin", "variants", "cmd"}},
+		{pattern: "./backends/...", never: []string{"onnx", "plugin", "variants", "cmd"},
+			// The shared backend tests build their models with the variants, as a user would.
+			skip: []string{"backends/backendtest"}},
+		// The SDK a plugin links: no backend. Its conformance kit runs models on the CPU backend
+		// and plugintest fakes plugins for the host's tests; neither is linked into a plugin binary.
+		{pattern: "./plugin/...", never: []string{"backends", "variants", "cmd"},
+			skip: []string{"plugin/conformance", "plugin/plugintest"}},
+		// A variant never imports a backend. Their parity helpers (test-only) run the CPU backend.
+		{pattern: "./variants/...", never: []string{"backends", "cmd"}, skip: []string{"variants/internal/paritytest"}},
+	}
+	for _, r := range rules {
+		for pkg, ds := range deps(t, ".", r.pattern) {
+			rel := strings.TrimPrefix(pkg, module+"/")
+			if slices.Contains(r.skip, rel) {
+				continue
+			}
+			for _, d := range ds {
+				for _, n := range r.never {
+					if d == n || strings.HasPrefix(d, n+"/") {
+						t.Errorf("%s links %s: %s must not depend on %s/", rel, d, r.pattern, n)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestThirdPartyPluginLinksNoBackend checks the example third-party plugin (its own module) the
+// way a plugin author would build it.
+func TestThirdPartyPluginLinksNoBackend(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	for pkg, ds := range deps(t, filepath.Join("examples", "talkingheads"), ".") {
+		for _, d := range ds {
+			if strings.HasPrefix(d, "backends") || strings.HasPrefix(d, "cmd/") {
+				t.Errorf("%s links %s: a plugin binary must link no backend and no CLI", pkg, d)
+			}
+		}
+	}
+}
