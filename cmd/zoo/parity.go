@@ -19,8 +19,6 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
-func init() { register(parityCommand) }
-
 func parityCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "parity",
@@ -30,7 +28,8 @@ func parityCommand() *cli.Command {
 			"Without --input, token models read the built-in sample text (examples/text.txt) in 3 windows of 37, 29 and 11\n" +
 			"tokens (padded to 37); models with other inputs get deterministic data from --seed: batch 2, length 37 for\n" +
 			"symbolic dims, the last 8 positions of row 2 padded. With --layers, layer outputs are the values the variant\n" +
-			"records in its metadata (layer_output.N), or for other files every LayerNormalization output. ONNX Runtime is found through " + ort.LibraryEnv + " (see `go doc ./onnx/ort`).",
+			"records in its metadata (layer_output.N), or for other files every LayerNormalization output. ONNX Runtime is found through " + ort.LibraryEnv + " (see `go doc ./onnx/ort`)." +
+			examples("zoo parity linformer.tiny", "zoo parity vanilla --input text.txt --atol 1e-5", "zoo parity model.onnx --layers"),
 		ArgsUsage: "NAME[.PRESET]|FILE.onnx",
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (models with tokens/key_padding_mask inputs)"},

@@ -23,13 +23,12 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
-func init() { register(runCommand) }
-
 func runCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "run",
-		Usage:     "encode a text file with a variant and report (and optionally write) the outputs",
-		ArgsUsage: "NAME[.PRESET]",
+		Name:        "run",
+		Usage:       "encode a text file with a variant and report (and optionally write) the outputs",
+		ArgsUsage:   "NAME[.PRESET]",
+		Description: examples("zoo run linformer --input text.txt", "zoo run vanilla.tiny -i text.txt -o out.safetensors", "zoo run model.onnx --input text.txt --json"),
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (any bytes)", Required: true},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write outputs to `FILE`.json, .npy or .safetensors"},

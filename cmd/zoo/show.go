@@ -16,16 +16,15 @@ import (
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
-func init() { register(showCommand) }
-
 // defaultShowSeq is the default --seq of show, clamped to the model's max_len (clampSeqs).
 const defaultShowSeq = "128,512"
 
 func showCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "show",
-		Usage:     "show a variant's hyperparameters, parameters, and cost at given sequence lengths",
-		ArgsUsage: "NAME[.PRESET]",
+		Name:        "show",
+		Usage:       "show a variant's hyperparameters, parameters, and cost at given sequence lengths",
+		ArgsUsage:   "NAME[.PRESET]",
+		Description: examples("zoo show vanilla", "zoo show linformer.tiny --seq 64,128", "zoo show vanilla --set d_model=256 --json"),
 		Flags: append(modelFlags(), flagJSON,
 			&cli.StringFlag{Name: "seq", Value: defaultShowSeq, Usage: "sequence lengths `N,N,...` at which to count FLOPs and memory (batch 1)"},
 		),
