@@ -15,7 +15,6 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
-
 func tokenizeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "tokenize",
