@@ -24,7 +24,7 @@ func tokenizeCommand() *cli.Command {
 			"--tokenizer takes a Hugging Face tokenizer.json, a SentencePiece .model or a BERT vocab.txt;\n" +
 			"without it, zoo's byte tokenizer. Output: one `ID<TAB>TOKEN` line per token (a token with\n" +
 			"spaces or invisible characters is printed Go-quoted), or with --json {\"ids\": [...], \"tokens\": [...]}." +
-			examples("zoo tokenize --tokenizer tokenizer.json --input text.txt", "zoo tokenize -t spm.model -i text.txt --json", "echo hello | zoo tokenize --input -"),
+			examples("zoo tokenize --tokenizer tokenizer.json --input text.txt", "zoo tokenize -t spm.model -i text.txt --json", "zoo tokenize --input notes.txt"),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "tokenizer", Aliases: []string{"t"}, Usage: "tokenizer `FILE` (tokenizer.json, .model or vocab.txt); default: bytes"},
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to tokenize (- for stdin)", Required: true},
