@@ -19,10 +19,4 @@ func TestMain(m *testing.M) {
 }
 
 // levelNames lists the kernel levels this machine runs, best first.
-func levelNames() []string {
-	var names []string
-	for _, l := range simd.Available() {
-		names = append(names, l.String())
-	}
-	return names
-}
+func levelNames() []string { return simd.AvailableNames() }

@@ -56,6 +56,16 @@ var detected = available()
 // Available returns the levels this CPU and build can run, best first; Generic is last.
 func Available() []Level { return append([]Level(nil), detected...) }
 
+// AvailableNames returns the names of Available's levels, best first (what tests iterate
+// over to run every level this machine has).
+func AvailableNames() []string {
+	names := make([]string, len(detected))
+	for i, l := range detected {
+		names[i] = l.String()
+	}
+	return names
+}
+
 // Supported reports whether this CPU and build can run l.
 func Supported(l Level) bool {
 	for _, a := range detected {
