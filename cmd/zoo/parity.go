@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -282,7 +283,7 @@ func modelMaxLen(g *graph.Graph) string {
 // batch and length) cut from the sample text, consecutive pieces, with the tokenizer's
 // special tokens in each.
 func sampleWindows(c *cli.Context, tk textTokenizer, plan *feedPlan, lengths []int) (*tokenize.Batch, error) {
-	if _, ok := tk.tok.(tokenize.Bytes); ok && plan.Seq == 0 && plan.Batch == 0 {
+	if _, ok := tk.tok.(tokenize.Bytes); ok && plan.Seq == 0 && plan.Batch == 0 && (plan.MaxLen == 0 || plan.MaxLen >= slices.Max(lengths)) {
 		return sampleBatch(zooroot.SampleText, lengths...), nil
 	}
 	if plan.Batch > 0 && len(lengths) > plan.Batch {
