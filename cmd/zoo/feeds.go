@@ -208,11 +208,11 @@ func checkFeed(in graph.ValueInfo, r role) error {
 }
 
 // findTables finds the token embedding and the position table among the Gathers of a rank-2
-// initializer: the one whose indices are computed from the ids input is the token table; of
-// the others, whose indices come from a positions input or from no input at all (a Range or
-// a Slice of a position-ids buffer), the one with the most rows is the position table (a
-// token-type table has as few rows as there are types). A dependency through Shape does not
-// count: Shape reads sizes, not values.
+// initializer: the first indexed by the ids input itself is the token table; of the others,
+// whose indices come from a positions input, from no input at all (a Range or a Slice of a
+// position-ids buffer) or are computed from the ids or the mask, the one with the most rows is
+// the position table (a token-type table indexed by a buffer of zeros has as few rows as there
+// are types; one indexed by the types input is skipped). A dependency through Shape does not count: Shape reads sizes, not values.
 func (p *feedPlan) findTables(g *graph.Graph) {
 	producer := map[string]*graph.Node{}
 	for _, n := range g.Nodes {
@@ -246,6 +246,17 @@ func (p *feedPlan) findTables(g *graph.Graph) {
 		}
 		return d
 	}
+	// The token table is indexed by the ids themselves (maybe cast or reshaped); position ids
+	// computed from the ids (RoBERTa's cumulative sum of the non-padding mask) index the
+	// position table.
+	var isIDs func(v string) bool
+	isIDs = func(v string) bool {
+		if roleOf[v] == roleIDs {
+			return true
+		}
+		n := producer[v]
+		return n != nil && len(n.Inputs) > 0 && passThrough[n.Op] && isIDs(n.Inputs[0])
+	}
 	inits := g.InitializerMap()
 	for _, n := range g.Nodes {
 		if n.Op != "Gather" || n.Int("axis", 0) != 0 {
@@ -257,16 +268,19 @@ func (p *feedPlan) findTables(g *graph.Graph) {
 		}
 		d := deps(n.Input(1))
 		switch {
-		case d[roleIDs]:
+		case isIDs(n.Input(1)):
 			if p.VocabRows == 0 {
 				p.VocabRows, p.VocabFrom = t.Shape[0], n.Input(0)
 			}
-		case d[roleTypes] || d[roleMask] || d[rolePadding]:
+		case d[roleTypes]:
 		case t.Shape[0] > p.MaxLen:
 			p.MaxLen, p.MaxLenFrom = t.Shape[0], n.Input(0)
 		}
 	}
 }
+
+// passThrough are the ops that keep their first input's values (as token ids).
+var passThrough = map[string]bool{"Cast": true, "Identity": true, "Reshape": true, "Unsqueeze": true, "Squeeze": true, "Flatten": true}
 
 // seqAligned tells, for each of g's outputs, whether its axis 1 is the sequence axis (one value
 // per token): the declared dim is symbolic, or equals the inputs' static length. An output

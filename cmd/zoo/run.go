@@ -201,10 +201,15 @@ func runAction(c *cli.Context) error {
 	if c.Int("threads") > 0 && c.Int("threads") < rep.Threads {
 		rep.Threads = c.Int("threads")
 	}
-	// Windows are laid out at the longest window, or the inputs' static length.
-	layoutN := int(min(st.Size(), int64(window)))
-	if _, isBytes := tk.tok.(tokenize.Bytes); !isBytes {
-		layoutN = window
+	// Windows are laid out at the longest window, which the first batch holds (every window
+	// but the last is full), or at the inputs' static length.
+	first, firstErr := src.Next()
+	if firstErr != nil && firstErr != io.EOF {
+		return failed(fmt.Errorf("input %s: %w", inPath, firstErr))
+	}
+	layoutN := window
+	if first != nil {
+		layoutN = first.N
 	}
 	if plan.Seq > 0 {
 		layoutN = plan.Seq
@@ -215,8 +220,7 @@ func runAction(c *cli.Context) error {
 			return badInput(err)
 		}
 	}
-	for rep.Windows < total {
-		batch, err := src.Next()
+	for batch, err := first, firstErr; rep.Windows < total; batch, err = src.Next() {
 		if err == io.EOF {
 			break
 		}
