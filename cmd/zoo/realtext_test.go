@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -309,6 +312,7 @@ func TestRealTextBadInput(t *testing.T) {
 		{[]string{"run", bert, "--input", bertText, "--tokenizer", minilm, "--output", out, "--select", "nosuch"}, `--select "nosuch"`},
 		{[]string{"run", static, "--input", bertText, "--tokenizer", minilm, "--window", "100"}, "inputs are fixed at"},
 		{[]string{"run", bert, "--input", bertText, "--tokenizer", minilm, "--window", "100"}, "position table"},
+		{[]string{"run", static, "--input", bertText, "--tokenizer", minilm, "--batch", "4"}, "fixed at batch 2"},
 	} {
 		code, _, errs := zoo(t, c.args...)
 		if code != 2 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, c.want) {
@@ -409,4 +413,69 @@ func indexOf(g *graph.Graph, name string) int {
 		}
 	}
 	return -1
+}
+
+// TestTokenWindows cuts a pretrained tokenizer's ids into windows with [CLS] … [SEP] in each,
+// batch by batch, with offsets counting text tokens; an input with no tokens is one window of
+// the special tokens; an id past the embedding rows is bad input.
+func TestTokenWindows(t *testing.T) {
+	tok, err := tokenize.Load(minilm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := textTokenizer{tok: tok, path: minilm}
+	ids := func(text string) []int64 {
+		v, _, err := tok.EncodeRaw(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	a, b, c, d, e := ids("a")[0], ids("b")[0], ids("c")[0], ids("d")[0], ids("e")[0]
+	for _, tc := range []struct {
+		text    string
+		window  int
+		rows    int // vocabulary rows (0: unchecked)
+		batches [][][]int64
+		offsets [][]int64
+		err     string
+	}{
+		{"a b c d e", 4, 0, [][][]int64{{{101, a, b, 102}, {101, c, d, 102}}, {{101, e, 102}}}, [][]int64{{0, 2}, {4}}, ""},
+		{"a b", 8, 0, [][][]int64{{{101, a, b, 102}}}, [][]int64{{0}}, ""},
+		{" \n ", 8, 0, [][][]int64{{{101, 102}}}, [][]int64{{0}}, ""},
+		{"a b", 2, 0, nil, nil, "leaves no room"},
+		{"a b", 8, 1000, nil, nil, "has 1000 rows"},
+	} {
+		src, stop, err := newWindows(context.Background(), tk, strings.NewReader(tc.text), tc.window, 2, tc.rows, "word.weight")
+		var got [][][]int64
+		var offs [][]int64
+		for err == nil {
+			var bt *tokenize.Batch
+			if bt, err = src.Next(); err == nil {
+				var rows [][]int64
+				for i := 0; i < bt.B; i++ {
+					rows = append(rows, append([]int64(nil), bt.Row(i)...))
+					for j := bt.Lengths[i]; j < bt.N; j++ {
+						if !bt.Mask[i*bt.N+j] || bt.Tokens[i*bt.N+j] != 0 {
+							t.Errorf("%q: padded position (%d, %d) is not [PAD] with the mask set", tc.text, i, j)
+						}
+					}
+				}
+				got, offs = append(got, rows), append(offs, bt.Offsets)
+			}
+		}
+		if stop != nil {
+			stop()
+		}
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want %q", tc.text, err, tc.err)
+			}
+		case err != io.EOF:
+			t.Errorf("%q: %v", tc.text, err)
+		case fmt.Sprint(got) != fmt.Sprint(tc.batches) || fmt.Sprint(offs) != fmt.Sprint(tc.offsets):
+			t.Errorf("%q: batches %v offsets %v, want %v %v", tc.text, got, offs, tc.batches, tc.offsets)
+		}
+	}
 }

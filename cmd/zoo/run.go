@@ -133,6 +133,9 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
+	if plan.Batch > 0 && c.IsSet("batch") && c.Int("batch") != plan.Batch {
+		return badInputf("--batch %d: %s's inputs are fixed at batch %d (omit --batch)", c.Int("batch"), m.displayName(), plan.Batch)
+	}
 	window, err := chooseWindow(m, plan, c.Int("window"))
 	if err != nil {
 		return badInput(err)
