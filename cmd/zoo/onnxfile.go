@@ -49,15 +49,23 @@ func loadONNXModel(path string) (*model, error) {
 		return nil, badInputf("model %s: %w", path, err)
 	}
 	m := &model{Name: path, Desc: variant.Description{Name: path, Summary: "ONNX file"}, Config: variant.Config{}, Graph: g, FromFile: true}
-	// A file zoo exported records its variant's config; its max_len bounds the windows.
-	var cfg map[string]any
-	if json.Unmarshal([]byte(g.Meta["config"]), &cfg) == nil {
-		if v, ok := cfg["max_len"].(float64); ok && v >= 1 && v == math.Trunc(v) {
-			m.Config["max_len"] = int64(v)
-			m.Desc.Caps.MaxLenParam = "max_len"
-		}
+	if v := metaMaxLen(g); v > 0 {
+		m.Config["max_len"] = int64(v)
+		m.Desc.Caps.MaxLenParam = "max_len"
 	}
 	return m, nil
+}
+
+// metaMaxLen returns max_len from the config a zoo-exported file records (it bounds the
+// windows), or 0.
+func metaMaxLen(g *graph.Graph) int {
+	var cfg map[string]any
+	if json.Unmarshal([]byte(g.Meta["config"]), &cfg) == nil {
+		if v, ok := cfg["max_len"].(float64); ok && v >= 1 && v == math.Trunc(v) && v < 1<<31 {
+			return int(v)
+		}
+	}
+	return 0
 }
 
 // tokenInputs returns the inputs of a model that takes token ids and at most a key-padding

@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -40,7 +38,7 @@ func parityCommand() *cli.Command {
 			"records in its metadata (layer_output.N), or for other files every LayerNormalization output. ONNX Runtime is found through " + ort.LibraryEnv + " (see `go doc ./onnx/ort`).",
 		ArgsUsage: "NAME[.PRESET]|FILE.onnx",
 		Flags: append(modelFlags(),
-			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (models with tokens/key_padding_mask inputs)"},
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (text models: see `zoo show`)"},
 			&cli.Float64Flag{Name: "atol", Value: 1e-4, Usage: "absolute tolerance"},
 			&cli.Float64Flag{Name: "rtol", Value: 1e-4, Usage: "relative tolerance"},
 			&cli.IntFlag{Name: "window", Value: defaultParityWindow, Usage: "tokens per window with --input (at most the model's maximum length or static length)"},
@@ -219,7 +217,7 @@ func parityAction(c *cli.Context) error {
 // role, padded to static shapes. It returns the valid-position mask of the padded inputs.
 func textInputs(c *cli.Context, g *graph.Graph, plan *feedPlan, tk textTokenizer, textPath string, window int) (map[string]*tensor.Tensor, []bool, error) {
 	m := &model{Name: g.Name, Desc: variant.Description{}, Config: variant.Config{}}
-	if v, err := strconv.Atoi(modelMaxLen(g)); err == nil {
+	if v := metaMaxLen(g); v > 0 {
 		m.Config["max_len"], m.Desc.Caps.MaxLenParam = int64(v), "max_len"
 	}
 	var b *tokenize.Batch
@@ -267,17 +265,6 @@ func textInputs(c *cli.Context, g *graph.Graph, plan *feedPlan, tk textTokenizer
 
 // defaultParityWindow is --window's default: short, so that parity runs in moments.
 const defaultParityWindow = 64
-
-// modelMaxLen is max_len from a zoo-exported file's recorded config ("" when absent).
-func modelMaxLen(g *graph.Graph) string {
-	var cfg map[string]any
-	if json.Unmarshal([]byte(g.Meta["config"]), &cfg) == nil {
-		if v, ok := cfg["max_len"].(float64); ok && v >= 1 && v == math.Trunc(v) {
-			return strconv.Itoa(int(v))
-		}
-	}
-	return ""
-}
 
 // sampleWindows returns windows of the given token lengths (each capped at the model's static
 // batch and length) cut from the sample text, consecutive pieces, with the tokenizer's

@@ -63,7 +63,7 @@ func chooseTokenizer(flag, modelPath string, fromFile bool) (textTokenizer, erro
 		sort.Strings(models)
 		return textTokenizer{}, fmt.Errorf("several SentencePiece models next to %s (%s); choose one with --tokenizer FILE", modelPath, strings.Join(models, ", "))
 	}
-	return textTokenizer{tok: tokenize.Bytes{}, why: fmt.Sprintf("no tokenizer.json, vocab.txt or .model next to the model: zoo's byte tokenizer (give the model's own with --tokenizer FILE)")}, nil
+	return textTokenizer{tok: tokenize.Bytes{}, why: "no tokenizer.json, vocab.txt or .model next to the model: zoo's byte tokenizer (give the model's own with --tokenizer FILE)"}, nil
 }
 
 func isFile(p string) bool {
@@ -94,7 +94,7 @@ func (t textTokenizer) doc() map[string]any {
 	}
 	p, s := t.tok.Affixes()
 	return map[string]any{"kind": t.tok.Kind(), "file": t.path, "pad_id": t.padID(), "vocab": t.tok.VocabSize(),
-		"prefix": p.IDs, "suffix": s.IDs,
+		"prefix": append([]int64{}, p.IDs...), "suffix": append([]int64{}, s.IDs...),
 		"mapping": "ids of the tokenizer file; every window holds the tokenizer's prefix, the text's tokens, its suffix; offsets count the text's tokens (without prefix and suffix) before each window"}
 }
 
