@@ -479,3 +479,43 @@ func TestTokenWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestChooseTokenizer finds the tokenizer next to a model: tokenizer.json first, then vocab.txt,
+// then a single SentencePiece .model; several .model files are an error; none, the byte tokenizer.
+func TestChooseTokenizer(t *testing.T) {
+	spm, err := os.ReadFile("../../zoo/tokenize/testdata/spm-unigram.model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vocab := []byte("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n")
+	for _, c := range []struct {
+		files map[string][]byte
+		kind  string // substring of Kind(), or of the error
+		err   bool
+	}{
+		{map[string][]byte{}, "bytes", false},
+		{map[string][]byte{"vocab.txt": vocab, "x.model": spm}, "WordPiece", false},
+		{map[string][]byte{"x.model": spm}, "SentencePiece", false},
+		{map[string][]byte{"a.model": spm, "b.model": spm}, "several SentencePiece models", true},
+	} {
+		dir := t.TempDir()
+		for name, data := range c.files {
+			os.WriteFile(filepath.Join(dir, name), data, 0o644)
+		}
+		tk, err := chooseTokenizer("", filepath.Join(dir, "m.onnx"), true)
+		switch {
+		case c.err:
+			if err == nil || !strings.Contains(err.Error(), c.kind) {
+				t.Errorf("%v: error %v, want %q", c.files, err, c.kind)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", c.files, err)
+		case !strings.Contains(tk.tok.Kind(), c.kind):
+			t.Errorf("%v: tokenizer %s, want %s", c.files, tk.tok.Kind(), c.kind)
+		}
+	}
+	// A variant keeps the byte tokenizer unless given one.
+	if tk, err := chooseTokenizer("", "vanilla.tiny", false); err != nil || tk.tok.Kind() != "bytes" {
+		t.Errorf("variant: %v, %v", tk, err)
+	}
+}
