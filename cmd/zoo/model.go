@@ -82,6 +82,13 @@ func parseSets(sets []string) (map[string]any, error) {
 // resolveVariant finds ref ("name", "alias" or "name.preset") and returns the variant, its
 // registry entry, the preset in force and the complete config.
 func resolveVariant(c *cli.Context, ref string) (variant.Variant, registry.Entry, string, variant.Config, error) {
+	return resolveVariantVocab(c, ref, 0)
+}
+
+// resolveVariantVocab is resolveVariant with vocab > 0 the size of a tokenizer's vocabulary:
+// it sets the variant's vocab hyperparameter (between the preset and --set, so an explicit
+// --set vocab=N still wins), where the variant has one.
+func resolveVariantVocab(c *cli.Context, ref string, vocab int) (variant.Variant, registry.Entry, string, variant.Config, error) {
 	reg, err := loadRegistry(c)
 	if err != nil {
 		return nil, registry.Entry{}, "", nil, err
@@ -108,6 +115,13 @@ func resolveVariant(c *cli.Context, ref string) (variant.Variant, registry.Entry
 		}
 		layers = append(layers, values)
 	}
+	if vocab > 0 {
+		for _, p := range v.Describe().Params {
+			if p.Name == vocabParam {
+				layers = append(layers, map[string]any{vocabParam: int64(vocab)})
+			}
+		}
+	}
 	sets, err := parseSets(c.StringSlice(flagSet.Name))
 	if err != nil {
 		return nil, entry, "", nil, badInput(err)
@@ -120,15 +134,22 @@ func resolveVariant(c *cli.Context, ref string) (variant.Variant, registry.Entry
 	return v, entry, preset, cfg, nil
 }
 
+// vocabParam is the hyperparameter a tokenizer's vocabulary size sets.
+const vocabParam = "vocab"
+
 // loadModel resolves ref (a variant, or an .onnx file) and builds or imports its graph.
-func loadModel(c *cli.Context, ref string) (*model, error) {
+func loadModel(c *cli.Context, ref string) (*model, error) { return loadModelVocab(c, ref, 0) }
+
+// loadModelVocab is loadModel with a tokenizer's vocabulary size for a variant (see
+// resolveVariantVocab); 0 keeps the variant's own.
+func loadModelVocab(c *cli.Context, ref string, vocab int) (*model, error) {
 	if isONNXPath(ref) {
 		if err := rejectVariantFlags(c, ref); err != nil {
 			return nil, err
 		}
 		return loadONNXModel(ref)
 	}
-	v, entry, preset, cfg, err := resolveVariant(c, ref)
+	v, entry, preset, cfg, err := resolveVariantVocab(c, ref, vocab)
 	if err != nil {
 		return nil, err
 	}
