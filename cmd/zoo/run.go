@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"io"
 	"os"
 	"os/signal"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )

@@ -2,7 +2,6 @@ package gemm
 
 import (
 	"fmt"
-	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
+
+	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 )
 
 // withLevel runs f with the named level selected and restores the previous one after.

@@ -5,7 +5,6 @@ package blasbench
 import (
 	"context"
 	"fmt"
-	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
+	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 	"github.com/zoo-dev/zoo/internal/pairtime"
 )
 
