@@ -295,6 +295,10 @@ func Cases() []Case {
 		c1("ReduceMean/all", "ReduceMean", nil, matA, F32(S(1, 1), 3.5)),
 		c1("ReduceMax", "ReduceMax", graph.Attrs{"axes": graph.Ints(1)}, F32(S(2, 3), -inf, -2, -3, 4, 9, 1), F32(S(2, 1), -2, 9)),
 		c1("ReduceMax/middle", "ReduceMax", graph.Attrs{"axes": graph.Ints(1), "keepdims": graph.Int(0)}, x234, F32(S(2, 4), 8, 9, 10, 11, 20, 21, 22, 23)),
+		{Name: "ScatterND/add-rows", Op: "ScatterND", Attrs: graph.Attrs{"reduction": graph.String("add")}, Args: []Arg{In(F32(S(3, 2), iota32(6)...)), In(I64(S(2, 2, 1), 1, 0, 1, -1)), In(F32(S(2, 2, 2), 1, 2, 3, 4, 5, 6, 7, 8))},
+			Want: []*tensor.Tensor{F32(S(3, 2), 3, 5, 8, 11, 11, 13)}},
+		{Name: "ScatterND/elements", Op: "ScatterND", Args: []Arg{In(F32(S(2, 2), 1, 2, 3, 4)), In(I64(S(2, 2), 0, 1, 1, 0)), In(F32(S(2), 7, 8))},
+			Want: []*tensor.Tensor{F32(S(2, 2), 1, 7, 8, 4)}},
 	}
 	// A case whose expected output is nil must fail.
 	for i := range cases {

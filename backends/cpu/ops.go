@@ -69,6 +69,7 @@ func init() {
 		"ReduceSum":          reduceOp(reduceSum),
 		"ReduceMean":         reduceOp(reduceMean),
 		"ReduceMax":          reduceOp(reduceMax),
+		"ScatterND":          makeScatterND,
 	}
 }
 

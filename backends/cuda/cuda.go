@@ -115,6 +115,7 @@ func (e *precisionError) Error() string {
 var hostOps = map[string]bool{
 	"Shape": true, "Cast": true, "Constant": true, "ConstantOfShape": true, "Range": true,
 	"Equal": true, "Greater": true, "Less": true, "And": true, "Or": true, "Not": true,
+	"ScatterND": true, // autodiff's embedding gradient; no device kernel yet
 }
 
 // HostOps returns the ops the CUDA backend always runs on the host (through graph.EvalNode),

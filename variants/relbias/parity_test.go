@@ -27,3 +27,8 @@ func loadFixture(t *testing.T, name string) fixture { return fixture{suite.Load(
 func (f fixture) get(t *testing.T, name string) *tensor.Tensor { return f.Get(t, name) }
 
 func (f fixture) config(t *testing.T) (variant.Config, uint64) { return f.Config(t, suite.Variant) }
+
+// TestGradientParityWithPyTorch compares the loss and every parameter's gradient of a
+// label-smoothed cross-entropy (batch 3 with padding, ignored targets) with PyTorch autograd on
+// the independent reference in testdata/gen_fixtures.py, rule paritytest.GradRtol.
+func TestGradientParityWithPyTorch(t *testing.T) { suite.RunGradients(t, "tiny_grad", "tiny_t5_grad") }

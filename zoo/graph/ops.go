@@ -79,11 +79,12 @@ type EvalFunc func(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error)
 // omitted one) and outputs.
 type CostFunc func(n *Node, in, out []TensorType) (OpCost, error)
 
-// GradFunc is the room left for the training issue's gradient rules: given the node and the
-// names of the gradients flowing into its outputs ("" where an output gets none), it adds
-// nodes to b that compute the gradients of its inputs and returns their names ("" for an
-// input that takes no gradient, such as a shape vector). No op has one yet.
-type GradFunc func(b *Builder, n *Node, outGrads []string) (inGrads []string, err error)
+// GradFunc is an op's gradient rule (see grad.go): given the node, the gradients flowing into
+// its outputs and the static types around it (GradCtx), it adds nodes that compute the
+// gradients of its inputs and returns their names, one per input ("" for an input that takes
+// no gradient, such as a shape vector or an integer). It returns an error naming the node for
+// a case it has no rule for.
+type GradFunc func(c *GradCtx) (inGrads []string, err error)
 
 // inferFunc is an op's type and shape inference rule (see InferShapes).
 type inferFunc func(c *nodeCtx) ([]*absVal, error)
@@ -108,7 +109,7 @@ type OpDef struct {
 	Eval EvalFunc
 	// Cost gives FLOPs and bytes moved (see Graph.Cost).
 	Cost CostFunc
-	// Grad is nil for every op until training lands.
+	// Grad is the gradient rule; NoGrad declares an op not differentiable.
 	Grad GradFunc
 
 	infer inferFunc

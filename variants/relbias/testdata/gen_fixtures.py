@@ -139,4 +139,6 @@ def buckets_hf(name, cfg, model, state, tokens):
 
 
 if __name__ == "__main__":
-    zf.generate(HERE, "relbias", CASES, RelBiasEncoder, defaults=DEFAULTS, extra=buckets_hf)
+    if "--grads" not in sys.argv:
+        zf.generate(HERE, "relbias", CASES, RelBiasEncoder, defaults=DEFAULTS, extra=buckets_hf)
+    zf.generate_grads(HERE, "relbias", CASES[:2], RelBiasEncoder, defaults=DEFAULTS, extra=buckets_hf)  # every parameter's gradient (--grads: only these)

@@ -123,4 +123,6 @@ def check_tables(name, cfg, model, state, tokens):
 
 
 if __name__ == "__main__":
-    zf.generate(HERE, "rope", CASES, RoPEEncoder, defaults=DEFAULTS, extra=check_tables)
+    if "--grads" not in sys.argv:
+        zf.generate(HERE, "rope", CASES, RoPEEncoder, defaults=DEFAULTS, extra=check_tables)
+    zf.generate_grads(HERE, "rope", CASES[:2], RoPEEncoder, defaults=DEFAULTS, extra=check_tables)  # every parameter's gradient (--grads: only these)

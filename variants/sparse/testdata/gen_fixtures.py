@@ -105,4 +105,6 @@ def with_pattern(name, cfg, model, state, tokens):
 
 
 if __name__ == "__main__":
-    zf.generate(HERE, "sparse", CASES, SparseEncoder, defaults=DEFAULTS, extra=with_pattern)
+    if "--grads" not in sys.argv:
+        zf.generate(HERE, "sparse", CASES, SparseEncoder, defaults=DEFAULTS, extra=with_pattern)
+    zf.generate_grads(HERE, "sparse", CASES[:2], SparseEncoder, defaults=DEFAULTS, extra=with_pattern)  # every parameter's gradient (--grads: only these)

@@ -5,6 +5,7 @@ Run from the repository root with Debian's Python (torch 1.13):
 
     /usr/bin/python3 variants/vanilla/testdata/gen_fixtures.py          # write fixtures and ONNX exports
     /usr/bin/python3 variants/vanilla/testdata/gen_fixtures.py --bench  # PyTorch encoder speed
+    /usr/bin/python3 variants/vanilla/testdata/gen_fixtures.py --grads  # only the gradient fixture
 
 For each case it asks zoo for its weights (`zoo export --weights`), loads them by name into the
 seed's modules with strict=True (so every state_dict key and shape must match), runs a batch of
@@ -177,6 +178,9 @@ def bench():
 if __name__ == "__main__":
     if "--bench" in sys.argv:
         bench()
+    elif "--grads" in sys.argv:
+        zf.generate_grads(HERE, "vanilla", CASES[:1], build)
     else:
         zf.generate(HERE, "vanilla", CASES, build)
         onnx_exports()
+        zf.generate_grads(HERE, "vanilla", CASES[:1], build)
