@@ -57,9 +57,13 @@ func (s *server) Build(req *pluginpb.BuildRequest, stream pluginpb.Variant_Build
 	defer recoverAsStatus(&err, "Build")
 	start := time.Now()
 	d := s.v.Describe()
-	cfg, err := variant.Resolve(d, ConfigFromProto(req.GetConfig()))
+	layer, training := variant.SplitTraining(ConfigFromProto(req.GetConfig()))
+	cfg, err := variant.Resolve(d, layer)
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	if training {
+		cfg = variant.WithTraining(cfg)
 	}
 	mem, err := memlimit.Available()
 	if err != nil {

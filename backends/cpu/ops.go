@@ -70,6 +70,7 @@ func init() {
 		"ReduceMean":         reduceOp(reduceMean),
 		"ReduceMax":          reduceOp(reduceMax),
 		"ScatterND":          makeScatterND,
+		"CumSum":             makeCumSum, // cumsum.go
 	}
 }
 

@@ -44,6 +44,7 @@ func commands() []*cli.Command {
 		showCommand(),
 		runCommand(),
 		tokenizeCommand(),
+		evalCommand(),
 		exportCommand(),
 		parityCommand(),
 		benchCommand(),

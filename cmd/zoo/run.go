@@ -53,6 +53,7 @@ func runCommand() *cli.Command {
 // runReport is what `zoo run` prints; --json prints it as JSON.
 type runReport struct {
 	Model     string           `json:"model"`
+	Weights   weightsReport    `json:"weights"`
 	Backend   string           `json:"backend"`
 	Level     string           `json:"kernel_level"`
 	Why       string           `json:"backend_reason"`
@@ -194,7 +195,7 @@ func runAction(c *cli.Context) error {
 	}
 	defer stopSrc()
 
-	rep := runReport{Model: m.displayName(), Backend: choice.Backend.Name(), Level: choice.Probe.Level, Why: choice.Why,
+	rep := runReport{Model: m.displayName(), Weights: weightsOf(m), Backend: choice.Backend.Name(), Level: choice.Probe.Level, Why: choice.Why,
 		Threads: choice.Probe.Threads, Input: inPath, Tokenizer: tk.describe(), Feeds: plan.Feeds, Pool: pool.describe(),
 		Window: window, Outputs: map[string][]int{}, tokDoc: tk.doc(), seqOutputs: seqAligned(m.Graph, plan.Seq)}
 	if pool.mode != poolNone {
@@ -353,6 +354,7 @@ func progress(w io.Writer, size int64, what string) *progressbar.ProgressBar {
 
 func printRunReport(w io.Writer, r runReport) {
 	fmt.Fprintf(w, "model     %s\n", r.Model)
+	fmt.Fprintf(w, "weights   %s\n", r.Weights)
 	fmt.Fprintf(w, "backend   %s (%s, %d threads; %s)\n", r.Backend, r.Level, r.Threads, r.Why)
 	fmt.Fprintf(w, "input     %s: %d tokens in %d windows of ≤%d, %d batches\n", r.Input, r.Tokens, r.Windows, r.Window, r.Batches)
 	fmt.Fprintf(w, "tokenizer %s\n", r.Tokenizer)

@@ -62,6 +62,7 @@ type showResult struct {
 	Paper      string            `json:"paper"`
 	Complexity string            `json:"complexity"`
 	Seed       uint64            `json:"seed"`
+	Weights    weightsReport     `json:"weights"`
 	Hyper      []showParam       `json:"hyperparameters"`
 	Parameters []showTensor      `json:"parameters"`
 	ParamCount int64             `json:"parameter_count"`
@@ -98,7 +99,7 @@ func showAction(c *cli.Context) error {
 		return err
 	}
 	res := showResult{Model: m.displayName(), Version: m.Desc.Version, Summary: m.Desc.Summary, Paper: m.Desc.Paper,
-		Complexity: m.Desc.Complexity, Seed: m.Seed, ParamCount: m.Graph.ParamCount(), Ops: m.Graph.OpTypes()}
+		Complexity: m.Desc.Complexity, Seed: m.Seed, Weights: weightsOf(m), ParamCount: m.Graph.ParamCount(), Ops: m.Graph.OpTypes()}
 	for _, p := range m.Desc.Params {
 		res.Hyper = append(res.Hyper, showParam{Name: p.Name, Kind: string(p.Kind), Value: m.Config[p.Name], Default: p.Default, Doc: p.Doc})
 	}
@@ -184,7 +185,7 @@ func clampSeqs(w io.Writer, seqs []int, maxLen int, model string) []int {
 
 func renderShow(w io.Writer, r showResult) {
 	fmt.Fprintf(w, "%s %s — %s\n", r.Model, r.Version, r.Summary)
-	fmt.Fprintf(w, "paper: %s   attention cost: %s   seed: %d\n\n", r.Paper, r.Complexity, r.Seed)
+	fmt.Fprintf(w, "paper: %s   attention cost: %s   weights: %s\n\n", r.Paper, r.Complexity, r.Weights)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HYPERPARAMETER\tTYPE\tVALUE\tDEFAULT\tDESCRIPTION")
 	for _, p := range r.Hyper {

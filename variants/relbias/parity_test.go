@@ -10,7 +10,7 @@ import (
 )
 
 var suite = paritytest.Suite{Variant: relbias.New(),
-	Fixtures: []string{"tiny", "tiny_t5", "tiny_long", "tiny_sinusoidal", "base_layer"}}
+	Fixtures: []string{"tiny", "tiny_t5", "tiny_long", "tiny_sinusoidal", "base_layer", "tiny_causal"}}
 
 // TestParityWithPyTorch compares hidden and logits with the independent PyTorch implementation
 // (numpy-allclose style, absolute rule: |zoo - pytorch| <= 1e-5 on every valid position) for

@@ -11,7 +11,7 @@ import (
 )
 
 var suite = paritytest.Suite{Variant: rope.New(),
-	Fixtures: []string{"tiny", "tiny_interleaved", "tiny_partial", "tiny_prenorm", "base_layer"}}
+	Fixtures: []string{"tiny", "tiny_interleaved", "tiny_partial", "tiny_prenorm", "base_layer", "tiny_causal"}}
 
 // TestParityWithPyTorch compares hidden and logits with the independent PyTorch implementation
 // (numpy-allclose style, absolute rule: |zoo - pytorch| <= 1e-5 on every valid position) for

@@ -10,7 +10,7 @@ import (
 )
 
 var suite = paritytest.Suite{Variant: sparse.New(),
-	Fixtures: []string{"tiny", "tiny_global", "tiny_stride", "tiny_all", "tiny_prenorm", "tiny_long", "base_layer"}}
+	Fixtures: []string{"tiny", "tiny_global", "tiny_stride", "tiny_all", "tiny_prenorm", "tiny_long", "base_layer", "tiny_causal", "tiny_causal_global", "tiny_causal_all"}}
 
 // TestParityWithPyTorch compares hidden and logits with the independent dense-masked PyTorch
 // reference (numpy-allclose style, absolute rule: |zoo - pytorch| <= 1e-5 on every valid

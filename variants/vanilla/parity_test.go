@@ -8,7 +8,7 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
-var suite = paritytest.Suite{Variant: vanilla.New(), Fixtures: []string{"tiny", "base_layer"}}
+var suite = paritytest.Suite{Variant: vanilla.New(), Fixtures: []string{"tiny", "base_layer", "tiny_causal"}}
 
 // TestParityWithPyTorch compares hidden and logits with the seed's PyTorch modules at atol
 // 1e-5 on valid (non-padded) positions, for the tiny preset and one base-sized layer, at every
