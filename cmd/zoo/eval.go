@@ -20,7 +20,6 @@ import (
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
-
 // Flags that eval shares with train: the objective and its loss.
 var (
 	flagObjective      = &cli.StringFlag{Name: "objective", Value: string(lmdata.MLM), Usage: "mlm (masked tokens, BERT's 15 %) or clm (next token; turns the variant's causal on)"}
