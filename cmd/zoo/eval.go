@@ -20,8 +20,6 @@ import (
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
-func init() { register(evalCommand) }
-
 // Flags that eval shares with train: the objective and its loss.
 var (
 	flagObjective      = &cli.StringFlag{Name: "objective", Value: string(lmdata.MLM), Usage: "mlm (masked tokens, BERT's 15 %) or clm (next token; turns the variant's causal on)"}
@@ -38,7 +36,8 @@ func evalCommand() *cli.Command {
 			"counts those; clm builds the variant with causal=true and counts every position but a window's last, whose\n" +
 			"target is the next token. loss is the mean cross-entropy over counted tokens (with --label-smoothing as\n" +
 			"F.cross_entropy); bits per byte and perplexity are the plain cross-entropy: total nats / ln 2 / bytes of the\n" +
-			"counted targets, and exp(mean nats). Without --weights the model has the seed's random weights.",
+			"counted targets, and exp(mean nats). Without --weights the model has the seed's random weights." +
+			examples("zoo eval vanilla.tiny --weights model.safetensors --input heldout.txt", "zoo eval vanilla.tiny -i heldout.txt --objective clm --json"),
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "held-out text `FILE`", Required: true},
 			flagObjective, flagLabelSmoothing,
@@ -122,7 +121,7 @@ func evalAction(c *cli.Context) error {
 		return badInputf("input %s is a directory; give a text file", inPath)
 	}
 
-	m, err := loadModelWith(c, c.Args().First(), objectiveHook(c, obj))
+	m, err := loadModelWith(c, c.Args().First(), 0, objectiveHook(c, obj))
 	if err != nil {
 		return err
 	}
@@ -137,7 +136,7 @@ func evalAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	window, err := chooseWindow(m, c.Int("window"))
+	window, err := chooseWindow(m, &feedPlan{}, c.Int("window"))
 	if err != nil {
 		return badInput(err)
 	}

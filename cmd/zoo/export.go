@@ -16,8 +16,6 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
-func init() { register(exportCommand) }
-
 func exportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "export",
@@ -27,7 +25,8 @@ func exportCommand() *cli.Command {
 			"--onnx exports every variant of the registry, one NAME[.PRESET].onnx each, into the directory -o DIR (default:\n" +
 			"the current directory), with --preset, --set and --seed applied to each; every variant is resolved first, so a\n" +
 			"variant that lacks the preset (or a --set key) is an error before anything is written. An existing file is\n" +
-			"replaced atomically, but never a read-only one.",
+			"replaced atomically, but never a read-only one." +
+			examples("zoo export linformer --onnx -o linformer.onnx", "zoo export --onnx --preset tiny -o models", "zoo export vanilla --weights vanilla.safetensors"),
 		Flags: append(variantFlags(), flagFromWeights, flagJSON,
 			&cli.BoolFlag{Name: "onnx", Usage: "write an ONNX model"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "ONNX `FILE`.onnx (default: NAME[.PRESET].onnx); with no name, the directory to write into (default: .)"},

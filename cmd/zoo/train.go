@@ -26,8 +26,6 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
-func init() { register(trainCommand) }
-
 // The training objectives.
 const (
 	objectiveMLM = "mlm"
@@ -50,7 +48,10 @@ func trainCommand() *cli.Command {
 			"with the settings it started with, so that its losses equal an uninterrupted run's bit for bit;\n" +
 			"a killed or interrupted run loses the steps since its last save (--save-every). A NaN or infinite\n" +
 			"loss stops training with one line naming the step and the parameter with the largest gradient.\n" +
-			"--seed draws the initial weights and also mlm's masks, dropout and --shuffle's order.",
+			"--seed draws the initial weights and also mlm's masks, dropout and --shuffle's order." +
+			examples("zoo train vanilla.tiny --input corpus.txt -o model.safetensors --save-every 100",
+				"zoo train vanilla.tiny -i corpus.txt --objective clm --eval heldout.txt --eval-every 100 --log train.jsonl --plot loss.png -o model.safetensors",
+				"zoo train --resume model.safetensors --steps 5000 -o model.safetensors"),
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "training text `FILE` (any bytes)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the trained state_dict to `FILE`.safetensors (and the optimizer state to FILE.optim.safetensors)"},

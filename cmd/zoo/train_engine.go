@@ -371,7 +371,7 @@ func prepareTraining(c *cli.Context, st trainSettings, rs *resumeState) (*trainJ
 			return nil, failed(fmt.Errorf("the evaluation build of %s differs from the training build: %w", m.displayName(), err))
 		}
 	}
-	window, err := chooseWindow(m, st.Window)
+	window, err := chooseWindow(m, &feedPlan{}, st.Window)
 	if err != nil {
 		return nil, badInput(err)
 	}
