@@ -116,7 +116,7 @@ var hostOps = map[string]bool{
 	"Shape": true, "Cast": true, "Constant": true, "ConstantOfShape": true, "Range": true,
 	"Equal": true, "Greater": true, "Less": true, "And": true, "Or": true, "Not": true,
 	"ScatterND": true, // autodiff's embedding gradient; no device kernel yet
-	"CumSum": true, // causal linear attention's prefix sums; no device kernel yet
+	"CumSum":    true, // causal linear attention's prefix sums; no device kernel yet
 }
 
 // HostOps returns the ops the CUDA backend always runs on the host (through graph.EvalNode),

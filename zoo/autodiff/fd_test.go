@@ -115,6 +115,8 @@ func fdCases() []fdCase {
 		{name: "Unsqueeze", op: "Unsqueeze", in: []*tensor.Tensor{rnd(37, -1, 1, 2, 3), i64(s(2), 0, 3)}},
 		{name: "Transpose", op: "Transpose", attrs: graph.Attrs{"perm": graph.Ints(2, 0, 1)}, in: []*tensor.Tensor{rnd(38, -1, 1, 2, 3, 4)}},
 		{name: "Transpose/default", op: "Transpose", in: []*tensor.Tensor{rnd(39, -1, 1, 2, 3)}},
+		{name: "CumSum", op: "CumSum", in: []*tensor.Tensor{rnd(45, -1, 1, 2, 3), i64(s(), 1)}},
+		{name: "CumSum/exclusive-reverse", op: "CumSum", attrs: graph.Attrs{"exclusive": graph.Int(1), "reverse": graph.Int(1)}, in: []*tensor.Tensor{rnd(46, -1, 1, 3, 4), i64(s(), -1)}},
 		{name: "Expand", op: "Expand", in: []*tensor.Tensor{rnd(40, -1, 1, 3, 1), i64(s(3), 2, 3, 4)}},
 		{name: "Tile", op: "Tile", in: []*tensor.Tensor{rnd(41, -1, 1, 2, 3), i64(s(2), 2, 3)}},
 		{name: "Concat", op: "Concat", attrs: graph.Attrs{"axis": graph.Int(-1)}, in: []*tensor.Tensor{rnd(42, -1, 1, 2, 1), rnd(43, -1, 1, 2, 3), rnd(44, -1, 1, 2, 2)}},
