@@ -26,18 +26,15 @@ func EvalNode(n *Node, in []*tensor.Tensor) (outs []*tensor.Tensor, err error) {
 	if n == nil {
 		return nil, errors.New("eval: node is nil")
 	}
-	where := fmt.Sprintf("eval node %q (%s)", n.Name, n.Op)
+	where := fmt.Sprintf("eval node %q (%s)", n.Name, OpKey(n.Domain, n.Op))
 	defer func() {
 		if r := recover(); r != nil {
 			outs, err = nil, fmt.Errorf("%s: internal error: %v", where, r)
 		}
 	}()
-	if n.Domain != "" && n.Domain != "ai.onnx" {
-		return nil, fmt.Errorf("%s: domain %q is not supported (only ai.onnx)", where, n.Domain)
-	}
-	d, ok := LookupOp(n.Op)
+	d, ok := LookupNodeOp(n)
 	if !ok {
-		return nil, fmt.Errorf("%s: unknown op type %q", where, n.Op)
+		return nil, fmt.Errorf("%s: unknown op type %q", where, OpKey(n.Domain, n.Op))
 	}
 	if err := d.checkNode(n); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)

@@ -44,12 +44,9 @@ func (g *Graph) Validate() error {
 	}
 	for i, n := range g.Nodes {
 		where := fmt.Sprintf("node %d (%s %q)", i, n.Op, n.Name)
-		if n.Domain != "" && n.Domain != "ai.onnx" {
-			return fmt.Errorf("%s: domain %q is not supported (only ai.onnx)", where, n.Domain)
-		}
-		def, ok := LookupOp(n.Op)
+		def, ok := LookupNodeOp(n)
 		if !ok {
-			return fmt.Errorf("%s: unknown op type %q", where, n.Op)
+			return fmt.Errorf("%s: unknown op type %q", where, OpKey(n.Domain, n.Op))
 		}
 		if err := def.checkNode(n); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
