@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 	gtensor "gorgonia.org/tensor"
@@ -147,12 +148,12 @@ func importModel(data []byte) (*graph.Graph, error) {
 	// that onnx-go walks (no initializers, untyped inputs and outputs: see doc.go).
 	skel := &onnxpb.GraphProto{Name: gp.GetName()}
 	layouts := make([]map[string]tensorLayout, len(gp.GetNode()))
+	if err := unsupportedOps(gp); err != nil {
+		return nil, err
+	}
 	for i, np := range gp.GetNode() {
 		where := nodeWhere(i, np)
-		if d := np.GetDomain(); d != "" && d != "ai.onnx" {
-			return nil, fmt.Errorf("%s: domain %q is not supported (zoo runs only ai.onnx operators)", where, d)
-		}
-		spec, ok := graph.LookupOp(np.GetOpType())
+		spec, ok := graph.LookupOp(graph.OpKey(np.GetDomain(), np.GetOpType()))
 		if !ok {
 			return nil, fmt.Errorf("%s: op %s is not supported by zoo's IR", where, np.GetOpType())
 		}
@@ -190,8 +191,8 @@ func importModel(data []byte) (*graph.Graph, error) {
 					layouts[i] = map[string]tensorLayout{}
 				}
 				layouts[i][ap.GetName()] = lay
-				if lay.n == 0 {
-					continue // onnx-go cannot decode empty tensors; filled from the pre-pass
+				if lay.n == 0 || !walkable(lay.dtype) {
+					continue // onnx-go cannot decode empty or 8/16-bit tensors; filled from the pre-pass
 				}
 				sn.Attribute = append(sn.Attribute, &onnxpb.AttributeProto{Name: ap.GetName(), Type: ap.GetType(), T: walkableTensor(ap.GetT(), lay)})
 			default:
@@ -248,6 +249,7 @@ func importModel(data []byte) (*graph.Graph, error) {
 		}
 	}
 
+	computeInFloat32(g)
 	if err := g.TopoSort(); err != nil {
 		return nil, fmt.Errorf("%w (missing initializer or cycle?)", err)
 	}
@@ -330,14 +332,15 @@ func convertNode(i int, np *onnxpb.NodeProto, op walkedOp, layouts map[string]te
 	n := &graph.Node{
 		Name:    np.GetName(),
 		Op:      np.GetOpType(),
+		Domain:  strings.TrimPrefix(np.GetDomain(), "ai.onnx"),
 		Inputs:  append([]string{}, inputs...),
 		Outputs: append([]string{}, op.outputs...),
 	}
 	for _, ap := range np.GetAttribute() {
 		name := ap.GetName()
 		var a graph.Attr
-		if lay, ok := layouts[name]; ok && lay.n == 0 {
-			t, err := tensor.New(lay.dtype, lay.shape...)
+		if lay, ok := layouts[name]; ok && (lay.n == 0 || !walkable(lay.dtype)) {
+			t, err := decodeTensor(ap.GetT())
 			if err != nil {
 				return nil, fmt.Errorf("%s: tensor attribute %q: %w", where, name, err)
 			}

@@ -304,7 +304,7 @@ func Cases() []Case {
 			}
 		}
 	}
-	return cases
+	return append(cases, importedCases()...)
 }
 
 func slice(name string, x, starts, ends, axes, steps, want *tensor.Tensor) Case {

@@ -70,6 +70,7 @@ func init() {
 		"ReduceMean":         reduceOp(reduceMean),
 		"ReduceMax":          reduceOp(reduceMax),
 	}
+	addImportedOps(opTable)
 }
 
 // UnsupportedOps returns the ops of graph's op table that the CPU backend deliberately

@@ -51,7 +51,8 @@ func (g *Graph) Validate() error {
 		if err := def.checkNode(n); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		if g.Opset > 0 && (g.Opset < def.SinceVersion || g.Opset > def.ThroughVersion) {
+		// A contrib op's versions are its own domain's, not ai.onnx's.
+		if g.Opset > 0 && def.Domain == "" && (g.Opset < def.SinceVersion || g.Opset > def.ThroughVersion) {
 			return fmt.Errorf("%s: the IR's %s follows ai.onnx opsets %d to %d, but the graph declares opset %d", where, n.Op, def.SinceVersion, def.ThroughVersion, g.Opset)
 		}
 		for _, in := range n.Inputs {

@@ -1,0 +1,33 @@
+package cpu
+
+import (
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+// importedOps are the ops that imported graphs bring (quantized, convolution, Trilu and ONNX
+// Runtime's com.microsoft ops), by op-table key. Their CPU kernel is the op table's own
+// evaluation (graph.EvalNode): exact for the integer ops and float64-accumulated for the
+// float ones, so the semantics live in one place; fused fast paths for the contrib attention
+// and layer norms are a later step.
+var importedOps = []string{
+	"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "Trilu", "Conv",
+	graph.MicrosoftDomain + ".Gelu", graph.MicrosoftDomain + ".BiasGelu", graph.MicrosoftDomain + ".FastGelu",
+	graph.MicrosoftDomain + ".LayerNormalization", graph.MicrosoftDomain + ".SkipLayerNormalization",
+	graph.MicrosoftDomain + ".Attention", graph.MicrosoftDomain + ".MultiHeadAttention",
+	graph.MicrosoftDomain + ".EmbedLayerNormalization",
+}
+
+// addImportedOps adds importedOps to the kernel table.
+func addImportedOps(table map[string]kernelMaker) {
+	for _, op := range importedOps {
+		table[op] = makeReference
+	}
+}
+
+// makeReference returns a kernel that evaluates the node with the op table's reference.
+func makeReference(n *graph.Node) (kernel, error) {
+	return func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		return graph.EvalNode(n, in)
+	}, nil
+}
