@@ -50,9 +50,15 @@ func nodeWhere(i int, np *onnxpb.NodeProto) string {
 	return fmt.Sprintf("node %d (%s %q)", i, np.GetOpType(), np.GetName())
 }
 
-func importModel(data []byte) (*graph.Graph, error) {
+func importModel(data []byte) (*graph.Graph, error) { return importModelIn(data, "") }
+
+// importModelIn imports data, reading external tensor data from dir (none when dir is "").
+func importModelIn(data []byte, dir string) (*graph.Graph, error) {
 	if len(data) == 0 {
 		return nil, errors.New("file is empty")
+	}
+	if err := lfsPointer(data); err != nil {
+		return nil, err
 	}
 	var m onnxpb.ModelProto
 	if err := proto.Unmarshal(data, &m); err != nil {
@@ -76,6 +82,9 @@ func importModel(data []byte) (*graph.Graph, error) {
 	}
 	if opset < MinOpset || opset > MaxOpset {
 		return nil, fmt.Errorf("ai.onnx opset %d is not supported (zoo reads opsets %d to %d; re-export with opset_version=17)", opset, MinOpset, MaxOpset)
+	}
+	if err := loadExternalData(&m, dir); err != nil {
+		return nil, err
 	}
 	if len(gp.GetSparseInitializer()) > 0 {
 		return nil, fmt.Errorf("sparse initializer %q is not supported", gp.GetSparseInitializer()[0].GetValues().GetName())

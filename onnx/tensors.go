@@ -134,7 +134,7 @@ func checkTensor(tp *onnxpb.TensorProto) (tensorLayout, error) {
 				loc = fmt.Sprintf(" (%q)", e.GetValue())
 			}
 		}
-		return lay, fmt.Errorf("data is stored in an external file%s; zoo reads only self-contained models (re-save with onnx.save_model(m, path, save_as_external_data=False))", loc)
+		return lay, fmt.Errorf("data is stored in an external file%s; import the model from its file (onnx.ImportFile, zoo run FILE.onnx) with the data next to it, or re-save it with onnx.save_model(m, path, save_as_external_data=False)", loc)
 	}
 	if tp.GetSegment() != nil {
 		return lay, fmt.Errorf("segmented tensors are not supported")
