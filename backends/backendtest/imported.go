@@ -46,8 +46,6 @@ func importedCases() []Case {
 			Want: []*tensor.Tensor{F32(S(1, 4), -0.13206221, -0.15426877, 1.3997892, 1.9544997)}},
 		{Name: "ms.FastGelu", Op: ms + "FastGelu", Args: []Arg{In(F32(S(1, 4), -1.5, 0, 0.5, 2)), Const(F32(S(4), 0.25, -0.5, 1, 0))},
 			Want: []*tensor.Tensor{F32(S(1, 4), -0.13228580, -0.15428600, 1.3995715, 1.9545977)}},
-		{Name: "ms.LayerNormalization", Op: ms + "LayerNormalization", Args: []Arg{In(F32(S(1, 2), 1, 3)), Const(F32(S(2), 1, 1))},
-			Want: []*tensor.Tensor{F32(S(1, 2), -0.999995, 0.999995)}},
 		{Name: "ms.SkipLayerNormalization", Op: ms + "SkipLayerNormalization",
 			Args: []Arg{In(F32(S(1, 2, 2), 1, 2, 3, 5)), In(F32(S(1, 2, 2), 0.5, -1, 1, 1)), Const(F32(S(2), 1, 2)), Const(F32(S(2), 0.1, 0))},
 			Want: []*tensor.Tensor{F32(S(1, 2, 2), 1.1, -2, -0.9, 2)}},

@@ -13,7 +13,7 @@ import (
 var importedOps = []string{
 	"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "Trilu", "Conv",
 	graph.MicrosoftDomain + ".Gelu", graph.MicrosoftDomain + ".BiasGelu", graph.MicrosoftDomain + ".FastGelu",
-	graph.MicrosoftDomain + ".LayerNormalization", graph.MicrosoftDomain + ".SkipLayerNormalization",
+	graph.MicrosoftDomain + ".SkipLayerNormalization",
 	graph.MicrosoftDomain + ".Attention", graph.MicrosoftDomain + ".MultiHeadAttention",
 	graph.MicrosoftDomain + ".EmbedLayerNormalization",
 }
@@ -30,4 +30,28 @@ func makeReference(n *graph.Node) (kernel, error) {
 	return func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return graph.EvalNode(n, in)
 	}, nil
+}
+
+// castSmallInt fills out (int8 or uint8) from x with C semantics: floats truncate toward
+// zero, integers wrap, true is 1.
+func castSmallInt(x, out *tensor.Tensor, to tensor.DType) (*tensor.Tensor, error) {
+	wrap := func(v int64) int64 {
+		if to == tensor.Int8 {
+			return int64(int8(v))
+		}
+		return int64(uint8(v))
+	}
+	for i := range out.I64 {
+		switch {
+		case x.DType.IsFloat():
+			out.I64[i] = wrap(int64(x.F32[i]))
+		case x.DType == tensor.Bool:
+			if x.Bool[i] {
+				out.I64[i] = 1
+			}
+		default:
+			out.I64[i] = wrap(x.I64[i])
+		}
+	}
+	return out, nil
 }

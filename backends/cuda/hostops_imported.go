@@ -9,7 +9,7 @@ func init() {
 	for _, op := range []string{"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "Trilu", "Conv"} {
 		hostOps[op] = true
 	}
-	for _, op := range []string{"Gelu", "BiasGelu", "FastGelu", "LayerNormalization", "SkipLayerNormalization",
+	for _, op := range []string{"Gelu", "BiasGelu", "FastGelu", "SkipLayerNormalization",
 		"Attention", "MultiHeadAttention", "EmbedLayerNormalization"} {
 		hostOps[graph.OpKey(graph.MicrosoftDomain, op)] = true
 	}

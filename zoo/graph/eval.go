@@ -113,8 +113,13 @@ func newTensor(dt tensor.DType, shape []int) (*tensor.Tensor, error) {
 
 // wrapInt keeps an integer result in its dtype's range: int32 arithmetic wraps as in C.
 func wrapInt(dt tensor.DType, v int64) int64 {
-	if dt == tensor.Int32 {
+	switch dt {
+	case tensor.Int32:
 		return int64(int32(v))
+	case tensor.Int8:
+		return int64(int8(v))
+	case tensor.Uint8:
+		return int64(uint8(v))
 	}
 	return v
 }
@@ -260,10 +265,10 @@ func f64(v float32) float64 { return float64(v) }
 func floatToInt(v float64, dt tensor.DType) (int64, error) {
 	t := math.Trunc(v)
 	lo, hi := float64(math.MinInt64), float64(math.MaxInt64)
-	if dt == tensor.Int32 {
-		lo, hi = math.MinInt32, math.MaxInt32
+	if l, h, ok := quantRange(dt); ok {
+		lo, hi = l, h
 	}
-	if math.IsNaN(v) || t < lo || t >= hi+1 || (dt != tensor.Int32 && t >= hi) {
+	if math.IsNaN(v) || t < lo || t >= hi+1 || (dt == tensor.Int64 && t >= hi) {
 		return 0, fmt.Errorf("float %v does not fit %v (ONNX leaves the result undefined)", v, dt)
 	}
 	return int64(t), nil
