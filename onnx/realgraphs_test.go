@@ -40,6 +40,8 @@ type rgFixture struct {
 	Tolerance float64             `json:"tolerance"`
 	Inputs    map[string]rgTensor `json:"inputs"`
 	Outputs   map[string]rgTensor `json:"outputs"`
+	// Torch holds PyTorch's float32 outputs, for graphs exported from PyTorch.
+	Torch map[string]rgTensor `json:"torch,omitempty"`
 }
 
 var rgDTypes = map[string]tensor.DType{"float32": tensor.Float32, "int64": tensor.Int64, "int32": tensor.Int32}
@@ -258,5 +260,40 @@ func TestRealGraphsMatchORT(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTorchEncoderFP16Weights checks the PyTorch exports of gen_torch_fp16.py against
+// PyTorch's float32 output: the float32-weight export at 1e-4, the float16-weight one within
+// float16 rounding of the weights (5e-3 relative to 1 + |want|).
+func TestTorchEncoderFP16Weights(t *testing.T) {
+	names, fx := loadRealGraphs(t)
+	seen := 0
+	for _, name := range names {
+		f := fx[name]
+		if f.Torch == nil {
+			continue
+		}
+		seen++
+		t.Run(name, func(t *testing.T) {
+			tol := 1e-4
+			if strings.HasSuffix(name, "_fp16w") {
+				tol = 5e-3
+			}
+			got, err := runZoo(name, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for out, want := range f.Torch {
+				worst, err := compare(got[out], want, tol)
+				if err != nil {
+					t.Errorf("%s against PyTorch float32: %v", out, err)
+				}
+				t.Logf("%s: worst error against PyTorch float32 %.2g (tolerance %g)", out, worst, tol)
+			}
+		})
+	}
+	if seen == 0 {
+		t.Fatal("no PyTorch exports in the fixtures: run gen_torch_fp16.py")
 	}
 }
