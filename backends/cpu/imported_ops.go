@@ -5,13 +5,14 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
-// importedOps are the ops that imported graphs bring (quantized, convolution, Trilu and ONNX
+// importedOps are the ops that imported graphs bring (quantized, convolutional, Trilu and ONNX
 // Runtime's com.microsoft ops), by op-table key. Their CPU kernel is the op table's own
 // evaluation (graph.EvalNode): exact for the integer ops and float64-accumulated for the
 // float ones, so the semantics live in one place; fused fast paths for the contrib attention
 // and layer norms are a later step.
 var importedOps = []string{
 	"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "Trilu", "Conv",
+	"BatchNormalization", "Clip", "HardSigmoid", "AveragePool", "GlobalAveragePool",
 	graph.MicrosoftDomain + ".Gelu", graph.MicrosoftDomain + ".BiasGelu", graph.MicrosoftDomain + ".FastGelu",
 	graph.MicrosoftDomain + ".SkipLayerNormalization",
 	graph.MicrosoftDomain + ".Attention", graph.MicrosoftDomain + ".MultiHeadAttention",

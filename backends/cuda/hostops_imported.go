@@ -6,7 +6,8 @@ import "github.com/zoo-dev/zoo/zoo/graph"
 // ops) run on the host through graph.EvalNode until they have device kernels; the keys are
 // the op table's (graph.OpKey).
 func init() {
-	for _, op := range []string{"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "Trilu", "Conv"} {
+	for _, op := range []string{"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "Trilu", "Conv",
+		"BatchNormalization", "Clip", "HardSigmoid", "AveragePool", "GlobalAveragePool"} {
 		hostOps[op] = true
 	}
 	for _, op := range []string{"Gelu", "BiasGelu", "FastGelu", "SkipLayerNormalization",

@@ -171,6 +171,25 @@ save("conv2d_patch_embed", [node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[4
 save("conv2d_same_upper_depthwise", [node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", group=3, strides=[2, 1])],
      {"x": xi}, [("y", TensorProto.FLOAT)], [numpy_helper.from_array(rand(3, 1, 3, 3), "w")], note="depthwise, SAME_UPPER, strides (ONNX Runtime refuses dilations with SAME_*)")
 
+# ---- convolutional front ends: BatchNormalization, Clip, HardSigmoid, pools ----
+xc = rand(2, 3, 7, 6)
+save("batchnorm_inference", [node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-5)],
+     {"x": xc}, [("y", TensorProto.FLOAT)],
+     [numpy_helper.from_array(rand(3) + 1, "s"), numpy_helper.from_array(rand(3), "b"), numpy_helper.from_array(rand(3), "m"),
+      numpy_helper.from_array(np.abs(rand(3)) + 0.1, "v")], note="BatchNormalization, inference mode")
+save("hardswish_relu6", [node("HardSigmoid", ["x"], ["h"], alpha=1 / 6), node("Mul", ["x", "h"], ["hs"]),
+                         node("Clip", ["hs", "lo", "hi"], ["y"])],
+     {"x": xc * 4}, [("y", TensorProto.FLOAT)],
+     [numpy_helper.from_array(np.array(0, np.float32), "lo"), numpy_helper.from_array(np.array(6, np.float32), "hi")],
+     note="hard-swish (x · HardSigmoid(x), alpha 1/6) then ReLU6 (Clip 0..6)")
+save("averagepool_ceil_pads", [node("AveragePool", ["x"], ["y"], kernel_shape=[3, 2], strides=[2, 2], pads=[1, 0, 1, 1], ceil_mode=1)],
+     {"x": xc}, [("y", TensorProto.FLOAT)], note="AveragePool with pads and ceil_mode, padding excluded")
+save("averagepool_include_pad", [node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], strides=[1, 2], pads=[1, 1, 1, 1], count_include_pad=1)],
+     {"x": xc}, [("y", TensorProto.FLOAT)], note="AveragePool counting the padding")
+save("averagepool_same_upper", [node("AveragePool", ["x"], ["y"], kernel_shape=[2, 3], strides=[2, 2], auto_pad="SAME_UPPER")],
+     {"x": xc}, [("y", TensorProto.FLOAT)], note="AveragePool with auto_pad SAME_UPPER")
+save("globalaveragepool", [node("GlobalAveragePool", ["x"], ["y"])], {"x": xc}, [("y", TensorProto.FLOAT)], note="GlobalAveragePool")
+
 # ---- com.microsoft ----
 B, S, D, H = 2, 5, 8, 2
 xh = rand(B, S, D)
