@@ -68,8 +68,8 @@ func init() {
 	})
 	register(&OpDef{
 		Name: "HardSigmoid", SinceVersion: 6, ThroughVersion: LatestOpset,
-		Doc:     "max(0, min(1, alpha · x + beta))",
-		Inputs:  ps(req("X")), Outputs: ps(req("Y")),
+		Doc:    "max(0, min(1, alpha · x + beta))",
+		Inputs: ps(req("X")), Outputs: ps(req("Y")),
 		Attrs: []AttrDef{floatAttr("alpha", 0.2), floatAttr("beta", 0.5)},
 		infer: func(c *nodeCtx) ([]*absVal, error) {
 			x, err := c.req(0)
