@@ -39,6 +39,8 @@ func importedCases() []Case {
 		{Name: "Conv/2-D", Op: "Conv", Attrs: graph.Attrs{"strides": graph.Ints(2, 2), "pads": graph.Ints(0, 0, 1, 1)},
 			Args: []Arg{In(F32(S(1, 1, 3, 3), 0, 1, 2, 3, 4, 5, 6, 7, 8)), Const(F32(S(1, 1, 2, 2), 1, 1, 1, 1)), Const(F32(S(1), 0.5))},
 			Want: []*tensor.Tensor{F32(S(1, 1, 2, 2), 8.5, 7.5, 13.5, 8.5)}},
+		{Name: "ConvInteger", Op: "ConvInteger", Args: []Arg{In(u8(S(1, 1, 3), 10, 12, 200)), Const(i8(S(2, 1, 2), 1, -1, 3, 2)), Const(u8(S(), 10)), Const(i8(S(2), 0, 1))},
+			Want: []*tensor.Tensor{i32(S(1, 2, 2), -2, -188, 2, 194)}},
 		{Name: "Conv/1-D groups", Op: "Conv", Attrs: graph.Attrs{"group": graph.Int(2)}, Args: []Arg{In(F32(S(1, 2, 2), 1, 2, 3, 4)), Const(F32(S(2, 1, 1), 2, 3))},
 			Want: []*tensor.Tensor{F32(S(1, 2, 2), 2, 4, 9, 12)}},
 		{Name: "BatchNormalization", Op: "BatchNormalization", Attrs: graph.Attrs{"epsilon": graph.Float(0)},

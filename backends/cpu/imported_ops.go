@@ -11,7 +11,7 @@ import (
 // float ones, so the semantics live in one place; fused fast paths for the contrib attention
 // and layer norms are a later step.
 var importedOps = []string{
-	"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "Trilu", "Conv",
+	"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "Trilu", "Conv",
 	"BatchNormalization", "Clip", "HardSigmoid", "AveragePool", "GlobalAveragePool",
 	graph.MicrosoftDomain + ".Gelu", graph.MicrosoftDomain + ".BiasGelu", graph.MicrosoftDomain + ".FastGelu",
 	graph.MicrosoftDomain + ".SkipLayerNormalization",

@@ -180,20 +180,39 @@ func (c *nodeCtx) conv() ([]*absVal, error) {
 
 func evalConv(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	x, w, b := in[0], in[1], optIn(in, 2)
-	r := len(x.Shape) - 2
-	geo, err := convGeometry(n, x.Shape[2:], w.Shape[2:])
+	shape, sums, err := convSums(n, x.Shape, w.Shape, func(i int) float64 { return float64(x.F32[i]) }, func(i int) float64 { return float64(w.F32[i]) })
 	if err != nil {
 		return nil, err
 	}
-	batch, cin, m := x.Shape[0], x.Shape[1], w.Shape[0]
+	out, err := newTensor(tensor.Float32, shape)
+	if err != nil {
+		return nil, err
+	}
+	outSp := NumElements(shape[2:])
+	for i, s := range sums {
+		if b != nil {
+			s += float64(b.F32[i/outSp%shape[1]])
+		}
+		out.F32[i] = float32(s)
+	}
+	return []*tensor.Tensor{out}, nil
+}
+
+// convSums is Conv's cross-correlation in float64 over elements x(i) and w(i) of tensors of
+// shapes xShape and wShape: the output shape and its sums (exact for integer inputs).
+func convSums(n *Node, xShape, wShape []int, xv, wv func(int) float64) ([]int, []float64, error) {
+	r := len(xShape) - 2
+	geo, err := convGeometry(n, xShape[2:], wShape[2:])
+	if err != nil {
+		return nil, nil, err
+	}
+	batch, cin, m := xShape[0], xShape[1], wShape[0]
 	group := int(attrInt(n, "group"))
 	cg, mg := cin/group, m/group
-	out, err := newTensor(tensor.Float32, append([]int{batch, m}, geo.out...))
-	if err != nil {
-		return nil, err
-	}
-	inSp, outSp, kSp := NumElements(x.Shape[2:]), NumElements(geo.out), NumElements(w.Shape[2:])
-	inSt, kSt := tensor.Strides(x.Shape[2:]), tensor.Strides(w.Shape[2:])
+	shape := append([]int{batch, m}, geo.out...)
+	sums := make([]float64, NumElements(shape))
+	inSp, outSp, kSp := NumElements(xShape[2:]), NumElements(geo.out), NumElements(wShape[2:])
+	inSt, kSt := tensor.Strides(xShape[2:]), tensor.Strides(wShape[2:])
 	oIdx, kIdx := make([]int, r), make([]int, r)
 	for bn := 0; bn < batch; bn++ {
 		for oc := 0; oc < m; oc++ {
@@ -203,17 +222,14 @@ func evalConv(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 					oIdx[d], rem = rem%geo.out[d], rem/geo.out[d]
 				}
 				var s float64
-				if b != nil {
-					s = float64(b.F32[oc])
-				}
 				for kk := 0; kk < kSp; kk++ {
 					off, inside := 0, true
 					for d, rem := r-1, kk; d >= 0; d-- {
-						kIdx[d], rem = rem%w.Shape[2+d], rem/w.Shape[2+d]
+						kIdx[d], rem = rem%wShape[2+d], rem/wShape[2+d]
 					}
 					for d := 0; d < r; d++ {
 						p := oIdx[d]*geo.strides[d] + kIdx[d]*geo.dilations[d] - geo.padBegin[d]
-						if p < 0 || p >= x.Shape[2+d] {
+						if p < 0 || p >= xShape[2+d] {
 							inside = false
 							break
 						}
@@ -227,16 +243,14 @@ func evalConv(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 						kOff += kIdx[d] * kSt[d]
 					}
 					for ci := 0; ci < cg; ci++ {
-						xv := x.F32[(bn*cin+g*cg+ci)*inSp+off]
-						wv := w.F32[(oc*cg+ci)*kSp+kOff]
-						s += float64(xv) * float64(wv)
+						s += xv((bn*cin+g*cg+ci)*inSp+off) * wv((oc*cg+ci)*kSp+kOff)
 					}
 				}
-				out.F32[(bn*m+oc)*outSp+o] = float32(s)
+				sums[(bn*m+oc)*outSp+o] = s
 			}
 		}
 	}
-	return []*tensor.Tensor{out}, nil
+	return shape, sums, nil
 }
 
 func convCost(n *Node, in, out []TensorType) (OpCost, error) {

@@ -73,6 +73,9 @@ func realgraphCases() []evalCase {
 			want: []*tensor.Tensor{tf(sh(1, 2, 2), 2, 4, 9, 12)}},
 		{name: "same upper dilated", op: "Conv", attrs: graph.Attrs{"auto_pad": graph.String("SAME_UPPER"), "dilations": graph.Ints(2)},
 			in: []*tensor.Tensor{tf(sh(1, 1, 3), 1, 2, 3), tf(sh(1, 1, 2), 1, 1)}, want: []*tensor.Tensor{tf(sh(1, 1, 3), 2, 1+3, 2)}},
+		{name: "zero points", op: "ConvInteger", in: []*tensor.Tensor{tu8(sh(1, 1, 3), 10, 12, 200), ti8(sh(2, 1, 2), 1, -1, 3, 2), tu8(sh(), 10), ti8(sh(2), 0, 1)},
+			want: []*tensor.Tensor{ti32(sh(1, 2, 2), -2, -188, 2, 194)}},
+		{name: "float", op: "ConvInteger", in: []*tensor.Tensor{tf(sh(1, 1, 2), 1, 2), tf(sh(1, 1, 1), 1)}, wantErr: "int8 or uint8"},
 		{name: "channels", op: "Conv", in: []*tensor.Tensor{tf(sh(1, 2, 2), 1, 2, 3, 4), tf(sh(1, 1, 1), 2)}, wantErr: "channels"},
 		// Convolutional front ends: BatchNormalization, Clip, HardSigmoid, pools.
 		{name: "inference", op: "BatchNormalization", attrs: graph.Attrs{"epsilon": graph.Float(0)},

@@ -144,6 +144,16 @@ save("matmulinteger_uint8", [node("Cast", ["a"], ["a8"], to=TensorProto.UINT8), 
      [numpy_helper.from_array(b8, "b"), numpy_helper.from_array(np.array(12, np.uint8), "az"), numpy_helper.from_array(np.array(200, np.uint8), "bz")],
      note="MatMulInteger uint8 x uint8 with scalar zero points")
 
+xcv = rand(2, 3, 9, 8)
+wcv = rng.integers(-128, 128, size=(4, 3, 3, 3)).astype(np.int8)
+save("dynamic_quant_conv", [node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]),
+                            node("ConvInteger", ["q", "w", "z", "wz"], ["acc"], pads=[1, 1, 1, 1], strides=[2, 1]),
+                            node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT), node("Mul", ["s", "ws"], ["scale"]),
+                            node("Mul", ["accf", "scale"], ["y"])],
+     {"x": xcv}, [("acc", TensorProto.INT32), ("y", TensorProto.FLOAT)],
+     [numpy_helper.from_array(wcv, "w"), numpy_helper.from_array(np.array(3, np.int8), "wz"), numpy_helper.from_array(np.array(0.01, np.float32), "ws")],
+     note="DynamicQuantizeLinear then ConvInteger (ONNX Runtime's dynamic quantization of a Conv)")
+
 # ---- Trilu ----
 xt = rand(2, 4, 5)
 for upper in (1, 0):
