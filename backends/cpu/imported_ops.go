@@ -8,8 +8,8 @@ import (
 // importedOps are the ops that imported graphs bring (quantized, convolutional, Trilu and ONNX
 // Runtime's com.microsoft ops), by op-table key. Their CPU kernel is the op table's own
 // evaluation (graph.EvalNode): exact for the integer ops and float64-accumulated for the
-// float ones, so the semantics live in one place; fused fast paths for the contrib attention
-// and layer norms are a later step.
+// float ones, so the semantics live in one place; the contrib attentions have SGEMM kernels
+// (imported_attention.go).
 var importedOps = []string{
 	"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "Trilu", "Conv",
 	"BatchNormalization", "Clip", "HardSigmoid", "AveragePool", "GlobalAveragePool",
@@ -24,6 +24,8 @@ func addImportedOps(table map[string]kernelMaker) {
 	for _, op := range importedOps {
 		table[op] = makeReference
 	}
+	table[graph.MicrosoftDomain+".Attention"] = makeMSAttention
+	table[graph.MicrosoftDomain+".MultiHeadAttention"] = makeMSMultiHeadAttention
 }
 
 // makeReference returns a kernel that evaluates the node with the op table's reference.

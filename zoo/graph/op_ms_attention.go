@@ -25,6 +25,13 @@ func init() {
 	})
 }
 
+// AttentionQKVSizes returns com.microsoft Attention's Q, K and V hidden sizes for weights of
+// the given width (qkv_hidden_sizes, or three equal parts), or an error.
+func AttentionQKVSizes(n *Node, width int) (q, k, v int, err error) {
+	a, b, c, err := qkvSizes(n, int64(width))
+	return int(a), int(b), int(c), err
+}
+
 // qkvSizes returns the Q, K and V hidden sizes from qkv_hidden_sizes or the weights' width
 // (three equal parts), checking that the heads divide them.
 func qkvSizes(n *Node, width int64) (q, k, v int64, err error) {
@@ -137,7 +144,7 @@ func evalMSAttention(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			proj[r*width+col] = float32(acc)
 		}
 	}
-	m, err := attnMask(mask, batch, s, s, attrFloat(n, "mask_filter_value"), attrInt(n, "unidirectional") != 0)
+	m, err := AttentionMask(mask, batch, s, s, attrFloat(n, "mask_filter_value"), attrInt(n, "unidirectional") != 0)
 	if err != nil {
 		return nil, err
 	}

@@ -12,10 +12,13 @@ import (
 // mask_filter_value (default −10000, not −Inf) to the score; unidirectional masking adds the
 // lowest float32 to the scores of later keys.
 
-// attnMask builds the additive mask (B, S, T) from mask_index (int32): nil, 1-D (B) key
-// lengths (keys at or after the length are masked), 1-D (2B) end and start positions, 2-D
-// (B, T) and 3-D (B, S, T) masks with 1 = keep; unidirectional adds the causal part.
-func attnMask(mask *tensor.Tensor, batch, s, t int, filter float32, causal bool) ([]float32, error) {
+// AttentionMask builds the additive mask (B, S, T) of com.microsoft Attention and
+// MultiHeadAttention from mask_index (int32, nil: none): 1-D (B) key lengths (keys at or
+// after the length get filter), 1-D (2B) end and start positions, 2-D (B, T) and 3-D
+// (B, S, T) masks with 1 = keep; causal adds the lowest float32 to later keys. It returns
+// nil for no mask at all, and an error for a mask of another shape. Backends build their
+// masks with it, so ONNX Runtime's rules live here only.
+func AttentionMask(mask *tensor.Tensor, batch, s, t int, filter float32, causal bool) ([]float32, error) {
 	if mask == nil && !causal {
 		return nil, nil
 	}

@@ -87,7 +87,7 @@ func evalMSMultiHeadAttention(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, e
 		}
 		qd, kd, vd = add(qd, bias.F32[:d]), add(kd, bias.F32[d:2*d]), add(vd, bias.F32[2*d:])
 	}
-	m, err := attnMask(mask, batch, s, t, attrFloat(n, "mask_filter_value"), attrInt(n, "unidirectional") != 0)
+	m, err := AttentionMask(mask, batch, s, t, attrFloat(n, "mask_filter_value"), attrInt(n, "unidirectional") != 0)
 	if err != nil {
 		return nil, err
 	}
