@@ -33,10 +33,11 @@ const (
 // pre-pass. Finally the nodes are sorted topologically and the graph is validated.
 //
 // It returns a one-line error (wrapped, starting with "import onnx:") for a file that is
-// empty, truncated or not ONNX; an ai.onnx opset outside [MinOpset, MaxOpset]; a node in
-// another domain; an op the IR does not know (naming node and op); unsupported element types
-// or attribute kinds; external or segmented tensor data; declared sizes that the bytes present
-// do not back; missing initializers; duplicate definitions; and cycles.
+// empty, truncated, not ONNX or a Git LFS pointer; an ai.onnx opset outside [MinOpset,
+// MaxOpset]; ops the IR does not know in any domain (all of them, each with its first node);
+// unsupported element types or attribute kinds; external tensor data (ImportFile reads it) or
+// segmented tensors; declared sizes that the bytes present do not back; missing
+// initializers; duplicate definitions; and cycles.
 func Import(data []byte) (*graph.Graph, error) {
 	g, err := importModel(data)
 	if err != nil {
