@@ -9,7 +9,8 @@
 // that real encoder files use, keyed "com.microsoft.NAME": see OpKey and LookupNodeOp) is
 // declared exactly once, by an OpDef registered
 // from an op_*.go file of this package (op_elementwise.go, op_const.go, op_shape.go,
-// op_linalg.go, op_nn.go, one file per imported op such as op_conv.go or op_ms_attention.go). An OpDef holds the op's schema (inputs, outputs, attributes with
+// op_linalg.go, op_nn.go, and one file per imported op such as op_conv.go or
+// op_ms_attention.go). An OpDef holds the op's schema (inputs, outputs, attributes with
 // their kinds and defaults), the ai.onnx opsets whose semantics it follows, its type and
 // shape inference rule, its pure-Go reference evaluation (Eval, the oracle every backend is
 // tested against; EvalNode runs it), its cost (FLOPs and bytes moved) and a slot for a
