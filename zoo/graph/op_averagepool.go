@@ -20,6 +20,7 @@ func init() {
 		infer: (*nodeCtx).averagePool,
 		Eval:  evalAveragePool,
 		Cost:  perOutput(9),
+		Grad:  NoGradYet,
 	})
 	register(&OpDef{
 		Name: "GlobalAveragePool", SinceVersion: 1, ThroughVersion: LatestOpset,
@@ -66,6 +67,7 @@ func init() {
 			return []*tensor.Tensor{out}, nil
 		},
 		Cost: perInput(1),
+		Grad: NoGradYet,
 	})
 }
 

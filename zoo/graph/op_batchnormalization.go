@@ -57,5 +57,6 @@ func init() {
 			return []*tensor.Tensor{out}, nil
 		},
 		Cost: perInput(4),
+		Grad: NoGradYet,
 	})
 }

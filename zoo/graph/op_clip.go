@@ -65,6 +65,7 @@ func init() {
 			return []*tensor.Tensor{out}, nil
 		},
 		Cost: perOutput(2),
+		Grad: NoGradYet,
 	})
 	register(&OpDef{
 		Name: "HardSigmoid", SinceVersion: 6, ThroughVersion: LatestOpset,
@@ -90,5 +91,6 @@ func init() {
 			return []*tensor.Tensor{out}, nil
 		},
 		Cost: perOutput(3),
+		Grad: NoGradYet,
 	})
 }

@@ -20,6 +20,7 @@ func init() {
 		infer: (*nodeCtx).conv,
 		Eval:  evalConv,
 		Cost:  convCost,
+		Grad:  NoGradYet,
 	})
 }
 

@@ -41,6 +41,7 @@ func init() {
 		},
 		Eval: evalConvInteger,
 		Cost: convCost,
+		Grad: NoGrad,
 	})
 }
 

@@ -28,6 +28,7 @@ func init() {
 		},
 		Eval: evalDynamicQuantizeLinear,
 		Cost: perInput(5),
+		Grad: NoGrad,
 	})
 }
 

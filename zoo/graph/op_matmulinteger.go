@@ -18,6 +18,7 @@ func init() {
 		infer:   (*nodeCtx).matmulInteger,
 		Eval:    evalMatMulInteger,
 		Cost:    matmulIntegerCost,
+		Grad:    NoGrad,
 	})
 }
 

@@ -22,6 +22,7 @@ func init() {
 		infer: (*nodeCtx).msAttention,
 		Eval:  evalMSAttention,
 		Cost:  attentionCost,
+		Grad:  NoGradYet,
 	})
 }
 

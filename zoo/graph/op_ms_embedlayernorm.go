@@ -20,6 +20,7 @@ func init() {
 		infer:   (*nodeCtx).embedLayerNorm,
 		Eval:    evalEmbedLayerNorm,
 		Cost:    perOutput(10),
+		Grad:    NoGradYet,
 	})
 }
 

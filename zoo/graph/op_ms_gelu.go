@@ -29,6 +29,7 @@ func init() {
 				return evalBiasActivation(in, f)
 			},
 			Cost: perInput(10),
+			Grad: NoGradYet,
 		})
 	}
 }

@@ -21,6 +21,7 @@ func init() {
 		infer:   (*nodeCtx).msMultiHeadAttention,
 		Eval:    evalMSMultiHeadAttention,
 		Cost:    attentionCost,
+		Grad:    NoGradYet,
 	})
 }
 

@@ -19,6 +19,7 @@ func init() {
 		infer:   (*nodeCtx).skipLayerNorm,
 		Eval:    evalSkipLayerNorm,
 		Cost:    perInput(10),
+		Grad:    NoGradYet,
 	})
 }
 

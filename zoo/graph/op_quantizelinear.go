@@ -21,6 +21,7 @@ func init() {
 		infer:   (*nodeCtx).quantizeLinear,
 		Eval:    evalQuantizeLinear,
 		Cost:    perInput(3),
+		Grad:    NoGrad,
 	})
 	register(&OpDef{
 		Name: "DequantizeLinear", SinceVersion: 13, ThroughVersion: LatestOpset,
@@ -31,6 +32,7 @@ func init() {
 		infer:   (*nodeCtx).dequantizeLinear,
 		Eval:    evalDequantizeLinear,
 		Cost:    perInput(2),
+		Grad:    NoGradYet,
 	})
 }
 

@@ -36,6 +36,7 @@ func init() {
 		},
 		Eval: evalTrilu,
 		Cost: moveCost,
+		Grad: gradTrilu,
 	})
 }
 
@@ -58,4 +59,16 @@ func evalTrilu(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 	}
 	return []*tensor.Tensor{out}, nil
+}
+
+// gradTrilu: Trilu keeps or zeroes each element by its position alone, so dx is the same
+// Trilu of dy; the diagonal offset k is an integer and gets no gradient.
+func gradTrilu(c *GradCtx) ([]string, error) {
+	in := []string{c.OutGrads[0]}
+	if len(c.Node.Inputs) > 1 {
+		in = append(in, c.Node.Input(1))
+	}
+	g := make([]string, len(c.Node.Inputs))
+	g[0] = c.Op("Trilu", in, Attrs{"upper": Int(attrInt(c.Node, "upper"))})
+	return g, nil
 }
