@@ -311,7 +311,7 @@ func Cases() []Case {
 			}
 		}
 	}
-	return cases
+	return append(cases, importedCases()...)
 }
 
 func slice(name string, x, starts, ends, axes, steps, want *tensor.Tensor) Case {

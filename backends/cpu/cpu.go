@@ -154,7 +154,7 @@ func newProgram(g *graph.Graph, opts backends.Options) (*Program, error) {
 	cfg := compile.Config[kernel]{
 		Backend: Name,
 		Kernel: func(n *graph.Node) (kernel, error) {
-			mk, ok := opTable[n.Op]
+			mk, ok := opTable[graph.OpKey(n.Domain, n.Op)]
 			if !ok {
 				return nil, &backends.UnsupportedOpError{Detail: "no CPU kernel"}
 			}

@@ -72,6 +72,7 @@ func init() {
 		"ScatterND":          makeScatterND,
 		"CumSum":             makeCumSum, // cumsum.go
 	}
+	addImportedOps(opTable)
 }
 
 // UnsupportedOps returns the ops of graph's op table that the CPU backend deliberately
@@ -95,7 +96,7 @@ func unsupported(format string, args ...any) error {
 }
 
 // isInt reports whether dt is an integer type (held in I64).
-func isInt(dt tensor.DType) bool { return dt == tensor.Int64 || dt == tensor.Int32 }
+func isInt(dt tensor.DType) bool { return dt.IsInt() }
 
 // alloc returns a zero-filled tensor. Kernels call e.alloc instead, which recycles the
 // buffers of dead activations during a Run.

@@ -40,11 +40,7 @@ func loadONNXModel(path string) (*model, error) {
 	case st.IsDir():
 		return nil, badInputf("model %s is a directory; give an .onnx file", path)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, badInputf("model %s: %w", path, err)
-	}
-	g, err := onnx.Import(data)
+	g, err := onnx.ImportFile(path)
 	if err != nil {
 		return nil, badInputf("model %s: %w", path, err)
 	}

@@ -152,7 +152,8 @@ func (b *Builder) OpN(op string, inputs []string, n int, attrs Attrs) []string {
 	if _, ok := LookupOp(op); !ok {
 		b.Failf("node %s: unknown op type %q", name, op)
 	}
-	b.g.Nodes = append(b.g.Nodes, &Node{Name: name, Op: op, Inputs: append([]string{}, inputs...), Outputs: outs, Attrs: attrs})
+	domain, op := SplitOpKey(op) // a contrib op is named by its key, "com.microsoft.Gelu"
+	b.g.Nodes = append(b.g.Nodes, &Node{Name: name, Op: op, Domain: domain, Inputs: append([]string{}, inputs...), Outputs: outs, Attrs: attrs})
 	return outs
 }
 

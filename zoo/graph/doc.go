@@ -5,9 +5,12 @@
 //
 // # The op table
 //
-// Every ai.onnx operator the IR accepts is declared exactly once, by an OpDef registered
+// Every operator the IR accepts (ai.onnx, and the ONNX Runtime contrib ops of com.microsoft
+// that real encoder files use, keyed "com.microsoft.NAME": see OpKey and LookupNodeOp) is
+// declared exactly once, by an OpDef registered
 // from an op_*.go file of this package (op_elementwise.go, op_const.go, op_shape.go,
-// op_linalg.go, op_nn.go). An OpDef holds the op's schema (inputs, outputs, attributes with
+// op_linalg.go, op_nn.go, and one file per imported op such as op_conv.go or
+// op_ms_attention.go). An OpDef holds the op's schema (inputs, outputs, attributes with
 // their kinds and defaults), the ai.onnx opsets whose semantics it follows, its type and
 // shape inference rule, its pure-Go reference evaluation (Eval, the oracle every backend is
 // tested against; EvalNode runs it), its cost (FLOPs and bytes moved) and its gradient rule

@@ -34,6 +34,14 @@ type GradCtx struct {
 // gradient from it. Declaring it (rather than leaving Grad nil) says so explicitly.
 func NoGrad(c *GradCtx) ([]string, error) { return make([]string, len(c.Node.Inputs)), nil }
 
+// NoGradYet is the gradient rule of a differentiable op whose backward zoo does not have yet
+// (ops that imported models use and zoo's own variants do not): differentiating through it
+// is an error naming the op. Declaring it (rather than leaving Grad nil) says so explicitly,
+// as a backend's UnsupportedOps does for kernels.
+func NoGradYet(c *GradCtx) ([]string, error) {
+	return nil, fmt.Errorf("node %q (%s): zoo has no gradient rule for %s yet; train a graph without it", c.Node.Name, c.Node.Op, c.Node.Op)
+}
+
 // Extend returns a Builder that adds to a copy of g: nodes, initializers, inputs and outputs
 // are copied (nodes and tensors are shared, not cloned), builder constants already in g are
 // reused, and new nodes are named under scope. Build validates the extended graph.

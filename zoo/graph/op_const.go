@@ -232,7 +232,8 @@ func (c *nodeCtx) cast() ([]*absVal, error) {
 		return nil, errors.New(`Cast needs the integer attribute "to"`)
 	}
 	to := tensor.DType(a.I)
-	if to.Size() == 0 {
+	// 16-bit floats are computed in float32: import rewrites Casts to them (onnx/dtype.go).
+	if to.Size() == 0 || to == tensor.Float16 || to == tensor.BFloat16 {
 		return nil, fmt.Errorf("Cast to unsupported dtype %v", to)
 	}
 	out := mk(to, cloneShape(x.shape))

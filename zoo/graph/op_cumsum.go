@@ -18,7 +18,16 @@ func init() {
 		infer: (*nodeCtx).cumSum,
 		Eval:  evalCumSum,
 		Cost:  perOutput(1),
+		Grad:  gradCumSum,
 	})
+}
+
+// gradCumSum: each x_j enters the sums y_i with i ≥ j (i > j when exclusive), so dx is the
+// same running sum of dy taken from the other end: CumSum with reverse flipped. The axis
+// input is an integer and gets no gradient.
+func gradCumSum(c *GradCtx) ([]string, error) {
+	attrs := Attrs{"exclusive": Int(attrInt(c.Node, "exclusive")), "reverse": Int(1 - attrInt(c.Node, "reverse"))}
+	return []string{c.Op("CumSum", []string{c.OutGrads[0], c.Node.Input(1)}, attrs), ""}, nil
 }
 
 func (c *nodeCtx) cumSum() ([]*absVal, error) {

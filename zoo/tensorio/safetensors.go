@@ -458,33 +458,12 @@ func decodeWide(dtype string, shape []int, data []byte) (*tensor.Tensor, error) 
 	for i := range t.F32 {
 		switch dtype {
 		case "F16":
-			t.F32[i] = Float16ToFloat32(binary.LittleEndian.Uint16(data[2*i:]))
+			t.F32[i] = tensor.Float16FromBits(binary.LittleEndian.Uint16(data[2*i:]))
 		case "BF16":
-			t.F32[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(data[2*i:])) << 16)
+			t.F32[i] = tensor.BFloat16FromBits(binary.LittleEndian.Uint16(data[2*i:]))
 		case "F64":
 			t.F32[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:])))
 		}
 	}
 	return t, nil
-}
-
-// Float16ToFloat32 returns the IEEE 754 binary16 value h as a float32 (exact: every half,
-// subnormals, infinities and NaNs included, has a float32).
-func Float16ToFloat32(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	frac := uint32(h) & 0x3ff
-	switch {
-	case exp == 0x1f: // infinity or NaN
-		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
-	case exp == 0 && frac == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal: frac·2^-24
-		v := float32(frac) / (1 << 24)
-		if sign != 0 {
-			v = -v
-		}
-		return v
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
 // rawSafetensors hand-writes a one-tensor safetensors file of dtype with data.
@@ -74,7 +76,7 @@ func TestFloat16EveryValue(t *testing.T) {
 	// Every finite half is exactly representable: converting back by rounding float32 to the
 	// nearest half (through float64 arithmetic on the exact value) must give the same bits.
 	for h := 0; h < 1<<16; h++ {
-		f := Float16ToFloat32(uint16(h))
+		f := tensor.Float16FromBits(uint16(h))
 		exp := (h >> 10) & 0x1f
 		if exp == 0x1f {
 			if (h&0x3ff == 0) != !math.IsNaN(float64(f)) {
