@@ -50,6 +50,8 @@ const (
 	PluginTestPidFile = "ZOO_PLUGINTEST_PIDFILE"
 	TestChild         = "ZOO_TEST_CHILD"
 	CPUPeakChild      = "ZOO_CPU_PEAK_CHILD"
+	PPOCRDir          = "ZOO_PPOCR_DIR"
+	UpdateRealGraphs  = "ZOO_UPDATE_REALGRAPHS"
 )
 
 // Scope says who sets a variable.
@@ -151,6 +153,10 @@ var vars = []Var{
 		Doc: "Marks a test binary re-executed by its own test."},
 	{Name: CPUPeakChild, Syntax: "1", Default: "unset", Scope: Test,
 		Doc: "Marks the child process of the CPU backend's peak-memory test."},
+	{Name: PPOCRDir, Syntax: "DIR", Default: "/tmp/zoo-ppocr: the PP-OCRv4 tests skip when absent", Scope: Test,
+		Doc: "PaddleOCR's PP-OCRv4 recogniser and its extracted encoder (onnx/testdata/realgraphs/ppocr_encoder.py)."},
+	{Name: UpdateRealGraphs, Syntax: "1", Default: "unset", Scope: Test,
+		Doc: "Rewrites the realgraphs fixtures' expected outputs from ONNX Runtime."},
 }
 
 // All returns the table: user variables first, then internal, then test-only ones.
