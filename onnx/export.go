@@ -21,7 +21,7 @@ const IRVersion = 8
 // refuses an op below its SinceVersion.
 const (
 	MinOpset = 13
-	MaxOpset = 17
+	MaxOpset = 23
 )
 
 // UnsupportedOps returns the ops of graph's op table that Export or Import cannot carry at

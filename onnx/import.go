@@ -31,9 +31,13 @@ const (
 // (including Constant tensors) through an onnx-go Backend, and cross-checks them against the
 // pre-pass. Finally the nodes are sorted topologically and the graph is validated.
 //
+// Nodes of older opsets are first rewritten into the forms the op table holds (opset.go); the
+// graph's Opset is then the file's, or MinOpset for a file older than that.
+//
 // It returns a one-line error (wrapped, starting with "import onnx:") for a file that is
-// empty, truncated or not ONNX; an ai.onnx opset outside [MinOpset, MaxOpset]; a node in
-// another domain; an op the IR does not know (naming node and op); unsupported element types
+// empty, truncated or not ONNX; an ai.onnx opset outside [MinImportOpset, MaxOpset]; nodes in
+// other domains or ops the IR does not know (all of them listed at once, each with its first
+// node); unsupported element types
 // or attribute kinds; external or segmented tensor data; declared sizes that the bytes present
 // do not back; missing initializers; duplicate definitions; and cycles.
 func Import(data []byte) (*graph.Graph, error) {
@@ -73,8 +77,8 @@ func importModel(data []byte) (*graph.Graph, error) {
 	if opset == 0 {
 		return nil, errors.New("model imports no ai.onnx opset")
 	}
-	if opset < MinOpset || opset > MaxOpset {
-		return nil, fmt.Errorf("ai.onnx opset %d is not supported (zoo reads opsets %d to %d; re-export with opset_version=17)", opset, MinOpset, MaxOpset)
+	if opset < MinImportOpset || opset > MaxOpset {
+		return nil, fmt.Errorf("ai.onnx opset %d is not supported (zoo reads opsets %d to %d; re-export with opset_version=17)", opset, MinImportOpset, MaxOpset)
 	}
 	if len(gp.GetSparseInitializer()) > 0 {
 		return nil, fmt.Errorf("sparse initializer %q is not supported", gp.GetSparseInitializer()[0].GetValues().GetName())
@@ -86,7 +90,16 @@ func importModel(data []byte) (*graph.Graph, error) {
 		return nil, errors.New("graph has no outputs")
 	}
 
-	g := &graph.Graph{Name: gp.GetName(), Opset: opset, Meta: map[string]string{}}
+	if err := missingOps(gp); err != nil {
+		return nil, err
+	}
+	coerced, err := upgradeNodes(gp, opset)
+	if err != nil {
+		return nil, err
+	}
+
+	// After the adapters a file older than MinOpset holds opset-MinOpset forms.
+	g := &graph.Graph{Name: gp.GetName(), Opset: max(opset, MinOpset), Meta: map[string]string{}}
 	defined := map[string]string{}
 	define := func(name, what string) error {
 		if prev, ok := defined[name]; ok {
@@ -250,6 +263,9 @@ func importModel(data []byte) (*graph.Graph, error) {
 
 	if err := g.TopoSort(); err != nil {
 		return nil, fmt.Errorf("%w (missing initializer or cycle?)", err)
+	}
+	if err := fixCoercedSoftmax(g, coerced); err != nil {
+		return nil, err
 	}
 	if err := g.Validate(); err != nil {
 		return nil, err
