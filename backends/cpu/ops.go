@@ -69,6 +69,10 @@ func init() {
 		"ReduceSum":          reduceOp(reduceSum),
 		"ReduceMean":         reduceOp(reduceMean),
 		"ReduceMax":          reduceOp(reduceMax),
+		"Gelu":               makeGelu,
+		"RMSNormalization":   makeRMSNorm,
+		"RotaryEmbedding":    makeRotary,
+		"Attention":          makeAttentionOp,
 	}
 }
 

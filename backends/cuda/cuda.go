@@ -114,6 +114,8 @@ func (e *precisionError) Error() string {
 var hostOps = map[string]bool{
 	"Shape": true, "Cast": true, "Constant": true, "ConstantOfShape": true, "Range": true,
 	"Equal": true, "Greater": true, "Less": true, "And": true, "Or": true, "Not": true,
+	// The opset-20/23 ops run through the reference until device kernels exist.
+	"Gelu": true, "RMSNormalization": true, "RotaryEmbedding": true, "Attention": true,
 }
 
 // HostOps returns the ops the CUDA backend always runs on the host (through graph.EvalNode),
