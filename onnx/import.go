@@ -249,6 +249,9 @@ func importModel(data []byte) (*graph.Graph, error) {
 			}
 			continue
 		}
+		if kv.GetKey() == MetaStandard || kv.GetKey() == MetaDecomposed {
+			continue // written afresh by every Export
+		}
 		g.Meta[kv.GetKey()] = kv.GetValue()
 	}
 	if len(buffers) > 0 {
