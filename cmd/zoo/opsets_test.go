@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/zoo-dev/zoo/onnx"
+	"github.com/zoo-dev/zoo/variants"
+)
+
+// TestExportEveryOpsetParity exports every built-in variant (tiny preset) at every opset
+// zoo writes, runs `zoo parity` on each file (ONNX Runtime against zoo's CPU backend) and,
+// up to opset 17, Debian's onnx 1.12 checker (full_check). It skips the ONNX Runtime part
+// when the library is not found and the checker when python3-onnx is missing.
+func TestExportEveryOpsetParity(t *testing.T) {
+	needORT(t)
+	checker := exec.Command("/usr/bin/python3", "-c", "import onnx").Run() == nil
+	names := make([]string, 0, len(variants.Builtin()))
+	for name := range variants.Builtin() {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	dir := t.TempDir()
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			var checked []string
+			for opset := onnx.MinOpset; opset <= onnx.MaxOpset; opset++ {
+				path := filepath.Join(dir, fmt.Sprintf("%s_op%d.onnx", name, opset))
+				if code, _, errs := zoo(t, "export", name, "--preset", "tiny", "--onnx", "--opset", fmt.Sprint(opset), "-o", path); code != 0 {
+					t.Errorf("opset %d: export: exit %d: %s", opset, code, errs)
+					continue
+				}
+				if code, out, errs := zoo(t, "parity", path); code != 0 || !strings.Contains(out, "PASSED | All outputs matched") {
+					t.Errorf("opset %d: parity: exit %d, stderr %q\n%s", opset, code, errs, out)
+				}
+				if checker && opset <= 17 {
+					checked = append(checked, path)
+				}
+			}
+			if len(checked) == 0 {
+				return
+			}
+			args := append([]string{"-c", "import onnx, sys\nfor p in sys.argv[1:]: onnx.checker.check_model(onnx.load(p), full_check=True)"}, checked...)
+			if out, err := exec.Command("/usr/bin/python3", args...).CombinedOutput(); err != nil {
+				t.Errorf("onnx checker rejects an export: %v\n%s", err, out)
+			}
+		})
+	}
+}
