@@ -183,7 +183,7 @@ func TestExportModelFields(t *testing.T) {
 	for _, kv := range m.MetadataProps {
 		keys = append(keys, kv.Key+"="+kv.Value)
 	}
-	if got := strings.Join(keys, ";"); got != `config={"d_model":8};variant=vanilla;zoo.buffers=["pe"]` {
+	if got := strings.Join(keys, ";"); got != `config={"d_model":8};variant=vanilla;zoo.onnx.standard=["LayerNormalization"];zoo.buffers=["pe"]` {
 		t.Errorf("metadata %s", got)
 	}
 }
@@ -196,11 +196,20 @@ func TestExportErrors(t *testing.T) {
 	}{
 		{12, "opset 12 is not supported"},
 		{24, "opset 24 is not supported"},
-		{16, "LayerNormalization needs opset 17"},
 	} {
 		if _, err := Export(g, ExportOptions{Opset: tc.opset}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("opset %d: err %v, want %q", tc.opset, err, tc.want)
 		}
+	}
+	ab := graph.NewBuilder("attention")
+	q := ab.Input("q", tensor.Float32, graph.Fixed(1), graph.Fixed(1), graph.Fixed(2), graph.Fixed(2))
+	ab.Output("y", ab.Op("Attention", []string{q, q, q}, nil), tensor.Float32)
+	ag, err := ab.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Export(ag, ExportOptions{Opset: 22}); err == nil || !strings.Contains(err.Error(), "Attention needs opset 23") {
+		t.Errorf("Attention at opset 22: %v", err)
 	}
 	bad := testGraph(t)
 	bad.Nodes = bad.Nodes[1:]

@@ -23,7 +23,10 @@ import (
 //   - Cast's saturate below 19 and Reshape's allowzero 0 below 14 are dropped (their default
 //     meaning); allowzero 1 below 14 is refused unless the target shape is a constant without
 //     zeros.
-//   - RotaryEmbedding and Attention have no lowering: below 23 Export refuses them by name.
+//   - From 23 on, zoo's scaled dot-product attention blocks are written as Attention where
+//     their math is exactly Attention's (opset_fuse.go); below, they are listed as decomposed.
+//   - RotaryEmbedding and Attention nodes have no lowering: below 23 Export refuses them by
+//     name.
 //
 // The model's metadata says how the composite ops came out: MetaStandard lists the nodes
 // written as the standard ONNX op, MetaDecomposed maps each node written out as basic ops to
@@ -83,7 +86,7 @@ func lowerForOpset(g *graph.Graph, opset int) (*graph.Graph, error) {
 			l.names[o] = true
 		}
 	}
-	for _, n := range g.Nodes {
+	for _, n := range l.fuseAttention(g.Nodes) {
 		if err := l.lower(n); err != nil {
 			return nil, fmt.Errorf("node %q (%s) at opset %d: %w", n.Name, n.Op, opset, err)
 		}
