@@ -51,3 +51,28 @@ func TestExportEveryOpsetParity(t *testing.T) {
 		})
 	}
 }
+
+// TestParityTorchFixturesEveryOpset runs `zoo parity` (ONNX Runtime against zoo's CPU
+// backend, atol and rtol 1e-5) on PyTorch 1.13's exports at opsets 11 to 17 and on their
+// rewrites at 18 to 23 (onnx/testdata/gen_fixtures.py, gen_upconverted.py).
+func TestParityTorchFixturesEveryOpset(t *testing.T) {
+	needORT(t)
+	var paths []string
+	for _, glob := range []string{"../../onnx/testdata/torch/*.onnx", "../../onnx/testdata/torch_up/*.onnx"} {
+		ps, err := filepath.Glob(glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, ps...)
+	}
+	if len(paths) != 26 {
+		t.Fatalf("found %d fixtures, want 14 PyTorch exports and 12 rewrites", len(paths))
+	}
+	for _, p := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(p), ".onnx"), func(t *testing.T) {
+			if code, out, errs := zoo(t, "parity", p, "--atol", "1e-5", "--rtol", "1e-5"); code != 0 || !strings.Contains(out, "PASSED | All outputs matched") {
+				t.Errorf("exit %d, stderr %q\n%s", code, errs, out)
+			}
+		})
+	}
+}
