@@ -35,9 +35,8 @@ const (
 // graph's Opset is then the file's, or MinOpset for a file older than that.
 //
 // It returns a one-line error (wrapped, starting with "import onnx:") for a file that is
-// empty, truncated or not ONNX; an ai.onnx opset outside [MinImportOpset, MaxOpset]; nodes in
-// other domains or ops the IR does not know (all of them listed at once, each with its first
-// node); unsupported element types
+// empty, truncated or not ONNX; an ai.onnx opset outside [MinImportOpset, MaxOpset]; a node in
+// another domain; an op the IR does not know (naming node and op); unsupported element types
 // or attribute kinds; external or segmented tensor data; declared sizes that the bytes present
 // do not back; missing initializers; duplicate definitions; and cycles.
 func Import(data []byte) (*graph.Graph, error) {
@@ -90,9 +89,6 @@ func importModel(data []byte) (*graph.Graph, error) {
 		return nil, errors.New("graph has no outputs")
 	}
 
-	if err := missingOps(gp); err != nil {
-		return nil, err
-	}
 	coerced, err := upgradeNodes(gp, opset)
 	if err != nil {
 		return nil, err

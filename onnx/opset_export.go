@@ -213,6 +213,10 @@ func (l *lowering) dim(name string, axis int64) int64 {
 
 func (l *lowering) lower(orig *graph.Node) error {
 	n := cloneNode(orig)
+	if !isONNXDomain(n.Domain) {
+		l.nodes = append(l.nodes, n) // other domains' ops have no opset forms here
+		return nil
+	}
 	if v, ok := compositeOps[n.Op]; ok {
 		if v > 0 && l.opset < v {
 			l.dec[n.Name] = n.Op

@@ -46,14 +46,14 @@ func (l *lowering) matchAttention(nodes []*graph.Node) []*attentionMatch {
 	}
 	single := func(name, op string) *graph.Node {
 		p := producer[name]
-		if p == nil || p.Op != op || uses[name] != 1 || p.Domain != "" && p.Domain != "ai.onnx" {
+		if p == nil || p.Op != op || uses[name] != 1 || !isONNXDomain(p.Domain) {
 			return nil
 		}
 		return p
 	}
 	var out []*attentionMatch
 	for _, mm := range nodes {
-		if mm.Op != "MatMul" || len(mm.Inputs) != 2 {
+		if mm.Op != "MatMul" || len(mm.Inputs) != 2 || !isONNXDomain(mm.Domain) {
 			continue
 		}
 		sm := single(mm.Inputs[0], "Softmax")
