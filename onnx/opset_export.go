@@ -25,6 +25,8 @@ import (
 //     zeros.
 //   - From 23 on, zoo's scaled dot-product attention blocks are written as Attention where
 //     their math is exactly Attention's (opset_fuse.go); below, they are listed as decomposed.
+//   - From 23 on, the rope variant's rotate-half rotation is written as RotaryEmbedding
+//     (opset_rotary.go); below, it is listed as decomposed.
 //   - RotaryEmbedding and Attention nodes have no lowering: below 23 Export refuses them by
 //     name.
 //
@@ -86,7 +88,7 @@ func lowerForOpset(g *graph.Graph, opset int) (*graph.Graph, error) {
 			l.names[o] = true
 		}
 	}
-	for _, n := range l.fuseAttention(g.Nodes) {
+	for _, n := range l.fuseAttention(l.fuseRotary(g.Nodes)) {
 		if err := l.lower(n); err != nil {
 			return nil, fmt.Errorf("node %q (%s) at opset %d: %w", n.Name, n.Op, opset, err)
 		}

@@ -2,13 +2,17 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/zoo-dev/zoo/onnx"
+	"github.com/zoo-dev/zoo/onnx/onnxpb"
 	"github.com/zoo-dev/zoo/variants"
 )
 
@@ -37,6 +41,14 @@ func TestExportEveryOpsetParity(t *testing.T) {
 				if code, out, errs := zoo(t, "parity", path); code != 0 || !strings.Contains(out, "PASSED | All outputs matched") {
 					t.Errorf("opset %d: parity: exit %d, stderr %q\n%s", opset, code, errs, out)
 				}
+				if want := standardAt23[name]; opset == onnx.MaxOpset && len(want) > 0 {
+					ops, meta := fileOps(t, path)
+					for _, op := range want {
+						if !ops[op] || !strings.Contains(meta[onnx.MetaStandard], op) {
+							t.Errorf("opset %d: no standard %s node (ops %v, metadata %q)", opset, op, ops, meta[onnx.MetaStandard])
+						}
+					}
+				}
 				if checker && opset <= 17 {
 					checked = append(checked, path)
 				}
@@ -50,6 +62,35 @@ func TestExportEveryOpsetParity(t *testing.T) {
 			}
 		})
 	}
+}
+
+// standardAt23 lists, per variant, the standard ops its opset-23 export must use where the
+// variant's math is exactly theirs.
+var standardAt23 = map[string][]string{
+	"vanilla": {"Attention", "LayerNormalization"},
+	"gqa":     {"Attention"},
+	"rope":    {"Attention", "RotaryEmbedding"},
+}
+
+// fileOps returns the op types and metadata of an ONNX file.
+func fileOps(t *testing.T, path string) (map[string]bool, map[string]string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m onnxpb.ModelProto
+	if err := proto.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	ops, meta := map[string]bool{}, map[string]string{}
+	for _, n := range m.GetGraph().GetNode() {
+		ops[n.GetOpType()] = true
+	}
+	for _, kv := range m.GetMetadataProps() {
+		meta[kv.GetKey()] = kv.GetValue()
+	}
+	return ops, meta
 }
 
 // TestParityTorchFixturesEveryOpset runs `zoo parity` (ONNX Runtime against zoo's CPU
