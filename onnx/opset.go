@@ -27,6 +27,8 @@ import (
 //     the node becomes Reshape(x, [0]·axis ++ [-1]) → Softmax(-1) → Reshape(·, Shape(x)).
 //   - Flatten (1, 9, 11, 13; not in the table) becomes Reshape, with Transposes for an axis
 //     above 1 (rank-free; a negative axis is refused).
+//   - Clip (6: min/max attributes; 11, 12, 13: optional inputs; not in the table) becomes Max
+//     and Min.
 //   - Dropout-7..22 in inference (no training_mode, or a constant false) is the identity; its
 //     mask output, if used, is all true (ConstantOfShape). Dropout in training mode is refused.
 //
@@ -160,6 +162,8 @@ func (u *upgrader) upgrade(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 		return u.dropout(np)
 	case op == "Flatten":
 		return u.flatten(np)
+	case op == "Clip":
+		return u.clip(np)
 	}
 	return []*onnxpb.NodeProto{np}, nil
 }
@@ -233,6 +237,57 @@ func (u *upgrader) flatten(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 		reshape(merged, front, merged, []int64{0, -1}),
 		{Name: np.GetName(), OpType: "Transpose", Input: []string{merged}, Output: []string{y}, Attribute: []*onnxpb.AttributeProto{{Name: "perm", Type: onnxpb.AttributeProto_INTS, Ints: []int64{1, 0}}}},
 	}, nil
+}
+
+// clip writes Clip (not in the table) as Max with its lower bound and Min with its upper
+// one: attributes min and max before opset 11, optional inputs from 11 on. With min above max
+// the result is max, as Clip-13 defines.
+func (u *upgrader) clip(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
+	in := np.GetInput()
+	if len(in) == 0 || in[0] == "" || len(np.GetOutput()) != 1 {
+		return nil, fmt.Errorf("Clip needs an input and one output")
+	}
+	var lo, hi string
+	if u.opset < 11 {
+		scalar := func(name string) string {
+			a := findAttr(np, name)
+			if a == nil {
+				return ""
+			}
+			n := u.fresh(np, name)
+			tp := &onnxpb.TensorProto{Name: n, DataType: int32(tensor.Float32), RawData: bytesOf([]float32{a.GetF()})}
+			u.g.Initializer = append(u.g.Initializer, tp)
+			u.inits[n] = tp
+			u.uses[n]++
+			return n
+		}
+		lo, hi = scalar("min"), scalar("max")
+	} else {
+		if len(in) > 1 {
+			lo = in[1]
+		}
+		if len(in) > 2 {
+			hi = in[2]
+		}
+	}
+	x, y := in[0], np.GetOutput()[0]
+	var nodes []*onnxpb.NodeProto
+	step := func(op, bound, out string) {
+		nodes = append(nodes, &onnxpb.NodeProto{Name: np.GetName() + "/" + op, OpType: op, Input: []string{x, bound}, Output: []string{out}})
+		x = out
+	}
+	switch {
+	case lo != "" && hi != "":
+		step("Max", lo, u.fresh(np, "low"))
+		step("Min", hi, y)
+	case lo != "":
+		step("Max", lo, y)
+	case hi != "":
+		step("Min", hi, y)
+	default:
+		nodes = append(nodes, &onnxpb.NodeProto{Name: np.GetName(), OpType: "Identity", Input: []string{x}, Output: []string{y}})
+	}
+	return nodes, nil
 }
 
 // fresh returns a value name derived from np's that no value of the graph has.

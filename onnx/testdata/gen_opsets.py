@@ -183,6 +183,17 @@ def main():
     case("constantofshape_op9", 9, "ConstantOfShape", 9, [helper.make_node("ConstantOfShape", ["s"], ["y"], value=helper.make_tensor("v", F, [1], [0.5]))], {"s": np.array([2, 1], dtype=np.int64)},
          {"y": np.full((2, 1), 0.5, np.float32)})
 
+    # Clip: min/max attributes (6) → optional inputs (11, 12, 13); not in zoo's table, written
+    # as Max and Min.
+    case("clip_op7", 7, "Clip", 6, [helper.make_node("Clip", ["x"], ["y"], min=-0.5, max=0.5)], {"x": x34}, {"y": np.clip(x34, -0.5, 0.5)})
+    case("clip_op9_max", 9, "Clip", 6, [helper.make_node("Clip", ["x"], ["y"], max=0.25)], {"x": x34}, {"y": np.minimum(x34, 0.25)})
+    case("clip_op11", 11, "Clip", 11, [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])], {"x": x34}, {"y": np.clip(x34, -0.2, 0.3)},
+         inits=[("lo", np.array(-0.2, dtype=np.float32)), ("hi", np.array(0.3, dtype=np.float32))])
+    case("clip_op13_max_only", 13, "Clip", 13, [helper.make_node("Clip", ["x", "", "hi"], ["y"])], {"x": x34}, {"y": np.minimum(x34, 0.1)},
+         inits=[("hi", np.array(0.1, dtype=np.float32))])
+    case("clip_op13_int", 13, "Clip", 13, [helper.make_node("Clip", ["x", "lo"], ["y"])], {"x": np.array([-3, 0, 5], dtype=np.int64)}, {"y": np.array([-1, 0, 5], dtype=np.int64)},
+         inits=[("lo", np.array(-1, dtype=np.int64))])
+
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump(CASES, f, indent=0)
         f.write("\n")
