@@ -194,6 +194,13 @@ def main():
     case("clip_op13_int", 13, "Clip", 13, [helper.make_node("Clip", ["x", "lo"], ["y"])], {"x": np.array([-3, 0, 5], dtype=np.int64)}, {"y": np.array([-1, 0, 5], dtype=np.int64)},
          inits=[("lo", np.array(-1, dtype=np.int64))])
 
+    # Flatten (1, 9, 11, 13; not in zoo's table) becomes Reshape (and Transposes above axis 1).
+    case("flatten_op7_default", 7, "Flatten", 1, [helper.make_node("Flatten", ["x"], ["y"])], {"x": x234}, {"y": x234.reshape(2, 12)})
+    case("flatten_op11_axis0", 11, "Flatten", 11, [helper.make_node("Flatten", ["x"], ["y"], axis=0)], {"x": x234}, {"y": x234.reshape(1, 24)})
+    case("flatten_op13_axis2", 13, "Flatten", 13, [helper.make_node("Flatten", ["x"], ["y"], axis=2)], {"x": x234}, {"y": x234.reshape(6, 4)})
+    x2345 = arr(2, 3, 4, 5)
+    case("flatten_op13_axis3", 13, "Flatten", 13, [helper.make_node("Flatten", ["x"], ["y"], axis=3)], {"x": x2345}, {"y": x2345.reshape(24, 5)})
+
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump(CASES, f, indent=0)
         f.write("\n")
