@@ -29,6 +29,8 @@ import (
 //     above 1 (rank-free; a negative axis is refused).
 //   - Clip (6: min/max attributes; 11, 12, 13: optional inputs; not in the table) becomes Max
 //     and Min.
+//   - BatchNormalization (7: spatial; 9, 14, 15; not in the table) in inference mode becomes
+//     x·a + b with per-channel a and b (batchNorm).
 //   - Dropout-7..22 in inference (no training_mode, or a constant false) is the identity; its
 //     mask output, if used, is all true (ConstantOfShape). Dropout in training mode is refused.
 //
@@ -164,6 +166,8 @@ func (u *upgrader) upgrade(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 		return u.flatten(np)
 	case op == "Clip":
 		return u.clip(np)
+	case op == "BatchNormalization":
+		return u.batchNorm(np)
 	}
 	return []*onnxpb.NodeProto{np}, nil
 }
@@ -287,6 +291,60 @@ func (u *upgrader) clip(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 	default:
 		nodes = append(nodes, &onnxpb.NodeProto{Name: np.GetName(), OpType: "Identity", Input: []string{x}, Output: []string{y}})
 	}
+	return nodes, nil
+}
+
+// batchNorm writes inference-mode BatchNormalization (not in the table) as x·a + b with
+// a = scale / sqrt(var + epsilon) and b = B − mean·a. Per-channel parameters (C) are reshaped
+// to (C, 1, …, 1) against x's rank at run time (Shape → Shape → Sub → ConstantOfShape → Concat
+// → Reshape), so no static rank is needed; BatchNormalization-7 with spatial 0 takes
+// parameters shaped like x's trailing axes, which broadcast as they are. Training mode
+// (training_mode 1, or the running statistics as used outputs) is refused.
+func (u *upgrader) batchNorm(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
+	in := np.GetInput()
+	if len(in) != 5 {
+		return nil, fmt.Errorf("BatchNormalization needs 5 inputs, has %d", len(in))
+	}
+	if a := findAttr(np, "training_mode"); a != nil && a.GetI() != 0 {
+		return nil, fmt.Errorf("BatchNormalization in training mode is not supported")
+	}
+	for _, o := range np.GetOutput()[1:] {
+		if o != "" && u.uses[o] > 0 {
+			return nil, fmt.Errorf("BatchNormalization's running statistics (output %q) exist only in training mode", o)
+		}
+	}
+	eps := float32(1e-5)
+	if a := findAttr(np, "epsilon"); a != nil {
+		eps = a.GetF()
+	}
+	spatial := true
+	if a := findAttr(np, "spatial"); a != nil && u.opset < 9 {
+		spatial = a.GetI() != 0
+	}
+	x, scale, bias, mean, variance := in[0], in[1], in[2], in[3], in[4]
+	var nodes []*onnxpb.NodeProto
+	node := func(what, op string, attrs []*onnxpb.AttributeProto, ins ...string) string {
+		out := u.fresh(np, what)
+		nodes = append(nodes, &onnxpb.NodeProto{Name: out, OpType: op, Input: ins, Output: []string{out}, Attribute: attrs})
+		return out
+	}
+	epsName := u.fresh(np, "epsilon")
+	u.g.Initializer = append(u.g.Initializer, &onnxpb.TensorProto{Name: epsName, DataType: int32(tensor.Float32), RawData: bytesOf([]float32{eps})})
+	a := node("a", "Div", nil, scale, node("std", "Sqrt", nil, node("var_eps", "Add", nil, variance, epsName)))
+	b := node("b", "Sub", nil, bias, node("mean_a", "Mul", nil, mean, a))
+	if spatial {
+		rank := node("rank", "Shape", nil, node("shape", "Shape", nil, x))
+		ones := node("ones", "ConstantOfShape", []*onnxpb.AttributeProto{{Name: "value", Type: onnxpb.AttributeProto_TENSOR,
+			T: &onnxpb.TensorProto{Dims: []int64{1}, DataType: int32(tensor.Int64), RawData: bytesOf([]int64{1})}}},
+			node("trailing", "Sub", nil, rank, u.constInts(np, "two", []int64{2})))
+		target := node("channel_shape", "Concat", []*onnxpb.AttributeProto{{Name: "axis", Type: onnxpb.AttributeProto_INT, I: 0}}, u.constInts(np, "minus_one", []int64{-1}), ones)
+		a = node("a_channels", "Reshape", nil, a, target)
+		b = node("b_channels", "Reshape", nil, b, target)
+	}
+	nodes = append(nodes,
+		&onnxpb.NodeProto{Name: np.GetName() + "/scale", OpType: "Mul", Input: []string{x, a}, Output: []string{u.fresh(np, "xa")}})
+	nodes = append(nodes,
+		&onnxpb.NodeProto{Name: np.GetName(), OpType: "Add", Input: []string{nodes[len(nodes)-1].Output[0], b}, Output: []string{np.GetOutput()[0]}})
 	return nodes, nil
 }
 

@@ -59,9 +59,10 @@ def enc(t):
 CASES = []
 
 
-def case(name, opset, op, version, nodes, inputs, outputs, inits=(), since=None):
+def case(name, opset, op, version, nodes, inputs, outputs, inits=(), convert=True):
     """inputs: {name: array}; outputs: {name: expected array}; version: the op's schema
-    version this form belongs to (checked where onnx 1.12 knows the opset)."""
+    version this form belongs to (checked where onnx 1.12 knows the opset); convert=False for
+    forms ONNX's converter refuses (BatchNormalization-7 with spatial 0)."""
     ins = [helper.make_tensor_value_info(k, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(v.dtype)], v.shape) for k, v in inputs.items()]
     outs = [helper.make_tensor_value_info(k, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(v.dtype)], v.shape) for k, v in outputs.items()]
     assert outputs, name
@@ -73,7 +74,7 @@ def case(name, opset, op, version, nodes, inputs, outputs, inits=(), since=None)
         onnx.checker.check_model(m, full_check=True)
         s = onnx.defs.get_schema(op, opset)
         assert s.since_version == version, f"{name}: {op} at opset {opset} is version {s.since_version}, case says {version}"
-        if opset < 17:
+        if opset < 17 and convert:
             up = version_converter.convert_version(m, 17)
             onnx.checker.check_model(up, full_check=True)
             onnx.save(up, os.path.join(HERE, f"{name}.to17.onnx"))
@@ -200,6 +201,25 @@ def main():
     case("flatten_op13_axis2", 13, "Flatten", 13, [helper.make_node("Flatten", ["x"], ["y"], axis=2)], {"x": x234}, {"y": x234.reshape(6, 4)})
     x2345 = arr(2, 3, 4, 5)
     case("flatten_op13_axis3", 13, "Flatten", 13, [helper.make_node("Flatten", ["x"], ["y"], axis=3)], {"x": x2345}, {"y": x2345.reshape(24, 5)})
+
+    # BatchNormalization in inference (7: spatial, 9, 14: training_mode, 15); not in zoo's
+    # table, written as x·a + b per channel.
+    def bn(x, s, b, m, v, eps=1e-5, spatial=True):
+        shape = (1, -1) + (1,) * (x.ndim - 2) if spatial else (1,) + s.shape
+        r = lambda t: t.reshape(shape)
+        return ((x - r(m)) / np.sqrt(r(v) + eps) * r(s) + r(b)).astype(np.float32)
+    c3 = [arr(3), arr(3), arr(3), np.abs(arr(3)) + 0.5]
+    names = ["s", "b", "m", "v"]
+    x2322 = arr(2, 3, 2, 2)
+    case("batchnorm_op7", 7, "BatchNormalization", 7, [helper.make_node("BatchNormalization", ["x"] + names, ["y"], epsilon=1e-3)], {"x": x234},
+         {"y": bn(x234, *c3, eps=1e-3)}, inits=list(zip(names, c3)))
+    c34 = [arr(3, 4), arr(3, 4), arr(3, 4), np.abs(arr(3, 4)) + 0.5]
+    case("batchnorm_op7_spatial0", 7, "BatchNormalization", 7, [helper.make_node("BatchNormalization", ["x"] + names, ["y"], spatial=0)], {"x": x234},
+         {"y": bn(x234, *c34, spatial=False)}, inits=list(zip(names, c34)), convert=False)
+    case("batchnorm_op9_4d", 9, "BatchNormalization", 9, [helper.make_node("BatchNormalization", ["x"] + names, ["y"])], {"x": x2322},
+         {"y": bn(x2322, *c3)}, inits=list(zip(names, c3)))
+    case("batchnorm_op15", 15, "BatchNormalization", 15, [helper.make_node("BatchNormalization", ["x"] + names, ["y"], training_mode=0, momentum=0.8)], {"x": x2322},
+         {"y": bn(x2322, *c3)}, inits=list(zip(names, c3)))
 
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump(CASES, f, indent=0)
