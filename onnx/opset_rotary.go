@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -24,6 +25,8 @@ type rotaryMatch struct {
 	cos, sin  string // the full tables (initializers)
 	n         string // the 1-element int64 sequence length the tables are sliced to
 	cosSlices []*graph.Node
+	// interleaved pairs features 2i and 2i+1 (the tables repeat each angle twice in a row).
+	interleaved bool
 }
 
 func (l *lowering) matchRotary(nodes []*graph.Node) []*rotaryMatch {
@@ -64,8 +67,9 @@ func (l *lowering) matchRotary(nodes []*graph.Node) []*rotaryMatch {
 		}
 		return s.Inputs[0], st[0], en[0], true
 	}
-	// table reports a Slice(T, [0], n, [0]) of a constant table T with equal halves.
-	table := func(name string, half int64) (string, string, *graph.Node, bool) {
+	// table reports a Slice(T, [0], n, [0]) of a constant table T with equal halves (or, when
+	// interleaved, equal neighbours 2i and 2i+1).
+	table := func(name string, half int64, interleaved bool) (string, string, *graph.Node, bool) {
 		s := producer[name]
 		if s == nil || s.Op != "Slice" || len(s.Inputs) != 4 {
 			return "", "", nil, false
@@ -78,7 +82,11 @@ func (l *lowering) matchRotary(nodes []*graph.Node) []*rotaryMatch {
 		h := int(half)
 		for r := 0; r < t.Shape[0]; r++ {
 			for i := 0; i < h; i++ {
-				if t.F32[r*2*h+i] != t.F32[r*2*h+h+i] {
+				a, b := r*2*h+i, r*2*h+h+i
+				if interleaved {
+					a, b = r*2*h+2*i, r*2*h+2*i+1
+				}
+				if t.F32[a] != t.F32[b] {
 					return "", "", nil, false
 				}
 			}
@@ -95,7 +103,7 @@ func (l *lowering) matchRotary(nodes []*graph.Node) []*rotaryMatch {
 			if a == nil || b == nil {
 				continue
 			}
-			m := l.rotaryFrom(add, a, b, single, lastAxisSlice, table)
+			m := l.rotaryFrom(add, a, b, single, lastAxisSlice, table, producer, ints)
 			if m != nil {
 				out = append(out, m)
 				break
@@ -108,8 +116,12 @@ func (l *lowering) matchRotary(nodes []*graph.Node) []*rotaryMatch {
 // rotaryFrom checks a = x·cos and b = rotate_half(x)·sin (either operand order of each Mul).
 func (l *lowering) rotaryFrom(add, a, b *graph.Node, single func(string, string) *graph.Node,
 	lastAxisSlice func(*graph.Node) (string, int64, int64, bool),
-	table func(string, int64) (string, string, *graph.Node, bool)) *rotaryMatch {
+	table func(string, int64, bool) (string, string, *graph.Node, bool),
+	producer map[string]*graph.Node, ints func(string) []int64) *rotaryMatch {
 	for _, bo := range [][2]string{{b.Inputs[0], b.Inputs[1]}, {b.Inputs[1], b.Inputs[0]}} {
+		if m := l.interleavedFrom(add, a, b, bo, single, table, ints); m != nil {
+			return m
+		}
 		cat := single(bo[0], "Concat")
 		if cat == nil || len(cat.Inputs) != 2 || (cat.Int("axis", 0) != 3 && cat.Int("axis", 0) != -1) {
 			continue
@@ -128,7 +140,7 @@ func (l *lowering) rotaryFrom(add, a, b *graph.Node, single func(string, string)
 		if len(shape) != 4 || !shape[3].Known() || shape[3].Size != 2*half || e2 < 2*half {
 			continue
 		}
-		sinT, nSin, sinSlice, ok := table(bo[1], half)
+		sinT, nSin, sinSlice, ok := table(bo[1], half, false)
 		if !ok {
 			continue
 		}
@@ -136,7 +148,7 @@ func (l *lowering) rotaryFrom(add, a, b *graph.Node, single func(string, string)
 			if ao[0] != x {
 				continue
 			}
-			cosT, nCos, cosSlice, ok := table(ao[1], half)
+			cosT, nCos, cosSlice, ok := table(ao[1], half, false)
 			if !ok || nCos != nSin {
 				continue
 			}
@@ -148,6 +160,74 @@ func (l *lowering) rotaryFrom(add, a, b *graph.Node, single func(string, string)
 			}
 			return &rotaryMatch{nodes: nodes, last: add, x: x, cos: cosT, sin: sinT, n: nCos, cosSlices: []*graph.Node{cosSlice, sinSlice}}
 		}
+	}
+	return nil
+}
+
+// interleavedFrom checks b = rotate_pairs(x)·sin for the interleaved layout, where
+// rotate_pairs(x) = Reshape(Concat(−odd, even, axis 4), [0, 0, 0, d_k]) with even and odd the
+// two slices of Reshape(x, [0, 0, 0, d_k/2, 2]) on axis 4, and a = x·cos.
+func (l *lowering) interleavedFrom(add, a, b *graph.Node, bo [2]string, single func(string, string) *graph.Node,
+	table func(string, int64, bool) (string, string, *graph.Node, bool), ints func(string) []int64) *rotaryMatch {
+	back := single(bo[0], "Reshape")
+	if back == nil {
+		return nil
+	}
+	cat := single(back.Inputs[0], "Concat")
+	if cat == nil || len(cat.Inputs) != 2 || (cat.Int("axis", 0) != 4 && cat.Int("axis", 0) != -1) {
+		return nil
+	}
+	neg := single(cat.Inputs[0], "Neg")
+	if neg == nil {
+		return nil
+	}
+	pairSlice := func(s *graph.Node, want int64) (string, bool) {
+		if s == nil || len(s.Inputs) != 4 {
+			return "", false
+		}
+		st, en, ax := ints(s.Inputs[1]), ints(s.Inputs[2]), ints(s.Inputs[3])
+		ok := len(st) == 1 && st[0] == want && len(en) == 1 && en[0] == want+1 && len(ax) == 1 && (ax[0] == 4 || ax[0] == -1)
+		return s.Inputs[0], ok
+	}
+	odd, even := single(neg.Inputs[0], "Slice"), single(cat.Inputs[1], "Slice")
+	p1, ok1 := pairSlice(odd, 1)
+	p0, ok0 := pairSlice(even, 0)
+	if !ok0 || !ok1 || p0 != p1 {
+		return nil
+	}
+	pairs := l.producerOf(p0)
+	if pairs == nil || pairs.Op != "Reshape" {
+		return nil
+	}
+	x := pairs.Inputs[0]
+	shape := l.shape(x)
+	if len(shape) != 4 || !shape[3].Known() || shape[3].Size%2 != 0 {
+		return nil
+	}
+	dk := shape[3].Size
+	if s := ints(pairs.Inputs[1]); !slices.Equal(s, []int64{0, 0, 0, dk / 2, 2}) {
+		return nil
+	}
+	if s := ints(back.Inputs[1]); !slices.Equal(s, []int64{0, 0, 0, dk}) {
+		return nil
+	}
+	sinT, nSin, sinSlice, ok := table(bo[1], dk/2, true)
+	if !ok {
+		return nil
+	}
+	for _, ao := range [][2]string{{a.Inputs[0], a.Inputs[1]}, {a.Inputs[1], a.Inputs[0]}} {
+		if ao[0] != x {
+			continue
+		}
+		cosT, nCos, cosSlice, ok := table(ao[1], dk/2, true)
+		if !ok || nCos != nSin {
+			continue
+		}
+		nodes := map[*graph.Node]bool{add: true, a: true, b: true, back: true, cat: true, neg: true, odd: true, even: true}
+		if l.usesOf(p0) == 2 {
+			nodes[pairs] = true
+		}
+		return &rotaryMatch{nodes: nodes, last: add, x: x, cos: cosT, sin: sinT, n: nCos, interleaved: true, cosSlices: []*graph.Node{cosSlice, sinSlice}}
 	}
 	return nil
 }
@@ -167,6 +247,10 @@ func (l *lowering) fuseRotary(nodes []*graph.Node) []*graph.Node {
 		}
 	}
 	halves := map[string]string{}
+	interleaved := map[string]bool{}
+	for _, m := range ms {
+		interleaved[m.cos], interleaved[m.sin] = m.interleaved, m.interleaved
+	}
 	half := func(table string) string {
 		if h, ok := halves[table]; ok {
 			return h
@@ -175,7 +259,13 @@ func (l *lowering) fuseRotary(nodes []*graph.Node) []*graph.Node {
 		w := t.Shape[1] / 2
 		data := make([]float32, 0, t.Shape[0]*w)
 		for r := 0; r < t.Shape[0]; r++ {
-			data = append(data, t.F32[r*2*w:r*2*w+w]...)
+			for i := 0; i < w; i++ {
+				if interleaved[table] {
+					data = append(data, t.F32[r*2*w+2*i])
+				} else {
+					data = append(data, t.F32[r*2*w+i])
+				}
+			}
 		}
 		ht, _ := tensor.FromFloat32(data, t.Shape[0], w)
 		name := constPrefixAdapter + l.fresh(table+"/half")
@@ -209,7 +299,11 @@ func (l *lowering) fuseRotary(nodes []*graph.Node) []*graph.Node {
 			out = append(out, extra...)
 			positions[m.n] = pos
 		}
-		out = append(out, &graph.Node{Name: name, Op: "RotaryEmbedding", Inputs: []string{m.x, half(m.cos), half(m.sin), pos}, Outputs: []string{n.Outputs[0]}})
+		var attrs graph.Attrs
+		if m.interleaved {
+			attrs = graph.Attrs{"interleaved": graph.Int(1)}
+		}
+		out = append(out, &graph.Node{Name: name, Op: "RotaryEmbedding", Inputs: []string{m.x, half(m.cos), half(m.sin), pos}, Outputs: []string{n.Outputs[0]}, Attrs: attrs})
 	}
 	return l.dropUnused(out, ms)
 }
@@ -268,4 +362,29 @@ func rotaryName(m *rotaryMatch) string {
 		}
 	}
 	return "RotaryEmbedding_" + name
+}
+
+// producerOf returns the node of the graph being exported that writes value name, or nil.
+func (l *lowering) producerOf(name string) *graph.Node {
+	for _, n := range l.orig {
+		for _, o := range n.Outputs {
+			if o == name {
+				return n
+			}
+		}
+	}
+	return nil
+}
+
+// usesOf counts the inputs of the graph's nodes that read value name.
+func (l *lowering) usesOf(name string) int {
+	c := 0
+	for _, n := range l.orig {
+		for _, in := range n.Inputs {
+			if in == name {
+				c++
+			}
+		}
+	}
+	return c
 }

@@ -117,3 +117,19 @@ func TestParityTorchFixturesEveryOpset(t *testing.T) {
 		})
 	}
 }
+
+// TestExportRopeInterleavedAt23 checks the interleaved rope layout too becomes RotaryEmbedding
+// at opset 23 and passes parity on ONNX Runtime.
+func TestExportRopeInterleavedAt23(t *testing.T) {
+	needORT(t)
+	path := filepath.Join(t.TempDir(), "rope.onnx")
+	if code, _, errs := zoo(t, "export", "rope", "--preset", "tiny", "--set", "rope_layout=interleaved", "--onnx", "--opset", "23", "-o", path); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errs)
+	}
+	if ops, meta := fileOps(t, path); !ops["RotaryEmbedding"] || !strings.Contains(meta[onnx.MetaStandard], "RotaryEmbedding") {
+		t.Errorf("no standard RotaryEmbedding node: ops %v, metadata %q", ops, meta[onnx.MetaStandard])
+	}
+	if code, out, errs := zoo(t, "parity", path); code != 0 || !strings.Contains(out, "PASSED | All outputs matched") {
+		t.Errorf("parity: exit %d, stderr %q\n%s", code, errs, out)
+	}
+}
