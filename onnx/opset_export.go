@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -391,4 +393,59 @@ func (l *lowering) rmsNorm(n *graph.Node) error {
 	y := l.op(base+"/norm", "Div", "", []string{x, rms}, nil)
 	l.op(base+"/scale", "Mul", n.Outputs[0], []string{y, n.Inputs[1]}, nil)
 	return nil
+}
+
+// NodeCount returns the number of nodes in the main graph of a serialised model (what Export
+// wrote, which can differ from the graph's own node count at an opset that writes ops out as
+// basic ones). It scans the protobuf fields without decoding tensors; malformed data gives
+// an error.
+func NodeCount(data []byte) (int, error) {
+	graphBytes, err := field(data, 7) // ModelProto.graph
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for b := graphBytes; len(b) > 0; {
+		num, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return 0, protowire.ParseError(l)
+		}
+		b = b[l:]
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return 0, protowire.ParseError(m)
+		}
+		if num == 1 && typ == protowire.BytesType { // GraphProto.node
+			n++
+		}
+		b = b[m:]
+	}
+	return n, nil
+}
+
+// field returns the bytes of the last length-delimited field num of a message.
+func field(msg []byte, num protowire.Number) ([]byte, error) {
+	var out []byte
+	for b := msg; len(b) > 0; {
+		n, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return nil, protowire.ParseError(l)
+		}
+		b = b[l:]
+		if n == num && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return nil, protowire.ParseError(m)
+			}
+			out = v
+			b = b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(n, typ, b)
+		if m < 0 {
+			return nil, protowire.ParseError(m)
+		}
+		b = b[m:]
+	}
+	return out, nil
 }

@@ -77,6 +77,9 @@ func TestExportOpsetForms(t *testing.T) {
 		if err := proto.Unmarshal(data, &m); err != nil {
 			t.Fatal(err)
 		}
+		if c, err := onnx.NodeCount(data); err != nil || c != len(m.GetGraph().GetNode()) {
+			t.Errorf("opset %d: NodeCount %d, %v; the file has %d nodes", opset, c, err, len(m.GetGraph().GetNode()))
+		}
 		ops := map[string]bool{}
 		for _, n := range m.GetGraph().GetNode() {
 			ops[n.GetOpType()] = true
