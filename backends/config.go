@@ -11,11 +11,13 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // ConfigEnv names an environment variable that, when set, replaces the default config file
 // path (os.UserConfigDir()/zoo/config.yaml). Tests and scripts use it; users rarely need it.
-const ConfigEnv = "ZOO_CONFIG"
+const ConfigEnv = env.Config
 
 // Config is the user's per-machine configuration file, for example:
 //
@@ -43,7 +45,7 @@ type HostConfig struct {
 // ConfigPath returns the path of the user's config file: $ZOO_CONFIG when set, else
 // os.UserConfigDir()/zoo/config.yaml.
 func ConfigPath() (string, error) {
-	if p := os.Getenv(ConfigEnv); p != "" {
+	if p, _ := env.Get(ConfigEnv); p != "" {
 		return p, nil
 	}
 	dir, err := os.UserConfigDir()

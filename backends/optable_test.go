@@ -21,7 +21,7 @@ import (
 func tableOps() []string {
 	var ops []string
 	for _, d := range graph.Ops() {
-		ops = append(ops, d.Name)
+		ops = append(ops, d.Key())
 	}
 	return ops
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // Choice is the outcome of backend selection: the backend, its probe, and why it was chosen.
@@ -33,8 +35,8 @@ func Select(requested string) (Choice, error) {
 	if requested != "" {
 		return pick(requested, "flag", "requested with --backend", "--backend")
 	}
-	if env := strings.TrimSpace(os.Getenv("ZOO_BACKEND")); env != "" {
-		return pick(env, "env", "from ZOO_BACKEND", "ZOO_BACKEND")
+	if v, _ := env.Get(env.Backend); v != "" {
+		return pick(v, "env", "from "+env.Backend, env.Backend)
 	}
 	path, err := ConfigPath()
 	if err != nil {

@@ -8,6 +8,12 @@
 // IR knows, for example PyTorch's exports at opsets 11 to 17, rewrites older operator forms
 // into the op table's (opset.go, after ONNX's version converter) and returns a validated,
 // topologically sorted graph.
+// ImportFile also reads external tensor data from the model's folder (external.go) and names
+// a Git LFS pointer. ONNX Runtime's com.microsoft ops are imported into their own domain
+// (graph.OpKey); an unknown op is refused with every unknown op of the graph listed at once
+// (unsupported.go). Float16 and bfloat16 weights and values are computed in float32: they are
+// widened once at import and Casts to them become Casts to float32 (dtype.go); int8 and uint8
+// tensors (quantized graphs) are read as they are.
 //
 // # How Import uses onnx-go
 //
@@ -37,7 +43,8 @@
 //     allocates a placeholder tensor of the declared fixed shape for each (a hostile file
 //     could declare a huge one);
 //   - tensor attributes are checked the same way and passed to onnx-go with bool raw_data
-//     rewritten as int32_data; zero-element ones are filled in from the pre-pass;
+//     rewritten as int32_data; zero-element ones and 8- and 16-bit ones (which onnx-go does
+//     not decode) are filled in from the pre-pass;
 //   - metadata_props, including zoo's own list of buffer initializers (BuffersKey).
 //
 // A panic inside onnx-go or gorgonia is recovered and returned as an error.

@@ -119,7 +119,7 @@ func toModelProto(g *graph.Graph, opts ExportOptions) (*onnxpb.ModelProto, error
 		}
 	}
 	for i, n := range g.Nodes {
-		if d, ok := graph.LookupOp(n.Op); ok && opset < d.SinceVersion {
+		if d, ok := graph.LookupNodeOp(n); ok && d.Domain == "" && opset < d.SinceVersion {
 			// Below the op table's SinceVersion the op is missing or means something else.
 			return nil, fmt.Errorf("export onnx: node %d (%s %q): %s needs opset %d, asked for %d", i, n.Op, n.Name, n.Op, d.SinceVersion, opset)
 		}
@@ -148,7 +148,7 @@ func toModelProto(g *graph.Graph, opts ExportOptions) (*onnxpb.ModelProto, error
 	}
 	m := &onnxpb.ModelProto{
 		IrVersion:       IRVersion,
-		OpsetImport:     []*onnxpb.OperatorSetIdProto{{Domain: "", Version: int64(opset)}},
+		OpsetImport:     opsetImports(g, opset),
 		ProducerName:    Producer,
 		ProducerVersion: opts.ProducerVersion,
 		DocString:       opts.DocString,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 	gtensor "gorgonia.org/tensor"
@@ -35,10 +36,11 @@ const (
 // graph's Opset is then the file's, or MinOpset for a file older than that.
 //
 // It returns a one-line error (wrapped, starting with "import onnx:") for a file that is
-// empty, truncated or not ONNX; an ai.onnx opset outside [MinImportOpset, MaxOpset]; a node in
-// another domain; an op the IR does not know (naming node and op); unsupported element types
-// or attribute kinds; external or segmented tensor data; declared sizes that the bytes present
-// do not back; missing initializers; duplicate definitions; and cycles.
+// empty, truncated, not ONNX or a Git LFS pointer; an ai.onnx opset outside [MinImportOpset,
+// MaxOpset]; ops the IR does not know in any domain (all of them, each with its first node);
+// unsupported element types or attribute kinds; external tensor data (ImportFile reads it) or
+// segmented tensors; declared sizes that the bytes present do not back; missing
+// initializers; duplicate definitions; and cycles.
 func Import(data []byte) (*graph.Graph, error) {
 	g, err := importModel(data)
 	if err != nil {
@@ -52,9 +54,15 @@ func nodeWhere(i int, np *onnxpb.NodeProto) string {
 	return fmt.Sprintf("node %d (%s %q)", i, np.GetOpType(), np.GetName())
 }
 
-func importModel(data []byte) (*graph.Graph, error) {
+func importModel(data []byte) (*graph.Graph, error) { return importModelIn(data, "") }
+
+// importModelIn imports data, reading external tensor data from dir (none when dir is "").
+func importModelIn(data []byte, dir string) (*graph.Graph, error) {
 	if len(data) == 0 {
 		return nil, errors.New("file is empty")
+	}
+	if err := lfsPointer(data); err != nil {
+		return nil, err
 	}
 	var m onnxpb.ModelProto
 	if err := proto.Unmarshal(data, &m); err != nil {
@@ -78,6 +86,9 @@ func importModel(data []byte) (*graph.Graph, error) {
 	}
 	if opset < MinImportOpset || opset > MaxOpset {
 		return nil, fmt.Errorf("ai.onnx opset %d is not supported (zoo reads opsets %d to %d; re-export with opset_version=17)", opset, MinImportOpset, MaxOpset)
+	}
+	if err := loadExternalData(&m, dir); err != nil {
+		return nil, err
 	}
 	if len(gp.GetSparseInitializer()) > 0 {
 		return nil, fmt.Errorf("sparse initializer %q is not supported", gp.GetSparseInitializer()[0].GetValues().GetName())
@@ -156,12 +167,12 @@ func importModel(data []byte) (*graph.Graph, error) {
 	// that onnx-go walks (no initializers, untyped inputs and outputs: see doc.go).
 	skel := &onnxpb.GraphProto{Name: gp.GetName()}
 	layouts := make([]map[string]tensorLayout, len(gp.GetNode()))
+	if err := unsupportedOps(gp); err != nil {
+		return nil, err
+	}
 	for i, np := range gp.GetNode() {
 		where := nodeWhere(i, np)
-		if d := np.GetDomain(); d != "" && d != "ai.onnx" {
-			return nil, fmt.Errorf("%s: domain %q is not supported (zoo runs only ai.onnx operators)", where, d)
-		}
-		spec, ok := graph.LookupOp(np.GetOpType())
+		spec, ok := graph.LookupOp(graph.OpKey(np.GetDomain(), np.GetOpType()))
 		if !ok {
 			return nil, fmt.Errorf("%s: op %s is not supported by zoo's IR", where, np.GetOpType())
 		}
@@ -199,8 +210,8 @@ func importModel(data []byte) (*graph.Graph, error) {
 					layouts[i] = map[string]tensorLayout{}
 				}
 				layouts[i][ap.GetName()] = lay
-				if lay.n == 0 {
-					continue // onnx-go cannot decode empty tensors; filled from the pre-pass
+				if lay.n == 0 || !walkable(lay.dtype) {
+					continue // onnx-go cannot decode empty or 8/16-bit tensors; filled from the pre-pass
 				}
 				sn.Attribute = append(sn.Attribute, &onnxpb.AttributeProto{Name: ap.GetName(), Type: ap.GetType(), T: walkableTensor(ap.GetT(), lay)})
 			default:
@@ -260,6 +271,7 @@ func importModel(data []byte) (*graph.Graph, error) {
 		}
 	}
 
+	computeInFloat32(g)
 	if err := g.TopoSort(); err != nil {
 		return nil, fmt.Errorf("%w (missing initializer or cycle?)", err)
 	}
@@ -345,14 +357,15 @@ func convertNode(i int, np *onnxpb.NodeProto, op walkedOp, layouts map[string]te
 	n := &graph.Node{
 		Name:    np.GetName(),
 		Op:      np.GetOpType(),
+		Domain:  strings.TrimPrefix(np.GetDomain(), "ai.onnx"),
 		Inputs:  append([]string{}, inputs...),
 		Outputs: append([]string{}, op.outputs...),
 	}
 	for _, ap := range np.GetAttribute() {
 		name := ap.GetName()
 		var a graph.Attr
-		if lay, ok := layouts[name]; ok && lay.n == 0 {
-			t, err := tensor.New(lay.dtype, lay.shape...)
+		if lay, ok := layouts[name]; ok && (lay.n == 0 || !walkable(lay.dtype)) {
+			t, err := decodeTensor(ap.GetT())
 			if err != nil {
 				return nil, fmt.Errorf("%s: tensor attribute %q: %w", where, name, err)
 			}

@@ -271,8 +271,14 @@ func TestImportErrors(t *testing.T) {
 		{"opset 24", mutate(t, func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = 24 }), "opset 24 is not supported"},
 		{"no opset", mutate(t, func(m *onnxpb.ModelProto) { m.OpsetImport[0].Domain = "com.example" }), "no ai.onnx opset"},
 		{"ir 11", mutate(t, func(m *onnxpb.ModelProto) { m.IrVersion = 11 }), "IR version 11"},
-		{"domain", mutate(t, func(m *onnxpb.ModelProto) { findNode(m, "Softmax").Domain = "com.microsoft" }), `Softmax "Softmax"): domain "com.microsoft" is not supported`},
-		{"unknown op", mutate(t, func(m *onnxpb.ModelProto) { findNode(m, "Softmax").OpType = "FancyAttention" }), `node 2 (FancyAttention "Softmax"): op FancyAttention is not supported`},
+		{"domain", mutate(t, func(m *onnxpb.ModelProto) { findNode(m, "Softmax").Domain = "com.microsoft" }), `zoo cannot run: com.microsoft.Softmax (1 node 2 "Softmax")`},
+		{"unknown op", mutate(t, func(m *onnxpb.ModelProto) { findNode(m, "Softmax").OpType = "FancyAttention" }), `uses an op that zoo cannot run: FancyAttention (1 node 2 "Softmax")`},
+		{"every unknown op", mutate(t, func(m *onnxpb.ModelProto) {
+			findNode(m, "Softmax").OpType = "FancyAttention"
+			for _, n := range m.Graph.Node[:2] {
+				n.OpType, n.Domain = "FusedMatMul", "com.microsoft"
+			}
+		}), `uses 2 ops that zoo cannot run: com.microsoft.FusedMatMul (2 nodes, first 0 `},
 		{"external data", mutate(t, func(m *onnxpb.ModelProto) {
 			m.Graph.Initializer[0].DataLocation = onnxpb.TensorProto_EXTERNAL
 			m.Graph.Initializer[0].ExternalData = []*onnxpb.StringStringEntryProto{{Key: "location", Value: "weights.bin"}}
@@ -281,7 +287,8 @@ func TestImportErrors(t *testing.T) {
 		{"huge dims", mutate(t, func(m *onnxpb.ModelProto) { m.Graph.Initializer[0].Dims = []int64{1 << 40, 1 << 40} }), "exceed 2^31 elements"},
 		{"dims vs bytes", mutate(t, func(m *onnxpb.ModelProto) { m.Graph.Initializer[0].Dims = []int64{1 << 20, 8} }), "raw_data holds 512 bytes"},
 		{"negative dim", mutate(t, func(m *onnxpb.ModelProto) { m.Graph.Initializer[0].Dims = []int64{-1, 8} }), "negative dimension"},
-		{"fp16", mutate(t, func(m *onnxpb.ModelProto) { m.Graph.Initializer[0].DataType = int32(onnxpb.TensorProto_FLOAT16) }), "element type float16 is not supported"},
+		{"complex64", mutate(t, func(m *onnxpb.ModelProto) { m.Graph.Initializer[0].DataType = int32(onnxpb.TensorProto_COMPLEX64) }), "element type complex64 is not supported"},
+		{"fp16 size", mutate(t, func(m *onnxpb.ModelProto) { m.Graph.Initializer[0].DataType = int32(onnxpb.TensorProto_FLOAT16) }), "float16 elements"},
 		{"constant size", mutate(t, func(m *onnxpb.ModelProto) { findNode(m, "Constant").Attribute[0].T.Dims = []int64{1000} }), `tensor attribute "value": declares 1000 bool elements`},
 		{"graph attr", mutate(t, func(m *onnxpb.ModelProto) {
 			findNode(m, "Softmax").Attribute = append(findNode(m, "Softmax").Attribute, &onnxpb.AttributeProto{Name: "body", Type: onnxpb.AttributeProto_GRAPH, G: &onnxpb.GraphProto{}})

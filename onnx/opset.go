@@ -27,10 +27,9 @@ import (
 //     the node becomes Reshape(x, [0]·axis ++ [-1]) → Softmax(-1) → Reshape(·, Shape(x)).
 //   - Flatten (1, 9, 11, 13; not in the table) becomes Reshape, with Transposes for an axis
 //     above 1 (rank-free; a negative axis is refused).
-//   - Clip (6: min/max attributes; 11, 12, 13: optional inputs; not in the table) becomes Max
-//     and Min.
-//   - BatchNormalization (7: spatial; 9, 14, 15; not in the table) in inference mode becomes
-//     x·a + b with per-channel a and b (batchNorm).
+//   - Clip-6's min and max attributes become the optional inputs of Clip-11 on (clip).
+//   - BatchNormalization-7's spatial attribute: 1 is the table's (opset-9) form, 0 is written
+//     as x·a + b (batchNorm).
 //   - Dropout-7..22 in inference (no training_mode, or a constant false) is the identity; its
 //     mask output, if used, is all true (ConstantOfShape). Dropout in training mode is refused.
 //
@@ -243,70 +242,71 @@ func (u *upgrader) flatten(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 	}, nil
 }
 
-// clip writes Clip (not in the table) as Max with its lower bound and Min with its upper
-// one: attributes min and max before opset 11, optional inputs from 11 on. With min above max
-// the result is max, as Clip-13 defines.
+// clip brings Clip-6's min and max attributes to the inputs of the table's Clip (opset 11 on:
+// optional scalar inputs, "" for an absent bound).
 func (u *upgrader) clip(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
-	in := np.GetInput()
-	if len(in) == 0 || in[0] == "" || len(np.GetOutput()) != 1 {
-		return nil, fmt.Errorf("Clip needs an input and one output")
+	if u.opset >= 11 {
+		return []*onnxpb.NodeProto{np}, nil
 	}
-	var lo, hi string
-	if u.opset < 11 {
-		scalar := func(name string) string {
-			a := findAttr(np, name)
-			if a == nil {
-				return ""
-			}
-			n := u.fresh(np, name)
-			tp := &onnxpb.TensorProto{Name: n, DataType: int32(tensor.Float32), RawData: bytesOf([]float32{a.GetF()})}
-			u.g.Initializer = append(u.g.Initializer, tp)
-			u.inits[n] = tp
-			u.uses[n]++
-			return n
+	if len(np.GetInput()) != 1 {
+		return nil, fmt.Errorf("Clip-6 takes one input, has %d", len(np.GetInput()))
+	}
+	bound := func(name string) string {
+		a := findAttr(np, name)
+		if a == nil {
+			return ""
 		}
-		lo, hi = scalar("min"), scalar("max")
-	} else {
-		if len(in) > 1 {
-			lo = in[1]
-		}
-		if len(in) > 2 {
-			hi = in[2]
+		n := u.fresh(np, name)
+		tp := &onnxpb.TensorProto{Name: n, DataType: int32(tensor.Float32), RawData: bytesOf([]float32{a.GetF()})}
+		u.g.Initializer = append(u.g.Initializer, tp)
+		u.inits[n] = tp
+		u.uses[n]++
+		return n
+	}
+	lo, hi := bound("min"), bound("max")
+	var attrs []*onnxpb.AttributeProto
+	for _, a := range np.GetAttribute() {
+		if a.GetName() != "min" && a.GetName() != "max" {
+			attrs = append(attrs, a)
 		}
 	}
-	x, y := in[0], np.GetOutput()[0]
-	var nodes []*onnxpb.NodeProto
-	step := func(op, bound, out string) {
-		nodes = append(nodes, &onnxpb.NodeProto{Name: np.GetName() + "/" + op, OpType: op, Input: []string{x, bound}, Output: []string{out}})
-		x = out
-	}
-	switch {
-	case lo != "" && hi != "":
-		step("Max", lo, u.fresh(np, "low"))
-		step("Min", hi, y)
-	case lo != "":
-		step("Max", lo, y)
-	case hi != "":
-		step("Min", hi, y)
-	default:
-		nodes = append(nodes, &onnxpb.NodeProto{Name: np.GetName(), OpType: "Identity", Input: []string{x}, Output: []string{y}})
-	}
-	return nodes, nil
+	np.Attribute = attrs
+	np.Input = append(np.Input, lo, hi)
+	return []*onnxpb.NodeProto{np}, nil
 }
 
-// batchNorm writes inference-mode BatchNormalization (not in the table) as x·a + b with
-// a = scale / sqrt(var + epsilon) and b = B − mean·a. Per-channel parameters (C) are reshaped
-// to (C, 1, …, 1) against x's rank at run time (Shape → Shape → Sub → ConstantOfShape → Concat
-// → Reshape), so no static rank is needed; BatchNormalization-7 with spatial 0 takes
-// parameters shaped like x's trailing axes, which broadcast as they are. Training mode
-// (training_mode 1, or the running statistics as used outputs) is refused.
+// batchNorm brings BatchNormalization-7 to the table's form (opset 9: per channel on axis 1):
+// spatial 1 (the default) is that form once the attribute is dropped; spatial 0, whose
+// statistics have x's trailing shape (C, D1, …), is written as x·a + b with a = scale /
+// sqrt(var + epsilon) and b = B − mean·a, which broadcast as they are. Opset 9 and later
+// are the table's form already.
 func (u *upgrader) batchNorm(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
+	if u.opset >= 9 {
+		return []*onnxpb.NodeProto{np}, nil
+	}
+	spatial := true
+	var attrs []*onnxpb.AttributeProto
+	for _, a := range np.GetAttribute() {
+		switch a.GetName() {
+		case "spatial":
+			spatial = a.GetI() != 0
+		default:
+			attrs = append(attrs, a)
+		}
+	}
+	if spatial {
+		np.Attribute = attrs
+		return []*onnxpb.NodeProto{np}, nil
+	}
+	return u.batchNormSpatial0(np)
+}
+
+// batchNormSpatial0 writes BatchNormalization-7 with spatial 0 as x·a + b. Training mode (the
+// running statistics as used outputs) is refused.
+func (u *upgrader) batchNormSpatial0(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 	in := np.GetInput()
 	if len(in) != 5 {
 		return nil, fmt.Errorf("BatchNormalization needs 5 inputs, has %d", len(in))
-	}
-	if a := findAttr(np, "training_mode"); a != nil && a.GetI() != 0 {
-		return nil, fmt.Errorf("BatchNormalization in training mode is not supported")
 	}
 	for _, o := range np.GetOutput()[1:] {
 		if o != "" && u.uses[o] > 0 {
@@ -316,10 +316,6 @@ func (u *upgrader) batchNorm(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) 
 	eps := float32(1e-5)
 	if a := findAttr(np, "epsilon"); a != nil {
 		eps = a.GetF()
-	}
-	spatial := true
-	if a := findAttr(np, "spatial"); a != nil && u.opset < 9 {
-		spatial = a.GetI() != 0
 	}
 	x, scale, bias, mean, variance := in[0], in[1], in[2], in[3], in[4]
 	var nodes []*onnxpb.NodeProto
@@ -332,15 +328,6 @@ func (u *upgrader) batchNorm(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) 
 	u.g.Initializer = append(u.g.Initializer, &onnxpb.TensorProto{Name: epsName, DataType: int32(tensor.Float32), RawData: bytesOf([]float32{eps})})
 	a := node("a", "Div", nil, scale, node("std", "Sqrt", nil, node("var_eps", "Add", nil, variance, epsName)))
 	b := node("b", "Sub", nil, bias, node("mean_a", "Mul", nil, mean, a))
-	if spatial {
-		rank := node("rank", "Shape", nil, node("shape", "Shape", nil, x))
-		ones := node("ones", "ConstantOfShape", []*onnxpb.AttributeProto{{Name: "value", Type: onnxpb.AttributeProto_TENSOR,
-			T: &onnxpb.TensorProto{Dims: []int64{1}, DataType: int32(tensor.Int64), RawData: bytesOf([]int64{1})}}},
-			node("trailing", "Sub", nil, rank, u.constInts(np, "two", []int64{2})))
-		target := node("channel_shape", "Concat", []*onnxpb.AttributeProto{{Name: "axis", Type: onnxpb.AttributeProto_INT, I: 0}}, u.constInts(np, "minus_one", []int64{-1}), ones)
-		a = node("a_channels", "Reshape", nil, a, target)
-		b = node("b_channels", "Reshape", nil, b, target)
-	}
 	nodes = append(nodes,
 		&onnxpb.NodeProto{Name: np.GetName() + "/scale", OpType: "Mul", Input: []string{x, a}, Output: []string{u.fresh(np, "xa")}})
 	nodes = append(nodes,

@@ -86,6 +86,10 @@ func encodeTensor(name string, t *tensor.Tensor) (*onnxpb.TensorProto, error) {
 			}
 		}
 		tp.RawData = raw
+	case tensor.Int8, tensor.Uint8, tensor.Float16, tensor.BFloat16:
+		if err := encodeSmall(tp, t); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("unsupported dtype %v", t.DType)
 	}
@@ -103,10 +107,10 @@ func dtypeName(code int32) string {
 // supportedDType maps an ONNX data type code to a zoo dtype, or returns an error naming it.
 func supportedDType(code int32) (tensor.DType, error) {
 	switch dt := tensor.DType(code); dt {
-	case tensor.Float32, tensor.Int32, tensor.Int64, tensor.Bool:
+	case tensor.Float32, tensor.Int32, tensor.Int64, tensor.Bool, tensor.Float16, tensor.BFloat16, tensor.Int8, tensor.Uint8:
 		return dt, nil
 	}
-	return tensor.Invalid, fmt.Errorf("element type %s is not supported (zoo reads float32, int32, int64 and bool)", dtypeName(code))
+	return tensor.Invalid, fmt.Errorf("element type %s is not supported (zoo reads float32, float16, bfloat16, int64, int32, int8, uint8 and bool)", dtypeName(code))
 }
 
 // tensorLayout is what checkTensor learned about a TensorProto without allocating its data.
@@ -130,7 +134,7 @@ func checkTensor(tp *onnxpb.TensorProto) (tensorLayout, error) {
 				loc = fmt.Sprintf(" (%q)", e.GetValue())
 			}
 		}
-		return lay, fmt.Errorf("data is stored in an external file%s; zoo reads only self-contained models (re-save with onnx.save_model(m, path, save_as_external_data=False))", loc)
+		return lay, fmt.Errorf("data is stored in an external file%s; import the model from its file (onnx.ImportFile, zoo run FILE.onnx) with the data next to it, or re-save it with onnx.save_model(m, path, save_as_external_data=False)", loc)
 	}
 	if tp.GetSegment() != nil {
 		return lay, fmt.Errorf("segmented tensors are not supported")
@@ -171,7 +175,7 @@ func checkTensor(tp *onnxpb.TensorProto) (tensorLayout, error) {
 		have, field = int64(len(tp.GetFloatData())), "float_data"
 	case dt == tensor.Int64:
 		have, field = int64(len(tp.GetInt64Data())), "int64_data"
-	default: // int32 and bool live in int32_data
+	default: // int32, bool, int8, uint8, float16 and bfloat16 live in int32_data
 		have, field = int64(len(tp.GetInt32Data())), "int32_data"
 	}
 	if have != n {
@@ -191,6 +195,9 @@ func decodeTensor(tp *onnxpb.TensorProto) (*tensor.Tensor, error) {
 	lay, err := checkTensor(tp)
 	if err != nil {
 		return nil, err
+	}
+	if smallDType(lay.dtype) {
+		return decodeSmall(tp, lay)
 	}
 	if lay.raw && littleEndian {
 		t := &tensor.Tensor{DType: lay.dtype, Shape: lay.shape}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
@@ -29,8 +30,8 @@ import (
 const (
 	DefaultStartTimeout = 20 * time.Second
 	DefaultBuildTimeout = 10 * time.Minute
-	StartTimeoutEnv     = "ZOO_PLUGIN_START_TIMEOUT"
-	BuildTimeoutEnv     = "ZOO_PLUGIN_BUILD_TIMEOUT"
+	StartTimeoutEnv     = env.PluginStartTimeout
+	BuildTimeoutEnv     = env.PluginBuildTimeout
 )
 
 // Spec says how to start one plugin.
@@ -92,11 +93,11 @@ func (o HostOptions) FromEnv() (HostOptions, error) {
 			continue
 		}
 		*t.dst = t.def
-		if s := os.Getenv(t.env); s != "" {
-			d, err := time.ParseDuration(s)
-			if err != nil || d <= 0 {
-				return o, fmt.Errorf("%s=%q: want a positive duration such as 30s or 10m", t.env, s)
-			}
+		d, set, err := env.Duration(t.env)
+		if err != nil {
+			return o, err
+		}
+		if set {
 			*t.dst = d
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
@@ -59,7 +60,7 @@ const PluginName = "variant"
 // binary that a zoo host started it; it is not a security measure.
 var Handshake = goplugin.HandshakeConfig{
 	ProtocolVersion:  ProtocolVersion,
-	MagicCookieKey:   "ZOO_VARIANT_PLUGIN",
+	MagicCookieKey:   env.PluginCookie,
 	MagicCookieValue: "7c1f5b0e-zoo-variant-plugin-d3a9c2e4",
 }
 

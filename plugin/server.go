@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/internal/memlimit"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
@@ -26,7 +27,7 @@ import (
 
 // LogLevelEnv is the environment variable through which the host tells a plugin how much to
 // log on stderr (trace, debug, info, warn, error); the host sets it to debug under --verbose.
-const LogLevelEnv = "ZOO_PLUGIN_LOG_LEVEL"
+const LogLevelEnv = env.PluginLogLevel
 
 // server adapts a variant.Variant to the gRPC service.
 type server struct {
@@ -56,9 +57,13 @@ func (s *server) Build(req *pluginpb.BuildRequest, stream pluginpb.Variant_Build
 	defer recoverAsStatus(&err, "Build")
 	start := time.Now()
 	d := s.v.Describe()
-	cfg, err := variant.Resolve(d, ConfigFromProto(req.GetConfig()))
+	layer, training := variant.SplitTraining(ConfigFromProto(req.GetConfig()))
+	cfg, err := variant.Resolve(d, layer)
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	if training {
+		cfg = variant.WithTraining(cfg)
 	}
 	mem, err := memlimit.Available()
 	if err != nil {
@@ -167,7 +172,8 @@ func recoverAsStatus(err *error, what string) {
 // pluginLogger is the SDK's logger: hclog JSON on the plugin's real stderr, which the host
 // re-emits under --verbose and keeps for error reports.
 func pluginLogger(name string, out io.Writer) hclog.Logger {
-	level := hclog.LevelFromString(os.Getenv(LogLevelEnv))
+	lv, _ := env.Get(LogLevelEnv)
+	level := hclog.LevelFromString(lv)
 	if level == hclog.NoLevel {
 		level = hclog.Info
 	}

@@ -290,11 +290,18 @@ func Cases() []Case {
 		c1("ReduceSum/all", "ReduceSum", graph.Attrs{"keepdims": graph.Int(0)}, matA, F32(S(), 21)),
 		c1("ReduceSum/noop", "ReduceSum", graph.Attrs{"noop_with_empty_axes": graph.Int(1)}, matA, matA),
 		c2("ReduceSum/int64", "ReduceSum", nil, I64(S(2, 2), 1, 2, 3, 4), I64(S(1), 0), I64(S(1, 2), 4, 6)),
+		c2("CumSum/middle-axis", "CumSum", nil, x234, I64(S(), 1), F32(S(2, 3, 4), 0, 1, 2, 3, 4, 6, 8, 10, 12, 15, 18, 21, 12, 13, 14, 15, 28, 30, 32, 34, 48, 51, 54, 57)),
+		c2("CumSum/reverse-exclusive", "CumSum", graph.Attrs{"reverse": graph.Int(1), "exclusive": graph.Int(1)}, matA, I64(S(1), -1), F32(S(2, 3), 5, 3, 0, 11, 6, 0)),
+		c2("CumSum/int64", "CumSum", nil, I64(S(3), 4, -1, 2), I64(S(), 0), I64(S(3), 4, 3, 5)),
 		c1("ReduceMean", "ReduceMean", graph.Attrs{"axes": graph.Ints(-1)}, matA, F32(S(2, 1), 2, 5)),
 		c1("ReduceMean/axis0-drop", "ReduceMean", graph.Attrs{"axes": graph.Ints(0), "keepdims": graph.Int(0)}, matA, F32(S(3), 2.5, 3.5, 4.5)),
 		c1("ReduceMean/all", "ReduceMean", nil, matA, F32(S(1, 1), 3.5)),
 		c1("ReduceMax", "ReduceMax", graph.Attrs{"axes": graph.Ints(1)}, F32(S(2, 3), -inf, -2, -3, 4, 9, 1), F32(S(2, 1), -2, 9)),
 		c1("ReduceMax/middle", "ReduceMax", graph.Attrs{"axes": graph.Ints(1), "keepdims": graph.Int(0)}, x234, F32(S(2, 4), 8, 9, 10, 11, 20, 21, 22, 23)),
+		{Name: "ScatterND/add-rows", Op: "ScatterND", Attrs: graph.Attrs{"reduction": graph.String("add")}, Args: []Arg{In(F32(S(3, 2), iota32(6)...)), In(I64(S(2, 2, 1), 1, 0, 1, -1)), In(F32(S(2, 2, 2), 1, 2, 3, 4, 5, 6, 7, 8))},
+			Want: []*tensor.Tensor{F32(S(3, 2), 3, 5, 8, 11, 11, 13)}},
+		{Name: "ScatterND/elements", Op: "ScatterND", Args: []Arg{In(F32(S(2, 2), 1, 2, 3, 4)), In(I64(S(2, 2), 0, 1, 1, 0)), In(F32(S(2), 7, 8))},
+			Want: []*tensor.Tensor{F32(S(2, 2), 1, 7, 8, 4)}},
 		// Opset 20 and 23 ops; the values come from zoo/graph/testdata/gen_opset23.py's numpy.
 		c1("Gelu", "Gelu", nil, F32(S(3), -1, 0, 1.5), F32(S(3), -0.158655254, 0, 1.3997892)),
 		c1("Gelu/tanh", "Gelu", graph.Attrs{"approximate": graph.String("tanh")}, F32(S(3), -1, 0, 1.5), F32(S(3), -0.158808009, 0, 1.39957158)),
@@ -326,7 +333,7 @@ func Cases() []Case {
 			}
 		}
 	}
-	return cases
+	return append(cases, importedCases()...)
 }
 
 func slice(name string, x, starts, ends, axes, steps, want *tensor.Tensor) Case {

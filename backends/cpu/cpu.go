@@ -24,16 +24,14 @@ package cpu
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/compile"
-	"github.com/zoo-dev/zoo/backends/cpu/gemm"
+	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
+	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -45,7 +43,22 @@ const Name = "cpu"
 const Priority = 10
 
 // ThreadsEnv is the environment variable that overrides the default worker count.
-const ThreadsEnv = "ZOO_THREADS"
+const ThreadsEnv = env.Threads
+
+// ApplyEnv sets the SIMD kernel level of the backend from ZOO_CPU (internal/env); unset or
+// empty selects the best level this CPU runs. The error names the variable and says why:
+// an unknown level, or one this CPU lacks (ZOO_CPU=avx512 without AVX-512). No package
+// reads ZOO_CPU at initialisation; a program calls this once at start-up.
+func ApplyEnv() error { return simd.ApplyEnv() }
+
+// Levels returns the SIMD kernel levels this CPU and build run, best first ("generic" last).
+func Levels() []string {
+	var names []string
+	for _, l := range simd.Available() {
+		names = append(names, l.String())
+	}
+	return names
+}
 
 func init() { backends.Register(Backend{}) }
 
@@ -60,7 +73,7 @@ func (Backend) Name() string { return Name }
 func (Backend) Probe() backends.Probe {
 	return backends.Probe{
 		Available: true,
-		Level:     gemm.Level(),
+		Level:     simd.Current().String(),
 		Device:    deviceName(),
 		Threads:   DefaultThreads(),
 		Priority:  Priority,
@@ -68,15 +81,11 @@ func (Backend) Probe() backends.Probe {
 }
 
 // DefaultThreads returns the worker count programs use when Options.Threads is 0: the value
-// of ZOO_THREADS when it is a positive integer, else runtime.GOMAXPROCS(0).
+// of ZOO_THREADS when it is a positive integer, else runtime.GOMAXPROCS(0) (the CLI refuses
+// other values at start-up).
 func DefaultThreads() int {
-	if s := strings.TrimSpace(os.Getenv(ThreadsEnv)); s != "" {
-		if n, err := strconv.Atoi(s); err == nil && n > 0 {
-			if n > workpool.MaxThreads {
-				n = workpool.MaxThreads
-			}
-			return n
-		}
+	if n, _, err := env.Int(ThreadsEnv); err == nil && n > 0 {
+		return min(n, workpool.MaxThreads)
 	}
 	return runtime.GOMAXPROCS(0)
 }
@@ -145,7 +154,7 @@ func newProgram(g *graph.Graph, opts backends.Options) (*Program, error) {
 	cfg := compile.Config[kernel]{
 		Backend: Name,
 		Kernel: func(n *graph.Node) (kernel, error) {
-			mk, ok := opTable[n.Op]
+			mk, ok := opTable[graph.OpKey(n.Domain, n.Op)]
 			if !ok {
 				return nil, &backends.UnsupportedOpError{Detail: "no CPU kernel"}
 			}

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/zoo-dev/zoo/backends"
-	"github.com/zoo-dev/zoo/backends/cpu/gemm"
+	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -22,7 +22,7 @@ func TestRegisteredAndProbe(t *testing.T) {
 		t.Fatal(`backend "cpu" is not registered`)
 	}
 	p := b.Probe()
-	if !p.Available || p.Priority != 10 || p.Level != gemm.Level() {
+	if !p.Available || p.Priority != 10 || p.Level != simd.Current().String() {
 		t.Errorf("probe = %+v", p)
 	}
 	if !strings.Contains(p.Device, "core") {

@@ -373,9 +373,9 @@ func where[T any](e *exec, bc *bcast, out []T, c []bool, x, y []T) {
 func makeCast(n *graph.Node) (kernel, error) {
 	to := tensor.DType(n.Int("to", 0))
 	switch to {
-	case tensor.Float32, tensor.Int32, tensor.Int64, tensor.Bool:
+	case tensor.Float32, tensor.Int32, tensor.Int64, tensor.Bool, tensor.Int8, tensor.Uint8:
 	default:
-		return nil, unsupported("cast to %v is not supported (float32, int32, int64 and bool are)", to)
+		return nil, unsupported("cast to %v is not supported (float32, int64, int32, int8, uint8 and bool are)", to)
 	}
 	return func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		if err := need(in, 1); err != nil {
@@ -397,6 +397,8 @@ func cast(e *exec, x *tensor.Tensor, to tensor.DType) (*tensor.Tensor, error) {
 	}
 	th := e.threads
 	switch {
+	case to == tensor.Int8 || to == tensor.Uint8:
+		return castSmallInt(x, out, to)
 	case x.DType == tensor.Float32 && to == tensor.Int64:
 		unaryMap(th, out.I64, x.F32, func(v float32) int64 { return int64(v) })
 	case x.DType == tensor.Float32 && to == tensor.Int32:

@@ -48,7 +48,8 @@ import (
 // same value and run as one step, each layer still counted under its own kind; "layernorm"
 // counts LayerNorms written out in elementary ops and recomposed into one step, "shape"
 // Shape steps that read a Transpose's input instead of running it, and "split" linear steps
-// whose output slices are written directly instead of copied out. It is empty when
+// whose output slices are written directly instead of copied out, and "softmax-backward"
+// autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go). It is empty when
 // backends.Options.NoFusion was set or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
@@ -95,6 +96,15 @@ func (p *Program) fuse() {
 		if g, st, ok := f.matchAttention(i); ok {
 			f.commit(g, st, replaced)
 			p.fusions["attention"]++
+		}
+	}
+	for i := range p.plan.Steps {
+		if f.dead[i] || p.plan.Steps[i].Node.Op != "ReduceSum" {
+			continue
+		}
+		if g, st, ok := f.matchSoftmaxGrad(i); ok {
+			f.commit(g, st, replaced)
+			p.fusions["softmax-backward"]++
 		}
 	}
 	for i := range p.plan.Steps {

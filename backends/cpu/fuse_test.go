@@ -3,7 +3,6 @@ package cpu_test
 import (
 	"context"
 	"fmt"
-	"github.com/zoo-dev/zoo/zoo/variant"
 	"math"
 	"math/rand"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 func compileBoth(t *testing.T, g *graph.Graph, opts backends.Options) (fused, plain *cpu.Program) {

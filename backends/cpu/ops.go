@@ -69,11 +69,14 @@ func init() {
 		"ReduceSum":          reduceOp(reduceSum),
 		"ReduceMean":         reduceOp(reduceMean),
 		"ReduceMax":          reduceOp(reduceMax),
+		"ScatterND":          makeScatterND,
+		"CumSum":             makeCumSum, // cumsum.go
 		"Gelu":               makeGelu,
 		"RMSNormalization":   makeRMSNorm,
 		"RotaryEmbedding":    makeRotary,
 		"Attention":          makeAttentionOp,
 	}
+	addImportedOps(opTable)
 }
 
 // UnsupportedOps returns the ops of graph's op table that the CPU backend deliberately
@@ -97,7 +100,7 @@ func unsupported(format string, args ...any) error {
 }
 
 // isInt reports whether dt is an integer type (held in I64).
-func isInt(dt tensor.DType) bool { return dt == tensor.Int64 || dt == tensor.Int32 }
+func isInt(dt tensor.DType) bool { return dt.IsInt() }
 
 // alloc returns a zero-filled tensor. Kernels call e.alloc instead, which recycles the
 // buffers of dead activations during a Run.

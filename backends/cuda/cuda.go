@@ -29,12 +29,12 @@ package cuda
 
 import (
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/zoo/graph"
 )
 
@@ -46,10 +46,10 @@ const Priority = 100
 
 // PrecisionEnv sets the default matrix-product precision ("fp32", "tf32" or "bf16") when
 // backends.Options.Precision is empty.
-const PrecisionEnv = "ZOO_CUDA_PRECISION"
+const PrecisionEnv = env.CUDAPrecision
 
 // DeviceEnv selects the device ordinal (default 0); CUDA_VISIBLE_DEVICES also applies.
-const DeviceEnv = "ZOO_CUDA_DEVICE"
+const DeviceEnv = env.CUDADevice
 
 // Required versions.
 const (
@@ -91,7 +91,8 @@ func (b Backend) Compile(g *graph.Graph, opts backends.Options) (backends.Progra
 func precision(opts backends.Options) (string, error) {
 	p := strings.ToLower(strings.TrimSpace(opts.Precision))
 	if p == "" {
-		p = strings.ToLower(strings.TrimSpace(os.Getenv(PrecisionEnv)))
+		v, _ := env.Get(PrecisionEnv)
+		p = strings.ToLower(v)
 	}
 	switch p {
 	case "", "fp32":
@@ -114,6 +115,8 @@ func (e *precisionError) Error() string {
 var hostOps = map[string]bool{
 	"Shape": true, "Cast": true, "Constant": true, "ConstantOfShape": true, "Range": true,
 	"Equal": true, "Greater": true, "Less": true, "And": true, "Or": true, "Not": true,
+	"ScatterND": true, // autodiff's embedding gradient; no device kernel yet
+	"CumSum":    true, // causal linear attention's prefix sums; no device kernel yet
 	// The opset-20/23 ops run through the reference until device kernels exist.
 	"Gelu": true, "RMSNormalization": true, "RotaryEmbedding": true, "Attention": true,
 }

@@ -4,7 +4,6 @@ package cuda
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // libs records what was loaded, for messages and for device setup.
@@ -73,7 +73,7 @@ func doLoad() (*libs, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("the NVIDIA driver (%s) sees no CUDA device", verString(v))
 	}
-	if s := strings.TrimSpace(os.Getenv(DeviceEnv)); s != "" {
+	if s, _ := env.Get(DeviceEnv); s != "" {
 		o, err := strconv.Atoi(s)
 		if err != nil || o < 0 || o >= n {
 			return nil, fmt.Errorf("%s=%q is not a device ordinal (this machine has %d device(s): 0..%d)", DeviceEnv, s, n, n-1)

@@ -4,11 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // LibPathEnv lists extra directories (colon-separated) searched for the CUDA libraries
 // before the standard places.
-const LibPathEnv = "ZOO_CUDA_LIB_PATH"
+const LibPathEnv = env.CUDALibPath
 
 // Library sonames, newest first. The driver is only ever libcuda.so.1.
 var (
@@ -24,7 +26,8 @@ var (
 // (nvidia/*/lib under site- and dist-packages).
 func libDirs() []string {
 	var dirs []string
-	for _, d := range strings.Split(os.Getenv(LibPathEnv), ":") {
+	paths, _ := env.Get(LibPathEnv)
+	for _, d := range strings.Split(paths, ":") {
 		if d != "" {
 			dirs = append(dirs, d)
 		}

@@ -66,7 +66,7 @@ func (r *run) step(st *step, in []value) ([]value, error) {
 	for _, v := range in {
 		anyFloat = anyFloat || v.isFloat()
 	}
-	if hostOps[n.Op] || !anyFloat {
+	if hostOps[graph.OpKey(n.Domain, n.Op)] || !anyFloat {
 		hs := make([]*tensor.Tensor, len(in))
 		for i, v := range in {
 			if v.host == nil && v.dev != nil {

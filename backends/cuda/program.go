@@ -220,8 +220,9 @@ func planConfig(opts backends.Options) compile.Config[gpuOp] {
 	return compile.Config[gpuOp]{
 		Backend: Name,
 		Kernel: func(n *graph.Node) (gpuOp, error) {
-			fn, ok := gpuOps[n.Op]
-			if !ok && !hostOps[n.Op] {
+			key := graph.OpKey(n.Domain, n.Op)
+			fn, ok := gpuOps[key]
+			if !ok && !hostOps[key] {
 				return nil, &backends.UnsupportedOpError{Detail: "no CUDA kernel"}
 			}
 			return fn, nil

@@ -10,14 +10,13 @@ import (
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 )
 
-func init() { register(backendsCommand) }
-
 func backendsCommand() *cli.Command {
 	return &cli.Command{
-		Name:   "backends",
-		Usage:  "list the backends, whether each can run on this machine, and which one is chosen",
-		Flags:  []cli.Flag{flagBackend, flagJSON},
-		Action: backendsAction,
+		Name:        "backends",
+		Usage:       "list the backends, whether each can run on this machine, and which one is chosen",
+		Description: examples("zoo backends", "zoo backends --json", "ZOO_BACKEND=cuda zoo backends"),
+		Flags:       []cli.Flag{flagBackend, flagJSON},
+		Action:      backendsAction,
 	}
 }
 

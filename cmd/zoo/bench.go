@@ -27,8 +27,6 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
-func init() { register(benchCommand) }
-
 func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "bench",
@@ -49,7 +47,8 @@ func benchCommand() *cli.Command {
 			"\"(2 points)\" (JSON: two_point_fit), since a line through two points tests nothing.\n" +
 			"Table, markdown and CSV rows are printed as they finish (CSV rows when their series is complete, as each\n" +
 			"carries the series' exponent); JSON is one document at the end.\n" +
-			"Data goes to stdout; progress goes to stderr only when it is a terminal.",
+			"Data goes to stdout; progress goes to stderr only when it is a terminal." +
+			examples("zoo bench vanilla linformer --seq 128,512,2048", "zoo bench vanilla.tiny --batch 1,8 --format csv", "zoo bench linformer --against onnxruntime"),
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "seq", Value: "128,512,2048", Usage: "sequence lengths `N,N,...`"},
 			&cli.StringFlag{Name: "batch", Value: "1", Usage: "batch sizes `B,B,...`"},

@@ -16,8 +16,6 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
-func init() { register(exportCommand) }
-
 func exportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "export",
@@ -27,8 +25,9 @@ func exportCommand() *cli.Command {
 			"--onnx exports every variant of the registry, one NAME[.PRESET].onnx each, into the directory -o DIR (default:\n" +
 			"the current directory), with --preset, --set and --seed applied to each; every variant is resolved first, so a\n" +
 			"variant that lacks the preset (or a --set key) is an error before anything is written. An existing file is\n" +
-			"replaced atomically, but never a read-only one.",
-		Flags: append(modelFlags(), flagJSON,
+			"replaced atomically, but never a read-only one." +
+			examples("zoo export linformer --onnx -o linformer.onnx", "zoo export --onnx --preset tiny -o models", "zoo export vanilla --weights vanilla.safetensors"),
+		Flags: append(variantFlags(), flagFromWeights, flagJSON,
 			&cli.BoolFlag{Name: "onnx", Usage: "write an ONNX model"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "ONNX `FILE`.onnx (default: NAME[.PRESET].onnx); with no name, the directory to write into (default: .)"},
 			&cli.IntFlag{Name: "opset", Value: graph.DefaultOpset, Usage: fmt.Sprintf("ai.onnx opset (%d to %d), with --onnx", onnx.MinOpset, onnx.MaxOpset)},
@@ -104,6 +103,9 @@ func exportAction(c *cli.Context) error {
 	if c.NArg() == 0 {
 		if weights != "" {
 			return badInputf("--weights writes one model's state_dict: name the model (zoo export NAME --weights FILE.safetensors)")
+		}
+		if c.IsSet(flagFromWeights.Name) {
+			return badInputf("--from-weights loads one model's state_dict: name the model (zoo export NAME --onnx --from-weights FILE.safetensors)")
 		}
 		return exportAll(c)
 	}

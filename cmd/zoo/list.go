@@ -14,14 +14,13 @@ import (
 	"github.com/zoo-dev/zoo/zoo/registry"
 )
 
-func init() { register(listCommand) }
-
 func listCommand() *cli.Command {
 	return &cli.Command{
-		Name:   "list",
-		Usage:  "list the variants in the registry",
-		Flags:  []cli.Flag{flagRegistry, flagJSON},
-		Action: listAction,
+		Name:        "list",
+		Usage:       "list the variants in the registry",
+		Description: examples("zoo list", "zoo list --json", "zoo list --registry my-variants.yaml"),
+		Flags:       []cli.Flag{flagRegistry, flagJSON},
+		Action:      listAction,
 	}
 }
 

@@ -3,6 +3,22 @@
 // Exit codes: 0 success, 1 the job failed (a runtime error or a parity mismatch), 2 bad usage
 // or bad input, 130 interrupted (SIGINT, Ctrl-C), 143 terminated (SIGTERM). Every error is one
 // line on stderr.
+//
+// # Where things go
+//
+//   - A new verb: a file VERB.go with a func VERBCommand() *cli.Command (Usage, ArgsUsage, a
+//     Description ending in examples(...), Flags, Action), added to commands() below in the
+//     place `zoo --help` should show it. Handlers stay thin: they parse, call the library and
+//     render to an io.Writer. Bad input returns badInput(err) (exit 2), a failed job failed(err)
+//     (exit 1). Completion, the man page and `zoo help VERB` follow from the definition.
+//   - A new output format of `zoo run --output`: output.go, newSink's switch on the file
+//     extension (JSON numbers are formatted by format.go). A new report format of a verb
+//     (`zoo bench --format`): that verb's rendering code, next to its Action.
+//   - A new environment variable: one entry in internal/env (name, syntax, default, doc, check);
+//     read it with env.Get/Int/Duration/Bool, never os.Getenv. `zoo help environment` and the
+//     README table come from that entry, and run() below checks its value at start-up.
+//   - A flag shared by several verbs: model.go (flagRegistry, flagJSON, ...); the common ones
+//     that may also come before the verb are listed in args.go (commonFlags).
 package main
 
 import (
@@ -10,21 +26,35 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	_ "github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/backends/cpu"
 	_ "github.com/zoo-dev/zoo/backends/cuda"
+	"github.com/zoo-dev/zoo/internal/env"
+	"github.com/zoo-dev/zoo/internal/memlimit"
 )
 
-// version is set at link time (-ldflags "-X main.version=...").
-var version = "dev"
-
-// commands holds every verb; each verb's file adds its constructor here at init.
-var commands []func() *cli.Command
-
-func register(c func() *cli.Command) { commands = append(commands, c) }
+// commands returns every verb, in the order `zoo --help` lists them.
+func commands() []*cli.Command {
+	return []*cli.Command{
+		listCommand(),
+		showCommand(),
+		runCommand(),
+		tokenizeCommand(),
+		evalCommand(),
+		exportCommand(),
+		parityCommand(),
+		benchCommand(),
+		backendsCommand(),
+		pluginCommand(),
+		helpCommand(),
+		completionCommand(),
+		manCommand(),
+	}
+}
 
 // exitError carries an exit code with the error.
 type exitError struct {
@@ -63,33 +93,40 @@ func failed(err error) error {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
+	usageError := func(_ *cli.Context, err error, _ bool) error { return badInput(err) }
 	app := &cli.App{
 		Name:    "zoo",
 		Usage:   "run, compare, verify and ship Transformer encoder variants",
-		Version: version,
-		Description: "Models are named variant[.preset] (see `zoo list`). Flags may come before or after the name.\n" +
-			"Environment: ZOO_BACKEND (cpu, ...) forces a backend; ZOO_THREADS caps CPU threads;\n" +
-			"ZOO_CPU (avx512, avx2, generic) forces the CPU kernel level.\n" +
-			"Variants run as plugin processes (built-ins: zoo itself). --verbose (anywhere) or ZOO_VERBOSE=1\n" +
-			"shows plugin logs and timings; ZOO_PLUGIN_START_TIMEOUT and ZOO_PLUGIN_BUILD_TIMEOUT (e.g. 30s, 10m)\n" +
-			"bound plugin start-up and builds; ZOO_PLUGIN_INPROCESS=1 serves built-ins in process (debugging).",
+		Version: version + ", " + runtime.Version(),
+		Description: "A model is a variant or variant.preset (see `zoo list`), or an .onnx file. Flags may come before or\n" +
+			"after the name; the global options may also come before the command. Variants run as plugin\n" +
+			"processes (built-ins: zoo itself). Environment variables: `zoo help environment`." +
+			examples("zoo list", "zoo run linformer --input text.txt", "zoo help run"),
 		Writer:                 stdout,
 		ErrWriter:              stderr,
 		HideHelpCommand:        true,
-		Flags:                  []cli.Flag{&cli.BoolFlag{Name: "verbose", Usage: "show plugin logs and timings on stderr (accepted after the command too)"}},
+		Flags:                  globalFlags(),
 		UseShortOptionHandling: true,
 		ExitErrHandler:         func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return badInput(err)
-		},
+		OnUsageError:           usageError,
+		Commands:               commands(),
+		Action:                 unknownCommandAction,
 	}
-	for _, mk := range commands {
-		c := mk()
-		if c.OnUsageError == nil {
-			c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return badInput(err) }
+	var setup func(cmds []*cli.Command)
+	setup = func(cmds []*cli.Command) {
+		for _, c := range cmds {
+			if c.OnUsageError == nil {
+				c.OnUsageError = usageError
+			}
+			if len(c.Subcommands) > 0 && c.Action == nil {
+				c.Action = unknownCommandAction
+			}
+			c.HideHelpCommand = true
+			c.Description = strings.TrimLeft(c.Description, "\n")
+			setup(c.Subcommands)
 		}
-		app.Commands = append(app.Commands, c)
 	}
+	setup(app.Commands)
 	return app
 }
 
@@ -101,25 +138,65 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			code = 1
 		}
 	}()
+	if len(args) > 1 && args[1] == completeCommand {
+		complete(newApp(io.Discard, io.Discard), args[2:], stdout)
+		return 0
+	}
 	args, verbose := stripVerbose(args)
+	if err := checkEnv(stderr); err != nil {
+		return report(stderr, err)
+	}
 	s := newSession(stderr, verbose)
 	defer s.end()
 	app := newApp(stdout, s.stderr)
-	err := app.RunContext(s.ctx, reorderCommandArgs(app, args))
+	args, err := hoistCommonFlags(app, helpArgs(app, args))
+	if err == nil {
+		err = app.RunContext(s.ctx, reorderCommandArgs(app, args))
+	}
 	if code, ok := s.interrupted(); ok {
 		return code
 	}
+	return report(s.stderr, err)
+}
+
+// checkEnv warns about unknown ZOO_* variables, refuses bad values of known ones (exit 2),
+// and applies those that configure the process (the CPU kernel level).
+func checkEnv(stderr io.Writer) error {
+	errs, warnings := env.Problems(os.Environ())
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "zoo: warning: %s\n", w)
+	}
+	if len(errs) > 0 {
+		msg := errs[0].Error()
+		if len(errs) > 1 {
+			msg += fmt.Sprintf(" (and %d more bad ZOO_* values)", len(errs)-1)
+		}
+		return badInputf("%s; see `zoo help environment`", msg)
+	}
+	if err := cpu.ApplyEnv(); err != nil {
+		return badInput(err)
+	}
+	if v, _ := env.Get(env.MemoryLimit); v != "" {
+		if _, _, err := memlimit.ParseLimit(v); err != nil {
+			return badInput(err)
+		}
+	}
+	return nil
+}
+
+// report prints err on one line and returns its exit code (0 for nil).
+func report(stderr io.Writer, err error) int {
 	if err == nil {
 		return 0
 	}
-	code = 1
+	code := 1
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
 	} else if isUsage(err) {
 		code = 2
 	}
-	fmt.Fprintf(s.stderr, "zoo: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(stderr, "zoo: %s\n", oneLine(err.Error()))
 	return code
 }
 

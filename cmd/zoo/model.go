@@ -24,7 +24,11 @@ var (
 	flagBackend  = &cli.StringFlag{Name: "backend", Usage: "backend to run on (see `zoo backends`); default: ZOO_BACKEND, then the fastest available"}
 )
 
-func modelFlags() []cli.Flag { return []cli.Flag{flagPreset, flagSet, flagSeed, flagRegistry} }
+// modelFlags are the flags of a verb that builds a model: variantFlags and --weights.
+func modelFlags() []cli.Flag { return append(variantFlags(), flagWeights) }
+
+// variantFlags shape a variant's config and initial weights.
+func variantFlags() []cli.Flag { return []cli.Flag{flagPreset, flagSet, flagSeed, flagRegistry} }
 
 // loadRegistry merges the embedded registry, the user's file and --registry FILE.
 func loadRegistry(c *cli.Context) (*registry.Registry, error) {
@@ -63,6 +67,8 @@ type model struct {
 	Seed     uint64
 	Graph    *graph.Graph
 	FromFile bool
+	// WeightsFile is the state_dict loaded over the initial weights ("" for none).
+	WeightsFile string
 }
 
 // parseSets turns repeated --set KEY=VALUE flags into a layer of string values.
@@ -82,6 +88,13 @@ func parseSets(sets []string) (map[string]any, error) {
 // resolveVariant finds ref ("name", "alias" or "name.preset") and returns the variant, its
 // registry entry, the preset in force and the complete config.
 func resolveVariant(c *cli.Context, ref string) (variant.Variant, registry.Entry, string, variant.Config, error) {
+	return resolveVariantVocab(c, ref, 0)
+}
+
+// resolveVariantVocab is resolveVariant with vocab > 0 the size of a tokenizer's vocabulary:
+// it sets the variant's vocab hyperparameter (between the preset and --set, so an explicit
+// --set vocab=N still wins), where the variant has one.
+func resolveVariantVocab(c *cli.Context, ref string, vocab int) (variant.Variant, registry.Entry, string, variant.Config, error) {
 	reg, err := loadRegistry(c)
 	if err != nil {
 		return nil, registry.Entry{}, "", nil, err
@@ -108,6 +121,13 @@ func resolveVariant(c *cli.Context, ref string) (variant.Variant, registry.Entry
 		}
 		layers = append(layers, values)
 	}
+	if vocab > 0 {
+		for _, p := range v.Describe().Params {
+			if p.Name == vocabParam {
+				layers = append(layers, map[string]any{vocabParam: int64(vocab)})
+			}
+		}
+	}
 	sets, err := parseSets(c.StringSlice(flagSet.Name))
 	if err != nil {
 		return nil, entry, "", nil, badInput(err)
@@ -120,19 +140,52 @@ func resolveVariant(c *cli.Context, ref string) (variant.Variant, registry.Entry
 	return v, entry, preset, cfg, nil
 }
 
-// loadModel resolves ref (a variant, or an .onnx file) and builds or imports its graph.
-func loadModel(c *cli.Context, ref string) (*model, error) {
+// vocabParam is the hyperparameter a tokenizer's vocabulary size sets.
+const vocabParam = "vocab"
+
+// loadModel resolves ref (a variant, or an .onnx file), builds or imports its graph and
+// loads the state_dict the command names (--weights, or --from-weights on export) into it.
+func loadModel(c *cli.Context, ref string) (*model, error) { return loadModelWith(c, ref, 0, nil) }
+
+// loadModelVocab is loadModel with a tokenizer's vocabulary size for a variant (see
+// resolveVariantVocab); 0 keeps the variant's own.
+func loadModelVocab(c *cli.Context, ref string, vocab int) (*model, error) {
+	return loadModelWith(c, ref, vocab, nil)
+}
+
+// configHook adjusts a variant's resolved config before the build (e.g. clm turns causal
+// on); its error is returned as it is.
+type configHook func(d variant.Description, cfg variant.Config) error
+
+// loadModelWith is loadModelVocab with hook (nil for none) applied to a variant's config; an
+// ONNX file's config is fixed, and the hook does not run for it.
+func loadModelWith(c *cli.Context, ref string, vocab int, hook configHook) (*model, error) {
+	var m *model
+	var err error
 	if isONNXPath(ref) {
 		if err := rejectVariantFlags(c, ref); err != nil {
 			return nil, err
 		}
-		return loadONNXModel(ref)
+		m, err = loadONNXModel(ref)
+	} else {
+		v, entry, preset, cfg, rerr := resolveVariantVocab(c, ref, vocab)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if hook != nil {
+			if err := hook(v.Describe(), cfg); err != nil {
+				return nil, err
+			}
+		}
+		m, err = buildModel(c.Context, v, entry, preset, cfg, c.Uint64(flagSeed.Name))
 	}
-	v, entry, preset, cfg, err := resolveVariant(c, ref)
 	if err != nil {
 		return nil, err
 	}
-	return buildModel(c.Context, v, entry, preset, cfg, c.Uint64(flagSeed.Name))
+	if err := applyWeights(c, m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // buildModel builds a resolved variant's graph; a build error is bad input (the config).

@@ -40,47 +40,48 @@ func loadONNXModel(path string) (*model, error) {
 	case st.IsDir():
 		return nil, badInputf("model %s is a directory; give an .onnx file", path)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, badInputf("model %s: %w", path, err)
-	}
-	g, err := onnx.Import(data)
+	g, err := onnx.ImportFile(path)
 	if err != nil {
 		return nil, badInputf("model %s: %w", path, err)
 	}
 	m := &model{Name: path, Desc: variant.Description{Name: path, Summary: "ONNX file"}, Config: variant.Config{}, Graph: g, FromFile: true}
-	// A file zoo exported records its variant's config; its max_len bounds the windows.
-	var cfg map[string]any
-	if json.Unmarshal([]byte(g.Meta["config"]), &cfg) == nil {
-		if v, ok := cfg["max_len"].(float64); ok && v >= 1 && v == math.Trunc(v) {
-			m.Config["max_len"] = int64(v)
-			m.Desc.Caps.MaxLenParam = "max_len"
-		}
+	if v := metaMaxLen(g); v > 0 {
+		m.Config["max_len"] = int64(v)
+		m.Desc.Caps.MaxLenParam = "max_len"
 	}
 	return m, nil
 }
 
-// tokenInputs finds the graph inputs that take token ids (int64, rank 2) and the key-padding
-// mask (bool, rank 2, true = padding; optional). zoo's own graphs call them tokens and
-// key_padding_mask; imported graphs may use any names.
-func tokenInputs(g *graph.Graph) (tokens, mask string, err error) {
-	for _, in := range g.Inputs {
-		if len(in.Shape) != 2 {
-			continue
-		}
-		switch {
-		case in.DType == tensor.Int64 && tokens == "":
-			tokens = in.Name
-		case in.DType == tensor.Bool && mask == "":
-			mask = in.Name
+// metaMaxLen returns max_len from the config a zoo-exported file records (it bounds the
+// windows), or 0.
+func metaMaxLen(g *graph.Graph) int {
+	var cfg map[string]any
+	if json.Unmarshal([]byte(g.Meta["config"]), &cfg) == nil {
+		if v, ok := cfg["max_len"].(float64); ok && v >= 1 && v == math.Trunc(v) && v < 1<<31 {
+			return int(v)
 		}
 	}
-	if tokens == "" || len(g.Inputs) > 2 || (mask == "" && len(g.Inputs) > 1) {
-		var parts []string
-		for _, in := range g.Inputs {
-			parts = append(parts, fmt.Sprintf("%s %v %s", in.Name, in.DType, in.Shape))
+	return 0
+}
+
+// tokenInputs returns the inputs of a model that takes token ids and at most a key-padding
+// mask (bool, true = padding), as zoo's own graphs do (bench feeds these two only); the roles
+// come from planFeeds. A model with other inputs (an attention mask, token types, ...) is an
+// error naming them.
+func tokenInputs(g *graph.Graph) (tokens, mask string, err error) {
+	p, err := planFeeds(g, nil)
+	if err != nil {
+		return "", "", err
+	}
+	for _, f := range p.Feeds {
+		switch {
+		case f.Role == roleIDs && f.DType == tensor.Int64:
+			tokens = f.Name
+		case f.Role == rolePadding && f.DType == tensor.Bool:
+			mask = f.Name
+		default:
+			return "", "", fmt.Errorf("model %s: input %s %s takes %s; only token ids (int64) and a key-padding mask (bool) are fed here", g.Name, f.Name, f.Type, f.Role)
 		}
-		return "", "", fmt.Errorf("model %s does not take text: zoo feeds token ids (int64 (batch, seq)) and an optional key-padding mask (bool (batch, seq)), but its inputs are %s", g.Name, strings.Join(parts, ", "))
 	}
 	return tokens, mask, nil
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,12 +18,11 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
-	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 // outputSink takes a run's outputs, batch by batch, and writes them atomically at the end.
-// Outputs are laid out (windows, n, dim) with n the longest window; positions past a window's
-// length are zero.
+// An output with one value per token is laid out (windows, n, ...) with n the longest window,
+// positions past a window's length zero; any other output (windows, ...).
 type outputSink interface {
 	begin(m *model, rep runReport, windows, n int) error
 	add(b *tokenize.Batch, outs map[string]*tensor.Tensor) error
@@ -32,15 +32,13 @@ type outputSink interface {
 	close()
 }
 
-// newSink picks the writer from the file extension.
+// newSink picks the writer from the file extension; a .npy file holds the output selected
+// (which the caller has checked the model has).
 func newSink(path, selected string) (outputSink, error) {
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".json", ".safetensors":
 		return &stream{format: ext, dir: filepath.Dir(path), base: filepath.Base(path)}, nil
 	case ".npy":
-		if selected != variant.OutputHidden && selected != variant.OutputLogits {
-			return nil, fmt.Errorf("--select %q: want hidden or logits", selected)
-		}
 		return &stream{format: ext, only: selected, dir: filepath.Dir(path), base: filepath.Base(path)}, nil
 	default:
 		return nil, fmt.Errorf("output %s: unknown format %q; use .json, .npy or .safetensors", path, ext)
@@ -58,8 +56,10 @@ type stream struct {
 	model        string
 	backend      string
 	n, next      int
+	tokenizer    map[string]any
 	arrays       map[string]*spill
-	dims         map[string]int // output name → last dimension
+	seq          map[string]bool  // output name → axis 1 is the sequence (one value per token)
+	rest         map[string][]int // output name → its dims after (windows) or (windows, n)
 	buf          []byte
 }
 
@@ -74,7 +74,14 @@ type spill struct {
 func (s *stream) begin(_ *model, rep runReport, _, n int) error {
 	s.model, s.backend = rep.Model, rep.Backend+" ("+rep.Level+")"
 	s.n = n
-	s.arrays, s.dims = map[string]*spill{}, map[string]int{}
+	s.tokenizer = rep.tokDoc
+	if s.tokenizer == nil {
+		s.tokenizer = textTokenizer{tok: tokenize.Bytes{}}.doc()
+	}
+	s.arrays, s.rest, s.seq = map[string]*spill{}, map[string][]int{}, map[string]bool{}
+	for name, seq := range rep.seqOutputs {
+		s.seq[name] = seq
+	}
 	if s.format == ".npy" {
 		return nil
 	}
@@ -115,32 +122,58 @@ func (s *stream) add(b *tokenize.Batch, outs map[string]*tensor.Tensor) error {
 		}
 	}
 	sort.Strings(names)
+	if b.N > s.n {
+		return fmt.Errorf("a window of %d tokens is longer than the %d the output was laid out for", b.N, s.n)
+	}
 	for _, name := range names {
 		t := outs[name]
-		if t.DType != tensor.Float32 || len(t.Shape) != 3 || t.Shape[0] != b.B || t.Shape[1] != b.N || b.N > s.n {
-			return fmt.Errorf("output %s has shape %v, want (%d, %d, dim) float32", name, t.Shape, b.B, b.N)
+		if t.DType != tensor.Float32 || len(t.Shape) < 1 || t.Shape[0] != b.B {
+			return fmt.Errorf("output %s is %s %v; zoo writes float32 outputs with one row per window (%d)", name, t.DType, t.Shape, b.B)
 		}
-		dim := t.Shape[2]
-		if d, ok := s.dims[name]; !ok {
+		rest, ok := s.rest[name]
+		if !ok {
 			if s.next > 0 {
 				return fmt.Errorf("output %s appeared after the first batch", name)
+			}
+			seq, known := s.seq[name]
+			if !known {
+				seq = len(t.Shape) >= 2 && t.Shape[1] == b.N
+			}
+			if seq && (len(t.Shape) < 2 || t.Shape[1] != b.N) {
+				return fmt.Errorf("output %s has shape %v, want (%d, %d, ...): one value per token", name, t.Shape, b.B, b.N)
+			}
+			s.seq[name] = seq
+			rest = append([]int(nil), t.Shape[1:]...)
+			if seq {
+				rest = rest[1:]
 			}
 			if err := s.open(name); err != nil {
 				return err
 			}
-			s.dims[name] = dim
-		} else if d != dim {
-			return fmt.Errorf("output %s changed width from %d to %d", name, d, dim)
+			s.rest[name] = rest
+		}
+		seq := s.seq[name]
+		want := append([]int{b.B}, rest...)
+		if seq {
+			want = append([]int{b.B, b.N}, rest...)
+		}
+		if !slices.Equal(t.Shape, want) {
+			return fmt.Errorf("output %s changed shape: %v, the first batch gave %v", name, t.Shape, want)
 		}
 		sp := s.arrays[name]
+		per := tensor.NumElements(rest)
 		for i := 0; i < b.B; i++ {
+			if !seq {
+				s.floats(sp, t.F32[i*per:(i+1)*per])
+				continue
+			}
 			l := b.Lengths[i]
-			s.floats(sp, t.F32[i*b.N*dim:(i*b.N+l)*dim])
-			s.zeros(sp, int64(s.n-l)*int64(dim), false)
+			s.floats(sp, t.F32[i*b.N*per:(i*b.N+l)*per])
+			s.zeros(sp, int64(s.n-l)*int64(per), false)
 		}
 	}
-	if len(s.dims) != len(names) {
-		return fmt.Errorf("batch %d has outputs %v, the first had %d", s.next, names, len(s.dims))
+	if len(s.rest) != len(names) {
+		return fmt.Errorf("batch %d has outputs %v, the first had %d", s.next, names, len(s.rest))
 	}
 	if s.format != ".npy" {
 		for i := 0; i < b.B; i++ {
@@ -220,16 +253,20 @@ func (s *stream) comma(sp *spill) {
 
 func (s *stream) shapes() map[string][]int {
 	out := map[string][]int{}
-	for name, d := range s.dims {
-		out[name] = []int{s.next, s.n, d}
+	for name, rest := range s.rest {
+		if s.seq[name] {
+			out[name] = append([]int{s.next, s.n}, rest...)
+		} else {
+			out[name] = append([]int{s.next}, rest...)
+		}
 	}
 	return out
 }
 
 // outputNames returns the outputs written, sorted.
 func (s *stream) outputNames() []string {
-	names := make([]string, 0, len(s.dims))
-	for name := range s.dims {
+	names := make([]string, 0, len(s.rest))
+	for name := range s.rest {
 		names = append(names, name)
 	}
 	sort.Strings(names)
@@ -249,7 +286,7 @@ func (s *stream) finish(path string) ([]string, error) {
 	var write func(w io.Writer) error
 	switch s.format {
 	case ".npy":
-		if _, ok := s.dims[s.only]; !ok {
+		if _, ok := s.rest[s.only]; !ok {
 			return nil, fmt.Errorf("the model produced no output %s", s.only)
 		}
 		write = s.writeNPY
@@ -270,7 +307,7 @@ func (s *stream) copyArray(w io.Writer, name string) error {
 }
 
 func (s *stream) writeNPY(w io.Writer) error {
-	hdr, err := tensorio.NPYHeader(tensor.Float32, []int{s.next, s.n, s.dims[s.only]})
+	hdr, err := tensorio.NPYHeader(tensor.Float32, s.shapes()[s.only])
 	if err != nil {
 		return err
 	}
@@ -290,8 +327,12 @@ func (s *stream) writeSafetensors(w io.Writer) error {
 	for _, name := range s.outputNames() {
 		named = append(named, tensorio.Named{Name: name, Tensor: &tensor.Tensor{DType: tensor.Float32, Shape: s.shapes()[name]}})
 	}
+	tokMeta := tokenizerDoc // the byte tokenizer's entry, as it always was
+	if s.tokenizer["kind"] != "bytes" {
+		tokMeta = str(s.tokenizer)
+	}
 	hdr, layout, err := tensorio.SafetensorsHeader(named, map[string]string{
-		"model": s.model, "backend": s.backend, "tokenizer": tokenizerDoc,
+		"model": s.model, "backend": s.backend, "tokenizer": tokMeta,
 	})
 	if err != nil {
 		return err
@@ -310,14 +351,16 @@ func (s *stream) writeSafetensors(w io.Writer) error {
 // tokenizerDoc documents the id mapping in every output file.
 const tokenizerDoc = "byte-level: id 0 = padding, byte b = id b+1 (vocab 257)"
 
+// str is v as compact JSON.
+func str(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 // writeJSON writes the JSON document; data arrays are flat and row-major, with shapes. The
 // keys come in the order encoding/json gives a map (sorted), then tokens and outputs.
 func (s *stream) writeJSON(w io.Writer) error {
-	str := func(v any) string {
-		b, _ := json.Marshal(v)
-		return string(b)
-	}
-	tok := str(map[string]any{"kind": "bytes", "pad_id": tokenize.PadID, "vocab": tokenize.VocabSize, "mapping": tokenizerDoc})
+	tok := str(s.tokenizer)
 	parts := []func() error{
 		func() error { _, err := fmt.Fprintf(w, `{"backend":%s,"lengths":[`, str(s.backend)); return err },
 		func() error { return s.copyArray(w, "lengths") },

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -17,26 +19,29 @@ import (
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
+	"github.com/zoo-dev/zoo/zoo/variant"
 )
-
-func init() { register(parityCommand) }
 
 func parityCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "parity",
 		Usage: "run a variant (exported to ONNX) or an .onnx file on a zoo backend and on ONNX Runtime, and compare every output",
 		Description: "Rule: " + parity.Rule + ".\n" +
-			"Only valid positions are compared (a bool (batch, seq) input is taken as the padding mask, true = padding).\n" +
-			"Without --input, token models read the built-in sample text (examples/text.txt) in 3 windows of 37, 29 and 11\n" +
-			"tokens (padded to 37); models with other inputs get deterministic data from --seed: batch 2, length 37 for\n" +
+			"Only valid positions are compared. Text models (see `zoo show` for the role of each input) are fed as `zoo run`\n" +
+			"feeds them: the tokenizer next to an .onnx file or --tokenizer, windows with its special tokens, padded to\n" +
+			"static shapes. Without --input they read the built-in sample text (examples/text.txt): 3 windows of 37, 29\n" +
+			"and 11 tokens (padded to 37); with --input, the first batch of windows of --window tokens.\n" +
+			"Models with other inputs get deterministic data from --seed: batch 2, length 37 for\n" +
 			"symbolic dims, the last 8 positions of row 2 padded. With --layers, layer outputs are the values the variant\n" +
-			"records in its metadata (layer_output.N), or for other files every LayerNormalization output. ONNX Runtime is found through " + ort.LibraryEnv + " (see `go doc ./onnx/ort`).",
+			"records in its metadata (layer_output.N), or for other files every LayerNormalization output. ONNX Runtime is found through " + ort.LibraryEnv + " (see `go doc ./onnx/ort`)." +
+			examples("zoo parity linformer.tiny", "zoo parity vanilla --input text.txt --atol 1e-5", "zoo parity model.onnx --layers"),
 		ArgsUsage: "NAME[.PRESET]|FILE.onnx",
 		Flags: append(modelFlags(),
-			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (models with tokens/key_padding_mask inputs)"},
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (text models: see `zoo show`)"},
 			&cli.Float64Flag{Name: "atol", Value: 1e-4, Usage: "absolute tolerance"},
 			&cli.Float64Flag{Name: "rtol", Value: 1e-4, Usage: "relative tolerance"},
-			&cli.IntFlag{Name: "window", Value: 64, Usage: "tokens per window with --input"},
+			&cli.IntFlag{Name: "window", Value: defaultParityWindow, Usage: "tokens per window with --input (at most the model's maximum length or static length)"},
+			flagTokenizer, flagFeed,
 			&cli.IntFlag{Name: "threads", Usage: "worker threads for both runtimes (0: every core)"},
 			&cli.BoolFlag{Name: "layers", Usage: "also compare every encoder layer's output and name the first that diverges"},
 			flagBackend, flagJSON,
@@ -65,18 +70,25 @@ func parityAction(c *cli.Context) error {
 	var data []byte
 	name := ref
 	fromFile := isONNXPath(ref)
+	tk, err := chooseTokenizer(c.String(flagTokenizer.Name), ref, fromFile)
+	if err != nil {
+		return badInput(err)
+	}
 	if fromFile {
 		for _, f := range []string{flagPreset.Name, flagSet.Name} {
 			if c.IsSet(f) {
 				return badInputf("--%s does not apply to %s: an ONNX file's hyperparameters are fixed (--preset and --set shape a variant)", f, ref)
 			}
 		}
-		var err error
 		if data, err = os.ReadFile(ref); err != nil {
 			return badInputf("model %s: %w", ref, errors.Unwrap(err))
 		}
 	} else {
-		m, err := loadModel(c, ref)
+		vocab := 0
+		if tk.path != "" {
+			vocab = tk.tok.VocabSize()
+		}
+		m, err := loadModelVocab(c, ref, vocab)
 		if err != nil {
 			return err
 		}
@@ -89,7 +101,11 @@ func parityAction(c *cli.Context) error {
 	if err != nil {
 		return badInputf("model %s: %w", ref, err)
 	}
-	if _, _, tokErr := tokenInputs(g); fromFile && tokErr == nil && c.IsSet(flagSeed.Name) {
+	plan, planErr := planFeeds(g, c.StringSlice(flagFeed.Name))
+	if planErr != nil && len(c.StringSlice(flagFeed.Name)) > 0 {
+		return badInput(planErr)
+	}
+	if fromFile && planErr == nil && c.IsSet(flagSeed.Name) {
 		return badInputf("--seed does not apply to %s: its weights are fixed and it takes token ids, which come from the text (--input, or the sample text); --seed seeds a variant's weights and the synthetic inputs of models without token inputs", ref)
 	}
 	var layers []layerValue
@@ -101,7 +117,19 @@ func parityAction(c *cli.Context) error {
 			return failed(fmt.Errorf("--layers: %w", err))
 		}
 	}
-	inputs, valid, err := parityInputs(g, c.String("input"), c.Int("window"), c.Uint64(flagSeed.Name))
+	var inputs map[string]*tensor.Tensor
+	var valid []bool
+	if planErr == nil {
+		window := c.Int("window")
+		if !c.IsSet("window") {
+			window = 0
+		}
+		inputs, valid, err = textInputs(c, g, plan, tk, c.String("input"), window)
+	} else if c.String("input") != "" {
+		err = fmt.Errorf("--input: %w (omit --input to use synthetic data)", planErr)
+	} else {
+		inputs, valid, err = parityInputs(g, c.Uint64(flagSeed.Name))
+	}
 	if err != nil {
 		return badInput(err)
 	}
@@ -142,8 +170,16 @@ func parityAction(c *cli.Context) error {
 	}
 
 	var results []parity.Result
+	perToken := map[string]bool{}
+	if planErr == nil {
+		perToken = seqAligned(g, plan.Seq)
+	}
 	for _, out := range g.Outputs {
-		results = append(results, parity.Compare(out.Name, got[out.Name], want[out.Name], validFor(got[out.Name], valid), atol, rtol))
+		v := validFor(got[out.Name], valid)
+		if aligned, known := perToken[out.Name]; known && !aligned {
+			v = nil // one value per window (e.g. a pooler's output): every value counts
+		}
+		results = append(results, parity.Compare(out.Name, got[out.Name], want[out.Name], v, atol, rtol))
 	}
 	var layerResults []parity.Result
 	for _, l := range layers {
@@ -174,39 +210,114 @@ func parityAction(c *cli.Context) error {
 	return nil
 }
 
-// parityInputs makes the model's inputs: from a text file (token models) or deterministic
-// synthetic data. It returns the valid-position mask derived from a bool (batch, seq) input.
-func parityInputs(g *graph.Graph, textPath string, window int, seed uint64) (map[string]*tensor.Tensor, []bool, error) {
+// textInputs feeds a text model as `zoo run` does: the tokenizer's windows of the text at
+// textPath (its first batch, windows of window tokens, or the model's maximum length when 0),
+// or without a path 3 windows of the sample text of 37, 29 and 11 tokens; every input by its
+// role, padded to static shapes. It returns the valid-position mask of the padded inputs.
+func textInputs(c *cli.Context, g *graph.Graph, plan *feedPlan, tk textTokenizer, textPath string, window int) (map[string]*tensor.Tensor, []bool, error) {
+	m := &model{Name: g.Name, Desc: variant.Description{}, Config: variant.Config{}}
+	if v := metaMaxLen(g); v > 0 {
+		m.Config["max_len"], m.Desc.Caps.MaxLenParam = int64(v), "max_len"
+	}
+	var b *tokenize.Batch
+	var err error
+	switch {
+	case textPath != "":
+		requested := window
+		if window, err = chooseWindow(m, plan, window); err != nil {
+			return nil, nil, err
+		}
+		if requested == 0 {
+			window = min(window, defaultParityWindow)
+		}
+		f, err := os.Open(textPath)
+		if err != nil {
+			return nil, nil, fmt.Errorf("input %s: %w", textPath, errors.Unwrap(err))
+		}
+		defer f.Close()
+		rows := 4
+		if plan.Batch > 0 {
+			rows = plan.Batch
+		}
+		src, stop, err := newWindows(c.Context, tk, f, window, rows, plan.VocabRows, plan.VocabFrom)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer stop()
+		if b, err = src.Next(); err != nil {
+			return nil, nil, fmt.Errorf("input %s: no text to encode (%v)", textPath, err)
+		}
+	default:
+		if b, err = sampleWindows(c, tk, plan, []int{37, 29, 11}); err != nil {
+			return nil, nil, err
+		}
+	}
+	if plan.Seq > 0 {
+		b = padBatch(b, plan.Seq, tk.padID())
+	}
+	inputs, err := plan.tensors(b, tk.padID())
+	if err != nil {
+		return nil, nil, err
+	}
+	return inputs, plan.valid(b, inputs), nil
+}
+
+// defaultParityWindow is --window's default: short, so that parity runs in moments.
+const defaultParityWindow = 64
+
+// sampleWindows returns windows of the given token lengths (each capped at the model's static
+// batch and length) cut from the sample text, consecutive pieces, with the tokenizer's
+// special tokens in each.
+func sampleWindows(c *cli.Context, tk textTokenizer, plan *feedPlan, lengths []int) (*tokenize.Batch, error) {
+	if _, ok := tk.tok.(tokenize.Bytes); ok && plan.Seq == 0 && plan.Batch == 0 && (plan.MaxLen == 0 || plan.MaxLen >= slices.Max(lengths)) {
+		return sampleBatch(zooroot.SampleText, lengths...), nil
+	}
+	if plan.Batch > 0 && len(lengths) > plan.Batch {
+		lengths = lengths[:plan.Batch]
+	}
+	longest := 0
+	for i, l := range lengths {
+		if plan.Seq > 0 {
+			lengths[i] = min(l, plan.Seq)
+		}
+		if plan.MaxLen > 0 {
+			lengths[i] = min(lengths[i], plan.MaxLen)
+		}
+		longest = max(longest, lengths[i])
+	}
+	// One window of the longest length per row, from the text; then each row cut to its length
+	// with the suffix kept at its end.
+	src, stop, err := newWindows(c.Context, tk, bytes.NewReader(zooroot.SampleText), longest, len(lengths), plan.VocabRows, plan.VocabFrom)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	full, err := src.Next()
+	if err != nil {
+		return nil, fmt.Errorf("sample text: %w", err)
+	}
+	_, suffix := tk.tok.Affixes()
+	b := &tokenize.Batch{B: full.B, N: longest, Tokens: make([]int64, full.B*longest), Mask: make([]bool, full.B*longest), Offsets: full.Offsets}
+	for i := 0; i < full.B; i++ {
+		row := full.Row(i)
+		l := min(lengths[i], len(row))
+		if l < len(suffix.IDs) {
+			l = len(row)
+		}
+		cut := append(append([]int64(nil), row[:l-len(suffix.IDs)]...), suffix.IDs...)
+		copy(b.Tokens[i*longest:], cut)
+		for j := l; j < longest; j++ {
+			b.Tokens[i*longest+j], b.Mask[i*longest+j] = tk.padID(), true
+		}
+		b.Lengths = append(b.Lengths, l)
+	}
+	return b, nil
+}
+
+// parityInputs makes deterministic synthetic inputs for a model that does not take text, and
+// the valid-position mask derived from a bool (batch, seq) input.
+func parityInputs(g *graph.Graph, seed uint64) (map[string]*tensor.Tensor, []bool, error) {
 	inputs := map[string]*tensor.Tensor{}
-	tokName, maskName, tokErr := tokenInputs(g)
-	if textPath != "" && tokErr != nil {
-		return nil, nil, fmt.Errorf("--input: %w (omit --input to use synthetic data)", tokErr)
-	}
-	if tokErr == nil {
-		var b *tokenize.Batch
-		if textPath != "" {
-			f, err := os.Open(textPath)
-			if err != nil {
-				return nil, nil, fmt.Errorf("input %s: %w", textPath, errors.Unwrap(err))
-			}
-			defer f.Close()
-			wd, err := tokenize.NewWindower(f, window, 4)
-			if err != nil {
-				return nil, nil, err
-			}
-			if b, err = wd.Next(); err != nil {
-				return nil, nil, fmt.Errorf("input %s: no text to encode (%v)", textPath, err)
-			}
-		} else {
-			b = sampleBatch(zooroot.SampleText, 37, 29, 11)
-		}
-		tokens, mask := b.Tensors()
-		inputs[tokName] = tokens
-		if maskName != "" {
-			inputs[maskName] = mask
-		}
-		return inputs, parity.ValidFromPadding(mask), nil
-	}
 	const batch, seq, pads = 2, 37, 8
 	state := seed*0x9E3779B97F4A7C15 + 1
 	next := func() uint64 { // splitmix64

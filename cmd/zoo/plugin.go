@@ -16,10 +16,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
+	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/plugin/conformance"
 )
-
-func init() { register(pluginCommand) }
 
 //go:embed scaffold/*.tmpl
 var scaffoldFS embed.FS
@@ -29,8 +28,9 @@ const zooModule = "github.com/zoo-dev/zoo"
 
 func pluginCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "plugin",
-		Usage: "write and check variant plugins",
+		Name:        "plugin",
+		Usage:       "write and check variant plugins",
+		Description: examples("zoo plugin new myvariant", "zoo plugin test ./myvariant/myvariant"),
 		Subcommands: []*cli.Command{
 			{
 				Name:      "new",
@@ -39,7 +39,7 @@ func pluginCommand() *cli.Command {
 				Description: "Writes a Go module (outside zoo's) with a working attention variant, a conformance test and a\n" +
 					"registry.yaml. Until zoo is published, its go.mod points at a zoo checkout with a replace\n" +
 					"directive: --zoo-src, else ZOO_SRC, else the checkout around the current directory, else the one\n" +
-					"this zoo binary was built from.",
+					"this zoo binary was built from." + examples("zoo plugin new myvariant", "zoo plugin new myvariant --dir ~/src/myvariant --module example.com/myvariant"),
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "dir", Usage: "`DIR` to write (default ./NAME); must not exist or be empty"},
 					&cli.StringFlag{Name: "module", Usage: "Go module `PATH` (default example.com/zoo-variant-NAME)"},
@@ -54,7 +54,8 @@ func pluginCommand() *cli.Command {
 				ArgsUsage: "PATH",
 				Description: "Checks the handshake, Describe, Build at two small configs, the graphs' validity, determinism\n" +
 					"for a seed, that unknown hyperparameters are refused, and a forward pass on the CPU backend.\n" +
-					"Exit 0 when the plugin conforms, 1 when a check fails, 2 when PATH cannot run as a plugin.",
+					"Exit 0 when the plugin conforms, 1 when a check fails, 2 when PATH cannot run as a plugin." +
+					examples("zoo plugin test ./myvariant/myvariant", "zoo plugin test ./myvariant/myvariant --json"),
 				Flags:  []cli.Flag{flagSet, flagSeed, flagJSON},
 				Action: pluginTestAction,
 			},
@@ -209,7 +210,8 @@ func zooSource(flag string) (string, error) {
 		}
 		return "", fmt.Errorf("--zoo-src %s is not a zoo checkout (no go.mod with module %s)", flag, zooModule)
 	}
-	if d, ok := try(os.Getenv("ZOO_SRC")); ok {
+	src, _ := env.Get(env.Src)
+	if d, ok := try(src); ok {
 		return d, nil
 	}
 	if wd, err := os.Getwd(); err == nil {

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
-	"github.com/zoo-dev/zoo/zoo/variant"
 	"io"
 	"os"
 	"os/signal"
@@ -19,21 +17,29 @@ import (
 	"golang.org/x/term"
 
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
-func init() { register(runCommand) }
-
 func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
-		Usage:     "encode a text file with a variant and report (and optionally write) the outputs",
-		ArgsUsage: "NAME[.PRESET]",
+		Usage:     "encode a text file with a variant or an .onnx file and report (and optionally write) the outputs",
+		ArgsUsage: "NAME[.PRESET]|FILE.onnx",
+		Description: "Each input of the model is fed by its role (see `zoo show`): token ids, an attention mask (1 = keep) or a\n" +
+			"padding mask (true = padding), token types (zeros), positions (0..n-1); --feed NAME=ROLE overrides the guess.\n" +
+			"An .onnx file's tokenizer is the tokenizer.json, vocab.txt or SentencePiece .model next to it, or --tokenizer;\n" +
+			"without one, the byte tokenizer. Long inputs are cut into windows of the model's maximum length, each with the\n" +
+			"tokenizer's special tokens; inputs with static shapes get windows and batches padded to them." +
+			examples("zoo run linformer --input text.txt", "zoo run vanilla.tiny -i text.txt -o out.safetensors", "zoo run model.onnx --input text.txt --pool mean --json"),
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (any bytes)", Required: true},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write outputs to `FILE`.json, .npy or .safetensors"},
-			&cli.StringFlag{Name: "select", Value: variant.OutputHidden, Usage: "output written to a .npy file (hidden or logits)"},
+			&cli.StringFlag{Name: "select", Usage: "output written to a .npy file (default: hidden, else embedding with --pool, else the only output)"},
+			flagTokenizer, flagFeed,
+			&cli.StringFlag{Name: "pool", Value: poolNone, Usage: "sentence embeddings, output embedding (windows, d): mean (over real tokens), cls (the first token) or none"},
+			&cli.BoolFlag{Name: "normalize", Usage: "L2-normalise the pooled embeddings"},
 			&cli.IntFlag{Name: "window", Usage: "tokens per window (default: min(512, the model's maximum length))"},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per batch"},
 			&cli.IntFlag{Name: "max-windows", Usage: "stop after `N` windows (0: the whole input)"},
@@ -47,11 +53,15 @@ func runCommand() *cli.Command {
 // runReport is what `zoo run` prints; --json prints it as JSON.
 type runReport struct {
 	Model     string           `json:"model"`
+	Weights   weightsReport    `json:"weights"`
 	Backend   string           `json:"backend"`
 	Level     string           `json:"kernel_level"`
 	Why       string           `json:"backend_reason"`
 	Threads   int              `json:"threads"`
 	Input     string           `json:"input"`
+	Tokenizer string           `json:"tokenizer"`
+	Feeds     []feed           `json:"feeds"`
+	Pool      string           `json:"pool,omitempty"`
 	Tokens    int64            `json:"tokens"`
 	Windows   int              `json:"windows"`
 	Batches   int              `json:"batches"`
@@ -62,11 +72,14 @@ type runReport struct {
 	RunMS     float64          `json:"run_ms"`
 	TokensPS  float64          `json:"tokens_per_second"`
 	Written   []string         `json:"written,omitempty"`
+
+	tokDoc     map[string]any  // the tokenizer's entry in output files
+	seqOutputs map[string]bool // outputs whose axis 1 is the sequence, where the graph says
 }
 
 func runAction(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return badInputf("run: want one model name (see `zoo list`), got %d arguments", c.NArg())
+		return badInputf("run: want one model name (see `zoo list`) or .onnx file, got %d arguments", c.NArg())
 	}
 	ref := c.Args().First()
 	inPath := c.String("input")
@@ -83,9 +96,13 @@ func runAction(c *cli.Context) error {
 	if c.IsSet("select") && !strings.EqualFold(filepath.Ext(outPath), ".npy") {
 		return badInputf("--select applies to a .npy --output, which holds one output; .json and .safetensors files hold every output")
 	}
+	pool, err := parsePool(c.String("pool"), c.Bool("normalize"))
+	if err != nil {
+		return badInput(err)
+	}
 	var sink outputSink
 	if outPath != "" {
-		if sink, err = newSink(outPath, c.String("select")); err != nil {
+		if sink, err = newSink(outPath, ""); err != nil {
 			return badInput(err)
 		}
 		if err := checkOutputPath(outPath); err != nil {
@@ -100,24 +117,52 @@ func runAction(c *cli.Context) error {
 	}
 
 	t0 := time.Now()
-	m, err := loadModel(c, ref)
+	tk, err := chooseTokenizer(c.String(flagTokenizer.Name), ref, isONNXPath(ref))
+	if err != nil {
+		return badInput(err)
+	}
+	vocab := 0
+	if tk.path != "" {
+		vocab = tk.tok.VocabSize()
+	}
+	m, err := loadModelVocab(c, ref, vocab)
 	if err != nil {
 		return err
 	}
-	tokName, maskName, err := tokenInputs(m.Graph)
+	plan, err := planFeeds(m.Graph, c.StringSlice(flagFeed.Name))
 	if err != nil {
 		return badInput(err)
 	}
-	window, err := chooseWindow(m, c.Int("window"))
+	if plan.Batch > 0 && c.IsSet("batch") && c.Int("batch") != plan.Batch {
+		return badInputf("--batch %d: %s's inputs are fixed at batch %d (omit --batch)", c.Int("batch"), m.displayName(), plan.Batch)
+	}
+	window, err := chooseWindow(m, plan, c.Int("window"))
 	if err != nil {
 		return badInput(err)
 	}
+	if err := pool.resolve(m.Graph); err != nil {
+		return badInput(err)
+	}
+	if sink != nil && strings.EqualFold(filepath.Ext(outPath), ".npy") {
+		name, err := selectOutput(m.Graph, c.String("select"), pool)
+		if err != nil {
+			return badInput(err)
+		}
+		sink.(*stream).only = name
+	}
+	// Windows: exact for the byte tokenizer; a bound for the others, whose tokens are at most
+	// one per byte plus the special tokens of each window.
 	total := int(min((st.Size()+int64(window)-1)/int64(window), int64(1<<31-1)))
+	if _, isBytes := tk.tok.(tokenize.Bytes); !isBytes {
+		p, s := tk.tok.Affixes()
+		span := max(1, window-len(p.IDs)-len(s.IDs))
+		total = int(min((st.Size()+int64(span)-1)/int64(span)+1, int64(1<<31-1)))
+	}
 	if mw := c.Int("max-windows"); mw > 0 && mw < total {
 		total = mw
 	}
-	if err := guardMemory(m.displayName(), m.Graph, memRun{batch: min(c.Int("batch"), total), n: int(min(st.Size(), int64(window))),
-		shapes: tokenShapes(tokName, maskName), batchFlag: "--batch", nFlag: "--window"}); err != nil {
+	if err := guardMemory(m.displayName(), m.Graph, memRun{batch: min(c.Int("batch"), total), n: int(min(st.Size()+2, int64(window))),
+		shapes: plan.shapes, batchFlag: "--batch", nFlag: "--window"}); err != nil {
 		return err
 	}
 	choice, err := backends.Select(c.String(flagBackend.Name))
@@ -137,27 +182,48 @@ func runAction(c *cli.Context) error {
 		return badInputf("input %s: %w", inPath, err)
 	}
 	defer f.Close()
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt)
+	defer stop()
 	bar := progress(c.App.ErrWriter, st.Size(), "encoding "+filepath.Base(inPath))
-	wd, err := tokenize.NewWindower(io.TeeReader(f, bar), window, c.Int("batch"))
+	batchSize := c.Int("batch")
+	if plan.Batch > 0 {
+		batchSize = plan.Batch
+	}
+	src, stopSrc, err := newWindows(ctx, tk, io.TeeReader(f, bar), window, batchSize, plan.VocabRows, plan.VocabFrom)
 	if err != nil {
 		return badInput(err)
 	}
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt)
-	defer stop()
+	defer stopSrc()
 
-	rep := runReport{Model: m.displayName(), Backend: choice.Backend.Name(), Level: choice.Probe.Level, Why: choice.Why,
-		Threads: choice.Probe.Threads, Input: inPath, Window: window, Outputs: map[string][]int{}}
+	rep := runReport{Model: m.displayName(), Weights: weightsOf(m), Backend: choice.Backend.Name(), Level: choice.Probe.Level, Why: choice.Why,
+		Threads: choice.Probe.Threads, Input: inPath, Tokenizer: tk.describe(), Feeds: plan.Feeds, Pool: pool.describe(),
+		Window: window, Outputs: map[string][]int{}, tokDoc: tk.doc(), seqOutputs: seqAligned(m.Graph, plan.Seq)}
+	if pool.mode != poolNone {
+		rep.seqOutputs[poolOutputName] = false
+	}
 	if c.Int("threads") > 0 && c.Int("threads") < rep.Threads {
 		rep.Threads = c.Int("threads")
 	}
+	// Windows are laid out at the longest window, which the first batch holds (every window
+	// but the last is full), or at the inputs' static length.
+	first, firstErr := src.Next()
+	if firstErr != nil && firstErr != io.EOF {
+		return failed(fmt.Errorf("input %s: %w", inPath, firstErr))
+	}
+	layoutN := window
+	if first != nil {
+		layoutN = first.N
+	}
+	if plan.Seq > 0 {
+		layoutN = plan.Seq
+	}
 	if sink != nil {
 		defer sink.close()
-		if err := sink.begin(m, rep, total, int(min(st.Size(), int64(window)))); err != nil {
+		if err := sink.begin(m, rep, total, layoutN); err != nil {
 			return badInput(err)
 		}
 	}
-	for rep.Windows < total {
-		batch, err := wd.Next()
+	for batch, err := first, firstErr; rep.Windows < total; batch, err = src.Next() {
 		if err == io.EOF {
 			break
 		}
@@ -167,14 +233,20 @@ func runAction(c *cli.Context) error {
 		if keep := total - rep.Windows; batch.B > keep {
 			batch = truncateBatch(batch, keep)
 		}
-		tokens, mask := batch.Tensors()
-		feed := map[string]*tensor.Tensor{tokName: tokens}
-		if maskName != "" {
-			feed[maskName] = mask
+		if plan.Seq > 0 {
+			batch = padBatch(batch, plan.Seq, tk.padID())
 		}
-		outs, err := prog.Run(ctx, feed)
+		inputs, err := plan.tensors(batch, tk.padID())
+		if err != nil {
+			return failed(fmt.Errorf("feed %s: %w", m.displayName(), err))
+		}
+		outs, err := prog.Run(ctx, inputs)
 		if err != nil {
 			return failed(fmt.Errorf("run %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+		}
+		outs = cropRows(outs, batch.B)
+		if err := pool.add(outs, batch); err != nil {
+			return failed(err)
 		}
 		for name, t := range outs {
 			rep.Outputs[name] = t.Shape
@@ -211,14 +283,27 @@ func runAction(c *cli.Context) error {
 	return nil
 }
 
-// chooseWindow returns the window length: --window when given, else min(512, max_len).
-func chooseWindow(m *model, requested int) (int, error) {
-	maxLen := 0
+// chooseWindow returns the window length: --window when given, else the inputs' static
+// length, else min(512, the maximum length: max_len of a variant or zoo file, else the rows
+// of the graph's position table).
+func chooseWindow(m *model, plan *feedPlan, requested int) (int, error) {
+	maxLen, from := 0, ""
 	if p := m.Desc.Caps.MaxLenParam; p != "" {
-		maxLen = m.Config.Int(p)
+		maxLen, from = m.Config.Int(p), "max_len"
+	} else if plan.MaxLen > 0 {
+		maxLen, from = plan.MaxLen, "the rows of its position table "+plan.MaxLenFrom
 	}
 	if requested < 0 {
 		return 0, fmt.Errorf("--window must be positive, got %d", requested)
+	}
+	if plan.Seq > 0 {
+		if requested > plan.Seq {
+			return 0, fmt.Errorf("--window %d is longer than the %d tokens %s's inputs are fixed at", requested, plan.Seq, m.displayName())
+		}
+		if requested == 0 {
+			return plan.Seq, nil
+		}
+		return requested, nil
 	}
 	if requested == 0 {
 		requested = 512
@@ -228,9 +313,25 @@ func chooseWindow(m *model, requested int) (int, error) {
 		return requested, nil
 	}
 	if maxLen > 0 && requested > maxLen {
-		return 0, fmt.Errorf("--window %d is longer than %s's maximum length %d (max_len)", requested, m.displayName(), maxLen)
+		return 0, fmt.Errorf("--window %d is longer than %s's maximum length %d (%s)", requested, m.displayName(), maxLen, from)
 	}
 	return requested, nil
+}
+
+// padBatch returns b with every row padded to n tokens (a model with a static length).
+func padBatch(b *tokenize.Batch, n int, pad int64) *tokenize.Batch {
+	if b.N >= n {
+		return b
+	}
+	p := &tokenize.Batch{B: b.B, N: n, Tokens: make([]int64, b.B*n), Mask: make([]bool, b.B*n), Lengths: b.Lengths, Offsets: b.Offsets}
+	for i := 0; i < b.B; i++ {
+		copy(p.Tokens[i*n:], b.Tokens[i*b.N:(i+1)*b.N])
+		copy(p.Mask[i*n:], b.Mask[i*b.N:(i+1)*b.N])
+		for j := b.N; j < n; j++ {
+			p.Tokens[i*n+j], p.Mask[i*n+j] = pad, true
+		}
+	}
+	return p
 }
 
 // truncateBatch keeps the first keep rows of b.
@@ -253,8 +354,18 @@ func progress(w io.Writer, size int64, what string) *progressbar.ProgressBar {
 
 func printRunReport(w io.Writer, r runReport) {
 	fmt.Fprintf(w, "model     %s\n", r.Model)
+	fmt.Fprintf(w, "weights   %s\n", r.Weights)
 	fmt.Fprintf(w, "backend   %s (%s, %d threads; %s)\n", r.Backend, r.Level, r.Threads, r.Why)
 	fmt.Fprintf(w, "input     %s: %d tokens in %d windows of ≤%d, %d batches\n", r.Input, r.Tokens, r.Windows, r.Window, r.Batches)
+	fmt.Fprintf(w, "tokenizer %s\n", r.Tokenizer)
+	var feeds []string
+	for _, f := range r.Feeds {
+		feeds = append(feeds, f.Name+" ← "+string(f.Role))
+	}
+	fmt.Fprintf(w, "feeds     %s\n", strings.Join(feeds, ", "))
+	if r.Pool != "" {
+		fmt.Fprintf(w, "pool      %s\n", r.Pool)
+	}
 	names := make([]string, 0, len(r.Outputs))
 	for n := range r.Outputs {
 		names = append(names, n)

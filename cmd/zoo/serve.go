@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
+	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/variants"
 	"github.com/zoo-dev/zoo/zoo/graph"
@@ -26,10 +27,10 @@ const serveCommand = "__serve-variant"
 
 // inProcessEnv, set to 1, serves built-in variants in the zoo process (through the same
 // gRPC server, attached with go-plugin's reattach support) instead of re-executing zoo.
-const inProcessEnv = "ZOO_PLUGIN_INPROCESS"
+const inProcessEnv = env.PluginInProcess
 
 // verboseEnv, set to 1, is --verbose.
-const verboseEnv = "ZOO_VERBOSE"
+const verboseEnv = env.Verbose
 
 // maybeServeBuiltin serves a built-in variant and exits when args ask for it; otherwise it
 // returns false. main and the tests' TestMain call it first, before anything writes to stdout.
@@ -208,7 +209,7 @@ func (s *session) pluginHost() (*plugin.Host, error) {
 	if s.verbose {
 		opts.Logs = s.stderr
 	}
-	if os.Getenv(inProcessEnv) == "1" {
+	if in, _ := env.Bool(inProcessEnv); in {
 		opts.InProcess = func(name string) (variant.Variant, bool) {
 			v, ok := variants.Builtin()[name]
 			return v, ok
@@ -334,7 +335,7 @@ func (v *pluginVariant) Build(ctx context.Context, cfg variant.Config, seed uint
 // stripVerbose removes --verbose from args (it is accepted anywhere before "--") and
 // reports whether it was there or ZOO_VERBOSE=1 is set.
 func stripVerbose(args []string) ([]string, bool) {
-	verbose := os.Getenv(verboseEnv) == "1"
+	verbose, _ := env.Bool(verboseEnv)
 	out := make([]string, 0, len(args))
 	for i, a := range args {
 		if a == "--" {

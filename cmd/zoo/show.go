@@ -16,17 +16,16 @@ import (
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
-func init() { register(showCommand) }
-
 // defaultShowSeq is the default --seq of show, clamped to the model's max_len (clampSeqs).
 const defaultShowSeq = "128,512"
 
 func showCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "show",
-		Usage:     "show a variant's hyperparameters, parameters, and cost at given sequence lengths",
-		ArgsUsage: "NAME[.PRESET]",
-		Flags: append(modelFlags(), flagJSON,
+		Name:        "show",
+		Usage:       "show a variant's hyperparameters, parameters, and cost at given sequence lengths",
+		ArgsUsage:   "NAME[.PRESET]",
+		Description: examples("zoo show vanilla", "zoo show linformer.tiny --seq 64,128", "zoo show vanilla --set d_model=256 --json"),
+		Flags: append(modelFlags(), flagJSON, flagFeed,
 			&cli.StringFlag{Name: "seq", Value: defaultShowSeq, Usage: "sequence lengths `N,N,...` at which to count FLOPs and memory (batch 1)"},
 		),
 		Action: showAction,
@@ -63,12 +62,15 @@ type showResult struct {
 	Paper      string            `json:"paper"`
 	Complexity string            `json:"complexity"`
 	Seed       uint64            `json:"seed"`
+	Weights    weightsReport     `json:"weights"`
 	Hyper      []showParam       `json:"hyperparameters"`
 	Parameters []showTensor      `json:"parameters"`
 	ParamCount int64             `json:"parameter_count"`
 	ParamBytes int64             `json:"parameter_bytes"`
 	Costs      []showCost        `json:"costs"`
 	Ops        []string          `json:"ops"`
+	Feeds      *feedPlan         `json:"text_inputs,omitempty"`
+	FeedsError string            `json:"text_inputs_error,omitempty"`
 	Meta       map[string]string `json:"-"`
 }
 
@@ -97,7 +99,7 @@ func showAction(c *cli.Context) error {
 		return err
 	}
 	res := showResult{Model: m.displayName(), Version: m.Desc.Version, Summary: m.Desc.Summary, Paper: m.Desc.Paper,
-		Complexity: m.Desc.Complexity, Seed: m.Seed, ParamCount: m.Graph.ParamCount(), Ops: m.Graph.OpTypes()}
+		Complexity: m.Desc.Complexity, Seed: m.Seed, Weights: weightsOf(m), ParamCount: m.Graph.ParamCount(), Ops: m.Graph.OpTypes()}
 	for _, p := range m.Desc.Params {
 		res.Hyper = append(res.Hyper, showParam{Name: p.Name, Kind: string(p.Kind), Value: m.Config[p.Name], Default: p.Default, Doc: p.Doc})
 	}
@@ -110,9 +112,22 @@ func showAction(c *cli.Context) error {
 			res.ParamBytes += int64(in.Tensor.Bytes())
 		}
 	}
+	plan, planErr := planFeeds(m.Graph, c.StringSlice(flagFeed.Name))
+	if planErr != nil && c.IsSet(flagFeed.Name) {
+		return badInput(planErr)
+	}
+	res.Feeds = plan
+	if planErr != nil {
+		res.FeedsError = planErr.Error()
+	}
 	maxLen := 0
 	if p := m.Desc.Caps.MaxLenParam; p != "" {
 		maxLen = m.Config.Int(p)
+	} else if plan != nil {
+		maxLen = plan.MaxLen
+		if plan.Seq > 0 {
+			maxLen = plan.Seq
+		}
 	}
 	if !c.IsSet("seq") {
 		seqs = clampSeqs(c.App.ErrWriter, seqs, maxLen, m.displayName())
@@ -122,7 +137,11 @@ func showAction(c *cli.Context) error {
 		if maxLen > 0 && n > maxLen {
 			return badInputf("--seq %d is longer than %s's maximum length %d (max_len)", n, m.displayName(), maxLen)
 		}
-		cost, err := m.Graph.Cost(map[string][]int{variant.InputTokens: {1, n}, variant.InputKeyPadding: {1, n}})
+		shapes := map[string][]int{variant.InputTokens: {1, n}, variant.InputKeyPadding: {1, n}}
+		if plan != nil {
+			shapes = plan.shapes(1, n)
+		}
+		cost, err := m.Graph.Cost(shapes)
 		if err != nil {
 			return failed(fmt.Errorf("count FLOPs of %s at n=%d: %w", m.displayName(), n, err))
 		}
@@ -166,7 +185,7 @@ func clampSeqs(w io.Writer, seqs []int, maxLen int, model string) []int {
 
 func renderShow(w io.Writer, r showResult) {
 	fmt.Fprintf(w, "%s %s — %s\n", r.Model, r.Version, r.Summary)
-	fmt.Fprintf(w, "paper: %s   attention cost: %s   seed: %d\n\n", r.Paper, r.Complexity, r.Seed)
+	fmt.Fprintf(w, "paper: %s   attention cost: %s   weights: %s\n\n", r.Paper, r.Complexity, r.Weights)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HYPERPARAMETER\tTYPE\tVALUE\tDEFAULT\tDESCRIPTION")
 	for _, p := range r.Hyper {
@@ -184,6 +203,20 @@ func renderShow(w io.Writer, r showResult) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\n", name, tensor.ShapeString(p.Shape), p.Count)
 	}
 	tw.Flush()
+	if r.Feeds != nil {
+		fmt.Fprintln(w, "\ntext inputs (how `zoo run` and `zoo parity` feed the model; override with --feed NAME=ROLE)")
+		for _, l := range r.Feeds.describe() {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+		if r.Feeds.MaxLen > 0 {
+			fmt.Fprintf(w, "  maximum length %d (the rows of the position table %s)\n", r.Feeds.MaxLen, r.Feeds.MaxLenFrom)
+		}
+		if r.Feeds.VocabRows > 0 {
+			fmt.Fprintf(w, "  token ids below %d (the rows of the embedding table %s)\n", r.Feeds.VocabRows, r.Feeds.VocabFrom)
+		}
+	} else if r.FeedsError != "" {
+		fmt.Fprintf(w, "\ntext inputs: %s\n", r.FeedsError)
+	}
 	fmt.Fprintln(w, "\ncost at batch 1 (exact: every op of the graph, a multiply-add = 2 FLOPs; seed formula: layers × (4·n·d² + 2·n²·d),\n the seed's estimate of standard multi-head attention alone, in multiply-adds, for comparison)")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "N\tFLOPS (EXACT)\tFLOPS (SEED FORMULA)\tPEAK ACTIVATIONS")

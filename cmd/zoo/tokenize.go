@@ -15,8 +15,6 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
-func init() { register(tokenizeCommand) }
-
 func tokenizeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "tokenize",
@@ -25,7 +23,8 @@ func tokenizeCommand() *cli.Command {
 			"(e.g. [CLS] … [SEP]); a tokenizer.json's padding and truncation are not applied.\n" +
 			"--tokenizer takes a Hugging Face tokenizer.json, a SentencePiece .model or a BERT vocab.txt;\n" +
 			"without it, zoo's byte tokenizer. Output: one `ID<TAB>TOKEN` line per token (a token with\n" +
-			"spaces or invisible characters is printed Go-quoted), or with --json {\"ids\": [...], \"tokens\": [...]}.",
+			"spaces or invisible characters is printed Go-quoted), or with --json {\"ids\": [...], \"tokens\": [...]}." +
+			examples("zoo tokenize --tokenizer tokenizer.json --input text.txt", "zoo tokenize -t spm.model -i text.txt --json", "zoo tokenize --input notes.txt"),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "tokenizer", Aliases: []string{"t"}, Usage: "tokenizer `FILE` (tokenizer.json, .model or vocab.txt); default: bytes"},
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to tokenize (- for stdin)", Required: true},

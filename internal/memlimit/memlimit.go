@@ -20,11 +20,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // Env is the environment variable that caps the memory zoo counts as available: bytes, or a
 // number with a unit (512MiB, 2GiB, 1.5GB, 800M), or "off" to disable the checks.
-const Env = "ZOO_MEMORY_LIMIT"
+const Env = env.MemoryLimit
 
 // Info is the memory available to the process and where the figure comes from.
 type Info struct {
@@ -293,7 +295,10 @@ func clip(s string) string {
 // Available returns the memory available to this process: the system's figure capped by
 // ZOO_MEMORY_LIMIT. A bad ZOO_MEMORY_LIMIT is an error naming it; ZOO_MEMORY_LIMIT=off
 // returns Unlimited without reading the system.
-func Available() (Info, error) { return available(System{}, os.Getenv(Env)) }
+func Available() (Info, error) {
+	v, _ := env.Get(Env)
+	return available(System{}, v)
+}
 
 func available(sys System, env string) (Info, error) {
 	capBytes, set, err := ParseLimit(env)

@@ -26,10 +26,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // LibraryEnv names the environment variable that points at libonnxruntime.so.1.
-const LibraryEnv = "ZOO_ORT_LIB"
+const LibraryEnv = env.ORTLib
 
 // LibraryName is the file name searched for.
 const LibraryName = "libonnxruntime.so.1"
@@ -65,7 +67,7 @@ func DefaultLibraryPath() string {
 // returns an error wrapping ErrNotFound, naming every place looked at and how to install
 // the library, when none exists.
 func LibraryPath() (string, error) {
-	if p := os.Getenv(LibraryEnv); p != "" {
+	if p, _ := env.Get(LibraryEnv); p != "" {
 		if st, err := os.Stat(p); err != nil || st.IsDir() {
 			return "", fmt.Errorf("%w: %s=%s does not name a file; %s", ErrNotFound, LibraryEnv, p, InstallHint)
 		}

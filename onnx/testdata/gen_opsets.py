@@ -184,8 +184,7 @@ def main():
     case("constantofshape_op9", 9, "ConstantOfShape", 9, [helper.make_node("ConstantOfShape", ["s"], ["y"], value=helper.make_tensor("v", F, [1], [0.5]))], {"s": np.array([2, 1], dtype=np.int64)},
          {"y": np.full((2, 1), 0.5, np.float32)})
 
-    # Clip: min/max attributes (6) → optional inputs (11, 12, 13); not in zoo's table, written
-    # as Max and Min.
+    # Clip: min/max attributes (6) → optional inputs (11, 12, 13).
     case("clip_op7", 7, "Clip", 6, [helper.make_node("Clip", ["x"], ["y"], min=-0.5, max=0.5)], {"x": x34}, {"y": np.clip(x34, -0.5, 0.5)})
     case("clip_op9_max", 9, "Clip", 6, [helper.make_node("Clip", ["x"], ["y"], max=0.25)], {"x": x34}, {"y": np.minimum(x34, 0.25)})
     case("clip_op11", 11, "Clip", 11, [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])], {"x": x34}, {"y": np.clip(x34, -0.2, 0.3)},
@@ -202,8 +201,8 @@ def main():
     x2345 = arr(2, 3, 4, 5)
     case("flatten_op13_axis3", 13, "Flatten", 13, [helper.make_node("Flatten", ["x"], ["y"], axis=3)], {"x": x2345}, {"y": x2345.reshape(24, 5)})
 
-    # BatchNormalization in inference (7: spatial, 9, 14: training_mode, 15); not in zoo's
-    # table, written as x·a + b per channel.
+    # BatchNormalization in inference (7: spatial, 9, 14: training_mode, 15); spatial 0 is
+    # written as x·a + b.
     def bn(x, s, b, m, v, eps=1e-5, spatial=True):
         shape = (1, -1) + (1,) * (x.ndim - 2) if spatial else (1,) + s.shape
         r = lambda t: t.reshape(shape)

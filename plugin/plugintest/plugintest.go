@@ -18,6 +18,7 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/plugin/pluginpb"
@@ -30,8 +31,8 @@ import (
 // ModeEnv selects what the test binary does when started as a plugin; PidFileEnv, when set,
 // names a file the plugin writes its pid to.
 const (
-	ModeEnv    = "ZOO_PLUGINTEST_MODE"
-	PidFileEnv = "ZOO_PLUGINTEST_PIDFILE"
+	ModeEnv    = env.PluginTestMode
+	PidFileEnv = env.PluginTestPidFile
 )
 
 // The modes.

@@ -20,7 +20,8 @@ import (
 )
 
 // Version is the variant's version; it changes when the graph or initialisation changes.
-const Version = "1.0.0"
+// 1.1.0: causal (each position attends to itself and earlier ones) and dropout (training builds only).
+const Version = "1.1.0"
 
 // Variant is the ALiBi encoder.
 type Variant struct{}
@@ -33,7 +34,7 @@ func New() Variant { return Variant{} }
 // scale; the ALiBi bias is added after scaling).
 func (Variant) Describe() variant.Description {
 	params := slices.DeleteFunc(nn.EncoderParams(), func(p variant.Param) bool { return p.Name == "max_len" })
-	params = append(params, nn.AttentionParams()...)
+	params = append(append(params, nn.AttentionParams()...), nn.CausalParam())
 	return variant.Description{
 		Name:       "alibi",
 		Version:    Version,

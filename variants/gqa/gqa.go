@@ -14,7 +14,8 @@ import (
 )
 
 // Version is the variant's version; it changes when the graph or initialisation changes.
-const Version = "1.0.0"
+// 1.1.0: causal (each position attends to itself and earlier ones) and dropout (training builds only).
+const Version = "1.1.0"
 
 // Variant is the grouped-query attention encoder.
 type Variant struct{}
@@ -28,7 +29,7 @@ func (Variant) Describe() variant.Description {
 	params := append(nn.EncoderParams(),
 		variant.Param{Name: "kv_heads", Kind: variant.KindInt, Default: int64(2), Min: variant.MinOf(1),
 			Doc: "key/value heads; must divide heads (1 = multi-query attention, heads = multi-head attention); W_K and W_V are (kv_heads·d_k, d_model)"})
-	params = append(params, nn.AttentionParams()...)
+	params = append(append(params, nn.AttentionParams()...), nn.CausalParam())
 	return variant.Description{
 		Name:       "gqa",
 		Version:    Version,
@@ -80,7 +81,17 @@ func Attention(d, heads, kv int, o nn.AttentionOptions) nn.AttentionFunc {
 			kh, vh := c.SplitHeads(k, kv, dk), c.SplitHeads(v, kv, dk)
 			// scores (B, kv, r·n, n); the padding bias (B, 1, 1, n) broadcasts over every query row
 			scores := c.ScaleScores(b.MatMul(qg, b.Transpose(kh, 0, 1, 3, 2)), dk, o.Scale)
-			scores = b.Add(scores, m.Bias)
+			bias := m.Bias
+			if m.Causal && r > 1 {
+				// the causal bias (B, 1, n, n) varies by query row: repeat it for the r query
+				// heads of a group, whose rows follow one another
+				rep := make([]string, r)
+				for i := range rep {
+					rep[i] = bias
+				}
+				bias = b.Op("Concat", rep, graph.Attrs{"axis": graph.Int(2)}) // (B, 1, r·n, n)
+			}
+			scores = b.Add(scores, bias)
 			y := b.MatMul(b.Softmax(scores, -1), vh) // (B, kv, r·n, dk)
 			// (B, kv, r·n, dk) → (B, kv, r, n, dk) → (B, n, kv, r, dk) → (B, n, d)
 			y = b.Reshape(y, 0, int64(kv), int64(r), -1, int64(dk))

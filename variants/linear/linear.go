@@ -14,11 +14,13 @@ import (
 
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
+	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 // Version is the variant's version; it changes when the graph or initialisation changes.
-const Version = "1.0.0"
+// 1.1.0: causal (prefix sums by CumSum) and dropout (training builds only).
+const Version = "1.1.0"
 
 // Variant is the linear-attention encoder.
 type Variant struct{}
@@ -28,7 +30,7 @@ func New() Variant { return Variant{} }
 
 // Describe returns the schema: the shared encoder parameters plus attn_bias and attn_eps.
 func (Variant) Describe() variant.Description {
-	params := append(nn.EncoderParams(), nn.AttnBiasParam(),
+	params := append(nn.EncoderParams(), nn.AttnBiasParam(), nn.CausalParam(),
 		variant.Param{Name: "attn_eps", Kind: variant.KindFloat, Default: 1e-6, Min: variant.MinOf(0),
 			Doc: "ε added to the normaliser φ(Q_i)·Σ_j φ(K_j) (fast-transformers' LinearAttention eps); the feature map is elu(x)+1 and the scores are not scaled by 1/√d_k"},
 	)
@@ -67,7 +69,7 @@ func KeepColumn(c *nn.Ctx, m nn.Mask) string {
 
 // Attention is the linear-attention block: W_Q, W_K, W_V, W_O (d → d), heads of width d_k;
 // φ = elu + 1 on Q and K; KV = φ(K)ᵀV (d_k × d_k per head), Z = 1/(φ(Q)·Σ_j φ(K_j) + eps),
-// out = (φ(Q)·KV)·Z.
+// out = (φ(Q)·KV)·Z. With causal=true the sums run over j ≤ i only (causal).
 func Attention(d, heads int, bias bool, eps float64) nn.AttentionFunc {
 	return func(c *nn.Ctx, prefix string, _ int, x string, m nn.Mask) string {
 		dk := d / heads
@@ -84,6 +86,9 @@ func Attention(d, heads int, bias bool, eps float64) nn.AttentionFunc {
 			fq := phi(q)
 			fk := b.Mul(phi(k), keep) // padded keys contribute nothing
 			vm := b.Mul(v, keep)
+			if m.Causal {
+				return c.MergeHeads(causal(c, fq, fk, vm, eps), d)
+			}
 			kv := b.MatMul(b.Transpose(fk, 0, 1, 3, 2), vm)                                                // (B, h, dk, dk)
 			ksum := b.Op("ReduceSum", []string{fk, b.ConstInts(2)}, graph.Attrs{"keepdims": graph.Int(1)}) // (B, h, 1, dk)
 			den := b.MatMul(fq, b.Transpose(ksum, 0, 1, 3, 2))                                             // (B, h, n, 1)
@@ -92,4 +97,19 @@ func Attention(d, heads int, bias bool, eps float64) nn.AttentionFunc {
 		}()
 		return c.Linear(prefix+".W_O", o, d, d, bias)
 	}
+}
+
+// causal is causal linear attention (fast-transformers' CausalLinearAttention) for fq, fk, v
+// (B, h, n, dk), padded keys already zeroed: out_i = φ(q_i)·S_i / (φ(q_i)·z_i + eps) with the
+// prefix sums S_i = Σ_{j≤i} φ(k_j)v_jᵀ and z_i = Σ_{j≤i} φ(k_j), by CumSum over the sequence.
+// S holds a d_k × d_k matrix per position: O(n·d_k²) memory, O(n) in the sequence.
+func causal(c *nn.Ctx, fq, fk, v string, eps float64) string {
+	b := c.B
+	seq := b.Const(tensor.Scalar64(2))
+	outer := b.Mul(b.Unsqueeze(fk, 4), b.Unsqueeze(v, 3))                                  // (B, h, n, dk, dk): φ(k_j)v_jᵀ
+	s := b.Op("CumSum", []string{outer, seq}, nil)                                         // S_i
+	num := b.Op("Squeeze", []string{b.MatMul(b.Unsqueeze(fq, 3), s), b.ConstInts(3)}, nil) // (B, h, n, dk)
+	z := b.Op("CumSum", []string{fk, seq}, nil)                                            // z_i (B, h, n, dk)
+	den := b.Op("ReduceSum", []string{b.Mul(fq, z), b.ConstInts(-1)}, graph.Attrs{"keepdims": graph.Int(1)})
+	return b.Mul(num, b.Div(b.ConstFloat(1), b.Add(den, b.ConstFloat(float32(eps)))))
 }

@@ -32,7 +32,18 @@ import (
 // Version is the variant's version; it changes when the graph, the initialisation or the
 // meaning of a hyperparameter changes. 1.1.0: scale is nn.ScaleParam's float (0 divides by
 // √d_k, 1 leaves the scores unscaled), where 1.0.0 had a bool (true, false).
-const Version = "1.1.0"
+// 1.2.0: dropout (training builds only); causal=true is refused (causalRefusal).
+const Version = "1.2.0"
+
+// causalRefusal says why linformer has no causal mode.
+const causalRefusal = "causal=true is not possible: the projections E and F mix the keys and values of every position, later ones included, into k summaries, so no query can be kept from the future (use vanilla, rope, alibi, relbias, gqa, sparse, linear or performer for clm)"
+
+// causalParam is nn.CausalParam for a variant that must refuse true.
+func causalParam() variant.Param {
+	p := nn.CausalParam()
+	p.Doc = "must be false: " + causalRefusal[len("causal=true is "):]
+	return p
+}
 
 // Sharing modes of the projections E and F (paper §4).
 const (
@@ -69,7 +80,7 @@ func (Variant) Describe() variant.Description {
 			Choices: []string{ShareNone, ShareHeadwise, ShareKeyValue, ShareLayerwise},
 			Doc:     "E/F sharing: none (per head), headwise (per layer), key-value (per layer, E=F), layerwise (one E for the model)"},
 	)
-	params = append(params, nn.AttentionParams()...)
+	params = append(append(params, nn.AttentionParams()...), causalParam())
 	return variant.Description{
 		Name:       "linformer",
 		Version:    Version,
@@ -94,6 +105,9 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 	e, err := nn.EncoderConfigFrom(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("linformer: %w", err)
+	}
+	if e.Causal {
+		return nil, fmt.Errorf("linformer: %s", causalRefusal)
 	}
 	a := config{d: e.DModel, heads: cfg.Int("heads"), k: cfg.Int("k"), maxLen: cfg.Int("max_len"),
 		sharing: cfg.String("sharing"), AttentionOptions: nn.AttentionOptionsFrom(cfg)}

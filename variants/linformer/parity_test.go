@@ -45,3 +45,10 @@ func run(t *testing.T, g *graph.Graph, f fixture, threads int) (map[string]*tens
 }
 
 var compareValid = paritytest.CompareValid
+
+// TestGradientParityWithPyTorch compares the loss and every parameter's gradient of a
+// label-smoothed cross-entropy (batch 3 with padding, ignored targets) with PyTorch autograd on
+// the independent reference in testdata/gen_fixtures.py, rule paritytest.GradRtol.
+func TestGradientParityWithPyTorch(t *testing.T) {
+	suite.RunGradients(t, "tiny_grad", "tiny_none_grad")
+}

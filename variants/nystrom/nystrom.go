@@ -36,7 +36,11 @@ import (
 )
 
 // Version is the variant's version; it changes when the graph or initialisation changes.
-const Version = "1.0.0"
+// 1.1.0: dropout (training builds only); causal=true is refused (causalRefusal).
+const Version = "1.1.0"
+
+// causalRefusal says why nystrom has no causal mode.
+const causalRefusal = "causal=true is not possible: each landmark is the mean of a segment of queries or keys, later positions included, so the approximation mixes the future into every row (use vanilla, rope, alibi, relbias, gqa, sparse, linear or performer for clm)"
 
 // Variant is the Nyströmformer encoder.
 type Variant struct{}
@@ -47,7 +51,9 @@ func New() Variant { return Variant{} }
 // Describe returns the schema: the shared encoder parameters plus attn_bias, num_landmarks,
 // pinv_iterations and pinv_init.
 func (Variant) Describe() variant.Description {
-	params := append(nn.EncoderParams(), nn.AttnBiasParam(),
+	causal := nn.CausalParam()
+	causal.Doc = "must be false: " + causalRefusal[len("causal=true is "):]
+	params := append(nn.EncoderParams(), nn.AttnBiasParam(), causal,
 		variant.Param{Name: "num_landmarks", Kind: variant.KindInt, Default: int64(64), Min: variant.MinOf(1),
 			Doc: "landmarks m: segment means of Q and K over n'/m rows, n' = n rounded up to a multiple of m (positions past n are masked)"},
 		variant.Param{Name: "pinv_iterations", Kind: variant.KindInt, Default: int64(6), Min: variant.MinOf(1),
@@ -83,6 +89,9 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 	e, err := nn.EncoderConfigFrom(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("nystrom: %w", err)
+	}
+	if e.Causal {
+		return nil, fmt.Errorf("nystrom: %s", causalRefusal)
 	}
 	c := nn.NewCtx(ctx, "nystrom", seed)
 	c.SetBuildMeta("nystrom", Version, cfg)

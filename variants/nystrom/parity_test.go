@@ -13,3 +13,10 @@ import (
 func TestParityWithPyTorch(t *testing.T) {
 	paritytest.Suite{Variant: nystrom.New(), Fixtures: []string{"tiny", "per_matrix_prenorm"}}.Run(t)
 }
+
+// TestGradientParityWithPyTorch compares the loss and every parameter's gradient of a
+// label-smoothed cross-entropy (batch 3 with padding, ignored targets) with PyTorch autograd on
+// the independent reference in testdata/gen_fixtures.py, rule paritytest.GradRtol.
+func TestGradientParityWithPyTorch(t *testing.T) {
+	paritytest.Suite{Variant: nystrom.New()}.RunGradients(t, "tiny_grad", "per_matrix_prenorm_grad")
+}

@@ -40,7 +40,9 @@ import (
 )
 
 // Version is the variant's version; it changes when the graph or initialisation changes.
-const Version = "1.0.0"
+// 1.1.0: causal (prefix sums by CumSum; key features unstabilised) and dropout (training
+// builds only).
+const Version = "1.1.0"
 
 // Variant is the Performer (FAVOR+) encoder.
 type Variant struct{}
@@ -51,7 +53,7 @@ func New() Variant { return Variant{} }
 // Describe returns the schema: the shared encoder parameters plus attn_bias, nb_features,
 // feature_scaling and kernel_eps.
 func (Variant) Describe() variant.Description {
-	params := append(nn.EncoderParams(), nn.AttnBiasParam(),
+	params := append(nn.EncoderParams(), nn.AttnBiasParam(), nn.CausalParam(),
 		variant.Param{Name: "nb_features", Kind: variant.KindInt, Default: int64(0), Min: variant.MinOf(0),
 			Doc: "random features m per head; 0 means int(d_k·ln d_k) as performer-pytorch (266 for d_k=64)"},
 		variant.Param{Name: "feature_scaling", Kind: variant.KindString, Default: "chi", Choices: []string{"chi", "sqrt_dk"},
@@ -184,8 +186,11 @@ func Attention(d, heads int, o Options) nn.AttentionFunc {
 			defer c.B.Scope(prefix)()
 			b := c.B
 			pad := b.Unsqueeze(m.Pad, 1, 3) // (B, 1, n, 1), true at padding
-			fq := kernel(c, q, proj, dk, o, "")
-			fk := kernel(c, k, proj, dk, o, pad)
+			fq := kernel(c, q, proj, dk, o, "", false)
+			fk := kernel(c, k, proj, dk, o, pad, m.Causal)
+			if m.Causal {
+				return c.MergeHeads(causalAttention(c, fq, fk, v), d)
+			}
 			// linear_attention: D⁻¹ = 1/(φ(Q)·Σ_j φ(K_j)), context = φ(K)ᵀV, out = φ(Q)·context·D⁻¹
 			ksum := b.Op("ReduceSum", []string{fk, b.ConstInts(2)}, graph.Attrs{"keepdims": graph.Int(1)}) // (B, h, 1, m)
 			dinv := b.Div(b.ConstFloat(1), b.MatMul(fq, b.Transpose(ksum, 0, 1, 3, 2)))                    // (B, h, n, 1)
@@ -198,8 +203,11 @@ func Attention(d, heads int, o Options) nn.AttentionFunc {
 
 // kernel is performer-pytorch's softmax_kernel for x (B, h, n, dk): queries (pad == "") are
 // stabilised by their row maximum, keys by the maximum over valid keys and features of each
-// (batch, head), and padded key rows are zeroed.
-func kernel(c *nn.Ctx, x, proj string, dk int, o Options, pad string) string {
+// (batch, head), and padded key rows are zeroed. A causal model's keys are not stabilised
+// (unstable is set): that maximum would let a later key change an earlier output through
+// the ε term. The exponent w·u − |u|²/2 (u = x/d_k^¼) is at most |w|²/2, about d_k/2, so
+// unstabilised features stay finite in float32 for heads up to a few hundred wide.
+func kernel(c *nn.Ctx, x, proj string, dk int, o Options, pad string, unstable bool) string {
 	b := c.B
 	norm := math.Pow(float64(dk), -0.25)
 	ratio := math.Pow(float64(o.Features), -0.5)
@@ -207,9 +215,12 @@ func kernel(c *nn.Ctx, x, proj string, dk int, o Options, pad string) string {
 	sq := b.Op("ReduceSum", []string{b.Mul(x, x), b.ConstInts(-1)}, graph.Attrs{"keepdims": graph.Int(1)})
 	diag := b.Mul(b.Div(sq, b.ConstFloat(2)), b.ConstFloat(float32(norm*norm))) // (B, h, n, 1)
 	var stab string
-	if pad == "" {
+	switch {
+	case unstable:
+		stab = b.ConstFloat(0)
+	case pad == "":
 		stab = b.Op("ReduceMax", []string{dd}, graph.Attrs{"axes": graph.Ints(-1), "keepdims": graph.Int(1)})
-	} else {
+	default:
 		valid := b.Where(pad, b.ConstFloat(float32(math.Inf(-1))), dd)
 		stab = b.Op("ReduceMax", []string{valid}, graph.Attrs{"axes": graph.Ints(2, 3), "keepdims": graph.Int(1)})
 	}
@@ -219,4 +230,18 @@ func kernel(c *nn.Ctx, x, proj string, dk int, o Options, pad string) string {
 		phi = b.Where(pad, b.ConstFloat(0), phi)
 	}
 	return phi
+}
+
+// causalAttention is causal FAVOR+ (performer-pytorch's causal_linear_attention without its
+// chunking): out_i = φ(q_i)·C_i / (φ(q_i)·z_i) with the prefix sums C_i = Σ_{j≤i} φ(k_j)v_jᵀ
+// (m × d_k per position: O(n·m·d_k) memory) and z_i = Σ_{j≤i} φ(k_j), by CumSum over the
+// sequence, for fq, fk (B, h, n, m) and v (B, h, n, dk).
+func causalAttention(c *nn.Ctx, fq, fk, v string) string {
+	b := c.B
+	seq := b.Const(tensor.Scalar64(2))
+	ctx := b.Op("CumSum", []string{b.Mul(b.Unsqueeze(fk, 4), b.Unsqueeze(v, 3)), seq}, nil)  // (B, h, n, m, dk)
+	num := b.Op("Squeeze", []string{b.MatMul(b.Unsqueeze(fq, 3), ctx), b.ConstInts(3)}, nil) // (B, h, n, dk)
+	z := b.Op("CumSum", []string{fk, seq}, nil)
+	den := b.Op("ReduceSum", []string{b.Mul(fq, z), b.ConstInts(-1)}, graph.Attrs{"keepdims": graph.Int(1)})
+	return b.Mul(num, b.Div(b.ConstFloat(1), den))
 }

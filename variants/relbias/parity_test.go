@@ -10,7 +10,7 @@ import (
 )
 
 var suite = paritytest.Suite{Variant: relbias.New(),
-	Fixtures: []string{"tiny", "tiny_t5", "tiny_long", "tiny_sinusoidal", "base_layer"}}
+	Fixtures: []string{"tiny", "tiny_t5", "tiny_long", "tiny_sinusoidal", "base_layer", "tiny_causal"}}
 
 // TestParityWithPyTorch compares hidden and logits with the independent PyTorch implementation
 // (numpy-allclose style, absolute rule: |zoo - pytorch| <= 1e-5 on every valid position) for
@@ -27,3 +27,8 @@ func loadFixture(t *testing.T, name string) fixture { return fixture{suite.Load(
 func (f fixture) get(t *testing.T, name string) *tensor.Tensor { return f.Get(t, name) }
 
 func (f fixture) config(t *testing.T) (variant.Config, uint64) { return f.Config(t, suite.Variant) }
+
+// TestGradientParityWithPyTorch compares the loss and every parameter's gradient of a
+// label-smoothed cross-entropy (batch 3 with padding, ignored targets) with PyTorch autograd on
+// the independent reference in testdata/gen_fixtures.py, rule paritytest.GradRtol.
+func TestGradientParityWithPyTorch(t *testing.T) { suite.RunGradients(t, "tiny_grad", "tiny_t5_grad") }

@@ -35,7 +35,8 @@ import (
 // Version is the variant's version; it changes when the graph, the initialisation or the
 // meaning of a hyperparameter changes. 1.1.0: scale is nn.ScaleParam's float (0 divides by
 // √d_k, 1 leaves the scores unscaled), where 1.0.0 had a bool (true, false).
-const Version = "1.1.0"
+// 1.2.0: causal (each position attends to itself and earlier ones) and dropout (training builds only).
+const Version = "1.2.0"
 
 // EmbeddingName is the bias table's parameter name (HF T5's module path inside layer 0).
 const EmbeddingName = "layers.0.self_attn.relative_attention_bias.weight"
@@ -63,7 +64,7 @@ func (Variant) Describe() variant.Description {
 		variant.Param{Name: "max_distance", Kind: variant.KindInt, Default: int64(128), Min: variant.MinOf(1),
 			Doc: "distance from which all relative positions share the last bucket of their direction"},
 	)
-	params = append(params, nn.AttentionParams()...)
+	params = append(append(params, nn.AttentionParams()...), nn.CausalParam())
 	return variant.Description{
 		Name:       "relbias",
 		Version:    Version,

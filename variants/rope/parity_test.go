@@ -11,7 +11,7 @@ import (
 )
 
 var suite = paritytest.Suite{Variant: rope.New(),
-	Fixtures: []string{"tiny", "tiny_interleaved", "tiny_partial", "tiny_prenorm", "base_layer"}}
+	Fixtures: []string{"tiny", "tiny_interleaved", "tiny_partial", "tiny_prenorm", "base_layer", "tiny_causal"}}
 
 // TestParityWithPyTorch compares hidden and logits with the independent PyTorch implementation
 // (numpy-allclose style, absolute rule: |zoo - pytorch| <= 1e-5 on every valid position) for
@@ -34,3 +34,10 @@ func run(t *testing.T, g *graph.Graph, f fixture, threads int) (map[string]*tens
 }
 
 var compareValid = paritytest.CompareValid
+
+// TestGradientParityWithPyTorch compares the loss and every parameter's gradient of a
+// label-smoothed cross-entropy (batch 3 with padding, ignored targets) with PyTorch autograd on
+// the independent reference in testdata/gen_fixtures.py, rule paritytest.GradRtol.
+func TestGradientParityWithPyTorch(t *testing.T) {
+	suite.RunGradients(t, "tiny_grad", "tiny_interleaved_grad")
+}

@@ -35,7 +35,8 @@ import (
 // Version is the variant's version; it changes when the graph, the initialisation or the
 // meaning of a hyperparameter changes. 1.1.0: scale is nn.ScaleParam's float (0 divides by
 // √d_k, 1 leaves the scores unscaled), where 1.0.0 had a bool (true, false).
-const Version = "1.1.0"
+// 1.2.0: causal (each position attends to itself and earlier ones) and dropout (training builds only).
+const Version = "1.2.0"
 
 // Layouts of the rotated pairs.
 const (
@@ -68,7 +69,7 @@ func (Variant) Describe() variant.Description {
 		variant.Param{Name: "rope_dim", Kind: variant.KindInt, Default: int64(0), Min: variant.MinOf(0),
 			Doc: "rotated dimensions per head, even and <= d_k; 0 rotates all d_k (the rest pass through unrotated)"},
 	)
-	params = append(params, nn.AttentionParams()...)
+	params = append(append(params, nn.AttentionParams()...), nn.CausalParam())
 	return variant.Description{
 		Name:       "rope",
 		Version:    Version,

@@ -10,7 +10,7 @@ import (
 )
 
 var suite = paritytest.Suite{Variant: sparse.New(),
-	Fixtures: []string{"tiny", "tiny_global", "tiny_stride", "tiny_all", "tiny_prenorm", "tiny_long", "base_layer"}}
+	Fixtures: []string{"tiny", "tiny_global", "tiny_stride", "tiny_all", "tiny_prenorm", "tiny_long", "base_layer", "tiny_causal", "tiny_causal_global", "tiny_causal_all"}}
 
 // TestParityWithPyTorch compares hidden and logits with the independent dense-masked PyTorch
 // reference (numpy-allclose style, absolute rule: |zoo - pytorch| <= 1e-5 on every valid
@@ -27,3 +27,10 @@ func loadFixture(t *testing.T, name string) fixture { return fixture{suite.Load(
 func (f fixture) get(t *testing.T, name string) *tensor.Tensor { return f.Get(t, name) }
 
 func (f fixture) config(t *testing.T) (variant.Config, uint64) { return f.Config(t, suite.Variant) }
+
+// TestGradientParityWithPyTorch compares the loss and every parameter's gradient of a
+// label-smoothed cross-entropy (batch 3 with padding, ignored targets) with PyTorch autograd on
+// the independent reference in testdata/gen_fixtures.py, rule paritytest.GradRtol.
+func TestGradientParityWithPyTorch(t *testing.T) {
+	suite.RunGradients(t, "tiny_grad", "tiny_global_grad")
+}

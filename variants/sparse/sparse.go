@@ -13,6 +13,11 @@
 //   - global keys: j < global_tokens — every query sees the first global_tokens positions;
 //   - global queries: i < global_tokens — those rows attend every key.
 //
+// With causal=true a pair is allowed only when also j ≤ i: the window keeps its own and
+// earlier blocks' keys up to the query, the strided pattern only earlier blocks (the Sparse
+// Transformer's own, causal, form), global keys only those before it, and global query rows
+// only their past.
+//
 // Padded keys are excluded from every set; the softmax runs once over the union (each key at
 // most once). The PyTorch reference builds exactly this as a dense (n × n) mask.
 //
@@ -45,7 +50,8 @@ import (
 // Version is the variant's version; it changes when the graph, the initialisation or the
 // meaning of a hyperparameter changes. 1.1.0: scale is nn.ScaleParam's float (0 divides by
 // √d_k, 1 leaves the scores unscaled), where 1.0.0 had a bool (true, false).
-const Version = "1.1.0"
+// 1.2.0: causal and dropout (training builds only).
+const Version = "1.2.0"
 
 // Variant is the block-sparse encoder.
 type Variant struct{}
@@ -67,7 +73,7 @@ func (Variant) Describe() variant.Description {
 		variant.Param{Name: "global_tokens", Kind: variant.KindInt, Default: int64(0), Min: variant.MinOf(0),
 			Doc: "the first global_tokens positions attend every key and are attended by every query"},
 	)
-	params = append(params, nn.AttentionParams()...)
+	params = append(append(params, nn.AttentionParams()...), nn.CausalParam())
 	return variant.Description{
 		Name:       "sparse",
 		Version:    Version,
@@ -84,10 +90,15 @@ type Pattern struct {
 	// Block is the block size b; Window the blocks on each side; Stride the strided pattern's
 	// period in blocks (0: off); Global the number of global tokens.
 	Block, Window, Stride, Global int
+	// Causal allows only keys at or before the query.
+	Causal bool
 }
 
 // Allowed reports whether query i may attend key j under the pattern (before padding).
 func (p Pattern) Allowed(i, j int) bool {
+	if p.Causal && j > i {
+		return false
+	}
 	if i < p.Global || j < p.Global {
 		return true
 	}
@@ -105,7 +116,7 @@ func (v Variant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*g
 	if err != nil {
 		return nil, fmt.Errorf("sparse: %w", err)
 	}
-	p := Pattern{Block: cfg.Int("block"), Window: cfg.Int("window"), Stride: cfg.Int("stride"), Global: cfg.Int("global_tokens")}
+	p := Pattern{Block: cfg.Int("block"), Window: cfg.Int("window"), Stride: cfg.Int("stride"), Global: cfg.Int("global_tokens"), Causal: e.Causal}
 	if p.Window < 1 {
 		return nil, fmt.Errorf("sparse: window=%d must be at least 1 block on each side", p.Window)
 	}
@@ -139,7 +150,7 @@ type frame struct {
 	batch, n, extra string // (1,) values: B, n, P − n
 	nb, ng, perS    string // (1,) values: P/b, P/(b·s), P/s
 	local           string // (B, 1, P/b, 1, (2w+1)·b)
-	strided         string // (B, 1, s, 1, P/s) padding + (P/s, P/s) dedup, added in group layout
+	strided         string // (B, 1, s, 1, P/s) padding (+ (P/s, P/s) causal), added in group layout
 	stridedDup      string // (ng, 1, ng, 1)
 	globalKeys      string // (B, 1, 1, 1, g') padding + (P/b, 1, g') dedup
 	all             string // (B, 1, 1, P): padding for the global query rows
@@ -199,6 +210,9 @@ func (a *attention) setup(c *nn.Ctx, m nn.Mask) {
 	edge := fill(c, concat(c, 0, f.batch, a.ci(c, wb)), nn.MaskedOut)
 	blocks := reshape(c, concat(c, 1, edge, padP, edge), a.ci(c, 0, -1, int64(p.Block))) // (B, nb+2w, b)
 	f.local = b.Unsqueeze(a.neighbours(c, blocks, 1), 1, 3)
+	if p.Causal {
+		f.local = b.Add(f.local, b.Const(causalWindow(p)))
+	}
 
 	if p.Stride > 0 {
 		s := int64(p.Stride)
@@ -211,6 +225,18 @@ func (a *attention) setup(c *nn.Ctx, m nn.Mask) {
 		diff := b.Op("Abs", []string{b.Sub(b.Unsqueeze(r, 1), b.Unsqueeze(r, 0))}, nil)
 		dup := b.Op("Less", []string{b.Mul(diff, b.Const(tensor.Scalar64(s))), b.Const(tensor.Scalar64(int64(p.Window + 1)))}, nil)
 		f.stridedDup = b.Unsqueeze(b.Where(dup, b.ConstFloat(nn.MaskedOut), b.ConstFloat(0)), 1, 3) // (ng, 1, ng, 1)
+		if p.Causal {
+			// Row u of a residue class is position (u div b)·s·b + σ·b + u mod b, so key v is
+			// after query u when ((v div b) − (u div b))·s·b + v mod b − u mod b > 0, whatever σ.
+			bs := b.Const(tensor.Scalar64(int64(p.Block)))
+			u := a.positions(c, scalar(c, f.perS))
+			at := func(x string) string {
+				blk := b.Div(x, bs)
+				return b.Add(b.Mul(blk, b.Const(tensor.Scalar64(s*int64(p.Block)))), b.Sub(x, b.Mul(blk, bs)))
+			}
+			future := b.Op("Greater", []string{b.Unsqueeze(at(u), 0), b.Unsqueeze(at(u), 1)}, nil) // (P/s, P/s)
+			f.strided = b.Add(f.strided, b.Where(future, b.ConstFloat(nn.MaskedOut), b.ConstFloat(0)))
+		}
 	}
 
 	if p.Global > 0 {
@@ -233,7 +259,49 @@ func (a *attention) setup(c *nn.Ctx, m nn.Mask) {
 		dupF := b.Unsqueeze(b.Where(dup, b.ConstFloat(nn.MaskedOut), b.ConstFloat(0)), 1) // (nb, 1, g')
 		padG := b.Unsqueeze(b.Slice(padP, a.ci(c, 0), a.ci(c, g), a.ci(c, 1)), 1, 2, 3)   // (B, 1, 1, 1, g')
 		f.globalKeys = b.Add(padG, dupF)
+		if p.Causal {
+			// key j of the first g' against query i = qb·b + r: (nb, b, g')
+			qpos := b.Add(b.Unsqueeze(b.Mul(qb, b.Const(tensor.Scalar64(int64(p.Block)))), 1, 2), b.Unsqueeze(a.positions(c, b.Const(tensor.Scalar64(int64(p.Block)))), 0, 2))
+			future := b.Op("Greater", []string{b.Unsqueeze(a.firstPositions(c, P), 0, 1), qpos}, nil)
+			f.globalKeys = b.Add(f.globalKeys, b.Unsqueeze(b.Where(future, b.ConstFloat(nn.MaskedOut), b.ConstFloat(0)), 0, 1))
+			// the global query rows i < g' over the frame's keys j: (g', P)
+			rows := b.Op("Greater", []string{b.Unsqueeze(a.positions(c, scalar(c, P)), 0), b.Unsqueeze(a.firstPositions(c, P), 1)}, nil)
+			f.all = b.Add(f.all, b.Where(rows, b.ConstFloat(nn.MaskedOut), b.ConstFloat(0)))
+		}
 	}
+}
+
+// positions is Range(0, n) for an int64 scalar n.
+func (a *attention) positions(c *nn.Ctx, n string) string {
+	return c.B.Op("Range", []string{c.B.Const(tensor.Scalar64(0)), n, c.B.Const(tensor.Scalar64(1))}, nil)
+}
+
+// firstPositions is 0 … g'−1, the positions of the global tokens within a frame of P.
+func (a *attention) firstPositions(c *nn.Ctx, P string) string {
+	pos := make([]int64, a.p.Global)
+	for j := range pos {
+		pos[j] = int64(j)
+	}
+	t, _ := tensor.FromInt64(pos, a.p.Global)
+	return through(c, c.B.Const(t), a.ci(c, 0), P, 0)
+}
+
+// causalWindow is the causal bias of the window layout, (1, 1, 1, b, (2w+1)·b): query r of a
+// block against key c of neighbour t (block qb−w+t) is j − i = (t−w)·b + c − r, the same for
+// every query block, masked when positive.
+func causalWindow(p Pattern) *tensor.Tensor {
+	b, width := p.Block, (2*p.Window+1)*p.Block
+	data := make([]float32, b*width)
+	for r := 0; r < b; r++ {
+		for k := 0; k < width; k++ {
+			t, col := k/b, k%b
+			if (t-p.Window)*b+col-r > 0 {
+				data[r*width+k] = nn.MaskedOut
+			}
+		}
+	}
+	out, _ := tensor.FromFloat32(data, 1, 1, 1, b, width)
+	return out
 }
 
 // neighbours gathers, for x of layout (…, nb+2w, b, …) with the block axis at axis, the

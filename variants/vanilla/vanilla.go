@@ -13,7 +13,8 @@ import (
 )
 
 // Version is the variant's version; it changes when the graph or initialisation changes.
-const Version = "1.0.0"
+// 1.1.0: causal (each position attends to itself and earlier ones) and dropout (training builds only).
+const Version = "1.1.0"
 
 // Variant is the vanilla encoder.
 type Variant struct{}
@@ -29,7 +30,7 @@ func (Variant) Describe() variant.Description {
 		Summary:    "multi-head softmax attention, post-LN, ReLU FFN, sinusoidal positions (the seed's encoder)",
 		Paper:      "https://arxiv.org/abs/1706.03762",
 		Complexity: "O(n²)",
-		Params:     nn.EncoderParams(),
+		Params:     append(nn.EncoderParams(), nn.CausalParam()),
 		Caps:       variant.Capabilities{MaxLenParam: "max_len", KeyPadding: true},
 	}
 }

@@ -157,7 +157,8 @@ func (b *Builder) OpN(op string, inputs []string, n int, attrs Attrs) []string {
 		// the exporter writes such ops out as basic ones at older opsets.
 		b.g.Opset = d.SinceVersion
 	}
-	b.g.Nodes = append(b.g.Nodes, &Node{Name: name, Op: op, Inputs: append([]string{}, inputs...), Outputs: outs, Attrs: attrs})
+	domain, op := SplitOpKey(op) // a contrib op is named by its key, "com.microsoft.Gelu"
+	b.g.Nodes = append(b.g.Nodes, &Node{Name: name, Op: op, Domain: domain, Inputs: append([]string{}, inputs...), Outputs: outs, Attrs: attrs})
 	return outs
 }
 

@@ -242,7 +242,7 @@ func viewCost(n *Node, in, out []TensorType) (OpCost, error) { return OpCost{}, 
 
 // nodeCost applies the node's op-table cost rule at the propagated concrete shapes.
 func nodeCost(n *Node, vals map[string]*absVal) (OpCost, error) {
-	d, ok := LookupOp(n.Op)
+	d, ok := LookupNodeOp(n)
 	if !ok || d.Cost == nil {
 		return OpCost{}, fmt.Errorf("no cost rule for op %q", n.Op)
 	}

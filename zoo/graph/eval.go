@@ -26,18 +26,15 @@ func EvalNode(n *Node, in []*tensor.Tensor) (outs []*tensor.Tensor, err error) {
 	if n == nil {
 		return nil, errors.New("eval: node is nil")
 	}
-	where := fmt.Sprintf("eval node %q (%s)", n.Name, n.Op)
+	where := fmt.Sprintf("eval node %q (%s)", n.Name, OpKey(n.Domain, n.Op))
 	defer func() {
 		if r := recover(); r != nil {
 			outs, err = nil, fmt.Errorf("%s: internal error: %v", where, r)
 		}
 	}()
-	if n.Domain != "" && n.Domain != "ai.onnx" {
-		return nil, fmt.Errorf("%s: domain %q is not supported (only ai.onnx)", where, n.Domain)
-	}
-	d, ok := LookupOp(n.Op)
+	d, ok := LookupNodeOp(n)
 	if !ok {
-		return nil, fmt.Errorf("%s: unknown op type %q", where, n.Op)
+		return nil, fmt.Errorf("%s: unknown op type %q", where, OpKey(n.Domain, n.Op))
 	}
 	if err := d.checkNode(n); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
@@ -116,8 +113,13 @@ func newTensor(dt tensor.DType, shape []int) (*tensor.Tensor, error) {
 
 // wrapInt keeps an integer result in its dtype's range: int32 arithmetic wraps as in C.
 func wrapInt(dt tensor.DType, v int64) int64 {
-	if dt == tensor.Int32 {
+	switch dt {
+	case tensor.Int32:
 		return int64(int32(v))
+	case tensor.Int8:
+		return int64(int8(v))
+	case tensor.Uint8:
+		return int64(uint8(v))
 	}
 	return v
 }
@@ -263,10 +265,10 @@ func f64(v float32) float64 { return float64(v) }
 func floatToInt(v float64, dt tensor.DType) (int64, error) {
 	t := math.Trunc(v)
 	lo, hi := float64(math.MinInt64), float64(math.MaxInt64)
-	if dt == tensor.Int32 {
-		lo, hi = math.MinInt32, math.MaxInt32
+	if l, h, ok := quantRange(dt); ok {
+		lo, hi = l, h
 	}
-	if math.IsNaN(v) || t < lo || t >= hi+1 || (dt != tensor.Int32 && t >= hi) {
+	if math.IsNaN(v) || t < lo || t >= hi+1 || (dt == tensor.Int64 && t >= hi) {
 		return 0, fmt.Errorf("float %v does not fit %v (ONNX leaves the result undefined)", v, dt)
 	}
 	return int64(t), nil

@@ -87,7 +87,8 @@ type evalCase struct {
 
 // evalNode builds a node for c and evaluates it.
 func evalNode(c evalCase) ([]*tensor.Tensor, error) {
-	n := &graph.Node{Name: "n", Op: c.op, Attrs: c.attrs}
+	domain, op := graph.SplitOpKey(c.op)
+	n := &graph.Node{Name: "n", Op: op, Domain: domain, Attrs: c.attrs}
 	for i, t := range c.in {
 		name := fmt.Sprintf("x%d", i)
 		if t == nil {
@@ -399,11 +400,11 @@ func TestEvalCoversEveryOp(t *testing.T) {
 	// Ops that take any input of any dtype or shape: nothing to reject.
 	total := map[string]bool{"Identity": true, "Shape": true}
 	for _, d := range graph.Ops() {
-		if ok[d.Name] == 0 {
-			t.Errorf("op %s has no golden evaluation case", d.Name)
+		if ok[d.Key()] == 0 {
+			t.Errorf("op %s has no golden evaluation case", d.Key())
 		}
-		if bad[d.Name] == 0 && !total[d.Name] {
-			t.Errorf("op %s has no rejected-input case", d.Name)
+		if bad[d.Key()] == 0 && !total[d.Key()] {
+			t.Errorf("op %s has no rejected-input case", d.Key())
 		}
 	}
 }
@@ -420,7 +421,7 @@ func TestEvalNodeErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown op", &graph.Node{Name: "n", Op: "Frobnicate", Outputs: []string{"y"}}, nil, "unknown op"},
-		{"other domain", &graph.Node{Name: "n", Op: "Relu", Domain: "com.example", Inputs: []string{"x"}, Outputs: []string{"y"}}, []*tensor.Tensor{tf(sh(1), 1)}, "domain"},
+		{"other domain", &graph.Node{Name: "n", Op: "Relu", Domain: "com.example", Inputs: []string{"x"}, Outputs: []string{"y"}}, []*tensor.Tensor{tf(sh(1), 1)}, `"com.example.Relu"`},
 		{"arity", &graph.Node{Name: "n", Op: "Relu", Inputs: []string{"x", "z"}, Outputs: []string{"y"}}, []*tensor.Tensor{tf(sh(1), 1), tf(sh(1), 1)}, "inputs"},
 		{"tensor count", &graph.Node{Name: "n", Op: "Relu", Inputs: []string{"x"}, Outputs: []string{"y"}}, nil, "0 input tensors"},
 		{"nil required", &graph.Node{Name: "n", Op: "Add", Inputs: []string{"x", "z"}, Outputs: []string{"y"}}, []*tensor.Tensor{tf(sh(1), 1), nil}, "no tensor"},

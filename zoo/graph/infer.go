@@ -164,7 +164,7 @@ func sizes(s Shape) []int64 {
 	return out
 }
 
-func isInt(dt tensor.DType) bool     { return dt == tensor.Int64 || dt == tensor.Int32 }
+func isInt(dt tensor.DType) bool     { return dt.IsInt() }
 func isNumeric(dt tensor.DType) bool { return dt == tensor.Float32 || isInt(dt) }
 func tracksVals(dt tensor.DType) bool {
 	return isInt(dt) || dt == tensor.Bool
@@ -417,7 +417,7 @@ func one(v *absVal) []*absVal { return []*absVal{v} }
 // infer runs the node's inference rule from the op table.
 func (c *nodeCtx) infer() ([]*absVal, error) {
 	if c.def == nil {
-		d, ok := LookupOp(c.n.Op)
+		d, ok := LookupNodeOp(c.n)
 		if !ok {
 			return nil, fmt.Errorf("unknown op type %q", c.n.Op)
 		}

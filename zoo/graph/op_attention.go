@@ -26,6 +26,7 @@ func init() {
 			intAttr("qk_matmul_output_mode", 0), optFloatAttr("scale"), floatAttr("softcap", 0), optIntAttr("softmax_precision")},
 		infer: (*nodeCtx).attention,
 		Eval:  evalAttention,
+		Grad:  NoGradYet,
 		Cost: func(n *Node, in, out []TensorType) (OpCost, error) {
 			// Two products of (q_seq × total × head) per query head: QKᵀ and P·V.
 			q, y := in[0], out[0]

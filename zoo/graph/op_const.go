@@ -20,6 +20,7 @@ func init() {
 		infer: (*nodeCtx).cast,
 		Eval:  evalCast,
 		Cost:  moveCost,
+		Grad:  gradCast,
 	})
 	register(&OpDef{
 		Name: "Identity", SinceVersion: 1, ThroughVersion: LatestOpset, Doc: "a copy of its input",
@@ -37,6 +38,7 @@ func init() {
 			return []*tensor.Tensor{in[0].Clone()}, nil
 		},
 		Cost: viewCost,
+		Grad: gradIdentity,
 	})
 	register(&OpDef{
 		Name: "Constant", SinceVersion: 12, ThroughVersion: LatestOpset,
@@ -52,6 +54,7 @@ func init() {
 			return []*tensor.Tensor{t.Clone()}, nil
 		},
 		Cost: writeCost,
+		Grad: NoGrad,
 	})
 	register(&OpDef{
 		Name: "ConstantOfShape", SinceVersion: 9, ThroughVersion: LatestOpset,
@@ -61,6 +64,7 @@ func init() {
 		infer: (*nodeCtx).constantOfShape,
 		Eval:  evalConstantOfShape,
 		Cost:  writeCost,
+		Grad:  NoGrad,
 	})
 	register(&OpDef{
 		Name: "Shape", SinceVersion: 1, ThroughVersion: LatestOpset,
@@ -79,6 +83,7 @@ func init() {
 			return []*tensor.Tensor{t}, err
 		},
 		Cost: writeCost,
+		Grad: NoGrad,
 	})
 	register(&OpDef{
 		Name: "Range", SinceVersion: 11, ThroughVersion: LatestOpset,
@@ -87,6 +92,7 @@ func init() {
 		infer: (*nodeCtx).rangeOp,
 		Eval:  evalRange,
 		Cost:  writeCost,
+		Grad:  NoGrad,
 	})
 }
 
@@ -226,7 +232,8 @@ func (c *nodeCtx) cast() ([]*absVal, error) {
 		return nil, errors.New(`Cast needs the integer attribute "to"`)
 	}
 	to := tensor.DType(a.I)
-	if to.Size() == 0 {
+	// 16-bit floats are computed in float32: import rewrites Casts to them (onnx/dtype.go).
+	if to.Size() == 0 || to == tensor.Float16 || to == tensor.BFloat16 {
 		return nil, fmt.Errorf("Cast to unsupported dtype %v", to)
 	}
 	out := mk(to, cloneShape(x.shape))

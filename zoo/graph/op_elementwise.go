@@ -55,6 +55,7 @@ func init() {
 			infer: func(c *nodeCtx) ([]*absVal, error) { return c.unary(ok, want, fold) },
 			Eval:  evalUnary(u.f, u.i, u.b),
 			Cost:  perOutput(1),
+			Grad:  unaryGradOf(u.name),
 		})
 	}
 	register(&OpDef{
@@ -72,6 +73,7 @@ func init() {
 			}, nil, nil)(n, in)
 		},
 		Cost: perOutput(1),
+		Grad: gradElu,
 	})
 
 	binaries := []struct {
@@ -103,6 +105,7 @@ func init() {
 			infer: func(c *nodeCtx) ([]*absVal, error) { return c.elementwise(c.n.Op) },
 			Eval:  b.eval,
 			Cost:  perOutput(1),
+			Grad:  binaryGradOf(b.name),
 		})
 	}
 	for _, isMax := range []bool{true, false} {
@@ -118,6 +121,7 @@ func init() {
 			Cost: func(n *Node, in, out []TensorType) (OpCost, error) {
 				return perOutput(int64(max(len(in)-1, 0)))(n, in, out)
 			},
+			Grad: gradMinMax,
 		})
 	}
 	register(&OpDef{
@@ -126,6 +130,7 @@ func init() {
 		infer: func(c *nodeCtx) ([]*absVal, error) { return c.elementwise("Where") },
 		Eval:  evalWhere,
 		Cost:  perOutput(1),
+		Grad:  gradWhere,
 	})
 }
 

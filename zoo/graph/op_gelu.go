@@ -30,6 +30,7 @@ func init() {
 			return evalUnary(f, nil, nil)(n, in)
 		},
 		Cost: perOutput(8),
+		Grad: NoGradYet,
 	})
 }
 

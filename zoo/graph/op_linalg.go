@@ -29,6 +29,7 @@ func init() {
 			f, err := mulChecked(o, int64(a[len(a)-1]), 2)
 			return OpCost{FLOPs: f, Bytes: ioBytes(in, out)}, err
 		},
+		Grad: gradMatMul,
 	})
 	register(&OpDef{
 		Name: "Gemm", SinceVersion: 11, ThroughVersion: LatestOpset,
@@ -59,6 +60,7 @@ func init() {
 			}
 			return OpCost{FLOPs: f, Bytes: ioBytes(in, out)}, nil
 		},
+		Grad: gradGemm,
 	})
 }
 

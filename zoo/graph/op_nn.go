@@ -34,6 +34,7 @@ func init() {
 		},
 		Eval: evalSoftmax,
 		Cost: perOutput(5),
+		Grad: gradSoftmax,
 	})
 	register(&OpDef{
 		Name: "LayerNormalization", SinceVersion: 17, ThroughVersion: LatestOpset,
@@ -44,6 +45,7 @@ func init() {
 		infer:   (*nodeCtx).layerNorm,
 		Eval:    evalLayerNorm,
 		Cost:    perInput(8),
+		Grad:    gradLayerNorm,
 	})
 	for _, r := range []struct {
 		name  string
@@ -62,6 +64,7 @@ func init() {
 			infer: (*nodeCtx).reduce,
 			Eval:  evalReduce,
 			Cost:  perInput(1),
+			Grad:  reduceGrad(r.name),
 		})
 	}
 }

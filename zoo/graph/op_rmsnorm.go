@@ -26,6 +26,7 @@ func init() {
 		},
 		Eval: evalRMSNorm,
 		Cost: perInput(4),
+		Grad: NoGradYet,
 	})
 }
 

@@ -41,6 +41,7 @@ func init() {
 		},
 		Eval: evalRotary,
 		Cost: perOutput(3),
+		Grad: NoGradYet,
 	})
 }
 

@@ -30,6 +30,7 @@ func init() {
 			return one1(withShape(in[0], shape))
 		},
 		Cost: viewCost,
+		Grad: gradReshapeLike,
 	})
 	register(&OpDef{
 		Name: "Transpose", SinceVersion: 1, ThroughVersion: LatestOpset,
@@ -39,6 +40,7 @@ func init() {
 		infer: (*nodeCtx).transpose,
 		Eval:  evalTranspose,
 		Cost:  moveCost,
+		Grad:  gradTranspose,
 	})
 	register(&OpDef{
 		Name: "Squeeze", SinceVersion: 11, ThroughVersion: LatestOpset,
@@ -58,6 +60,7 @@ func init() {
 			return one1(withShape(in[0], shape))
 		},
 		Cost: viewCost,
+		Grad: gradReshapeLike,
 	})
 	register(&OpDef{
 		Name: "Unsqueeze", SinceVersion: 13, ThroughVersion: LatestOpset,
@@ -76,6 +79,7 @@ func init() {
 			return one1(withShape(in[0], shape))
 		},
 		Cost: viewCost,
+		Grad: gradReshapeLike,
 	})
 	register(&OpDef{
 		Name: "Expand", SinceVersion: 8, ThroughVersion: LatestOpset,
@@ -84,6 +88,7 @@ func init() {
 		infer: (*nodeCtx).expand,
 		Eval:  evalExpand,
 		Cost:  moveCost,
+		Grad:  gradExpand,
 	})
 	register(&OpDef{
 		Name: "Tile", SinceVersion: 6, ThroughVersion: LatestOpset,
@@ -92,6 +97,7 @@ func init() {
 		infer: (*nodeCtx).tile,
 		Eval:  evalTile,
 		Cost:  moveCost,
+		Grad:  gradTile,
 	})
 	register(&OpDef{
 		Name: "Concat", SinceVersion: 11, ThroughVersion: LatestOpset,
@@ -101,6 +107,7 @@ func init() {
 		infer: (*nodeCtx).concat,
 		Eval:  evalConcat,
 		Cost:  moveCost,
+		Grad:  gradConcat,
 	})
 	register(&OpDef{
 		Name: "Split", SinceVersion: 13, ThroughVersion: LatestOpset,
@@ -111,6 +118,7 @@ func init() {
 		infer:   (*nodeCtx).split,
 		Eval:    evalSplit,
 		Cost:    moveCost,
+		Grad:    gradSplit,
 	})
 	register(&OpDef{
 		Name: "Slice", SinceVersion: 11, ThroughVersion: LatestOpset,
@@ -119,6 +127,7 @@ func init() {
 		infer: (*nodeCtx).slice,
 		Eval:  evalSlice,
 		Cost:  readsWhatItWrites,
+		Grad:  gradSlice,
 	})
 	register(&OpDef{
 		Name: "Gather", SinceVersion: 11, ThroughVersion: LatestOpset,
@@ -128,6 +137,7 @@ func init() {
 		infer: (*nodeCtx).gather,
 		Eval:  evalGather,
 		Cost:  readsWhatItWrites,
+		Grad:  gradGather,
 	})
 }
 

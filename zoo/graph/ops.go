@@ -3,6 +3,7 @@ package graph
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -79,11 +80,12 @@ type EvalFunc func(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error)
 // omitted one) and outputs.
 type CostFunc func(n *Node, in, out []TensorType) (OpCost, error)
 
-// GradFunc is the room left for the training issue's gradient rules: given the node and the
-// names of the gradients flowing into its outputs ("" where an output gets none), it adds
-// nodes to b that compute the gradients of its inputs and returns their names ("" for an
-// input that takes no gradient, such as a shape vector). No op has one yet.
-type GradFunc func(b *Builder, n *Node, outGrads []string) (inGrads []string, err error)
+// GradFunc is an op's gradient rule (see grad.go): given the node, the gradients flowing into
+// its outputs and the static types around it (GradCtx), it adds nodes that compute the
+// gradients of its inputs and returns their names, one per input ("" for an input that takes
+// no gradient, such as a shape vector or an integer). It returns an error naming the node for
+// a case it has no rule for.
+type GradFunc func(c *GradCtx) (inGrads []string, err error)
 
 // inferFunc is an op's type and shape inference rule (see InferShapes).
 type inferFunc func(c *nodeCtx) ([]*absVal, error)
@@ -91,7 +93,8 @@ type inferFunc func(c *nodeCtx) ([]*absVal, error)
 // OpDef declares one operator: everything zoo knows about it lives here.
 type OpDef struct {
 	Name string
-	// Domain is the operator set; "" is ai.onnx, the only one zoo implements.
+	// Domain is the operator set: "" is ai.onnx; "com.microsoft" holds the ONNX Runtime
+	// contrib ops zoo imports. Such an op's key in the table is "com.microsoft.NAME" (OpKey).
 	Domain string
 	// SinceVersion and ThroughVersion bound the ai.onnx opsets whose definition of the op
 	// the table follows (both ends included): from the oldest version with these semantics
@@ -108,7 +111,7 @@ type OpDef struct {
 	Eval EvalFunc
 	// Cost gives FLOPs and bytes moved (see Graph.Cost).
 	Cost CostFunc
-	// Grad is nil for every op until training lands.
+	// Grad is the gradient rule; NoGrad declares an op not differentiable.
 	Grad GradFunc
 
 	infer inferFunc
@@ -133,11 +136,11 @@ var opTable = map[string]*OpDef{}
 func register(d *OpDef) {
 	d.MinIn, d.MaxIn = arityOf(d.Inputs)
 	d.MinOut, d.MaxOut = arityOf(d.Outputs)
-	if _, dup := opTable[d.Name]; dup {
-		duplicateOps = append(duplicateOps, d.Name)
+	if _, dup := opTable[d.Key()]; dup {
+		duplicateOps = append(duplicateOps, d.Key())
 		return
 	}
-	opTable[d.Name] = d
+	opTable[d.Key()] = d
 }
 
 // duplicateOps records names registered twice (the table test fails on any).
@@ -162,15 +165,41 @@ func Ops() []*OpDef {
 	for _, d := range opTable {
 		out = append(out, d)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
 	return out
 }
 
-// LookupOp returns the definition of the ai.onnx operator op and whether the IR knows it.
+// LookupOp returns the definition of the operator with the table key op (an ai.onnx op's
+// name, or "com.microsoft.NAME": see OpKey) and whether the IR knows it.
 func LookupOp(op string) (*OpDef, bool) {
 	d, ok := opTable[op]
 	return d, ok
 }
+
+// LookupNodeOp returns the definition of node n's operator (its Op in its Domain).
+func LookupNodeOp(n *Node) (*OpDef, bool) { return LookupOp(OpKey(n.Domain, n.Op)) }
+
+// OpKey returns the op table's key for op in domain: the name itself in ai.onnx ("" or
+// "ai.onnx"), "domain.op" in any other domain, so that com.microsoft's Attention and
+// LayerNormalization do not collide with ai.onnx's.
+func OpKey(domain, op string) string {
+	if domain == "" || domain == "ai.onnx" {
+		return op
+	}
+	return domain + "." + op
+}
+
+// SplitOpKey is OpKey's inverse: "com.microsoft.Gelu" gives ("com.microsoft", "Gelu"), a
+// name without a dot gives ("", name).
+func SplitOpKey(key string) (domain, op string) {
+	if i := strings.LastIndexByte(key, '.'); i >= 0 {
+		return key[:i], key[i+1:]
+	}
+	return "", key
+}
+
+// Key returns the definition's key in the op table (see OpKey).
+func (d *OpDef) Key() string { return OpKey(d.Domain, d.Name) }
 
 // KnownOps returns the number of operators the IR accepts.
 func KnownOps() int { return len(opTable) }
@@ -267,7 +296,7 @@ func attrInt(n *Node, name string) int64 {
 	if a, ok := n.Attrs[name]; ok && a.Kind == AttrInt {
 		return a.I
 	}
-	if d, ok := LookupOp(n.Op); ok {
+	if d, ok := LookupNodeOp(n); ok {
 		if ad := d.Attr(name); ad != nil {
 			return ad.Default.I
 		}
@@ -281,7 +310,7 @@ func attrFloat(n *Node, name string) float32 {
 	if a, ok := n.Attrs[name]; ok && a.Kind == AttrFloat {
 		return a.F
 	}
-	if d, ok := LookupOp(n.Op); ok {
+	if d, ok := LookupNodeOp(n); ok {
 		if ad := d.Attr(name); ad != nil {
 			return ad.Default.F
 		}

@@ -44,17 +44,15 @@ func (g *Graph) Validate() error {
 	}
 	for i, n := range g.Nodes {
 		where := fmt.Sprintf("node %d (%s %q)", i, n.Op, n.Name)
-		if n.Domain != "" && n.Domain != "ai.onnx" {
-			return fmt.Errorf("%s: domain %q is not supported (only ai.onnx)", where, n.Domain)
-		}
-		def, ok := LookupOp(n.Op)
+		def, ok := LookupNodeOp(n)
 		if !ok {
-			return fmt.Errorf("%s: unknown op type %q", where, n.Op)
+			return fmt.Errorf("%s: unknown op type %q", where, OpKey(n.Domain, n.Op))
 		}
 		if err := def.checkNode(n); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		if g.Opset > 0 && (g.Opset < def.SinceVersion || g.Opset > def.ThroughVersion) {
+		// A contrib op's versions are its own domain's, not ai.onnx's.
+		if g.Opset > 0 && def.Domain == "" && (g.Opset < def.SinceVersion || g.Opset > def.ThroughVersion) {
 			return fmt.Errorf("%s: the IR's %s follows ai.onnx opsets %d to %d, but the graph declares opset %d", where, n.Op, def.SinceVersion, def.ThroughVersion, g.Opset)
 		}
 		for _, in := range n.Inputs {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 // AttentionFunc builds one attention block under module path prefix for x (B, n, d) and
@@ -25,6 +26,12 @@ type EncoderConfig struct {
 	NormFirst  bool
 	Activation string
 	LNEps      float64
+	// Causal masks each query's later keys (Mask.Causal); the attention block must honour it.
+	Causal bool
+	// Dropout is the rate of the sub-layer dropout, applied only when Training is set.
+	Dropout float64
+	// Training builds the training graph: dropout sites become inputs (DropoutInput).
+	Training bool
 }
 
 // Validate reports the first impossible setting, naming the hyperparameter.
@@ -44,21 +51,32 @@ func (e EncoderConfig) Validate() error {
 	if !(e.LNEps > 0) {
 		return fmt.Errorf("ln_eps must be positive, got %v", e.LNEps)
 	}
+	if !(e.Dropout >= 0 && e.Dropout < 1) {
+		return fmt.Errorf("dropout must be at least 0 and below 1, got %v", e.Dropout)
+	}
 	return nil
 }
 
 // EncoderLayer is one Transformer encoder layer under prefix: attention, residual,
 // LayerNorm (norm1), FFN (ffn), residual, LayerNorm (norm2), post-LN or pre-LN.
+// In a training build each sub-layer's output passes through Dropout before the residual add,
+// as the seed's layer does.
 func (c *Ctx) EncoderLayer(cfg EncoderConfig, prefix string, layer int, x string, m Mask, attn AttentionFunc) string {
+	drop := func(site, v string) string {
+		if !cfg.Training || cfg.Dropout == 0 {
+			return v
+		}
+		return c.Dropout(site, v, cfg.DModel)
+	}
 	if cfg.NormFirst {
-		a := attn(c, prefix+".self_attn", layer, c.LayerNorm(prefix+".norm1", x, cfg.DModel, cfg.LNEps), m)
+		a := drop(prefix+".self_attn", attn(c, prefix+".self_attn", layer, c.LayerNorm(prefix+".norm1", x, cfg.DModel, cfg.LNEps), m))
 		x = c.B.Add(x, a)
-		f := c.FFN(prefix+".ffn", c.LayerNorm(prefix+".norm2", x, cfg.DModel, cfg.LNEps), cfg.DModel, cfg.DFF, cfg.Activation)
+		f := drop(prefix+".ffn", c.FFN(prefix+".ffn", c.LayerNorm(prefix+".norm2", x, cfg.DModel, cfg.LNEps), cfg.DModel, cfg.DFF, cfg.Activation))
 		return c.B.Add(x, f)
 	}
-	a := attn(c, prefix+".self_attn", layer, x, m)
+	a := drop(prefix+".self_attn", attn(c, prefix+".self_attn", layer, x, m))
 	x = c.LayerNorm(prefix+".norm1", c.B.Add(x, a), cfg.DModel, cfg.LNEps)
-	f := c.FFN(prefix+".ffn", x, cfg.DModel, cfg.DFF, cfg.Activation)
+	f := drop(prefix+".ffn", c.FFN(prefix+".ffn", x, cfg.DModel, cfg.DFF, cfg.Activation))
 	return c.LayerNorm(prefix+".norm2", c.B.Add(x, f), cfg.DModel, cfg.LNEps)
 }
 
@@ -93,6 +111,12 @@ func (c *Ctx) Encoder(cfg EncoderConfig, attn AttentionFunc) (*graph.Graph, erro
 		return nil, fmt.Errorf("unknown positional encoding %q (want sinusoidal or none)", cfg.PosEncoding)
 	}
 	m := c.KeyPaddingMask(pad)
+	if cfg.Causal {
+		m = c.CausalMask(m)
+	}
+	if cfg.Training && cfg.Dropout > 0 {
+		b.SetMeta(variant.MetaDropout, fmt.Sprint(cfg.Dropout))
+	}
 	for i := 0; i < cfg.Layers; i++ {
 		before := c.weights
 		x = c.EncoderLayer(cfg, Join("layers", i), i, x, m, attn)

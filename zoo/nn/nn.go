@@ -258,13 +258,19 @@ func (c *Ctx) SeqLen(tokens string) string {
 	return c.B.Slice(c.B.Shape(tokens), c.B.ConstInts(1), c.B.ConstInts(2), c.B.ConstInts(0))
 }
 
-// Mask is the key-padding mask in the forms attention blocks need.
+// Mask is the key-padding mask, and the causal mask when the model is causal, in the forms
+// attention blocks need.
 type Mask struct {
 	// Pad is the bool input (B, n), true at padding.
 	Pad string
-	// Bias is the additive float mask (B, 1, 1, n): -inf at padded keys, 0 elsewhere; add it
-	// to (B, h, n, n) scores.
+	// Bias is the additive float mask: (B, 1, 1, n), -inf at padded keys and 0 elsewhere, or,
+	// when Causal, (B, 1, n, n), also -inf where the key comes after the query. Add it to
+	// (B, h, n, n) scores.
 	Bias string
+	// Causal is set when each query may see only itself and earlier keys; Future is then the
+	// (n, n) bool value, true where key j > query i.
+	Causal bool
+	Future string
 }
 
 // KeyPaddingMask turns the bool key-padding input into an additive attention bias.
@@ -272,6 +278,29 @@ func (c *Ctx) KeyPaddingMask(pad string) Mask {
 	defer c.B.Scope("mask")()
 	bias := c.B.Where(pad, c.B.ConstFloat(float32(math.Inf(-1))), c.B.ConstFloat(0))
 	return Mask{Pad: pad, Bias: c.B.Unsqueeze(bias, 1, 2)}
+}
+
+// CausalMask returns m made causal: Future (n, n), true where key j comes after query i, and
+// Bias widened to (B, 1, n, n) with -inf at those entries as well as at padded keys. Every
+// query row keeps key 0 (a window's first token is never padding), so no row is all -inf.
+func (c *Ctx) CausalMask(m Mask) Mask {
+	defer c.B.Scope("mask")()
+	b := c.B
+	n := c.ScalarSeqLen(m.Pad)
+	pos := b.Op("Range", []string{b.Const(tensor.Scalar64(0)), n, b.Const(tensor.Scalar64(1))}, nil)
+	future := b.Op("Greater", []string{b.Unsqueeze(pos, 0), b.Unsqueeze(pos, 1)}, nil) // (n, n): j > i
+	bias := b.Where(future, b.ConstFloat(float32(math.Inf(-1))), b.ConstFloat(0))
+	return Mask{Pad: m.Pad, Bias: b.Add(m.Bias, bias), Causal: true, Future: future}
+}
+
+// Dropout is the training graph's dropout of x (B, n, d) at site (a module path): x times the
+// graph input DropoutInput(site), (batch, seq, d) float32, that the trainer fills with 0 or
+// 1/(1 − p) for each element (lmdata.DropoutFeeds, from the run's seed and the step), so the
+// graph stays standard ONNX with no random op and a step's masks are reproducible.
+func (c *Ctx) Dropout(site, x string, d int) string {
+	keep := c.B.Input(variant.DropoutInput(site), tensor.Float32, graph.Sym(DimBatch), graph.Sym(DimSeq), graph.Fixed(int64(d)))
+	defer c.B.Scope(site + ".dropout")()
+	return c.B.Mul(x, keep)
 }
 
 // Activation applies "relu" or "gelu" (exact, through Erf, as PyTorch's default GELU).

@@ -30,11 +30,31 @@ func EncoderParams() []variant.Param {
 		{Name: "norm_first", Kind: variant.KindBool, Default: false, Doc: "pre-LN layers with a final LayerNorm; false is the seed's post-LN"},
 		{Name: "activation", Kind: variant.KindString, Default: "relu", Doc: "FFN activation (gelu is the exact erf form)", Choices: []string{"relu", "gelu"}},
 		{Name: "ln_eps", Kind: variant.KindFloat, Default: 1e-5, Doc: "LayerNorm epsilon", Min: variant.MinOf(0)},
+		DropoutParam(),
 	}
 }
 
+// DropoutParam is dropout, the seed's nn.Dropout(0.1) on each sub-layer's output before its
+// residual add (X + dropout(attn(X)), X + dropout(ffn(X))). It applies only to training
+// builds (variant.Training); inference graphs are the same whatever its value. In [0, 1).
+func DropoutParam() variant.Param {
+	return variant.Param{Name: "dropout", Kind: variant.KindFloat, Default: 0.1, Min: variant.MinOf(0),
+		Doc: "dropout on each sub-layer's output before the residual add, in training only (the seed's 0.1); below 1"}
+}
+
+// CausalParam is causal: each position attends to itself and earlier positions only (the
+// mask of a decoder, for next-token training). A variant whose attention can be made causal
+// appends it to its schema and honours Mask.Causal; one whose math cannot (a projection or
+// landmarks that mix every position) appends it too and refuses true in Build with the
+// reason, so that the refusal names it.
+func CausalParam() variant.Param {
+	return variant.Param{Name: "causal", Kind: variant.KindBool, Default: false,
+		Doc: "attend to the current and earlier positions only (a decoder's mask, for clm training)"}
+}
+
 // EncoderConfigFrom reads the values of EncoderParams from cfg (a config resolved against a
-// schema that includes them). With max_len in cfg the encoder adds the seed's sinusoidal
+// schema that includes them), causal when the schema has CausalParam, and whether cfg asks
+// for a training build (variant.Config.Training). With max_len in cfg the encoder adds the seed's sinusoidal
 // positions and accepts at most max_len tokens; without it (a schema that dropped max_len)
 // it has no absolute positions and no length limit. Variants with another positional scheme
 // set PosEncoding afterwards. It returns an error naming the parameters when heads does not
@@ -43,6 +63,7 @@ func EncoderConfigFrom(cfg variant.Config) (EncoderConfig, error) {
 	e := EncoderConfig{
 		Vocab: cfg.Int("vocab"), DModel: cfg.Int("d_model"), Layers: cfg.Int("layers"), DFF: cfg.Int("d_ff"),
 		PosEncoding: "none", NormFirst: cfg.Bool("norm_first"), Activation: cfg.String("activation"), LNEps: cfg.Float("ln_eps"),
+		Causal: cfg.Bool("causal"), Dropout: cfg.Float("dropout"), Training: cfg.Training(),
 	}
 	if _, ok := cfg["max_len"]; ok {
 		e.MaxLen, e.PosEncoding = cfg.Int("max_len"), "sinusoidal"

@@ -31,11 +31,14 @@ func TestEncoderConfigFrom(t *testing.T) {
 		wantErr string
 	}{
 		{name: "seed defaults", params: EncoderParams(),
-			want: EncoderConfig{Vocab: 257, DModel: 512, Layers: 6, DFF: 2048, MaxLen: 5000, PosEncoding: "sinusoidal", Activation: "relu", LNEps: 1e-5}},
+			want: EncoderConfig{Vocab: 257, DModel: 512, Layers: 6, DFF: 2048, MaxLen: 5000, PosEncoding: "sinusoidal", Activation: "relu", LNEps: 1e-5, Dropout: 0.1}},
 		{name: "pre-LN gelu", params: EncoderParams(), set: map[string]any{"norm_first": true, "activation": "gelu", "max_len": 64},
-			want: EncoderConfig{Vocab: 257, DModel: 512, Layers: 6, DFF: 2048, MaxLen: 64, PosEncoding: "sinusoidal", NormFirst: true, Activation: "gelu", LNEps: 1e-5}},
+			want: EncoderConfig{Vocab: 257, DModel: 512, Layers: 6, DFF: 2048, MaxLen: 64, PosEncoding: "sinusoidal", NormFirst: true, Activation: "gelu", LNEps: 1e-5, Dropout: 0.1}},
 		{name: "no max_len: no positions", params: withoutMaxLen,
-			want: EncoderConfig{Vocab: 257, DModel: 512, Layers: 6, DFF: 2048, PosEncoding: "none", Activation: "relu", LNEps: 1e-5}},
+			want: EncoderConfig{Vocab: 257, DModel: 512, Layers: 6, DFF: 2048, PosEncoding: "none", Activation: "relu", LNEps: 1e-5, Dropout: 0.1}},
+		{name: "causal, no dropout", params: append(EncoderParams(), CausalParam()), set: map[string]any{"causal": true, "dropout": 0},
+			want: EncoderConfig{Vocab: 257, DModel: 512, Layers: 6, DFF: 2048, MaxLen: 5000, PosEncoding: "sinusoidal", Activation: "relu", LNEps: 1e-5, Causal: true}},
+		{name: "dropout 1", params: EncoderParams(), set: map[string]any{"dropout": 1}, wantErr: "dropout must be at least 0 and below 1"},
 		{name: "heads not dividing", params: EncoderParams(), set: map[string]any{"heads": 5}, wantErr: "heads=5 must divide d_model=512"},
 		{name: "ln_eps zero", params: EncoderParams(), set: map[string]any{"ln_eps": 0}, wantErr: "ln_eps must be positive"},
 	} {

@@ -12,13 +12,19 @@ import (
 // import need no mapping table.
 type DType int32
 
-// The element types zoo computes with.
+// The element types zoo computes with. Float16 and BFloat16 values are held in F32 (each
+// value exactly on the 16-bit type's grid: see RoundFloat16 and RoundBFloat16), Int8, Uint8
+// and Int32 values in I64, so that kernels handle one float and one integer representation.
 const (
-	Invalid DType = 0
-	Float32 DType = 1
-	Int32   DType = 6
-	Int64   DType = 7
-	Bool    DType = 9
+	Invalid  DType = 0
+	Float32  DType = 1
+	Uint8    DType = 2
+	Int8     DType = 3
+	Int32    DType = 6
+	Int64    DType = 7
+	Bool     DType = 9
+	Float16  DType = 10
+	BFloat16 DType = 16
 )
 
 // String returns the lower-case ONNX-style name ("float32", "int64", ...).
@@ -32,6 +38,14 @@ func (d DType) String() string {
 		return "int64"
 	case Bool:
 		return "bool"
+	case Uint8:
+		return "uint8"
+	case Int8:
+		return "int8"
+	case Float16:
+		return "float16"
+	case BFloat16:
+		return "bfloat16"
 	}
 	return fmt.Sprintf("dtype(%d)", int32(d))
 }
@@ -43,14 +57,23 @@ func (d DType) Size() int {
 		return 4
 	case Int64:
 		return 8
-	case Bool:
+	case Bool, Int8, Uint8:
 		return 1
+	case Float16, BFloat16:
+		return 2
 	}
 	return 0
 }
 
+// IsFloat reports whether d is a floating-point type (held in F32).
+func (d DType) IsFloat() bool { return d == Float32 || d == Float16 || d == BFloat16 }
+
+// IsInt reports whether d is an integer type (held in I64).
+func (d DType) IsInt() bool { return d == Int64 || d == Int32 || d == Int8 || d == Uint8 }
+
 // Tensor is a dense row-major array. Exactly one of the data slices is used, chosen by DType
-// (Int32 values are held in I64 so kernels handle one integer representation).
+// (Float16 and BFloat16 values are held in F32, Int8, Uint8 and Int32 values in I64, so
+// kernels handle one float and one integer representation).
 // A scalar has an empty Shape and one element.
 type Tensor struct {
 	DType DType
@@ -84,9 +107,9 @@ func New(dt DType, shape ...int) (*Tensor, error) {
 	}
 	t := &Tensor{DType: dt, Shape: append([]int{}, shape...)}
 	switch dt {
-	case Float32:
+	case Float32, Float16, BFloat16:
 		t.F32 = make([]float32, n)
-	case Int32, Int64:
+	case Int32, Int64, Int8, Uint8:
 		t.I64 = make([]int64, n)
 	case Bool:
 		t.Bool = make([]bool, n)
@@ -129,9 +152,9 @@ func ScalarF(v float32) *Tensor { return &Tensor{DType: Float32, Shape: []int{},
 // Len returns the number of elements the tensor holds.
 func (t *Tensor) Len() int {
 	switch t.DType {
-	case Float32:
+	case Float32, Float16, BFloat16:
 		return len(t.F32)
-	case Int32, Int64:
+	case Int32, Int64, Int8, Uint8:
 		return len(t.I64)
 	case Bool:
 		return len(t.Bool)

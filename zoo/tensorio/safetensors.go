@@ -213,7 +213,7 @@ func ReadSafetensors(data []byte) ([]Named, map[string]string, error) {
 	if n > uint64(len(data)-8) {
 		return nil, nil, fmt.Errorf("safetensors: header length %d is beyond the end of the %d-byte file", n, len(data))
 	}
-	return parseSafetensors(data[8:8+n], data[8+n:])
+	return parseSafetensors(data[8:8+n], data[8+n:], false)
 }
 
 // ReadSafetensorsFrom reads a complete safetensors file from r, then parses it as
@@ -221,6 +221,19 @@ func ReadSafetensors(data []byte) ([]Named, map[string]string, error) {
 // is an io.Seeker, against the file size) before its buffer is allocated; the data buffer
 // grows only as bytes arrive.
 func ReadSafetensorsFrom(r io.Reader) ([]Named, map[string]string, error) {
+	return readSafetensorsFrom(r, false)
+}
+
+// ReadWeightsFrom reads a safetensors file of model weights from r as ReadSafetensorsFrom
+// does, and also accepts the floating-point dtypes PyTorch saves half, bfloat16 and double
+// models in: F16, BF16 and F64 tensors are converted to F32 (F16 and BF16 exactly, F64 rounded
+// to the nearest float32), so that every float tensor it returns is Float32. The checks and
+// their errors are ReadSafetensors's.
+func ReadWeightsFrom(r io.Reader) ([]Named, map[string]string, error) {
+	return readSafetensorsFrom(r, true)
+}
+
+func readSafetensorsFrom(r io.Reader, widen bool) ([]Named, map[string]string, error) {
 	var lenBuf [8]byte
 	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
 		return nil, nil, fmt.Errorf("safetensors: reading header length: %w", noEOF(err))
@@ -245,10 +258,15 @@ func ReadSafetensorsFrom(r io.Reader) ([]Named, map[string]string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("safetensors: reading data: %w", err)
 	}
-	return parseSafetensors(hdr, body)
+	return parseSafetensors(hdr, body, widen)
 }
 
-func parseSafetensors(hdr, body []byte) ([]Named, map[string]string, error) {
+// wideDTypes are the safetensors float dtypes that ReadWeightsFrom converts to F32, with
+// their element sizes.
+var wideDTypes = map[string]int{"F16": 2, "BF16": 2, "F64": 8}
+
+// parseSafetensors parses a header and the data after it; widen accepts wideDTypes.
+func parseSafetensors(hdr, body []byte, widen bool) ([]Named, map[string]string, error) {
 	if !utf8.Valid(hdr) {
 		return nil, nil, fmt.Errorf("safetensors: header is not valid UTF-8")
 	}
@@ -264,6 +282,7 @@ func parseSafetensors(hdr, body []byte) ([]Named, map[string]string, error) {
 	type entry struct {
 		name string
 		dt   tensor.DType
+		size int // bytes per element in the file
 		info stInfo
 	}
 	var entries []entry
@@ -326,10 +345,17 @@ func parseSafetensors(hdr, body []byte) ([]Named, map[string]string, error) {
 			return nil, nil, fmt.Errorf("safetensors: tensor %q: shape is null", name)
 		}
 		dt, ok := stParseDType(info.DType)
+		size := dt.Size()
+		if w, wide := wideDTypes[info.DType]; wide && widen {
+			dt, size, ok = tensor.Float32, w, true
+		}
 		if !ok {
+			if widen {
+				return nil, nil, fmt.Errorf("safetensors: tensor %q: unsupported dtype %q (zoo reads F32, F16, BF16, F64, I32, I64, BOOL)", name, info.DType)
+			}
 			return nil, nil, fmt.Errorf("safetensors: tensor %q: unsupported dtype %q (zoo reads F32, I32, I64, BOOL)", name, info.DType)
 		}
-		entries = append(entries, entry{name, dt, info})
+		entries = append(entries, entry{name, dt, size, info})
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, nil, fmt.Errorf("safetensors: header JSON: %w", err)
@@ -354,7 +380,7 @@ func parseSafetensors(hdr, body []byte) ([]Named, map[string]string, error) {
 			}
 			elems *= int64(d)
 		}
-		if want := elems * int64(e.dt.Size()); end-b != want {
+		if want := elems * int64(e.size); end-b != want {
 			return nil, nil, fmt.Errorf("safetensors: tensor %q: shape %v of %s needs %d bytes, data_offsets [%d, %d] hold %d", e.name, e.info.Shape, e.info.DType, want, b, end, end-b)
 		}
 	}
@@ -381,7 +407,14 @@ func parseSafetensors(hdr, body []byte) ([]Named, map[string]string, error) {
 
 	out := make([]Named, 0, len(entries))
 	for _, e := range entries {
-		t, err := decodeData(e.dt, e.info.Shape, body[e.info.DataOffsets[0]:e.info.DataOffsets[1]])
+		raw := body[e.info.DataOffsets[0]:e.info.DataOffsets[1]]
+		var t *tensor.Tensor
+		var err error
+		if _, wide := wideDTypes[e.info.DType]; wide {
+			t, err = decodeWide(e.info.DType, e.info.Shape, raw)
+		} else {
+			t, err = decodeData(e.dt, e.info.Shape, raw)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("safetensors: tensor %q: %w", e.name, err)
 		}
@@ -414,4 +447,23 @@ func Lookup(list []Named, name string) *tensor.Tensor {
 		}
 	}
 	return nil
+}
+
+// decodeWide converts F16, BF16 or F64 data to a Float32 tensor.
+func decodeWide(dtype string, shape []int, data []byte) (*tensor.Tensor, error) {
+	t, err := tensor.New(tensor.Float32, shape...)
+	if err != nil {
+		return nil, err
+	}
+	for i := range t.F32 {
+		switch dtype {
+		case "F16":
+			t.F32[i] = tensor.Float16FromBits(binary.LittleEndian.Uint16(data[2*i:]))
+		case "BF16":
+			t.F32[i] = tensor.BFloat16FromBits(binary.LittleEndian.Uint16(data[2*i:]))
+		case "F64":
+			t.F32[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:])))
+		}
+	}
+	return t, nil
 }

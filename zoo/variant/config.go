@@ -72,6 +72,9 @@ func Resolve(d Description, layers ...map[string]any) (Config, error) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
+			if k == TrainingKey {
+				return nil, fmt.Errorf("%s: %q is reserved (zoo train asks for training graphs); it is not a hyperparameter", d.Name, k)
+			}
 			p, ok := d.Param(k)
 			if !ok {
 				return nil, fmt.Errorf("%s has no hyperparameter %q%s", d.Name, k, suggest.DidYouMean(k, paramNames(d)))

@@ -2,6 +2,25 @@
 // hyperparameter schema, and a Build step that turns a validated config and a seed into a
 // graph. In-tree variants implement Variant directly; the plugin host wraps remote plugins in
 // the same interface, so callers never know which one they hold.
+//
+// # Training graphs
+//
+// A training graph differs from the inference graph by a build option, not by graph surgery:
+// the trainer resolves the config as usual and passes WithTraining(cfg) to Build, which sets
+// the reserved key TrainingKey ("@training"; users cannot set it, Resolve refuses it, and the
+// plugin server takes it off before resolving and puts it back). A variant reads it through
+// Config.Training (nn.EncoderConfigFrom does). Without it nothing changes: inference graphs,
+// exports, fusions and speed are what they were, whatever the dropout hyperparameter says.
+//
+// With it, dropout (nn.DropoutParam, default 0.1, the seed's) applies where the seed applies
+// it, to each sub-layer's output before its residual add. Each site is a Mul by a graph input
+// named DropoutInput(site) ("dropout:layers.0.self_attn", "dropout:layers.0.ffn", …) of shape
+// (batch, seq, d_model), float32, that the trainer fills with 0 or 1/(1 − p) per element, from
+// its seed and the step (lmdata.DropoutFeeds), and the graph's metadata MetaDropout holds p.
+// So a training graph is standard ONNX with no random op, every backend runs it, autodiff
+// sees a plain Mul, and a resumed run draws the same masks as an uninterrupted one. A
+// variant that ignores TrainingKey (a third-party plugin built against an older SDK) trains
+// without dropout.
 package variant
 
 import (

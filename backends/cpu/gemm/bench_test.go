@@ -19,7 +19,7 @@ var benchShapes = [][3]int{{128, 512, 512}, {128, 2048, 512}, {512, 512, 512}, {
 //
 //	go test -run '^$' -bench Sgemm ./backends/cpu/gemm/
 func BenchmarkSgemm(b *testing.B) {
-	for _, name := range Available() {
+	for _, name := range levelNames() {
 		for _, s := range benchShapes {
 			b.Run(fmt.Sprintf("%s/M%d_N%d_K%d", name, s[0], s[1], s[2]), func(b *testing.B) {
 				benchGemm(b, name, s[0], s[1], s[2], false, 1)
@@ -31,8 +31,8 @@ func BenchmarkSgemm(b *testing.B) {
 // BenchmarkSgemmTransB is the same with B stored n×k (the Linear-layer and Q·Kᵀ layout).
 func BenchmarkSgemmTransB(b *testing.B) {
 	for _, s := range benchShapes {
-		b.Run(fmt.Sprintf("%s/M%d_N%d_K%d", Available()[0], s[0], s[1], s[2]), func(b *testing.B) {
-			benchGemm(b, Available()[0], s[0], s[1], s[2], true, 1)
+		b.Run(fmt.Sprintf("%s/M%d_N%d_K%d", levelNames()[0], s[0], s[1], s[2]), func(b *testing.B) {
+			benchGemm(b, levelNames()[0], s[0], s[1], s[2], true, 1)
 		})
 	}
 }
@@ -40,8 +40,8 @@ func BenchmarkSgemmTransB(b *testing.B) {
 // BenchmarkSgemmParallel2 measures SgemmParallel with two goroutines on the best level.
 func BenchmarkSgemmParallel2(b *testing.B) {
 	for _, s := range benchShapes {
-		b.Run(fmt.Sprintf("%s/M%d_N%d_K%d", Available()[0], s[0], s[1], s[2]), func(b *testing.B) {
-			benchGemm(b, Available()[0], s[0], s[1], s[2], false, 2)
+		b.Run(fmt.Sprintf("%s/M%d_N%d_K%d", levelNames()[0], s[0], s[1], s[2]), func(b *testing.B) {
+			benchGemm(b, levelNames()[0], s[0], s[1], s[2], false, 2)
 		})
 	}
 }

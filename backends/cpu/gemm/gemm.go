@@ -4,8 +4,9 @@
 //
 // # SGEMM
 //
-// Sgemm runs on one of these levels, the best the CPU supports being chosen at start-up
-// (golang.org/x/sys/cpu):
+// Sgemm runs on one of these levels, the one package simd (backends/cpu/internal/simd)
+// holds: the best the CPU supports unless simd.Set (or ZOO_CPU through simd.ApplyEnv)
+// chose another:
 //
 //   - "avx512": packed BLIS-style driver (packed.go) with a 12×32 AVX-512F micro-kernel
 //   - "avx2": the same driver with a 6×16 AVX2+FMA micro-kernel
@@ -14,21 +15,14 @@
 // The micro-kernels are generated Go assembly (sgemm_amd64.s, from internal/asmgen); each
 // has a pure-Go twin, kernelTwin, that the tests hold it to bit for bit.
 //
-// The environment variable ZOO_CPU=avx512|avx2|generic (or auto) forces a level at start-up.
-// An unknown or unsupported value does not stop the program: the best level stays active and
-// InitError returns the reason, for a command to print. SetLevel and Available do the same
-// at run time; Level names the active level.
-//
 // Levels differ only in rounding (FMA, k blocking), and within a level the result does not
 // depend on how SgemmParallel splits the work.
 package gemm
 
 import (
 	"fmt"
-	"os"
-	"strings"
-	"sync/atomic"
 
+	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 )
 
@@ -69,7 +63,7 @@ func SgemmGeneric(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 }
 
 // Sgemm is the entry point the backend calls: SgemmGeneric's contract, computed by the
-// kernel level in use (see Level). It runs on the calling goroutine only and is safe to call
+// kernel level in use (simd.Current). It runs on the calling goroutine only and is safe to call
 // from many goroutines at once: packing buffers come from a sync.Pool and no state is shared.
 // The results of different levels differ in rounding (the SIMD levels use FMA and block the
 // k sum), not beyond float32 accuracy.
@@ -78,7 +72,7 @@ func SgemmGeneric(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 // stride is smaller than its row length for more than one row (the BLAS rules); the SIMD
 // levels check this up front because their assembly does no bounds checks.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	lv := active.Load()
+	lv := activeLevel()
 	if lv.kern == nil {
 		SgemmGeneric(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
@@ -98,7 +92,7 @@ const parallelMinFlops = 8 << 20
 // bitwise identical to Sgemm's for every threads value. Problems under about 8 MFLOP, or
 // threads <= 1, run on the calling goroutine.
 func SgemmParallel(threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	lv := active.Load()
+	lv := activeLevel()
 	if threads <= 1 || 2*float64(m)*float64(n)*float64(k) < parallelMinFlops {
 		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
@@ -197,82 +191,25 @@ func checkMat(name string, rows, cols, length, ld int) {
 
 // level is one selectable implementation of Sgemm.
 type level struct {
-	name string
+	simd simd.Level
 	kern *microKernel // nil: the pure-Go SgemmGeneric
 }
 
 // genericLevel is the pure-Go fallback, available everywhere. It uses the straight
 // SgemmGeneric loop rather than the packed driver, because without SIMD the i-k-j loop
 // (which streams rows of B and C) is faster than a packed, register-tiled pure-Go kernel.
-var genericLevel = &level{name: "generic"}
+var genericLevel = &level{simd: simd.Generic}
 
-var (
-	levels  = platformLevels() // every level this build knows, best first
-	active  atomic.Pointer[level]
-	initErr error // from ZOO_CPU; set once during package initialisation
-)
+// levels is every level this build has kernels for, best first.
+var levels = platformLevels()
 
-func init() {
-	active.Store(bestLevel())
-	if v := os.Getenv("ZOO_CPU"); v != "" {
-		if err := SetLevel(v); err != nil {
-			initErr = fmt.Errorf("ZOO_CPU=%q: %w (using %s)", v, err, Level())
-		}
-	}
-}
-
-func bestLevel() *level {
+// activeLevel returns the level of simd.Current (which simd only lets be one this CPU runs).
+func activeLevel() *level {
+	cur := simd.Current()
 	for _, lv := range levels {
-		if lv.available() {
+		if lv.simd == cur {
 			return lv
 		}
 	}
 	return genericLevel
 }
-
-func (lv *level) available() bool { return lv.kern == nil || lv.kern.ok() }
-
-// Level names the kernel level Sgemm currently uses: "avx512", "avx2" or "generic".
-func Level() string { return active.Load().name }
-
-// Available lists the levels this machine and build can run, best first; "generic" is
-// always last.
-func Available() []string {
-	var names []string
-	for _, lv := range levels {
-		if lv.available() {
-			names = append(names, lv.name)
-		}
-	}
-	return names
-}
-
-// SetLevel selects the kernel level by name ("avx512", "avx2", "generic", or "auto" or ""
-// for the best available). It returns an error, and changes nothing, when the name is
-// unknown or the CPU cannot run that level. Calls already in progress finish on the level
-// they started with; SetLevel is meant for start-up, tests and benchmarks.
-//
-// At package initialisation the environment variable ZOO_CPU is passed to SetLevel; if that
-// fails the best level stays selected and InitError reports why.
-func SetLevel(name string) error {
-	name = strings.ToLower(strings.TrimSpace(name))
-	if name == "" || name == "auto" {
-		active.Store(bestLevel())
-		return nil
-	}
-	for _, lv := range levels {
-		if lv.name == name {
-			if !lv.available() {
-				return fmt.Errorf("kernel level %q is not supported by this CPU (available: %s)", name, strings.Join(Available(), ", "))
-			}
-			active.Store(lv)
-			return nil
-		}
-	}
-	return fmt.Errorf("unknown kernel level %q (available: %s)", name, strings.Join(Available(), ", "))
-}
-
-// InitError reports a ZOO_CPU value that could not be honoured at start-up (unknown name,
-// or a level this CPU lacks), or nil. The package then runs on the best available level, so
-// a command-line tool should print this error and may choose to exit.
-func InitError() error { return initErr }

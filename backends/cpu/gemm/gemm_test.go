@@ -11,17 +11,19 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
+
+	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 )
 
 // withLevel runs f with the named level selected and restores the previous one after.
 func withLevel(t testing.TB, name string, f func()) {
 	t.Helper()
-	prev := Level()
-	if err := SetLevel(name); err != nil {
+	prev := simd.Current().String()
+	if err := simd.Set(name); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := SetLevel(prev); err != nil {
+		if err := simd.Set(prev); err != nil {
 			t.Fatal(err)
 		}
 	}()
@@ -142,7 +144,7 @@ var awkward = []int{1, 2, 3, 7, 13, 17, 31, 33, 64, 100, 257}
 func TestSgemmLevels(t *testing.T) {
 	betas := []float32{0, 1, 0.5}
 	alphas := []float32{1, -0.75, 2}
-	for _, name := range Available() {
+	for _, name := range levelNames() {
 		t.Run(name, func(t *testing.T) {
 			withLevel(t, name, func() {
 				rng := rand.New(rand.NewPCG(1, 2))
@@ -174,7 +176,7 @@ func TestSgemmAllVariants(t *testing.T) {
 	if testing.Short() {
 		shapes = shapes[:1]
 	}
-	for _, name := range Available() {
+	for _, name := range levelNames() {
 		t.Run(name, func(t *testing.T) {
 			withLevel(t, name, func() {
 				rng := rand.New(rand.NewPCG(3, 4))
@@ -259,9 +261,9 @@ func TestSgemmDirectA(t *testing.T) {
 // panels, and products too narrow to be copied.
 func TestSgemmRestridedA(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, lv := range Available() {
+	for _, lv := range levelNames() {
 		withLevel(t, lv, func() {
-			kern := active.Load().kern
+			kern := activeLevel().kern
 			if kern == nil || kern.direct == nil {
 				return
 			}
@@ -348,7 +350,7 @@ func isNaN32(x float32) bool { return x != x }
 // TestBetaZeroIgnoresNaN: with beta == 0, C is write-only, so NaN or Inf already in C must
 // not reach the result (0·NaN would be NaN).
 func TestBetaZeroIgnoresNaN(t *testing.T) {
-	for _, name := range Available() {
+	for _, name := range levelNames() {
 		t.Run(name, func(t *testing.T) {
 			withLevel(t, name, func() {
 				rng := rand.New(rand.NewPCG(9, 10))
@@ -385,7 +387,7 @@ func TestSgemmParallelBitwise(t *testing.T) {
 	if testing.Short() {
 		shapes = shapes[1:3]
 	}
-	for _, name := range Available() {
+	for _, name := range levelNames() {
 		t.Run(name, func(t *testing.T) {
 			withLevel(t, name, func() {
 				rng := rand.New(rand.NewPCG(11, 12))
@@ -442,23 +444,15 @@ func TestSgemmConcurrent(t *testing.T) {
 	}
 }
 
-func TestSetLevel(t *testing.T) {
-	prev := Level()
-	defer SetLevel(prev)
-	if err := SetLevel("no-such-level"); err == nil {
-		t.Fatal("SetLevel accepted an unknown name")
-	}
-	if Level() != prev {
-		t.Fatalf("failed SetLevel changed the level to %q", Level())
-	}
-	if err := SetLevel("auto"); err != nil || Level() != Available()[0] {
-		t.Fatalf("SetLevel(auto) = %v, level %q, want %q", err, Level(), Available()[0])
-	}
-	if av := Available(); av[len(av)-1] != "generic" {
-		t.Fatalf("Available() = %v, generic must be last", av)
-	}
-	if InitError() != nil {
-		t.Logf("InitError: %v", InitError())
+// TestLevelFollowsSimd checks that Sgemm's level is simd's, and that a level PackB used
+// stays with the packed operand.
+func TestLevelFollowsSimd(t *testing.T) {
+	for _, name := range levelNames() {
+		withLevel(t, name, func() {
+			if got := activeLevel().simd.String(); got != name {
+				t.Errorf("simd level %s, gemm runs %s", name, got)
+			}
+		})
 	}
 }
 
@@ -504,24 +498,35 @@ func refFma32(x, y, z float32) float32 {
 	return f
 }
 
-// TestZooCPUEnv re-runs the test binary with ZOO_CPU set and checks the level it reports.
+// TestZooCPUEnv re-runs the test binary with ZOO_CPU set: TestMain applies a good value and
+// stops with exit 2 and one line on a bad one.
 func TestZooCPUEnv(t *testing.T) {
-	if v := os.Getenv("ZOO_TEST_CHILD"); v != "" {
-		fmt.Printf("level=%s err=%v\n", Level(), InitError())
+	if os.Getenv("ZOO_TEST_CHILD") != "" {
+		fmt.Printf("level=%s\n", activeLevel().simd)
 		return
 	}
-	for _, tc := range []struct{ env, level, err string }{
-		{"generic", "generic", "<nil>"},
-		{"bogus", Available()[0], "ZOO_CPU=\"bogus\""},
+	for _, tc := range []struct {
+		env  string
+		code int
+		want string
+	}{
+		{"generic", 0, "level=generic"},
+		{"bogus", 2, `ZOO_CPU="bogus": want one of auto, avx512, avx2, generic`},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestZooCPUEnv$")
 		cmd.Env = append(os.Environ(), "ZOO_TEST_CHILD=1", "ZOO_CPU="+tc.env)
 		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("ZOO_CPU=%s: %v\n%s", tc.env, err, out)
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
 		}
-		if !strings.Contains(string(out), "level="+tc.level+" err="+tc.err) {
-			t.Errorf("ZOO_CPU=%s: got %q, want level %s, error starting %s", tc.env, out, tc.level, tc.err)
+		if code != tc.code || !strings.Contains(string(out), tc.want) {
+			t.Errorf("ZOO_CPU=%s: exit %d, output %q; want exit %d and %q", tc.env, code, out, tc.code, tc.want)
+		}
+		if tc.code != 0 && strings.Count(string(out), "\n") != 1 {
+			t.Errorf("ZOO_CPU=%s: output is not one line: %q", tc.env, out)
 		}
 	}
 }

@@ -2,7 +2,11 @@
 
 package gemm
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
+)
 
 //go:generate go run ./internal/asmgen -o sgemm_amd64.s
 
@@ -149,18 +153,20 @@ var asmKernels = []*microKernel{
 		directEdge: []directKernel{{4, sgemmKernelAVX2x4x16Direct}, {2, sgemmKernelAVX2x2x16Direct}}, ok: hasAVX2},
 }
 
-// hasAVX512 needs only AVX-512F (VFMADD231PS/VBROADCASTSS/VMOVUPS on zmm); x/sys/cpu
-// reports it only when the OS also saves the zmm and mask state.
-func hasAVX512() bool { return cpu.X86.HasAVX512F }
+// The CPU's features, as simd reads them (once; the packing fast paths ask per panel).
+var cpuAVX512, cpuAVX2 = simd.Supported(simd.AVX512), simd.Supported(simd.AVX2)
+
+// hasAVX512 needs only AVX-512F (VFMADD231PS/VBROADCASTSS/VMOVUPS on zmm).
+func hasAVX512() bool { return cpuAVX512 }
 
 // hasAVX2 needs AVX2 and FMA3 (the ymm kernel uses VFMADD231PS).
-func hasAVX2() bool { return cpu.X86.HasAVX2 && cpu.X86.HasFMA }
+func hasAVX2() bool { return cpuAVX2 }
 
-// platformLevels lists the levels in order of preference; Available filters by CPU.
+// platformLevels lists the levels in order of preference; simd says which this CPU runs.
 func platformLevels() []*level {
 	return []*level{
-		{name: "avx512", kern: asmKernels[0]},
-		{name: "avx2", kern: asmKernels[4]},
+		{simd: simd.AVX512, kern: asmKernels[0]},
+		{simd: simd.AVX2, kern: asmKernels[4]},
 		genericLevel,
 	}
 }

@@ -17,7 +17,7 @@ type PackedB struct {
 
 // PackB packs op(B) for SgemmPacked: B is k×n with row stride ldb, or n×k when transB. The
 // layout is that of the kernel level active now; products with the result use that level
-// even if SetLevel changes it later, and round exactly as Sgemm on that level does. It
+// even if simd.Set changes it later, and round exactly as Sgemm on that level does. It
 // panics, like Sgemm, when b is too short for the shape and stride.
 func PackB(transB bool, k, n int, b []float32, ldb int) *PackedB {
 	pb := new(PackedB)
@@ -37,7 +37,7 @@ func (pb *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
 		br, bc = n, k
 	}
 	checkMat("B", br, bc, len(b), ldb)
-	kern := active.Load().kern
+	kern := activeLevel().kern
 	*pb = PackedB{k: k, n: n, kern: kern, data: pb.data[:0]}
 	if kern == nil {
 		pb.data = grow(pb.data, k*n)

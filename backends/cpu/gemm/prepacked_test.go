@@ -11,7 +11,7 @@ import (
 // SgemmGeneric within the rounding bound, on awkward shapes at every level.
 func TestSgemmPackedLevels(t *testing.T) {
 	shapes := [][3]int{{1, 1, 1}, {3, 5, 7}, {12, 32, 1}, {13, 33, 17}, {7, 100, 300}, {25, 65, 192}, {130, 70, 513}, {128, 96, 200}, {124, 64, 30}, {200, 1100, 64}, {64, 2100, 20}, {5, 31, 0}}
-	for _, lv := range Available() {
+	for _, lv := range levelNames() {
 		withLevel(t, lv, func() {
 			rng := rand.New(rand.NewPCG(7, uint64(len(lv))))
 			for _, sh := range shapes {
@@ -135,7 +135,7 @@ func TestPackBRowsFast(t *testing.T) {
 // TestSgemmPackedEpilogue checks that the epilogue blocks partition the column range, each
 // passed once and only when final.
 func TestSgemmPackedEpilogue(t *testing.T) {
-	for _, lv := range Available() {
+	for _, lv := range levelNames() {
 		withLevel(t, lv, func() {
 			rng := rand.New(rand.NewPCG(5, 6))
 			for _, sh := range [][3]int{{1, 1, 1}, {13, 33, 17}, {400, 2100, 600}, {30, 70, 0}} {
@@ -183,7 +183,7 @@ func TestSgemmPackedEpilogue(t *testing.T) {
 // matrix of their own (padded rows) equal the same columns of the whole product bit for
 // bit, and that the epilogue is given the product's column numbers.
 func TestSgemmPackedEpilogueAt(t *testing.T) {
-	for _, lv := range Available() {
+	for _, lv := range levelNames() {
 		withLevel(t, lv, func() {
 			rng := rand.New(rand.NewPCG(7, 8))
 			for _, sh := range [][3]int{{1, 70, 5}, {13, 130, 17}, {200, 1100, 300}} {
@@ -228,7 +228,7 @@ func TestSgemmPackedEpilogueAt(t *testing.T) {
 // TestPackedBUnpack checks that Unpack gives back op(B) exactly, for both orientations,
 // edge panels, several k blocks and empty shapes, on every level.
 func TestPackedBUnpack(t *testing.T) {
-	for _, lv := range Available() {
+	for _, lv := range levelNames() {
 		withLevel(t, lv, func() {
 			rng := rand.New(rand.NewPCG(9, 10))
 			for _, sh := range [][2]int{{1, 1}, {7, 33}, {600, 70}, {0, 5}, {5, 0}} {

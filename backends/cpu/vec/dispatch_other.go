@@ -2,11 +2,6 @@
 
 package vec
 
-const (
-	hasAVX512 = false
-	hasAVX2   = false
-)
-
 func expSum(dst, src []float32, shift float32) float32 { return expSumGeneric(dst, src, shift) }
 func max32(x []float32) float32                        { return maxGeneric(x) }
 func scale(x []float32, c float32)                     { scaleGeneric(x, c) }

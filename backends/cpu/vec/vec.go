@@ -4,10 +4,9 @@
 //
 // Each kernel has an AVX-512 and an AVX2+FMA implementation in Go assembly (vec_amd64.s)
 // and a pure-Go twin (generic.go) that states what it computes and is the test oracle.
-// The level follows package kernels (gemm.Level): ZOO_CPU=avx512|avx2|generic or
-// gemm.SetLevel switches both packages together, so one setting pins every SIMD path
-// of the backend. The assembly is used only where golang.org/x/sys/cpu reports the
-// features, and never with the purego build tag.
+// The level is package simd's (backends/cpu/internal/simd), shared with the matrix
+// products, so one setting pins every SIMD path of the backend. simd only selects a level
+// golang.org/x/sys/cpu reports the features for, and never with the purego build tag.
 //
 // Accuracy: Exp is within 2 ulp of math.Exp over float32's range (−Inf gives 0, +Inf
 // gives +Inf, NaN stays NaN); Erf is within 1e-6 absolute of math.Erf; sums are
@@ -20,7 +19,7 @@
 package vec
 
 import (
-	"github.com/zoo-dev/zoo/backends/cpu/gemm"
+	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 )
 
 // Act selects the activation BiasAct applies after the bias.
@@ -42,21 +41,13 @@ const (
 	levelAVX512
 )
 
-// level returns the SIMD level to use now: the kernels package's level, limited by what
-// this build and CPU can run.
+// level returns the SIMD level to use now (simd only lets it be one this CPU runs).
 func level() int {
-	switch gemm.Level() {
-	case "avx512":
-		if hasAVX512 {
-			return levelAVX512
-		}
-		if hasAVX2 {
-			return levelAVX2
-		}
-	case "avx2":
-		if hasAVX2 {
-			return levelAVX2
-		}
+	switch simd.Current() {
+	case simd.AVX512:
+		return levelAVX512
+	case simd.AVX2:
+		return levelAVX2
 	}
 	return levelGeneric
 }

@@ -5,19 +5,19 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/zoo-dev/zoo/backends/cpu/gemm"
+	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 )
 
 // lengths covers empty, single, odd, below and around the 8- and 16-lane widths, and long.
 var lengths = []int{0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 257, 1000}
 
-// forLevels runs fn at every level this machine supports (via gemm.SetLevel, which vec
-// follows), then restores the best level.
+// forLevels runs fn at every level this machine supports (via simd.Set, which vec
+// follows), then restores the level it found.
 func forLevels(t *testing.T, fn func(t *testing.T)) {
 	t.Helper()
-	defer gemm.SetLevel("auto")
-	for _, lv := range gemm.Available() {
-		if err := gemm.SetLevel(lv); err != nil {
+	defer simd.Set(simd.Current().String())
+	for _, lv := range levelNames() {
+		if err := simd.Set(lv); err != nil {
 			t.Fatal(err)
 		}
 		t.Run(lv, fn)

@@ -38,6 +38,7 @@ CASES = [
     # 6 heads is not a power of two: slopes of 4 heads, then every other slope of 8
     ("heads6_prenorm", {"d_model": 48, "heads": 6, "layers": 2, "d_ff": 96, "norm_first": True,
                         "activation": "gelu"}, 4),
+    ("tiny_causal", {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "causal": True}, 6),
 ]
 
 
@@ -69,6 +70,7 @@ class ALiBiAttention(nn.Module):
         self.dk = d // self.h
         bias = cfg["attn_bias"]
         self.scale = cfg["scale"]
+        self.causal = cfg["causal"]
         self.W_Q = nn.Linear(d, d, bias=bias)
         self.W_K = nn.Linear(d, d, bias=bias)
         self.W_V = nn.Linear(d, d, bias=bias)
@@ -82,7 +84,7 @@ class ALiBiAttention(nn.Module):
         scores = torch.matmul(q, k.transpose(-2, -1))
         scores = scores / math.sqrt(self.dk) if self.scale == 0 else scores * self.scale
         scores = scores + alibi_tensor(self.h, n)[None]
-        scores = scores.masked_fill(pad[:, None, None, :], float("-inf"))
+        scores = zf.mask_scores(scores, pad, self.causal)
         out = torch.matmul(torch.softmax(scores, dim=-1), v)
         return self.W_O(out.transpose(1, 2).reshape(B, n, d))
 
@@ -93,4 +95,6 @@ def build(cfg):
 
 
 if __name__ == "__main__":
-    zf.generate(HERE, VARIANT, CASES, build, threads=1)
+    if "--grads" not in sys.argv:
+        zf.generate(HERE, VARIANT, CASES, build, threads=1)
+    zf.generate_grads(HERE, VARIANT, CASES[:2], build, threads=1)  # every parameter's gradient (--grads: only these)

@@ -36,6 +36,8 @@ CASES = [
     ("tiny", {"d_model": 64, "heads": 4, "kv_heads": 2, "layers": 2, "d_ff": 128}, 1),
     ("mqa_prenorm", {"d_model": 64, "heads": 4, "kv_heads": 1, "layers": 2, "d_ff": 128, "norm_first": True,
                      "activation": "gelu", "attn_bias": False, "scale": 0.3}, 3),
+    ("tiny_causal", {"d_model": 64, "heads": 4, "kv_heads": 2, "layers": 2, "d_ff": 128, "causal": True}, 6),
+    ("mqa_causal", {"d_model": 64, "heads": 4, "kv_heads": 1, "layers": 2, "d_ff": 128, "causal": True}, 7),
 ]
 
 
@@ -46,6 +48,7 @@ class GroupedQueryAttention(nn.Module):
         self.dk = d // self.h
         bias = cfg["attn_bias"]
         self.scale = cfg["scale"]
+        self.causal = cfg["causal"]
         self.W_Q = nn.Linear(d, self.h * self.dk, bias=bias)
         self.W_K = nn.Linear(d, self.kv * self.dk, bias=bias)
         self.W_V = nn.Linear(d, self.kv * self.dk, bias=bias)
@@ -61,7 +64,7 @@ class GroupedQueryAttention(nn.Module):
         v = torch.repeat_interleave(v, rep, dim=1)
         scores = torch.matmul(q, k.transpose(-2, -1))
         scores = scores / math.sqrt(self.dk) if self.scale == 0 else scores * self.scale
-        scores = scores.masked_fill(pad[:, None, None, :], float("-inf"))
+        scores = zf.mask_scores(scores, pad, self.causal)
         out = torch.matmul(torch.softmax(scores, dim=-1), v)
         return self.W_O(out.transpose(1, 2).reshape(B, n, d))
 
@@ -71,4 +74,6 @@ def build(cfg):
 
 
 if __name__ == "__main__":
-    zf.generate(HERE, VARIANT, CASES, build, threads=1)
+    if "--grads" not in sys.argv:
+        zf.generate(HERE, VARIANT, CASES, build, threads=1)
+    zf.generate_grads(HERE, VARIANT, CASES[:2], build, threads=1)  # every parameter's gradient (--grads: only these)

@@ -36,6 +36,9 @@ CASES = [
     ("tiny", {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128}, 1),
     ("prenorm_gelu", {"d_model": 64, "heads": 2, "layers": 2, "d_ff": 128, "norm_first": True,
                       "activation": "gelu", "attn_bias": False, "attn_eps": 1e-3}, 5),
+    ("tiny_causal", {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "causal": True}, 6),
+    ("prenorm_causal", {"d_model": 64, "heads": 2, "layers": 2, "d_ff": 128, "norm_first": True,
+                        "activation": "gelu", "attn_eps": 1e-3, "causal": True}, 7),
 ]
 
 
@@ -51,6 +54,7 @@ class LinearAttention(nn.Module):
         d, self.h = cfg["d_model"], cfg["heads"]
         bias = cfg["attn_bias"]
         self.eps = cfg["attn_eps"]
+        self.causal = cfg["causal"]
         self.W_Q = nn.Linear(d, d, bias=bias)
         self.W_K = nn.Linear(d, d, bias=bias)
         self.W_V = nn.Linear(d, d, bias=bias)
@@ -64,6 +68,13 @@ class LinearAttention(nn.Module):
         Q = elu_feature_map(queries)
         K = elu_feature_map(keys)
         K = K * (~pad).float()[:, :, None, None]  # key_lengths.float_matrix
+        if self.causal:
+            # CausalLinearAttention: Z from the prefix sums of K; the numerator written as the
+            # lower-triangular product (Q K^T) V instead of causal_linear's prefix sums
+            Z = 1 / (torch.einsum("nlhi,nlhi->nlh", Q, K.cumsum(1)) + self.eps)
+            A = torch.einsum("nlhd,nshd->nhls", Q, K).tril()
+            V = torch.einsum("nhls,nshm->nlhm", A, values) * Z[:, :, :, None]
+            return self.W_O(V.contiguous().view(N, L, -1))
         KV = torch.einsum("nshd,nshm->nhmd", K, values)
         Z = 1 / (torch.einsum("nlhd,nhd->nlh", Q, K.sum(dim=1)) + self.eps)
         V = torch.einsum("nlhd,nhmd,nlh->nlhm", Q, KV, Z)
@@ -75,4 +86,6 @@ def build(cfg):
 
 
 if __name__ == "__main__":
-    zf.generate(HERE, VARIANT, CASES, build, threads=1)
+    if "--grads" not in sys.argv:
+        zf.generate(HERE, VARIANT, CASES, build, threads=1)
+    zf.generate_grads(HERE, VARIANT, CASES[:2], build, threads=1)  # every parameter's gradient (--grads: only these)

@@ -179,4 +179,6 @@ def seed_form(name, cfg, model, state, tokens):
 
 
 if __name__ == "__main__":
-    zf.generate(HERE, "linformer", CASES, Linformer, defaults=DEFAULTS, extra=seed_form)
+    if "--grads" not in sys.argv:
+        zf.generate(HERE, "linformer", CASES, Linformer, defaults=DEFAULTS, extra=seed_form)
+    zf.generate_grads(HERE, "linformer", CASES[:2], Linformer, defaults=DEFAULTS, extra=seed_form)  # every parameter's gradient (--grads: only these)

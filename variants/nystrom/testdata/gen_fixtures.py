@@ -109,4 +109,6 @@ def build(cfg):
 
 
 if __name__ == "__main__":
-    zf.generate(HERE, VARIANT, CASES, build, threads=1)
+    if "--grads" not in sys.argv:
+        zf.generate(HERE, VARIANT, CASES, build, threads=1)
+    zf.generate_grads(HERE, VARIANT, CASES[:2], build, threads=1)  # every parameter's gradient (--grads: only these)

@@ -41,10 +41,11 @@ CASES = [
     ("tiny", {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128}, 1),  # d_k 16: m = int(16 ln 16) = 44
     ("sqrt_prenorm", {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "norm_first": True, "activation": "gelu",
                       "nb_features": 24, "feature_scaling": "sqrt_dk", "kernel_eps": 1e-6, "attn_bias": False}, 6),
+    ("tiny_causal", {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "causal": True}, 7),
 ]
 
 
-def softmax_kernel(data, *, projection_matrix, is_query, normalize_data=True, eps=1e-4, pad=None):
+def softmax_kernel(data, *, projection_matrix, is_query, normalize_data=True, eps=1e-4, pad=None, causal=False):
     b, h, *_ = data.shape
     data_normalizer = (data.shape[-1] ** -0.25) if normalize_data else 1.0
     ratio = projection_matrix.shape[0] ** -0.5
@@ -59,6 +60,8 @@ def softmax_kernel(data, *, projection_matrix, is_query, normalize_data=True, ep
     else:
         keymask = pad[:, None, :, None]  # True = padding
         stab = torch.amax(data_dash.masked_fill(keymask, float("-inf")), dim=(-1, -2), keepdim=True)
+        if causal:  # zoo's causal keys are not stabilised: the max would reach into the future
+            stab = torch.zeros_like(stab)
         data_dash = ratio * (torch.exp(data_dash - diag_data - stab) + eps)
         data_dash = data_dash.masked_fill(keymask, 0.0)
     return data_dash
@@ -78,6 +81,7 @@ class FavorAttention(nn.Module):
         m = cfg["nb_features"] or int(dk * math.log(dk))
         bias = cfg["attn_bias"]
         self.eps = cfg["kernel_eps"]
+        self.causal = cfg["causal"]
         self.W_Q = nn.Linear(d, d, bias=bias)
         self.W_K = nn.Linear(d, d, bias=bias)
         self.W_V = nn.Linear(d, d, bias=bias)
@@ -88,8 +92,13 @@ class FavorAttention(nn.Module):
         B, n, d = x.shape
         q, k, v = (t.view(B, n, self.h, -1).transpose(1, 2) for t in (self.W_Q(x), self.W_K(x), self.W_V(x)))
         fq = softmax_kernel(q, projection_matrix=self.projection_matrix, is_query=True, eps=self.eps)
-        fk = softmax_kernel(k, projection_matrix=self.projection_matrix, is_query=False, eps=self.eps, pad=pad)
-        out = linear_attention(fq, fk, v)
+        fk = softmax_kernel(k, projection_matrix=self.projection_matrix, is_query=False, eps=self.eps, pad=pad,
+                            causal=self.causal)
+        if self.causal:  # the lower-triangular form of causal_linear_attention (without its eps)
+            A = torch.einsum("...nd,...md->...nm", fq, fk).tril()
+            out = torch.einsum("...nm,...me->...ne", A, v) / A.sum(dim=-1, keepdim=True)
+        else:
+            out = linear_attention(fq, fk, v)
         return self.W_O(out.transpose(1, 2).reshape(B, n, d))
 
 
@@ -120,4 +129,6 @@ def build(cfg):
 
 
 if __name__ == "__main__":
-    zf.generate(HERE, VARIANT, CASES, build, threads=1)
+    if "--grads" not in sys.argv:
+        zf.generate(HERE, VARIANT, CASES, build, threads=1)
+    zf.generate_grads(HERE, VARIANT, CASES[:2], build, threads=1)  # every parameter's gradient (--grads: only these)

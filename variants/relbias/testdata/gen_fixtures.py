@@ -104,12 +104,15 @@ class RelBiasEncoder(zf.Encoder):
         super().__init__(c, lambda c, i: RelBiasSelfAttention(c["d_model"], c["heads"], c["attn_bias"], c["scale"], i == 0,
                                                             c["num_buckets"], c["max_distance"]),
                          positions=c["pos_encoding"] == "sinusoidal")
+        self.causal = c["causal"]
 
     def forward(self, tokens, mask):
         n = tokens.shape[1]
         # T5Stack: layer 0 computes position_bias and adds the extended mask; later layers reuse it.
         position_bias = self.layers[0].self_attn.compute_bias(n, n)
         position_bias = position_bias + torch.zeros(mask.shape, dtype=torch.float32).masked_fill(mask, float("-inf"))[:, None, None, :]
+        if self.causal:  # zoo's causal=true: keys after the query masked (the buckets stay bidirectional)
+            position_bias = position_bias.masked_fill(zf.causal_future(n), float("-inf"))
         return super().forward(tokens, position_bias)
 
 
@@ -125,10 +128,11 @@ CASES = [
     ("tiny_long", dict(TINY, max_distance=64, num_buckets=16), 3, [300, 150]),
     ("tiny_sinusoidal", dict(TINY, pos_encoding="sinusoidal", max_len=128, activation="gelu"), 4, [37, 23, 1]),
     ("base_layer", {"layers": 1}, 5, [37, 23, 1]),
+    ("tiny_causal", dict(TINY, causal=True), 6, [37, 23, 1]),
 ]
 DEFAULTS = {"vocab": 257, "d_model": 512, "heads": 8, "layers": 6, "d_ff": 2048, "max_len": 5000, "norm_first": False,
             "activation": "relu", "ln_eps": 1e-5, "pos_encoding": "none", "num_buckets": 32, "max_distance": 128,
-            "attn_bias": True, "scale": 0.0}
+            "attn_bias": True, "scale": 0.0, "causal": False, "dropout": 0.1}
 
 
 def buckets_hf(name, cfg, model, state, tokens):
@@ -139,4 +143,6 @@ def buckets_hf(name, cfg, model, state, tokens):
 
 
 if __name__ == "__main__":
-    zf.generate(HERE, "relbias", CASES, RelBiasEncoder, defaults=DEFAULTS, extra=buckets_hf)
+    if "--grads" not in sys.argv:
+        zf.generate(HERE, "relbias", CASES, RelBiasEncoder, defaults=DEFAULTS, extra=buckets_hf)
+    zf.generate_grads(HERE, "relbias", CASES[:2], RelBiasEncoder, defaults=DEFAULTS, extra=buckets_hf)  # every parameter's gradient (--grads: only these)

@@ -61,8 +61,9 @@ def apply_rotary(x, cos, sin, rot, layout):
 
 
 class RotarySelfAttention(nn.Module):
-    def __init__(self, d_model, h, bias, scale, rot, layout, tables):
+    def __init__(self, d_model, h, bias, scale, rot, layout, tables, causal=False):
         super().__init__()
+        self.causal = causal
         self.d_model, self.h, self.d_k, self.scale, self.rot, self.layout = d_model, h, d_model // h, scale, rot, layout
         self.W_Q = nn.Linear(d_model, d_model, bias=bias)
         self.W_K = nn.Linear(d_model, d_model, bias=bias)
@@ -80,7 +81,7 @@ class RotarySelfAttention(nn.Module):
         k = apply_rotary(k, cos, sin, self.rot, self.layout)
         scores = torch.matmul(q, k.transpose(-2, -1))
         scores = zf.scale_scores(scores, self.d_k, self.scale)
-        scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+        scores = zf.mask_scores(scores, key_padding_mask, self.causal)
         out = torch.matmul(torch.softmax(scores, dim=-1), v)
         return self.W_O(out.transpose(1, 2).reshape(B, n, self.d_model))
 
@@ -90,7 +91,7 @@ class RoPEEncoder(zf.Encoder):
         rot = c["rope_dim"] or c["d_model"] // c["heads"]
         tables = lambda: (self.cos, self.sin)
         super().__init__(c, lambda c, i: RotarySelfAttention(c["d_model"], c["heads"], c["attn_bias"], c["scale"], rot,
-                                                           c["rope_layout"], tables),
+                                                           c["rope_layout"], tables, c["causal"]),
                          positions=False)  # no additive positions
         cos, sin = rope_tables(c["max_len"], rot, c["rope_base"], c["rope_layout"])
         self.register_buffer("cos", cos, persistent=False)
@@ -108,10 +109,11 @@ CASES = [
     ("tiny_prenorm", dict(TINY, norm_first=True, activation="gelu", attn_bias=False, ln_eps=1e-6, scale=1,
                           rope_layout="interleaved", rope_base=500.0), 4, [37, 23, 1]),
     ("base_layer", {"layers": 1, "max_len": 512}, 5, [37, 23, 1]),
+    ("tiny_causal", dict(TINY, causal=True), 6, [37, 23, 1]),
 ]
 DEFAULTS = {"vocab": 257, "d_model": 512, "heads": 8, "layers": 6, "d_ff": 2048, "max_len": 5000, "norm_first": False,
             "activation": "relu", "ln_eps": 1e-5, "rope_base": 10000.0, "rope_layout": "half", "rope_dim": 0,
-            "attn_bias": True, "scale": 0.0}
+            "attn_bias": True, "scale": 0.0, "causal": False, "dropout": 0.1}
 
 
 def check_tables(name, cfg, model, state, tokens):
@@ -123,4 +125,6 @@ def check_tables(name, cfg, model, state, tokens):
 
 
 if __name__ == "__main__":
-    zf.generate(HERE, "rope", CASES, RoPEEncoder, defaults=DEFAULTS, extra=check_tables)
+    if "--grads" not in sys.argv:
+        zf.generate(HERE, "rope", CASES, RoPEEncoder, defaults=DEFAULTS, extra=check_tables)
+    zf.generate_grads(HERE, "rope", CASES[:2], RoPEEncoder, defaults=DEFAULTS, extra=check_tables)  # every parameter's gradient (--grads: only these)

@@ -38,7 +38,7 @@ NEG = -1e9
 
 # ---- the model ------------------------------------------------------------------------------
 
-def pattern(n, block, window, stride, global_tokens):
+def pattern(n, block, window, stride, global_tokens, causal=False):
     i = torch.arange(n)[:, None]
     j = torch.arange(n)[None, :]
     qb, kb = i // block, j // block
@@ -47,14 +47,16 @@ def pattern(n, block, window, stride, global_tokens):
         keep = keep | ((qb - kb) % stride == 0)
     if global_tokens > 0:
         keep = keep | (i < global_tokens) | (j < global_tokens)
+    if causal:  # zoo's causal=true: never a key after the query
+        keep = keep & (j <= i)
     return keep
 
 
 class SparseSelfAttention(nn.Module):
-    def __init__(self, d_model, h, bias, scale, block, window, stride, global_tokens):
+    def __init__(self, d_model, h, bias, scale, block, window, stride, global_tokens, causal):
         super().__init__()
         self.d_model, self.h, self.d_k, self.scale = d_model, h, d_model // h, scale
-        self.pat = (block, window, stride, global_tokens)
+        self.pat = (block, window, stride, global_tokens, causal)
         self.W_Q = nn.Linear(d_model, d_model, bias=bias)
         self.W_K = nn.Linear(d_model, d_model, bias=bias)
         self.W_V = nn.Linear(d_model, d_model, bias=bias)
@@ -75,7 +77,7 @@ class SparseSelfAttention(nn.Module):
 class SparseEncoder(zf.Encoder):
     def __init__(self, c):
         super().__init__(c, lambda c, i: SparseSelfAttention(c["d_model"], c["heads"], c["attn_bias"], c["scale"], c["block"],
-                                                           c["window"], c["stride"], c["global_tokens"]))
+                                                           c["window"], c["stride"], c["global_tokens"], c["causal"]))
 
 
 # ---- fixtures -----------------------------------------------------------------------------------
@@ -91,18 +93,23 @@ CASES = [
                           global_tokens=1), 5, [37, 23, 1]),
     ("tiny_long", dict(TINY, block=8, stride=4, global_tokens=2), 6, [300, 130]),
     ("base_layer", {"layers": 1, "block": 8, "stride": 2, "global_tokens": 2}, 7, [37, 23, 1]),
+    ("tiny_causal", dict(TINY, causal=True), 8, [37, 23, 1]),
+    ("tiny_causal_global", dict(TINY, block=3, window=2, global_tokens=5, causal=True), 9, [37, 23, 1]),
+    ("tiny_causal_all", dict(TINY, block=3, window=1, stride=3, global_tokens=4, causal=True), 10, [37, 23, 1]),
 ]
 DEFAULTS = {"vocab": 257, "d_model": 512, "heads": 8, "layers": 6, "d_ff": 2048, "max_len": 5000, "norm_first": False,
             "activation": "relu", "ln_eps": 1e-5, "block": 64, "window": 1, "stride": 0, "global_tokens": 0,
-            "attn_bias": True, "scale": 0.0}
+            "attn_bias": True, "scale": 0.0, "causal": False, "dropout": 0.1}
 
 
 def with_pattern(name, cfg, model, state, tokens):
     """The fixture also carries the reference's (n, n) keep pattern."""
     n = tokens.shape[1]
-    keep = pattern(n, cfg["block"], cfg["window"], cfg["stride"], cfg["global_tokens"])
+    keep = pattern(n, cfg["block"], cfg["window"], cfg["stride"], cfg["global_tokens"], cfg["causal"])
     return {"pattern": keep.numpy()}, None, f"pattern keeps {keep.float().mean().item():.1%} of {n}x{n}"
 
 
 if __name__ == "__main__":
-    zf.generate(HERE, "sparse", CASES, SparseEncoder, defaults=DEFAULTS, extra=with_pattern)
+    if "--grads" not in sys.argv:
+        zf.generate(HERE, "sparse", CASES, SparseEncoder, defaults=DEFAULTS, extra=with_pattern)
+    zf.generate_grads(HERE, "sparse", CASES[:2], SparseEncoder, defaults=DEFAULTS, extra=with_pattern)  # every parameter's gradient (--grads: only these)

@@ -5,6 +5,7 @@ Run from the repository root with Debian's Python (torch 1.13):
 
     /usr/bin/python3 variants/vanilla/testdata/gen_fixtures.py          # write fixtures and ONNX exports
     /usr/bin/python3 variants/vanilla/testdata/gen_fixtures.py --bench  # PyTorch encoder speed
+    /usr/bin/python3 variants/vanilla/testdata/gen_fixtures.py --grads  # only the gradient fixture
 
 For each case it asks zoo for its weights (`zoo export --weights`), loads them by name into the
 seed's modules with strict=True (so every state_dict key and shape must match), runs a batch of
@@ -16,9 +17,10 @@ The safetensors I/O, zoo's weights (ZOO_BIN=path/to/zoo uses a prebuilt zoo bina
 `go run ./cmd/zoo`), the padded batch and the fixture loop are shared with the other variants'
 scripts: variants/internal/fixtures/zoofixtures.py. The model is not: the seed's modules stay here.
 
-The seed's modules are copied verbatim except for one addition the seed lacks: a key-padding
+The seed's modules are copied verbatim except for two additions the seed lacks: a key-padding
 mask (True = padding) applied to the attention scores as -inf before the softmax, the same rule
-as nn.MultiheadAttention's key_padding_mask.
+as nn.MultiheadAttention's key_padding_mask, and zoo's causal=true (keys after the query masked
+the same way, as nn.Transformer.generate_square_subsequent_mask).
 """
 import json
 import math
@@ -38,8 +40,9 @@ import zoofixtures as zf  # noqa: E402
 # ---- the seed's modules (shared/seed), plus the key-padding mask ---------------------------
 
 class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model=512, h=8):
+    def __init__(self, d_model=512, h=8, causal=False):
         super().__init__()
+        self.causal = causal  # added
         self.d_model = d_model
         self.h = h
         self.d_k = d_model // h
@@ -59,6 +62,8 @@ class MultiHeadAttention(nn.Module):
         scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(self.d_k)
         if key_padding_mask is not None:  # added: True = padding
             scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+        if self.causal:  # added: key j > query i
+            scores = scores.masked_fill(zf.causal_future(scores.shape[-1]), float("-inf"))
         attn_weights = torch.softmax(scores, dim=-1)
         output = torch.matmul(attn_weights, V)
         output = output.transpose(1, 2).contiguous().view(batch_size, -1, self.d_model)
@@ -67,9 +72,9 @@ class MultiHeadAttention(nn.Module):
 
 
 class TransformerEncoderLayer(nn.Module):
-    def __init__(self, d_model=512, h=8, d_ff=2048, dropout=0.1):
+    def __init__(self, d_model=512, h=8, d_ff=2048, dropout=0.1, causal=False):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, h)
+        self.self_attn = MultiHeadAttention(d_model, h, causal)
         self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
@@ -100,11 +105,11 @@ class PositionalEncoding(nn.Module):
 
 
 class Transformer(nn.Module):
-    def __init__(self, vocab_size, d_model=512, h=8, num_layers=6, d_ff=2048, max_len=5000):
+    def __init__(self, vocab_size, d_model=512, h=8, num_layers=6, d_ff=2048, max_len=5000, causal=False):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, d_model)
         self.pos_encoding = PositionalEncoding(d_model, max_len)
-        self.layers = nn.ModuleList([TransformerEncoderLayer(d_model, h, d_ff) for _ in range(num_layers)])
+        self.layers = nn.ModuleList([TransformerEncoderLayer(d_model, h, d_ff, causal=causal) for _ in range(num_layers)])
         self.fc = nn.Linear(d_model, vocab_size)
 
     def forward(self, X, key_padding_mask=None):
@@ -122,12 +127,14 @@ CASES = [
     # name, --set overrides, seed
     ("tiny", {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128}, 1),
     ("base_layer", {"layers": 1}, 2),
+    ("tiny_causal", {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "causal": True}, 6),
 ]
 
 
 def build(cfg):
     """The seed's Transformer for zoo's resolved config (every hyperparameter, defaults included)."""
-    return Transformer(cfg["vocab"], cfg["d_model"], cfg["heads"], cfg["layers"], cfg["d_ff"], max_len=cfg["max_len"])
+    return Transformer(cfg["vocab"], cfg["d_model"], cfg["heads"], cfg["layers"], cfg["d_ff"], max_len=cfg["max_len"],
+                       causal=cfg.get("causal", False))
 
 
 def onnx_exports():
@@ -177,6 +184,9 @@ def bench():
 if __name__ == "__main__":
     if "--bench" in sys.argv:
         bench()
+    elif "--grads" in sys.argv:
+        zf.generate_grads(HERE, "vanilla", CASES[:1], build)
     else:
         zf.generate(HERE, "vanilla", CASES, build)
         onnx_exports()
+        zf.generate_grads(HERE, "vanilla", CASES[:1], build)

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
+	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 	"github.com/zoo-dev/zoo/internal/pairtime"
 )
 
@@ -30,7 +31,7 @@ func rnd(rng *rand.Rand, n int) []float32 {
 
 // TestAgreesWithOpenBLAS is a sanity check that both compute the same product.
 func TestAgreesWithOpenBLAS(t *testing.T) {
-	t.Logf("OpenBLAS core %s, OPENBLAS_CORETYPE=%q, zoo level %s", CoreName(), os.Getenv("OPENBLAS_CORETYPE"), gemm.Level())
+	t.Logf("OpenBLAS core %s, OPENBLAS_CORETYPE=%q, zoo level %s", CoreName(), os.Getenv("OPENBLAS_CORETYPE"), simd.Current().String())
 	rng := rand.New(rand.NewPCG(1, 2))
 	m, n, k := 70, 90, 300
 	for tr := 0; tr < 4; tr++ {
@@ -92,16 +93,16 @@ func BenchmarkGemm(b *testing.B) {
 				SetThreads(threads)
 				loop(b, func() { Sgemm(false, false, m, n, k, 1, a, k, bm, n, 0, c, n) })
 			})
-			for _, lv := range gemm.Available() {
+			for _, lv := range levelNames() {
 				if lv == "generic" {
 					continue
 				}
 				b.Run(lv+"/"+name, func(b *testing.B) {
-					prev := gemm.Level()
-					if err := gemm.SetLevel(lv); err != nil {
+					prev := simd.Current().String()
+					if err := simd.Set(lv); err != nil {
 						b.Fatal(err)
 					}
-					defer gemm.SetLevel(prev)
+					defer simd.Set(prev)
 					loop(b, func() { gemm.SgemmParallel(threads, false, false, m, n, k, 1, a, k, bm, n, 0, c, n) })
 				})
 			}
@@ -136,16 +137,16 @@ func BenchmarkGemmPaired(b *testing.B) {
 			// Each timed run lasts about 5 ms at 100 GFLOP/s, long against timer and
 			// scheduling noise, short against the VM's drift.
 			calls := max(1, int(5e8/flop))
-			for _, lv := range gemm.Available() {
+			for _, lv := range levelNames() {
 				if lv == "generic" {
 					continue
 				}
 				b.Run(fmt.Sprintf("%s/T%d/M%d_N%d_K%d", lv, threads, m, n, k), func(b *testing.B) {
-					prev := gemm.Level()
-					if err := gemm.SetLevel(lv); err != nil {
+					prev := simd.Current().String()
+					if err := simd.Set(lv); err != nil {
 						b.Fatal(err)
 					}
-					defer gemm.SetLevel(prev)
+					defer simd.Set(prev)
 					SetThreads(threads)
 					if threads == 1 {
 						runtime.LockOSThread()

@@ -1,0 +1,60 @@
+package cpu
+
+import (
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+// importedOps are the ops that imported graphs bring (quantized, convolutional, Trilu and ONNX
+// Runtime's com.microsoft ops), by op-table key. Their CPU kernel is the op table's own
+// evaluation (graph.EvalNode): exact for the integer ops and float64-accumulated for the
+// float ones, so the semantics live in one place; the contrib attentions have SGEMM kernels
+// (imported_attention.go).
+var importedOps = []string{
+	"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "Trilu", "Conv",
+	"BatchNormalization", "Clip", "HardSigmoid", "AveragePool", "GlobalAveragePool",
+	graph.MicrosoftDomain + ".Gelu", graph.MicrosoftDomain + ".BiasGelu", graph.MicrosoftDomain + ".FastGelu",
+	graph.MicrosoftDomain + ".SkipLayerNormalization",
+	graph.MicrosoftDomain + ".Attention", graph.MicrosoftDomain + ".MultiHeadAttention",
+	graph.MicrosoftDomain + ".EmbedLayerNormalization",
+}
+
+// addImportedOps adds importedOps to the kernel table.
+func addImportedOps(table map[string]kernelMaker) {
+	for _, op := range importedOps {
+		table[op] = makeReference
+	}
+	table[graph.MicrosoftDomain+".Attention"] = makeMSAttention
+	table[graph.MicrosoftDomain+".MultiHeadAttention"] = makeMSMultiHeadAttention
+}
+
+// makeReference returns a kernel that evaluates the node with the op table's reference.
+func makeReference(n *graph.Node) (kernel, error) {
+	return func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		return graph.EvalNode(n, in)
+	}, nil
+}
+
+// castSmallInt fills out (int8 or uint8) from x with C semantics: floats truncate toward
+// zero, integers wrap, true is 1.
+func castSmallInt(x, out *tensor.Tensor, to tensor.DType) (*tensor.Tensor, error) {
+	wrap := func(v int64) int64 {
+		if to == tensor.Int8 {
+			return int64(int8(v))
+		}
+		return int64(uint8(v))
+	}
+	for i := range out.I64 {
+		switch {
+		case x.DType.IsFloat():
+			out.I64[i] = wrap(int64(x.F32[i]))
+		case x.DType == tensor.Bool:
+			if x.Bool[i] {
+				out.I64[i] = 1
+			}
+		default:
+			out.I64[i] = wrap(x.I64[i])
+		}
+	}
+	return out, nil
+}

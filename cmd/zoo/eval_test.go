@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/zoo-dev/zoo/zoo/lmdata"
+	"github.com/zoo-dev/zoo/zoo/variant"
+)
+
+func evalJSON(t *testing.T, args ...string) evalReport {
+	t.Helper()
+	code, out, errs := zoo(t, append([]string{"eval"}, append(args, "--json")...)...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errs)
+	}
+	var rep evalReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	return rep
+}
+
+// TestEvalMatchesTorch scores PyTorch-initialised weights with clm and label smoothing and
+// compares with F.cross_entropy on the seed's causal module (testdata/gen_weights.py).
+func TestEvalMatchesTorch(t *testing.T) {
+	rep := evalJSON(t, "vanilla.tiny", "--set", "max_len=64", "--weights", "testdata/torch_tiny_f64.safetensors",
+		"--input", text, "--objective", "clm", "--window", "37", "--label-smoothing", "0.1", "--batch", "5")
+	want := readST(t, "testdata/eval_clm.safetensors")
+	loss := float64(want["loss"].F32[0])
+	nll := float64(want["nll_sum"].F32[0])
+	if rep.Tokens != int(want["tokens"].I64[0]) || rep.Windows != 16 {
+		t.Fatalf("%d tokens in %d windows, torch %d in 16", rep.Tokens, rep.Windows, want["tokens"].I64[0])
+	}
+	if rel := math.Abs(rep.Loss-loss) / loss; rel > 1e-5 {
+		t.Errorf("loss %.7f, torch %.7f (rel %.2g)", rep.Loss, loss, rel)
+	}
+	bpb := nll / math.Ln2 / float64(rep.Tokens)
+	if rel := math.Abs(rep.BitsPerByte-bpb) / bpb; rel > 1e-5 {
+		t.Errorf("bits per byte %.7f, torch %.7f", rep.BitsPerByte, bpb)
+	}
+	if ppl := math.Exp(nll / float64(rep.Tokens)); math.Abs(rep.Perplexity-ppl)/ppl > 1e-4 {
+		t.Errorf("perplexity %.5f, torch %.5f", rep.Perplexity, ppl)
+	}
+	if acc := float64(want["correct"].I64[0]) / float64(rep.Tokens); rep.Accuracy != acc {
+		t.Errorf("accuracy %v, torch %v", rep.Accuracy, acc)
+	}
+	if rep.Weights.Source != "trained" || rep.Objective != "clm" || rep.LabelSmoothing != 0.1 {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+func TestEvalMLM(t *testing.T) {
+	a := evalJSON(t, "vanilla.tiny", "--input", text, "--window", "100")
+	// 592 bytes: 5 windows of 100 and one of 92; 15 of each hundred and round(13.8) = 14
+	if a.Objective != "mlm" || a.Tokens != 5*15+14 || a.Weights.Source != "random" {
+		t.Errorf("report %+v: want mlm over 89 tokens with random weights", a)
+	}
+	// The same seed masks the same positions (at any batch size); another seed masks others.
+	b := evalJSON(t, "vanilla.tiny", "--input", text, "--window", "100", "--batch", "2")
+	c := evalJSON(t, "vanilla.tiny", "--input", text, "--window", "100", "--seed", "1")
+	if a.Loss != b.Loss {
+		t.Errorf("batch size changed the loss: %v vs %v", a.Loss, b.Loss)
+	}
+	if a.Loss == c.Loss {
+		t.Errorf("another seed gave the same loss %v", a.Loss)
+	}
+	// Random weights of a 257-way classifier: about ln 257 = 5.55 nats, 8 bits per byte.
+	if a.Loss < 4 || a.Loss > 8 || math.Abs(a.BitsPerByte-a.Loss/math.Ln2) > 1e-9 {
+		t.Errorf("loss %v, bits per byte %v", a.Loss, a.BitsPerByte)
+	}
+	code, out, _ := zoo(t, "eval", "vanilla.tiny", "--input", text)
+	for _, want := range []string{"weights        random (seed 0)", "bits per byte  ", "perplexity     ", "mlm, 89 tokens scored"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("text report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestEvalBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"linformer.tiny", "--input", text, "--objective", "clm"}, "causal=true is not possible"},
+		{[]string{"nystrom.tiny", "--input", text, "--objective", "clm"}, "causal=true is not possible"},
+		{[]string{"vanilla.tiny", "--input", text, "--objective", "clm", "--set", "causal=false"}, "needs causal=true"},
+		{[]string{"vanilla.tiny", "--input", text, "--objective", "xlm"}, "want mlm or clm"},
+		{[]string{"vanilla.tiny", "--input", text, "--label-smoothing", "1.5"}, "--label-smoothing must be in [0, 1]"},
+		{[]string{"vanilla.tiny", "--input", text, "--objective", "clm", "--window", "1"}, "no token has a target"},
+		{[]string{"vanilla.tiny", "--input", "nonexistent.txt"}, "no such file"},
+		{[]string{"vanilla.tiny", "--input", text, "--weights", "testdata/torch_tiny_f64.safetensors"}, "misshaped tensor pos_encoding.pe"},
+	} {
+		code, _, errs := zoo(t, append([]string{"eval"}, tc.args...)...)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// TestObjectiveHook: clm turns causal on, and names a variant that has no causal
+// hyperparameter; mlm leaves the config alone.
+func TestObjectiveHook(t *testing.T) {
+	app := &cli.App{Flags: []cli.Flag{flagSet}}
+	var hookErrs []error
+	var cfgs []variant.Config
+	app.Action = func(c *cli.Context) error {
+		with := variant.Description{Name: "v", Params: []variant.Param{{Name: "causal", Kind: variant.KindBool, Default: false}}}
+		without := variant.Description{Name: "w"}
+		for _, tc := range []struct {
+			d   variant.Description
+			obj lmdata.Objective
+		}{{with, lmdata.CLM}, {without, lmdata.CLM}, {without, lmdata.MLM}} {
+			cfg := variant.Config{"causal": false}
+			hookErrs = append(hookErrs, objectiveHook(c, tc.obj)(tc.d, cfg))
+			cfgs = append(cfgs, cfg)
+		}
+		return nil
+	}
+	if err := app.Run([]string{"x"}); err != nil {
+		t.Fatal(err)
+	}
+	if hookErrs[0] != nil || cfgs[0]["causal"] != true {
+		t.Errorf("clm on a causal-capable variant: %v, config %v", hookErrs[0], cfgs[0])
+	}
+	if hookErrs[1] == nil || !strings.Contains(hookErrs[1].Error(), "w has no causal hyperparameter") {
+		t.Errorf("clm on a variant without causal: %v", hookErrs[1])
+	}
+	if hookErrs[2] != nil || cfgs[2]["causal"] != false {
+		t.Errorf("mlm changed the config: %v, %v", hookErrs[2], cfgs[2])
+	}
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/zoo-dev/zoo/zoo/tokenize"
+)
+
+// flagTokenizer is the tokenizer of run and parity.
+var flagTokenizer = &cli.StringFlag{Name: "tokenizer", Aliases: []string{"t"},
+	Usage: "tokenizer `FILE` (tokenizer.json, SentencePiece .model or vocab.txt); default: for an .onnx file the one next to it, else bytes"}
+
+// textTokenizer is the tokenizer a run uses, and how it was chosen.
+type textTokenizer struct {
+	tok  tokenize.Tokenizer
+	path string // "" for the byte tokenizer
+	why  string
+}
+
+// tokenizerNames are the files looked for next to a model, in this order (then a single
+// *.model file).
+var tokenizerNames = []string{"tokenizer.json", "vocab.txt", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model"}
+
+// chooseTokenizer returns --tokenizer's tokenizer; without it, for an ONNX file the tokenizer
+// next to it (tokenizer.json, vocab.txt or a SentencePiece .model in its folder), else the byte
+// tokenizer. A tokenizer file that cannot be used, or several .model files with no telling
+// which, is an error naming the file.
+func chooseTokenizer(flag, modelPath string, fromFile bool) (textTokenizer, error) {
+	load := func(path, why string) (textTokenizer, error) {
+		t, err := tokenize.Load(path)
+		if err != nil {
+			return textTokenizer{}, err
+		}
+		return textTokenizer{tok: t, path: path, why: why}, nil
+	}
+	if flag != "" {
+		return load(flag, "--tokenizer")
+	}
+	if !fromFile {
+		return textTokenizer{tok: tokenize.Bytes{}, why: "zoo's byte tokenizer, the default for zoo's variants"}, nil
+	}
+	dir := filepath.Dir(modelPath)
+	for _, name := range tokenizerNames {
+		if p := filepath.Join(dir, name); isFile(p) {
+			return load(p, "found next to the model")
+		}
+	}
+	models, _ := filepath.Glob(filepath.Join(dir, "*.model"))
+	switch len(models) {
+	case 0:
+	case 1:
+		return load(models[0], "found next to the model")
+	default:
+		sort.Strings(models)
+		return textTokenizer{}, fmt.Errorf("several SentencePiece models next to %s (%s); choose one with --tokenizer FILE", modelPath, strings.Join(models, ", "))
+	}
+	return textTokenizer{tok: tokenize.Bytes{}, why: "no tokenizer.json, vocab.txt or .model next to the model: zoo's byte tokenizer (give the model's own with --tokenizer FILE)"}, nil
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// padID is the id written at padded positions: the tokenizer's [PAD] where it has one, else 0.
+func (t textTokenizer) padID() int64 {
+	if p := t.tok.Special().Pad; p >= 0 {
+		return p
+	}
+	return tokenize.PadID
+}
+
+// describe is the tokenizer's line in a report.
+func (t textTokenizer) describe() string {
+	if t.path == "" {
+		return t.why
+	}
+	return fmt.Sprintf("%s, %s (%s, vocabulary %d)", t.path, t.why, t.tok.Kind(), t.tok.VocabSize())
+}
+
+// doc is the tokenizer's entry in JSON and safetensors outputs.
+func (t textTokenizer) doc() map[string]any {
+	if _, ok := t.tok.(tokenize.Bytes); ok {
+		return map[string]any{"kind": "bytes", "pad_id": tokenize.PadID, "vocab": tokenize.VocabSize, "mapping": tokenizerDoc}
+	}
+	p, s := t.tok.Affixes()
+	return map[string]any{"kind": t.tok.Kind(), "file": t.path, "pad_id": t.padID(), "vocab": t.tok.VocabSize(),
+		"prefix": append([]int64{}, p.IDs...), "suffix": append([]int64{}, s.IDs...),
+		"mapping": "ids of the tokenizer file; every window holds the tokenizer's prefix, the text's tokens, its suffix; offsets count the text's tokens (without prefix and suffix) before each window"}
+}
+
+// windowSource yields batches of windows; io.EOF ends it.
+type windowSource interface {
+	Next() (*tokenize.Batch, error)
+}
+
+// newWindows cuts r into windows of at most window ids, batch windows at a time. The byte
+// tokenizer cuts at byte offsets; any other tokenizer encodes the text as one sequence (without
+// its special tokens), cuts that into runs of window − len(prefix) − len(suffix) ids and puts
+// the prefix and suffix around each run, so every window is what the tokenizer would give for
+// its piece of text. vocabRows > 0 bounds the ids (the model's embedding rows): a larger id is
+// bad input. stop ends the tokenizing goroutine; call it when done.
+func newWindows(ctx context.Context, t textTokenizer, r io.Reader, window, batch, vocabRows int, table string) (src windowSource, stop func(), err error) {
+	if _, ok := t.tok.(tokenize.Bytes); ok {
+		if vocabRows > 0 && vocabRows < tokenize.VocabSize {
+			return nil, nil, badInputf("the byte tokenizer's ids run to %d, but the model's embedding table %s has %d rows: give the model's tokenizer with --tokenizer FILE", tokenize.VocabSize-1, table, vocabRows)
+		}
+		wd, err := tokenize.NewWindower(r, window, batch)
+		return wd, func() {}, err
+	}
+	prefix, suffix := t.tok.Affixes()
+	span := window - len(prefix.IDs) - len(suffix.IDs)
+	if span < 1 {
+		return nil, nil, badInputf("a window of %d tokens leaves no room for text between the tokenizer's %d special tokens", window, len(prefix.IDs)+len(suffix.IDs))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	ch, errc := make(chan []int64, 4), make(chan error, 1)
+	w := &tokenWindower{ch: ch, errc: errc, prefix: prefix.IDs, suffix: suffix.IDs,
+		span: span, batch: batch, pad: t.padID(), rows: vocabRows, table: table, tok: t}
+	go func() {
+		errc <- tokenize.Stream(ctx, rawTokenizer{t.tok}, r, func(ids []int64, _ []string) error {
+			select {
+			case ch <- append([]int64(nil), ids...):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		close(ch)
+	}()
+	return w, cancel, nil
+}
+
+// rawTokenizer is a tokenizer without its special tokens (the windows add them), keeping
+// whether it streams.
+type rawTokenizer struct{ tokenize.Tokenizer }
+
+func (rawTokenizer) Affixes() (prefix, suffix tokenize.Encoding) {
+	return tokenize.Encoding{}, tokenize.Encoding{}
+}
+
+func (r rawTokenizer) StreamSafe() bool {
+	s, ok := r.Tokenizer.(interface{ StreamSafe() bool })
+	return ok && s.StreamSafe()
+}
+
+// tokenWindower cuts a pretrained tokenizer's id stream into windows with the special tokens
+// in each.
+type tokenWindower struct {
+	ch             <-chan []int64
+	errc           <-chan error
+	tok            textTokenizer
+	prefix, suffix []int64
+	span, batch    int
+	pad            int64
+	rows           int
+	table          string
+	pending        []int64
+	offset         int64 // text ids before pending[0]
+	eof, emitted   bool
+	err            error
+}
+
+func (w *tokenWindower) Next() (*tokenize.Batch, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	for !w.eof && len(w.pending) < w.span*w.batch {
+		ids, ok := <-w.ch
+		if !ok {
+			w.eof = true
+			if err := <-w.errc; err != nil {
+				if errors.Is(err, context.Canceled) {
+					w.err = err
+				} else {
+					w.err = badInput(err)
+				}
+				return nil, w.err
+			}
+			break
+		}
+		if w.rows > 0 {
+			for _, id := range ids {
+				if id >= int64(w.rows) || id < 0 {
+					w.err = badInputf("the tokenizer %s gives id %d, but the model's embedding table %s has %d rows: the tokenizer's vocabulary (%d) does not fit the model; give the model's own tokenizer with --tokenizer FILE", w.tok.path, id, w.table, w.rows, w.tok.tok.VocabSize())
+					return nil, w.err
+				}
+			}
+		}
+		w.pending = append(w.pending, ids...)
+	}
+	if len(w.pending) == 0 && (w.emitted || !w.eof) {
+		return nil, io.EOF
+	}
+	rows := max(1, (len(w.pending)+w.span-1)/w.span)
+	rows = min(rows, w.batch)
+	lens := make([]int, rows)
+	n := 0
+	for i := range lens {
+		lens[i] = len(w.prefix) + min(w.span, max(0, len(w.pending)-i*w.span)) + len(w.suffix)
+		n = max(n, lens[i])
+	}
+	b := &tokenize.Batch{B: rows, N: n, Tokens: make([]int64, rows*n), Mask: make([]bool, rows*n), Lengths: lens, Offsets: make([]int64, rows)}
+	for i := 0; i < rows; i++ {
+		take := min(w.span, len(w.pending))
+		row := append(append(append(b.Tokens[i*n:i*n], w.prefix...), w.pending[:take]...), w.suffix...)
+		for j := len(row); j < n; j++ {
+			b.Tokens[i*n+j], b.Mask[i*n+j] = w.pad, true
+		}
+		b.Offsets[i] = w.offset
+		w.offset += int64(take)
+		w.pending = w.pending[take:]
+	}
+	w.emitted = true
+	return b, nil
+}
