@@ -1,9 +1,13 @@
 // Package onnx converts zoo's graph IR (package zoo/graph) to and from ONNX models.
 //
-// Export writes an ONNX ModelProto (IR version 8, ai.onnx opset 17 by default, opsets 13 to 17
-// accepted) with the generated protobuf types of package onnx/onnxpb, deterministically.
-// Import reads any self-contained ONNX model whose operators zoo's IR knows, for example
-// PyTorch's exports at opsets 13 to 17, and returns a validated, topologically sorted graph.
+// Export writes an ONNX ModelProto (IR version 8, ai.onnx opset 17 by default, opsets 13 to 23
+// accepted) with the generated protobuf types of package onnx/onnxpb, deterministically, each
+// node in its form at the requested opset (opset_export.go; at 23 zoo's attention and rope
+// blocks become Attention and RotaryEmbedding, opset_fuse.go and opset_rotary.go).
+// Import reads any self-contained ONNX model at ai.onnx opsets 7 to 23 whose operators zoo's
+// IR knows, for example PyTorch's exports at opsets 11 to 17, rewrites older operator forms
+// into the op table's (opset.go, after ONNX's version converter) and returns a validated,
+// topologically sorted graph.
 // ImportFile also reads external tensor data from the model's folder (external.go) and names
 // a Git LFS pointer. ONNX Runtime's com.microsoft ops are imported into their own domain
 // (graph.OpKey); an unknown op is refused with every unknown op of the graph listed at once

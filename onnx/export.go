@@ -15,13 +15,13 @@ import (
 // 1.13 and Debian's onnx checker accept).
 const IRVersion = 8
 
-// MinOpset and MaxOpset bound the ai.onnx opsets that Export writes and Import reads. Between
-// them the operators zoo's IR uses have the opset-17 semantics the IR follows, from each
-// op's graph.OpDef.SinceVersion on (LayerNormalization exists only from 17 on); Export
-// refuses an op below its SinceVersion.
+// MinOpset and MaxOpset bound the ai.onnx opsets that Export writes; Import reads
+// MinImportOpset to MaxOpset. Export writes each node in its form at the opset
+// (opset_export.go: LayerNormalization, Gelu and RMSNormalization as basic ops below the
+// opset that defines them) and refuses an op it cannot lower below its SinceVersion.
 const (
 	MinOpset = 13
-	MaxOpset = 17
+	MaxOpset = 23
 )
 
 // UnsupportedOps returns the ops of graph's op table that Export or Import cannot carry at
@@ -83,6 +83,10 @@ func toModelProto(g *graph.Graph, opts ExportOptions) (*onnxpb.ModelProto, error
 	}
 	if opset < MinOpset || opset > MaxOpset {
 		return nil, fmt.Errorf("export onnx: opset %d is not supported (zoo writes ai.onnx opsets %d to %d)", opset, MinOpset, MaxOpset)
+	}
+	g, err := lowerForOpset(g, opset)
+	if err != nil {
+		return nil, fmt.Errorf("export onnx: %w", err)
 	}
 	gp := &onnxpb.GraphProto{Name: g.Name}
 	for _, v := range g.Inputs {

@@ -32,8 +32,11 @@ const (
 // (including Constant tensors) through an onnx-go Backend, and cross-checks them against the
 // pre-pass. Finally the nodes are sorted topologically and the graph is validated.
 //
+// Nodes of older opsets are first rewritten into the forms the op table holds (opset.go); the
+// graph's Opset is then the file's, or MinOpset for a file older than that.
+//
 // It returns a one-line error (wrapped, starting with "import onnx:") for a file that is
-// empty, truncated, not ONNX or a Git LFS pointer; an ai.onnx opset outside [MinOpset,
+// empty, truncated, not ONNX or a Git LFS pointer; an ai.onnx opset outside [MinImportOpset,
 // MaxOpset]; ops the IR does not know in any domain (all of them, each with its first node);
 // unsupported element types or attribute kinds; external tensor data (ImportFile reads it) or
 // segmented tensors; declared sizes that the bytes present do not back; missing
@@ -81,8 +84,8 @@ func importModelIn(data []byte, dir string) (*graph.Graph, error) {
 	if opset == 0 {
 		return nil, errors.New("model imports no ai.onnx opset")
 	}
-	if opset < MinOpset || opset > MaxOpset {
-		return nil, fmt.Errorf("ai.onnx opset %d is not supported (zoo reads opsets %d to %d; re-export with opset_version=17)", opset, MinOpset, MaxOpset)
+	if opset < MinImportOpset || opset > MaxOpset {
+		return nil, fmt.Errorf("ai.onnx opset %d is not supported (zoo reads opsets %d to %d; re-export with opset_version=17)", opset, MinImportOpset, MaxOpset)
 	}
 	if err := loadExternalData(&m, dir); err != nil {
 		return nil, err
@@ -97,7 +100,13 @@ func importModelIn(data []byte, dir string) (*graph.Graph, error) {
 		return nil, errors.New("graph has no outputs")
 	}
 
-	g := &graph.Graph{Name: gp.GetName(), Opset: opset, Meta: map[string]string{}}
+	coerced, err := upgradeNodes(gp, opset)
+	if err != nil {
+		return nil, err
+	}
+
+	// After the adapters a file older than MinOpset holds opset-MinOpset forms.
+	g := &graph.Graph{Name: gp.GetName(), Opset: max(opset, MinOpset), Meta: map[string]string{}}
 	defined := map[string]string{}
 	define := func(name, what string) error {
 		if prev, ok := defined[name]; ok {
@@ -247,6 +256,9 @@ func importModelIn(data []byte, dir string) (*graph.Graph, error) {
 			}
 			continue
 		}
+		if kv.GetKey() == MetaStandard || kv.GetKey() == MetaDecomposed {
+			continue // written afresh by every Export
+		}
 		g.Meta[kv.GetKey()] = kv.GetValue()
 	}
 	if len(buffers) > 0 {
@@ -262,6 +274,9 @@ func importModelIn(data []byte, dir string) (*graph.Graph, error) {
 	computeInFloat32(g)
 	if err := g.TopoSort(); err != nil {
 		return nil, fmt.Errorf("%w (missing initializer or cycle?)", err)
+	}
+	if err := fixCoercedSoftmax(g, coerced); err != nil {
+		return nil, err
 	}
 	if err := g.Validate(); err != nil {
 		return nil, err

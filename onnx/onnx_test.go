@@ -183,7 +183,7 @@ func TestExportModelFields(t *testing.T) {
 	for _, kv := range m.MetadataProps {
 		keys = append(keys, kv.Key+"="+kv.Value)
 	}
-	if got := strings.Join(keys, ";"); got != `config={"d_model":8};variant=vanilla;zoo.buffers=["pe"]` {
+	if got := strings.Join(keys, ";"); got != `config={"d_model":8};variant=vanilla;zoo.onnx.standard=["LayerNormalization"];zoo.buffers=["pe"]` {
 		t.Errorf("metadata %s", got)
 	}
 }
@@ -195,12 +195,21 @@ func TestExportErrors(t *testing.T) {
 		want  string
 	}{
 		{12, "opset 12 is not supported"},
-		{18, "opset 18 is not supported"},
-		{16, "LayerNormalization needs opset 17"},
+		{24, "opset 24 is not supported"},
 	} {
 		if _, err := Export(g, ExportOptions{Opset: tc.opset}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("opset %d: err %v, want %q", tc.opset, err, tc.want)
 		}
+	}
+	ab := graph.NewBuilder("attention")
+	q := ab.Input("q", tensor.Float32, graph.Fixed(1), graph.Fixed(1), graph.Fixed(2), graph.Fixed(2))
+	ab.Output("y", ab.Op("Attention", []string{q, q, q}, nil), tensor.Float32)
+	ag, err := ab.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Export(ag, ExportOptions{Opset: 22}); err == nil || !strings.Contains(err.Error(), "Attention needs opset 23") {
+		t.Errorf("Attention at opset 22: %v", err)
 	}
 	bad := testGraph(t)
 	bad.Nodes = bad.Nodes[1:]
@@ -258,8 +267,8 @@ func TestImportErrors(t *testing.T) {
 		{"empty", nil, "file is empty"},
 		{"garbage", []byte("this is not an onnx file at all, just text"), "not"},
 		{"truncated", good[:len(good)/2], "truncated"},
-		{"opset 11", mutate(t, func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = 11 }), "opset 11 is not supported"},
-		{"opset 18", mutate(t, func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = 18 }), "opset 18 is not supported"},
+		{"opset 6", mutate(t, func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = 6 }), "opset 6 is not supported"},
+		{"opset 24", mutate(t, func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = 24 }), "opset 24 is not supported"},
 		{"no opset", mutate(t, func(m *onnxpb.ModelProto) { m.OpsetImport[0].Domain = "com.example" }), "no ai.onnx opset"},
 		{"ir 11", mutate(t, func(m *onnxpb.ModelProto) { m.IrVersion = 11 }), "IR version 11"},
 		{"domain", mutate(t, func(m *onnxpb.ModelProto) { findNode(m, "Softmax").Domain = "com.microsoft" }), `zoo cannot run: com.microsoft.Softmax (1 node 2 "Softmax")`},

@@ -302,6 +302,28 @@ func Cases() []Case {
 			Want: []*tensor.Tensor{F32(S(3, 2), 3, 5, 8, 11, 11, 13)}},
 		{Name: "ScatterND/elements", Op: "ScatterND", Args: []Arg{In(F32(S(2, 2), 1, 2, 3, 4)), In(I64(S(2, 2), 0, 1, 1, 0)), In(F32(S(2), 7, 8))},
 			Want: []*tensor.Tensor{F32(S(2, 2), 1, 7, 8, 4)}},
+		// Opset 20 and 23 ops; the values come from zoo/graph/testdata/gen_opset23.py's numpy.
+		c1("Gelu", "Gelu", nil, F32(S(3), -1, 0, 1.5), F32(S(3), -0.158655254, 0, 1.3997892)),
+		c1("Gelu/tanh", "Gelu", graph.Attrs{"approximate": graph.String("tanh")}, F32(S(3), -1, 0, 1.5), F32(S(3), -0.158808009, 0, 1.39957158)),
+		{Name: "RMSNormalization", Op: "RMSNormalization",
+			Args: []Arg{In(F32(S(2, 3), 1, 2, 3, -1, 0, 4)), Const(F32(S(3), 1, 2, 0.5))},
+			Want: []*tensor.Tensor{F32(S(2, 3), 0.462909554, 1.85163822, 0.694364331, -0.420083655, 0, 0.840167309)}},
+		{Name: "RotaryEmbedding", Op: "RotaryEmbedding",
+			Args: []Arg{In(F32(S(1, 1, 2, 4), 1, 2, 3, 4, 5, 6, 7, 8)), In(F32(S(1, 2, 2), 1, 0.5, 0, 0.8)), In(F32(S(1, 2, 2), 0, 0.5, 1, 0.6))},
+			Want: []*tensor.Tensor{F32(S(1, 1, 2, 4), 1, -1, 3, 3, -7, 0, 5, 10)}},
+		{Name: "RotaryEmbedding/interleaved", Op: "RotaryEmbedding", Attrs: graph.Attrs{"interleaved": graph.Int(1)},
+			Args: []Arg{In(F32(S(1, 1, 2, 4), 1, 2, 3, 4, 5, 6, 7, 8)), In(F32(S(1, 2, 2), 1, 0.5, 0, 0.8)), In(F32(S(1, 2, 2), 0, 0.5, 1, 0.6))},
+			Want: []*tensor.Tensor{F32(S(1, 1, 2, 4), 1, 2, -0.5, 3.5, -6, 5, 0.8, 10.6)}},
+		{Name: "Attention", Op: "Attention",
+			Args: []Arg{In(F32(S(1, 1, 3, 2), 1, 0, 0, 1, 1, 1)), In(F32(S(1, 1, 3, 2), 1, 0, 0, 1, 2, 0)), In(F32(S(1, 1, 3, 2), 1, 2, 3, 4, 5, 6))},
+			Want: []*tensor.Tensor{F32(S(1, 1, 3, 2), 3.58395987, 4.58395987, 3, 4, 3.51046953, 4.51046953)}},
+		{Name: "Attention/causal", Op: "Attention", Attrs: graph.Attrs{"is_causal": graph.Int(1)},
+			Args: []Arg{In(F32(S(1, 1, 3, 2), 1, 0, 0, 1, 1, 1)), In(F32(S(1, 1, 3, 2), 1, 0, 0, 1, 2, 0)), In(F32(S(1, 1, 3, 2), 1, 2, 3, 4, 5, 6))},
+			Want: []*tensor.Tensor{F32(S(1, 1, 3, 2), 1, 2, 2.3395231, 3.3395231, 3.51046953, 4.51046953)}},
+		{Name: "Attention/bool-mask", Op: "Attention",
+			Args: []Arg{In(F32(S(1, 1, 3, 2), 1, 0, 0, 1, 1, 1)), In(F32(S(1, 1, 3, 2), 1, 0, 0, 1, 2, 0)), In(F32(S(1, 1, 3, 2), 1, 2, 3, 4, 5, 6)),
+				In(&tensor.Tensor{DType: tensor.Bool, Shape: []int{3}, Bool: []bool{true, true, false}})},
+			Want: []*tensor.Tensor{F32(S(1, 1, 3, 2), 1.6604769, 2.6604769, 2.3395231, 3.3395231, 2, 3)}},
 	}
 	// A case whose expected output is nil must fail.
 	for i := range cases {

@@ -71,6 +71,10 @@ func init() {
 		"ReduceMax":          reduceOp(reduceMax),
 		"ScatterND":          makeScatterND,
 		"CumSum":             makeCumSum, // cumsum.go
+		"Gelu":               makeGelu,
+		"RMSNormalization":   makeRMSNorm,
+		"RotaryEmbedding":    makeRotary,
+		"Attention":          makeAttentionOp,
 	}
 	addImportedOps(opTable)
 }

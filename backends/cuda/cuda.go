@@ -116,6 +116,8 @@ var hostOps = map[string]bool{
 	"Equal": true, "Greater": true, "Less": true, "And": true, "Or": true, "Not": true,
 	"ScatterND": true, // autodiff's embedding gradient; no device kernel yet
 	"CumSum":    true, // causal linear attention's prefix sums; no device kernel yet
+	// The opset-20/23 ops run through the reference until device kernels exist.
+	"Gelu": true, "RMSNormalization": true, "RotaryEmbedding": true, "Attention": true,
 }
 
 // HostOps returns the ops the CUDA backend always runs on the host (through graph.EvalNode),

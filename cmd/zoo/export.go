@@ -230,7 +230,11 @@ func writeONNXFile(path string, m *model, opset int) (exportFile, error) {
 	if err := tensorio.AtomicWriteFile(path, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 		return exportFile{}, err
 	}
-	return exportFile{Model: m.displayName(), Path: path, Kind: "onnx", Bytes: int64(len(data)), Opset: opset, Nodes: len(m.Graph.Nodes)}, nil
+	nodes, err := onnx.NodeCount(data)
+	if err != nil {
+		return exportFile{}, fmt.Errorf("export %s: %w", m.displayName(), err)
+	}
+	return exportFile{Model: m.displayName(), Path: path, Kind: "onnx", Bytes: int64(len(data)), Opset: opset, Nodes: nodes}, nil
 }
 
 // writeWeightsFile writes m's state_dict to path (atomically) and describes the file.

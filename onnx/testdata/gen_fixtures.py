@@ -6,7 +6,7 @@
 Needs Debian's python3-torch (1.13) and python3-onnx (1.12); the python3 on PATH may be
 another interpreter that does not see them, hence /usr/bin/python3.
 
-For each activation (relu, gelu) and opset (14, 15, 16, 17) it exports PyTorch's own
+For each activation (relu, gelu) and opset (11 to 17) it exports PyTorch's own
 nn.TransformerEncoder (batch_first, 2 layers, d_model 64, 4 heads, d_ff 128, dropout 0,
 post-LN, enable_nested_tensor=False) with dynamic batch/seq axes to
 torch/enc_<act>_op<opset>.onnx, and writes next to it
@@ -55,7 +55,7 @@ def main():
         # Grad stays enabled: under no_grad PyTorch takes the fused fast path
         # (aten::_transformer_encoder_layer_fwd), which does not export.
         out = model(src, mask).detach()
-        for opset in (14, 15, 16, 17):
+        for opset in (11, 12, 13, 14, 15, 16, 17):
             base = os.path.join(OUT, f"enc_{act}_op{opset}")
             torch.onnx.export(
                 model, (src, mask), base + ".onnx",

@@ -19,7 +19,8 @@ type Builder struct {
 	consts map[string]string
 }
 
-// NewBuilder starts an empty graph with the given name at DefaultOpset.
+// NewBuilder starts an empty graph with the given name at DefaultOpset (an op from a newer
+// opset raises the graph's Opset to its SinceVersion).
 func NewBuilder(name string) *Builder {
 	return &Builder{
 		g:      &Graph{Name: name, Opset: DefaultOpset, Meta: map[string]string{}},
@@ -149,8 +150,12 @@ func (b *Builder) OpN(op string, inputs []string, n int, attrs Attrs) []string {
 			outs[i] = fmt.Sprintf("%s:%d", name, i)
 		}
 	}
-	if _, ok := LookupOp(op); !ok {
+	if d, ok := LookupOp(op); !ok {
 		b.Failf("node %s: unknown op type %q", name, op)
+	} else if d.SinceVersion > b.g.Opset {
+		// An op newer than the graph's opset (Attention, RMSNormalization, ...) raises it;
+		// the exporter writes such ops out as basic ones at older opsets.
+		b.g.Opset = d.SinceVersion
 	}
 	domain, op := SplitOpKey(op) // a contrib op is named by its key, "com.microsoft.Gelu"
 	b.g.Nodes = append(b.g.Nodes, &Node{Name: name, Op: op, Domain: domain, Inputs: append([]string{}, inputs...), Outputs: outs, Attrs: attrs})

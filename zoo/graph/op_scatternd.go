@@ -12,7 +12,7 @@ import (
 
 func init() {
 	register(&OpDef{
-		Name: "ScatterND", SinceVersion: 16, ThroughVersion: 17,
+		Name: "ScatterND", SinceVersion: 16, ThroughVersion: LatestOpset,
 		Doc:    "a copy of data with updates written at indices[..., :k] (reduction none, add or mul)",
 		Inputs: ps(req("data"), req("indices"), req("updates")), Outputs: ps(req("output")),
 		Attrs: []AttrDef{{Name: "reduction", Kind: AttrString, Default: String("none")}},

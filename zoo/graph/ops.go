@@ -16,7 +16,7 @@ import (
 
 // LatestOpset is the newest ai.onnx opset against whose operator changes the table has been
 // checked; an OpDef's ThroughVersion is at most this.
-const LatestOpset = 21
+const LatestOpset = 23
 
 // OpSpec gives the arity of an ONNX operator as zoo understands it. MaxIn or MaxOut < 0
 // means variadic. It is derived from an OpDef's Inputs and Outputs.

@@ -33,7 +33,7 @@ func TestOpTableComplete(t *testing.T) {
 			if d.SinceVersion < 1 || d.ThroughVersion < d.SinceVersion || d.ThroughVersion > LatestOpset {
 				t.Errorf("opset range [%d, %d] is not within [1, %d]", d.SinceVersion, d.ThroughVersion, LatestOpset)
 			}
-			if d.SinceVersion > DefaultOpset {
+			if d.SinceVersion > DefaultOpset && !newerThanIR[d.Name] {
 				t.Errorf("since opset %d, after the IR's DefaultOpset %d", d.SinceVersion, DefaultOpset)
 			}
 			if d.infer == nil || d.Eval == nil || d.Cost == nil {
@@ -100,3 +100,7 @@ func TestOpTableArity(t *testing.T) {
 		}
 	}
 }
+
+// newerThanIR lists the ops from opsets after DefaultOpset that the IR holds all the same (the
+// exporter writes them out as basic ops below their SinceVersion).
+var newerThanIR = map[string]bool{"Gelu": true, "RMSNormalization": true, "RotaryEmbedding": true, "Attention": true}
