@@ -45,6 +45,7 @@ func commands() []*cli.Command {
 		runCommand(),
 		tokenizeCommand(),
 		evalCommand(),
+		serveCommand(),
 		exportCommand(),
 		parityCommand(),
 		benchCommand(),

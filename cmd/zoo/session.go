@@ -21,9 +21,9 @@ import (
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
-// serveCommand is the hidden first argument with which zoo re-executes itself to serve a
+// servePluginArg is the hidden first argument with which zoo re-executes itself to serve a
 // built-in variant as a plugin: `zoo __serve-variant NAME`.
-const serveCommand = "__serve-variant"
+const servePluginArg = "__serve-variant"
 
 // inProcessEnv, set to 1, serves built-in variants in the zoo process (through the same
 // gRPC server, attached with go-plugin's reattach support) instead of re-executing zoo.
@@ -35,16 +35,16 @@ const verboseEnv = env.Verbose
 // maybeServeBuiltin serves a built-in variant and exits when args ask for it; otherwise it
 // returns false. main and the tests' TestMain call it first, before anything writes to stdout.
 func maybeServeBuiltin(args []string) bool {
-	if len(args) < 2 || args[1] != serveCommand {
+	if len(args) < 2 || args[1] != servePluginArg {
 		return false
 	}
 	if len(args) != 3 {
-		fmt.Fprintf(os.Stderr, "zoo: %s wants one variant name; zoo runs it itself\n", serveCommand)
+		fmt.Fprintf(os.Stderr, "zoo: %s wants one variant name; zoo runs it itself\n", servePluginArg)
 		os.Exit(2)
 	}
 	v, ok := variants.Builtin()[args[2]]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "zoo: %s: no built-in variant %q\n", serveCommand, args[2])
+		fmt.Fprintf(os.Stderr, "zoo: %s: no built-in variant %q\n", servePluginArg, args[2])
 		os.Exit(2)
 	}
 	plugin.Serve(v)
@@ -64,7 +64,10 @@ type session struct {
 	sigs chan os.Signal
 	done chan struct{} // closed by end
 	sig  atomic.Value  // the os.Signal that stopped the command
-	line sync.Once     // the one line on stderr that says so
+	// drains is set by a command that finishes its work on the first signal and exits 0
+	// (zoo serve): the signal cancels the context and nothing else; a second exits at once.
+	drains atomic.Bool
+	line   sync.Once // the one line on stderr that says so
 
 	mu      sync.Mutex
 	host    *plugin.Host
@@ -111,6 +114,14 @@ func (s *session) watch() {
 	case <-s.done:
 		return
 	}
+	if s.drains.Load() {
+		s.cancel(fmt.Errorf("%s", signalWord(sig)))
+		select {
+		case sig = <-s.sigs:
+		case <-s.done:
+			return
+		}
+	}
 	s.sig.Store(sig)
 	// Cancelled first, so that no plugin starts after the kill.
 	s.cancel(fmt.Errorf("%s", signalWord(sig)))
@@ -139,6 +150,10 @@ func (s *session) interrupted() (int, bool) {
 	}
 	return 130, true
 }
+
+// drainOnSignal makes the first SIGINT or SIGTERM only cancel the command's context, which
+// then returns by itself (and zoo exits as it says); a second signal still stops zoo at once.
+func (s *session) drainOnSignal() { s.drains.Store(true) }
 
 func signalWord(sig os.Signal) string {
 	if sig == syscall.SIGTERM {
@@ -202,7 +217,7 @@ func (s *session) pluginHost() (*plugin.Host, error) {
 			if err != nil {
 				return "", nil, err
 			}
-			return exe, []string{serveCommand, name}, nil
+			return exe, []string{servePluginArg, name}, nil
 		},
 		Verbose: s.verbose,
 	}

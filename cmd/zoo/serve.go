@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/serve"
+	"github.com/zoo-dev/zoo/internal/memlimit"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/tokenize"
+)
+
+// flagServeWeights is serve's --weights: one FILE for every model, or NAME=FILE per model.
+var flagServeWeights = &cli.StringSliceFlag{Name: "weights", Usage: "load a state_dict from `FILE`.safetensors into every model, or NAME=FILE into the model served as NAME (repeatable)"}
+
+// shutdownGrace is how long in-flight requests may take to finish after SIGTERM or Ctrl-C.
+const shutdownGrace = 30 * time.Second
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "serve",
+		Usage:     "serve models over HTTP: the Open Inference Protocol (KServe v2), OpenAI's /v1/embeddings and text-embeddings-inference's /embed",
+		ArgsUsage: "MODEL[.PRESET]|FILE.onnx...",
+		Description: "Each model is built (or imported), loaded with its weights and compiled once, then served under its name as given\n" +
+			"(an .onnx file by its base name; --name renames, in order). Endpoints: GET /v2/health/live, /v2/health/ready,\n" +
+			"/v2/models/NAME, /v2/models/NAME/ready; POST /v2/models/NAME/infer (inputs tokens INT64 (B, n) with an optional\n" +
+			"key_padding_mask BOOL, or text BYTES (B); parameters pool and normalize; outputs the model's and embedding);\n" +
+			"POST /v1/embeddings and /embed (mean-pooled, normalised unless \"normalize\": false); GET /metrics (Prometheus).\n" +
+			"Concurrent requests are merged into batches of up to --max-batch sequences within --max-delay; a full queue answers\n" +
+			"503 with Retry-After. The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting,\n" +
+			"finishes the requests in flight and exits 0." +
+			examples("zoo serve vanilla.tiny", "zoo serve vanilla.tiny linformer --addr 127.0.0.1:9000 --max-batch 16",
+				"zoo serve model.onnx --name encoder --tokenizer tokenizer.json"),
+		Flags: append(variantFlags(), flagServeWeights, flagTokenizer,
+			&cli.StringSliceFlag{Name: "name", Usage: "serve the models under these names, in order (repeatable)"},
+			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8000", Usage: "listen on `HOST:PORT` (port 0: any free port)"},
+			&cli.IntFlag{Name: "max-batch", Value: 32, Usage: "sequences per batch, at most `N`"},
+			&cli.DurationFlag{Name: "max-delay", Value: 5 * time.Millisecond, Usage: "wait at most this long for a batch to fill"},
+			&cli.StringFlag{Name: "max-body", Value: "16MiB", Usage: "largest request body (`SIZE`); larger ones get 413"},
+			&cli.IntFlag{Name: "queue", Value: 256, Usage: "requests waiting per model before 503"},
+			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
+			flagBackend,
+		),
+		Action: serveAction,
+	}
+}
+
+func serveAction(c *cli.Context) error {
+	if c.NArg() < 1 {
+		return badInputf("serve: want one or more model names (see `zoo list`) or .onnx files")
+	}
+	refs := c.Args().Slice()
+	names := c.StringSlice("name")
+	if len(names) > len(refs) {
+		return badInputf("--name given %d times for %d models", len(names), len(refs))
+	}
+	maxBody, err := memlimit.ParseBytes(c.String("max-body"))
+	if err != nil || maxBody < 1 {
+		return badInputf("--max-body %q: want a size such as 16MiB or 1000000", c.String("max-body"))
+	}
+	if c.Int("max-batch") < 1 || c.Int("queue") < 1 || c.Int("threads") < 0 || c.Duration("max-delay") < 0 {
+		return badInputf("--max-batch and --queue must be at least 1, --threads and --max-delay not negative")
+	}
+	served := make([]string, len(refs))
+	for i, ref := range refs {
+		served[i] = ref
+		if isONNXPath(ref) {
+			served[i] = strings.TrimSuffix(filepath.Base(ref), filepath.Ext(ref))
+		}
+		if i < len(names) {
+			served[i] = names[i]
+		}
+	}
+	weights, err := serveWeights(c.StringSlice(flagServeWeights.Name), served)
+	if err != nil {
+		return badInput(err)
+	}
+	choice, err := backends.Select(c.String(flagBackend.Name))
+	if err != nil {
+		return badInput(err)
+	}
+	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil))
+	var models []*serve.Model
+	for i, ref := range refs {
+		m, closeProg, err := loadServed(c, ref, served[i], weights[served[i]], choice.Backend)
+		if err != nil {
+			return err
+		}
+		defer closeProg()
+		models = append(models, m)
+		log.Info("model", "name", m.Name, "ref", ref, "backend", choice.Backend.Name(), "max_len", m.MaxLen, "vocab", m.Vocab)
+	}
+	srv, err := serve.New(serve.Config{MaxBatch: c.Int("max-batch"), MaxDelay: c.Duration("max-delay"), MaxBody: maxBody,
+		Queue: c.Int("queue"), Logger: log, Version: version}, models)
+	if err != nil {
+		return badInput(err)
+	}
+	ln, err := net.Listen("tcp", c.String("addr"))
+	if err != nil {
+		return badInputf("--addr %s: %w", c.String("addr"), err)
+	}
+	if s, err := sessionOf(c.Context); err == nil {
+		s.drainOnSignal()
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv.Start()
+	defer srv.Stop()
+	served0 := make(chan error, 1)
+	go func() { served0 <- hs.Serve(ln) }()
+	fmt.Fprintf(c.App.ErrWriter, "zoo serve: listening on http://%s (%s)\n", ln.Addr(), strings.Join(served, ", "))
+	select {
+	case err := <-served0:
+		return failed(fmt.Errorf("serve: %w", err))
+	case <-c.Context.Done():
+	}
+	log.Info("draining", "cause", context.Cause(c.Context).Error())
+	srv.SetReady(false)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil {
+		return failed(fmt.Errorf("serve: requests still in flight after %s: %w", shutdownGrace, err))
+	}
+	if err := <-served0; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return failed(fmt.Errorf("serve: %w", err))
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// serveWeights maps each served name to its weights file: a bare FILE applies to every
+// model, NAME=FILE to one; a NAME that is not served is an error.
+func serveWeights(flags, served []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range flags {
+		name, path, ok := strings.Cut(f, "=")
+		if !ok {
+			for _, s := range served {
+				out[s] = f
+			}
+			continue
+		}
+		found := false
+		for _, s := range served {
+			found = found || s == name
+		}
+		if !found {
+			return nil, fmt.Errorf("--weights %s: no model is served as %q (served: %s)", f, name, strings.Join(served, ", "))
+		}
+		out[name] = path
+	}
+	return out, nil
+}
+
+// loadServed builds ref, loads its weights, compiles it and wraps it for the server; the
+// returned func closes the program.
+func loadServed(c *cli.Context, ref, name, weights string, be backends.Backend) (*serve.Model, func(), error) {
+	tk, err := chooseTokenizer(c.String(flagTokenizer.Name), ref, isONNXPath(ref))
+	if err != nil {
+		return nil, nil, badInput(err)
+	}
+	vocab := 0
+	if tk.path != "" {
+		vocab = tk.tok.VocabSize()
+	}
+	m, err := loadModelVocab(c, ref, vocab)
+	if err != nil {
+		return nil, nil, err
+	}
+	if weights != "" {
+		if err := loadWeightsFile(m, weights); err != nil {
+			return nil, nil, badInput(err)
+		}
+	}
+	plan, err := planFeeds(m.Graph, nil)
+	if err != nil {
+		return nil, nil, badInput(err)
+	}
+	maxLen, err := chooseWindow(m, plan, 0)
+	if err != nil {
+		return nil, nil, badInput(err)
+	}
+	limit := tk.tok.VocabSize()
+	if plan.VocabRows > 0 {
+		limit = plan.VocabRows
+	} else if v := m.Config.Int(vocabParam); v > 0 {
+		limit = v
+	}
+	pad := tk.padID()
+	seq := seqAligned(m.Graph, plan.Seq)
+	var outputs []serve.Output
+	for _, o := range m.Graph.Outputs {
+		if o.DType != tensor.Float32 {
+			continue
+		}
+		shape := []int64{-1, -1}
+		if o.Shape != nil {
+			shape = make([]int64, len(o.Shape))
+			for i, d := range o.Shape {
+				shape[i] = -1
+				if d.Known() {
+					shape[i] = d.Size
+				}
+			}
+		}
+		outputs = append(outputs, serve.Output{Name: o.Name, Shape: shape, Seq: seq[o.Name]})
+	}
+	from := &pooler{mode: poolMean}
+	if err := from.resolve(m.Graph); err != nil {
+		from.from = ""
+	}
+	prog, err := be.Compile(m.Graph, backends.Options{Threads: c.Int("threads")})
+	if err != nil {
+		return nil, nil, failed(fmt.Errorf("compile %s on %s: %w", m.displayName(), be.Name(), err))
+	}
+	sm := &serve.Model{Name: name, Outputs: outputs, Vocab: limit, MaxLen: maxLen, MaxBatch: plan.Batch, Pad: pad, PoolFrom: from.from,
+		Tokenize: func(text string) ([]int64, error) {
+			ids, _, err := tk.tok.Encode(text)
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range ids {
+				if id < 0 || id >= int64(limit) {
+					return nil, fmt.Errorf("the tokenizer's id %d is outside model %s's vocabulary of %d", id, name, limit)
+				}
+			}
+			return ids, nil
+		},
+		Run: func(ctx context.Context, b *tokenize.Batch) (map[string]*tensor.Tensor, error) {
+			if plan.Seq > 0 {
+				b = padBatch(b, plan.Seq, pad)
+			}
+			inputs, err := plan.tensors(b, pad)
+			if err != nil {
+				return nil, err
+			}
+			outs, err := prog.Run(ctx, inputs)
+			if err != nil {
+				return nil, err
+			}
+			return cropRows(outs, b.B), nil
+		},
+		Pool: func(hidden *tensor.Tensor, mode string, normalize bool) (*tensor.Tensor, error) {
+			p := &pooler{mode: mode, normalize: normalize, from: "hidden"}
+			l := hidden.Shape[1]
+			outs := map[string]*tensor.Tensor{"hidden": hidden}
+			if err := p.add(outs, &tokenize.Batch{B: 1, N: l, Lengths: []int{l}}); err != nil {
+				return nil, err
+			}
+			return outs[poolOutputName], nil
+		},
+	}
+	return sm, func() { prog.Close() }, nil
+}
