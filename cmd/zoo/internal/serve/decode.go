@@ -224,7 +224,9 @@ func flatData(t *wireTensor, count int) ([]any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, badRequest("input %q: data: %v", t.Name, err)
 	}
-	out := make([]any, 0, count)
+	// Each element takes at least two bytes of data ("1,"): a large shape over a short list
+	// allocates nothing before it is refused.
+	out := make([]any, 0, min(count, len(t.Data)/2+1))
 	var walk func(v any, depth int) error
 	walk = func(v any, depth int) error {
 		a, ok := v.([]any)

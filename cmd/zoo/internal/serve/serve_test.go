@@ -221,6 +221,7 @@ func TestBadRequests(t *testing.T) {
 		{"zero axis", infer, tok("[0,1]", "[]"), 400, "at least 1"},
 		{"negative axis", infer, tok("[-1,2]", "[1,2]"), 400, "at least 1"},
 		{"huge shape", infer, tok("[100000000,100000000]", "[1]"), 400, "too large"},
+		{"large shape, little data", infer, `{"inputs":[{"name":"text","datatype":"BYTES","shape":[268435456],"data":["a"]}]}`, 400, "holds 268435456"},
 		{"too little data", infer, tok("[1,3]", "[1,2]"), 400, "holds 3"},
 		{"too much data", infer, tok("[1,1]", "[1,2]"), 400, "more data"},
 		{"string token", infer, tok("[1,1]", `["a"]`), 400, "want an integer"},
