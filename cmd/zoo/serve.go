@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc"
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/serve"
@@ -35,7 +36,8 @@ func serveCommand() *cli.Command {
 			"(an .onnx file by its base name; --name renames, in order). Endpoints: GET /v2/health/live, /v2/health/ready,\n" +
 			"/v2/models/NAME, /v2/models/NAME/ready; POST /v2/models/NAME/infer (inputs tokens INT64 (B, n) with an optional\n" +
 			"key_padding_mask BOOL, or text BYTES (B); parameters pool and normalize; outputs the model's and embedding);\n" +
-			"POST /v1/embeddings and /embed (mean-pooled, normalised unless \"normalize\": false); GET /metrics (Prometheus).\n" +
+			"POST /v1/embeddings and /embed (mean-pooled, normalised unless \"normalize\": false); GET /metrics (Prometheus);\n" +
+			"the protocol's gRPC service (inference.GRPCInferenceService of grpc_predict_v2.proto) on --grpc-addr.\n" +
 			"Concurrent requests are merged into batches of up to --max-batch sequences within --max-delay; a full queue answers\n" +
 			"503 with Retry-After. The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting,\n" +
 			"finishes the requests in flight and exits 0." +
@@ -43,7 +45,8 @@ func serveCommand() *cli.Command {
 				"zoo serve model.onnx --name encoder --tokenizer tokenizer.json"),
 		Flags: append(variantFlags(), flagServeWeights, flagTokenizer,
 			&cli.StringSliceFlag{Name: "name", Usage: "serve the models under these names, in order (repeatable)"},
-			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8000", Usage: "listen on `HOST:PORT` (port 0: any free port)"},
+			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8000", Usage: "listen for HTTP on `HOST:PORT` (port 0: any free port)"},
+			&cli.StringFlag{Name: "grpc-addr", Value: "127.0.0.1:8001", Usage: "listen for the protocol's gRPC on `HOST:PORT` (port 0: any free port; off: none)"},
 			&cli.IntFlag{Name: "max-batch", Value: 32, Usage: "sequences per batch, at most `N`"},
 			&cli.DurationFlag{Name: "max-delay", Value: 5 * time.Millisecond, Usage: "wait at most this long for a batch to fill"},
 			&cli.StringFlag{Name: "max-body", Value: "16MiB", Usage: "largest request body (`SIZE`); larger ones get 413"},
@@ -112,21 +115,49 @@ func serveAction(c *cli.Context) error {
 	if s, err := sessionOf(c.Context); err == nil {
 		s.drainOnSignal()
 	}
+	var gs *grpc.Server
+	gln := net.Listener(nil)
+	if a := c.String("grpc-addr"); a != "off" {
+		if gln, err = net.Listen("tcp", a); err != nil {
+			ln.Close()
+			return badInputf("--grpc-addr %s: %w", a, err)
+		}
+		gs = srv.GRPC()
+	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	srv.Start()
 	defer srv.Stop()
 	served0 := make(chan error, 1)
 	go func() { served0 <- hs.Serve(ln) }()
-	fmt.Fprintf(c.App.ErrWriter, "zoo serve: listening on http://%s (%s)\n", ln.Addr(), strings.Join(served, ", "))
+	grpcServed := make(chan error, 1)
+	where := ""
+	if gs != nil {
+		go func() { grpcServed <- gs.Serve(gln) }()
+		where = fmt.Sprintf(" and grpc://%s", gln.Addr())
+	}
+	fmt.Fprintf(c.App.ErrWriter, "zoo serve: listening on http://%s%s (%s)\n", ln.Addr(), where, strings.Join(served, ", "))
 	select {
 	case err := <-served0:
 		return failed(fmt.Errorf("serve: %w", err))
+	case err := <-grpcServed:
+		return failed(fmt.Errorf("serve gRPC: %w", err))
 	case <-c.Context.Done():
 	}
 	log.Info("draining", "cause", context.Cause(c.Context).Error())
 	srv.SetReady(false)
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	if gs != nil {
+		stopped := make(chan struct{})
+		go func() { gs.GracefulStop(); close(stopped) }()
+		defer func() {
+			select {
+			case <-stopped:
+			case <-ctx.Done():
+				gs.Stop()
+			}
+		}()
+	}
 	if err := hs.Shutdown(ctx); err != nil {
 		return failed(fmt.Errorf("serve: requests still in flight after %s: %w", shutdownGrace, err))
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,18 +20,26 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/zoo-dev/zoo/cmd/zoo/internal/serve/inferencepb"
 )
 
 // serveProc is `zoo serve` running as a real process (this test binary as zoo).
 type serveProc struct {
 	cmd    *exec.Cmd
 	url    string
+	grpc   string // host:port of the gRPC service
 	mu     sync.Mutex
 	stderr bytes.Buffer
 	done   chan error
 }
 
-var listening = regexp.MustCompile(`zoo serve: listening on (http://\S+)`)
+var listening = regexp.MustCompile(`zoo serve: listening on (http://\S+) and grpc://(\S+)`)
 
 // startServe starts zoo serve with args and waits for the line that says it is ready; a
 // zoo that exits first fails the test.
@@ -39,7 +49,7 @@ func startServe(t *testing.T, args ...string) *serveProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProc{cmd: exec.Command(exe, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...), done: make(chan error, 1)}
+	p := &serveProc{cmd: exec.Command(exe, append([]string{"serve", "--addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, args...)...), done: make(chan error, 1)}
 	p.cmd.Env = append(os.Environ(), asZooEnv+"=1")
 	pipe, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -48,7 +58,7 @@ func startServe(t *testing.T, args ...string) *serveProc {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan string, 1)
+	ready := make(chan []string, 1)
 	go func() {
 		sc := bufio.NewScanner(pipe)
 		for sc.Scan() {
@@ -56,7 +66,7 @@ func startServe(t *testing.T, args ...string) *serveProc {
 			p.stderr.WriteString(sc.Text() + "\n")
 			p.mu.Unlock()
 			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				ready <- m[1]
+				ready <- m[1:]
 			}
 		}
 		close(ready)
@@ -65,11 +75,11 @@ func startServe(t *testing.T, args ...string) *serveProc {
 	t.Cleanup(func() {
 		p.cmd.Process.Kill()
 	})
-	url, ok := <-ready
+	addrs, ok := <-ready
 	if !ok {
 		t.Fatalf("zoo serve exited before it was ready: %s", p.log())
 	}
-	p.url = url
+	p.url, p.grpc = addrs[0], addrs[1]
 	return p
 }
 
@@ -340,6 +350,8 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 	}
 
+	checkGRPC(t, p.grpc, model, ref)
+
 	// SIGTERM while a request is in flight: it is answered, then zoo exits 0. The request's
 	// connection is dialled first; a later connection answered means the server accepted it
 	// (the kernel's accept queue is FIFO), so the drain must wait for it.
@@ -386,4 +398,69 @@ func connected(url string) bool {
 	}
 	resp.Body.Close()
 	return true
+}
+
+// checkGRPC checks the protocol's gRPC service with a client generated from its proto: the
+// health and metadata RPCs, ModelInfer from tokens (bit for bit against zoo run) and from
+// text, and the status codes of bad requests.
+func checkGRPC(t *testing.T, addr, model string, ref runOutputs) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := pb.NewGRPCInferenceServiceClient(conn)
+	ctx := context.Background()
+	if r, err := c.ServerLive(ctx, &pb.ServerLiveRequest{}); err != nil || !r.Live {
+		t.Fatalf("ServerLive: %v %v", r, err)
+	}
+	if r, err := c.ServerReady(ctx, &pb.ServerReadyRequest{}); err != nil || !r.Ready {
+		t.Fatalf("ServerReady: %v %v", r, err)
+	}
+	if r, err := c.ModelReady(ctx, &pb.ModelReadyRequest{Name: model}); err != nil || !r.Ready {
+		t.Fatalf("ModelReady: %v %v", r, err)
+	}
+	md, err := c.ModelMetadata(ctx, &pb.ModelMetadataRequest{Name: model})
+	if err != nil || len(md.Outputs) != 3 || md.Outputs[0].Name != "hidden" || fmt.Sprint(md.Outputs[0].Shape) != "[-1 -1 64]" {
+		t.Fatalf("ModelMetadata: %v %v", md, err)
+	}
+	n := int64(len(ref.Tokens.Data))
+	r, err := c.ModelInfer(ctx, &pb.ModelInferRequest{ModelName: model, Inputs: []*pb.ModelInferRequest_InferInputTensor{
+		{Name: "tokens", Datatype: "INT64", Shape: []int64{1, n}, Contents: &pb.InferTensorContents{Int64Contents: ref.Tokens.Data}}},
+		Outputs: []*pb.ModelInferRequest_InferRequestedOutputTensor{{Name: "hidden"}, {Name: "embedding"}}})
+	if err != nil || len(r.Outputs) != 2 {
+		t.Fatalf("ModelInfer: %v %v", r, err)
+	}
+	if err := near(r.Outputs[0].Contents.Fp32Contents, ref.Outputs["hidden"].Data, 0); err != nil || fmt.Sprint(r.Outputs[0].Shape) != fmt.Sprintf("[1 %d 64]", n) {
+		t.Errorf("gRPC hidden against zoo run: %v (shape %v)", err, r.Outputs[0].Shape)
+	}
+	if err := near(r.Outputs[1].Contents.Fp32Contents, ref.Outputs["embedding"].Data, 0); err != nil {
+		t.Errorf("gRPC embedding against zoo run: %v", err)
+	}
+	// Text as raw BYTES: a 4-byte little-endian length, then the bytes.
+	text := []byte("hello there")
+	raw := binary.LittleEndian.AppendUint32(nil, uint32(len(text)))
+	r, err = c.ModelInfer(ctx, &pb.ModelInferRequest{ModelName: model, Inputs: []*pb.ModelInferRequest_InferInputTensor{
+		{Name: "text", Datatype: "BYTES", Shape: []int64{1}}}, RawInputContents: [][]byte{append(raw, text...)},
+		Parameters: map[string]*pb.InferParameter{"pool": {ParameterChoice: &pb.InferParameter_StringParam{StringParam: "mean"}}}})
+	if err != nil || len(r.Outputs) != 3 || r.Outputs[2].Name != "embedding" {
+		t.Fatalf("ModelInfer from raw text: %v %v", r, err)
+	}
+	if err := near(r.Outputs[2].Contents.Fp32Contents, ref.Outputs["embedding"].Data, 0); err != nil {
+		t.Errorf("gRPC text embedding against zoo run: %v", err)
+	}
+	for _, bad := range []struct {
+		req  *pb.ModelInferRequest
+		code codes.Code
+	}{
+		{&pb.ModelInferRequest{ModelName: "nope"}, codes.NotFound},
+		{&pb.ModelInferRequest{ModelName: model}, codes.InvalidArgument},
+		{&pb.ModelInferRequest{ModelName: model, Inputs: []*pb.ModelInferRequest_InferInputTensor{
+			{Name: "tokens", Datatype: "INT64", Shape: []int64{1, 2}, Contents: &pb.InferTensorContents{Int64Contents: []int64{1, 999}}}}}, codes.InvalidArgument},
+	} {
+		if _, err := c.ModelInfer(ctx, bad.req); status.Code(err) != bad.code {
+			t.Errorf("ModelInfer %v: %v, want %s", bad.req, err, bad.code)
+		}
+	}
 }

@@ -75,6 +75,12 @@ func decodeInferRequest(body []byte, m *Model) (*request, error) {
 	if err := decodeJSON(body, &w); err != nil {
 		return nil, err
 	}
+	return decodeWire(&w, m)
+}
+
+// decodeWire checks a decoded inference request for m, as decodeInferRequest does; the gRPC
+// side hands its requests over in this form.
+func decodeWire(w *wireRequest, m *Model) (*request, error) {
 	r := &request{ID: w.ID}
 	var tokens, mask, text *wireTensor
 	for i := range w.Inputs {

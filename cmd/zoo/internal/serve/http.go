@@ -172,21 +172,11 @@ func writeJSON(w http.ResponseWriter, code int, v any) error {
 	return nil
 }
 
-// writeError answers err as {"error": "..."} with its status: an *httpError's code, 503 with
-// Retry-After for a full queue, 499-like client cancellations as 503, else 500.
+// writeError answers err as {"error": "..."} with its status (httpCode); a 503 (a full
+// queue, a server not ready or draining) carries Retry-After.
 func writeError(w http.ResponseWriter, err error) {
-	code := 500
-	var he *httpError
-	switch {
-	case errors.As(err, &he):
-		code = he.code
-	case errors.Is(err, errQueueFull):
-		code = 503
-		w.Header().Set("Retry-After", "1")
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		code = 503
-	}
-	if code == 503 && w.Header().Get("Retry-After") == "" {
+	code := httpCode(err)
+	if code == 503 {
 		w.Header().Set("Retry-After", "1")
 	}
 	_ = writeJSON(w, code, map[string]string{"error": err.Error()})
@@ -266,9 +256,22 @@ func (s *Server) infer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.batch[m.Name].submit(r.Context(), req.Seqs)
+	outs, err := s.run(r.Context(), m, req)
 	if err != nil {
 		return err
+	}
+	resp := map[string]any{"model_name": m.Name, "model_version": "1", "outputs": outs}
+	if req.ID != "" {
+		resp["id"] = req.ID
+	}
+	return writeJSON(w, 200, resp)
+}
+
+// run runs a decoded request through m's batcher and lays out the outputs it asks for.
+func (s *Server) run(ctx context.Context, m *Model, req *request) ([]wireOutput, error) {
+	rows, err := s.batch[m.Name].submit(ctx, req.Seqs)
+	if err != nil {
+		return nil, err
 	}
 	var outs []wireOutput
 	for _, name := range req.Outputs {
@@ -279,15 +282,11 @@ func (s *Server) infer(w http.ResponseWriter, r *http.Request) error {
 			o = assemble(m, name, req, rows)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		outs = append(outs, o)
 	}
-	resp := map[string]any{"model_name": m.Name, "model_version": "1", "outputs": outs}
-	if req.ID != "" {
-		resp["id"] = req.ID
-	}
-	return writeJSON(w, 200, resp)
+	return outs, nil
 }
 
 // assemble lays one output's rows out as (B, Width, ...) for a per-token output, zeros past
