@@ -213,13 +213,16 @@ func rawData(name, datatype string, b []byte) (any, error) {
 	return []any{}, nil
 }
 
-// httpCode is the HTTP status the REST side answers err with.
+// httpCode is the HTTP status the REST side answers err with; 499 (nginx's "client closed
+// request") is a client that left before its answer, which only metrics and logs see.
 func httpCode(err error) int {
 	var he *httpError
 	switch {
 	case errors.As(err, &he):
 		return he.code
-	case errors.Is(err, errQueueFull), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.Canceled):
+		return 499
+	case errors.Is(err, errQueueFull), errors.Is(err, context.DeadlineExceeded):
 		return 503
 	}
 	return 500
@@ -235,6 +238,8 @@ func grpcError(err error) error {
 		c = codes.NotFound
 	case 413:
 		c = codes.ResourceExhausted
+	case 499:
+		c = codes.Canceled
 	case 503:
 		c = codes.Unavailable
 	}
