@@ -77,6 +77,16 @@ func (b *batcher) loop(ctx context.Context) {
 		timer.Reset(time.Until(first.queued.Add(b.delay)))
 	collect:
 		for n < b.max {
+			// Requests already queued join first: after a long batch the first's delay
+			// has passed, and a select between the queue and the fired timer would pick
+			// at random, leaving batches of one or two behind a full queue.
+			select {
+			case j := <-b.q:
+				pending = append(pending, j)
+				n += len(j.seqs)
+				continue
+			default:
+			}
 			select {
 			case j := <-b.q:
 				pending = append(pending, j)

@@ -494,3 +494,41 @@ func FuzzDecodeInferRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestBacklogFillsBatches queues 16 requests behind a held batch with no delay to wait: the
+// queued ones run as two full batches, not one by one.
+func TestBacklogFillsBatches(t *testing.T) {
+	f := &fakeModel{gate: make(chan struct{}), ran: make(chan struct{}, 32)}
+	srv, hs := newTestServer(t, f, Config{MaxBatch: 8, MaxDelay: 0})
+	url, body := hs.URL+"/v2/models/fake/infer", tokensBody([][]int64{{1, 2}}, 2, false)
+	var wg sync.WaitGroup
+	codes := make(chan int, 17)
+	send := func() {
+		defer wg.Done()
+		c, _, _ := post(t, hs.Client(), url, body)
+		codes <- c
+	}
+	wg.Add(1)
+	go send()
+	<-f.ran
+	for range 16 {
+		wg.Add(1)
+		go send()
+	}
+	for len(srv.batch["fake"].q) < 16 {
+		runtime.Gosched()
+	}
+	close(f.gate)
+	wg.Wait()
+	close(codes)
+	for c := range codes {
+		if c != 200 {
+			t.Fatalf("status %d", c)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fmt.Sprint(f.sizes) != "[1 8 8]" {
+		t.Fatalf("batch sizes %v, want [1 8 8]", f.sizes)
+	}
+}
