@@ -26,7 +26,7 @@ func exportCommand() *cli.Command {
 			"the current directory), with --preset, --set and --seed applied to each; every variant is resolved first, so a\n" +
 			"variant that lacks the preset (or a --set key) is an error before anything is written. An existing file is\n" +
 			"replaced atomically, but never a read-only one." +
-			examples("zoo export linformer --onnx -o linformer.onnx", "zoo export --onnx --preset tiny -o models", "zoo export vanilla --weights vanilla.safetensors",
+			examples("zoo export linformer --onnx -o linformer.onnx", "zoo export vanilla --weights vanilla.safetensors",
 				"zoo export vanilla.tiny --triton models --kserve deploy"),
 		Flags: append(variantFlags(), flagFromWeights, flagJSON,
 			&cli.BoolFlag{Name: "onnx", Usage: "write an ONNX model"},
