@@ -26,12 +26,15 @@ func exportCommand() *cli.Command {
 			"the current directory), with --preset, --set and --seed applied to each; every variant is resolved first, so a\n" +
 			"variant that lacks the preset (or a --set key) is an error before anything is written. An existing file is\n" +
 			"replaced atomically, but never a read-only one." +
-			examples("zoo export linformer --onnx -o linformer.onnx", "zoo export --onnx --preset tiny -o models", "zoo export vanilla --weights vanilla.safetensors"),
+			examples("zoo export linformer --onnx -o linformer.onnx", "zoo export vanilla --weights vanilla.safetensors",
+				"zoo export vanilla.tiny --triton models --kserve deploy"),
 		Flags: append(variantFlags(), flagFromWeights, flagJSON,
 			&cli.BoolFlag{Name: "onnx", Usage: "write an ONNX model"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "ONNX `FILE`.onnx (default: NAME[.PRESET].onnx); with no name, the directory to write into (default: .)"},
 			&cli.IntFlag{Name: "opset", Value: graph.DefaultOpset, Usage: fmt.Sprintf("ai.onnx opset (%d to %d), with --onnx", onnx.MinOpset, onnx.MaxOpset)},
 			&cli.StringFlag{Name: "weights", Usage: "write every parameter and buffer, by PyTorch state_dict name, to `FILE`.safetensors"},
+			&cli.StringFlag{Name: "triton", Usage: "write a Triton model repository into `DIR`: DIR/NAME/1/model.onnx and DIR/NAME/config.pbtxt (ONNX Runtime, dynamic batching)"},
+			&cli.StringFlag{Name: "kserve", Usage: "write KServe manifests into `DIR`: a ServingRuntime and InferenceService for zoo serve, an InferenceService for Triton (storageUri pvc://zoo-models/triton, where the --triton repository goes), and a Dockerfile that builds zoo"},
 		),
 		Action: exportAction,
 	}
@@ -41,7 +44,7 @@ func exportCommand() *cli.Command {
 type exportFile struct {
 	Model      string `json:"model"`
 	Path       string `json:"path"`
-	Kind       string `json:"kind"` // "onnx" or "weights"
+	Kind       string `json:"kind"` // "onnx", "weights" or "config" (Triton, KServe)
 	Bytes      int64  `json:"bytes"`
 	Opset      int    `json:"opset,omitempty"`
 	Nodes      int    `json:"nodes,omitempty"`
@@ -58,6 +61,10 @@ type exportReport struct {
 func (r *exportReport) say(c *cli.Context, f exportFile) {
 	r.Written = append(r.Written, f)
 	if c.Bool(flagJSON.Name) {
+		return
+	}
+	if f.Kind == "config" {
+		fmt.Fprintf(c.App.Writer, "wrote %s\n", f.Path)
 		return
 	}
 	if f.Kind == "weights" {
@@ -82,15 +89,19 @@ func exportAction(c *cli.Context) error {
 		return badInputf("export: want one model name (see `zoo list`), or none with --onnx to export every variant; got %d arguments", c.NArg())
 	}
 	weights, toONNX := c.String("weights"), c.Bool("onnx")
-	if !toONNX && weights == "" {
-		return badInputf("export: say what to write: --onnx, --weights FILE.safetensors, or both")
+	triton, kserve := c.String("triton"), c.String("kserve")
+	if !toONNX && weights == "" && triton == "" && kserve == "" {
+		return badInputf("export: say what to write: --onnx, --weights FILE.safetensors, --triton DIR, --kserve DIR, or several")
+	}
+	if (triton != "" || kserve != "") && c.NArg() != 1 {
+		return badInputf("--triton and --kserve write one model's files: name the model")
 	}
 	if o := c.Int("opset"); o < onnx.MinOpset || o > onnx.MaxOpset {
 		return badInputf("--opset %d: zoo exports opsets %d to %d", o, onnx.MinOpset, onnx.MaxOpset)
 	}
 	if !toONNX {
 		for f, shown := range map[string]string{"opset": "--opset", "output": "-o/--output"} {
-			if c.IsSet(f) {
+			if c.IsSet(f) && (f == "output" || triton == "") {
 				return badInputf("%s applies to the ONNX file: add --onnx (--weights takes its own file name)", shown)
 			}
 		}
@@ -154,6 +165,24 @@ func exportAction(c *cli.Context) error {
 			return failed(err)
 		}
 		rep.say(c, f)
+	}
+	if triton != "" {
+		files, err := writeTriton(triton, m, c.Int("opset"))
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			rep.say(c, f)
+		}
+	}
+	if kserve != "" {
+		files, err := writeKServe(kserve, m)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			rep.say(c, f)
+		}
 	}
 	return rep.finish(c)
 }

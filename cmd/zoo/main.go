@@ -46,6 +46,7 @@ func commands() []*cli.Command {
 		tokenizeCommand(),
 		evalCommand(),
 		trainCommand(),
+		serveCommand(),
 		exportCommand(),
 		parityCommand(),
 		benchCommand(),

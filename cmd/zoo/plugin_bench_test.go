@@ -19,7 +19,7 @@ func BenchmarkPluginBoundary(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	self := func(name string) (string, []string, error) { return exe, []string{serveCommand, name}, nil }
+	self := func(name string) (string, []string, error) { return exe, []string{servePluginArg, name}, nil }
 	spec := plugin.Spec{Name: "vanilla", Builtin: true}
 	for _, preset := range []struct {
 		name string

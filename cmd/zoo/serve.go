@@ -4,353 +4,291 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/signal"
-	"sync"
-	"sync/atomic"
-	"syscall"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
 	"time"
 
-	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
-	"github.com/zoo-dev/zoo/internal/env"
-	"github.com/zoo-dev/zoo/plugin"
-	"github.com/zoo-dev/zoo/variants"
-	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/registry"
-	"github.com/zoo-dev/zoo/zoo/variant"
+	"github.com/urfave/cli/v2"
+	"google.golang.org/grpc"
+
+	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/serve"
+	"github.com/zoo-dev/zoo/internal/memlimit"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
-// serveCommand is the hidden first argument with which zoo re-executes itself to serve a
-// built-in variant as a plugin: `zoo __serve-variant NAME`.
-const serveCommand = "__serve-variant"
+// flagServeWeights is serve's --weights: one FILE for every model, or NAME=FILE per model.
+var flagServeWeights = &cli.StringSliceFlag{Name: "weights", Usage: "load a state_dict from `FILE`.safetensors into every model, or NAME=FILE into the model served as NAME (repeatable)"}
 
-// inProcessEnv, set to 1, serves built-in variants in the zoo process (through the same
-// gRPC server, attached with go-plugin's reattach support) instead of re-executing zoo.
-const inProcessEnv = env.PluginInProcess
+// shutdownGrace is how long in-flight requests may take to finish after SIGTERM or Ctrl-C.
+const shutdownGrace = 30 * time.Second
 
-// verboseEnv, set to 1, is --verbose.
-const verboseEnv = env.Verbose
-
-// maybeServeBuiltin serves a built-in variant and exits when args ask for it; otherwise it
-// returns false. main and the tests' TestMain call it first, before anything writes to stdout.
-func maybeServeBuiltin(args []string) bool {
-	if len(args) < 2 || args[1] != serveCommand {
-		return false
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "serve",
+		Usage:     "serve models over HTTP: the Open Inference Protocol (KServe v2), OpenAI's /v1/embeddings and text-embeddings-inference's /embed",
+		ArgsUsage: "MODEL[.PRESET]|FILE.onnx...",
+		Description: "Each model is built (or imported), loaded with its weights and compiled once, then served under its name as given\n" +
+			"(an .onnx file by its base name; --name renames, in order). Endpoints: GET /v2/health/live, /v2/health/ready,\n" +
+			"/v2/models/NAME, /v2/models/NAME/ready; POST /v2/models/NAME/infer (inputs tokens INT64 (B, n) with an optional\n" +
+			"key_padding_mask BOOL, or text BYTES (B); parameters pool and normalize; outputs the model's and embedding);\n" +
+			"POST /v1/embeddings and /embed (mean-pooled, normalised unless \"normalize\": false); GET /metrics (Prometheus);\n" +
+			"the protocol's gRPC service (inference.GRPCInferenceService of grpc_predict_v2.proto) on --grpc-addr.\n" +
+			"Concurrent requests are merged into batches of up to --max-batch sequences within --max-delay; a full queue answers\n" +
+			"503 with Retry-After. The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting,\n" +
+			"finishes the requests in flight and exits 0." +
+			examples("zoo serve vanilla.tiny", "zoo serve vanilla.tiny linformer --addr 127.0.0.1:9000 --max-batch 16",
+				"zoo serve model.onnx --name encoder --tokenizer tokenizer.json"),
+		Flags: append(variantFlags(), flagServeWeights, flagTokenizer,
+			&cli.StringSliceFlag{Name: "name", Usage: "serve the models under these names, in order (repeatable)"},
+			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8000", Usage: "listen for HTTP on `HOST:PORT` (port 0: any free port)"},
+			&cli.StringFlag{Name: "grpc-addr", Value: "127.0.0.1:8001", Usage: "listen for the protocol's gRPC on `HOST:PORT` (port 0: any free port; off: none)"},
+			&cli.IntFlag{Name: "max-batch", Value: 32, Usage: "sequences per batch, at most `N`"},
+			&cli.DurationFlag{Name: "max-delay", Value: 5 * time.Millisecond, Usage: "wait at most this long for a batch to fill"},
+			&cli.StringFlag{Name: "max-body", Value: "16MiB", Usage: "largest request body (`SIZE`); larger ones get 413"},
+			&cli.IntFlag{Name: "queue", Value: 256, Usage: "requests waiting per model before 503"},
+			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
+			flagBackend,
+		),
+		Action: serveAction,
 	}
-	if len(args) != 3 {
-		fmt.Fprintf(os.Stderr, "zoo: %s wants one variant name; zoo runs it itself\n", serveCommand)
-		os.Exit(2)
+}
+
+func serveAction(c *cli.Context) error {
+	if c.NArg() < 1 {
+		return badInputf("serve: want one or more model names (see `zoo list`) or .onnx files")
 	}
-	v, ok := variants.Builtin()[args[2]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "zoo: %s: no built-in variant %q\n", serveCommand, args[2])
-		os.Exit(2)
+	refs := c.Args().Slice()
+	names := c.StringSlice("name")
+	if len(names) > len(refs) {
+		return badInputf("--name given %d times for %d models", len(names), len(refs))
 	}
-	plugin.Serve(v)
-	return true
-}
-
-// session is one CLI invocation's plugin host and signal handling. It travels in the
-// command's context (c.Context, and so every Build's ctx): plugins start lazily, all of them
-// are killed when the command ends, and the first SIGINT or SIGTERM cancels the context,
-// kills the plugins' process groups and makes zoo exit 130 or 143 with one line on stderr.
-type session struct {
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	verbose bool
-	stderr  io.Writer
-
-	sigs chan os.Signal
-	done chan struct{} // closed by end
-	sig  atomic.Value  // the os.Signal that stopped the command
-	line sync.Once     // the one line on stderr that says so
-
-	mu      sync.Mutex
-	host    *plugin.Host
-	started map[*plugin.Client]bool
-}
-
-type sessionKey struct{}
-
-// exitGrace is how long zoo lets a signalled command return by itself (removing its
-// temporary files) before it exits regardless. Plugins are killed before the grace begins.
-const exitGrace = time.Second
-
-// syncWriter serialises writes to stderr, which plugins' log goroutines (under --verbose),
-// the signal handler and the command share.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Write(p)
-}
-
-// newSession starts a session and its signal handling; end stops both. The command must
-// write to stderr through s.stderr.
-func newSession(stderr io.Writer, verbose bool) *session {
-	s := &session{verbose: verbose, stderr: &syncWriter{w: stderr}, sigs: make(chan os.Signal, 2), done: make(chan struct{}), started: map[*plugin.Client]bool{}}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	s.ctx, s.cancel = context.WithValue(ctx, sessionKey{}, s), cancel
-	signal.Notify(s.sigs, os.Interrupt, syscall.SIGTERM)
-	go s.watch()
-	return s
-}
-
-// watch waits for the first signal: it kills the plugins and cancels the command, which
-// then has exitGrace to return and clean up (end included) before zoo exits regardless; a
-// second signal exits at once.
-func (s *session) watch() {
-	var sig os.Signal
+	maxBody, err := memlimit.ParseBytes(c.String("max-body"))
+	if err != nil || maxBody < 1 {
+		return badInputf("--max-body %q: want a size such as 16MiB or 1000000", c.String("max-body"))
+	}
+	if c.Int("max-batch") < 1 || c.Int("queue") < 1 || c.Int("threads") < 0 || c.Duration("max-delay") < 0 {
+		return badInputf("--max-batch and --queue must be at least 1, --threads and --max-delay not negative")
+	}
+	served := make([]string, len(refs))
+	for i, ref := range refs {
+		served[i] = ref
+		if isONNXPath(ref) {
+			served[i] = strings.TrimSuffix(filepath.Base(ref), filepath.Ext(ref))
+		}
+		if i < len(names) {
+			served[i] = names[i]
+		}
+	}
+	weights, err := serveWeights(c.StringSlice(flagServeWeights.Name), served)
+	if err != nil {
+		return badInput(err)
+	}
+	choice, err := backends.Select(c.String(flagBackend.Name))
+	if err != nil {
+		return badInput(err)
+	}
+	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil))
+	var models []*serve.Model
+	for i, ref := range refs {
+		m, closeProg, err := loadServed(c, ref, served[i], weights[served[i]], choice.Backend)
+		if err != nil {
+			return err
+		}
+		defer closeProg()
+		models = append(models, m)
+		log.Info("model", "name", m.Name, "ref", ref, "backend", choice.Backend.Name(), "max_len", m.MaxLen, "vocab", m.Vocab)
+	}
+	srv, err := serve.New(serve.Config{MaxBatch: c.Int("max-batch"), MaxDelay: c.Duration("max-delay"), MaxBody: maxBody,
+		Queue: c.Int("queue"), Logger: log, Version: version}, models)
+	if err != nil {
+		return badInput(err)
+	}
+	ln, err := net.Listen("tcp", c.String("addr"))
+	if err != nil {
+		return badInputf("--addr %s: %w", c.String("addr"), err)
+	}
+	if s, err := sessionOf(c.Context); err == nil {
+		s.drainOnSignal()
+	}
+	var gs *grpc.Server
+	gln := net.Listener(nil)
+	if a := c.String("grpc-addr"); a != "off" {
+		if gln, err = net.Listen("tcp", a); err != nil {
+			ln.Close()
+			return badInputf("--grpc-addr %s: %w", a, err)
+		}
+		gs = srv.GRPC()
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv.Start()
+	defer srv.Stop()
+	served0 := make(chan error, 1)
+	go func() { served0 <- hs.Serve(ln) }()
+	grpcServed := make(chan error, 1)
+	where := ""
+	if gs != nil {
+		go func() { grpcServed <- gs.Serve(gln) }()
+		where = fmt.Sprintf(" and grpc://%s", gln.Addr())
+	}
+	fmt.Fprintf(c.App.ErrWriter, "zoo serve: listening on http://%s%s (%s)\n", ln.Addr(), where, strings.Join(served, ", "))
 	select {
-	case sig = <-s.sigs:
-	case <-s.done:
-		return
+	case err := <-served0:
+		return failed(fmt.Errorf("serve: %w", err))
+	case err := <-grpcServed:
+		return failed(fmt.Errorf("serve gRPC: %w", err))
+	case <-c.Context.Done():
 	}
-	s.sig.Store(sig)
-	// Cancelled first, so that no plugin starts after the kill.
-	s.cancel(fmt.Errorf("%s", signalWord(sig)))
-	s.kill()
-	t := time.NewTimer(exitGrace)
-	defer t.Stop()
-	select {
-	case <-s.sigs:
-	case <-t.C:
-	}
-	code, _ := s.interrupted()
-	os.Exit(code)
-}
-
-// interrupted reports the exit code of a command that a signal stopped (130 for SIGINT,
-// 143 for SIGTERM: 128 plus the signal number, as shells do) and prints the one line that
-// says so, once per session.
-func (s *session) interrupted() (int, bool) {
-	sig, ok := s.sig.Load().(os.Signal)
-	if !ok {
-		return 0, false
-	}
-	s.line.Do(func() { fmt.Fprintf(s.stderr, "zoo: %s\n", signalWord(sig)) })
-	if n, ok := sig.(syscall.Signal); ok {
-		return 128 + int(n), true
-	}
-	return 130, true
-}
-
-func signalWord(sig os.Signal) string {
-	if sig == syscall.SIGTERM {
-		return "terminated"
-	}
-	return "interrupted"
-}
-
-// end kills the session's plugins and stops the signal handling, unless a signal came
-// (then watch ends the process); the session cannot start plugins afterwards.
-func (s *session) end() {
-	if _, ok := s.sig.Load().(os.Signal); !ok {
-		signal.Stop(s.sigs)
-	}
-	close(s.done)
-	s.cancel(nil)
-	s.mu.Lock()
-	h := s.host
-	s.mu.Unlock()
-	if h != nil {
-		h.Close()
-	}
-}
-
-// kill kills the plugins' process groups at once, without waiting for them.
-func (s *session) kill() {
-	s.mu.Lock()
-	h := s.host
-	s.mu.Unlock()
-	if h != nil {
-		h.Kill()
-	}
-}
-
-// sessionOf returns the session that ctx (a command's c.Context, or a Build's ctx) carries.
-func sessionOf(ctx context.Context) (*session, error) {
-	if s, ok := ctx.Value(sessionKey{}).(*session); ok {
-		return s, nil
-	}
-	// Outside run() (a test calling a helper directly): a session of its own would leak
-	// processes, so refuse clearly.
-	return nil, failed(errors.New("no plugin session in this context (internal error)"))
-}
-
-// verboseOf reports whether the command whose context is ctx runs with --verbose.
-func verboseOf(ctx context.Context) bool {
-	s, err := sessionOf(ctx)
-	return err == nil && s.verbose
-}
-
-// pluginHost returns the session's host, creating it on first use.
-func (s *session) pluginHost() (*plugin.Host, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.host != nil {
-		return s.host, nil
-	}
-	opts := plugin.HostOptions{
-		Self: func(name string) (string, []string, error) {
-			exe, err := os.Executable()
-			if err != nil {
-				return "", nil, err
+	log.Info("draining", "cause", context.Cause(c.Context).Error())
+	srv.SetReady(false)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if gs != nil {
+		stopped := make(chan struct{})
+		go func() { gs.GracefulStop(); close(stopped) }()
+		defer func() {
+			select {
+			case <-stopped:
+			case <-ctx.Done():
+				gs.Stop()
 			}
-			return exe, []string{serveCommand, name}, nil
-		},
-		Verbose: s.verbose,
+		}()
 	}
-	if s.verbose {
-		opts.Logs = s.stderr
+	if err := hs.Shutdown(ctx); err != nil {
+		return failed(fmt.Errorf("serve: requests still in flight after %s: %w", shutdownGrace, err))
 	}
-	if in, _ := env.Bool(inProcessEnv); in {
-		opts.InProcess = func(name string) (variant.Variant, bool) {
-			v, ok := variants.Builtin()[name]
-			return v, ok
-		}
+	if err := <-served0; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return failed(fmt.Errorf("serve: %w", err))
 	}
-	opts, err := opts.FromEnv()
-	if err != nil {
-		return nil, badInput(err)
-	}
-	s.host = plugin.NewHost(opts)
-	return s.host, nil
+	log.Info("stopped")
+	return nil
 }
 
-// client starts (or reuses) the plugin of a registry entry. A third-party plugin's
-// description goes into the Describe cache, for `zoo list`.
-func (s *session) client(ctx context.Context, e registry.Entry) (*plugin.Client, error) {
-	h, err := s.pluginHost()
-	if err != nil {
-		return nil, err
-	}
-	spec := plugin.Spec{Name: e.Name, Builtin: e.IsBuiltin(), Args: e.Args, Env: e.Env, SHA256: e.SHA256, Source: e.Source}
-	if !spec.Builtin {
-		spec.Path = e.Plugin
-	}
-	t := time.Now()
-	c, err := h.Client(ctx, spec)
-	if err != nil {
-		return nil, pluginExit(err)
-	}
-	s.mu.Lock()
-	fresh := !s.started[c]
-	s.started[c] = true
-	s.mu.Unlock()
-	if !fresh {
-		return c, nil
-	}
-	if s.verbose {
-		if pid := c.Pid(); pid != 0 {
-			fmt.Fprintf(s.stderr, "zoo: plugin %s: pid %d, started and described in %s\n", e.Name, pid, time.Since(t).Round(time.Microsecond))
-		} else {
-			fmt.Fprintf(s.stderr, "zoo: plugin %s: in process, started and described in %s\n", e.Name, time.Since(t).Round(time.Microsecond))
-		}
-	}
-	if !spec.Builtin {
-		if err := describeCache().Store(spec.Path, c.Describe()); err != nil && s.verbose {
-			fmt.Fprintf(s.stderr, "zoo: plugin %s: %v (zoo list will not show its description)\n", e.Name, err)
-		}
-	}
-	return c, nil
-}
-
-// describeCache is the cache of third-party plugins' Describe answers that `zoo list` reads.
-// Without a user cache directory it has no file: lookups miss and stores fail.
-func describeCache() *plugin.DescribeCache {
-	path, _ := plugin.DefaultDescribeCachePath()
-	return &plugin.DescribeCache{Path: path}
-}
-
-// pluginExit gives a plugin error its exit code: 2 for what the user must fix in the
-// registry or the config, 1 for a plugin that failed at its job.
-func pluginExit(err error) error {
-	var pe *plugin.Error
-	if errors.As(err, &pe) && !pe.BadInput() {
-		return failed(err)
-	}
-	return badInput(err)
-}
-
-// pluginVariant is a registry entry's variant as the CLI uses it: its description (for a
-// built-in, from this binary's own table, since the plugin process is this binary and
-// would answer the same; for a third-party plugin, the running plugin's answer) and a Build
-// that runs in the entry's plugin process, started at the first Build (a built-in) or when
-// the variant was looked up (a third-party plugin, which had to describe itself). It adds
-// the CLI's exit codes and --verbose timings to plugin.Client.
-type pluginVariant struct {
-	s    *session
-	e    registry.Entry
-	desc variant.Description
-}
-
-// variantFor returns the variant of a registry entry. A third-party plugin starts here (its
-// Describe is needed to resolve the config); a built-in starts at its first Build.
-func variantFor(ctx context.Context, e registry.Entry) (variant.Variant, error) {
-	s, err := sessionOf(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if e.IsBuiltin() {
-		v, ok := variants.Builtin()[e.Name]
+// serveWeights maps each served name to its weights file: a bare FILE applies to every
+// model, NAME=FILE to one; a NAME that is not served is an error.
+func serveWeights(flags, served []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range flags {
+		name, path, ok := strings.Cut(f, "=")
 		if !ok {
-			return nil, badInputf("registry entry %s says plugin: builtin, but this zoo binary has no built-in variant %q", e.Name, e.Name)
-		}
-		return &pluginVariant{s: s, e: e, desc: v.Describe()}, nil
-	}
-	c, err := s.client(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	return &pluginVariant{s: s, e: e, desc: c.Describe()}, nil
-}
-
-// Describe returns the variant's description.
-func (v *pluginVariant) Describe() variant.Description { return v.desc }
-
-// Build builds through the plugin; ctx (the command's) stops it on Ctrl-C.
-func (v *pluginVariant) Build(ctx context.Context, cfg variant.Config, seed uint64) (*graph.Graph, error) {
-	c, err := v.s.client(ctx, v.e)
-	if err != nil {
-		return nil, err
-	}
-	g, st, err := c.BuildStats(ctx, cfg, seed)
-	if err != nil {
-		return nil, pluginExit(err)
-	}
-	if v.s.verbose {
-		fmt.Fprintf(v.s.stderr, "zoo: plugin %s: built %s in %d chunks: %s in the plugin (build, export), transfer %s (%.0f MB/s), import %s\n",
-			c.Name(), format.HumanBytes(st.Bytes), st.Chunks, (st.Stream - st.Transfer).Round(time.Microsecond),
-			st.Transfer.Round(time.Microsecond), float64(st.Bytes)/1e6/st.Transfer.Seconds(), st.Import.Round(time.Microsecond))
-	}
-	return g, nil
-}
-
-// stripVerbose removes --verbose from args (it is accepted anywhere before "--") and
-// reports whether it was there or ZOO_VERBOSE=1 is set.
-func stripVerbose(args []string) ([]string, bool) {
-	verbose, _ := env.Bool(verboseEnv)
-	out := make([]string, 0, len(args))
-	for i, a := range args {
-		if a == "--" {
-			out = append(out, args[i:]...)
-			break
-		}
-		switch {
-		case i > 0 && (a == "--verbose" || a == "--verbose=true"):
-			verbose = true
-			continue
-		case i > 0 && a == "--verbose=false":
-			verbose = false
+			for _, s := range served {
+				out[s] = f
+			}
 			continue
 		}
-		out = append(out, a)
+		found := false
+		for _, s := range served {
+			found = found || s == name
+		}
+		if !found {
+			return nil, fmt.Errorf("--weights %s: no model is served as %q (served: %s)", f, name, strings.Join(served, ", "))
+		}
+		out[name] = path
 	}
-	return out, verbose
+	return out, nil
+}
+
+// loadServed builds ref, loads its weights, compiles it and wraps it for the server; the
+// returned func closes the program.
+func loadServed(c *cli.Context, ref, name, weights string, be backends.Backend) (*serve.Model, func(), error) {
+	tk, err := chooseTokenizer(c.String(flagTokenizer.Name), ref, isONNXPath(ref))
+	if err != nil {
+		return nil, nil, badInput(err)
+	}
+	vocab := 0
+	if tk.path != "" {
+		vocab = tk.tok.VocabSize()
+	}
+	m, err := loadModelVocab(c, ref, vocab)
+	if err != nil {
+		return nil, nil, err
+	}
+	if weights != "" {
+		if err := loadWeightsFile(m, weights); err != nil {
+			return nil, nil, badInput(err)
+		}
+	}
+	plan, err := planFeeds(m.Graph, nil)
+	if err != nil {
+		return nil, nil, badInput(err)
+	}
+	maxLen, err := chooseWindow(m, plan, 0)
+	if err != nil {
+		return nil, nil, badInput(err)
+	}
+	limit := tk.tok.VocabSize()
+	if plan.VocabRows > 0 {
+		limit = plan.VocabRows
+	} else if v := m.Config.Int(vocabParam); v > 0 {
+		limit = v
+	}
+	pad := tk.padID()
+	seq := seqAligned(m.Graph, plan.Seq)
+	var outputs []serve.Output
+	for _, o := range m.Graph.Outputs {
+		if o.DType != tensor.Float32 {
+			continue
+		}
+		shape := []int64{-1, -1}
+		if o.Shape != nil {
+			shape = make([]int64, len(o.Shape))
+			for i, d := range o.Shape {
+				shape[i] = -1
+				if d.Known() {
+					shape[i] = d.Size
+				}
+			}
+		}
+		outputs = append(outputs, serve.Output{Name: o.Name, Shape: shape, Seq: seq[o.Name]})
+	}
+	from := &pooler{mode: poolMean}
+	if err := from.resolve(m.Graph); err != nil {
+		from.from = ""
+	}
+	prog, err := be.Compile(m.Graph, backends.Options{Threads: c.Int("threads")})
+	if err != nil {
+		return nil, nil, failed(fmt.Errorf("compile %s on %s: %w", m.displayName(), be.Name(), err))
+	}
+	sm := &serve.Model{Name: name, Outputs: outputs, Vocab: limit, MaxLen: maxLen, MaxBatch: plan.Batch, Pad: pad, PoolFrom: from.from,
+		Tokenize: func(text string) ([]int64, error) {
+			ids, _, err := tk.tok.Encode(text)
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range ids {
+				if id < 0 || id >= int64(limit) {
+					return nil, fmt.Errorf("the tokenizer's id %d is outside model %s's vocabulary of %d", id, name, limit)
+				}
+			}
+			return ids, nil
+		},
+		Run: func(ctx context.Context, b *tokenize.Batch) (map[string]*tensor.Tensor, error) {
+			if plan.Seq > 0 {
+				b = padBatch(b, plan.Seq, pad)
+			}
+			inputs, err := plan.tensors(b, pad)
+			if err != nil {
+				return nil, err
+			}
+			outs, err := prog.Run(ctx, inputs)
+			if err != nil {
+				return nil, err
+			}
+			return cropRows(outs, b.B), nil
+		},
+		Pool: func(hidden *tensor.Tensor, mode string, normalize bool) (*tensor.Tensor, error) {
+			p := &pooler{mode: mode, normalize: normalize, from: "hidden"}
+			l := hidden.Shape[1]
+			outs := map[string]*tensor.Tensor{"hidden": hidden}
+			if err := p.add(outs, &tokenize.Batch{B: 1, N: l, Lengths: []int{l}}); err != nil {
+				return nil, err
+			}
+			return outs[poolOutputName], nil
+		},
+	}
+	return sm, func() { prog.Close() }, nil
 }
