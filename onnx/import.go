@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -350,7 +351,7 @@ func convertNode(i int, np *onnxpb.NodeProto, op walkedOp, layouts map[string]te
 	if len(np.GetInput()) == 0 && len(inputs) == 1 && inputs[0] == np.GetName()+"/input" {
 		inputs = nil // onnx-go's placeholder input for input-less operators
 	}
-	if op.opType != np.GetOpType() || !sameStrings(op.outputs, np.GetOutput()) || !sameStrings(inputs, np.GetInput()) {
+	if op.opType != np.GetOpType() || !slices.Equal(op.outputs, np.GetOutput()) || !slices.Equal(inputs, np.GetInput()) {
 		return nil, fmt.Errorf("%s: onnx-go decoded it as %s %q -> %q, the model says %q -> %q",
 			where, op.opType, inputs, op.outputs, np.GetInput(), np.GetOutput())
 	}
@@ -486,16 +487,4 @@ func normalizeConstant(n *graph.Node) error {
 		n.Attrs = graph.Attrs{"value": graph.TensorAttr(t)}
 	}
 	return nil
-}
-
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -57,7 +58,7 @@ func LoadStateDict(g *Graph, tensors map[string]*tensor.Tensor) error {
 			e.Misshaped = append(e.Misshaped, in.Name+" is not a valid tensor")
 			continue
 		}
-		if t.DType != in.Tensor.DType || !sameShape(t.Shape, in.Tensor.Shape) {
+		if t.DType != in.Tensor.DType || !slices.Equal(t.Shape, in.Tensor.Shape) {
 			e.Misshaped = append(e.Misshaped, fmt.Sprintf("%s is %v %s, the model's is %v %s",
 				in.Name, t.DType, tensor.ShapeString(t.Shape), in.Tensor.DType, tensor.ShapeString(in.Tensor.Shape)))
 		}
@@ -79,16 +80,4 @@ func LoadStateDict(g *Graph, tensors map[string]*tensor.Tensor) error {
 		}
 	}
 	return nil
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

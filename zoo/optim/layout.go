@@ -2,6 +2,7 @@ package optim
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -94,7 +95,7 @@ func (l *Layout) copyIn(buf []float32, i int, prefix string, t *tensor.Tensor) e
 		return fmt.Errorf("tensor %s is missing", name)
 	case t.DType != tensor.Float32:
 		return fmt.Errorf("tensor %s is %s, want float32", name, t.DType)
-	case !sameShape(t.Shape, l.Shapes[i]):
+	case !slices.Equal(t.Shape, l.Shapes[i]):
 		return fmt.Errorf("tensor %s has shape %v, want %v", name, t.Shape, l.Shapes[i])
 	case len(t.F32) != l.Offsets[i+1]-l.Offsets[i]:
 		return fmt.Errorf("tensor %s holds %d values, want %d", name, len(t.F32), l.Offsets[i+1]-l.Offsets[i])
@@ -115,16 +116,4 @@ func (l *Layout) Scatter(buf []float32, ts []*tensor.Tensor) error {
 		}
 	}
 	return nil
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

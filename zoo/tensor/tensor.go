@@ -5,6 +5,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -218,17 +219,7 @@ func Equal(a, b *Tensor) bool {
 }
 
 // SameShape reports whether two shapes are equal.
-func SameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
+func SameShape(a, b []int) bool { return slices.Equal(a, b) }
 
 // ShapeString formats a shape as "(2, 37, 512)".
 func ShapeString(shape []int) string {
