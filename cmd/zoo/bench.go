@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -194,8 +193,8 @@ func benchAction(c *cli.Context) error {
 		models = append(models, bm)
 	}
 
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt)
-	defer stop()
+	// The session cancels c.Context on SIGINT and SIGTERM (session.go).
+	ctx := c.Context
 	prog := newBenchProgress(c.App.ErrWriter)
 	defer prog.done()
 	doc := &bench.Doc{Machine: bench.Machine{CPU: cpu.CPUModel(), Cores: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH,

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"strings"
 	"time"
 
@@ -169,8 +168,8 @@ func evalAction(c *cli.Context) error {
 		return failed(fmt.Errorf("compile %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
 	}
 	defer prog.Close()
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt)
-	defer stop()
+	// The session cancels c.Context on SIGINT and SIGTERM (session.go).
+	ctx := c.Context
 
 	t0 := time.Now()
 	score := lmdata.Score{Smoothing: eps}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -182,8 +181,8 @@ func runAction(c *cli.Context) error {
 		return badInputf("input %s: %w", inPath, err)
 	}
 	defer f.Close()
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt)
-	defer stop()
+	// The session cancels c.Context on SIGINT and SIGTERM (session.go).
+	ctx := c.Context
 	bar := progress(c.App.ErrWriter, st.Size(), "encoding "+filepath.Base(inPath))
 	batchSize := c.Int("batch")
 	if plan.Batch > 0 {
