@@ -47,16 +47,9 @@ func makeScatterND(n *graph.Node) (kernel, error) {
 		st := tensor.Strides(data.Shape)
 		rows := graph.NumElements(idx.Shape[:len(idx.Shape)-1])
 		for r := 0; r < rows; r++ {
-			off := 0
-			for j := 0; j < k; j++ {
-				v, dim := idx.I64[r*k+j], int64(data.Shape[j])
-				if v < -dim || v >= dim {
-					return nil, fmt.Errorf("index %d is out of range for axis %d of size %d", v, j, dim)
-				}
-				if v < 0 {
-					v += dim
-				}
-				off += int(v) * st[j]
+			off, err := graph.ScatterNDOffset(idx.I64[r*k:(r+1)*k], data.Shape, st)
+			if err != nil {
+				return nil, err
 			}
 			lo, hi := r*slice, (r+1)*slice
 			switch data.DType {

@@ -92,16 +92,9 @@ func evalScatterND(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	rows := NumElements(idx.Shape[:len(idx.Shape)-1])
 	seen := map[int]bool{}
 	for r := 0; r < rows; r++ {
-		off := 0
-		for j := 0; j < k; j++ {
-			v, dim := idx.I64[r*k+j], int64(data.Shape[j])
-			if v < -dim || v >= dim {
-				return nil, fmt.Errorf("index %d is out of range for axis %d of size %d", v, j, dim)
-			}
-			if v < 0 {
-				v += dim
-			}
-			off += int(v) * st[j]
+		off, err := ScatterNDOffset(idx.I64[r*k:(r+1)*k], data.Shape, st)
+		if err != nil {
+			return nil, err
 		}
 		if red == "none" {
 			if seen[off] {
@@ -126,4 +119,23 @@ func evalScatterND(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 	}
 	return []*tensor.Tensor{out}, nil
+}
+
+// ScatterNDOffset returns the flat offset in a tensor of shape (row-major strides st) that one
+// ScatterND index row names: its k = len(index) entries address the first k axes, negative
+// entries counting from the end. An entry outside its axis is an error naming it. Backends
+// call it so that the index rule is written once.
+func ScatterNDOffset(index []int64, shape, st []int) (int, error) {
+	off := 0
+	for j, v := range index {
+		dim := int64(shape[j])
+		if v < -dim || v >= dim {
+			return 0, fmt.Errorf("index %d is out of range for axis %d of size %d", v, j, dim)
+		}
+		if v < 0 {
+			v += dim
+		}
+		off += int(v) * st[j]
+	}
+	return off, nil
 }
