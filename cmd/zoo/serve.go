@@ -27,6 +27,20 @@ var flagServeWeights = &cli.StringSliceFlag{Name: "weights", Usage: "load a stat
 // shutdownGrace is how long in-flight requests may take to finish after SIGTERM or Ctrl-C.
 const shutdownGrace = 30 * time.Second
 
+// The connection timeouts. A request's headers must arrive within headerTimeout (or
+// --read-timeout when that is shorter), and the whole request, body included, within
+// --read-timeout (30s: 16MiB at about 4 Mbit/s); a client dribbling bytes is then cut off
+// (408 when the body is late, the connection closed when the headers are) and holds only
+// its own goroutine meanwhile, never a batch slot, since nothing is queued before the body
+// is read. --write-timeout runs from the end of the headers to the end of the answer
+// (Go's http.Server measures it so), so it must cover the read, the queue, the batch and the
+// write; a client that stops reading its answer is cut off when it passes. A keep-alive
+// connection idle for idleTimeout is closed.
+const (
+	headerTimeout = 10 * time.Second
+	idleTimeout   = 2 * time.Minute
+)
+
 func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "serve",
@@ -39,7 +53,8 @@ func serveCommand() *cli.Command {
 			"POST /v1/embeddings and /embed (mean-pooled, normalised unless \"normalize\": false); GET /metrics (Prometheus);\n" +
 			"the protocol's gRPC service (inference.GRPCInferenceService of grpc_predict_v2.proto) on --grpc-addr.\n" +
 			"Concurrent requests are merged into batches of up to --max-batch sequences within --max-delay; a full queue answers\n" +
-			"503 with Retry-After. The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting,\n" +
+			"503 with Retry-After. A request must arrive within --read-timeout (headers within 10s) and be answered within\n" +
+			"--write-timeout of its headers; slower clients are cut off. The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting,\n" +
 			"finishes the requests in flight and exits 0." +
 			examples("zoo serve vanilla.tiny", "zoo serve vanilla.tiny linformer --addr 127.0.0.1:9000 --max-batch 16",
 				"zoo serve model.onnx --name encoder --tokenizer tokenizer.json"),
@@ -52,6 +67,8 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "max-body", Value: "16MiB", Usage: "largest request body (`SIZE`); larger ones get 413"},
 			&cli.IntFlag{Name: "queue", Value: 256, Usage: "requests waiting per model before 503"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
+			&cli.DurationFlag{Name: "read-timeout", Value: 30 * time.Second, Usage: "a request, headers and body, must arrive within this long (headers within 10s)"},
+			&cli.DurationFlag{Name: "write-timeout", Value: 2 * time.Minute, Usage: "from a request's headers to the end of its answer, at most this long (at least --read-timeout)"},
 			flagBackend,
 		),
 		Action: serveAction,
@@ -73,6 +90,10 @@ func serveAction(c *cli.Context) error {
 	}
 	if c.Int("max-batch") < 1 || c.Int("queue") < 1 || c.Int("threads") < 0 || c.Duration("max-delay") < 0 {
 		return badInputf("--max-batch and --queue must be at least 1, --threads and --max-delay not negative")
+	}
+	readTimeout, writeTimeout := c.Duration("read-timeout"), c.Duration("write-timeout")
+	if readTimeout <= 0 || writeTimeout < readTimeout {
+		return badInputf("--read-timeout %s, --write-timeout %s: want a positive read timeout and a write timeout at least as long", readTimeout, writeTimeout)
 	}
 	served := make([]string, len(refs))
 	for i, ref := range refs {
@@ -124,7 +145,8 @@ func serveAction(c *cli.Context) error {
 		}
 		gs = srv.GRPC()
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: min(headerTimeout, readTimeout), ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	srv.Start()
 	defer srv.Stop()
 	served0 := make(chan error, 1)

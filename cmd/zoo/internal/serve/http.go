@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -190,16 +191,20 @@ func (s *Server) model(name string) (*Model, error) {
 }
 
 // readBody reads r's body up to the limit: 413 from Content-Length before reading, and while
-// reading when the body runs past it.
+// reading when the body runs past it; 408 when the read timeout passes first.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.ContentLength > s.cfg.MaxBody {
 		return nil, &httpError{code: 413, msg: fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, s.cfg.MaxBody)}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
 	var mbe *http.MaxBytesError
+	var ne net.Error
 	switch {
 	case errors.As(err, &mbe):
 		return nil, &httpError{code: 413, msg: fmt.Sprintf("request body is over the limit of %d bytes", s.cfg.MaxBody)}
+	case errors.As(err, &ne) && ne.Timeout():
+		// The server's read timeout passed: a client sending too slowly.
+		return nil, &httpError{code: 408, msg: "the request body did not arrive within the server's read timeout"}
 	case err != nil:
 		return nil, badRequest("read the request body: %v", err)
 	}

@@ -1,0 +1,437 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// serveRefs are zoo run's outputs on the texts the serve tests send: mean-pooled, and
+// mean-pooled and normalised.
+type serveRefs struct {
+	texts         []string
+	plain, normed []runOutputs
+}
+
+func zooRunRefs(t *testing.T, model string, texts ...string) serveRefs {
+	t.Helper()
+	r := serveRefs{texts: texts}
+	for _, s := range texts {
+		r.plain = append(r.plain, zooRun(t, model, s, "--pool", "mean"))
+		r.normed = append(r.normed, zooRun(t, model, s, "--pool", "mean", "--normalize"))
+	}
+	return r
+}
+
+// metric returns the value of the Prometheus series whose line starts with series (name and
+// labels as /metrics prints them), or -1 when /metrics lacks it.
+func (p *serveProc) metric(t *testing.T, series string) float64 {
+	t.Helper()
+	code, body := httpDo(t, "GET", p.url+"/metrics", "")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				t.Fatalf("/metrics line %q: %v", line, err)
+			}
+			return v
+		}
+	}
+	return -1
+}
+
+// rss returns the server's resident memory in bytes (VmRSS of /proc/PID/status).
+func (p *serveProc) rss(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		t.Skipf("no /proc to read the server's memory from: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("VmRSS %q: %v", rest, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/PID/status")
+	return 0
+}
+
+// settleGoroutines waits for the server's goroutine count (go_goroutines, from the Go
+// collector) to come back to at most want, and returns the last count seen. Connections
+// being torn down end on their own; the wait is bounded so that a leak fails the test.
+func (p *serveProc) settleGoroutines(t *testing.T, want float64) float64 {
+	t.Helper()
+	n := 0.0
+	for range 100 {
+		if n = p.metric(t, "go_goroutines"); n <= want {
+			return n
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return n
+}
+
+// dialRequest writes an HTTP/1.1 request head for path with the given Content-Length on a
+// new connection to p, and returns the connection.
+func (p *serveProc) dialRequest(path string, length int) (net.Conn, error) {
+	host := strings.TrimPrefix(p.url, "http://")
+	c, err := net.Dial("tcp", host)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, host, length); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// rawRequest is dialRequest failing t on an error.
+func (p *serveProc) rawRequest(t *testing.T, path string, length int) net.Conn {
+	t.Helper()
+	c, err := p.dialRequest(path, length)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func textBody(texts ...string) string {
+	q := make([]string, len(texts))
+	for i, s := range texts {
+		q[i] = strconv.Quote(s)
+	}
+	return fmt.Sprintf(`{"inputs":[{"name":"text","datatype":"BYTES","shape":[%d],"data":[%s]}],"parameters":{"pool":"mean"}}`, len(texts), strings.Join(q, ","))
+}
+
+// TestServeSlowAndGoneClients runs zoo serve with short timeouts and a long batching delay:
+// a client sending its body (or its headers) a byte a second is cut off by the read timeout
+// (408, or the connection closed); clients that leave mid-body or while their request waits
+// for its batch leave no goroutine behind and hold no queue slot (a queue of 4 then takes 4
+// requests at once), and the batches never run their sequences.
+func TestServeSlowAndGoneClients(t *testing.T) {
+	const model = "vanilla.tiny"
+	p := startServe(t, model, "--read-timeout", "2s", "--max-delay", "1s", "--queue", "4")
+	inferPath := "/v2/models/" + model + "/infer"
+	full := textBody("hello there")
+	if code, body := httpDo(t, "POST", p.url+inferPath, full); code != 200 {
+		t.Fatalf("first request: %d %s", code, body)
+	}
+	before := p.metric(t, "go_goroutines")
+	tokens := p.metric(t, `zoo_tokens_total{model="vanilla.tiny"}`)
+
+	// A byte a second, of the body and of the headers: each is cut off long before it is
+	// whole (100 bytes would take 100s; the read timeout is 2s). A late body is answered 408;
+	// late headers get a 400 or 408 from net/http, or just the connection closed.
+	var wg sync.WaitGroup
+	slow := func(name string, conn net.Conn, data string, want ...string) {
+		defer wg.Done()
+		defer conn.Close()
+		got := make(chan string, 1)
+		go func() {
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				got <- "closed"
+				return
+			}
+			resp.Body.Close()
+			got <- strconv.Itoa(resp.StatusCode)
+		}()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for i := 0; i < len(data); i++ {
+			if _, err := conn.Write([]byte{data[i]}); err != nil {
+				break
+			}
+			select {
+			case g := <-got:
+				if !slices.Contains(want, g) {
+					t.Errorf("%s: answered %s after %d bytes, want one of %v", name, g, i+1, want)
+				}
+				return
+			case <-tick.C:
+			}
+		}
+		t.Errorf("%s: sent all %d bytes a byte a second without being cut off", name, len(data))
+	}
+	wg.Add(2)
+	go slow("slow body", p.rawRequest(t, inferPath, 100), strings.Repeat(" ", 100), "408")
+	hc, err := net.Dial("tcp", strings.TrimPrefix(p.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go slow("slow headers", hc, "POST "+inferPath+" HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nX-Pad: "+strings.Repeat("a", 100), "closed", "400", "408")
+
+	// Gone mid-body: half the body, then the connection closes.
+	for range 20 {
+		c := p.rawRequest(t, inferPath, len(full))
+		io.WriteString(c, full[:len(full)/2])
+		c.Close()
+	}
+	// Gone while waiting: the whole request, then the connection closes while the request
+	// waits out the batching delay. Each is answered by nobody and counted as 499.
+	gone := 12
+	conns := make([]net.Conn, gone)
+	for i := range conns {
+		conns[i] = p.rawRequest(t, inferPath, len(full))
+		io.WriteString(conns[i], full)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	wg.Wait()
+	for range 100 {
+		if p.metric(t, `zoo_requests_total{code="499",endpoint="infer"}`) >= float64(gone) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := p.metric(t, `zoo_requests_total{code="499",endpoint="infer"}`); n != float64(gone) {
+		t.Errorf("%v requests counted as 499, want %d", n, gone)
+	}
+	if n := p.metric(t, `zoo_queue_depth{model="vanilla.tiny"}`); n != 0 {
+		t.Errorf("queue depth %v after the clients left, want 0", n)
+	}
+	if after := p.settleGoroutines(t, before); after > before {
+		t.Errorf("goroutines: %v before the slow and gone clients, %v after", before, after)
+	}
+	// The batcher dropped the sequences of clients that had left before their batch ran.
+	if n := p.metric(t, `zoo_tokens_total{model="vanilla.tiny"}`); n != tokens {
+		t.Errorf("tokens run: %v before, %v after clients that left; want no change", tokens, n)
+	}
+	// A queue of 4 takes 4 requests at once: no slot is held by a client that left.
+	codes := make(chan int, 4)
+	for range 4 {
+		go func() {
+			resp, err := http.Post(p.url+inferPath, "application/json", strings.NewReader(full))
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	for range 4 {
+		if c := <-codes; c != 200 {
+			t.Errorf("one of 4 requests into a queue of 4: status %d, want 200", c)
+		}
+	}
+}
+
+// mixedCase is one kind of request of TestServeMixedRequests: its endpoint, body, status,
+// and for a good one a check of its answer.
+type mixedCase struct {
+	name, path, body string
+	code             int
+	check            func(body []byte) error
+}
+
+// TestServeMixedRequests sends 1,000 good and bad requests from 8 clients at once, with a
+// client sending a byte a second alongside (which holds no one up): every good one is
+// answered with zoo run's numbers (within 1e-6, being batched with others), every bad one
+// with its status and {"error": ...}; afterwards the server's goroutines are back to their
+// count before and its resident memory has not grown by more than a generous bound.
+func TestServeMixedRequests(t *testing.T) {
+	const model = "vanilla.tiny"
+	ref := zooRunRefs(t, model, "hello there", "zoo serves encoders to anything that speaks HTTP")
+	p := startServe(t, model, "--max-body", "64KiB", "--max-delay", "2ms")
+	inferPath := "/v2/models/" + model + "/infer"
+
+	checkV2 := func(want runOutputs, names ...string) func([]byte) error {
+		return func(body []byte) error {
+			var r v2Response
+			if err := json.Unmarshal(body, &r); err != nil {
+				return err
+			}
+			for _, name := range names {
+				var got []float32
+				for _, o := range r.Outputs {
+					if o.Name == name {
+						got = o.Data
+					}
+				}
+				if err := near(got, want.Outputs[name].Data, 1e-6); err != nil {
+					return fmt.Errorf("%s: %v", name, err)
+				}
+			}
+			return nil
+		}
+	}
+	checkEmbeddings := func(want []runOutputs) func([]byte) error {
+		return func(body []byte) error {
+			var r struct {
+				Data []struct{ Embedding []float32 }
+			}
+			if err := json.Unmarshal(body, &r); err != nil {
+				return err
+			}
+			if len(r.Data) != len(want) {
+				return fmt.Errorf("%d embeddings, want %d", len(r.Data), len(want))
+			}
+			for i := range want {
+				if err := near(r.Data[i].Embedding, want[i].Outputs["embedding"].Data, 1e-6); err != nil {
+					return fmt.Errorf("embedding %d: %v", i, err)
+				}
+			}
+			return nil
+		}
+	}
+	checkTEI := func(want runOutputs) func([]byte) error {
+		return func(body []byte) error {
+			var r [][]float32
+			if err := json.Unmarshal(body, &r); err != nil || len(r) != 1 {
+				return fmt.Errorf("want one embedding: %v", err)
+			}
+			return near(r[0], want.Outputs["embedding"].Data, 1e-6)
+		}
+	}
+	long := ref.plain[1].Tokens
+	tok := func(datatype, shape, data string) string {
+		return fmt.Sprintf(`{"inputs":[{"name":"tokens","datatype":%q,"shape":%s,"data":%s}],"outputs":[{"name":"hidden"}]}`, datatype, shape, data)
+	}
+	cases := []mixedCase{
+		{"text", inferPath, textBody(ref.texts[0]), 200, checkV2(ref.plain[0], "hidden", "logits", "embedding")},
+		{"malformed JSON", inferPath, `{"inputs":[{"name":"tokens",`, 400, nil},
+		{"tokens", inferPath, tok("INT64", fmt.Sprintf("[1,%d]", len(long.Data)), "["+ints(long.Data)+"]"), 200, checkV2(ref.plain[1], "hidden")},
+		{"wrong datatype", inferPath, tok("FP32", "[1,2]", "[1.5,2]"), 400, nil},
+		{"openai", "/v1/embeddings", fmt.Sprintf(`{"model":%q,"input":[%q,%q]}`, model, ref.texts[0], ref.texts[1]), 200, checkEmbeddings(ref.normed)},
+		{"wrong shape", inferPath, tok("INT64", "[2,3]", "[1,2,3]"), 400, nil},
+		{"id out of range", inferPath, tok("INT64", "[1,2]", "[5,100000]"), 400, nil},
+		{"tei", "/embed", fmt.Sprintf(`{"inputs":%q}`, ref.texts[1]), 200, checkTEI(ref.normed[1])},
+		{"unknown model", "/v2/models/nope/infer", tok("INT64", "[1,1]", "[1]"), 404, nil},
+		{"body over the limit", inferPath, textBody(strings.Repeat("x", 65<<10)), 413, nil},
+		{"openai malformed", "/v1/embeddings", `{"input":`, 400, nil},
+		{"huge claimed length", inferPath, "", 413, nil}, // sent by sendMixed with Content-Length 1GiB and no body
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	// Warm up: every kind once, so that what a first request allocates (pools, caches) is
+	// counted before, not as growth.
+	for _, c := range cases {
+		if err := sendMixed(p, client, c); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+	}
+	before := p.metric(t, "go_goroutines")
+	rssBefore := p.rss(t)
+
+	// A slow client alongside: one byte a second of a body it never finishes.
+	slowConn := p.rawRequest(t, inferPath, 1000)
+	slowDone := make(chan struct{})
+	go func() {
+		defer close(slowDone)
+		for range 1000 {
+			if _, err := slowConn.Write([]byte(" ")); err != nil {
+				return
+			}
+			time.Sleep(time.Second)
+		}
+	}()
+
+	const total = 1000
+	var wg sync.WaitGroup
+	errs := make(chan error, total)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < total; i += 8 {
+				c := cases[i%len(cases)]
+				if err := sendMixed(p, client, c); err != nil {
+					errs <- fmt.Errorf("request %d (%s): %v", i, c.name, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	n := 0
+	for err := range errs {
+		if n++; n <= 10 {
+			t.Error(err)
+		}
+	}
+	// The slow client is still sending (its read timeout is the default 30s): the 1,000
+	// requests were answered around it.
+	select {
+	case <-slowDone:
+		t.Error("the slow client was cut off before the 1,000 requests were answered")
+	default:
+	}
+	slowConn.Close()
+	<-slowDone
+	client.CloseIdleConnections()
+	if after := p.settleGoroutines(t, before); after > before {
+		t.Errorf("goroutines: %v before 1,000 mixed requests, %v after", before, after)
+	}
+	// Memory: a generous bound (the Go runtime keeps freed memory a while), far below what
+	// 1,000 requests would keep if their bodies or answers leaked (each is 10-300 KB).
+	const bound = 64 << 20
+	rssAfter := p.rss(t)
+	t.Logf("server: %v goroutines before, %v after; resident memory %.1f MiB before, %.1f MiB after", before, p.metric(t, "go_goroutines"), float64(rssBefore)/(1<<20), float64(rssAfter)/(1<<20))
+	if rssAfter-rssBefore > bound {
+		t.Errorf("resident memory grew from %d to %d MiB over 1,000 requests (bound %d MiB)", rssBefore>>20, rssAfter>>20, bound>>20)
+	}
+}
+
+// sendMixed sends one mixedCase and checks its answer.
+func sendMixed(p *serveProc, client *http.Client, c mixedCase) error {
+	var code int
+	var body []byte
+	if c.body == "" {
+		conn, err := p.dialRequest(c.path, 1<<30)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		code = resp.StatusCode
+		body, err = io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+	} else {
+		resp, err := client.Post(p.url+c.path, "application/json", strings.NewReader(c.body))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		code = resp.StatusCode
+		if body, err = io.ReadAll(resp.Body); err != nil {
+			return err
+		}
+	}
+	if code != c.code {
+		return fmt.Errorf("status %d, want %d: %.200s", code, c.code, body)
+	}
+	if c.check != nil {
+		return c.check(body)
+	}
+	var e struct{ Error string }
+	if err := json.Unmarshal(body, &e); err != nil || e.Error == "" || !bytes.HasPrefix(body, []byte("{")) {
+		return fmt.Errorf("answer %.200q is not {\"error\": ...}", body)
+	}
+	return nil
+}
