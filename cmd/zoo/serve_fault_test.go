@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -434,4 +435,90 @@ func sendMixed(p *serveProc, client *http.Client, c mixedCase) error {
 		return fmt.Errorf("answer %.200q is not {\"error\": ...}", body)
 	}
 	return nil
+}
+
+// curlDo sends a request with curl and returns the status and body.
+func curlDo(t *testing.T, method, url, body string) (int, []byte) {
+	t.Helper()
+	args := []string{"-sS", "-X", method, "-w", "\n%{http_code}", url}
+	if body != "" {
+		args = append(args, "-H", "Content-Type: application/json", "--data-binary", "@-")
+	}
+	cmd := exec.Command("curl", args...)
+	cmd.Stdin = strings.NewReader(body)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("curl %s %s: %v", method, url, err)
+	}
+	i := bytes.LastIndexByte(out, '\n')
+	code, err := strconv.Atoi(string(out[i+1:]))
+	if i < 0 || err != nil {
+		t.Fatalf("curl %s %s: no status in %q", method, url, out)
+	}
+	return code, out[:i]
+}
+
+// checkCurl checks every REST endpoint with curl as the client: the health, metadata and
+// metrics endpoints, and inference from text and from tokens, /v1/embeddings and /embed,
+// each request alone in its batch and so bit for bit zoo run's numbers on the same text.
+func checkCurl(t *testing.T, url, model string, ref serveRefs) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed (Debian: apt-get install curl); the REST endpoints are checked with Go's client only")
+	}
+	for path, want := range map[string]string{"/v2/health/live": `{"live":true}`, "/v2/health/ready": `{"ready":true}`,
+		"/v2": `"name":"zoo"`, "/v2/models/" + model: `"name":"hidden","datatype":"FP32","shape":[-1,-1,64]`,
+		"/v2/models/" + model + "/ready": `"ready":true`, "/metrics": `zoo_requests_total{code="200",endpoint="infer"}`} {
+		if code, body := curlDo(t, "GET", url+path, ""); code != 200 || !strings.Contains(string(body), want) {
+			t.Errorf("curl GET %s: %d %.300s, want 200 with %s", path, code, body, want)
+		}
+	}
+	infer := url + "/v2/models/" + model + "/infer"
+	post := func(url, body string, v any) {
+		t.Helper()
+		code, b := curlDo(t, "POST", url, body)
+		if code != 200 {
+			t.Fatalf("curl POST %s: %d %.300s", url, code, b)
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			t.Fatalf("curl POST %s: %v", url, err)
+		}
+	}
+	var r v2Response
+	post(infer, textBody(ref.texts[0]), &r)
+	for _, name := range []string{"hidden", "logits", "embedding"} {
+		if _, data := r.output(t, name); near(data, ref.plain[0].Outputs[name].Data, 0) != nil {
+			t.Errorf("curl infer from text, %s against zoo run: %v", name, near(data, ref.plain[0].Outputs[name].Data, 0))
+		}
+	}
+	toks := ref.plain[1].Tokens.Data
+	r = v2Response{}
+	post(infer, fmt.Sprintf(`{"inputs":[{"name":"tokens","datatype":"INT64","shape":[1,%d],"data":[%s]}],"outputs":[{"name":"logits"},{"name":"embedding"}]}`, len(toks), ints(toks)), &r)
+	for _, name := range []string{"logits", "embedding"} {
+		if _, data := r.output(t, name); near(data, ref.plain[1].Outputs[name].Data, 0) != nil {
+			t.Errorf("curl infer from tokens, %s against zoo run: %v", name, near(data, ref.plain[1].Outputs[name].Data, 0))
+		}
+	}
+	var oa struct {
+		Data []struct{ Embedding []float32 }
+	}
+	post(url+"/v1/embeddings", fmt.Sprintf(`{"model":%q,"input":[%q]}`, model, ref.texts[1]), &oa)
+	if len(oa.Data) != 1 || near(oa.Data[0].Embedding, ref.normed[1].Outputs["embedding"].Data, 0) != nil {
+		t.Errorf("curl /v1/embeddings against zoo run --normalize: %+v", oa)
+	}
+	for i, body := range []string{fmt.Sprintf(`{"inputs":%q}`, ref.texts[0]), fmt.Sprintf(`{"inputs":[%q],"normalize":false}`, ref.texts[0])} {
+		want := [][]runOutputs{ref.normed, ref.plain}[i][0].Outputs["embedding"].Data
+		var tei [][]float32
+		post(url+"/embed", body, &tei)
+		if len(tei) != 1 || near(tei[0], want, 0) != nil {
+			t.Errorf("curl /embed %s against zoo run: %v", body, tei)
+		}
+	}
+	for _, c := range []struct {
+		url, body string
+		code      int
+	}{{url + "/v2/models/nope/infer", textBody("a"), 404}, {infer, `{"inputs":[`, 400}, {infer, strings.Repeat(" ", 65<<10), 413}} {
+		if code, body := curlDo(t, "POST", c.url, c.body); code != c.code || !bytes.Contains(body, []byte(`"error":`)) {
+			t.Errorf("curl POST %s: %d %.200s, want %d with an error", c.url, code, body, c.code)
+		}
+	}
 }

@@ -350,6 +350,7 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 	}
 
+	t.Run("curl", func(t *testing.T) { checkCurl(t, p.url, model, serveRefs{texts: texts, plain: plain, normed: normed}) })
 	checkGRPC(t, p.grpc, model, ref)
 
 	// SIGTERM while a request is in flight: it is answered, then zoo exits 0. The request's
@@ -417,6 +418,15 @@ func checkGRPC(t *testing.T, addr, model string, ref runOutputs) {
 	}
 	if r, err := c.ServerReady(ctx, &pb.ServerReadyRequest{}); err != nil || !r.Ready {
 		t.Fatalf("ServerReady: %v %v", r, err)
+	}
+	if r, err := c.ServerMetadata(ctx, &pb.ServerMetadataRequest{}); err != nil || r.Name != "zoo" || r.Version != version {
+		t.Fatalf("ServerMetadata: %v %v", r, err)
+	}
+	if _, err := c.ModelReady(ctx, &pb.ModelReadyRequest{Name: "nope"}); status.Code(err) != codes.NotFound {
+		t.Errorf("ModelReady of an unknown model: %v, want NotFound", err)
+	}
+	if _, err := c.ModelMetadata(ctx, &pb.ModelMetadataRequest{Name: "nope"}); status.Code(err) != codes.NotFound {
+		t.Errorf("ModelMetadata of an unknown model: %v, want NotFound", err)
 	}
 	if r, err := c.ModelReady(ctx, &pb.ModelReadyRequest{Name: model}); err != nil || !r.Ready {
 		t.Fatalf("ModelReady: %v %v", r, err)
