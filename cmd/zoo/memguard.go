@@ -63,21 +63,50 @@ func memEstimate(g *graph.Graph, r memRun, b, n int) (total, weights, acts int64
 	return total, weights, acts, nil
 }
 
-// guardMemory refuses to run g (called what) at r when the estimate exceeds the memory
-// available. A graph whose cost cannot be counted (an op without a cost rule) is not
-// guarded; a bad ZOO_MEMORY_LIMIT is bad input.
-func guardMemory(what string, g *graph.Graph, r memRun) error {
-	mem, err := memlimit.Available()
-	if err != nil {
-		return badInput(err)
+// memShortfall is a run that does not fit: its estimate and the memory available.
+type memShortfall struct {
+	total, weights, acts int64
+	mem                  memlimit.Info
+}
+
+// String is "about 1.2 GiB (weights 10 MiB, activations 1.2 GiB), but only 800 MiB of memory
+// is available (MemAvailable)", with the copies when there are several.
+func (s *memShortfall) String(copies int) string {
+	c := ""
+	if copies > 1 {
+		c = fmt.Sprintf(", %d runtimes", copies)
 	}
-	if mem.Off() {
-		return nil
+	return fmt.Sprintf("about %s (weights %s, activations %s%s), but only %s of memory is available (%s)",
+		memlimit.Bytes(s.total), memlimit.Bytes(s.weights), memlimit.Bytes(s.acts), c, memlimit.Bytes(s.mem.Available), s.mem.Source)
+}
+
+// checkMemory returns the shortfall of running g at r (r.batch × r.n), or nil when it fits,
+// the checks are off (ZOO_MEMORY_LIMIT=off) or the graph's cost cannot be counted (an op
+// without a cost rule); the error is a bad ZOO_MEMORY_LIMIT's.
+func checkMemory(g *graph.Graph, r memRun) (*memShortfall, error) {
+	mem, err := memlimit.Available()
+	if err != nil || mem.Off() {
+		return nil, err
 	}
 	total, weights, acts, err := memEstimate(g, r, r.batch, r.n)
 	if err != nil || total <= mem.Available {
+		return nil, nil
+	}
+	return &memShortfall{total: total, weights: weights, acts: acts, mem: mem}, nil
+}
+
+// guardMemory refuses to run g (called what) at r when the estimate exceeds the memory
+// available, with advice naming the flag that lowers it. A graph whose cost cannot be
+// counted is not guarded; a bad ZOO_MEMORY_LIMIT is bad input.
+func guardMemory(what string, g *graph.Graph, r memRun) error {
+	short, err := checkMemory(g, r)
+	if err != nil {
+		return badInput(err)
+	}
+	if short == nil {
 		return nil
 	}
+	mem := short.mem
 	fits := func(b, n int) bool {
 		t, _, _, err := memEstimate(g, r, b, n)
 		return err == nil && t <= mem.Available
@@ -100,13 +129,7 @@ func guardMemory(what string, g *graph.Graph, r memRun) error {
 	default:
 		advice = "the weights alone do not fit: choose a smaller model or preset (--preset, --set)"
 	}
-	copies := ""
-	if r.copies > 1 {
-		copies = fmt.Sprintf(", %d runtimes", r.copies)
-	}
-	return badInputf("running %s at batch %d × %d tokens needs about %s (weights %s, activations %s%s), but only %s of memory is available (%s): %s",
-		what, r.batch, r.n, memlimit.Bytes(total), memlimit.Bytes(weights), memlimit.Bytes(acts), copies,
-		memlimit.Bytes(mem.Available), mem.Source, advice)
+	return badInputf("running %s at batch %d × %d tokens needs %s: %s", what, r.batch, r.n, short.String(r.copies), advice)
 }
 
 // guardBench checks every batch size and length `zoo bench` will time bm at, before it times

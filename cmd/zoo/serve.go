@@ -54,7 +54,8 @@ func serveCommand() *cli.Command {
 			"the protocol's gRPC service (inference.GRPCInferenceService of grpc_predict_v2.proto) on --grpc-addr.\n" +
 			"Concurrent requests are merged into batches of up to --max-batch sequences within --max-delay; a full queue answers\n" +
 			"503 with Retry-After. A request must arrive within --read-timeout (headers within 10s) and be answered within\n" +
-			"--write-timeout of its headers; slower clients are cut off. The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting,\n" +
+			"--write-timeout of its headers; slower clients are cut off. zoo run's memory guard (ZOO_MEMORY_LIMIT) applies to each\n" +
+			"request (a sequence that would not fit alone: 413) and batch (run in smaller batches when it would not fit). The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting,\n" +
 			"finishes the requests in flight and exits 0." +
 			examples("zoo serve vanilla.tiny", "zoo serve vanilla.tiny linformer --addr 127.0.0.1:9000 --max-batch 16",
 				"zoo serve model.onnx --name encoder --tokenizer tokenizer.json"),
@@ -271,11 +272,24 @@ func loadServed(c *cli.Context, ref, name, weights string, be backends.Backend) 
 	if err := from.resolve(m.Graph); err != nil {
 		from.from = ""
 	}
+	// The memory guard of zoo run, at start for the weights (one token), then per request
+	// and per batch (serve.Model.Fits).
+	if err := guardMemory(m.displayName(), m.Graph, memRun{batch: 1, n: 1, shapes: plan.shapes}); err != nil {
+		return nil, nil, err
+	}
 	prog, err := be.Compile(m.Graph, backends.Options{Threads: c.Int("threads")})
 	if err != nil {
 		return nil, nil, failed(fmt.Errorf("compile %s on %s: %w", m.displayName(), be.Name(), err))
 	}
+	g := m.Graph
 	sm := &serve.Model{Name: name, Outputs: outputs, Vocab: limit, MaxLen: maxLen, MaxBatch: plan.Batch, Pad: pad, PoolFrom: from.from,
+		Fits: func(batch, n int) error {
+			short, err := checkMemory(g, memRun{batch: batch, n: n, shapes: plan.shapes})
+			if err != nil || short == nil {
+				return err
+			}
+			return fmt.Errorf("a batch of %d × %d tokens needs %s", batch, n, short.String(1))
+		},
 		Tokenize: func(text string) ([]int64, error) {
 			ids, _, err := tk.tok.Encode(text)
 			if err != nil {

@@ -522,3 +522,38 @@ func checkCurl(t *testing.T, url, model string, ref serveRefs) {
 		}
 	}
 }
+
+// TestServeMemoryGuard serves vanilla.tiny with 8 MiB of memory, where one sequence of 449
+// tokens fits and 512 do not (zoo run's guard says so too): a longer sequence is refused
+// with 413 saying what it needs, eight rows of 400 tokens are answered in several smaller
+// batches, and the server keeps serving.
+func TestServeMemoryGuard(t *testing.T) {
+	const model = "vanilla.tiny"
+	p := startServeEnv(t, []string{"ZOO_MEMORY_LIMIT=8MiB"}, model, "--max-delay", "1ms")
+	infer := p.url + "/v2/models/" + model + "/infer"
+	tokens := func(b, n int) string {
+		ids := make([]int64, b*n)
+		for i := range ids {
+			ids[i] = int64(1 + i%200)
+		}
+		return fmt.Sprintf(`{"inputs":[{"name":"tokens","datatype":"INT64","shape":[%d,%d],"data":[%s]}],"outputs":[{"name":"hidden"}]}`, b, n, ints(ids))
+	}
+	for _, c := range []struct{ url, body string }{{infer, tokens(1, 500)}, {p.url + "/v1/embeddings", fmt.Sprintf(`{"input":%q}`, strings.Repeat("a", 500))}} {
+		code, body := httpDo(t, "POST", c.url, c.body)
+		if code != 413 || !strings.Contains(string(body), "ZOO_MEMORY_LIMIT=8MiB") {
+			t.Errorf("%s with 500 tokens in 8 MiB: %d %.300s, want 413 naming the limit", c.url, code, body)
+		}
+	}
+	batches := p.metric(t, `zoo_batch_size_count{model="vanilla.tiny"}`)
+	code, body := httpDo(t, "POST", infer, tokens(8, 400))
+	var r v2Response
+	if err := json.Unmarshal(body, &r); code != 200 || err != nil {
+		t.Fatalf("8 rows of 400 tokens in 8 MiB: %d %.300s", code, body)
+	}
+	if shape, _ := r.output(t, "hidden"); fmt.Sprint(shape) != "[8 400 64]" {
+		t.Errorf("hidden shape %v, want [8 400 64]", shape)
+	}
+	if n := p.metric(t, `zoo_batch_size_count{model="vanilla.tiny"}`) - max(batches, 0); n < 2 {
+		t.Errorf("8 rows of 400 tokens ran in %v batches, want them split (8 × 400 does not fit in 8 MiB)", n)
+	}
+}

@@ -45,12 +45,18 @@ var listening = regexp.MustCompile(`zoo serve: listening on (http://\S+) and grp
 // zoo that exits first fails the test.
 func startServe(t *testing.T, args ...string) *serveProc {
 	t.Helper()
+	return startServeEnv(t, nil, args...)
+}
+
+// startServeEnv is startServe with extra environment variables (KEY=VALUE).
+func startServeEnv(t *testing.T, env []string, args ...string) *serveProc {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &serveProc{cmd: exec.Command(exe, append([]string{"serve", "--addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, args...)...), done: make(chan error, 1)}
-	p.cmd.Env = append(os.Environ(), asZooEnv+"=1")
+	p.cmd.Env = append(append(os.Environ(), asZooEnv+"=1"), env...)
 	pipe, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -146,9 +146,29 @@ func (b *batcher) run(ctx context.Context, pending []*job) {
 		for end < len(refs) && end-start < b.max && bucket(len(refs[end].j.seqs[refs[end].i])) == bucket(len(refs[start].j.seqs[refs[start].i])) {
 			end++
 		}
-		b.runBatch(ctx, refs[start:end])
+		b.runFitting(ctx, refs[start:end])
 		start = end
 	}
+}
+
+// runFitting runs refs (longest first) as one batch when it fits in memory, else in halves;
+// a single sequence that does not fit (memory has shrunk since its request was let in) is
+// answered 503, to be retried.
+func (b *batcher) runFitting(ctx context.Context, refs []seqRef) {
+	if b.m.Fits != nil {
+		n := len(refs[0].j.seqs[refs[0].i])
+		if err := b.m.Fits(len(refs), n); err != nil {
+			if len(refs) > 1 {
+				half := len(refs) / 2
+				b.runFitting(ctx, refs[:half])
+				b.runFitting(ctx, refs[half:])
+				return
+			}
+			b.finish(refs, nil, &httpError{code: 503, msg: fmt.Sprintf("model %s: not enough memory for a sequence of %d tokens just now: %v", b.m.Name, n, err)})
+			return
+		}
+	}
+	b.runBatch(ctx, refs)
 }
 
 // runBatch runs one batch, padded to its longest sequence, and hands each sequence its rows.
@@ -172,14 +192,23 @@ func (b *batcher) runBatch(ctx context.Context, refs []seqRef) {
 		err = b.checkOutputs(outs, batch)
 	}
 	b.obs.batch(b.m.Name, len(refs), tokens, time.Since(t0))
+	if err != nil {
+		err = fmt.Errorf("run %s: %w", b.m.Name, err)
+	}
+	b.finish(refs, outs, err)
+}
+
+// finish hands each sequence of refs its rows of outs (row r for refs[r]), or err, and
+// closes the jobs that have all their sequences.
+func (b *batcher) finish(refs []seqRef, outs map[string]*tensor.Tensor, err error) {
 	for r, ref := range refs {
 		j := ref.j
 		if err != nil {
 			if j.err == nil {
-				j.err = fmt.Errorf("run %s: %w", b.m.Name, err)
+				j.err = err
 			}
 		} else {
-			j.rows[ref.i] = rowsOf(b.m, outs, r, batch.Lengths[r])
+			j.rows[ref.i] = rowsOf(b.m, outs, r, len(j.seqs[ref.i]))
 		}
 		j.left--
 		if j.left == 0 {

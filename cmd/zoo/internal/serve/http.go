@@ -274,6 +274,9 @@ func (s *Server) infer(w http.ResponseWriter, r *http.Request) error {
 
 // run runs a decoded request through m's batcher and lays out the outputs it asks for.
 func (s *Server) run(ctx context.Context, m *Model, req *request) ([]wireOutput, error) {
+	if err := m.fitsAlone(req.Seqs); err != nil {
+		return nil, err
+	}
 	rows, err := s.batch[m.Name].submit(ctx, req.Seqs)
 	if err != nil {
 		return nil, err
@@ -394,6 +397,9 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request, body []byte, name
 	}
 	seqs, err := tokenizeAll(m, list, truncate)
 	if err != nil {
+		return nil, nil, 0, err
+	}
+	if err := m.fitsAlone(seqs); err != nil {
 		return nil, nil, 0, err
 	}
 	rows, err := s.batch[m.Name].submit(r.Context(), seqs)

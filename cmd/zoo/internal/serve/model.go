@@ -48,6 +48,11 @@ type Model struct {
 	Tokenize func(text string) ([]int64, error)
 	// Run runs one padded batch; every output has b.B rows.
 	Run func(ctx context.Context, b *tokenize.Batch) (map[string]*tensor.Tensor, error)
+	// Fits, when set, returns an error saying why a batch of batch sequences of n tokens
+	// would not fit in the memory available (nil when it would). A request whose longest
+	// sequence does not fit alone is refused (413); a batch that does not fit is run in
+	// halves, and a single sequence that no longer fits is answered 503.
+	Fits func(batch, n int) error
 	// Pool pools hidden, (1, l, d), into (1, d) by mode ("mean" or "cls"), L2-normalised
 	// when normalize is set.
 	Pool func(hidden *tensor.Tensor, mode string, normalize bool) (*tensor.Tensor, error)
@@ -62,6 +67,21 @@ func (m *Model) check() error {
 		return fmt.Errorf("serve: model %s lacks Run, Tokenize or Pool", m.Name)
 	case m.Vocab < 1:
 		return fmt.Errorf("serve: model %s has no vocabulary size", m.Name)
+	}
+	return nil
+}
+
+// fitsAlone returns a 413 when the longest of seqs would not fit in memory even alone.
+func (m *Model) fitsAlone(seqs [][]int64) error {
+	if m.Fits == nil {
+		return nil
+	}
+	n := 0
+	for _, s := range seqs {
+		n = max(n, len(s))
+	}
+	if err := m.Fits(1, n); err != nil {
+		return &httpError{code: 413, msg: fmt.Sprintf("model %s cannot run a sequence of %d tokens in the memory available: %v", m.Name, n, err)}
 	}
 	return nil
 }

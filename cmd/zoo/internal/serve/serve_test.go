@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,10 +30,11 @@ type fakeModel struct {
 	sizes []int
 	gate  chan struct{} // when set, Run waits for a value per batch
 	ran   chan struct{} // when set, Run says it started
+	fits  func(batch, n int) error
 }
 
 func (f *fakeModel) model() *Model {
-	return &Model{Name: "fake", Vocab: 50, MaxLen: 64, Pad: 0, PoolFrom: "hidden",
+	return &Model{Name: "fake", Vocab: 50, MaxLen: 64, Pad: 0, PoolFrom: "hidden", Fits: f.fits,
 		Outputs: []Output{{Name: "hidden", Shape: []int64{-1, -1, fakeD}, Seq: true}, {Name: "cls", Shape: []int64{-1, 2}}},
 		Tokenize: func(text string) ([]int64, error) {
 			ids := []int64{1}
@@ -530,5 +532,72 @@ func TestBacklogFillsBatches(t *testing.T) {
 	defer f.mu.Unlock()
 	if fmt.Sprint(f.sizes) != "[1 8 8]" {
 		t.Fatalf("batch sizes %v, want [1 8 8]", f.sizes)
+	}
+}
+
+// TestMemoryGuard gives the fake model room for 8 tokens a batch: a sequence longer than that
+// is refused with 413 before it is queued; rows that fit alone but not together are run in
+// smaller batches with the same answers; a sequence that no longer fits when its batch comes
+// (memory has shrunk) is answered 503 with Retry-After.
+func TestMemoryGuard(t *testing.T) {
+	var shrunk atomic.Bool
+	f := &fakeModel{fits: func(b, n int) error {
+		if shrunk.Load() || b*n > 8 {
+			return fmt.Errorf("%d × %d tokens do not fit in 8", b, n)
+		}
+		return nil
+	}}
+	_, hs := newTestServer(t, f, Config{MaxBatch: 8, MaxDelay: time.Millisecond})
+	infer := hs.URL + "/v2/models/fake/infer"
+	for _, c := range []struct{ url, body string }{{infer, tokensBody([][]int64{{1, 2, 3, 4, 5, 6, 7, 8, 9}}, 9, false)},
+		{hs.URL + "/embed", `{"inputs":"abcdefghij"}`}} {
+		code, _, body := post(t, hs.Client(), c.url, c.body)
+		if code != 413 || !strings.Contains(string(body), "memory available") || !strings.Contains(string(body), "do not fit") {
+			t.Errorf("%s with a sequence over the memory: %d %s, want 413 saying why", c.url, code, body)
+		}
+	}
+	rows := [][]int64{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}, {13, 14, 15}}
+	code, _, body := post(t, hs.Client(), infer, tokensBody(rows, 4, true))
+	var r inferResponse
+	if err := json.Unmarshal(body, &r); code != 200 || err != nil {
+		t.Fatalf("4 rows that fit 2 at a time: %d %s", code, body)
+	}
+	var want []float32
+	for _, row := range rows {
+		want = append(want, wantHidden(row)...)
+		for range 4 - len(row) {
+			want = append(want, make([]float32, fakeD)...)
+		}
+	}
+	if fmt.Sprint(r.Outputs[0].Data) != fmt.Sprint(want) {
+		t.Errorf("hidden %v, want %v", r.Outputs[0].Data, want)
+	}
+	f.mu.Lock()
+	sizes := fmt.Sprint(f.sizes)
+	f.mu.Unlock()
+	// Three rows of 4 tokens share a length bucket and run as 1 and 2; the row of 3 alone.
+	if sizes != "[1 2 1]" {
+		t.Errorf("batch sizes %s, want [1 2 1] (3 rows of 4 tokens and one of 3 in a room for 8)", sizes)
+	}
+	// Memory shrinks between the request's check and its batch.
+	var once atomic.Int32
+	f.fits = nil
+	guard := func(b, n int) error {
+		if once.Add(1) > 1 {
+			return fmt.Errorf("no memory left")
+		}
+		return nil
+	}
+	s2, err := New(Config{MaxBatch: 8, Queue: 4, MaxBody: 1 << 16, MaxDelay: time.Millisecond}, []*Model{func() *Model { m := f.model(); m.Fits = guard; return m }()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.Start()
+	defer s2.Stop()
+	hs2 := httptest.NewServer(s2.Handler())
+	defer hs2.Close()
+	code, hdr, body := post(t, hs2.Client(), hs2.URL+"/v2/models/fake/infer", tokensBody([][]int64{{1, 2}}, 2, false))
+	if code != 503 || hdr.Get("Retry-After") == "" || !strings.Contains(string(body), "no memory left") {
+		t.Errorf("a sequence that no longer fits: %d %s (Retry-After %q), want 503 saying why", code, body, hdr.Get("Retry-After"))
 	}
 }
