@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +25,11 @@ import (
 
 // flagServeWeights is serve's --weights: one FILE for every model, or NAME=FILE per model.
 var flagServeWeights = &cli.StringSliceFlag{Name: "weights", Usage: "load a state_dict from `FILE`.safetensors into every model, or NAME=FILE into the model served as NAME (repeatable)"}
+
+// flagServeTokenizer is serve's --tokenizer: run's --tokenizer for every model, or NAME=FILE
+// per model.
+var flagServeTokenizer = &cli.StringSliceFlag{Name: flagTokenizer.Name, Aliases: flagTokenizer.Aliases,
+	Usage: "tokenizer `FILE` (tokenizer.json, SentencePiece .model or vocab.txt) of every model, or NAME=FILE of the model served as NAME (repeatable); default: for an .onnx file the one next to it, else bytes"}
 
 // shutdownGrace is how long in-flight requests may take to finish after SIGTERM or Ctrl-C.
 const shutdownGrace = 30 * time.Second
@@ -58,8 +65,8 @@ func serveCommand() *cli.Command {
 			"request (a sequence that would not fit alone: 413) and batch (run in smaller batches when it would not fit). The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting,\n" +
 			"finishes the requests in flight and exits 0." +
 			examples("zoo serve vanilla.tiny", "zoo serve vanilla.tiny linformer --addr 127.0.0.1:9000 --max-batch 16",
-				"zoo serve model.onnx --name encoder --tokenizer tokenizer.json"),
-		Flags: append(variantFlags(), flagServeWeights, flagTokenizer,
+				"zoo serve model.onnx vanilla.tiny --name encoder --tokenizer encoder=tokenizer.json --weights vanilla.tiny=trained.safetensors"),
+		Flags: append(variantFlags(), flagServeWeights, flagServeTokenizer,
 			&cli.StringSliceFlag{Name: "name", Usage: "serve the models under these names, in order (repeatable)"},
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8000", Usage: "listen for HTTP on `HOST:PORT` (port 0: any free port)"},
 			&cli.StringFlag{Name: "grpc-addr", Value: "127.0.0.1:8001", Usage: "listen for the protocol's gRPC on `HOST:PORT` (port 0: any free port; off: none)"},
@@ -106,7 +113,11 @@ func serveAction(c *cli.Context) error {
 			served[i] = names[i]
 		}
 	}
-	weights, err := serveWeights(c.StringSlice(flagServeWeights.Name), served)
+	weights, err := perModel(flagServeWeights.Name, c.StringSlice(flagServeWeights.Name), served)
+	if err != nil {
+		return badInput(err)
+	}
+	tokenizers, err := perModel(flagServeTokenizer.Name, c.StringSlice(flagServeTokenizer.Name), served)
 	if err != nil {
 		return badInput(err)
 	}
@@ -117,7 +128,7 @@ func serveAction(c *cli.Context) error {
 	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil))
 	var models []*serve.Model
 	for i, ref := range refs {
-		m, closeProg, err := loadServed(c, ref, served[i], weights[served[i]], choice.Backend)
+		m, closeProg, err := loadServed(c, ref, served[i], weights[served[i]], tokenizers[served[i]], choice.Backend)
 		if err != nil {
 			return err
 		}
@@ -191,10 +202,12 @@ func serveAction(c *cli.Context) error {
 	return nil
 }
 
-// serveWeights maps each served name to its weights file: a bare FILE applies to every
-// model, NAME=FILE to one; a NAME that is not served is an error.
-func serveWeights(flags, served []string) (map[string]string, error) {
-	out := map[string]string{}
+// perModel maps each served name to its file from a repeatable flag's values (--weights,
+// --tokenizer): a bare FILE applies to every model, NAME=FILE to one (winning over a bare
+// FILE wherever given); a NAME that is not served, or no FILE after =, is an error naming
+// the flag.
+func perModel(flag string, flags, served []string) (map[string]string, error) {
+	out, named := map[string]string{}, map[string]string{}
 	for _, f := range flags {
 		name, path, ok := strings.Cut(f, "=")
 		if !ok {
@@ -203,22 +216,23 @@ func serveWeights(flags, served []string) (map[string]string, error) {
 			}
 			continue
 		}
-		found := false
-		for _, s := range served {
-			found = found || s == name
+		if !slices.Contains(served, name) {
+			return nil, fmt.Errorf("--%s %s: no model is served as %q (served: %s)", flag, f, name, strings.Join(served, ", "))
 		}
-		if !found {
-			return nil, fmt.Errorf("--weights %s: no model is served as %q (served: %s)", f, name, strings.Join(served, ", "))
+		if path == "" {
+			return nil, fmt.Errorf("--%s %s: no file after =", flag, f)
 		}
-		out[name] = path
+		named[name] = path
 	}
+	maps.Copy(out, named)
 	return out, nil
 }
 
-// loadServed builds ref, loads its weights, compiles it and wraps it for the server; the
-// returned func closes the program.
-func loadServed(c *cli.Context, ref, name, weights string, be backends.Backend) (*serve.Model, func(), error) {
-	tk, err := chooseTokenizer(c.String(flagTokenizer.Name), ref, isONNXPath(ref))
+// loadServed builds ref, loads its weights and its tokenizer (tokenizer as zoo run's
+// --tokenizer: "" for the default), compiles it and wraps it for the server; the returned
+// func closes the program.
+func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backends.Backend) (*serve.Model, func(), error) {
+	tk, err := chooseTokenizer(tokenizer, ref, isONNXPath(ref))
 	if err != nil {
 		return nil, nil, badInput(err)
 	}

@@ -557,3 +557,56 @@ func TestServeMemoryGuard(t *testing.T) {
 		t.Errorf("8 rows of 400 tokens ran in %v batches, want them split (8 × 400 does not fit in 8 MiB)", n)
 	}
 }
+
+func TestPerModel(t *testing.T) {
+	served := []string{"a", "b"}
+	for _, c := range []struct {
+		flags []string
+		want  string // fmt of the map, or the error's start
+	}{
+		{nil, "map[]"},
+		{[]string{"x.json"}, "map[a:x.json b:x.json]"},
+		{[]string{"b=y.json"}, "map[b:y.json]"},
+		{[]string{"b=y.json", "x.json"}, "map[a:x.json b:y.json]"},
+		{[]string{"x.json", "a=y.json", "a=z.json"}, "map[a:z.json b:x.json]"},
+		{[]string{"c=y.json"}, `--tokenizer c=y.json: no model is served as "c" (served: a, b)`},
+		{[]string{"a="}, "--tokenizer a=: no file after ="},
+	} {
+		got, err := perModel("tokenizer", c.flags, served)
+		s := fmt.Sprint(got)
+		if err != nil {
+			s = err.Error()
+		}
+		if s != c.want {
+			t.Errorf("perModel(%q) = %s, want %s", c.flags, s, c.want)
+		}
+	}
+}
+
+// TestServeTokenizerPerModel serves vanilla.tiny twice, as bytes (the default tokenizer)
+// and as minilm (--tokenizer minilm=FILE, which also sizes its vocabulary): each answers a
+// text with zoo run's tokens and numbers under the same tokenizer, bit for bit.
+func TestServeTokenizerPerModel(t *testing.T) {
+	const text = "The tokenizer of each model is its own."
+	bytesRef := zooRun(t, "vanilla.tiny", text)
+	wordsRef := zooRun(t, "vanilla.tiny", text, "--tokenizer", minilm)
+	if len(bytesRef.Tokens.Data) == len(wordsRef.Tokens.Data) {
+		t.Fatalf("the two tokenizers give %d tokens each; the test cannot tell them apart", len(bytesRef.Tokens.Data))
+	}
+	p := startServe(t, "vanilla.tiny", "vanilla.tiny", "--name", "bytes", "--name", "minilm", "--tokenizer", "minilm="+minilm)
+	for name, ref := range map[string]runOutputs{"bytes": bytesRef, "minilm": wordsRef} {
+		code, body := httpDo(t, "POST", p.url+"/v2/models/"+name+"/infer",
+			fmt.Sprintf(`{"inputs":[{"name":"text","datatype":"BYTES","shape":[1],"data":[%q]}],"outputs":[{"name":"hidden"}]}`, text))
+		var r v2Response
+		if err := json.Unmarshal(body, &r); code != 200 || err != nil {
+			t.Fatalf("%s: %d %.300s", name, code, body)
+		}
+		shape, data := r.output(t, "hidden")
+		if shape[1] != len(ref.Tokens.Data) || near(data, ref.Outputs["hidden"].Data, 0) != nil {
+			t.Errorf("%s: hidden %v against zoo run's %v: %v", name, shape, ref.Outputs["hidden"].Shape, near(data, ref.Outputs["hidden"].Data, 0))
+		}
+	}
+	if code, _, stderr := zoo(t, "serve", "vanilla.tiny", "--tokenizer", "nope="+minilm); code != 2 || !strings.Contains(stderr, `no model is served as "nope"`) {
+		t.Errorf("--tokenizer for a model not served: exit %d, %s", code, stderr)
+	}
+}
