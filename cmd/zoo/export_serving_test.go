@@ -15,8 +15,8 @@ import (
 )
 
 // TestExportTriton writes a Triton model repository and parses its config.pbtxt with
-// Triton's model_config messages (unknown fields are errors); the model.onnx beside it
-// imports with the inputs and outputs the config states.
+// Triton's own model_config.proto (tritonpb; unknown fields are errors); the model.onnx
+// beside it imports with the inputs and outputs the config states.
 func TestExportTriton(t *testing.T) {
 	dir := t.TempDir()
 	if code, _, stderr := zoo(t, "export", "vanilla.tiny", "--triton", dir); code != 0 {
@@ -31,8 +31,11 @@ func TestExportTriton(t *testing.T) {
 		t.Fatalf("config.pbtxt: %v\n%s", err, text)
 	}
 	if cfg.Name != "vanilla.tiny" || cfg.Platform != "onnxruntime_onnx" || cfg.Backend != "onnxruntime" || cfg.MaxBatchSize != tritonMaxBatch ||
-		cfg.DynamicBatching.GetMaxQueueDelayMicroseconds() != uint64(tritonDelay.Microseconds()) {
+		cfg.GetDynamicBatching().GetMaxQueueDelayMicroseconds() != uint64(tritonDelay.Microseconds()) {
 		t.Errorf("config %v", &cfg)
+	}
+	if g := cfg.InstanceGroup; len(g) != 1 || g[0].Kind != tritonpb.ModelInstanceGroup_KIND_CPU || g[0].Count != 1 {
+		t.Errorf("instance_group %v, want one KIND_CPU instance", g)
 	}
 	m, err := loadONNXModel(filepath.Join(dir, "vanilla.tiny", "1", "model.onnx"))
 	if err != nil {
