@@ -62,8 +62,9 @@ func serveCommand() *cli.Command {
 			"Concurrent requests are merged into batches of up to --max-batch sequences within --max-delay; a full queue answers\n" +
 			"503 with Retry-After. A request must arrive within --read-timeout (headers within 10s) and be answered within\n" +
 			"--write-timeout of its headers; slower clients are cut off. zoo run's memory guard (ZOO_MEMORY_LIMIT) applies to each\n" +
-			"request (a sequence that would not fit alone: 413) and batch (run in smaller batches when it would not fit). The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting,\n" +
-			"finishes the requests in flight and exits 0." +
+			"request (a sequence that would not fit alone: 413) and batch (run in smaller batches when it would not fit).\n" +
+			"The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting, finishes the requests\n" +
+			"in flight and exits 0." +
 			examples("zoo serve vanilla.tiny", "zoo serve vanilla.tiny linformer --addr 127.0.0.1:9000 --max-batch 16",
 				"zoo serve model.onnx vanilla.tiny --name encoder --tokenizer encoder=tokenizer.json --weights vanilla.tiny=trained.safetensors"),
 		Flags: append(variantFlags(), flagServeWeights, flagServeTokenizer,
