@@ -72,11 +72,12 @@ func (g *Graph) Cost(inputs map[string][]int) (Cost, error) {
 		}
 		return n * int64(v.dt.Size()), nil
 	}
+	costs, err := g.nodeCosts(vals)
+	if err != nil {
+		return Cost{}, err
+	}
 	for i, n := range g.Nodes {
-		oc, err := nodeCost(n, vals)
-		if err != nil {
-			return Cost{}, fmt.Errorf("cost of graph %s: node %d %q (%s): %w", g.Name, i, n.Name, n.Op, err)
-		}
+		oc := costs[i]
 		if c.BytesMoved > math.MaxInt64-oc.Bytes {
 			return Cost{}, fmt.Errorf("cost of graph %s: byte count overflows int64 at node %q", g.Name, n.Name)
 		}
@@ -158,6 +159,42 @@ func (g *Graph) Cost(inputs map[string][]int) (Cost, error) {
 		}
 	}
 	return c, nil
+}
+
+// NodeCosts returns each node's cost (its OpDef.Cost rule) for one run of the graph with
+// the given graph-input shapes, keyed by the graph's own *Node values; Cost's total is their
+// sum. It returns an error for everything ConcreteShapes rejects and for an op without a
+// cost rule, naming the node.
+func (g *Graph) NodeCosts(inputs map[string][]int) (map[*Node]OpCost, error) {
+	if g == nil {
+		return nil, errors.New("node costs: graph is nil")
+	}
+	vals, err := g.propagate(true, inputs)
+	if err != nil {
+		return nil, fmt.Errorf("cost of graph %s: %w", g.Name, err)
+	}
+	costs, err := g.nodeCosts(vals)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[*Node]OpCost, len(g.Nodes))
+	for i, n := range g.Nodes {
+		out[n] = costs[i]
+	}
+	return out, nil
+}
+
+// nodeCosts applies every node's cost rule at the propagated shapes vals, in node order.
+func (g *Graph) nodeCosts(vals map[string]*absVal) ([]OpCost, error) {
+	out := make([]OpCost, len(g.Nodes))
+	for i, n := range g.Nodes {
+		oc, err := nodeCost(n, vals)
+		if err != nil {
+			return nil, fmt.Errorf("cost of graph %s: node %d %q (%s): %w", g.Name, i, n.Name, n.Op, err)
+		}
+		out[i] = oc
+	}
+	return out, nil
 }
 
 // typesOf returns the concrete types of the named values ("" gives a zero TensorType).
