@@ -50,6 +50,7 @@ func commands() []*cli.Command {
 		exportCommand(),
 		parityCommand(),
 		benchCommand(),
+		profileCommand(),
 		backendsCommand(),
 		pluginCommand(),
 		helpCommand(),
