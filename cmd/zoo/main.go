@@ -51,6 +51,7 @@ func commands() []*cli.Command {
 		parityCommand(),
 		benchCommand(),
 		profileCommand(),
+		attentionCommand(),
 		backendsCommand(),
 		pluginCommand(),
 		helpCommand(),
