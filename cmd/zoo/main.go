@@ -52,6 +52,7 @@ func commands() []*cli.Command {
 		benchCommand(),
 		profileCommand(),
 		attentionCommand(),
+		approxCommand(),
 		backendsCommand(),
 		pluginCommand(),
 		helpCommand(),
