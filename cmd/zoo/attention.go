@@ -406,10 +406,15 @@ const attnTitleBand = 30
 // from the bottom, so query 0 is drawn at the top.
 type weightGrid [][]float32
 
-func (g weightGrid) Dims() (c, r int)   { return len(g[0]), len(g) }
+// Dims returns the keys and the queries.
+func (g weightGrid) Dims() (c, r int) { return len(g[0]), len(g) }
+
+// Z is the weight of key c for the query drawn at row r (from the bottom).
 func (g weightGrid) Z(c, r int) float64 { return float64(g[len(g)-1-r][c]) }
-func (g weightGrid) X(c int) float64    { return float64(c) }
-func (g weightGrid) Y(r int) float64    { return float64(r) }
+
+// X and Y place cells at integer positions, so tick c labels key c.
+func (g weightGrid) X(c int) float64 { return float64(c) }
+func (g weightGrid) Y(r int) float64 { return float64(r) }
 
 // drawAttention writes doc's heat maps as a PNG: one row per layer, one column per head.
 func drawAttention(w io.Writer, doc attnDoc, title string) error {
@@ -460,6 +465,7 @@ func drawAttention(w io.Writer, doc attnDoc, title string) error {
 // masked-out entries read as blank paper.
 type weightPalette int
 
+// Colors returns the n colours, weight 0 first.
 func (n weightPalette) Colors() []color.Color {
 	out := make([]color.Color, n)
 	for i := range out {
