@@ -40,9 +40,9 @@ func attentionCommand() *cli.Command {
 			"(columns), queries top to bottom, keys left to right; --layer and --head pick one. --json prints\n" +
 			"{\"tokens\", \"keys\", \"layers\": [{\"layer\", \"heads\": [{\"head\", \"weights\"}]}]} on stdout instead (\"keys\" labels\n" +
 			"the columns: the tokens, or linformer's k projected slots). Sparse variants show their block pattern (the\n" +
-			"entries outside it are 0); linformer its n×k map; gqa each query head. Variants with no softmax matrix\n" +
-			"(linear, performer: φ(Q)·(φ(K)ᵀV) never forms one) and nystrom (three landmark softmaxes, no n×n one) are\n" +
-			"refused." +
+			"entries outside it are 0); linformer its n×k map; gqa each query head; linear the weights its kernel\n" +
+			"implies, φ(q_i)·φ(k_j) / (Σ_j φ(q_i)·φ(k_j) + eps) from its φ(Q) and φ(K) (exactly: out_i = Σ_j w_ij v_j).\n" +
+			"performer (random features) and nystrom (three landmark softmaxes, no n×n one) are refused." +
 			examples("zoo attention vanilla.tiny --input text.txt -o map.png", "zoo attention sparse --input text.txt --layer 0 --head 1 -o map.png",
 				"zoo attention linformer.tiny --weights w.safetensors --input text.txt --json"),
 		Flags: append(modelFlags(),
@@ -78,15 +78,100 @@ type attnHead struct {
 	Weights [][]float32 `json:"weights"`
 }
 
-// attnSite is one layer's attention softmax: the value the graph computes it in.
+// attnSite is one layer's attention softmax: the value the graph computes it in; for
+// linear attention, value is φ(Q) and keys φ(K) (padded keys zeroed), both (1, h, n, d_k).
 type attnSite struct {
 	layer int
 	value string
+	keys  string
+}
+
+// linearSites finds each layer's φ(Q) and φ(K) in a linear-attention graph: under
+// layers.L.self_attn/, the Add(Elu(Q), 1) and the Mul(Add(Elu(K), 1), keep) that follow the
+// layer's two Elu nodes (Q's first, as variants/linear builds them).
+func linearSites(g *graph.Graph) ([]attnSite, error) {
+	readers := map[string][]*graph.Node{}
+	for _, nd := range g.Nodes {
+		for _, in := range nd.Inputs {
+			readers[in] = append(readers[in], nd)
+		}
+	}
+	next := func(v, op string) string {
+		for _, r := range readers[v] {
+			if r.Op == op {
+				return r.Outputs[0]
+			}
+		}
+		return ""
+	}
+	var sites []attnSite
+	for l := 0; ; l++ {
+		var elus []*graph.Node
+		prefix := fmt.Sprintf("layers.%d.", l)
+		found := false
+		for _, nd := range g.Nodes {
+			found = found || strings.HasPrefix(nd.Name, prefix)
+			if nd.Op == "Elu" && strings.HasPrefix(nd.Name, prefix+"self_attn/") {
+				elus = append(elus, nd)
+			}
+		}
+		if !found {
+			break
+		}
+		if len(elus) != 2 {
+			return nil, fmt.Errorf("layer %d has %d Elu nodes under layers.%d.self_attn/, want φ(Q) and φ(K)", l, len(elus), l)
+		}
+		fq := next(elus[0].Outputs[0], "Add")
+		fk := next(next(elus[1].Outputs[0], "Add"), "Mul")
+		if fq == "" || fk == "" {
+			return nil, fmt.Errorf("layer %d: φ(Q) = Elu+1 or φ(K)·keep not found after its Elu nodes", l)
+		}
+		sites = append(sites, attnSite{layer: l, value: fq, keys: fk})
+	}
+	if len(sites) == 0 {
+		return nil, errors.New("the graph has no layers.N nodes")
+	}
+	return sites, nil
+}
+
+// linearWeights returns the weights linear attention implies, w_ij = φq_i·φk_j /
+// (Σ_j' φq_i·φk_j' + eps) (sums over j ≤ i when causal), from φ(Q) and φ(K) (1, h, n, d_k):
+// the model's output is exactly Σ_j w_ij v_j.
+func linearWeights(fq, fk *tensor.Tensor, n, head int, eps float64, causal bool) (attnLayer, error) {
+	var l attnLayer
+	for _, t := range []*tensor.Tensor{fq, fk} {
+		if t == nil || t.DType != tensor.Float32 || len(t.Shape) != 4 || t.Shape[0] != 1 || t.Shape[2] != n || !tensor.SameShape(t.Shape, fq.Shape) {
+			return l, fmt.Errorf("φ(Q) and φ(K) are not float32 (1, heads, %d, d_k) values (shapes %v, %v)", n, shapeOf(fq), shapeOf(fk))
+		}
+	}
+	heads, dk := fq.Shape[1], fq.Shape[3]
+	for h := 0; h < heads; h++ {
+		if head >= 0 && h != head {
+			continue
+		}
+		rows := zeros(n, n)
+		for i := 0; i < n; i++ {
+			qi := fq.F32[(h*n+i)*dk : (h*n+i+1)*dk]
+			sims := make([]float64, n)
+			var den float64
+			for j := 0; j < n && (!causal || j <= i); j++ {
+				kj := fk.F32[(h*n+j)*dk : (h*n+j+1)*dk]
+				for t := range qi {
+					sims[j] += float64(qi[t]) * float64(kj[t])
+				}
+				den += sims[j]
+			}
+			for j := range sims {
+				rows[i][j] = float32(sims[j] / (den + eps))
+			}
+		}
+		l.Heads = append(l.Heads, attnHead{Head: h, Weights: rows})
+	}
+	return l, nil
 }
 
 // noSoftmaxWhy says, for the variants known to form no softmax matrix, why.
 var noSoftmaxWhy = map[string]string{
-	"linear":    "linear attention computes φ(Q)·(φ(K)ᵀV) with φ = elu+1 and never forms a softmax matrix",
 	"performer": "performer approximates softmax with random features, φ(Q)·(φ(K)ᵀV), and never forms the matrix",
 	"nystrom":   "nystrom multiplies three landmark softmaxes (n×m, m×m pseudo-inverse, m×n) and never forms one n×n matrix",
 }
@@ -136,7 +221,12 @@ func attentionAction(c *cli.Context) error {
 	if why, ok := noSoftmaxWhy[m.Name]; ok {
 		return badInputf("attention: %s has no attention matrix to draw: %s", m.displayName(), why)
 	}
-	sites, err := attentionSites(m.Graph)
+	var sites []attnSite
+	if m.Name == "linear" {
+		sites, err = linearSites(m.Graph)
+	} else {
+		sites, err = attentionSites(m.Graph)
+	}
 	if err != nil {
 		return badInputf("attention: %s: %w", m.displayName(), err)
 	}
@@ -165,9 +255,12 @@ func attentionAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	keep := make([]string, len(sites))
-	for i, s := range sites {
-		keep[i] = s.value
+	var keep []string
+	for _, s := range sites {
+		keep = append(keep, s.value)
+		if s.keys != "" {
+			keep = append(keep, s.keys)
+		}
 	}
 	prog, err := choice.Backend.Compile(m.Graph, backends.Options{Threads: c.Int("threads"), KeepIntermediates: keep})
 	if err != nil {
@@ -190,7 +283,13 @@ func attentionAction(c *cli.Context) error {
 		}
 	}
 	for _, s := range sites {
-		l, err := lay.read(outs[s.value], head)
+		var l attnLayer
+		var err error
+		if s.keys != "" {
+			l, err = linearWeights(outs[s.value], outs[s.keys], len(ids), head, m.Config.Float("attn_eps"), m.Config.Bool("causal"))
+		} else {
+			l, err = lay.read(outs[s.value], head)
+		}
 		if err != nil {
 			return failed(fmt.Errorf("attention of %s, layer %d (%s): %w", m.displayName(), s.layer, s.value, err))
 		}
