@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -61,6 +62,44 @@ type Program interface {
 	Run(ctx context.Context, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error)
 	// Close releases the program's resources.
 	Close() error
+}
+
+// Profiler is implemented by a Program that can time each of its steps. It is optional: a
+// caller asserts it (p.(backends.Profiler)) and says profiling is unsupported where a
+// backend's programs lack it. Run itself pays nothing for it.
+type Profiler interface {
+	// RunProfiled is Run that also returns the run's timeline: one StepTime per step that
+	// ran, in order, and the time of the whole run measured around them. Errors are Run's.
+	RunProfiled(ctx context.Context, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *Profile, error)
+}
+
+// Profile is the timeline of one profiled run.
+type Profile struct {
+	// Steps holds every step that ran, in order.
+	Steps []StepTime
+	// Total is the wall time of the whole run (input checks and the hand-off of the outputs
+	// included), read from the same clock as the steps, so Total minus the sum of the steps'
+	// Durations is the time spent between them.
+	Total time.Duration
+}
+
+// StepTime is one step of a profiled run: a graph node, or a fused kernel that does the
+// work of several.
+type StepTime struct {
+	// Op is what ran: the node's op, or a fused kernel's name ("FusedAttention").
+	Op string
+	// Name is the step's node name (a fused step takes the name of a node it replaced).
+	Name string
+	// Nodes are the graph's own nodes (the *graph.Node values compiled) whose work the step
+	// did: the node itself, or every node a fused step replaced.
+	Nodes []*graph.Node
+	// Fused is true for a step that runs a kernel of the backend's own in place of Nodes.
+	Fused bool
+	// Start is when the step began, measured from the start of the run; Duration is how
+	// long it took.
+	Start, Duration time.Duration
+	// IOBytes is the size of the tensors the step read and wrote, as they ran.
+	IOBytes int64
 }
 
 // UnsupportedOpError names an op (and the node using it) that a backend cannot run.

@@ -40,6 +40,28 @@ type Step[K any] struct {
 	In     []int // slot per input; -1 for an omitted optional input
 	Out    []int // slot per output; -1 for an unnamed output
 	Free   []int // slots whose last use is this step (never an output or a constant)
+	// Covers lists, for a fused step, the graph nodes whose work it does, in the order it
+	// replaced them (a profile charges their FLOPs to it); nil for a step that runs its own Node.
+	Covers []*graph.Node
+}
+
+// Nodes returns the graph nodes whose work the step does: Covers for a fused step, else
+// its own Node.
+func (s *Step[K]) Nodes() []*graph.Node {
+	if s.Covers != nil {
+		return s.Covers
+	}
+	return []*graph.Node{s.Node}
+}
+
+// CoversOf returns the graph nodes that steps do between them, in order (each step's
+// Nodes), for a fused step made of them.
+func CoversOf[K any](steps []Step[K]) []*graph.Node {
+	var out []*graph.Node
+	for i := range steps {
+		out = append(out, steps[i].Nodes()...)
+	}
+	return out
 }
 
 // Plan is a compiled graph: value slots and the steps that run, in order.

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/compile"
@@ -206,7 +207,48 @@ func (p *Program) Close() error {
 // Run checks inputs against the graph's declared inputs, executes the nodes in order
 // (stopping between nodes when ctx is cancelled) and returns the graph outputs and the kept
 // intermediates by name. Returned tensors never share memory with inputs or initializers.
-func (p *Program) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (out map[string]*tensor.Tensor, err error) {
+func (p *Program) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	return p.run(ctx, inputs, nil)
+}
+
+// RunProfiled is Run that also times every step (backends.Profiler): the clock is read
+// before and after each step, and once around the whole run.
+func (p *Program) RunProfiled(ctx context.Context, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *backends.Profile, error) {
+	prof := &backends.Profile{Steps: make([]backends.StepTime, 0, len(p.plan.Steps))}
+	t0 := time.Now()
+	out, err := p.run(ctx, inputs, &profiler{t0: t0, prof: prof})
+	prof.Total = time.Since(t0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, prof, nil
+}
+
+// profiler records the steps of one profiled run.
+type profiler struct {
+	t0   time.Time
+	prof *backends.Profile
+}
+
+// step records step st, which started at start and ran on ins to make res.
+func (pr *profiler) step(st *step, start, end time.Time, ins, res []*tensor.Tensor) {
+	var b int64
+	for _, t := range ins {
+		if t != nil {
+			b += int64(t.Bytes())
+		}
+	}
+	for _, t := range res {
+		if t != nil {
+			b += int64(t.Bytes())
+		}
+	}
+	pr.prof.Steps = append(pr.prof.Steps, backends.StepTime{Op: st.Node.Op, Name: st.Node.Name, Nodes: st.Nodes(), Fused: st.Covers != nil,
+		Start: start.Sub(pr.t0), Duration: end.Sub(start), IOBytes: b})
+}
+
+// run is Run, timing every step into pr when it is not nil.
+func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor, pr *profiler) (out map[string]*tensor.Tensor, err error) {
 	if p.closed {
 		return nil, fmt.Errorf("cpu: run graph %s: program is closed", p.plan.Name)
 	}
@@ -249,7 +291,14 @@ func (p *Program) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 				ins = append(ins, vals[s])
 			}
 		}
+		var start time.Time
+		if pr != nil {
+			start = time.Now()
+		}
 		res, err := e.call(st.Kernel, st.Node, ins)
+		if pr != nil {
+			pr.step(st, start, time.Now(), ins, res)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("cpu: run node %q (%s): %w", st.Node.Name, st.Node.Op, err)
 		}
@@ -334,3 +383,5 @@ func (e *exec) call(k kernel, n *graph.Node, ins []*tensor.Tensor) (outs []*tens
 	}()
 	return k(e, ins)
 }
+
+var _ backends.Profiler = (*Program)(nil)

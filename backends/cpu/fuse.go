@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/zoo-dev/zoo/backends/compile"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -259,7 +260,7 @@ func (f *fuser) newFused(op string, group []int, ext []int, out int, fast fastKe
 		}
 		return fb.run(e, in)
 	}
-	return step{Node: node, Kernel: k, In: append([]int(nil), ext...), Out: []int{out}}
+	return step{Node: node, Kernel: k, In: append([]int(nil), ext...), Out: []int{out}, Covers: compile.CoversOf(sub)}
 }
 
 // fastKernel is a fused fast path: it returns ok false (and no error) when the run-time

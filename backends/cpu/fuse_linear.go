@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/zoo-dev/zoo/backends/compile"
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -254,7 +255,7 @@ func (f *fuser) splitSlices(replaced map[int]step) {
 			}
 		}
 		node := &graph.Node{Op: "FusedLinearSplit", Name: lin.Node.Name, Inputs: inNames, Outputs: names}
-		replaced[at] = step{Node: node, Kernel: k, In: ext, Out: outs}
+		replaced[at] = step{Node: node, Kernel: k, In: ext, Out: outs, Covers: compile.CoversOf(append([]step{lin}, subs...))}
 		p.fusions["split"]++
 	}
 	f.linears = kept
@@ -335,7 +336,7 @@ func (f *fuser) mergeSiblings(replaced map[int]step) {
 		}
 		first := group[0].st.Node
 		node := &graph.Node{Op: "FusedLinears", Name: first.Name, Inputs: first.Inputs, Outputs: names}
-		replaced[at] = step{Node: node, Kernel: k, In: []int{x}, Out: outs}
+		replaced[at] = step{Node: node, Kernel: k, In: []int{x}, Out: outs, Covers: compile.CoversOf(subs)}
 		f.p.fusions["shared-input"]++
 	}
 }

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"github.com/zoo-dev/zoo/backends/compile"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -134,7 +135,7 @@ func (p *Program) recomposeLayerNorms() {
 			}
 			return fb.run(e, in)
 		}
-		replace[add] = step{Node: node, Kernel: k, In: []int{x, gs, bs}, Out: []int{last.Out[0]}}
+		replace[add] = step{Node: node, Kernel: k, In: []int{x, gs, bs}, Out: []int{last.Out[0]}, Covers: compile.CoversOf(chain)}
 		p.fusions["layernorm"]++
 	}
 	p.rebuild(replace, remove)

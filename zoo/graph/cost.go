@@ -61,22 +61,13 @@ func (g *Graph) Cost(inputs map[string][]int) (Cost, error) {
 	for _, in := range g.Initializers {
 		c.ParamBytes += int64(in.Tensor.Bytes())
 	}
-	bytesOf := func(name string) (int64, error) {
-		v := vals[name]
-		if v == nil {
-			return 0, fmt.Errorf("value %q has no shape", name)
-		}
-		n, ok := numel(v.shape)
-		if !ok || n > math.MaxInt64/8 {
-			return 0, fmt.Errorf("value %q of shape %v is too large to count", name, v.shape)
-		}
-		return n * int64(v.dt.Size()), nil
+	bytesOf := func(name string) (int64, error) { return valueBytes(vals, name) }
+	costs, err := g.nodeCosts(vals)
+	if err != nil {
+		return Cost{}, err
 	}
 	for i, n := range g.Nodes {
-		oc, err := nodeCost(n, vals)
-		if err != nil {
-			return Cost{}, fmt.Errorf("cost of graph %s: node %d %q (%s): %w", g.Name, i, n.Name, n.Op, err)
-		}
+		oc := costs[i]
 		if c.BytesMoved > math.MaxInt64-oc.Bytes {
 			return Cost{}, fmt.Errorf("cost of graph %s: byte count overflows int64 at node %q", g.Name, n.Name)
 		}
@@ -158,6 +149,77 @@ func (g *Graph) Cost(inputs map[string][]int) (Cost, error) {
 		}
 	}
 	return c, nil
+}
+
+// NodeCosts returns each node's cost (its OpDef.Cost rule) for one run of the graph with
+// the given graph-input shapes, keyed by the graph's own *Node values; Cost's total is their
+// sum. It returns an error for everything ConcreteShapes rejects and for an op without a
+// cost rule, naming the node.
+func (g *Graph) NodeCosts(inputs map[string][]int) (map[*Node]OpCost, error) {
+	if g == nil {
+		return nil, errors.New("node costs: graph is nil")
+	}
+	vals, err := g.propagate(true, inputs)
+	if err != nil {
+		return nil, fmt.Errorf("cost of graph %s: %w", g.Name, err)
+	}
+	costs, err := g.nodeCosts(vals)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[*Node]OpCost, len(g.Nodes))
+	for i, n := range g.Nodes {
+		out[n] = costs[i]
+	}
+	return out, nil
+}
+
+// ValueBytes returns the size in bytes of every value of the graph (inputs, initializers and
+// node outputs, by name) for one run with the given graph-input shapes. It returns an error
+// for everything ConcreteShapes rejects and for a value too large to count.
+func (g *Graph) ValueBytes(inputs map[string][]int) (map[string]int64, error) {
+	if g == nil {
+		return nil, errors.New("value bytes: graph is nil")
+	}
+	vals, err := g.propagate(true, inputs)
+	if err != nil {
+		return nil, fmt.Errorf("sizes of graph %s: %w", g.Name, err)
+	}
+	out := make(map[string]int64, len(vals))
+	for name := range vals {
+		b, err := valueBytes(vals, name)
+		if err != nil {
+			return nil, fmt.Errorf("sizes of graph %s: %w", g.Name, err)
+		}
+		out[name] = b
+	}
+	return out, nil
+}
+
+// valueBytes is the size of value name at the propagated concrete shapes vals.
+func valueBytes(vals map[string]*absVal, name string) (int64, error) {
+	v := vals[name]
+	if v == nil {
+		return 0, fmt.Errorf("value %q has no shape", name)
+	}
+	n, ok := numel(v.shape)
+	if !ok || n > math.MaxInt64/8 {
+		return 0, fmt.Errorf("value %q of shape %v is too large to count", name, v.shape)
+	}
+	return n * int64(v.dt.Size()), nil
+}
+
+// nodeCosts applies every node's cost rule at the propagated shapes vals, in node order.
+func (g *Graph) nodeCosts(vals map[string]*absVal) ([]OpCost, error) {
+	out := make([]OpCost, len(g.Nodes))
+	for i, n := range g.Nodes {
+		oc, err := nodeCost(n, vals)
+		if err != nil {
+			return nil, fmt.Errorf("cost of graph %s: node %d %q (%s): %w", g.Name, i, n.Name, n.Op, err)
+		}
+		out[i] = oc
+	}
+	return out, nil
 }
 
 // typesOf returns the concrete types of the named values ("" gives a zero TensorType).

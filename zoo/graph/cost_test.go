@@ -261,3 +261,61 @@ func TestCostBytesMoved(t *testing.T) {
 		})
 	}
 }
+
+// NodeCosts splits Cost node by node: its FLOPs and bytes add up to Cost's totals, each node
+// of the graph has an entry; ValueBytes sizes inputs, initializers and outputs; and a graph input without a shape is an error naming it.
+func TestNodeCosts(t *testing.T) {
+	g := tinyVanilla(t)
+	shapes := map[string][]int{"tokens": {2, 37}, "key_padding_mask": {2, 37}}
+	c, err := g.Cost(shapes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := g.NodeCosts(shapes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nc) != len(g.Nodes) {
+		t.Fatalf("%d node costs for %d nodes", len(nc), len(g.Nodes))
+	}
+	var flops, bytes int64
+	byOp := map[string]int64{}
+	for _, n := range g.Nodes {
+		oc, ok := nc[n]
+		if !ok {
+			t.Fatalf("no cost for node %q", n.Name)
+		}
+		flops, bytes = flops+oc.FLOPs, bytes+oc.Bytes
+		if oc.FLOPs > 0 {
+			byOp[n.Op] += oc.FLOPs
+		}
+	}
+	if flops != c.FLOPs || bytes != c.BytesMoved {
+		t.Errorf("node costs sum to %d FLOPs, %d bytes; Cost says %d, %d", flops, bytes, c.FLOPs, c.BytesMoved)
+	}
+	for op, f := range c.ByOp {
+		if byOp[op] != f {
+			t.Errorf("%s: node costs sum to %d FLOPs, Cost.ByOp says %d", op, byOp[op], f)
+		}
+	}
+	vb, err := g.ValueBytes(shapes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vb["tokens"] != 2*37*8 || vb["key_padding_mask"] != 2*37 {
+		t.Errorf("tokens %d bytes, mask %d: want %d, %d", vb["tokens"], vb["key_padding_mask"], 2*37*8, 2*37)
+	}
+	for _, in := range g.Initializers {
+		if vb[in.Name] != int64(in.Tensor.Bytes()) {
+			t.Errorf("initializer %s: %d bytes, want %d", in.Name, vb[in.Name], in.Tensor.Bytes())
+		}
+	}
+	for _, o := range g.Outputs {
+		if vb[o.Name] <= 0 {
+			t.Errorf("output %s: %d bytes", o.Name, vb[o.Name])
+		}
+	}
+	if _, err := g.NodeCosts(map[string][]int{"tokens": {2, 37}}); err == nil {
+		t.Error("NodeCosts without the mask's shape: no error")
+	}
+}
