@@ -50,6 +50,7 @@ func commands() []*cli.Command {
 		exportCommand(),
 		parityCommand(),
 		benchCommand(),
+		compareCommand(),
 		backendsCommand(),
 		pluginCommand(),
 		helpCommand(),
