@@ -231,8 +231,8 @@ func compareData(c *cli.Context) (trainData, string, error) {
 	return data, fmt.Sprintf("the last %g %% of --input %s (bytes %d–%d; training uses bytes 0–%d)", 100*frac, in, cut, size-1, cut-1), nil
 }
 
-// planCompare resolves every variant with the shared flags, refuses clm for a variant that
-// cannot hide later positions, and raises a max_len below the longest inference length
+// planCompare resolves and builds every variant with the shared flags (so that a config a
+// variant refuses, such as clm where it cannot hide later positions, fails at once), and raises a max_len below the longest inference length
 // (unless --set gives max_len, which then skips the longer lengths).
 func planCompare(c *cli.Context, names []string, longest int) ([]comparePlan, error) {
 	userSets := map[string]bool{}
@@ -254,11 +254,6 @@ func planCompare(c *cli.Context, names []string, longest int) ([]comparePlan, er
 			return nil, err
 		}
 		desc := v.Describe()
-		if st.Objective == objectiveCLM {
-			if _, ok := desc.Param("causal"); !ok {
-				return nil, badInputf("--objective clm: %s has no causal hyperparameter (its attention cannot hide later positions); use --objective mlm, which every variant can train", name)
-			}
-		}
 		p := comparePlan{name: name, st: st}
 		if mp := desc.Caps.MaxLenParam; mp != "" {
 			p.maxLen = cfg.Int(mp)
@@ -267,6 +262,11 @@ func planCompare(c *cli.Context, names []string, longest int) ([]comparePlan, er
 				p.notes = append(p.notes, fmt.Sprintf("built with %s=%d (its own is %d) to reach --seq %d", mp, longest, p.maxLen, longest))
 				p.maxLen = longest
 			}
+		}
+		// Build it once now: a config the variant refuses (clm on linformer, whose
+		// projections mix every position) fails here, before the first variant trains.
+		if _, _, err := buildTrainModel(c, p.st, false); err != nil {
+			return nil, fmt.Errorf("compare %s: %w", name, err)
 		}
 		plans = append(plans, p)
 	}

@@ -12,10 +12,11 @@ import (
 )
 
 // Figure is one plot of the report: a PNG embedded as a data: URL, so the page needs no
-// request to show it.
+// request to show it. Src is the whole src attribute: base64 holds no quote, and as an
+// attribute the template leaves it unescaped (as a URL it would write + as &#43;).
 type Figure struct {
 	ID, Title, Caption string
-	Src                template.URL
+	Src                template.HTMLAttr
 }
 
 // Plots draws the report's figures: the loss curves, time and memory against n (log
@@ -29,7 +30,7 @@ func Plots(results []Result, s Setup) ([]Figure, error) {
 			return fmt.Errorf("report: %s: %w", title, err)
 		}
 		figs = append(figs, Figure{ID: id, Title: title, Caption: caption,
-			Src: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes()))})
+			Src: template.HTMLAttr(`src="data:image/png;base64,` + base64.StdEncoding.EncodeToString(buf.Bytes()) + `"`)})
 		return nil
 	}
 	if err := add("loss", "Loss curves", "Training loss of every step (solid) and held-out loss at each evaluation (dashed, marked); right: held-out bits per byte.",
@@ -159,7 +160,7 @@ code, pre { font-size: 0.85em; background: #f6f6f6; } pre { padding: 0.6em; whit
 {{range .Results}}{{$v := .Variant}}{{range .Notes}}<p>note: {{$v}}: {{.}}</p>
 {{end}}{{end}}
 {{range .Figures}}<h2 id="{{.ID}}">{{.Title}}</h2>
-<figure><img id="fig-{{.ID}}" src="{{.Src}}" alt="{{.Title}}"><figcaption>{{.Caption}}</figcaption></figure>
+<figure><img id="fig-{{.ID}}" {{.Src}} alt="{{.Title}}"><figcaption>{{.Caption}}</figcaption></figure>
 {{end}}
 <h2 id="configs">Configurations</h2>
 <table>
