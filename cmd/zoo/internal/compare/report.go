@@ -136,6 +136,7 @@ th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; }
 th { background: #f0f0f0; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 img { max-width: 100%; border: 1px solid #ddd; }
 code, pre { font-size: 0.85em; background: #f6f6f6; } pre { padding: 0.6em; white-space: pre-wrap; }
+td code { overflow-wrap: anywhere; }
 .setup td:first-child { font-weight: bold; }
 </style>
 </head>
