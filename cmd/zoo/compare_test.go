@@ -338,3 +338,19 @@ func TestCompareReportChromium(t *testing.T) {
 	}
 	checkSelfContained(t, string(dom))
 }
+
+// TestCompareFlagOrder checks that flags may come before the variants too.
+func TestCompareFlagOrder(t *testing.T) {
+	args := []string{"compare", "--input", compareCorpus, "--preset", "tiny", "--steps", "2", "--batch", "2", "--window", "16",
+		"--seq", "16,32", "--reps", "1", "--json", "vanilla", "linear"}
+	code, out, errs := zoo(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var got []struct {
+		Variant string `json:"variant"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 2 || got[0].Variant != "vanilla" || got[1].Variant != "linear" {
+		t.Fatalf("got %+v (%v), want vanilla then linear:\n%s", got, err, out)
+	}
+}
