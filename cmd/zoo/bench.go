@@ -419,16 +419,18 @@ func writeBenchPlot(path string, d *bench.Doc) error {
 type benchProgress struct {
 	w      io.Writer
 	active bool
+	// verb starts the line ("bench").
+	verb string
 }
 
 func newBenchProgress(w io.Writer) *benchProgress {
 	f, ok := w.(*os.File)
-	return &benchProgress{w: w, active: ok && term.IsTerminal(int(f.Fd()))}
+	return &benchProgress{w: w, active: ok && term.IsTerminal(int(f.Fd())), verb: "bench"}
 }
 
 func (p *benchProgress) say(format string, args ...any) {
 	if p.active {
-		fmt.Fprintf(p.w, "\r\033[Kbench: "+format, args...)
+		fmt.Fprintf(p.w, "\r\033[K"+p.verb+": "+format, args...)
 	}
 }
 

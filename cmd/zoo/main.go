@@ -53,6 +53,7 @@ func commands() []*cli.Command {
 		profileCommand(),
 		attentionCommand(),
 		approxCommand(),
+		compareCommand(),
 		backendsCommand(),
 		pluginCommand(),
 		helpCommand(),

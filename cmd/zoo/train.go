@@ -315,7 +315,11 @@ func trainAction(c *cli.Context) error {
 	}
 
 	t0 := time.Now()
-	job, err := prepareTraining(c, st, rs)
+	data := trainData{train: wholeFile("--input", st.Input)}
+	if p := c.String("eval"); p != "" {
+		data.held = wholeFile("--eval", p)
+	}
+	job, err := prepareTraining(c, st, rs, data)
 	if err != nil {
 		return err
 	}
@@ -485,7 +489,10 @@ func readResume(path string) (*resumeState, error) {
 
 // trainJob is a model prepared for training.
 type trainJob struct {
-	model   *model
+	model *model
+	// infer is the inference build of the same config (nil without held-out data); its
+	// parameters are the initial ones, not the trained: use stateDict for those.
+	infer   *model
 	choice  backends.Choice
 	threads int
 	window  int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -76,7 +77,7 @@ func liftKeeping(g *graph.Graph, params []string, keep []string) (*graph.Graph, 
 
 // newGraphEngine builds and compiles the step (and, with an eval file, the eval) program of
 // m, whose parameters live in params (layout).
-func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, evalPath string, choice backends.Choice, threads int,
+func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, data trainData, choice backends.Choice, threads int,
 	layout *optim.Layout, params []float32) (*graphEngine, error) {
 	tokName, maskName, err := tokenInputs(withoutDropoutInputs(m.Graph))
 	if err != nil {
@@ -97,11 +98,11 @@ func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, eval
 	}
 	e := &graphEngine{layout: layout, tokName: tokName, maskName: maskName, vocab: vocab, batch: st.Batch,
 		feed: map[string]*tensor.Tensor{}, smoothing: st.LabelSmoothing, model: m.Graph, seed: st.Seed}
-	if e.train, err = loaderFor(st.Input, "--input", st.Window, lmdata.ByteOptions(obj, st.Batch, st.Seed), st.Shuffle); err != nil {
+	if e.train, err = loaderFor(data.train, st.Window, lmdata.ByteOptions(obj, st.Batch, st.Seed), st.Shuffle); err != nil {
 		return nil, err
 	}
-	if evalPath != "" {
-		if e.held, err = loaderFor(evalPath, "--eval", st.Window, lmdata.ByteOptions(obj, st.Batch, st.Seed), false); err != nil {
+	if data.hasHeld() {
+		if e.held, err = loaderFor(data.held, st.Window, lmdata.ByteOptions(obj, st.Batch, st.Seed), false); err != nil {
 			return nil, err
 		}
 	}
@@ -159,24 +160,59 @@ func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, eval
 	return e, nil
 }
 
-// loaderFor cuts a text file into windows and returns a loader over them.
-func loaderFor(path, flag string, window int, opt lmdata.Options, shuffle bool) (*lmdata.Loader, error) {
-	f, err := os.Open(path)
+// textSource is the text a run reads: the bytes [off, off+size) of a file (size < 0: to its
+// end), named by the flag that gave it. zoo compare trains on the head of --input and
+// evaluates on its tail when no --eval file is given.
+type textSource struct {
+	flag, path string
+	off, size  int64
+}
+
+// wholeFile is the source of all of path's bytes.
+func wholeFile(flag, path string) textSource { return textSource{flag: flag, path: path, size: -1} }
+
+// describe names the source in messages: "--input corpus.txt" or "--input corpus.txt
+// (bytes 900-999)".
+func (s textSource) describe() string {
+	if s.off == 0 && s.size < 0 {
+		return s.flag + " " + s.path
+	}
+	return fmt.Sprintf("%s %s (bytes %d–%d)", s.flag, s.path, s.off, s.off+s.size-1)
+}
+
+// trainData is what a run trains on and, when held.path is set, evaluates on.
+type trainData struct {
+	train, held textSource
+}
+
+func (d trainData) hasHeld() bool { return d.held.path != "" }
+
+// loaderFor cuts a text source into windows and returns a loader over them.
+func loaderFor(src textSource, window int, opt lmdata.Options, shuffle bool) (*lmdata.Loader, error) {
+	f, err := os.Open(src.path)
 	if err != nil {
-		return nil, badInputf("%s %s: %w", flag, path, errors.Unwrap(err))
+		return nil, badInputf("%s %s: %w", src.flag, src.path, errors.Unwrap(err))
 	}
 	defer f.Close()
-	windows, err := lmdata.ReadWindows(f, window)
+	var r io.Reader = f
+	if src.off > 0 || src.size >= 0 {
+		size := src.size
+		if size < 0 {
+			size = 1<<63 - 1 - src.off
+		}
+		r = io.NewSectionReader(f, src.off, size)
+	}
+	windows, err := lmdata.ReadWindows(r, window)
 	if err != nil {
 		if errors.Is(err, tokenize.ErrEmpty) {
-			return nil, badInputf("%s %s is empty: nothing to train on", flag, path)
+			return nil, badInputf("%s is empty: nothing to train on", src.describe())
 		}
-		return nil, failed(fmt.Errorf("%s %s: %w", flag, path, err))
+		return nil, failed(fmt.Errorf("%s: %w", src.describe(), err))
 	}
 	opt.Shuffle = shuffle
 	l, err := lmdata.NewLoader(windows, opt)
 	if err != nil {
-		return nil, badInputf("%s %s: %w", flag, path, err)
+		return nil, badInputf("%s: %w", src.describe(), err)
 	}
 	return l, nil
 }
@@ -328,10 +364,11 @@ func buildTrainModel(c *cli.Context, st trainSettings, infer bool) (train, infer
 }
 
 // prepareTraining builds the model, loads its initial weights (--weights, or the resumed
-// checkpoint with its optimizer state), lays out its parameters, selects the backend and
-// compiles the step and eval programs.
-func prepareTraining(c *cli.Context, st trainSettings, rs *resumeState) (*trainJob, error) {
-	m, infer, err := buildTrainModel(c, st, c.String("eval") != "")
+// checkpoint with its optimizer state), lays out its parameters, selects the backend
+// (--backend) and compiles the step and, when data has a held-out part, the eval program
+// (--threads workers).
+func prepareTraining(c *cli.Context, st trainSettings, rs *resumeState, data trainData) (*trainJob, error) {
+	m, infer, err := buildTrainModel(c, st, data.hasHeld())
 	if err != nil {
 		return nil, err
 	}
@@ -384,7 +421,7 @@ func prepareTraining(c *cli.Context, st trainSettings, rs *resumeState) (*trainJ
 	if err != nil {
 		return nil, badInput(err)
 	}
-	eng, err := newGraphEngine(c.Context, m, infer, st, c.String("eval"), choice, threads, layout, params)
+	eng, err := newGraphEngine(c.Context, m, infer, st, data, choice, threads, layout, params)
 	if err != nil {
 		return nil, err
 	}
@@ -392,5 +429,5 @@ func prepareTraining(c *cli.Context, st trainSettings, rs *resumeState) (*trainJ
 	if threads > 0 && threads < n {
 		n = threads
 	}
-	return &trainJob{model: m, choice: choice, threads: n, window: window, engine: eng, closer: eng.close, opt: opt, par: par, params: params, state: state}, nil
+	return &trainJob{model: m, infer: infer, choice: choice, threads: n, window: window, engine: eng, closer: eng.close, opt: opt, par: par, params: params, state: state}, nil
 }

@@ -52,6 +52,7 @@ const (
 	CPUPeakChild      = "ZOO_CPU_PEAK_CHILD"
 	PPOCRDir          = "ZOO_PPOCR_DIR"
 	UpdateRealGraphs  = "ZOO_UPDATE_REALGRAPHS"
+	TestArtifacts     = "ZOO_TEST_ARTIFACTS"
 )
 
 // Scope says who sets a variable.
@@ -157,6 +158,8 @@ var vars = []Var{
 		Doc: "PaddleOCR's PP-OCRv4 recogniser and its extracted encoder (onnx/testdata/realgraphs/ppocr_encoder.py)."},
 	{Name: UpdateRealGraphs, Syntax: "1", Default: "unset", Scope: Test,
 		Doc: "Rewrites the realgraphs fixtures' expected outputs from ONNX Runtime."},
+	{Name: TestArtifacts, Syntax: "DIR", Default: "unset: artefacts go to the test's temporary directory", Scope: Test,
+		Doc: "Where tests keep what a person may want to look at afterwards (the compare report's screenshot)."},
 }
 
 // All returns the table: user variables first, then internal, then test-only ones.
