@@ -67,7 +67,11 @@ type session struct {
 	// drains is set by a command that finishes its work on the first signal and exits 0
 	// (zoo serve): the signal cancels the context and nothing else; a second exits at once.
 	drains atomic.Bool
-	line   sync.Once // the one line on stderr that says so
+	// finishes is set by a command that saves its work on the first signal before it returns
+	// (zoo train): the signal cancels the context and kills the plugins, zoo still exits 130
+	// or 143, but without the exitGrace deadline; a second signal exits at once.
+	finishes atomic.Bool
+	line     sync.Once // the one line on stderr that says so
 
 	mu      sync.Mutex
 	host    *plugin.Host
@@ -126,11 +130,17 @@ func (s *session) watch() {
 	// Cancelled first, so that no plugin starts after the kill.
 	s.cancel(fmt.Errorf("%s", signalWord(sig)))
 	s.kill()
-	t := time.NewTimer(exitGrace)
-	defer t.Stop()
+	var deadline <-chan time.Time
+	if !s.finishes.Load() {
+		t := time.NewTimer(exitGrace)
+		defer t.Stop()
+		deadline = t.C
+	}
 	select {
 	case <-s.sigs:
-	case <-t.C:
+	case <-deadline:
+	case <-s.done:
+		return
 	}
 	code, _ := s.interrupted()
 	os.Exit(code)
@@ -154,6 +164,11 @@ func (s *session) interrupted() (int, bool) {
 // drainOnSignal makes the first SIGINT or SIGTERM only cancel the command's context, which
 // then returns by itself (and zoo exits as it says); a second signal still stops zoo at once.
 func (s *session) drainOnSignal() { s.drains.Store(true) }
+
+// finishOnSignal lets the command return by itself after the first SIGINT or SIGTERM, however
+// long it takes to save its work (zoo exits 130 or 143 once it has); a second signal still
+// stops zoo at once.
+func (s *session) finishOnSignal() { s.finishes.Store(true) }
 
 func signalWord(sig os.Signal) string {
 	if sig == syscall.SIGTERM {

@@ -46,7 +46,8 @@ func trainCommand() *cli.Command {
 			"and taken cyclically (--shuffle: in a seeded order). -o FILE.safetensors holds the model's state_dict;\n" +
 			"FILE.optim.safetensors beside it the optimizer's moments and step count. --resume FILE continues a run\n" +
 			"with the settings it started with, so that its losses equal an uninterrupted run's bit for bit;\n" +
-			"a killed or interrupted run loses the steps since its last save (--save-every). A NaN or infinite\n" +
+			"Ctrl-C or SIGTERM saves the last finished step's checkpoint before zoo exits (130 or 143); a killed run\n" +
+			"loses the steps since its last save (--save-every). A NaN or infinite\n" +
 			"loss stops training with one line naming the step and the parameter with the largest gradient.\n" +
 			"--seed draws the initial weights and also mlm's masks, dropout and --shuffle's order." +
 			examples("zoo train vanilla.tiny --input corpus.txt -o model.safetensors --save-every 100",
@@ -360,9 +361,20 @@ func trainAction(c *cli.Context) error {
 			bar.Describe(fmt.Sprintf("step %d/%d loss %.4f lr %.3g %.0f tok/s ETA %s", k, st.Steps, loss, lr, tps, eta))
 		}
 	}
+	if s, err := sessionOf(c.Context); err == nil {
+		s.finishOnSignal()
+	}
 	runErr := loop.run(c.Context, from, st.Steps)
 	if bar != nil {
 		_ = bar.Finish()
+	}
+	var stop *stoppedError
+	if errors.As(runErr, &stop) {
+		if stop.Saved {
+			fmt.Fprintf(c.App.ErrWriter, "zoo train: stopped after step %d of %d; its checkpoint is in %s (continue with --resume %s)\n", stop.Step, st.Steps, outPath, outPath)
+		} else {
+			fmt.Fprintf(c.App.ErrWriter, "zoo train: stopped after step %d of %d; nothing new was trained, nothing written\n", stop.Step, st.Steps)
+		}
 	}
 	if p := c.String("plot"); p != "" && len(loop.history) > 0 {
 		title := fmt.Sprintf("zoo train %s — %s, %s, batch %d × %d tokens", job.model.displayName(), st.Objective, st.Optimizer, st.Batch, job.window)

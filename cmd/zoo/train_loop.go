@@ -204,14 +204,14 @@ func (l *trainLoop) run(ctx context.Context, from, to int) error {
 	layout := l.opt.Layout()
 	start := time.Now()
 	for k := from + 1; k <= to; k++ {
-		if err := ctx.Err(); err != nil {
-			return err
+		if ctx.Err() != nil {
+			return l.stopped(ctx, from, k-1)
 		}
 		t0 := time.Now()
 		loss, tokens, err := l.eng.step(ctx, k, l.params, l.grads)
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return l.stopped(ctx, from, k-1)
 			}
 			return failed(fmt.Errorf("step %d: %w", k, err))
 		}
@@ -251,6 +251,9 @@ func (l *trainLoop) run(ctx context.Context, from, to int) error {
 		}
 		if l.hasEval && l.evalEvery > 0 && k%l.evalEvery == 0 && k < to {
 			if err := l.evaluate(ctx, k); err != nil {
+				if ctx.Err() != nil {
+					return l.stopped(ctx, from, k)
+				}
 				return err
 			}
 		}
@@ -263,6 +266,38 @@ func (l *trainLoop) run(ctx context.Context, from, to int) error {
 		return l.evaluate(ctx, to)
 	}
 	return nil
+}
+
+// stoppedError says that the context ended a run after step Step; Saved is whether that
+// step's checkpoint is on disk (written now, or earlier by --save-every).
+type stoppedError struct {
+	Step  int
+	Saved bool
+	cause error
+}
+
+func (e *stoppedError) Error() string {
+	return fmt.Sprintf("stopped after step %d: %v", e.Step, e.cause)
+}
+
+func (e *stoppedError) Unwrap() error { return e.cause }
+
+// stopped is run's answer to a cancelled context after step done: the parameters and the
+// optimizer hold step done exactly (a step that was cut short changed neither), so it saves
+// them, as if --save-every had come due, unless nothing was trained or that step is saved.
+// A resumed run then continues bit for bit.
+func (l *trainLoop) stopped(ctx context.Context, from, done int) error {
+	e := &stoppedError{Step: done, cause: context.Cause(ctx)}
+	switch {
+	case done == l.lastSaved:
+		e.Saved = true
+	case done > from:
+		if err := l.save(done); err != nil {
+			return failed(fmt.Errorf("save step %d after the interruption: %w", done, err))
+		}
+		l.lastSaved, e.Saved = done, true
+	}
+	return e
 }
 
 func bad(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }

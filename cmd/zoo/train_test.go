@@ -179,6 +179,72 @@ func TestTrainSIGKILL(t *testing.T) {
 	}
 }
 
+// TestTrainSIGINT interrupts a real zoo train process with SIGINT (no --save-every): it saves
+// the checkpoint of the last finished step, says so in one line, exits 130, and the run resumed
+// from that checkpoint gives an uninterrupted run's losses bit for bit.
+func TestTrainSIGINT(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.safetensors"), filepath.Join(dir, "b.safetensors")
+	alog, blog := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	p := startZoo(t, t.TempDir(), nil, trainArgs("--schedule", "constant", "--steps", "400", "-o", b, "--log", blog)...)
+	for {
+		if lines, err := os.ReadFile(blog); err == nil && bytes.Count(lines, []byte("\n")) >= 2 {
+			break
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("zoo train ended before it was interrupted: %s", p.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 130 {
+		t.Fatalf("interrupted zoo train exited with %d, want 130: %s", code, p.stderr.String())
+	}
+	var step int
+	stderr := p.stderr.String()
+	i := strings.Index(stderr, "zoo train: stopped after step ")
+	if i < 0 {
+		t.Fatalf("stderr %q: want the line that names the saved step", stderr)
+	}
+	if _, err := fmt.Sscanf(stderr[i:], "zoo train: stopped after step %d", &step); err != nil || step < 2 || step >= 400 {
+		t.Fatalf("stderr %q: step %d (%v)", stderr, step, err)
+	}
+	if !strings.Contains(stderr, "--resume "+b) {
+		t.Errorf("stderr %q: want the --resume hint", stderr)
+	}
+	data, err := os.ReadFile(b)
+	if err != nil {
+		t.Fatalf("the interrupted run's checkpoint: %v", err)
+	}
+	_, meta, err := tensorio.ReadSafetensors(data)
+	if err != nil {
+		t.Fatalf("the interrupted run's checkpoint: %v", err)
+	}
+	if meta[optim.MetaStep] != strconv.Itoa(step) {
+		t.Fatalf("checkpoint at step %s, the line says %d", meta[optim.MetaStep], step)
+	}
+	if got := len(stepLosses(readTrainLog(t, blog))); got != step {
+		t.Fatalf("the log holds %d steps, the checkpoint %d", got, step)
+	}
+	total := strconv.Itoa(step + 2)
+	if code, _, stderr := zoo(t, "train", "--resume", b, "-o", b, "--log", blog, "--steps", total); code != 0 {
+		t.Fatalf("resume after SIGINT: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := zoo(t, trainArgs("--schedule", "constant", "--steps", total, "-o", a, "--log", alog)...); code != 0 {
+		t.Fatalf("straight run: exit %d: %s", code, stderr)
+	}
+	la, lb := stepLosses(readTrainLog(t, alog)), stepLosses(readTrainLog(t, blog))
+	for k := 1; k <= step+2; k++ {
+		if la[k] != lb[k] {
+			t.Errorf("step %d: loss/grad-norm bits %x straight, %x interrupted and resumed", k, la[k], lb[k])
+		}
+	}
+	sameBits(t, "weights", readStateDict(t, a), readStateDict(t, b))
+}
+
 // TestTrainDiverges drives the loss to infinity with an absurd learning rate: training stops
 // with one line naming the step and the parameter with the largest gradient, exit 1, and the
 // checkpoint of the last save is kept.
