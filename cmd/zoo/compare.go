@@ -74,6 +74,7 @@ func compareCommand() *cli.Command {
 			&cli.IntFlag{Name: "infer-warmup", Value: 1, Usage: "untimed inference runs before the timed ones"},
 			&cli.StringFlag{Name: "report", Usage: "write the HTML report to `FILE.html`"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
+			flagCheckpointActivations,
 			flagBackend, flagJSON,
 		),
 		Action: compareAction,

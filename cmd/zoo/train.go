@@ -78,6 +78,7 @@ func trainCommand() *cli.Command {
 			&cli.StringFlag{Name: "plot", Usage: "draw the loss curve to `FILE`.png"},
 			&cli.BoolFlag{Name: "shuffle", Usage: "visit the windows in a seeded random order (each pass over the file its own order)"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
+			flagCheckpointActivations,
 			flagBackend, flagJSON,
 		),
 		Action: trainAction,
@@ -120,6 +121,12 @@ func (s trainSettings) hyper() optim.Hyper {
 func (s trainSettings) schedule() optim.Schedule {
 	return optim.Schedule{LR: s.LR, Warmup: s.Warmup, Steps: s.Steps, Kind: s.Schedule}
 }
+
+// flagCheckpointActivations trades compute for memory in the training step. It changes the
+// math of nothing (the same ops on the same inputs), only which kernels the backend may fuse,
+// so losses agree to float rounding and a resumed run may set it or not.
+var flagCheckpointActivations = &cli.BoolFlag{Name: "checkpoint-activations",
+	Usage: "keep only each layer's input for the backward pass and recompute the layer's activations from it (a second forward pass of each layer; far less activation memory; the same math)"}
 
 // settingsFromFlags reads the flags that decide a run's numbers; ref is the model name.
 func settingsFromFlags(c *cli.Context, ref string) (trainSettings, error) {

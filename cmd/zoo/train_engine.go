@@ -77,8 +77,10 @@ func liftKeeping(g *graph.Graph, params []string, keep []string) (*graph.Graph, 
 
 // newGraphEngine builds and compiles the step (and, with an eval file, the eval) program of
 // m, whose parameters live in params (layout).
+// With recompute, the backward pass recomputes each layer's activations from the layer's
+// input instead of keeping them (autodiff.Checkpoint): the same numbers, less memory.
 func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, data trainData, choice backends.Choice, threads int,
-	layout *optim.Layout, params []float32) (*graphEngine, error) {
+	recompute bool, layout *optim.Layout, params []float32) (*graphEngine, error) {
 	tokName, maskName, err := tokenInputs(withoutDropoutInputs(m.Graph))
 	if err != nil {
 		return nil, badInput(err)
@@ -114,6 +116,11 @@ func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, data
 	trainG, grads, err := autodiff.Gradients(ctx, lossG, autodiff.OutputLoss, layout.Names)
 	if err != nil {
 		return nil, failed(err)
+	}
+	if recompute {
+		if trainG, err = autodiff.Checkpoint(trainG, len(lossG.Nodes), autodiff.LayerSegment); err != nil {
+			return nil, failed(err)
+		}
 	}
 	// The step keeps the forward activations for the backward pass; the guard counts both.
 	shapes := func(b, n int) map[string][]int {
@@ -421,7 +428,7 @@ func prepareTraining(c *cli.Context, st trainSettings, rs *resumeState, data tra
 	if err != nil {
 		return nil, badInput(err)
 	}
-	eng, err := newGraphEngine(c.Context, m, infer, st, data, choice, threads, layout, params)
+	eng, err := newGraphEngine(c.Context, m, infer, st, data, choice, threads, c.Bool(flagCheckpointActivations.Name), layout, params)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zoo-dev/zoo/internal/memlimit"
 	"github.com/zoo-dev/zoo/zoo/optim"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
@@ -405,4 +406,57 @@ func TestTrainFlagsBeforeName(t *testing.T) {
 	if code, stdout, stderr := zoo(t, args...); code != 0 || !strings.Contains(stdout, "trained vanilla.tiny") {
 		t.Fatalf("zoo %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, stdout, stderr)
 	}
+}
+
+// TestTrainCheckpointActivations: recomputing each layer's activations in the backward pass
+// gives the same training to float rounding (the math is the same; the backend may fuse the
+// recomputed copies differently), and the memory guard's estimate of the step's activations
+// (the peak of live values in the order the step runs) drops.
+func TestTrainCheckpointActivations(t *testing.T) {
+	dir := t.TempDir()
+	var logs [2][]map[string]float64
+	for i, extra := range [][]string{nil, {"--checkpoint-activations"}} {
+		out, log := filepath.Join(dir, fmt.Sprint(i, ".safetensors")), filepath.Join(dir, fmt.Sprint(i, ".jsonl"))
+		args := trainArgs(append([]string{"--steps", "3", "--set", "layers=3", "-o", out, "--log", log}, extra...)...)
+		if code, _, stderr := zoo(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
+		}
+		logs[i] = readTrainLog(t, log)
+	}
+	if len(logs[0]) != 3 || len(logs[1]) != 3 {
+		t.Fatalf("logs of %d and %d steps, want 3", len(logs[0]), len(logs[1]))
+	}
+	for k := range logs[0] {
+		for _, key := range []string{"loss", "grad_norm"} {
+			a, b := logs[0][k][key], logs[1][k][key]
+			if math.Abs(a-b) > 1e-5*math.Abs(a) {
+				t.Errorf("step %d %s: %v plain, %v checkpointed", k+1, key, a, b)
+			}
+		}
+	}
+	acts := func(extra ...string) float64 {
+		t.Helper()
+		t.Setenv(memlimit.Env, "16MiB")
+		args := trainArgs(append([]string{"--steps", "1", "--set", "layers=3", "--batch", "64", "--window", "64", "-o", filepath.Join(dir, "x.safetensors")}, extra...)...)
+		code, _, stderr := zoo(t, args...)
+		i := strings.Index(stderr, "activations ")
+		if code != 2 || i < 0 {
+			t.Fatalf("%v under a 16 MiB limit: exit %d, stderr %q; want the guard's refusal", extra, code, stderr)
+		}
+		var v float64
+		var unit string
+		if _, err := fmt.Sscanf(stderr[i+len("activations "):], "%g %3s", &v, &unit); err != nil {
+			t.Fatalf("stderr %q: %v", stderr, err)
+		}
+		scale := map[string]float64{"B": 1, "B)": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[strings.TrimSuffix(unit, ")")]
+		if scale == 0 {
+			t.Fatalf("stderr %q: unit %q", stderr, unit)
+		}
+		return v * scale
+	}
+	plain, ck := acts(), acts("--checkpoint-activations")
+	if ck >= plain {
+		t.Errorf("estimated activations %.0f bytes checkpointed, %.0f plain: want fewer", ck, plain)
+	}
+	t.Logf("estimated step activations: %.0f bytes plain, %.0f checkpointed", plain, ck)
 }
