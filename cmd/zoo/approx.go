@@ -88,10 +88,7 @@ func approxAction(c *cli.Context) error {
 	ref := c.Args().First()
 	outPath := c.String("output")
 	if outPath != "" {
-		if err := checkExtension("-o", outPath, ".png"); err != nil {
-			return badInput(err)
-		}
-		if err := checkOutputPath(outPath); err != nil {
+		if err := checkOutputFile("-o", outPath, ".png"); err != nil {
 			return badInput(err)
 		}
 	}

@@ -193,10 +193,7 @@ func attentionAction(c *cli.Context) error {
 		return badInputf("attention: give -o FILE.png for the picture, or --json for the weights")
 	}
 	if outPath != "" {
-		if err := checkExtension("-o", outPath, ".png"); err != nil {
-			return badInput(err)
-		}
-		if err := checkOutputPath(outPath); err != nil {
+		if err := checkOutputFile("-o", outPath, ".png"); err != nil {
 			return badInput(err)
 		}
 	}

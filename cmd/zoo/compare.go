@@ -20,7 +20,6 @@ import (
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/compare"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/optim"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
@@ -28,7 +27,6 @@ import (
 const compareHoldout = 0.1
 
 func compareCommand() *cli.Command {
-	d := optim.DefaultHyper()
 	return &cli.Command{
 		Name:      "compare",
 		Usage:     "train variants on the same text with the same budget and compare quality, speed, memory and scaling",
@@ -49,7 +47,7 @@ func compareCommand() *cli.Command {
 			"E and F grow with it), unless --set max_len=N is given, in which case longer lengths are skipped for it." +
 			examples("zoo compare vanilla linformer linear performer sparse --preset tiny --input corpus.txt --steps 200 --report report.html",
 				"zoo compare vanilla.tiny linear.tiny --input corpus.txt --eval heldout.txt --seq 128,512,2048 --json"),
-		Flags: append(variantFlags(),
+		Flags: slices.Concat(variantFlags(), []cli.Flag{
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "training text `FILE` (any bytes)"},
 			&cli.StringFlag{Name: "eval", Usage: "held-out text `FILE` (default: the tail of --input, see --holdout)"},
 			&cli.Float64Flag{Name: "holdout", Value: compareHoldout, Usage: "without --eval: the share `X` of --input's bytes, from its end, held out for evaluation"},
@@ -57,16 +55,7 @@ func compareCommand() *cli.Command {
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per step"},
 			&cli.IntFlag{Name: "window", Usage: "tokens per window (default: min(512, the smallest max_len of the variants))"},
 			&cli.StringFlag{Name: "objective", Value: objectiveMLM, Usage: "mlm (masked tokens, BERT's 15 % with 80/10/10) or clm (next token; turns causal on)"},
-			&cli.StringFlag{Name: "optimizer", Value: d.Optimizer, Usage: "adamw (torch.optim.AdamW) or sgd (torch.optim.SGD)"},
-			&cli.Float64Flag{Name: "momentum", Usage: "SGD momentum (0: plain SGD)"},
-			&cli.Float64Flag{Name: "lr", Value: 1e-4, Usage: "peak learning rate"},
-			&cli.Float64Flag{Name: "weight-decay", Value: d.WeightDecay, Usage: "weight decay on every parameter"},
-			&cli.Float64Flag{Name: "eps", Value: d.Eps, Usage: "AdamW's epsilon"},
-			&cli.StringFlag{Name: "betas", Value: "0.9,0.999", Usage: "AdamW's `B1,B2`"},
-			&cli.IntFlag{Name: "warmup", Usage: "steps `N` of linear warm-up from 0 to --lr"},
-			&cli.StringFlag{Name: "schedule", Value: optim.Linear, Usage: "learning rate after warm-up: constant, linear (to 0 at the last step) or cosine"},
-			&cli.Float64Flag{Name: "label-smoothing", Usage: "label smoothing `X` of the cross-entropy (PyTorch's formula)"},
-			&cli.Float64Flag{Name: "clip", Value: 1.0, Usage: "clip the global gradient norm to `X` (0: no clipping)"},
+		}, optimizerFlags(), []cli.Flag{
 			&cli.BoolFlag{Name: "shuffle", Usage: "visit the windows in a seeded random order"},
 			&cli.IntFlag{Name: "eval-every", Usage: "also evaluate every `N` steps, for the loss curves (0: before and after training only)"},
 			&cli.StringFlag{Name: "seq", Value: "128,512,2048", Usage: "inference lengths `N,N,...`"},
@@ -76,7 +65,7 @@ func compareCommand() *cli.Command {
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
 			flagCheckpointActivations,
 			flagBackend, flagJSON,
-		),
+		}),
 		Action: compareAction,
 	}
 }

@@ -50,6 +50,15 @@ func checkOutputPath(path string) error {
 
 // checkExtension reports whether path ends in one of exts (".onnx", compared without case),
 // naming the flag and the extensions wanted when it does not.
+// checkOutputFile is checkExtension and then checkOutputPath: the checks every file a flag
+// writes gets before any work starts.
+func checkOutputFile(flag, path string, exts ...string) error {
+	if err := checkExtension(flag, path, exts...); err != nil {
+		return err
+	}
+	return checkOutputPath(path)
+}
+
 func checkExtension(flag, path string, exts ...string) error {
 	ext := strings.ToLower(filepath.Ext(path))
 	for _, e := range exts {

@@ -37,7 +37,6 @@ const (
 const trainMetaKey = "zoo_train"
 
 func trainCommand() *cli.Command {
-	d := optim.DefaultHyper()
 	return &cli.Command{
 		Name:      "train",
 		Usage:     "train a variant on a text file and write its state_dict (.safetensors, PyTorch names)",
@@ -53,23 +52,14 @@ func trainCommand() *cli.Command {
 			examples("zoo train vanilla.tiny --input corpus.txt -o model.safetensors --save-every 100",
 				"zoo train vanilla.tiny -i corpus.txt --objective clm --eval heldout.txt --eval-every 100 --log train.jsonl --plot loss.png -o model.safetensors",
 				"zoo train --resume model.safetensors --steps 5000 -o model.safetensors"),
-		Flags: append(modelFlags(),
+		Flags: slices.Concat(modelFlags(), []cli.Flag{
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "training text `FILE` (any bytes)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the trained state_dict to `FILE`.safetensors (and the optimizer state to FILE.optim.safetensors)"},
 			&cli.IntFlag{Name: "steps", Value: 1000, Usage: "optimizer steps `N` in all (a resumed run counts the steps already taken)"},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per step"},
 			&cli.IntFlag{Name: "window", Usage: "tokens per window (default: min(512, the model's maximum length))"},
 			&cli.StringFlag{Name: "objective", Value: objectiveMLM, Usage: "mlm (masked tokens, BERT's 15 % with 80/10/10) or clm (next token within each window; turns causal on)"},
-			&cli.StringFlag{Name: "optimizer", Value: d.Optimizer, Usage: "adamw (torch.optim.AdamW) or sgd (torch.optim.SGD)"},
-			&cli.Float64Flag{Name: "momentum", Usage: "SGD momentum (0: plain SGD)"},
-			&cli.Float64Flag{Name: "lr", Value: 1e-4, Usage: "peak learning rate"},
-			&cli.Float64Flag{Name: "weight-decay", Value: d.WeightDecay, Usage: "weight decay on every parameter (AdamW: decoupled; SGD: added to the gradient)"},
-			&cli.Float64Flag{Name: "eps", Value: d.Eps, Usage: "AdamW's epsilon"},
-			&cli.StringFlag{Name: "betas", Value: "0.9,0.999", Usage: "AdamW's `B1,B2`"},
-			&cli.IntFlag{Name: "warmup", Usage: "steps `N` of linear warm-up from 0 to --lr"},
-			&cli.StringFlag{Name: "schedule", Value: optim.Linear, Usage: "learning rate after warm-up: constant, linear (to 0 at the last step) or cosine"},
-			&cli.Float64Flag{Name: "label-smoothing", Usage: "label smoothing `X` of the cross-entropy (PyTorch's formula)"},
-			&cli.Float64Flag{Name: "clip", Value: 1.0, Usage: "clip the global gradient norm to `X` (0: no clipping)"},
+		}, optimizerFlags(), []cli.Flag{
 			&cli.IntFlag{Name: "save-every", Usage: "also write the checkpoint every `N` steps (0: only at the end)"},
 			&cli.StringFlag{Name: "resume", Usage: "continue the run whose checkpoint is `FILE`.safetensors (with FILE.optim.safetensors beside it)"},
 			&cli.StringFlag{Name: "eval", Usage: "held-out text `FILE`: its loss and bits per byte before training, every --eval-every steps and at the end"},
@@ -80,7 +70,7 @@ func trainCommand() *cli.Command {
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
 			flagCheckpointActivations,
 			flagBackend, flagJSON,
-		),
+		}),
 		Action: trainAction,
 	}
 }
@@ -120,6 +110,24 @@ func (s trainSettings) hyper() optim.Hyper {
 
 func (s trainSettings) schedule() optim.Schedule {
 	return optim.Schedule{LR: s.LR, Warmup: s.Warmup, Steps: s.Steps, Kind: s.Schedule}
+}
+
+// optimizerFlags are the flags of the optimizer, the schedule and the loss, which zoo train
+// and zoo compare share (settingsFromFlags reads them).
+func optimizerFlags() []cli.Flag {
+	d := optim.DefaultHyper()
+	return []cli.Flag{
+		&cli.StringFlag{Name: "optimizer", Value: d.Optimizer, Usage: "adamw (torch.optim.AdamW) or sgd (torch.optim.SGD)"},
+		&cli.Float64Flag{Name: "momentum", Usage: "SGD momentum (0: plain SGD)"},
+		&cli.Float64Flag{Name: "lr", Value: 1e-4, Usage: "peak learning rate"},
+		&cli.Float64Flag{Name: "weight-decay", Value: d.WeightDecay, Usage: "weight decay on every parameter (AdamW: decoupled; SGD: added to the gradient)"},
+		&cli.Float64Flag{Name: "eps", Value: d.Eps, Usage: "AdamW's epsilon"},
+		&cli.StringFlag{Name: "betas", Value: "0.9,0.999", Usage: "AdamW's `B1,B2`"},
+		&cli.IntFlag{Name: "warmup", Usage: "steps `N` of linear warm-up from 0 to --lr"},
+		&cli.StringFlag{Name: "schedule", Value: optim.Linear, Usage: "learning rate after warm-up: constant, linear (to 0 at the last step) or cosine"},
+		&cli.Float64Flag{Name: "label-smoothing", Usage: "label smoothing `X` of the cross-entropy (PyTorch's formula)"},
+		&cli.Float64Flag{Name: "clip", Value: 1.0, Usage: "clip the global gradient norm to `X` (0: no clipping)"},
+	}
 }
 
 // flagCheckpointActivations trades compute for memory in the training step. It changes the
