@@ -33,8 +33,13 @@ const (
 // compares the loss and every parameter's gradient with the fixture's (written by
 // zoofixtures.generate_grads): every parameter must have a gradient in the fixture and every
 // gradient in the fixture must belong to a parameter.
-func CheckGradients(t testing.TB, g *graph.Graph, f *Fixture) {
+//
+// rtol replaces GradRtol for the gradients where it is positive (Suite.GradRtol says when).
+func CheckGradients(t testing.TB, g *graph.Graph, f *Fixture, rtol float64) {
 	t.Helper()
+	if rtol <= 0 {
+		rtol = GradRtol
+	}
 	smoothing, err := strconv.ParseFloat(f.Meta["label_smoothing"], 32)
 	if err != nil {
 		t.Fatalf("fixture %s: bad label_smoothing metadata: %v", f.Name, err)
@@ -126,8 +131,8 @@ func CheckGradients(t testing.TB, g *graph.Graph, f *Fixture) {
 				}
 			}
 			rel := diff / math.Max(scale, math.SmallestNonzeroFloat32)
-			if !(diff <= GradRtol*scale+GradAtol) {
-				t.Errorf("%s: gradient of %s differs from PyTorch's by %.3g at element %d (%.3g of its largest |element| %.3g; rtol %g, atol %g)", threads, p, diff, at, rel, scale, GradRtol, GradAtol)
+			if !(diff <= rtol*scale+GradAtol) {
+				t.Errorf("%s: gradient of %s differs from PyTorch's by %.3g at element %d (%.3g of its largest |element| %.3g; rtol %g, atol %g)", threads, p, diff, at, rel, scale, rtol, GradAtol)
 			}
 			if rel > worst && diff > GradAtol {
 				worst, worstName = rel, p
@@ -147,7 +152,7 @@ func (s Suite) RunGradients(t *testing.T, fixtures ...string) {
 	for _, name := range fixtures {
 		t.Run(name, func(t *testing.T) {
 			f := s.Load(t, name)
-			CheckGradients(t, s.Build(t, f), f)
+			CheckGradients(t, s.Build(t, f), f, s.GradRtol)
 		})
 	}
 }

@@ -215,6 +215,9 @@ type Suite struct {
 	Variant variant.Variant
 	// Fixtures are the case names, files testdata/<name>.safetensors.
 	Fixtures []string
+	// GradRtol, where positive, replaces the package's GradRtol for this variant's gradients:
+	// only for math that amplifies float32 rounding past it, with the reason at the use.
+	GradRtol float64
 }
 
 // Name returns the variant's name.
