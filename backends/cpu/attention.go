@@ -76,8 +76,9 @@ func (p *attnPacks) grow(n int) {
 // V (…, nk, dv) with equal batch dimensions, each given as the source of a chain of
 // Transposes with the composed permutation perms[j] (nil: none), then the operands of ops.
 // When outPerm is set the result is Transpose(attention, outPerm), written in place. It
-// returns ok false for anything else (the fused step then runs the original steps).
-func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, outPerm []int) (*tensor.Tensor, bool, error) {
+// axis is the softmax's axis attribute, which must name the last axis. It returns ok false
+// for anything else (the fused step then runs the original steps).
+func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, outPerm []int, axis int) (*tensor.Tensor, bool, error) {
 	q, kt, v := in[0], in[1], in[2]
 	if q == nil || kt == nil || v == nil || q.DType != tensor.Float32 || kt.DType != tensor.Float32 || v.DType != tensor.Float32 {
 		return nil, false, nil
@@ -89,7 +90,7 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 		return nil, false, nil
 	}
 	r := len(qShape)
-	if r < 2 || len(kShape) != r || len(vShape) != r {
+	if r < 2 || len(kShape) != r || len(vShape) != r || (axis != -1 && axis != r-1) {
 		return nil, false, nil
 	}
 	batch := qShape[:r-2]
@@ -107,12 +108,13 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 	}
 	operands := make([]bcastOperand, len(in))
 	for _, op := range ops {
-		if op.kind != '+' && op.kind != 'w' && op.kind != 'W' {
+		if !isOperandKind(op.kind) {
 			continue
 		}
 		t := in[op.input]
+		where := op.kind == 'w' || op.kind == 'W'
 		want := tensor.Float32
-		if op.kind != '+' {
+		if where {
 			want = tensor.Bool
 		}
 		if t == nil || t.DType != want {
@@ -122,7 +124,7 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 		if !ok {
 			return nil, false, nil
 		}
-		if op.kind != '+' {
+		if where {
 			bo.planReplace(op.kind, nk)
 		}
 		operands[op.input] = bo
@@ -279,6 +281,37 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 				c := bo.t.F32[off]
 				for j := range row {
 					row[j] += c
+				}
+			}
+		case '-', 'x', 'd':
+			// Subtracted biases, and scalings by a tensor: usually one value per matrix (a
+			// per-head temperature) or per row, so the constant case is the vector one.
+			bo := &operands[op.input]
+			off := bo.base[b] + i*bo.rs + k0*bo.cs
+			if bo.cs == 0 {
+				c := bo.t.F32[off]
+				switch op.kind {
+				case '-':
+					for j := range row {
+						row[j] -= c
+					}
+				case 'x':
+					vec.Scale(row, c)
+				default:
+					vec.DivScalar(row, c)
+				}
+				continue
+			}
+			src := bo.t.F32[off:]
+			for j := range row {
+				o := src[j*bo.cs]
+				switch op.kind {
+				case '-':
+					row[j] -= o
+				case 'x':
+					row[j] *= o
+				default:
+					row[j] /= o
 				}
 			}
 		case 'w', 'W':

@@ -93,10 +93,15 @@ func (p *Program) fuse() {
 		if f.dead[i] || p.plan.Steps[i].Node.Op != "Softmax" {
 			continue
 		}
-		if g, st, ok := f.matchAttention(i); ok {
+		note := FusionNote{Pattern: "attention", Node: p.plan.Steps[i].Node.Name, Op: "Softmax"}
+		if g, st, why := f.matchAttention(i); why == "" {
 			f.commit(g, st, replaced)
 			p.fusions["attention"]++
+			note.Fused = "attention"
+		} else {
+			note.Why = why
 		}
+		p.notes = append(p.notes, note)
 	}
 	for i := range p.plan.Steps {
 		if f.dead[i] || p.plan.Steps[i].Node.Op != "ReduceSum" {
@@ -111,10 +116,15 @@ func (p *Program) fuse() {
 		if op := p.plan.Steps[i].Node.Op; f.dead[i] || (op != "MatMul" && op != "Gemm") {
 			continue
 		}
+		note := FusionNote{Pattern: "linear", Node: p.plan.Steps[i].Node.Name, Op: p.plan.Steps[i].Node.Op}
 		if g, st, kind, ok := f.matchLinear(i); ok {
 			f.commit(g, st, replaced)
 			p.fusions[kind]++
+			note.Fused = kind
+		} else {
+			note.Why = f.linearWhyNot(i)
 		}
+		p.notes = append(p.notes, note)
 	}
 	// After the linears, so that a residual Add a linear step can absorb stays with it.
 	for i := range p.plan.Steps {
@@ -129,6 +139,20 @@ func (p *Program) fuse() {
 	f.splitSlices(replaced)
 	f.mergeSiblings(replaced)
 	p.rebuild(replaced, f.dead)
+}
+
+// linearWhyNot says why the MatMul or Gemm step i did not fuse as a linear layer.
+func (f *fuser) linearWhyNot(i int) string {
+	in := f.p.plan.Steps[i].In
+	switch {
+	case len(in) < 2 || !f.runtime(in[0]):
+		return "its left operand is not a run-time value"
+	case f.constF32(in[1]) == nil:
+		return "its right operand is a run-time value, not a constant weight matrix"
+	case len(f.constF32(in[1]).Shape) != 2:
+		return fmt.Sprintf("its weight has rank %d, not 2", len(f.constF32(in[1]).Shape))
+	}
+	return "its attributes or bias (Gemm's transA, alpha, beta, C) are outside the fused linear's"
 }
 
 // stepGraph returns, per slot, the steps that read it (once per input position), the step
