@@ -115,7 +115,7 @@ func attnForms() []attnForm {
 		}},
 		{"pytorch-batch-heads", func(b *graph.Builder, x, pad string, lin func(string) string) string {
 			// PyTorch's layout: (n, B·h, dk) heads, Q scaled first, 3-D products, softmax axis 2
-			xt := b.Transpose(x, 1, 0, 2) // (n, B, d)
+			xt := b.Transpose(x, 1, 0, 2)                                                               // (n, B, d)
 			split := func(y string) string { return b.Transpose(b.Reshape(y, 0, -1, formDK), 1, 0, 2) } // (B·h, n, dk)
 			q := b.Mul(split(lin(xt)), b.ConstFloat(1/sq))
 			kT := b.Transpose(b.Reshape(lin(xt), 0, -1, formDK), 1, 2, 0) // (B·h, dk, n)
