@@ -112,6 +112,14 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 			continue
 		}
 		t := in[op.input]
+		if op.kind == 'r' {
+			bo, ok := planRelBias(op.rb, t, batch, nq, nk)
+			if !ok {
+				return nil, false, nil
+			}
+			operands[op.input] = bo
+			continue
+		}
 		where := op.kind == 'w' || op.kind == 'W'
 		want := tensor.Float32
 		if where {
@@ -283,6 +291,12 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 					row[j] += c
 				}
 			}
+		case 'r':
+			// the relative bias of distances k0 − i … k0 + len(row) − 1 − i, contiguous
+			bo := &operands[op.input]
+			t := bo.rel[b]
+			lo := k0 - i + bo.rs
+			vec.Add(row, row, t[lo:lo+len(row)])
 		case '-', 'x', 'd':
 			// Subtracted biases, and scalings by a tensor: usually one value per matrix (a
 			// per-head temperature) or per row, so the constant case is the vector one.
@@ -336,4 +350,28 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 			}
 		}
 	}
+}
+
+// planRelBias tabulates the relative bias rb for each score matrix (batch×nq×nk): rel[b]
+// holds the bias at distance j − i at index j − i + nq − 1, and rs is nq − 1. n is the
+// sequence length the graph built the bias for; ok is false unless it is nq and nk (the
+// bias is then the graph's n×n one) and the slopes broadcast to the matrices.
+func planRelBias(rb *relBias, n *tensor.Tensor, batch []int, nq, nk int) (bcastOperand, bool) {
+	if n == nil || n.DType != tensor.Int64 || len(n.I64) != 1 || n.I64[0] != int64(nq) || nq != nk {
+		return bcastOperand{}, false
+	}
+	bo, ok := planOperand(rb.slopes, batch, nq, nk)
+	if !ok || bo.rs != 0 || bo.cs != 0 {
+		return bcastOperand{}, false
+	}
+	tables := map[int][]float32{}
+	bo.rel = make([][]float32, len(bo.base))
+	for b, off := range bo.base {
+		if tables[off] == nil {
+			tables[off] = rb.table(rb.slopes.F32[off], nq, nk, nil)
+		}
+		bo.rel[b] = tables[off]
+	}
+	bo.rs = nq - 1
+	return bo, true
 }

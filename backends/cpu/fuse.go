@@ -67,6 +67,8 @@ type fuser struct {
 	consumer [][]int
 	dead     []bool
 	linears  []fusedLinear // fused linear steps whose only run-time input is x, in order
+	// relBiases counts the attention steps that compute a relative-position bias themselves.
+	relBiases int
 }
 
 // fusedLinear is a fused linear step with no input besides x, scheduled at step index at.
@@ -94,10 +96,15 @@ func (p *Program) fuse() {
 			continue
 		}
 		note := FusionNote{Pattern: "attention", Node: p.plan.Steps[i].Node.Name, Op: "Softmax"}
+		rel := f.relBiases
 		if g, st, why := f.matchAttention(i); why == "" {
 			f.commit(g, st, replaced)
 			p.fusions["attention"]++
 			note.Fused = "attention"
+			if st.Node.Op == "FusedAttention" && f.relBiases > rel {
+				p.fusions["attention+relbias"]++
+				note.Fused = "attention+relbias"
+			}
 		} else {
 			note.Why = why
 		}
@@ -139,6 +146,9 @@ func (p *Program) fuse() {
 	f.splitSlices(replaced)
 	f.mergeSiblings(replaced)
 	p.rebuild(replaced, f.dead)
+	if f.relBiases > 0 {
+		p.dropUnread()
+	}
 }
 
 // linearWhyNot says why the MatMul or Gemm step i did not fuse as a linear layer.

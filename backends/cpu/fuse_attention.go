@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -15,10 +16,13 @@ type scoreOp struct {
 	kind  byte
 	c     float32 // the scalar for '/', '*' and Where's constant
 	input int     // index of the operand among the fused step's inputs (tensor kinds)
+	// rb is the compact relative-position bias of kind 'r', whose input is the slot holding
+	// the sequence length n the bias was built for (fuse_relbias.go).
+	rb *relBias
 }
 
 // operandKinds are the score ops that read a tensor operand.
-const operandKinds = "+-xdwW"
+const operandKinds = "+-xdwWr"
 
 // divOp is the score op for a division by c: a multiplication by 1/c when that is a power of
 // two whose reciprocal is a normal float32 (√64 = 8 for the usual head size), since x·2⁻ᵏ
@@ -71,6 +75,20 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 		return nil, step{}, why
 	}
 	group = append([]int{sm, pv}, steps...)
+	// A relative-position bias built from the positions is computed in the kernel from its
+	// compact form; its steps stay in the program for other readers (dropped when none is
+	// left) and join the fallback, which rebuilds it.
+	var biasSteps []int
+	for j, op := range ops {
+		if op.kind != '+' {
+			continue
+		}
+		if rb, n, bs, ok := f.matchRelBias(operands[op.input]); ok {
+			ops[j].kind, ops[j].rb = 'r', rb
+			operands[op.input] = n
+			biasSteps = append(biasSteps, bs...)
+		}
+	}
 	// Head splits and merges around the products (Transpose steps) are absorbed: the fast
 	// path reads Q, K and V and writes the output through strides instead of copies.
 	var perms [3][]int
@@ -100,7 +118,11 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
 		return attentionFast(e, in, ops, perms, outPerm, axis)
 	}
-	return group, f.newFused("FusedAttention", group, ext, out, fast, nil), ""
+	sub := slices.Compact(slices.Sorted(slices.Values(append(append([]int(nil), group...), biasSteps...))))
+	if len(biasSteps) > 0 {
+		f.relBiases++
+	}
+	return group, f.newFused("FusedAttention", sub, ext, out, fast, nil), ""
 }
 
 // isOperandKind reports whether a score op of kind k reads a tensor operand.
