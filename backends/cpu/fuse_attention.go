@@ -78,17 +78,41 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 	// A relative-position bias built from the positions is computed in the kernel from its
 	// compact form; its steps stay in the program for other readers (dropped when none is
 	// left) and join the fallback, which rebuilds it.
+	// A bias that is the sum of such a bias and another (T5's shared bias holds the padding
+	// mask too) becomes two score ops, the relative one first: s + (r + m) is (s + r) + m up
+	// to rounding, and exactly so for a mask of zeros and −∞.
 	var biasSteps []int
-	for j, op := range ops {
+	split := ops[:0:0]
+	for _, op := range ops {
 		if op.kind != '+' {
+			split = append(split, op)
 			continue
 		}
-		if rb, n, bs, ok := f.matchRelBias(operands[op.input]); ok {
-			ops[j].kind, ops[j].rb = 'r', rb
+		x := operands[op.input]
+		if rb, n, bs, ok := f.matchRelBias(x); ok {
 			operands[op.input] = n
+			split = append(split, scoreOp{kind: 'r', input: op.input, rb: rb})
 			biasSteps = append(biasSteps, bs...)
+			continue
 		}
+		if add, ai, ok := f.prod(x); ok && add.Node.Op == "Add" && len(add.In) == 2 && add.In[0] >= 0 && add.In[1] >= 0 {
+			matched := false
+			for j := 0; j < 2 && !matched; j++ {
+				if rb, n, bs, ok := f.matchRelBias(add.In[j]); ok {
+					operands[op.input] = n
+					split = append(split, scoreOp{kind: 'r', input: op.input, rb: rb}, scoreOp{kind: '+', input: len(operands)})
+					operands = append(operands, add.In[1-j])
+					biasSteps = append(append(biasSteps, ai), bs...)
+					matched = true
+				}
+			}
+			if matched {
+				continue
+			}
+		}
+		split = append(split, op)
 	}
+	ops = split
 	// Head splits and merges around the products (Transpose steps) are absorbed: the fast
 	// path reads Q, K and V and writes the output through strides instead of copies.
 	var perms [3][]int

@@ -66,3 +66,52 @@ func TestRelBiasKernel(t *testing.T) {
 		}
 	}
 }
+
+// TestBucketBiasKernel checks T5's bucketed form the same way: the tabulated bias of each
+// head equals emb[lut[clamp(sign·(j − i), ±D) + D], h], element by element, on sizes 1, odd,
+// below and beyond D and the key block.
+func TestBucketBiasKernel(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	const heads, buckets, D = 3, 6, 9
+	emb := randF32(r, buckets, heads)
+	lut := make([]int64, 2*D+1)
+	for i := range lut {
+		lut[i] = r.Int63n(buckets)
+	}
+	idx, _ := tensor.FromFloat32([]float32{0, 1, 2}, 1, heads, 1, 1)
+	for _, n := range []int{1, 5, 20, 515} {
+		for _, sign := range []int{1, -1} {
+			rb := &relBias{slopes: idx, sign: sign, emb: emb, lut: lut, maxDist: D}
+			nt, _ := tensor.FromInt64([]int64{int64(n)})
+			bo, ok := planRelBias(rb, nt, []int{2, heads}, n, n)
+			if !ok {
+				t.Fatalf("n %d: refused", n)
+			}
+			ops := []scoreOp{{kind: 'r', input: 0, rb: rb}}
+			row := make([]float32, attnKBlock)
+			for b := 0; b < 2*heads; b++ {
+				for i := 0; i < n; i++ {
+					for k0 := 0; k0 < n; k0 += attnKBlock {
+						cols := min(attnKBlock, n-k0)
+						clear(row)
+						applyScoreOps(row[:cols], ops, []bcastOperand{bo}, b, i, k0)
+						for j := 0; j < cols; j++ {
+							rel := min(max(sign*(k0+j-i), -D), D)
+							if want := emb.F32[int(lut[rel+D])*heads+b%heads]; row[j] != want {
+								t.Fatalf("n %d sign %d matrix %d (%d, %d): %g, want %g", n, sign, b, i, k0+j, row[j], want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func randF32(r *rand.Rand, shape ...int) *tensor.Tensor {
+	x, _ := tensor.New(tensor.Float32, shape...)
+	for i := range x.F32 {
+		x.F32[i] = float32(r.NormFloat64())
+	}
+	return x
+}
