@@ -22,12 +22,14 @@ import (
 //     with a constant W (either orientation) and a constant bias row, as PyTorch exports the
 //     attention output projection. The fused step runs the GEMM and applies bias and
 //     activation to each output tile while it is in cache.
-//   - attention: MatMul(Q, Kᵀ), then any chain of Div or Mul by a scalar constant and Add of
-//     a mask bias (or Where(mask, s, const)), then Softmax over the last axis, then MatMul
-//     with V. The fused step is the tiled online-softmax kernel of attention.go, which never
-//     materialises the n×n score matrix. (A scale that PyTorch applies to Q before the
-//     product joins the score ops when it is a power of two, see qScale; any other stays
-//     the separate, cheap elementwise step it is.)
+//   - attention: MatMul(Q, Kᵀ), then any chain of scalings (Mul or Div by a scalar or a
+//     broadcast tensor), additive biases and masks (Add, Sub, Where(mask, s, const)), then
+//     Softmax over the last axis, then MatMul with V, whatever the node names; scalings of
+//     Q or Kᵀ before the product, and the Transposes of head splits and merges, join it
+//     (fuse_attention.go). The fused step is the tiled online-softmax kernel of
+//     attention.go, which never materialises the n×n score matrix. A relative-position bias
+//     built from Range positions (ALiBi's slope·|j − i|, T5's bucketed table) is computed
+//     in the kernel from its compact form and its n×n steps dropped (fuse_relbias.go).
 //   - permuted residual: Add of a run-time value and a Transpose that keeps the last axis,
 //     optionally followed by LayerNormalization, as PyTorch's batch-first attention block
 //     ends; one pass over rows reads the transposed rows in place.
@@ -41,7 +43,8 @@ import (
 // Fusions reports the patterns fused at compile time and how often each was found:
 // "linear", "linear+relu", "linear+gelu" (each also with "+residual" when an Add of
 // another run-time value follows, and then "+layernorm" when a LayerNormalization of the
-// sum follows), "matmul" (a product by a constant matrix with no bias) and "attention";
+// sum follows), "matmul" (a product by a constant matrix with no bias) and "attention"
+// ("attention+relbias" counts those among them that compute a relative bias themselves);
 // "transpose+residual" (and "transpose+residual+layernorm") counts residual Adds of a
 // transposed value, with the LayerNorm after them, run as one pass over rows;
 // "shared-input" counts the groups of such linear steps (without a residual) that read the

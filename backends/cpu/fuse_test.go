@@ -627,9 +627,9 @@ func TestShapeOfTranspose(t *testing.T) {
 }
 
 // TestFusedAttentionQScale checks attention whose Q is scaled before the product, as
-// PyTorch exports it: by a power of two (Div by 8, Mul by 0.25) the scale moves onto the
-// scores and Q's head split is read through strides, by another factor (Div by 3) it stays
-// a step of its own; either way fused and unfused agree.
+// PyTorch exports it: by a power of two (Div by 8, Mul by 0.25) or another factor (Div by
+// 3) the scale moves onto the scores and Q's head split is read through strides, and fused
+// and unfused agree.
 func TestFusedAttentionQScale(t *testing.T) {
 	r := rand.New(rand.NewSource(17))
 	const bh, n, dk = 6, 45, 16
