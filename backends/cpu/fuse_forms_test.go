@@ -264,3 +264,49 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// TestRelBiasFallback checks the in-kernel ALiBi bias where the positions come from a length
+// fed at run time: at the score matrix's length the bias is computed in the kernel (its
+// steps gone from the program), at another length that still broadcasts (1) the fused step
+// runs its fallback, which rebuilds the bias; both agree with the reference evaluation.
+func TestRelBiasFallback(t *testing.T) {
+	b := graph.NewBuilder("alibi")
+	dims := []graph.Dim{graph.Sym("b"), graph.Fixed(2), graph.Sym("n"), graph.Fixed(8)}
+	q := b.Input("q", tensor.Float32, dims...)
+	k := b.Input("k", tensor.Float32, dims...)
+	v := b.Input("v", tensor.Float32, dims...)
+	m := b.Input("len", tensor.Int64)
+	pos := b.Op("Range", []string{b.Const(tensor.Scalar64(0)), m, b.Const(tensor.Scalar64(1))}, nil)
+	dist := b.Op("Abs", []string{b.Sub(b.Unsqueeze(pos, 0), b.Unsqueeze(pos, 1))}, nil)
+	slopes, _ := tensor.FromFloat32([]float32{-0.5, -0.25}, 2, 1, 1)
+	bias := b.Mul(b.Op("Cast", []string{dist}, graph.Attrs{"to": graph.Int(int64(tensor.Float32))}), b.Const(slopes))
+	s := b.Add(b.Div(b.MatMul(q, b.Transpose(k, 0, 1, 3, 2)), b.ConstFloat(float32(math.Sqrt(8)))), bias)
+	b.Output("y", b.MatMul(b.Softmax(s, -1), v), tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := p.(*cpu.Program)
+	if fu := prog.Fusions(); fu["attention+relbias"] != 1 || slices.Contains(prog.Kernels(), "Abs") {
+		t.Fatalf("fusions %v, steps %v", fu, prog.Kernels())
+	}
+	r := rand.New(rand.NewSource(31))
+	for _, c := range []struct{ n, m int }{{1, 1}, {9, 9}, {600, 600}, {9, 1}} {
+		in := map[string]*tensor.Tensor{"q": randT(r, 2, 2, c.n, 8), "k": randT(r, 2, 2, c.n, 8), "v": randT(r, 2, 2, c.n, 8), "len": tensor.Scalar64(int64(c.m))}
+		got, err := prog.Run(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := g.Eval(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := maxDiff(got["y"], want["y"]); !ok || d > 1e-5 {
+			t.Errorf("n %d, len %d: fused and reference differ by %g", c.n, c.m, d)
+		}
+	}
+}
