@@ -43,7 +43,8 @@ import (
 // Fusions reports the patterns fused at compile time and how often each was found:
 // "linear", "linear+relu", "linear+gelu" (each also with "+residual" when an Add of
 // another run-time value follows, and then "+layernorm" when a LayerNormalization of the
-// sum follows), "matmul" (a product by a constant matrix with no bias) and "attention"
+// sum follows), "matmul" (a product by a constant matrix with no bias, with the same
+// "+residual" and "+layernorm" suffixes) and "attention"
 // ("attention+relbias" counts those among them that compute a relative bias themselves);
 // "transpose+residual" (and "transpose+residual+layernorm") counts residual Adds of a
 // transposed value, with the LayerNorm after them, run as one pass over rows;
