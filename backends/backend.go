@@ -102,6 +102,14 @@ type StepTime struct {
 	IOBytes int64
 }
 
+// CompileReporter is implemented by a Program that can say what its compiler made of the
+// graph: the steps it runs, which fusions applied and why the others did not. CompileReport
+// returns that as human-readable lines, each ending in a newline (empty when there is
+// nothing to say). `zoo run --verbose` prints it; a profiler may too.
+type CompileReporter interface {
+	CompileReport() string
+}
+
 // UnsupportedOpError names an op (and the node using it) that a backend cannot run.
 type UnsupportedOpError struct {
 	Backend string

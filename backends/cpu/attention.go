@@ -76,8 +76,9 @@ func (p *attnPacks) grow(n int) {
 // V (…, nk, dv) with equal batch dimensions, each given as the source of a chain of
 // Transposes with the composed permutation perms[j] (nil: none), then the operands of ops.
 // When outPerm is set the result is Transpose(attention, outPerm), written in place. It
-// returns ok false for anything else (the fused step then runs the original steps).
-func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, outPerm []int) (*tensor.Tensor, bool, error) {
+// axis is the softmax's axis attribute, which must name the last axis. It returns ok false
+// for anything else (the fused step then runs the original steps).
+func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, outPerm []int, axis int) (*tensor.Tensor, bool, error) {
 	q, kt, v := in[0], in[1], in[2]
 	if q == nil || kt == nil || v == nil || q.DType != tensor.Float32 || kt.DType != tensor.Float32 || v.DType != tensor.Float32 {
 		return nil, false, nil
@@ -89,7 +90,7 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 		return nil, false, nil
 	}
 	r := len(qShape)
-	if r < 2 || len(kShape) != r || len(vShape) != r {
+	if r < 2 || len(kShape) != r || len(vShape) != r || (axis != -1 && axis != r-1) {
 		return nil, false, nil
 	}
 	batch := qShape[:r-2]
@@ -107,12 +108,21 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 	}
 	operands := make([]bcastOperand, len(in))
 	for _, op := range ops {
-		if op.kind != '+' && op.kind != 'w' && op.kind != 'W' {
+		if !isOperandKind(op.kind) {
 			continue
 		}
 		t := in[op.input]
+		if op.kind == 'r' {
+			bo, ok := planRelBias(op.rb, t, batch, nq, nk)
+			if !ok {
+				return nil, false, nil
+			}
+			operands[op.input] = bo
+			continue
+		}
+		where := op.kind == 'w' || op.kind == 'W'
 		want := tensor.Float32
-		if op.kind != '+' {
+		if where {
 			want = tensor.Bool
 		}
 		if t == nil || t.DType != want {
@@ -122,7 +132,7 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 		if !ok {
 			return nil, false, nil
 		}
-		if op.kind != '+' {
+		if where {
 			bo.planReplace(op.kind, nk)
 		}
 		operands[op.input] = bo
@@ -281,6 +291,43 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 					row[j] += c
 				}
 			}
+		case 'r':
+			// the relative bias of distances k0 − i … k0 + len(row) − 1 − i, contiguous
+			bo := &operands[op.input]
+			t := bo.rel[b]
+			lo := k0 - i + bo.rs
+			vec.Add(row, row, t[lo:lo+len(row)])
+		case '-', 'x', 'd':
+			// Subtracted biases, and scalings by a tensor: usually one value per matrix (a
+			// per-head temperature) or per row, so the constant case is the vector one.
+			bo := &operands[op.input]
+			off := bo.base[b] + i*bo.rs + k0*bo.cs
+			if bo.cs == 0 {
+				c := bo.t.F32[off]
+				switch op.kind {
+				case '-':
+					for j := range row {
+						row[j] -= c
+					}
+				case 'x':
+					vec.Scale(row, c)
+				default:
+					vec.DivScalar(row, c)
+				}
+				continue
+			}
+			src := bo.t.F32[off:]
+			for j := range row {
+				o := src[j*bo.cs]
+				switch op.kind {
+				case '-':
+					row[j] -= o
+				case 'x':
+					row[j] *= o
+				default:
+					row[j] /= o
+				}
+			}
 		case 'w', 'W':
 			bo := &operands[op.input]
 			if bo.replace != nil {
@@ -303,4 +350,28 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 			}
 		}
 	}
+}
+
+// planRelBias tabulates the relative bias rb for each score matrix (batch×nq×nk): rel[b]
+// holds the bias at distance j − i at index j − i + nq − 1, and rs is nq − 1. n is the
+// sequence length the graph built the bias for; ok is false unless it is nq and nk (the
+// bias is then the graph's n×n one) and the slopes broadcast to the matrices.
+func planRelBias(rb *relBias, n *tensor.Tensor, batch []int, nq, nk int) (bcastOperand, bool) {
+	if n == nil || n.DType != tensor.Int64 || len(n.I64) != 1 || n.I64[0] != int64(nq) || nq != nk {
+		return bcastOperand{}, false
+	}
+	bo, ok := planOperand(rb.slopes, batch, nq, nk)
+	if !ok || bo.rs != 0 || bo.cs != 0 {
+		return bcastOperand{}, false
+	}
+	tables := map[int][]float32{}
+	bo.rel = make([][]float32, len(bo.base))
+	for b, off := range bo.base {
+		if tables[off] == nil {
+			tables[off] = rb.table(rb.slopes.F32[off], nq, nk, nil)
+		}
+		bo.rel[b] = tables[off]
+	}
+	bo.rs = nq - 1
+	return bo, true
 }

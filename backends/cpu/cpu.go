@@ -138,6 +138,7 @@ type Program struct {
 	closed  bool
 	pool    *bufPool       // recycles activation buffers across the steps of a Run
 	fusions map[string]int // fused patterns found at compile time, by kind
+	notes   []FusionNote   // the fusion candidates and what became of them (Report)
 }
 
 // newProgram plans g through the shared compile step with the CPU's kernels, which also
@@ -189,7 +190,7 @@ func (p *Program) fuseOrNot() {
 	saved := append([]step(nil), p.plan.Steps...)
 	defer func() {
 		if r := recover(); r != nil {
-			p.plan.Steps, p.fusions = saved, map[string]int{}
+			p.plan.Steps, p.fusions, p.notes = saved, map[string]int{}, nil
 		}
 	}()
 	p.fuse()

@@ -23,12 +23,14 @@ import (
 //     with a constant W (either orientation) and a constant bias row, as PyTorch exports the
 //     attention output projection. The fused step runs the GEMM and applies bias and
 //     activation to each output tile while it is in cache.
-//   - attention: MatMul(Q, Kᵀ), then any chain of Div or Mul by a scalar constant and Add of
-//     a mask bias (or Where(mask, s, const)), then Softmax over the last axis, then MatMul
-//     with V. The fused step is the tiled online-softmax kernel of attention.go, which never
-//     materialises the n×n score matrix. (A scale that PyTorch applies to Q before the
-//     product joins the score ops when it is a power of two, see qScale; any other stays
-//     the separate, cheap elementwise step it is.)
+//   - attention: MatMul(Q, Kᵀ), then any chain of scalings (Mul or Div by a scalar or a
+//     broadcast tensor), additive biases and masks (Add, Sub, Where(mask, s, const)), then
+//     Softmax over the last axis, then MatMul with V, whatever the node names; scalings of
+//     Q or Kᵀ before the product, and the Transposes of head splits and merges, join it
+//     (fuse_attention.go). The fused step is the tiled online-softmax kernel of
+//     attention.go, which never materialises the n×n score matrix. A relative-position bias
+//     built from Range positions (ALiBi's slope·|j − i|, T5's bucketed table) is computed
+//     in the kernel from its compact form and its n×n steps dropped (fuse_relbias.go).
 //   - permuted residual: Add of a run-time value and a Transpose that keeps the last axis,
 //     optionally followed by LayerNormalization, as PyTorch's batch-first attention block
 //     ends; one pass over rows reads the transposed rows in place.
@@ -42,7 +44,9 @@ import (
 // Fusions reports the patterns fused at compile time and how often each was found:
 // "linear", "linear+relu", "linear+gelu" (each also with "+residual" when an Add of
 // another run-time value follows, and then "+layernorm" when a LayerNormalization of the
-// sum follows), "matmul" (a product by a constant matrix with no bias) and "attention";
+// sum follows), "matmul" (a product by a constant matrix with no bias, with the same
+// "+residual" and "+layernorm" suffixes) and "attention"
+// ("attention+relbias" counts those among them that compute a relative bias themselves);
 // "transpose+residual" (and "transpose+residual+layernorm") counts residual Adds of a
 // transposed value, with the LayerNorm after them, run as one pass over rows;
 // "shared-input" counts the groups of such linear steps (without a residual) that read the
@@ -68,6 +72,8 @@ type fuser struct {
 	consumer [][]int
 	dead     []bool
 	linears  []fusedLinear // fused linear steps whose only run-time input is x, in order
+	// relBiases counts the attention steps that compute a relative-position bias themselves.
+	relBiases int
 }
 
 // fusedLinear is a fused linear step with no input besides x, scheduled at step index at.
@@ -94,10 +100,20 @@ func (p *Program) fuse() {
 		if f.dead[i] || p.plan.Steps[i].Node.Op != "Softmax" {
 			continue
 		}
-		if g, st, ok := f.matchAttention(i); ok {
+		note := FusionNote{Pattern: "attention", Node: p.plan.Steps[i].Node.Name, Op: "Softmax"}
+		rel := f.relBiases
+		if g, st, why := f.matchAttention(i); why == "" {
 			f.commit(g, st, replaced)
 			p.fusions["attention"]++
+			note.Fused = "attention"
+			if st.Node.Op == "FusedAttention" && f.relBiases > rel {
+				p.fusions["attention+relbias"]++
+				note.Fused = "attention+relbias"
+			}
+		} else {
+			note.Why = why
 		}
+		p.notes = append(p.notes, note)
 	}
 	for i := range p.plan.Steps {
 		if f.dead[i] || p.plan.Steps[i].Node.Op != "ReduceSum" {
@@ -112,10 +128,15 @@ func (p *Program) fuse() {
 		if op := p.plan.Steps[i].Node.Op; f.dead[i] || (op != "MatMul" && op != "Gemm") {
 			continue
 		}
+		note := FusionNote{Pattern: "linear", Node: p.plan.Steps[i].Node.Name, Op: p.plan.Steps[i].Node.Op}
 		if g, st, kind, ok := f.matchLinear(i); ok {
 			f.commit(g, st, replaced)
 			p.fusions[kind]++
+			note.Fused = kind
+		} else {
+			note.Why = f.linearWhyNot(i)
 		}
+		p.notes = append(p.notes, note)
 	}
 	// After the linears, so that a residual Add a linear step can absorb stays with it.
 	for i := range p.plan.Steps {
@@ -130,6 +151,23 @@ func (p *Program) fuse() {
 	f.splitSlices(replaced)
 	f.mergeSiblings(replaced)
 	p.rebuild(replaced, f.dead)
+	if f.relBiases > 0 {
+		p.dropUnread()
+	}
+}
+
+// linearWhyNot says why the MatMul or Gemm step i did not fuse as a linear layer.
+func (f *fuser) linearWhyNot(i int) string {
+	in := f.p.plan.Steps[i].In
+	switch {
+	case len(in) < 2 || !f.runtime(in[0]):
+		return "its left operand is not a run-time value"
+	case f.constF32(in[1]) == nil:
+		return "its right operand is a run-time value, not a constant weight matrix"
+	case len(f.constF32(in[1]).Shape) != 2:
+		return fmt.Sprintf("its weight has rank %d, not 2", len(f.constF32(in[1]).Shape))
+	}
+	return "its attributes or bias (Gemm's transA, alpha, beta, C) are outside the fused linear's"
 }
 
 // stepGraph returns, per slot, the steps that read it (once per input position), the step

@@ -1,7 +1,9 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
+	"slices"
 
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -9,10 +11,18 @@ import (
 
 // scoreOp is one elementwise step between the score product and the softmax.
 type scoreOp struct {
-	kind  byte    // '/', '*', '+' (add operand), 'w' (Where(cond, s, c)), 'W' (Where(cond, c, s))
+	// kind is '/', '*' (by the scalar c), '+', '-', 'x' (multiply), 'd' (divide) by a tensor
+	// operand broadcast to the scores, 'w' (Where(cond, s, c)) or 'W' (Where(cond, c, s)).
+	kind  byte
 	c     float32 // the scalar for '/', '*' and Where's constant
-	input int     // index of the operand among the fused step's inputs ('+', 'w', 'W')
+	input int     // index of the operand among the fused step's inputs (tensor kinds)
+	// rb is the compact relative-position bias of kind 'r', whose input is the slot holding
+	// the sequence length n the bias was built for (fuse_relbias.go).
+	rb *relBias
 }
+
+// operandKinds are the score ops that read a tensor operand.
+const operandKinds = "+-xdwWr"
 
 // divOp is the score op for a division by c: a multiplication by 1/c when that is a power of
 // two whose reciprocal is a normal float32 (√64 = 8 for the usual head size), since x·2⁻ᵏ
@@ -27,36 +37,95 @@ func divOp(c float32) scoreOp {
 	return scoreOp{kind: '/', c: c}
 }
 
-// matchAttention matches MatMul(Q, Kᵀ) → scalar/mask chain → Softmax(-1) → MatMul(·, V)
-// around the Softmax step sm.
-func (f *fuser) matchAttention(sm int) (group []int, st step, ok bool) {
+// Attention is recognised by what it computes, not by how a graph writes it: the anchor is
+// a Softmax over the last axis read only by a MatMul with V, and from the softmax's input
+// the walk goes back through any chain of elementwise score ops to the score MatMul(Q, Kᵀ).
+// Score ops are scalings (Mul or Div by a scalar constant, or by a tensor that broadcasts
+// to the scores: a per-head temperature, a run-time √dk), additive biases and masks (Add or
+// Sub of a broadcast tensor, however it was built: Where, Sub and Mul forms of a key-padding
+// mask are computed before the chain and only their result is read), and Where(mask, s, c).
+// Q and Kᵀ are then followed back through Transposes (head split layouts, Kᵀ itself) and
+// scalings by a scalar constant, in any order (PyTorch scales Q, scaled_dot_product exports
+// scale both Q and Kᵀ by √scale): a scaling commutes with a transpose, so it moves onto the
+// scores, and the scaled copy of Q or K disappears. A factor that is not a power of two
+// then rounds once on the score instead of once on each Q element, which changes the
+// result in the last bits only. Node names play no part.
+
+// matchAttention matches MatMul(Q, Kᵀ) → score ops → Softmax(last axis) → MatMul(·, V)
+// around the Softmax step sm. When it does not match, why says what stopped it.
+func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 	p := f.p
-	if p.plan.Steps[sm].Node.Int("axis", -1) != -1 || len(p.plan.Steps[sm].In) != 1 {
-		return nil, step{}, false
+	// A positive axis (PyTorch writes 3 for rank 4) is checked against the rank at run time.
+	axis := int(p.plan.Steps[sm].Node.Int("axis", -1))
+	if len(p.plan.Steps[sm].In) != 1 || p.plan.Steps[sm].In[0] < 0 {
+		return nil, step{}, "the softmax has no single input"
+	}
+	if axis < -1 {
+		return nil, step{}, fmt.Sprintf("the softmax runs over axis %d, not the last (keys) axis", axis)
 	}
 	pv, ok := f.single(f.outOf(sm))
-	if !ok || p.plan.Steps[pv].Node.Op != "MatMul" || p.plan.Steps[pv].In[0] != f.outOf(sm) {
-		return nil, step{}, false
-	}
-	ops, operands, steps, q, kt, ok := f.walkScores(p.plan.Steps[sm].In[0], sm, 0)
 	if !ok {
-		return nil, step{}, false
+		return nil, step{}, "the probabilities have more than one reader, or are an output or kept value"
+	}
+	if p.plan.Steps[pv].Node.Op != "MatMul" || p.plan.Steps[pv].In[0] != f.outOf(sm) {
+		return nil, step{}, fmt.Sprintf("the probabilities are read by %s %q, not as the left operand of a MatMul with V", p.plan.Steps[pv].Node.Op, p.plan.Steps[pv].Node.Name)
+	}
+	ops, operands, steps, q, kt, why := f.walkScores(p.plan.Steps[sm].In[0], sm, 0)
+	if why != "" {
+		return nil, step{}, why
 	}
 	group = append([]int{sm, pv}, steps...)
-	if x, c, si, ok := f.qScale(q); ok {
-		ops = append([]scoreOp{{kind: '*', c: c}}, ops...)
-		group = append(group, si)
-		q = x
+	// A relative-position bias built from the positions is computed in the kernel from its
+	// compact form; its steps stay in the program for other readers (dropped when none is
+	// left) and join the fallback, which rebuilds it.
+	// A bias that is the sum of such a bias and another (T5's shared bias holds the padding
+	// mask too) becomes two score ops, the relative one first: s + (r + m) is (s + r) + m up
+	// to rounding, and exactly so for a mask of zeros and −∞.
+	var biasSteps []int
+	split := ops[:0:0]
+	for _, op := range ops {
+		if op.kind != '+' {
+			split = append(split, op)
+			continue
+		}
+		x := operands[op.input]
+		if rb, n, bs, ok := f.matchRelBias(x); ok {
+			operands[op.input] = n
+			split = append(split, scoreOp{kind: 'r', input: op.input, rb: rb})
+			biasSteps = append(biasSteps, bs...)
+			continue
+		}
+		if add, ai, ok := f.prod(x); ok && add.Node.Op == "Add" && len(add.In) == 2 && add.In[0] >= 0 && add.In[1] >= 0 {
+			matched := false
+			for j := 0; j < 2 && !matched; j++ {
+				if rb, n, bs, ok := f.matchRelBias(add.In[j]); ok {
+					operands[op.input] = n
+					split = append(split, scoreOp{kind: 'r', input: op.input, rb: rb}, scoreOp{kind: '+', input: len(operands)})
+					operands = append(operands, add.In[1-j])
+					biasSteps = append(append(biasSteps, ai), bs...)
+					matched = true
+				}
+			}
+			if matched {
+				continue
+			}
+		}
+		split = append(split, op)
 	}
+	ops = split
 	// Head splits and merges around the products (Transpose steps) are absorbed: the fast
 	// path reads Q, K and V and writes the output through strides instead of copies.
 	var perms [3][]int
 	srcs := []int{q, kt, p.plan.Steps[pv].In[1]}
+	var pre []scoreOp
 	for j, s := range srcs {
-		src, perm, tsteps := f.walkTransposes(s)
+		scalings := j < 2 // V's scaling would scale the output, not the scores
+		src, perm, scale, tsteps := f.walkSource(s, scalings)
 		srcs[j], perms[j] = src, perm
+		pre = append(pre, scale...)
 		group = append(group, tsteps...)
 	}
+	ops = append(pre, ops...)
 	out := f.outOf(pv)
 	var outPerm []int
 	if c, ok := f.single(out); ok && p.plan.Steps[c].Node.Op == "Transpose" && len(p.plan.Steps[c].Out) == 1 && transposePerm(p.plan.Steps[c].Node) != nil {
@@ -66,47 +135,100 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, ok bool) {
 	}
 	ext := append(srcs, operands...)
 	for j := range ops {
-		ops[j].input += 3
+		if isOperandKind(ops[j].kind) {
+			ops[j].input += 3
+		}
 	}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
-		return attentionFast(e, in, ops, perms, outPerm)
+		return attentionFast(e, in, ops, perms, outPerm, axis)
 	}
-	return group, f.newFused("FusedAttention", group, ext, out, fast, nil), true
+	sub := slices.Compact(slices.Sorted(slices.Values(append(append([]int(nil), group...), biasSteps...))))
+	if len(biasSteps) > 0 {
+		f.relBiases++
+	}
+	return group, f.newFused("FusedAttention", sub, ext, out, fast, nil), ""
 }
 
-// qScale recognises Q = x / c or x · c with c a power of two (PyTorch scales Q by 1/√dk
-// before the product, and √64 = 8), Q read only by the product, and returns x, the factor
-// and the scaling step. Scaling Q by a power of two scales every product and partial sum of
-// Q·Kᵀ exactly, so the factor can as well be applied to the scores, and the scaled copy of
-// Q (and the head split copied into it) disappears. The two orders differ only when a
-// scaled value falls into the subnormal range. Other factors stay the separate step.
-func (f *fuser) qScale(q int) (x int, c float32, step int, ok bool) {
+// isOperandKind reports whether a score op of kind k reads a tensor operand.
+func isOperandKind(k byte) bool {
+	for i := 0; i < len(operandKinds); i++ {
+		if operandKinds[i] == k {
+			return true
+		}
+	}
+	return false
+}
+
+// walkSource follows a product operand s back through Transpose steps and (when scalings
+// is set) Mul or Div steps by a scalar constant, each read only by the next step of the
+// chain, in any order. It returns the first slot that is neither, the composed permutation
+// (axis i of s is axis perm[i] of src; nil when no Transpose was walked), the scalings as
+// score ops in the order they apply, and the steps walked.
+func (f *fuser) walkSource(s int, scalings bool) (src int, perm []int, scale []scoreOp, steps []int) {
 	p := f.p
-	pi := f.producer[q]
-	if pi < 0 || f.dead[pi] || len(p.plan.Steps[pi].In) != 2 {
-		return -1, 0, -1, false
-	}
-	if _, ok := f.single(q); !ok {
-		return -1, 0, -1, false
-	}
-	in := p.plan.Steps[pi].In
-	switch p.plan.Steps[pi].Node.Op {
-	case "Div":
-		if v, ok := f.scalarConst(in[1]); ok && in[0] >= 0 {
-			if op := divOp(v); op.kind == '*' {
-				return in[0], op.c, pi, true
+	for depth := 0; depth < 6; depth++ {
+		pi := f.producer[s]
+		if pi < 0 || f.dead[pi] || len(p.plan.Steps[pi].Out) != 1 {
+			break
+		}
+		if _, ok := f.single(s); !ok {
+			break
+		}
+		ps := p.plan.Steps[pi]
+		if ps.Node.Op == "Transpose" {
+			tp := transposePerm(ps.Node)
+			if len(ps.In) != 1 || ps.In[0] < 0 || tp == nil || (perm != nil && len(tp) != len(perm)) {
+				break
 			}
+			if perm == nil {
+				perm = make([]int, len(tp))
+				for i := range perm {
+					perm[i] = i
+				}
+			}
+			for i := range perm {
+				perm[i] = tp[perm[i]]
+			}
+			steps = append(steps, pi)
+			s = ps.In[0]
+			continue
+		}
+		x, op, ok := f.scalarScaling(pi)
+		if !scalings || !ok {
+			break
+		}
+		scale = append([]scoreOp{op}, scale...)
+		steps = append(steps, pi)
+		s = x
+	}
+	return s, perm, scale, steps
+}
+
+// scalarScaling recognises step i as x·c, c·x or x/c with c a scalar constant and x a
+// run-time value, returning x and the op.
+func (f *fuser) scalarScaling(i int) (x int, op scoreOp, ok bool) {
+	in := f.p.plan.Steps[i].In
+	if len(in) != 2 {
+		return -1, scoreOp{}, false
+	}
+	switch f.p.plan.Steps[i].Node.Op {
+	case "Div":
+		if v, ok := f.scalarConst(in[1]); ok && f.runtime(in[0]) {
+			return in[0], divOp(v), true
 		}
 	case "Mul":
 		for j := 0; j < 2; j++ {
-			if v, ok := f.scalarConst(in[j]); ok && in[1-j] >= 0 && p.plan.Kinds[in[1-j]] != slotConst {
-				if op := divOp(1 / v); op.kind == '*' && op.c == v {
-					return in[1-j], v, pi, true
-				}
+			if v, ok := f.scalarConst(in[j]); ok && f.runtime(in[1-j]) {
+				return in[1-j], scoreOp{kind: '*', c: v}, true
 			}
 		}
 	}
-	return -1, 0, -1, false
+	return -1, scoreOp{}, false
+}
+
+// runtime reports whether slot s is a value computed or fed at run time.
+func (f *fuser) runtime(s int) bool {
+	return s >= 0 && f.p.plan.Kinds[s] != slotConst
 }
 
 // walkTransposes follows slot s back through Transpose steps whose output only the next
@@ -114,32 +236,8 @@ func (f *fuser) qScale(q int) (x int, c float32, step int, ok bool) {
 // composed permutation (axis i of s is axis perm[i] of src; nil when no step was walked)
 // and the steps walked.
 func (f *fuser) walkTransposes(s int) (src int, perm []int, steps []int) {
-	p := f.p
-	for depth := 0; depth < 4; depth++ {
-		pi := f.producer[s]
-		if pi < 0 || f.dead[pi] || p.plan.Steps[pi].Node.Op != "Transpose" || len(p.plan.Steps[pi].In) != 1 || p.plan.Steps[pi].In[0] < 0 {
-			break
-		}
-		if _, ok := f.single(s); !ok {
-			break
-		}
-		tp := transposePerm(p.plan.Steps[pi].Node)
-		if tp == nil || (perm != nil && len(tp) != len(perm)) {
-			break
-		}
-		if perm == nil {
-			perm = make([]int, len(tp))
-			for i := range perm {
-				perm[i] = i
-			}
-		}
-		for i := range perm {
-			perm[i] = tp[perm[i]]
-		}
-		steps = append(steps, pi)
-		s = p.plan.Steps[pi].In[0]
-	}
-	return s, perm, steps
+	src, perm, _, steps = f.walkSource(s, false)
+	return src, perm, steps
 }
 
 // transposePerm returns the perm attribute of a Transpose node, or nil when it is absent
@@ -158,59 +256,88 @@ func transposePerm(n *graph.Node) []int {
 
 // walkScores follows the score value cur (read only by step next) back to the score
 // MatMul, returning the elementwise ops in graph order, their tensor operands (op.input
-// indexes operands), the steps walked, and the MatMul's Q and Kᵀ slots. An Add of two
-// run-time values is tried both ways, since either may be the scores (PyTorch scales the
-// mask too, so both sides can be single-use Muls).
-func (f *fuser) walkScores(cur, next, depth int) (ops []scoreOp, operands, steps []int, q, kt int, ok bool) {
+// indexes operands), the steps walked, and the MatMul's Q and Kᵀ slots; why is set instead
+// when the walk cannot reach the product. A binary op of two run-time values is tried both
+// ways, since either may be the scores (PyTorch scales the mask too, so both sides can be
+// single-use Muls).
+func (f *fuser) walkScores(cur, next, depth int) (ops []scoreOp, operands, steps []int, q, kt int, why string) {
 	p := f.p
+	fail := func(format string, a ...any) ([]scoreOp, []int, []int, int, int, string) {
+		return nil, nil, nil, 0, 0, fmt.Sprintf(format, a...)
+	}
 	if depth > 8 {
-		return nil, nil, nil, 0, 0, false
+		return fail("more than 8 elementwise steps between the score product and the softmax")
 	}
 	if c, ok := f.single(cur); !ok || c != next {
-		return nil, nil, nil, 0, 0, false
+		return fail("score value %q has another reader, or is an output or kept value", p.plan.Slots[cur])
 	}
 	pi := f.producer[cur]
 	if pi < 0 || f.dead[pi] || len(p.plan.Steps[pi].Out) != 1 {
-		return nil, nil, nil, 0, 0, false
+		return fail("score value %q is not computed by a step the fusion can take", p.plan.Slots[cur])
 	}
 	ps := p.plan.Steps[pi]
 	// try continues the walk at chain value ch with op applied after it.
-	try := func(ch int, op scoreOp, operand int) ([]scoreOp, []int, []int, int, int, bool) {
-		o, ops2, st2, q, kt, ok := f.walkScores(ch, pi, depth+1)
-		if !ok {
-			return nil, nil, nil, 0, 0, false
+	try := func(ch int, op scoreOp, operand int) ([]scoreOp, []int, []int, int, int, string) {
+		if !f.runtime(ch) {
+			return fail("the chain operand of %s %q is a constant", ps.Node.Op, ps.Node.Name)
+		}
+		o, ops2, st2, q, kt, why := f.walkScores(ch, pi, depth+1)
+		if why != "" {
+			return nil, nil, nil, 0, 0, why
 		}
 		if operand >= 0 {
 			op.input = len(ops2)
 			ops2 = append(ops2, operand)
 		}
-		return append(o, op), ops2, append(st2, pi), q, kt, true
+		return append(o, op), ops2, append(st2, pi), q, kt, ""
 	}
+	// either tries the walk through input 0 and then input 1 of a commutative op.
+	either := func(kind byte) ([]scoreOp, []int, []int, int, int, string) {
+		o, ops2, st2, q, kt, why := try(ps.In[0], scoreOp{kind: kind}, ps.In[1])
+		if why == "" {
+			return o, ops2, st2, q, kt, ""
+		}
+		o, ops2, st2, q, kt, why2 := try(ps.In[1], scoreOp{kind: kind}, ps.In[0])
+		if why2 == "" {
+			return o, ops2, st2, q, kt, ""
+		}
+		return nil, nil, nil, 0, 0, why
+	}
+	binary := len(ps.In) == 2 && ps.In[0] >= 0 && ps.In[1] >= 0
 	switch ps.Node.Op {
 	case "MatMul":
-		if len(ps.In) != 2 || ps.In[0] < 0 || ps.In[1] < 0 {
+		if !binary {
 			break
 		}
-		return nil, nil, []int{pi}, ps.In[0], ps.In[1], true
+		return nil, nil, []int{pi}, ps.In[0], ps.In[1], ""
 	case "Div":
+		if !binary {
+			break
+		}
 		if v, ok := f.scalarConst(ps.In[1]); ok {
 			return try(ps.In[0], divOp(v), -1)
 		}
+		return try(ps.In[0], scoreOp{kind: 'd'}, ps.In[1])
 	case "Mul":
-		if v, ok := f.scalarConst(ps.In[1]); ok {
-			return try(ps.In[0], scoreOp{kind: '*', c: v}, -1)
+		if !binary {
+			break
 		}
-		if v, ok := f.scalarConst(ps.In[0]); ok {
-			return try(ps.In[1], scoreOp{kind: '*', c: v}, -1)
+		if x, op, ok := f.scalarScaling(pi); ok {
+			return try(x, op, -1)
 		}
+		return either('x')
 	case "Add":
-		for j := 0; j < 2; j++ {
-			if o, ops2, st2, q, kt, ok := try(ps.In[j], scoreOp{kind: '+'}, ps.In[1-j]); ok {
-				return o, ops2, st2, q, kt, true
-			}
+		if !binary {
+			break
 		}
+		return either('+')
+	case "Sub":
+		if !binary {
+			break
+		}
+		return try(ps.In[0], scoreOp{kind: '-'}, ps.In[1])
 	case "Where":
-		if len(ps.In) != 3 {
+		if len(ps.In) != 3 || ps.In[0] < 0 {
 			break
 		}
 		if v, ok := f.scalarConst(ps.In[2]); ok {
@@ -219,6 +346,7 @@ func (f *fuser) walkScores(cur, next, depth int) (ops []scoreOp, operands, steps
 		if v, ok := f.scalarConst(ps.In[1]); ok {
 			return try(ps.In[2], scoreOp{kind: 'W', c: v}, ps.In[0])
 		}
+		return fail("Where %q replaces scores by a tensor, not a scalar constant", ps.Node.Name)
 	}
-	return nil, nil, nil, 0, 0, false
+	return fail("the scores pass through %s %q, which the fused attention kernel does not apply", ps.Node.Op, ps.Node.Name)
 }

@@ -88,9 +88,10 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 	} else if b != nil && addI < 0 {
 		return nil, step{}, "", false // a Gemm whose C is not a row of n values
 	}
-	if bias != nil {
+	{
 		// A residual Add of a run-time value read by nothing else joins the epilogue (the
-		// fast path checks at run time that it has the output's shape).
+		// fast path checks at run time that it has the output's shape), with a bias or
+		// without (a bias-free output projection, as plugins with attn_bias off write it).
 		if c, ok := f.single(out); ok && p.plan.Steps[c].Node.Op == "Add" {
 			if r, _, ok := f.p.otherInput(c, out); ok && r >= 0 && r != out && p.plan.Kinds[r] != slotConst {
 				group = append(group, c)

@@ -459,6 +459,30 @@ func TestFusedMatMulNoBias(t *testing.T) {
 	}
 }
 
+// TestFusedMatMulResidualNoBias checks that a product with no bias (a bias-free output
+// projection) still takes the residual Add and the LayerNorm after it into its epilogue, and
+// agrees with the unfused steps, on shapes of one row, odd and several tiles.
+func TestFusedMatMulResidualNoBias(t *testing.T) {
+	r := rand.New(rand.NewSource(13))
+	for _, rows := range []int{1, 37, 300} {
+		const k, n = 48, 64
+		b := graph.NewBuilder("mm-res")
+		x := b.Input("x", tensor.Float32, graph.Sym("r"), graph.Fixed(k))
+		res := b.Input("res", tensor.Float32, graph.Sym("r"), graph.Fixed(n))
+		y := b.Add(res, b.MatMul(x, b.Const(randT(r, k, n))))
+		b.Output("y", b.LayerNorm(y, b.Const(randT(r, n)), b.Const(randT(r, n)), 1e-5), tensor.Float32)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fused, plain := compileBoth(t, g, backends.Options{Threads: 2})
+		if fu := fused.Fusions(); fu["matmul+residual+layernorm"] != 1 {
+			t.Fatalf("rows %d: fusions %v", rows, fu)
+		}
+		runAgree(t, fused, plain, map[string]*tensor.Tensor{"x": randT(r, rows, k), "res": randT(r, rows, n)}, 1e-5)
+	}
+}
+
 // TestFusedSiblingLinears checks that linear layers reading the same input and nothing else
 // run as one step ("shared-input") whose outputs equal the unfused layers bit for bit, on
 // a single row, odd shapes, tall inputs and several thread counts; a layer that also reads
@@ -627,9 +651,9 @@ func TestShapeOfTranspose(t *testing.T) {
 }
 
 // TestFusedAttentionQScale checks attention whose Q is scaled before the product, as
-// PyTorch exports it: by a power of two (Div by 8, Mul by 0.25) the scale moves onto the
-// scores and Q's head split is read through strides, by another factor (Div by 3) it stays
-// a step of its own; either way fused and unfused agree.
+// PyTorch exports it: by a power of two (Div by 8, Mul by 0.25) or another factor (Div by
+// 3) the scale moves onto the scores and Q's head split is read through strides, and fused
+// and unfused agree.
 func TestFusedAttentionQScale(t *testing.T) {
 	r := rand.New(rand.NewSource(17))
 	const bh, n, dk = 6, 45, 16

@@ -16,6 +16,9 @@ type bcastOperand struct {
 	// replaces, in increasing order; nil otherwise. Rows then touch only those keys,
 	// usually none, instead of testing every condition element of every row.
 	replace [][]int32
+	// rel, for a relative-position bias (score op 'r'), is per matrix the bias at every
+	// distance j − i, at index j − i + rs (fuse_relbias.go).
+	rel [][]float32
 }
 
 // planReplace fills bo.replace for a Where op of kind 'w' (keep where the condition holds)

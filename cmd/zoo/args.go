@@ -73,7 +73,7 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "backend", Usage: "backend `NAME` to run on (see zoo backends)"},
 		&cli.IntFlag{Name: "threads", Usage: "worker threads (0: the backend's default)"},
 		&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on stdout"},
-		&cli.BoolFlag{Name: "verbose", Usage: "show plugin logs and timings on stderr (accepted anywhere)"},
+		&cli.BoolFlag{Name: "verbose", Usage: "show plugin logs, timings and (zoo run) the backend's compile report: its steps, which fusions applied and why others did not, on stderr (accepted anywhere)"},
 		cli.HelpFlag,
 	}
 }

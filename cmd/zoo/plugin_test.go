@@ -201,6 +201,25 @@ func TestPluginNewBuilds(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "myattn.tiny") {
 		t.Errorf("run: exit %d, %s\n%s", code, errs, out)
 	}
+	// The template's attention is vanilla attention with a per-head temperature: fused by what
+	// it computes, its program runs the same steps, fused kernels included, as vanilla's.
+	report := func(args ...string) string {
+		t.Helper()
+		code, _, errs := zoo(t, append(args, "--input", text, "--verbose")...)
+		var lines []string
+		for _, l := range strings.Split(errs, "\n") {
+			if strings.HasPrefix(l, "cpu: ") {
+				lines = append(lines, l)
+			}
+		}
+		if code != 0 || len(lines) == 0 {
+			t.Fatalf("run %v --verbose: exit %d, no compile report in\n%s", args, code, errs)
+		}
+		return strings.Join(lines, "\n")
+	}
+	if got, want := report("run", "myattn", "--registry", filepath.Join(dir, "registry.yaml"), "--preset", "tiny"), report("run", "vanilla", "--preset", "tiny"); got != want {
+		t.Errorf("the template compiles to\n%s\nvanilla to\n%s", got, want)
+	}
 	if code, _, errs := zoo(t, "plugin", "new", "myattn", "--dir", dir); code != 2 || !strings.Contains(errs, "not empty") {
 		t.Errorf("plugin new into a full dir: exit %d, %s", code, errs)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -175,6 +176,7 @@ func runAction(c *cli.Context) error {
 	}
 	defer prog.Close()
 	t2 := time.Now()
+	printCompileReport(c.Context, c.App.ErrWriter, prog)
 
 	f, err := os.Open(inPath)
 	if err != nil {
@@ -379,5 +381,13 @@ func printRunReport(w io.Writer, r runReport) {
 	fmt.Fprintf(w, "speed     %.0f tokens/s\n", r.TokensPS)
 	for _, p := range r.Written {
 		fmt.Fprintf(w, "wrote     %s\n", p)
+	}
+}
+
+// printCompileReport writes the backend's compile report (its steps, which fusions applied
+// and why the others did not) to w under --verbose, when the program has one.
+func printCompileReport(ctx context.Context, w io.Writer, prog backends.Program) {
+	if r, ok := prog.(backends.CompileReporter); ok && verboseOf(ctx) {
+		fmt.Fprint(w, r.CompileReport())
 	}
 }

@@ -111,7 +111,7 @@ var vars = []Var{
 	{Name: Config, Syntax: "FILE", Default: "os.UserConfigDir()/zoo/config.yaml",
 		Doc: "The config file (per-machine default backend)."},
 	{Name: Verbose, Syntax: "0|1", Default: "0",
-		Doc: "1 is --verbose: plugin logs and timings on stderr.", check: boolean},
+		Doc: "1 is --verbose: plugin logs, timings and the compile report on stderr.", check: boolean},
 	{Name: PluginStartTimeout, Syntax: "DURATION", Default: "20s",
 		Doc: "Bound on a plugin's start-up and Describe, a Go duration such as 30s.", check: positiveDuration},
 	{Name: PluginBuildTimeout, Syntax: "DURATION", Default: "10m",

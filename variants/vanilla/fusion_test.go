@@ -1,0 +1,91 @@
+package vanilla_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/onnx"
+	"github.com/zoo-dev/zoo/variants/internal/paritytest"
+	"github.com/zoo-dev/zoo/variants/vanilla"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+// fusedKernels returns the fused steps of g's CPU program (their kernel names, sorted) and
+// the program.
+func fusedKernels(t *testing.T, g *graph.Graph) ([]string, *cpu.Program) {
+	t.Helper()
+	p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := p.(*cpu.Program)
+	var fused []string
+	for _, k := range prog.Kernels() {
+		if strings.HasPrefix(k, "Fused") {
+			fused = append(fused, k)
+		}
+	}
+	slices.Sort(fused)
+	return fused, prog
+}
+
+// PyTorch's export of the seed's encoder (seed_tiny_op14…17: scale, mask and head split as
+// torch.onnx.export writes them, shapes computed at run time) compiles to the same fused
+// kernels as zoo's own graph of the same model, with no unfused softmax or product left,
+// and its fused output is the graph's reference evaluation within float tolerance.
+func TestPyTorchExportFusesAsVanilla(t *testing.T) {
+	f := loadFixture(t, "seed_tiny_outputs")
+	cfg, seed := f.Config(t, vanilla.New())
+	own, err := vanilla.New().Build(context.Background(), cfg, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := fusedKernels(t, own)
+	if len(want) == 0 {
+		t.Fatal("vanilla's own graph has no fused steps")
+	}
+	feeds := map[string]*tensor.Tensor{"tokens": f.get(t, "tokens"), "key_padding_mask": f.get(t, "key_padding_mask")}
+	for _, name := range []string{"seed_tiny_op14", "seed_tiny_op15", "seed_tiny_op16", "seed_tiny_op17"} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile("testdata/" + name + ".onnx")
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := onnx.Import(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, prog := fusedKernels(t, g)
+			if !slices.Equal(got, want) {
+				t.Fatalf("fused kernels %v, vanilla's %v; report:\n%s", got, want, prog.Report())
+			}
+			for _, k := range prog.Kernels() {
+				if k == "Softmax" || k == "MatMul" || k == "Gemm" {
+					t.Fatalf("unfused %s left; report:\n%s", k, prog.Report())
+				}
+			}
+			out, err := prog.Run(context.Background(), feeds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := g.Eval(context.Background(), feeds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, r := range ref {
+				if o := out[name]; o == nil || !tensor.SameShape(o.Shape, r.Shape) {
+					t.Fatalf("%s: fused %v, reference shape %v", name, o, r.Shape)
+				}
+				if d := paritytest.MaxDiff(out[name], r, r.Len()); !(d <= 1e-4) {
+					t.Errorf("%s: fused and reference differ by %g", name, d)
+				}
+			}
+		})
+	}
+}
