@@ -75,6 +75,9 @@ type profileReport struct {
 	Trace  string        `json:"trace,omitempty"`
 	// NoCost says why FLOPs are missing ("" when they are counted).
 	NoCost string `json:"no_cost,omitempty"`
+	// Compile is the backend's compile report: which fusions applied and why each candidate
+	// that did not fuse was refused ("" when the backend has none).
+	Compile string `json:"compile_report,omitempty"`
 }
 
 // profileOp is the time of one op type: a graph op, or a fused kernel with the ops it
@@ -190,6 +193,9 @@ func profileAction(c *cli.Context) error {
 	steps, err := summarizeProfile(&rep, runs, costs)
 	if err != nil {
 		return failed(fmt.Errorf("profile %s: %w", m.displayName(), err))
+	}
+	if r, ok := prog.(backends.CompileReporter); ok {
+		rep.Compile = r.CompileReport()
 	}
 	if tracePath != "" {
 		title := fmt.Sprintf("zoo profile %s on %s, batch %d, n %d", rep.Model, rep.Backend, b, n)
@@ -483,6 +489,9 @@ func printProfile(w io.Writer, rep profileReport, top int) {
 		fmt.Fprintf(tw, "%.3f\t%.1f\t%s\t%s\t  %s\t  %s\n", s.MS, s.Percent, cell(s.FLOPs, s.GFLOPS), format.HumanBytes(s.Bytes), name, s.Kind)
 	}
 	tw.Flush()
+	if rep.Compile != "" {
+		fmt.Fprintf(w, "\ncompile report (fusions applied, and why the others did not):\n%s", rep.Compile)
+	}
 	if rep.Trace != "" {
 		fmt.Fprintf(w, "\ntrace: %s (open in chrome://tracing or https://ui.perfetto.dev)\n", rep.Trace)
 	}

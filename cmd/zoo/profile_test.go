@@ -137,7 +137,7 @@ func TestProfileTable(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errs)
 		}
-		for _, want := range []string{"by op type:", "FusedAttention[", "FusedLinear[", "(fused, ", "GFLOP/s", "% of the run"} {
+		for _, want := range []string{"by op type:", "FusedAttention[", "FusedLinear[", "(fused, ", "GFLOP/s", "% of the run", "compile report (fusions applied", "fusions: linear "} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%v: output lacks %q:\n%s", args, want, out)
 			}
