@@ -28,6 +28,7 @@ import (
 //   - Flatten (1, 9, 11, 13; not in the table) becomes Reshape, with Transposes for an axis
 //     above 1 (rank-free; a negative axis is refused).
 //   - Clip-6's min and max attributes become the optional inputs of Clip-11 on (clip).
+//   - Pad-2's pads and value attributes become the inputs of Pad-11 (pad_10_11).
 //   - BatchNormalization-7's spatial attribute: 1 is the table's (opset-9) form, 0 is written
 //     as x·a + b (batchNorm).
 //   - Dropout-7..22 in inference (no training_mode, or a constant false) is the identity; its
@@ -165,6 +166,8 @@ func (u *upgrader) upgrade(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 		return u.flatten(np)
 	case op == "Clip":
 		return u.clip(np)
+	case op == "Pad" && u.opset < 11:
+		return u.pad(np)
 	case op == "BatchNormalization":
 		return u.batchNorm(np)
 	}
@@ -272,6 +275,37 @@ func (u *upgrader) clip(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 	}
 	np.Attribute = attrs
 	np.Input = append(np.Input, lo, hi)
+	return []*onnxpb.NodeProto{np}, nil
+}
+
+// pad brings Pad-2 (pads and value attributes) to Pad-11's inputs. A value of 0, the
+// default, needs no input (Pad-11 pads with zeros of any dtype); another value is a float32
+// scalar, the dtype of the float data Pad-2 pads.
+func (u *upgrader) pad(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
+	if len(np.GetInput()) != 1 {
+		return nil, fmt.Errorf("Pad-2 takes one input, has %d", len(np.GetInput()))
+	}
+	pads, ok := takeInts(np, "pads")
+	if !ok {
+		return nil, fmt.Errorf("Pad-2 needs the pads attribute")
+	}
+	np.Input = append(np.Input, u.constInts(np, "pads", pads))
+	var attrs []*onnxpb.AttributeProto
+	for _, a := range np.GetAttribute() {
+		if a.GetName() != "value" {
+			attrs = append(attrs, a)
+			continue
+		}
+		if a.GetF() != 0 {
+			n := u.fresh(np, "value")
+			tp := &onnxpb.TensorProto{Name: n, DataType: int32(tensor.Float32), RawData: bytesOf([]float32{a.GetF()})}
+			u.g.Initializer = append(u.g.Initializer, tp)
+			u.inits[n] = tp
+			u.uses[n]++
+			np.Input = append(np.Input, n)
+		}
+	}
+	np.Attribute = attrs
 	return []*onnxpb.NodeProto{np}, nil
 }
 

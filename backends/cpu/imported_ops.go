@@ -12,7 +12,7 @@ import (
 // (imported_attention.go).
 var importedOps = []string{
 	"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "Trilu", "Conv",
-	"BatchNormalization", "Clip", "HardSigmoid", "AveragePool", "GlobalAveragePool",
+	"BatchNormalization", "Clip", "HardSigmoid", "AveragePool", "GlobalAveragePool", "Pad",
 	graph.MicrosoftDomain + ".Gelu", graph.MicrosoftDomain + ".BiasGelu", graph.MicrosoftDomain + ".FastGelu",
 	graph.MicrosoftDomain + ".SkipLayerNormalization",
 	graph.MicrosoftDomain + ".Attention", graph.MicrosoftDomain + ".MultiHeadAttention",

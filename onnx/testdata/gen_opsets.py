@@ -220,6 +220,27 @@ def main():
     case("batchnorm_op15", 15, "BatchNormalization", 15, [helper.make_node("BatchNormalization", ["x"] + names, ["y"], training_mode=0, momentum=0.8)], {"x": x2322},
          {"y": bn(x2322, *c3)}, inits=list(zip(names, c3)))
 
+    # Pad: pads and value attributes (2) → inputs (11; 13 adds bfloat16, 18 the axes input,
+    # 19 wrap mode, 21 and 23 element types). Expected values are numpy.pad's (wrap only with
+    # pads up to the axis size: beyond it numpy 1.24 is not cyclic, ONNX Runtime is).
+    x23 = arr(2, 3)
+    case("pad_op7_value", 7, "Pad", 2, [helper.make_node("Pad", ["x"], ["y"], pads=[1, 0, 0, 2], value=1.5)], {"x": x23},
+         {"y": np.pad(x23, ((1, 0), (0, 2)), constant_values=1.5)})
+    case("pad_op10_reflect", 10, "Pad", 2, [helper.make_node("Pad", ["x"], ["y"], pads=[0, 2, 0, 1], mode="reflect")], {"x": x23},
+         {"y": np.pad(x23, ((0, 0), (2, 1)), mode="reflect")})
+    case("pad_op11_edge", 11, "Pad", 11, [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")], {"x": x23},
+         {"y": np.pad(x23, ((1, 1), (0, 2)), mode="edge")}, inits=[("p", np.array([1, 0, 1, 2], dtype=np.int64))])
+    case("pad_op13_value", 13, "Pad", 13, [helper.make_node("Pad", ["x", "p", "v"], ["y"])], {"x": x23},
+         {"y": np.pad(x23, ((0, 1), (1, 0)), constant_values=-2.0)}, inits=[("p", np.array([0, 1, 1, 0], dtype=np.int64)), ("v", np.array(-2.0, dtype=np.float32))])
+    case("pad_op18_axes", 18, "Pad", 18, [helper.make_node("Pad", ["x", "p", "", "a"], ["y"], mode="reflect")], {"x": x23},
+         {"y": np.pad(x23, ((0, 0), (2, 2)), mode="reflect")}, inits=[("p", np.array([2, 2], dtype=np.int64)), ("a", np.array([-1], dtype=np.int64))])
+    case("pad_op19_wrap", 19, "Pad", 19, [helper.make_node("Pad", ["x", "p"], ["y"], mode="wrap")], {"x": x23},
+         {"y": np.pad(x23, ((2, 1), (1, 2)), mode="wrap")}, inits=[("p", np.array([2, 1, 1, 2], dtype=np.int64))])
+    case("pad_op21_crop", 21, "Pad", 21, [helper.make_node("Pad", ["x", "p"], ["y"])], {"x": x23},
+         {"y": np.pad(x23, ((0, 0), (1, 0)))[:, :-1]}, inits=[("p", np.array([0, 1, 0, -1], dtype=np.int64))])
+    case("pad_op23_edge", 23, "Pad", 23, [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")], {"x": x23},
+         {"y": np.pad(x23, ((3, 0), (0, 0)), mode="edge")}, inits=[("p", np.array([3, 0, 0, 0], dtype=np.int64))])
+
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump(CASES, f, indent=0)
         f.write("\n")
