@@ -29,6 +29,11 @@ import (
 //     above 1 (rank-free; a negative axis is refused).
 //   - Clip-6's min and max attributes become the optional inputs of Clip-11 on (clip).
 //   - Pad-2's pads and value attributes become the inputs of Pad-11 (pad_10_11).
+//   - Upsample-7 (scales attribute), Upsample-9 and Resize-10 (scales input) become Resize-11
+//     with an empty roi, coordinate_transformation_mode asymmetric and nearest_mode floor:
+//     their definition (x_in = x_out / scale, nearest rounding down), which ONNX Runtime
+//     follows. ONNX 1.12's converter keeps Resize-11's defaults (half_pixel) instead, which
+//     changes the numbers, so these cases are checked against numpy and ONNX Runtime only.
 //   - BatchNormalization-7's spatial attribute: 1 is the table's (opset-9) form, 0 is written
 //     as x·a + b (batchNorm).
 //   - Dropout-7..22 in inference (no training_mode, or a constant false) is the identity; its
@@ -168,6 +173,8 @@ func (u *upgrader) upgrade(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 		return u.clip(np)
 	case op == "Pad" && u.opset < 11:
 		return u.pad(np)
+	case op == "Upsample", op == "Resize" && u.opset < 11:
+		return u.upsample(np)
 	case op == "BatchNormalization":
 		return u.batchNorm(np)
 	}
@@ -306,6 +313,42 @@ func (u *upgrader) pad(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 		}
 	}
 	np.Attribute = attrs
+	return []*onnxpb.NodeProto{np}, nil
+}
+
+// upsample rewrites Upsample-7/9 and Resize-10 as Resize-11 (see the list above).
+func (u *upgrader) upsample(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
+	in := np.GetInput()
+	var scales string
+	switch {
+	case np.GetOpType() == "Upsample" && len(in) == 1:
+		a := findAttr(np, "scales")
+		if a == nil {
+			return nil, fmt.Errorf("Upsample-7 needs the scales attribute")
+		}
+		scales = u.fresh(np, "scales")
+		tp := &onnxpb.TensorProto{Name: scales, Dims: []int64{int64(len(a.GetFloats()))}, DataType: int32(tensor.Float32), RawData: bytesOf(a.GetFloats())}
+		u.g.Initializer = append(u.g.Initializer, tp)
+		u.inits[scales] = tp
+		u.uses[scales]++
+	case len(in) == 2:
+		scales = in[1]
+	default:
+		return nil, fmt.Errorf("%s takes X and scales, has %d inputs", np.GetOpType(), len(in))
+	}
+	mode := "nearest"
+	if a := findAttr(np, "mode"); a != nil {
+		mode = string(a.GetS())
+	}
+	if mode == "bilinear" { // Upsample-7's other spelling of linear
+		mode = "linear"
+	}
+	np.OpType = "Resize"
+	np.Input = []string{in[0], "", scales}
+	str := func(name, v string) *onnxpb.AttributeProto {
+		return &onnxpb.AttributeProto{Name: name, Type: onnxpb.AttributeProto_STRING, S: []byte(v)}
+	}
+	np.Attribute = []*onnxpb.AttributeProto{str("mode", mode), str("coordinate_transformation_mode", "asymmetric"), str("nearest_mode", "floor")}
 	return []*onnxpb.NodeProto{np}, nil
 }
 
