@@ -28,6 +28,12 @@ import (
 //   - Flatten (1, 9, 11, 13; not in the table) becomes Reshape, with Transposes for an axis
 //     above 1 (rank-free; a negative axis is refused).
 //   - Clip-6's min and max attributes become the optional inputs of Clip-11 on (clip).
+//   - Pad-2's pads and value attributes become the inputs of Pad-11 (pad_10_11).
+//   - Upsample-7 (scales attribute), Upsample-9 and Resize-10 (scales input) become Resize-11
+//     with an empty roi, coordinate_transformation_mode asymmetric and nearest_mode floor:
+//     their definition (x_in = x_out / scale, nearest rounding down), which ONNX Runtime
+//     follows. ONNX 1.12's converter keeps Resize-11's defaults (half_pixel) instead, which
+//     changes the numbers, so these cases are checked against numpy and ONNX Runtime only.
 //   - BatchNormalization-7's spatial attribute: 1 is the table's (opset-9) form, 0 is written
 //     as x·a + b (batchNorm).
 //   - Dropout-7..22 in inference (no training_mode, or a constant false) is the identity; its
@@ -165,6 +171,10 @@ func (u *upgrader) upgrade(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 		return u.flatten(np)
 	case op == "Clip":
 		return u.clip(np)
+	case op == "Pad" && u.opset < 11:
+		return u.pad(np)
+	case op == "Upsample", op == "Resize" && u.opset < 11:
+		return u.upsample(np)
 	case op == "BatchNormalization":
 		return u.batchNorm(np)
 	}
@@ -272,6 +282,73 @@ func (u *upgrader) clip(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 	}
 	np.Attribute = attrs
 	np.Input = append(np.Input, lo, hi)
+	return []*onnxpb.NodeProto{np}, nil
+}
+
+// pad brings Pad-2 (pads and value attributes) to Pad-11's inputs. A value of 0, the
+// default, needs no input (Pad-11 pads with zeros of any dtype); another value is a float32
+// scalar, the dtype of the float data Pad-2 pads.
+func (u *upgrader) pad(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
+	if len(np.GetInput()) != 1 {
+		return nil, fmt.Errorf("Pad-2 takes one input, has %d", len(np.GetInput()))
+	}
+	pads, ok := takeInts(np, "pads")
+	if !ok {
+		return nil, fmt.Errorf("Pad-2 needs the pads attribute")
+	}
+	np.Input = append(np.Input, u.constInts(np, "pads", pads))
+	var attrs []*onnxpb.AttributeProto
+	for _, a := range np.GetAttribute() {
+		if a.GetName() != "value" {
+			attrs = append(attrs, a)
+			continue
+		}
+		if a.GetF() != 0 {
+			n := u.fresh(np, "value")
+			tp := &onnxpb.TensorProto{Name: n, DataType: int32(tensor.Float32), RawData: bytesOf([]float32{a.GetF()})}
+			u.g.Initializer = append(u.g.Initializer, tp)
+			u.inits[n] = tp
+			u.uses[n]++
+			np.Input = append(np.Input, n)
+		}
+	}
+	np.Attribute = attrs
+	return []*onnxpb.NodeProto{np}, nil
+}
+
+// upsample rewrites Upsample-7/9 and Resize-10 as Resize-11 (see the list above).
+func (u *upgrader) upsample(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
+	in := np.GetInput()
+	var scales string
+	switch {
+	case np.GetOpType() == "Upsample" && len(in) == 1:
+		a := findAttr(np, "scales")
+		if a == nil {
+			return nil, fmt.Errorf("Upsample-7 needs the scales attribute")
+		}
+		scales = u.fresh(np, "scales")
+		tp := &onnxpb.TensorProto{Name: scales, Dims: []int64{int64(len(a.GetFloats()))}, DataType: int32(tensor.Float32), RawData: bytesOf(a.GetFloats())}
+		u.g.Initializer = append(u.g.Initializer, tp)
+		u.inits[scales] = tp
+		u.uses[scales]++
+	case len(in) == 2:
+		scales = in[1]
+	default:
+		return nil, fmt.Errorf("%s takes X and scales, has %d inputs", np.GetOpType(), len(in))
+	}
+	mode := "nearest"
+	if a := findAttr(np, "mode"); a != nil {
+		mode = string(a.GetS())
+	}
+	if mode == "bilinear" { // Upsample-7's other spelling of linear
+		mode = "linear"
+	}
+	np.OpType = "Resize"
+	np.Input = []string{in[0], "", scales}
+	str := func(name, v string) *onnxpb.AttributeProto {
+		return &onnxpb.AttributeProto{Name: name, Type: onnxpb.AttributeProto_STRING, S: []byte(v)}
+	}
+	np.Attribute = []*onnxpb.AttributeProto{str("mode", mode), str("coordinate_transformation_mode", "asymmetric"), str("nearest_mode", "floor")}
 	return []*onnxpb.NodeProto{np}, nil
 }
 

@@ -33,6 +33,17 @@ func importedCases() []Case {
 			Want: []*tensor.Tensor{u8(S(4), 51, 255, 0, 153), F32(S(), 2.5/255), u8(S(), 51)}},
 		{Name: "MatMulInteger", Op: "MatMulInteger", Args: []Arg{In(u8(S(2, 2), 1, 2, 3, 4)), Const(i8(S(2, 2), 1, -1, 2, 0)), Const(u8(S(), 1)), Const(i8(S(2), 0, 1))},
 			Want: []*tensor.Tensor{i32(S(2, 2), 2, -1, 8, -7)}},
+		// Pad: ONNX's documented reflect example, and a crop through the axes input (numpy.pad's numbers).
+		{Name: "Pad/reflect", Op: "Pad", Attrs: graph.Attrs{"mode": graph.String("reflect")}, Args: []Arg{In(F32(S(3, 2), 1.0, 1.2, 2.3, 3.4, 4.5, 5.7)), Const(I64(S(4), 0, 2, 0, 0))},
+			Want: []*tensor.Tensor{F32(S(3, 4), 1.0, 1.2, 1.0, 1.2, 2.3, 3.4, 2.3, 3.4, 4.5, 5.7, 4.5, 5.7)}},
+		{Name: "Pad/constant axes crop", Op: "Pad", Args: []Arg{In(F32(S(2, 3), 1, 2, 3, 4, 5, 6)), Const(I64(S(2), 1, -1)), Const(F32(S(), 9)), Const(I64(S(1), 1))},
+			Want: []*tensor.Tensor{F32(S(2, 3), 9, 1, 2, 9, 4, 5)}},
+		// Resize: ONNX's documented resize_upsample_scales_linear and resize_upsample_sizes_nearest examples.
+		{Name: "Resize/linear scales", Op: "Resize", Attrs: graph.Attrs{"mode": graph.String("linear")},
+			Args: []Arg{In(F32(S(1, 1, 2, 2), 1, 2, 3, 4)), Const(F32(S(0))), Const(F32(S(4), 1, 1, 2, 2))},
+			Want: []*tensor.Tensor{F32(S(1, 1, 4, 4), 1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4)}},
+		{Name: "Resize/nearest sizes", Op: "Resize", Args: []Arg{In(F32(S(1, 1, 2, 2), 1, 2, 3, 4)), Omitted(), Omitted(), Const(I64(S(4), 1, 1, 3, 2))},
+			Want: []*tensor.Tensor{F32(S(1, 1, 3, 2), 1, 2, 1, 2, 3, 4)}},
 		{Name: "Trilu/upper", Op: "Trilu", Args: []Arg{In(F32(S(2, 3), 1, 2, 3, 4, 5, 6))}, Want: []*tensor.Tensor{F32(S(2, 3), 1, 2, 3, 0, 5, 6)}},
 		{Name: "Trilu/lower k", Op: "Trilu", Attrs: graph.Attrs{"upper": graph.Int(0)}, Args: []Arg{In(I64(S(1, 2, 3), 1, 2, 3, 4, 5, 6)), Const(I64(S(), -1))},
 			Want: []*tensor.Tensor{I64(S(1, 2, 3), 0, 0, 0, 4, 0, 0)}},

@@ -5,14 +5,14 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
-// importedOps are the ops that imported graphs bring (quantized, convolutional, Trilu and ONNX
+// importedOps are the ops that imported graphs bring (quantized, convolutional, Pad, Resize, Trilu and ONNX
 // Runtime's com.microsoft ops), by op-table key. Their CPU kernel is the op table's own
 // evaluation (graph.EvalNode): exact for the integer ops and float64-accumulated for the
 // float ones, so the semantics live in one place; the contrib attentions have SGEMM kernels
 // (imported_attention.go).
 var importedOps = []string{
 	"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "Trilu", "Conv",
-	"BatchNormalization", "Clip", "HardSigmoid", "AveragePool", "GlobalAveragePool",
+	"BatchNormalization", "Clip", "HardSigmoid", "AveragePool", "GlobalAveragePool", "Pad", "Resize",
 	graph.MicrosoftDomain + ".Gelu", graph.MicrosoftDomain + ".BiasGelu", graph.MicrosoftDomain + ".FastGelu",
 	graph.MicrosoftDomain + ".SkipLayerNormalization",
 	graph.MicrosoftDomain + ".Attention", graph.MicrosoftDomain + ".MultiHeadAttention",

@@ -7,7 +7,7 @@ import "github.com/zoo-dev/zoo/zoo/graph"
 // the op table's (graph.OpKey).
 func init() {
 	for _, op := range []string{"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "Trilu", "Conv",
-		"BatchNormalization", "Clip", "HardSigmoid", "AveragePool", "GlobalAveragePool"} {
+		"BatchNormalization", "Clip", "HardSigmoid", "AveragePool", "GlobalAveragePool", "Pad", "Resize"} {
 		hostOps[op] = true
 	}
 	for _, op := range []string{"Gelu", "BiasGelu", "FastGelu", "SkipLayerNormalization",

@@ -31,12 +31,16 @@ func runCommand() *cli.Command {
 			"padding mask (true = padding), token types (zeros), positions (0..n-1); --feed NAME=ROLE overrides the guess.\n" +
 			"An .onnx file's tokenizer is the tokenizer.json, vocab.txt or SentencePiece .model next to it, or --tokenizer;\n" +
 			"without one, the byte tokenizer. Long inputs are cut into windows of the model's maximum length, each with the\n" +
-			"tokenizer's special tokens; inputs with static shapes get windows and batches padded to them." +
-			examples("zoo run linformer --input text.txt", "zoo run vanilla.tiny -i text.txt -o out.safetensors", "zoo run model.onnx --input text.txt --pool mean --json"),
+			"tokenizer's special tokens; inputs with static shapes get windows and batches padded to them.\n" +
+			"An --input .npy (a model with one input), .npz or .safetensors file (one array per input name) is fed as it is,\n" +
+			"for models whose inputs are not text (images, audio, features): each array converted to its input's dtype\n" +
+			"and checked against its shape (symbolic dims bind across inputs); every output is reported and written." +
+			examples("zoo run linformer --input text.txt", "zoo run model.onnx --input text.txt --pool mean --json",
+				"zoo run vit.onnx --input pixels.npy -o out.safetensors"),
 		Flags: append(modelFlags(),
-			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (any bytes)", Required: true},
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (any bytes), or arrays to feed: .npy, .npz, .safetensors", Required: true},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write outputs to `FILE`.json, .npy or .safetensors"},
-			&cli.StringFlag{Name: "select", Usage: "output written to a .npy file (default: hidden, else embedding with --pool, else the only output)"},
+			&cli.StringFlag{Name: "select", Usage: "output written to a .npy file (default: hidden, else embedding with --pool, else the only output; for array inputs the only output)"},
 			flagTokenizer, flagFeed,
 			&cli.StringFlag{Name: "pool", Value: poolNone, Usage: "sentence embeddings, output embedding (windows, d): mean (over real tokens), cls (the first token) or none"},
 			&cli.BoolFlag{Name: "normalize", Usage: "L2-normalise the pooled embeddings"},
@@ -93,6 +97,9 @@ func runAction(c *cli.Context) error {
 		return badInputf("input %s is empty (0 bytes): nothing to encode", inPath)
 	}
 	outPath := c.String("output")
+	if isTensorFile(inPath) {
+		return runTensorsAction(c, ref, inPath, outPath)
+	}
 	if c.IsSet("select") && !strings.EqualFold(filepath.Ext(outPath), ".npy") {
 		return badInputf("--select applies to a .npy --output, which holds one output; .json and .safetensors files hold every output")
 	}

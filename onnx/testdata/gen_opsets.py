@@ -220,6 +220,55 @@ def main():
     case("batchnorm_op15", 15, "BatchNormalization", 15, [helper.make_node("BatchNormalization", ["x"] + names, ["y"], training_mode=0, momentum=0.8)], {"x": x2322},
          {"y": bn(x2322, *c3)}, inits=list(zip(names, c3)))
 
+    # Pad: pads and value attributes (2) → inputs (11; 13 adds bfloat16, 18 the axes input,
+    # 19 wrap mode, 21 and 23 element types). Expected values are numpy.pad's (wrap only with
+    # pads up to the axis size: beyond it numpy 1.24 is not cyclic, ONNX Runtime is).
+    x23 = arr(2, 3)
+    case("pad_op7_value", 7, "Pad", 2, [helper.make_node("Pad", ["x"], ["y"], pads=[1, 0, 0, 2], value=1.5)], {"x": x23},
+         {"y": np.pad(x23, ((1, 0), (0, 2)), constant_values=1.5)})
+    case("pad_op10_reflect", 10, "Pad", 2, [helper.make_node("Pad", ["x"], ["y"], pads=[0, 2, 0, 1], mode="reflect")], {"x": x23},
+         {"y": np.pad(x23, ((0, 0), (2, 1)), mode="reflect")})
+    case("pad_op11_edge", 11, "Pad", 11, [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")], {"x": x23},
+         {"y": np.pad(x23, ((1, 1), (0, 2)), mode="edge")}, inits=[("p", np.array([1, 0, 1, 2], dtype=np.int64))])
+    case("pad_op13_value", 13, "Pad", 13, [helper.make_node("Pad", ["x", "p", "v"], ["y"])], {"x": x23},
+         {"y": np.pad(x23, ((0, 1), (1, 0)), constant_values=-2.0)}, inits=[("p", np.array([0, 1, 1, 0], dtype=np.int64)), ("v", np.array(-2.0, dtype=np.float32))])
+    case("pad_op18_axes", 18, "Pad", 18, [helper.make_node("Pad", ["x", "p", "", "a"], ["y"], mode="reflect")], {"x": x23},
+         {"y": np.pad(x23, ((0, 0), (2, 2)), mode="reflect")}, inits=[("p", np.array([2, 2], dtype=np.int64)), ("a", np.array([-1], dtype=np.int64))])
+    case("pad_op19_wrap", 19, "Pad", 19, [helper.make_node("Pad", ["x", "p"], ["y"], mode="wrap")], {"x": x23},
+         {"y": np.pad(x23, ((2, 1), (1, 2)), mode="wrap")}, inits=[("p", np.array([2, 1, 1, 2], dtype=np.int64))])
+    case("pad_op21_crop", 21, "Pad", 21, [helper.make_node("Pad", ["x", "p"], ["y"])], {"x": x23},
+         {"y": np.pad(x23, ((0, 0), (1, 0)))[:, :-1]}, inits=[("p", np.array([0, 1, 0, -1], dtype=np.int64))])
+    case("pad_op23_edge", 23, "Pad", 23, [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")], {"x": x23},
+         {"y": np.pad(x23, ((3, 0), (0, 0)), mode="edge")}, inits=[("p", np.array([3, 0, 0, 0], dtype=np.int64))])
+
+    # Upsample-7 (scales attribute), Upsample-9 and Resize-10 (scales input): x_in = x_out / scale,
+    # nearest rounding down (ONNX's converter to 17 keeps half_pixel, so no .to17 files). Resize-11
+    # on: ONNX's reference (interpolate_nd of onnx/backend/test/case/node/resize.py).
+    from onnx.backend.test.case.node.resize import interpolate_nd, linear_coeffs, nearest_coeffs
+    lin = lambda r, scale=1.0: linear_coeffs(r)
+    near = lambda m: (lambda r, scale=1.0: nearest_coeffs(r, mode=m))
+    img = arr(1, 2, 3, 4)
+    up = np.array([1, 1, 2, 3], dtype=np.float32)
+    case("upsample_op7_nearest", 7, "Upsample", 7, [helper.make_node("Upsample", ["x"], ["y"], scales=up.tolist())], {"x": img},
+         {"y": img.repeat(2, axis=2).repeat(3, axis=3)}, convert=False)
+    case("upsample_op9_linear", 9, "Upsample", 9, [helper.make_node("Upsample", ["x", "s"], ["y"], mode="linear")], {"x": img},
+         {"y": interpolate_nd(img, lin, scale_factors=up, coordinate_transformation_mode="asymmetric").astype(np.float32)}, inits=[("s", up)], convert=False)
+    case("resize_op10_nearest", 10, "Resize", 10, [helper.make_node("Resize", ["x", "s"], ["y"])], {"x": img},
+         {"y": img.repeat(2, axis=2).repeat(3, axis=3)}, inits=[("s", up)], convert=False)
+    roi = np.zeros(0, dtype=np.float32)
+    case("resize_op11_linear", 11, "Resize", 11, [helper.make_node("Resize", ["x", "roi", "s"], ["y"], mode="linear")], {"x": img},
+         {"y": interpolate_nd(img, lin, scale_factors=up).astype(np.float32)}, inits=[("roi", roi), ("s", up)])
+    sz = np.array([1, 2, 5, 7], dtype=np.int64)
+    case("resize_op13_sizes_align", 13, "Resize", 13, [helper.make_node("Resize", ["x", "", "", "z"], ["y"], mode="linear", coordinate_transformation_mode="align_corners")],
+         {"x": img}, {"y": interpolate_nd(img, lin, output_size=sz, coordinate_transformation_mode="align_corners").astype(np.float32)}, inits=[("z", sz)])
+    case("resize_op18_axes", 18, "Resize", 18, [helper.make_node("Resize", ["x", "", "", "z"], ["y"], axes=[2, 3], nearest_mode="ceil")],
+         {"x": img}, {"y": interpolate_nd(img, near("ceil"), output_size=sz).astype(np.float32)}, inits=[("z", sz[2:])])
+    # (an output axis of length 1 is avoided: there ONNX 1.12's reference takes in·scale > 1, ONNX
+    # Runtime and zoo the output length, so they map it to 0)
+    down = np.array([1, 1, 0.7, 0.5], dtype=np.float32)
+    case("resize_op19_down", 19, "Resize", 19, [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear", coordinate_transformation_mode="pytorch_half_pixel")],
+         {"x": img}, {"y": interpolate_nd(img, lin, scale_factors=down, coordinate_transformation_mode="pytorch_half_pixel").astype(np.float32)}, inits=[("s", down)])
+
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump(CASES, f, indent=0)
         f.write("\n")

@@ -164,7 +164,7 @@ var notDifferentiable = []string{"And", "Constant", "ConstantOfShape", "ConvInte
 
 // noRuleYet lists the differentiable ops declared with graph.NoGradYet: imported models use
 // them, zoo's variants do not, and differentiating through one is an error naming it.
-var noRuleYet = []string{"Attention", "AveragePool", "BatchNormalization", "Clip", "Conv", "DequantizeLinear", "Gelu", "GlobalAveragePool", "HardSigmoid", "RMSNormalization", "RotaryEmbedding",
+var noRuleYet = []string{"Attention", "AveragePool", "BatchNormalization", "Clip", "Conv", "DequantizeLinear", "Gelu", "GlobalAveragePool", "HardSigmoid", "Pad", "RMSNormalization", "Resize", "RotaryEmbedding",
 	"com.microsoft.Attention", "com.microsoft.BiasGelu", "com.microsoft.EmbedLayerNormalization", "com.microsoft.FastGelu",
 	"com.microsoft.Gelu", "com.microsoft.MultiHeadAttention", "com.microsoft.SkipLayerNormalization"}
 

@@ -53,8 +53,10 @@ func (j *jsonT) tensor() *tensor.Tensor {
 	return t
 }
 
-func opset23Cases() []evalCase {
-	data, err := os.ReadFile("testdata/opset23_golden.json")
+// goldenJSONCases reads golden cases written by a testdata script (see gen_opset23.py for the
+// format).
+func goldenJSONCases(path string) []evalCase {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		panic(err)
 	}
@@ -86,6 +88,11 @@ func opset23Cases() []evalCase {
 		}
 		cs = append(cs, c)
 	}
+	return cs
+}
+
+func opset23Cases() []evalCase {
+	cs := goldenJSONCases("testdata/opset23_golden.json")
 	x := tf(sh(2, 4), 1, 2, 3, 4, 5, 6, 7, 8)
 	q := zeros(1, 2, 3, 4)
 	return append(cs,

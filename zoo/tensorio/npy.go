@@ -30,20 +30,54 @@ const MaxElements = 1 << 31
 
 const npyMagic = "\x93NUMPY"
 
-// npyDescr maps dtypes to numpy type strings.
+// npyDescr maps dtypes to the numpy type strings WriteNPY writes (numpy's own spelling).
 func npyDescr(dt tensor.DType) (string, bool) {
 	switch dt {
 	case tensor.Float32:
 		return "<f4", true
+	case tensor.Float16:
+		return "<f2", true
 	case tensor.Int32:
 		return "<i4", true
 	case tensor.Int64:
 		return "<i8", true
+	case tensor.Int8:
+		return "|i1", true
+	case tensor.Uint8:
+		return "|u1", true
 	case tensor.Bool:
 		return "|b1", true
 	}
 	return "", false
 }
+
+// npyType is a numpy type string ReadNPY accepts: the tensor dtype it becomes and the size of
+// one element in the file.
+type npyType struct {
+	dt   tensor.DType
+	size int
+}
+
+// String names the file's element type: the dtype's name, or float64 for one read as float32.
+func (t npyType) String() string {
+	if t.dt == tensor.Float32 && t.size == 8 {
+		return "float64"
+	}
+	return t.dt.String()
+}
+
+// npyTypes are the type strings ReadNPY reads. float64 becomes float32 (rounded to nearest):
+// zoo computes in float32. One-byte types carry no byte order, which numpy writes as '|' but
+// '<' and '=' also mean.
+var npyTypes = map[string]npyType{
+	"<f4": {tensor.Float32, 4}, "<f8": {tensor.Float32, 8}, "<f2": {tensor.Float16, 2},
+	"<i8": {tensor.Int64, 8}, "<i4": {tensor.Int32, 4},
+	"|i1": {tensor.Int8, 1}, "<i1": {tensor.Int8, 1}, "=i1": {tensor.Int8, 1},
+	"|u1": {tensor.Uint8, 1}, "<u1": {tensor.Uint8, 1}, "=u1": {tensor.Uint8, 1},
+	"|b1": {tensor.Bool, 1}, "<b1": {tensor.Bool, 1}, "=b1": {tensor.Bool, 1},
+}
+
+const npyTypeList = "'<f4', '<f8', '<f2', '<i8', '<i4', '|i1', '|u1', '|b1'"
 
 // NPYHeader returns the complete .npy v1.0 header (magic, version, length and the padded
 // dictionary) for a C-order array of dtype and shape, byte-identical to what numpy.save writes.
@@ -94,9 +128,10 @@ func NPYHeader(dt tensor.DType, shape []int) ([]byte, error) {
 }
 
 // WriteNPY writes t to w as a numpy .npy file (format 1.0, little-endian, C order): float32 as
-// '<f4', int64 as '<i8', int32 as '<i4', bool as '|b1'. np.load reads the result. It returns
-// an error for an invalid tensor (nil, unknown dtype, data not matching the shape) or a write
-// error.
+// '<f4', float16 as '<f2', int64 as '<i8', int32 as '<i4', int8 as '|i1', uint8 as '|u1', bool
+// as '|b1'. np.load reads the result. It returns an error for an invalid tensor (nil, a dtype
+// .npy cannot hold such as bfloat16, data not matching the shape, an integer out of its type's
+// range) or a write error.
 func WriteNPY(w io.Writer, t *tensor.Tensor) error {
 	if err := t.Check(); err != nil {
 		return fmt.Errorf("npy: %w", err)
@@ -146,6 +181,26 @@ func writeData(w *bufio.Writer, t *tensor.Tensor) error {
 				return err
 			}
 		}
+	case tensor.Float16:
+		for _, v := range t.F32 {
+			binary.LittleEndian.PutUint16(b[:], tensor.Float16Bits(v))
+			if _, err := w.Write(b[:2]); err != nil {
+				return err
+			}
+		}
+	case tensor.Int8, tensor.Uint8:
+		lo, hi := int64(math.MinInt8), int64(math.MaxInt8)
+		if t.DType == tensor.Uint8 {
+			lo, hi = 0, math.MaxUint8
+		}
+		for _, v := range t.I64 {
+			if v < lo || v > hi {
+				return fmt.Errorf("%v tensor holds %d, out of range", t.DType, v)
+			}
+			if err := w.WriteByte(byte(v)); err != nil {
+				return err
+			}
+		}
 	case tensor.Bool:
 		for _, v := range t.Bool {
 			c := byte(0)
@@ -163,10 +218,12 @@ func writeData(w *bufio.Writer, t *tensor.Tensor) error {
 }
 
 // ReadNPY reads one .npy array (format 1.0, 2.0 or 3.0) from r, which must end after the data.
-// Accepted dtypes are '<f4', '<i4', '<i8' and '|b1' in C order; anything else — a bad magic,
+// Accepted dtypes, in C order: '<f4' (float32), '<f8' (float64, returned as float32 rounded to
+// nearest), '<f2' (float16), '<i8', '<i4', '|i1', '|u1' and '|b1'. Anything else — a bad magic,
 // a header longer than MaxNPYHeader, a malformed header dictionary, Fortran order, a
-// big-endian or other dtype, more than MaxElements elements, data shorter or longer than the
-// shape declares, a bool byte other than 0 or 1 — is an error saying what is wrong. When r is
+// big-endian, object, structured or other dtype, more than MaxElements elements, data shorter
+// or longer than the shape declares, a bool byte other than 0 or 1 — is an error saying what
+// is wrong. When r is
 // an io.Seeker (such as *os.File or *bytes.Reader) the data size is checked before the data
 // buffer is allocated; otherwise the buffer grows only as data actually arrives.
 func ReadNPY(r io.Reader) (*tensor.Tensor, error) {
@@ -203,15 +260,15 @@ func ReadNPY(r io.Reader) (*tensor.Tensor, error) {
 	if _, err := io.ReadFull(r, hdr); err != nil {
 		return nil, fmt.Errorf("npy: reading %d-byte header: %w", hlen, noEOF(err))
 	}
-	dt, shape, err := parseNPYHeader(hdr, major)
+	typ, shape, err := parseNPYHeader(hdr, major)
 	if err != nil {
 		return nil, fmt.Errorf("npy: %w", err)
 	}
 	n := tensor.NumElements(shape)
-	size := int64(n) * int64(dt.Size())
+	size := int64(n) * int64(typ.size)
 	if s, ok := r.(io.Seeker); ok {
 		if left, ok := remaining(s); ok && left != size {
-			return nil, fmt.Errorf("npy: shape %v of %v needs %d data bytes, file has %d", shape, dt, size, left)
+			return nil, fmt.Errorf("npy: shape %v of %v needs %d data bytes, file has %d", shape, typ, size, left)
 		}
 	}
 	data, err := readUpTo(r, size)
@@ -219,13 +276,13 @@ func ReadNPY(r io.Reader) (*tensor.Tensor, error) {
 		return nil, fmt.Errorf("npy: reading data: %w", err)
 	}
 	if int64(len(data)) != size {
-		return nil, fmt.Errorf("npy: shape %v of %v needs %d data bytes, file has %d", shape, dt, size, len(data))
+		return nil, fmt.Errorf("npy: shape %v of %v needs %d data bytes, file has %d", shape, typ, size, len(data))
 	}
 	var one [1]byte
 	if k, _ := io.ReadFull(r, one[:]); k > 0 {
 		return nil, fmt.Errorf("npy: trailing bytes after the %d data bytes of shape %v", size, shape)
 	}
-	t, err := decodeData(dt, shape, data)
+	t, err := decodeData(typ, shape, data)
 	if err != nil {
 		return nil, fmt.Errorf("npy: %w", err)
 	}
@@ -279,26 +336,45 @@ func readUpTo(r io.Reader, n int64) ([]byte, error) {
 	return buf, nil
 }
 
-// decodeData turns little-endian bytes into a tensor; len(data) must already match.
-func decodeData(dt tensor.DType, shape []int, data []byte) (*tensor.Tensor, error) {
-	t, err := tensor.New(dt, shape...)
+// decodeData turns little-endian bytes of file type typ into a tensor; len(data) must
+// already match.
+func decodeData(typ npyType, shape []int, data []byte) (*tensor.Tensor, error) {
+	t, err := tensor.New(typ.dt, shape...)
 	if err != nil {
 		return nil, err
 	}
-	switch dt {
-	case tensor.Float32:
+	switch {
+	case typ.dt == tensor.Float32 && typ.size == 8:
+		for i := range t.F32 {
+			t.F32[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:])))
+		}
+	case typ.dt == tensor.Float32:
 		for i := range t.F32 {
 			t.F32[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
 		}
-	case tensor.Int32:
+	case typ.dt == tensor.Float16:
+		for i := range t.F32 {
+			// Rounded once more so that a signalling NaN reads as the quiet NaN that writing
+			// it back produces.
+			t.F32[i] = tensor.RoundFloat16(tensor.Float16FromBits(binary.LittleEndian.Uint16(data[2*i:])))
+		}
+	case typ.dt == tensor.Int32:
 		for i := range t.I64 {
 			t.I64[i] = int64(int32(binary.LittleEndian.Uint32(data[4*i:])))
 		}
-	case tensor.Int64:
+	case typ.dt == tensor.Int64:
 		for i := range t.I64 {
 			t.I64[i] = int64(binary.LittleEndian.Uint64(data[8*i:]))
 		}
-	case tensor.Bool:
+	case typ.dt == tensor.Int8:
+		for i, c := range data {
+			t.I64[i] = int64(int8(c))
+		}
+	case typ.dt == tensor.Uint8:
+		for i, c := range data {
+			t.I64[i] = int64(c)
+		}
+	case typ.dt == tensor.Bool:
 		for i, c := range data {
 			if c > 1 {
 				return nil, fmt.Errorf("bool element %d is byte 0x%02x, want 0 or 1", i, c)
@@ -311,80 +387,77 @@ func decodeData(dt tensor.DType, shape []int, data []byte) (*tensor.Tensor, erro
 
 // parseNPYHeader parses the header dictionary, e.g.
 // {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
-func parseNPYHeader(hdr []byte, major byte) (tensor.DType, []int, error) {
+func parseNPYHeader(hdr []byte, major byte) (npyType, []int, error) {
 	if major < 3 {
 		for _, c := range hdr {
 			if c >= 0x80 {
-				return 0, nil, fmt.Errorf("header is not ASCII")
+				return npyType{}, nil, fmt.Errorf("header is not ASCII")
 			}
 		}
 	}
 	s := strings.TrimRight(string(hdr), " \t\n\x00")
 	if !strings.HasSuffix(string(hdr), "\n") {
-		return 0, nil, fmt.Errorf("header does not end with a newline")
+		return npyType{}, nil, fmt.Errorf("header does not end with a newline")
 	}
 	p := &pyParser{s: s}
 	keys, err := p.dict()
 	if err != nil {
-		return 0, nil, fmt.Errorf("malformed header %q: %w", clip(s), err)
+		return npyType{}, nil, fmt.Errorf("malformed header %q: %w", clip(s), err)
 	}
 	if p.skipSpace(); p.i != len(p.s) {
-		return 0, nil, fmt.Errorf("malformed header %q: unexpected %q after the dictionary", clip(s), clip(p.s[p.i:]))
+		return npyType{}, nil, fmt.Errorf("malformed header %q: unexpected %q after the dictionary", clip(s), clip(p.s[p.i:]))
 	}
 	for _, k := range []string{"descr", "fortran_order", "shape"} {
 		if _, ok := keys[k]; !ok {
-			return 0, nil, fmt.Errorf("header has no %q key", k)
+			return npyType{}, nil, fmt.Errorf("header has no %q key", k)
 		}
 	}
 	if len(keys) != 3 {
 		for k := range keys {
 			if k != "descr" && k != "fortran_order" && k != "shape" {
-				return 0, nil, fmt.Errorf("header has unknown key %q", k)
+				return npyType{}, nil, fmt.Errorf("header has unknown key %q", k)
 			}
 		}
 	}
 	descr, ok := keys["descr"].(string)
 	if !ok {
-		return 0, nil, fmt.Errorf("header 'descr' is not a string (structured dtypes are not supported)")
+		return npyType{}, nil, fmt.Errorf("header 'descr' is not a string (structured dtypes are not supported)")
 	}
-	var dt tensor.DType
-	switch descr {
-	case "<f4":
-		dt = tensor.Float32
-	case "<i4":
-		dt = tensor.Int32
-	case "<i8":
-		dt = tensor.Int64
-	case "|b1":
-		dt = tensor.Bool
+	typ, ok := npyTypes[descr]
+	switch {
+	case ok:
+	case strings.HasPrefix(descr, ">") && len(descr) > 1 && npyTypes["<"+descr[1:]].size > 0:
+		return npyType{}, nil, fmt.Errorf("big-endian dtype %q is not supported (save with a.astype(a.dtype.newbyteorder('<')))", descr)
+	case strings.Contains(descr, "O"):
+		return npyType{}, nil, fmt.Errorf("object arrays (dtype %q) are not supported: save a numeric array", descr)
 	default:
-		return 0, nil, fmt.Errorf("unsupported dtype %q (zoo reads '<f4', '<i4', '<i8', '|b1')", descr)
+		return npyType{}, nil, fmt.Errorf("unsupported dtype %q (zoo reads %s)", descr, npyTypeList)
 	}
 	fo, ok := keys["fortran_order"].(bool)
 	if !ok {
-		return 0, nil, fmt.Errorf("header 'fortran_order' is not True or False")
+		return npyType{}, nil, fmt.Errorf("header 'fortran_order' is not True or False")
 	}
 	if fo {
-		return 0, nil, fmt.Errorf("Fortran-order arrays are not supported (save with np.ascontiguousarray)")
+		return npyType{}, nil, fmt.Errorf("Fortran-order arrays are not supported (save with np.ascontiguousarray)")
 	}
 	shape, ok := keys["shape"].([]int)
 	if !ok {
-		return 0, nil, fmt.Errorf("header 'shape' is not a tuple of integers")
+		return npyType{}, nil, fmt.Errorf("header 'shape' is not a tuple of integers")
 	}
 	n := int64(1)
 	for _, d := range shape {
 		if d < 0 {
-			return 0, nil, fmt.Errorf("negative dimension in shape %v", shape)
+			return npyType{}, nil, fmt.Errorf("negative dimension in shape %v", shape)
 		}
 		if d > 0 && n > MaxElements/int64(d) {
-			return 0, nil, fmt.Errorf("shape %v has more than 2^31 elements", shape)
+			return npyType{}, nil, fmt.Errorf("shape %v has more than 2^31 elements", shape)
 		}
 		n *= int64(d)
 	}
 	if n > MaxElements {
-		return 0, nil, fmt.Errorf("shape %v has more than 2^31 elements", shape)
+		return npyType{}, nil, fmt.Errorf("shape %v has more than 2^31 elements", shape)
 	}
-	return dt, shape, nil
+	return typ, shape, nil
 }
 
 func clip(s string) string {

@@ -413,7 +413,7 @@ func parseSafetensors(hdr, body []byte, widen bool) ([]Named, map[string]string,
 		if _, wide := wideDTypes[e.info.DType]; wide {
 			t, err = decodeWide(e.info.DType, e.info.Shape, raw)
 		} else {
-			t, err = decodeData(e.dt, e.info.Shape, raw)
+			t, err = decodeData(npyType{e.dt, e.size}, e.info.Shape, raw)
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("safetensors: tensor %q: %w", e.name, err)

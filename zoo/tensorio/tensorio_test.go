@@ -35,6 +35,25 @@ func goldens(t testing.TB) map[string]*tensor.Tensor {
 		"b1_2x2.npy":     b,
 		"f32_scalar.npy": tensor.ScalarF(7),
 		"i32_0x3.npy":    i32,
+		"f16_3.npy":      {DType: tensor.Float16, Shape: []int{3}, F32: []float32{1, -2.5, 65504}},
+		"i8_3.npy":       {DType: tensor.Int8, Shape: []int{3}, I64: []int64{-128, 0, 127}},
+		"u8_3.npy":       {DType: tensor.Uint8, Shape: []int{3}, I64: []int64{0, 1, 255}},
+	}
+}
+
+// numpy's float64 arrays read as float32, each value rounded to nearest (1e300 to +-Inf).
+func TestReadNPYFloat64(t *testing.T) {
+	b, err := os.ReadFile("testdata/f64_2.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadNPY(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mustF32(t, []float32{0.1, float32(math.Inf(-1))}, 2)
+	if !tensor.Equal(got, want) {
+		t.Errorf("ReadNPY(f64) = %+v, want %+v", got, want)
 	}
 }
 
@@ -97,6 +116,8 @@ func TestWriteNPYErrors(t *testing.T) {
 		{nil, "npy: tensor is nil"},
 		{&tensor.Tensor{DType: tensor.Float32, Shape: []int{3}, F32: []float32{1}}, "npy: tensor of shape [3] holds 1 float32 values, want 3"},
 		{&tensor.Tensor{DType: tensor.Int32, Shape: []int{1}, I64: []int64{1 << 40}}, "npy: write data: int32 tensor holds 1099511627776, out of range"},
+		{&tensor.Tensor{DType: tensor.Uint8, Shape: []int{1}, I64: []int64{256}}, "npy: write data: uint8 tensor holds 256, out of range"},
+		{&tensor.Tensor{DType: tensor.BFloat16, Shape: []int{1}, F32: []float32{1}}, "npy: unsupported dtype bfloat16"},
 	} {
 		err := WriteNPY(io.Discard, tc.x)
 		if err == nil || err.Error() != tc.want {
@@ -140,8 +161,10 @@ func TestReadNPYErrors(t *testing.T) {
 		{"missing key", npyWith("{'descr': '<f4', 'shape': (2,)}", make([]byte, 8)), `npy: header has no "fortran_order" key`},
 		{"extra key", npyWith("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 'y'}", make([]byte, 8)), `npy: header has unknown key "x"`},
 		{"dup key", npyWith("{'descr': '<f4', 'descr': '<f4'}", nil), `npy: malformed header "{'descr': '<f4', 'descr': '<f4'}": duplicate key "descr"`},
-		{"big endian", npyWith("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", make([]byte, 8)), `npy: unsupported dtype ">f4" (zoo reads '<f4', '<i4', '<i8', '|b1')`},
-		{"float64", npyWith("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", make([]byte, 16)), `npy: unsupported dtype "<f8" (zoo reads '<f4', '<i4', '<i8', '|b1')`},
+		{"big endian", npyWith("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", make([]byte, 8)), `npy: big-endian dtype ">f4" is not supported (save with a.astype(a.dtype.newbyteorder('<')))`},
+		{"object", npyWith("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", make([]byte, 16)), `npy: object arrays (dtype "|O") are not supported: save a numeric array`},
+		{"complex", npyWith("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", make([]byte, 16)), `npy: unsupported dtype "<c8" (zoo reads '<f4', '<f8', '<f2', '<i8', '<i4', '|i1', '|u1', '|b1')`},
+		{"short float64", npyWith("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", make([]byte, 8)), "npy: shape [2] of float64 needs 16 data bytes, file has 8"},
 		{"fortran", npyWith("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", make([]byte, 8)), "npy: Fortran-order arrays are not supported (save with np.ascontiguousarray)"},
 		{"shape not tuple", npyWith("{'descr': '<f4', 'fortran_order': False, 'shape': '2', }", nil), "npy: header 'shape' is not a tuple of integers"},
 		{"negative dim", npyWith("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", nil), `npy: malformed header "{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }": want a dimension at byte 51`},
