@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -104,9 +105,11 @@ func TestCompareJSON(t *testing.T) {
 			}
 		}
 		for name, k := range map[string]*float64{"time": r.TimeExponent, "memory": r.MemExponent} {
-			// Growing n fourfold costs more, and no variant here is worse than quadratic.
-			if k == nil || !(*k > 0 && *k < 3) {
-				t.Errorf("%s: %s exponent %v, want finite in (0, 3)", r.Variant, name, k)
+			// A fit of measured times and RSS growth on a shared machine: its value is the
+			// machine's, so the test asks only for a number (the fit itself is tested in
+			// cmd/zoo/internal/bench).
+			if k == nil || math.IsNaN(*k) || math.IsInf(*k, 0) {
+				t.Errorf("%s: %s exponent %s, want a finite number", r.Variant, name, fmtPtr(k))
 			}
 		}
 	}
@@ -353,4 +356,11 @@ func TestCompareFlagOrder(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 2 || got[0].Variant != "vanilla" || got[1].Variant != "linear" {
 		t.Fatalf("got %+v (%v), want vanilla then linear:\n%s", got, err, out)
 	}
+}
+
+func fmtPtr(k *float64) string {
+	if k == nil {
+		return "missing"
+	}
+	return fmt.Sprint(*k)
 }
