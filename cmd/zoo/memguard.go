@@ -128,6 +128,12 @@ func guardMemory(what string, g *graph.Graph, r memRun) error {
 		}
 	default:
 		advice = "the weights alone do not fit: choose a smaller model or preset (--preset, --set)"
+		if r.batchFlag == "" && r.nFlag == "" && short.weights <= mem.Available {
+			advice = "feed smaller inputs"
+		}
+	}
+	if r.batch == 0 && r.n == 0 { // not a token model: its inputs' shapes say the size
+		return badInputf("running %s needs %s: %s", what, short.String(r.copies), advice)
 	}
 	return badInputf("running %s at batch %d × %d tokens needs %s: %s", what, r.batch, r.n, short.String(r.copies), advice)
 }
@@ -156,11 +162,17 @@ func guardBench(bm *benchModel, batches, seqs []int, withORT bool) error {
 // guardParity checks a parity run (ONNX Runtime and zoo, each holding the model) at its
 // inputs' shapes; the length is --window's when the tokens come from --input.
 func guardParity(name string, g *graph.Graph, inputs map[string]*tensor.Tensor, fromFile bool) error {
+	return guardInputs(name, g, inputs, fromFile, 2)
+}
+
+// guardInputs checks a run of g on these inputs, with the model held copies times; when g
+// takes tokens, the advice names --window for tokens read from a file (fromFile).
+func guardInputs(name string, g *graph.Graph, inputs map[string]*tensor.Tensor, fromFile bool, copies int) error {
 	shapes := map[string][]int{}
 	for k, t := range inputs {
 		shapes[k] = t.Shape
 	}
-	r := memRun{shapes: func(int, int) map[string][]int { return shapes }, copies: 2}
+	r := memRun{shapes: func(int, int) map[string][]int { return shapes }, copies: copies}
 	if tok, mask, err := tokenInputs(g); err == nil && len(shapes[tok]) == 2 {
 		r.batch, r.n, r.shapes = shapes[tok][0], shapes[tok][1], tokenShapes(tok, mask)
 		if fromFile {

@@ -38,6 +38,8 @@ func TestMemoryGuard(t *testing.T) {
 			[]string{"its weights need about", "lower layers with --set"}},
 		{"bench batch", "1GiB", []string{"bench", "vanilla.tiny", "--batch", "1,100000", "--seq", "128", "--reps", "1"},
 			[]string{"running vanilla.tiny at batch 100000 × 128 tokens", "lower --batch to"}},
+		{"run arrays", "90KiB", []string{"run", "testdata/floatin/vit.onnx", "--input", "testdata/floatin/vit-pixels.npy"},
+			[]string{"running testdata/floatin/vit.onnx on testdata/floatin/vit-pixels.npy needs about", "activations ", "feed smaller inputs"}},
 		{"bad limit", "lots", []string{"show", "vanilla.tiny"},
 			[]string{memlimit.Env + `="lots": want a size`}},
 	}

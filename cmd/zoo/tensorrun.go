@@ -264,6 +264,9 @@ func runTensorsAction(c *cli.Context, ref, inPath, outPath string) error {
 	if err != nil {
 		return badInputf("%s does not fit %s: %w", inPath, m.displayName(), err)
 	}
+	if err := guardInputs(m.displayName()+" on "+inPath, m.Graph, inputs, false, 1); err != nil {
+		return err
+	}
 	choice, err := backends.Select(c.String(flagBackend.Name))
 	if err != nil {
 		return badInput(err)
