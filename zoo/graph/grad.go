@@ -677,7 +677,8 @@ func (c *GradCtx) zeroLike(x string) string {
 }
 
 // gradMatMul: dA = dY·Bᵀ and dB = Aᵀ·dY, reduced over broadcast batch axes. A batched A with
-// a 2-D B (a linear layer) folds the batch into rows for dB, one Gemm with transA. 1-D
+// a 2-D B (a linear layer) folds the batch into rows: dB is one Gemm with transA, dA one Gemm
+// with transB. 1-D
 // operands are promoted to matrices as numpy does (A to a row, B to a column) and their
 // gradients reshaped back.
 func gradMatMul(c *GradCtx) ([]string, error) {
@@ -715,7 +716,15 @@ func gradMatMul(c *GradCtx) ([]string, error) {
 	if vecB {
 		b, sb, rb = c.Unsqueeze(b, -1), sb.withLast(Fixed(1)), 2
 	}
-	if c.float(0) {
+	if c.float(0) && rb == 2 && ra >= 2 && !vecA && !vecB && sa[ra-1].Known() && so[len(so)-1].Known() {
+		// A linear layer: dA = dY·Wᵀ as one Gemm with transB, which reads W in place where
+		// MatMul would need it transposed first (a copy of every weight, every step).
+		ga := c.Op("Gemm", []string{c.Reshape(dy, -1, so[len(so)-1].Size), b}, Attrs{"transB": Int(1)})
+		g[0] = ga
+		if ra > 2 {
+			g[0] = c.reshapeLike(ga, c.In[0].Shape, c.Node.Inputs[0])
+		}
+	} else if c.float(0) {
 		ga := c.MatMul(dy, c.transposeLast(b, rb))
 		if ga, err = c.ReduceTo(ga, so[:len(so)-1].withLast(sa[ra-1]), sa, a); err != nil {
 			return nil, err
