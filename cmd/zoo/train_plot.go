@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/zoo-dev/zoo/internal/benchplot"
+
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // renderTrainPlot draws --plot: the training loss of every step and, when the run evaluated,
@@ -77,17 +77,5 @@ func renderTrainPlot(w io.Writer, history []trainLog, title string) (err error) 
 		bp.Add(bl, bpts)
 		panels = append(panels, bp)
 	}
-	width := vg.Length(800 * len(panels))
-	img := vgimg.New(width*vg.Inch/96, 560*vg.Inch/96)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Millimeter * 6, PadTop: vg.Millimeter * 2,
-		PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align([][]*plot.Plot{panels}, tiles, dc)
-	for i, p := range panels {
-		p.Draw(canvases[0][i])
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w); err != nil {
-		return fmt.Errorf("plot: encode PNG: %w", err)
-	}
-	return nil
+	return benchplot.WriteRow(w, panels, 800*len(panels), 560)
 }

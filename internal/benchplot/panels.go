@@ -60,6 +60,12 @@ func RenderPanels(w io.Writer, panels []Panel, width, height int) (err error) {
 			return err
 		}
 	}
+	return WriteRow(w, plots, width, height)
+}
+
+// WriteRow draws plots side by side, aligned, into one width×height pixel PNG on w (96 pixels
+// to the inch). It returns the encoder's error; the caller recovers gonum/plot's panics.
+func WriteRow(w io.Writer, plots []*plot.Plot, width, height int) error {
 	img := vgimg.New(vg.Length(width)*vg.Inch/96, vg.Length(height)*vg.Inch/96)
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Millimeter * 6, PadTop: vg.Millimeter * 2,
