@@ -159,13 +159,9 @@ func evalAction(c *cli.Context) error {
 		shapes: tokenShapes(tokName, maskName), batchFlag: "--batch", nFlag: "--window"}); err != nil {
 		return err
 	}
-	choice, err := backends.Select(c.String(flagBackend.Name))
+	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads")})
 	if err != nil {
-		return badInput(err)
-	}
-	prog, err := choice.Backend.Compile(m.Graph, backends.Options{Threads: c.Int("threads")})
-	if err != nil {
-		return failed(fmt.Errorf("compile %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+		return err
 	}
 	defer prog.Close()
 	// The session cancels c.Context on SIGINT and SIGTERM (session.go).

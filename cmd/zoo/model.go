@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	zooroot "github.com/zoo-dev/zoo"
+	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/registry"
 	"github.com/zoo-dev/zoo/zoo/variant"
@@ -203,4 +204,18 @@ func (m *model) displayName() string {
 		return m.Name + "." + m.Preset
 	}
 	return m.Name
+}
+
+// compileModel compiles m's graph on the backend --backend chooses. Its errors are the
+// command's: a bad --backend is bad input (exit 2), a failed compile a failed job (exit 1).
+func compileModel(c *cli.Context, m *model, opts backends.Options) (backends.Choice, backends.Program, error) {
+	choice, err := backends.Select(c.String(flagBackend.Name))
+	if err != nil {
+		return backends.Choice{}, nil, badInput(err)
+	}
+	prog, err := choice.Backend.Compile(m.Graph, opts)
+	if err != nil {
+		return backends.Choice{}, nil, failed(fmt.Errorf("compile %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+	}
+	return choice, prog, nil
 }

@@ -152,13 +152,9 @@ func profileAction(c *cli.Context) error {
 	if err := guardMemory(m.displayName(), m.Graph, memRun{batch: b, n: n, shapes: plan.shapes, batchFlag: "--batch", nFlag: "--seq"}); err != nil {
 		return err
 	}
-	choice, err := backends.Select(c.String(flagBackend.Name))
+	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads")})
 	if err != nil {
-		return badInput(err)
-	}
-	prog, err := choice.Backend.Compile(m.Graph, backends.Options{Threads: c.Int("threads")})
-	if err != nil {
-		return failed(fmt.Errorf("compile %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+		return err
 	}
 	defer prog.Close()
 	profiler, err := profilerOf(prog, choice.Backend.Name())

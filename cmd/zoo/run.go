@@ -172,14 +172,10 @@ func runAction(c *cli.Context) error {
 		shapes: plan.shapes, batchFlag: "--batch", nFlag: "--window"}); err != nil {
 		return err
 	}
-	choice, err := backends.Select(c.String(flagBackend.Name))
-	if err != nil {
-		return badInput(err)
-	}
 	t1 := time.Now()
-	prog, err := choice.Backend.Compile(m.Graph, backends.Options{Threads: c.Int("threads")})
+	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads")})
 	if err != nil {
-		return failed(fmt.Errorf("compile %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+		return err
 	}
 	defer prog.Close()
 	t2 := time.Now()

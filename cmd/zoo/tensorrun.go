@@ -267,17 +267,14 @@ func runTensorsAction(c *cli.Context, ref, inPath, outPath string) error {
 	if err := guardInputs(m.displayName()+" on "+inPath, m.Graph, inputs, false, 1); err != nil {
 		return err
 	}
-	choice, err := backends.Select(c.String(flagBackend.Name))
-	if err != nil {
-		return badInput(err)
-	}
 	t1 := time.Now()
-	prog, err := choice.Backend.Compile(m.Graph, backends.Options{Threads: c.Int("threads")})
+	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads")})
 	if err != nil {
-		return failed(fmt.Errorf("compile %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+		return err
 	}
 	defer prog.Close()
 	t2 := time.Now()
+	printCompileReport(c.Context, c.App.ErrWriter, prog)
 	outs, err := prog.Run(c.Context, inputs)
 	if err != nil {
 		return failed(fmt.Errorf("run %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
