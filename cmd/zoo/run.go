@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -370,21 +371,22 @@ func printRunReport(w io.Writer, r runReport) {
 	if r.Pool != "" {
 		fmt.Fprintf(w, "pool      %s\n", r.Pool)
 	}
-	names := make([]string, 0, len(r.Outputs))
-	for n := range r.Outputs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var parts []string
-	for _, n := range names {
-		parts = append(parts, n+" "+tensor.ShapeString(r.Outputs[n]))
-	}
-	fmt.Fprintf(w, "outputs   %s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(w, "outputs   %s\n", outputShapes(r.Outputs))
 	fmt.Fprintf(w, "time      build %.1f ms, compile %.1f ms, run %.1f ms\n", r.BuildMS, r.CompileMS, r.RunMS)
 	fmt.Fprintf(w, "speed     %.0f tokens/s\n", r.TokensPS)
 	for _, p := range r.Written {
 		fmt.Fprintf(w, "wrote     %s\n", p)
 	}
+}
+
+// outputShapes is the report's outputs line: each output's name and shape, by name.
+func outputShapes(outputs map[string][]int) string {
+	names := slices.Sorted(maps.Keys(outputs))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + " " + tensor.ShapeString(outputs[n])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // printCompileReport writes the backend's compile report (its steps, which fusions applied

@@ -418,16 +418,7 @@ func printTensorRunReport(w io.Writer, r tensorRunReport) {
 		ins = append(ins, s)
 	}
 	fmt.Fprintf(w, "input     %s: %s\n", r.Input, strings.Join(ins, ", "))
-	names := make([]string, 0, len(r.Outputs))
-	for n := range r.Outputs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var parts []string
-	for _, n := range names {
-		parts = append(parts, n+" "+tensor.ShapeString(r.Outputs[n]))
-	}
-	fmt.Fprintf(w, "outputs   %s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(w, "outputs   %s\n", outputShapes(r.Outputs))
 	fmt.Fprintf(w, "time      build %.1f ms, compile %.1f ms, run %.1f ms\n", r.BuildMS, r.CompileMS, r.RunMS)
 	for _, p := range r.Written {
 		fmt.Fprintf(w, "wrote     %s\n", p)
