@@ -109,6 +109,28 @@ func vectorArg(e *exec, t *tensor.Tensor, norm []int, what string) ([]float32, e
 	return v, nil
 }
 
+// normArgs checks what LayerNormalization and RMSNormalization share: a float32 input x, its
+// first normalised axis (from the axis attribute) and the scale, broadcast to the normalised
+// shape x.Shape[axis:].
+func normArgs(e *exec, in []*tensor.Tensor, axisAttr int64) (*tensor.Tensor, int, []float32, error) {
+	if err := need(in, 2); err != nil {
+		return nil, 0, nil, err
+	}
+	x := in[0]
+	if x.DType != tensor.Float32 {
+		return nil, 0, nil, fmt.Errorf("dtype %v is not supported (float32 is)", x.DType)
+	}
+	axis, err := graph.NormAxis(axisAttr, len(x.Shape))
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	scale, err := vectorArg(e, in[1], x.Shape[axis:], "scale")
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return x, axis, scale, nil
+}
+
 // makeLayerNorm implements LayerNormalization (opset 17): normalises over the axes from
 // axis to the last, then applies scale and the optional bias. The optional Mean and
 // InvStdDev outputs have the input's shape with the normalized axes set to 1.
@@ -117,22 +139,11 @@ func makeLayerNorm(n *graph.Node) (kernel, error) {
 	eps := float64(n.Float("epsilon", 1e-5))
 	nout := len(n.Outputs)
 	return func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-		if err := need(in, 2); err != nil {
-			return nil, err
-		}
-		x := in[0]
-		if x.DType != tensor.Float32 {
-			return nil, fmt.Errorf("dtype %v is not supported (float32 is)", x.DType)
-		}
-		axis, err := graph.NormAxis(axisAttr, len(x.Shape))
+		x, axis, scale, err := normArgs(e, in, axisAttr)
 		if err != nil {
 			return nil, err
 		}
 		norm := x.Shape[axis:]
-		scale, err := vectorArg(e, in[1], norm, "scale")
-		if err != nil {
-			return nil, err
-		}
 		var bias []float32
 		if len(in) > 2 {
 			if bias, err = vectorArg(e, in[2], norm, "bias"); err != nil {

@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
@@ -15,22 +14,11 @@ func makeRMSNorm(n *graph.Node) (kernel, error) {
 	axisAttr := n.Int("axis", -1)
 	eps := float64(n.Float("epsilon", 1e-5))
 	return func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-		if err := need(in, 2); err != nil {
-			return nil, err
-		}
-		x := in[0]
-		if x.DType != tensor.Float32 {
-			return nil, fmt.Errorf("dtype %v is not supported (float32 is)", x.DType)
-		}
-		axis, err := graph.NormAxis(axisAttr, len(x.Shape))
+		x, axis, scale, err := normArgs(e, in, axisAttr)
 		if err != nil {
 			return nil, err
 		}
 		norm := x.Shape[axis:]
-		scale, err := vectorArg(e, in[1], norm, "scale")
-		if err != nil {
-			return nil, err
-		}
 		y, err := e.alloc(tensor.Float32, x.Shape)
 		if err != nil {
 			return nil, err
