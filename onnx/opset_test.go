@@ -3,6 +3,7 @@ package onnx_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/zoo-dev/zoo/internal/goldenjson"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,50 +18,23 @@ import (
 
 // opsetCase is one entry of testdata/opsets/cases.json (written by gen_opsets.py).
 type opsetCase struct {
-	Name    string                `json:"name"`
-	Opset   int                   `json:"opset"`
-	Op      string                `json:"op"`
-	Version int                   `json:"version"`
-	Files   []string              `json:"files"`
-	Inputs  map[string]jsonTensor `json:"inputs"`
-	Outputs map[string]jsonTensor `json:"outputs"`
+	Name    string                       `json:"name"`
+	Opset   int                          `json:"opset"`
+	Op      string                       `json:"op"`
+	Version int                          `json:"version"`
+	Files   []string                     `json:"files"`
+	Inputs  map[string]goldenjson.Tensor `json:"inputs"`
+	Outputs map[string]goldenjson.Tensor `json:"outputs"`
 }
 
-type jsonTensor struct {
-	DType string    `json:"dtype"`
-	Shape []int     `json:"shape"`
-	Data  []float64 `json:"data"`
-}
-
-func (j jsonTensor) tensor(t *testing.T) *tensor.Tensor {
+// decodeGolden returns j's tensor or fails t.
+func decodeGolden(t *testing.T, j goldenjson.Tensor) *tensor.Tensor {
 	t.Helper()
-	out := &tensor.Tensor{Shape: append([]int{}, j.Shape...)}
-	switch j.DType {
-	case "float32":
-		out.DType = tensor.Float32
-		for _, v := range j.Data {
-			out.F32 = append(out.F32, float32(v))
-		}
-	case "int64":
-		out.DType = tensor.Int64
-		for _, v := range j.Data {
-			out.I64 = append(out.I64, int64(v))
-		}
-	case "bool":
-		out.DType = tensor.Bool
-		for _, v := range j.Data {
-			out.Bool = append(out.Bool, v != 0)
-		}
-	default:
-		t.Fatalf("dtype %q", j.DType)
-	}
-	if out.Shape == nil {
-		out.Shape = []int{}
-	}
-	if err := out.Check(); err != nil {
+	x, err := j.Decode()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return x
 }
 
 func loadOpsetCases(t *testing.T) []opsetCase {
@@ -140,14 +114,14 @@ func TestImportOpsetForms(t *testing.T) {
 				defer prog.Close()
 				in := map[string]*tensor.Tensor{}
 				for name, jt := range c.Inputs {
-					in[name] = jt.tensor(t)
+					in[name] = decodeGolden(t, jt)
 				}
 				outs, err := prog.Run(context.Background(), in)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for name, jt := range c.Outputs {
-					if d := closeTo(outs[name], jt.tensor(t), 1e-6); d != "" {
+					if d := closeTo(outs[name], decodeGolden(t, jt), 1e-6); d != "" {
 						t.Errorf("output %s: %s", name, d)
 					}
 				}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/zoo-dev/zoo/internal/goldenjson"
 	"math"
 	"os"
 	"path/filepath"
@@ -30,11 +31,7 @@ import (
 const realgraphsDir = "testdata/realgraphs"
 
 // rgTensor is a tensor in the fixtures' JSON.
-type rgTensor struct {
-	DType string    `json:"dtype"`
-	Shape []int     `json:"shape"`
-	Data  []float64 `json:"data"`
-}
+type rgTensor = goldenjson.Tensor
 
 type rgFixture struct {
 	Note      string              `json:"note"`
@@ -43,41 +40,6 @@ type rgFixture struct {
 	Outputs   map[string]rgTensor `json:"outputs"`
 	// Torch holds PyTorch's float32 outputs, for graphs exported from PyTorch.
 	Torch map[string]rgTensor `json:"torch,omitempty"`
-}
-
-var rgDTypes = map[string]tensor.DType{"float32": tensor.Float32, "int64": tensor.Int64, "int32": tensor.Int32}
-
-func (f rgTensor) tensor() (*tensor.Tensor, error) {
-	dt, ok := rgDTypes[f.DType]
-	if !ok {
-		return nil, fmt.Errorf("rgFixture dtype %q", f.DType)
-	}
-	t, err := tensor.New(dt, f.Shape...)
-	if err != nil {
-		return nil, err
-	}
-	if len(f.Data) != t.Len() {
-		return nil, fmt.Errorf("%d values for shape %v", len(f.Data), f.Shape)
-	}
-	for i, v := range f.Data {
-		if dt == tensor.Float32 {
-			t.F32[i] = float32(v)
-		} else {
-			t.I64[i] = int64(v)
-		}
-	}
-	return t, nil
-}
-
-func rgTensorOf(t *tensor.Tensor) rgTensor {
-	f := rgTensor{DType: t.DType.String(), Shape: append([]int{}, t.Shape...)}
-	for _, v := range t.F32 {
-		f.Data = append(f.Data, float64(v))
-	}
-	for _, v := range t.I64 {
-		f.Data = append(f.Data, float64(v))
-	}
-	return f
 }
 
 func loadRealGraphs(t *testing.T) (names []string, fx map[string]*rgFixture) {
@@ -107,7 +69,7 @@ func loadRealGraphs(t *testing.T) (names []string, fx map[string]*rgFixture) {
 func (f *rgFixture) inputs() (map[string]*tensor.Tensor, error) {
 	in := map[string]*tensor.Tensor{}
 	for k, v := range f.Inputs {
-		x, err := v.tensor()
+		x, err := v.Decode()
 		if err != nil {
 			return nil, fmt.Errorf("input %s: %w", k, err)
 		}
@@ -137,7 +99,7 @@ func runZoo(name string, f *rgFixture) (map[string]*tensor.Tensor, error) {
 // compare checks got against want: integers exactly, floats within tol·(1 + |want|)
 // (numpy's allclose with rtol = atol = tol); it returns the worst float error found.
 func compare(got *tensor.Tensor, want rgTensor, tol float64) (float64, error) {
-	w, err := want.tensor()
+	w, err := want.Decode()
 	if err != nil {
 		return 0, err
 	}
@@ -243,7 +205,7 @@ func TestRealGraphsMatchORT(t *testing.T) {
 			if update {
 				f.Outputs = map[string]rgTensor{}
 				for k, v := range want {
-					f.Outputs[k] = rgTensorOf(v)
+					f.Outputs[k] = goldenjson.Encode(v)
 				}
 				data, err := json.Marshal(f)
 				if err != nil {
@@ -258,7 +220,7 @@ func TestRealGraphsMatchORT(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, out := range outNames {
-				worst, err := compare(got[out], rgTensorOf(want[out]), f.Tolerance)
+				worst, err := compare(got[out], goldenjson.Encode(want[out]), f.Tolerance)
 				if err != nil {
 					t.Errorf("output %s against ONNX Runtime: %v", out, err)
 				}

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"encoding/json"
+	"github.com/zoo-dev/zoo/internal/goldenjson"
 	"os"
 
 	"github.com/zoo-dev/zoo/zoo/graph"
@@ -18,37 +19,18 @@ type goldenJSON struct {
 	Name  string                    `json:"name"`
 	Op    string                    `json:"op"`
 	Attrs map[string]map[string]any `json:"attrs"`
-	In    []*jsonT                  `json:"in"`
-	Want  []*jsonT                  `json:"want"`
+	In    []*goldenjson.Tensor      `json:"in"`
+	Want  []*goldenjson.Tensor      `json:"want"`
 }
 
-type jsonT struct {
-	DType string    `json:"dtype"`
-	Shape []int     `json:"shape"`
-	Data  []float64 `json:"data"`
-}
-
-func (j *jsonT) tensor() *tensor.Tensor {
+// goldenTensor decodes j, nil for a JSON null (an omitted optional input).
+func goldenTensor(j *goldenjson.Tensor) *tensor.Tensor {
 	if j == nil {
 		return nil
 	}
-	t := &tensor.Tensor{Shape: append([]int{}, j.Shape...)}
-	switch j.DType {
-	case "float32":
-		t.DType = tensor.Float32
-		for _, v := range j.Data {
-			t.F32 = append(t.F32, float32(v))
-		}
-	case "int64":
-		t.DType = tensor.Int64
-		for _, v := range j.Data {
-			t.I64 = append(t.I64, int64(v))
-		}
-	case "bool":
-		t.DType = tensor.Bool
-		for _, v := range j.Data {
-			t.Bool = append(t.Bool, v != 0)
-		}
+	t, err := j.Decode()
+	if err != nil {
+		panic(err)
 	}
 	return t
 }
@@ -78,13 +60,13 @@ func goldenJSONCases(path string) []evalCase {
 			}
 		}
 		for _, t := range g.In {
-			c.in = append(c.in, t.tensor())
+			c.in = append(c.in, goldenTensor(t))
 		}
 		for len(c.in) > 0 && c.in[len(c.in)-1] == nil {
 			c.in = c.in[:len(c.in)-1]
 		}
 		for _, t := range g.Want {
-			c.want = append(c.want, t.tensor())
+			c.want = append(c.want, goldenTensor(t))
 		}
 		cs = append(cs, c)
 	}
