@@ -42,7 +42,8 @@ const shutdownGrace = 30 * time.Second
 // is read. --write-timeout runs from the end of the headers to the end of the answer
 // (Go's http.Server measures it so), so it must cover the read, the queue, the batch and the
 // write; a client that stops reading its answer is cut off when it passes. A keep-alive
-// connection idle for idleTimeout is closed.
+// connection idle for idleTimeout is closed. The gRPC port applies the same: its HTTP/2
+// handshake must be done within the header timeout, and an idle connection is closed.
 const (
 	headerTimeout = 10 * time.Second
 	idleTimeout   = 2 * time.Minute
@@ -61,7 +62,8 @@ func serveCommand() *cli.Command {
 			"the protocol's gRPC service (inference.GRPCInferenceService of grpc_predict_v2.proto) on --grpc-addr.\n" +
 			"Concurrent requests are merged into batches of up to --max-batch sequences within --max-delay; a full queue answers\n" +
 			"503 with Retry-After. A request must arrive within --read-timeout (headers within 10s) and be answered within\n" +
-			"--write-timeout of its headers; slower clients are cut off. zoo run's memory guard (ZOO_MEMORY_LIMIT) applies to each\n" +
+			"--write-timeout of its headers; slower clients are cut off (on the gRPC port: the HTTP/2 handshake within the header\n" +
+			"timeout); connections idle for 2 minutes are closed. zoo run's memory guard (ZOO_MEMORY_LIMIT) applies to each\n" +
 			"request (a sequence that would not fit alone: 413) and batch (run in smaller batches when it would not fit).\n" +
 			"The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting, finishes the requests\n" +
 			"in flight and exits 0." +
@@ -156,7 +158,7 @@ func serveAction(c *cli.Context) error {
 			ln.Close()
 			return badInputf("--grpc-addr %s: %w", a, err)
 		}
-		gs = srv.GRPC()
+		gs = srv.GRPC(min(headerTimeout, readTimeout), idleTimeout)
 	}
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: min(headerTimeout, readTimeout), ReadTimeout: readTimeout,
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}

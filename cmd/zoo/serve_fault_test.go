@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/zoo-dev/zoo/cmd/zoo/internal/serve/inferencepb"
 )
 
 // serveRefs are zoo run's outputs on the texts the serve tests send: mean-pooled, and
@@ -608,5 +616,97 @@ func TestServeTokenizerPerModel(t *testing.T) {
 	}
 	if code, _, stderr := zoo(t, "serve", "vanilla.tiny", "--tokenizer", "nope="+minilm); code != 2 || !strings.Contains(stderr, `no model is served as "nope"`) {
 		t.Errorf("--tokenizer for a model not served: exit %d, %s", code, stderr)
+	}
+}
+
+// TestServeGRPCSlowAndGoneClients is TestServeSlowAndGoneClients for the gRPC port: a client
+// dribbling its HTTP/2 handshake a byte a second is cut off by the handshake timeout (gRPC's
+// default would hold it for two minutes), and ModelInfer calls cancelled while they wait out
+// the batching delay are counted as 499, leave the queue empty and no goroutine behind, and
+// never run.
+func TestServeGRPCSlowAndGoneClients(t *testing.T) {
+	const model = "vanilla.tiny"
+	p := startServe(t, model, "--read-timeout", "2s", "--max-delay", "1s", "--queue", "16")
+	conn, err := grpc.NewClient(p.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := pb.NewGRPCInferenceServiceClient(conn)
+	req := &pb.ModelInferRequest{ModelName: model, Inputs: []*pb.ModelInferRequest_InferInputTensor{
+		{Name: "tokens", Datatype: "INT64", Shape: []int64{1, 3}, Contents: &pb.InferTensorContents{Int64Contents: []int64{5, 6, 7}}}}}
+	if _, err := c.ModelInfer(context.Background(), req); err != nil {
+		t.Fatalf("first ModelInfer: %v", err)
+	}
+	before := p.metric(t, "go_goroutines")
+	tokens := p.metric(t, `zoo_tokens_total{model="vanilla.tiny"}`)
+
+	slow, err := net.Dial("tcp", p.grpc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	closed := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, slow) // returns when the server closes the connection
+		close(closed)
+	}()
+	preface := "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+	cut := false
+	for i := 0; i < len(preface) && !cut; i++ {
+		if _, err := slow.Write([]byte{preface[i]}); err != nil {
+			cut = true
+			break
+		}
+		select {
+		case <-closed:
+			cut = true
+		case <-time.After(time.Second):
+		}
+	}
+	if !cut {
+		t.Errorf("sent the whole %d-byte HTTP/2 preface a byte a second without being cut off", len(preface))
+	}
+
+	const gone = 12
+	var wg sync.WaitGroup
+	codesSeen := make(chan codes.Code, gone)
+	for range gone {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(200*time.Millisecond, cancel)
+			_, err := c.ModelInfer(ctx, req)
+			codesSeen <- status.Code(err)
+		}()
+	}
+	wg.Wait()
+	close(codesSeen)
+	for code := range codesSeen {
+		if code != codes.Canceled {
+			t.Errorf("a ModelInfer cancelled while waiting: %v, want Canceled", code)
+		}
+	}
+	for range 100 {
+		if p.metric(t, `zoo_requests_total{code="499",endpoint="grpc_infer"}`) >= gone {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := p.metric(t, `zoo_requests_total{code="499",endpoint="grpc_infer"}`); n != gone {
+		t.Errorf("%v gRPC requests counted as 499, want %d", n, gone)
+	}
+	if n := p.metric(t, `zoo_queue_depth{model="vanilla.tiny"}`); n != 0 {
+		t.Errorf("queue depth %v after the clients left, want 0", n)
+	}
+	if n := p.metric(t, `zoo_tokens_total{model="vanilla.tiny"}`); n != tokens {
+		t.Errorf("tokens run: %v before, %v after clients that left; want no change", tokens, n)
+	}
+	if after := p.settleGoroutines(t, before); after > before {
+		t.Errorf("goroutines: %v before the slow and gone gRPC clients, %v after", before, after)
+	}
+	if _, err := c.ModelInfer(context.Background(), req); err != nil {
+		t.Errorf("ModelInfer after the gone clients: %v", err)
 	}
 }

@@ -10,15 +10,26 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/zoo-dev/zoo/cmd/zoo/internal/serve/inferencepb"
 )
 
 // GRPC returns a gRPC server of the Open Inference Protocol's GRPCInferenceService for s,
-// taking messages up to the body limit; the caller serves it on a listener.
-func (s *Server) GRPC() *grpc.Server {
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(int(min(s.cfg.MaxBody, 1<<31-1))))
+// taking messages up to the body limit; the caller serves it on a listener. A connection
+// must finish its HTTP/2 handshake within handshake (gRPC's own default is 120s, long enough
+// for a client dribbling bytes to hold a goroutine for two minutes), and one idle for idle
+// is closed (gRPC's default is never). Zero leaves gRPC's default.
+func (s *Server) GRPC(handshake, idle time.Duration) *grpc.Server {
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(min(s.cfg.MaxBody, 1<<31-1)))}
+	if handshake > 0 {
+		opts = append(opts, grpc.ConnectionTimeout(handshake))
+	}
+	if idle > 0 {
+		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: idle}))
+	}
+	g := grpc.NewServer(opts...)
 	pb.RegisterGRPCInferenceServiceServer(g, &grpcService{s: s})
 	return g
 }
