@@ -9,13 +9,13 @@
 # when the whole run finished.
 #
 #   scripts/bench-ort.sh                         # every variant, THREADS="2" (all cores)
-#   VARIANTS="performer sparse" THREADS="1 2" REPS=5 scripts/bench-ort.sh
+#   VARIANTS="performer sparse" THREADS="1 2" REPS=5 LONG_REPS=2 scripts/bench-ort.sh
 #   LONG=0 scripts/bench-ort.sh                  # leave out n = 8192
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${ZOO_ORT_LIB:?set ZOO_ORT_LIB to libonnxruntime.so (see README: ONNX Runtime parity)}"
 VARIANTS="${VARIANTS:-vanilla gqa linformer alibi rope linear performer relbias nystrom sparse}"
-THREADS="${THREADS:-$(nproc)}" REPS="${REPS:-3}" LONG="${LONG:-1}" OUT="${OUT:-docs/bench}"
+THREADS="${THREADS:-$(nproc)}" REPS="${REPS:-3}" LONG="${LONG:-1}" LONG_REPS="${LONG_REPS:-1}" OUT="${OUT:-docs/bench}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/zoo" ./cmd/zoo
@@ -23,8 +23,10 @@ mkdir -p "$OUT"
 cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
 slug="$(tr -cs 'A-Za-z0-9' '-' <<<"$cpu" | sed 's/-*$//' | tr 'A-Z' 'a-z')"
 flags="$(grep -o -w -E 'avx2|avx512f|avx512_bf16|amx_bf16|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ')"
-seqs="512,2048"
-[ "$LONG" = 1 ] && seqs="512,2048,8192"
+runs=("--batch 1 --seq 512,2048 --reps $REPS" "--batch 8 --seq 512 --reps $REPS")
+# n = 8192 runs alone with fewer repetitions: one base-sized run of an O(n²) variant takes
+# about half a minute here, and ONNX Runtime's three times that.
+[ "$LONG" = 1 ] && runs+=("--batch 1 --seq 8192 --reps $LONG_REPS")
 for t in $THREADS; do
   f="$tmp/ort-$slug-t$t.md"
   {
@@ -37,9 +39,9 @@ for t in $THREADS; do
   for v in $VARIANTS; do
     set_len=(--set max_len=8192)
     "$tmp/zoo" show "$v" --set max_len=8192 >/dev/null 2>&1 || set_len=()
-    for run in "--batch 1 --seq $seqs" "--batch 8 --seq 512"; do
+    for run in "${runs[@]}"; do
       # shellcheck disable=SC2206
-      args=(bench "$v" $run --threads "$t" --reps "$REPS" --against onnxruntime "${set_len[@]}" --format md)
+      args=(bench "$v" $run --threads "$t" --against onnxruntime "${set_len[@]}" --format md)
       { echo; echo "## $v, ${run}"; echo; echo "\`zoo ${args[*]}\`"; echo; } >>"$f"
       "$tmp/zoo" "${args[@]}" >>"$f"
       echo "bench-ort: $v $run, $t thread(s) done" >&2
