@@ -124,6 +124,7 @@ func (p *Program) fuse() {
 			p.fusions["softmax-backward"]++
 		}
 	}
+	f.fuseKernelized(replaced) // before the linears take its feature projections (fuse_kernelized.go)
 	for i := range p.plan.Steps {
 		if op := p.plan.Steps[i].Node.Op; f.dead[i] || (op != "MatMul" && op != "Gemm") {
 			continue

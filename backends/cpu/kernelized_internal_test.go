@@ -1,0 +1,230 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/zoo-dev/zoo/backends/cpu/gemm"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+// The kernels of kernelized.go against plain float64 loops that state what they compute
+// (their pure-Go twins), on random and awkward shapes: one row, odd sizes, sizes that are
+// not multiples of the GEMM tiles (6×16, 12×32) or of the 96-row block, and 1 and 3 threads.
+
+func kzRand(r *rand.Rand, scale float64, shape ...int) *tensor.Tensor {
+	t, _ := tensor.New(tensor.Float32, shape...)
+	for i := range t.F32 {
+		t.F32[i] = float32(scale * r.NormFloat64())
+	}
+	return t
+}
+
+func kzClose(t *testing.T, what string, got []float32, want []float64, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i, w := range want {
+		g := float64(got[i])
+		if math.IsNaN(w) != math.IsNaN(g) || (!math.IsNaN(w) && math.Abs(g-w) > tol*(1+math.Abs(w))) {
+			t.Fatalf("%s: element %d is %g, want %g", what, i, g, w)
+		}
+	}
+}
+
+func TestFeatureMapKernel(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	for _, c := range []struct{ b, n, k, m int }{{1, 1, 1, 1}, {1, 1, 64, 266}, {2, 7, 5, 17}, {3, 97, 12, 29}, {1, 200, 16, 33}} {
+		for _, mode := range []string{"row", "slab", "const"} {
+			for _, threads := range []int{1, 3} {
+				t.Run(fmt.Sprintf("%v/%s/t%d", c, mode, threads), func(t *testing.T) {
+					x := kzRand(r, 1, c.b, 2, c.n, c.k)
+					w := kzRand(r, 1, c.k, c.m)
+					diag := kzRand(r, 1, c.b, 2, c.n, 1)
+					pad, _ := tensor.New(tensor.Bool, c.b, 1, c.n, 1)
+					for j := range pad.Bool {
+						pad.Bool[j] = r.Intn(3) == 0
+					}
+					const alpha, eps, ratio = 0.35, 1e-4, 0.2
+					ws := make([]float32, len(w.F32))
+					for j, v := range w.F32 {
+						ws[j] = alpha * v
+					}
+					sp := &featureSpec{w: gemm.PackB(false, c.k, c.m, ws, c.m)}
+					sp.terms = []rowTerm{{kind: 'R', sign: 1, input: 1}}
+					switch mode {
+					case "row":
+						sp.terms = append(sp.terms, rowTerm{kind: 'M', sign: 1, input: -1, axes: []int{-1}})
+					case "slab":
+						sp.terms = append(sp.terms, rowTerm{kind: 'S', sign: 1, input: 2, invalidWhen: true, axes: []int{2, 3}})
+					case "const":
+						sp.terms = append(sp.terms, rowTerm{kind: 'c', sign: -1, c: 0.5, input: -1})
+					}
+					sp.post = []rowOp{{kind: '+', c: eps}, {kind: '*', c: ratio}, {kind: 'W', c: 0, input: 2}}
+					got, ok, err := featureMap(&exec{threads: threads}, []*tensor.Tensor{x, diag, pad}, sp)
+					if err != nil || !ok {
+						t.Fatalf("ok %v, err %v", ok, err)
+					}
+					// The twin: P = x·(αW) in float64, then the shift and the post chain.
+					rows := c.b * 2 * c.n
+					p := make([]float64, rows*c.m)
+					for i := 0; i < rows; i++ {
+						for j := 0; j < c.m; j++ {
+							s := 0.0
+							for q := 0; q < c.k; q++ {
+								s += float64(x.F32[i*c.k+q]) * float64(ws[q*c.m+j])
+							}
+							p[i*c.m+j] = s
+						}
+					}
+					padOf := func(i int) bool { return pad.Bool[(i/(2*c.n))*c.n+i%c.n] }
+					stab := make([]float64, rows)
+					for i := range stab {
+						mx := math.Inf(-1)
+						switch mode {
+						case "row":
+							for j := 0; j < c.m; j++ {
+								mx = math.Max(mx, p[i*c.m+j])
+							}
+						case "slab":
+							s := i / c.n
+							for i2 := s * c.n; i2 < (s+1)*c.n; i2++ {
+								for j := 0; j < c.m && !padOf(i2); j++ {
+									mx = math.Max(mx, p[i2*c.m+j])
+								}
+							}
+						case "const":
+							mx = -0.5
+						}
+						stab[i] = mx
+					}
+					want := make([]float64, rows*c.m)
+					for i := 0; i < rows; i++ {
+						for j := 0; j < c.m; j++ {
+							v := (math.Exp(p[i*c.m+j]-float64(diag.F32[i])-stab[i]) + eps) * ratio
+							if padOf(i) {
+								v = 0
+							}
+							want[i*c.m+j] = v
+						}
+					}
+					kzClose(t, "features", got.F32, want, 1e-5)
+					if !tensor.SameShape(got.Shape, []int{c.b, 2, c.n, c.m}) {
+						t.Fatalf("shape %v", got.Shape)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestEluFeatureKernel(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	for _, c := range []struct{ b, n, d int }{{1, 1, 1}, {2, 7, 5}, {1, 33, 64}, {3, 5, 17}} {
+		x := kzRand(r, 2, c.b, 2, c.n, c.d)
+		x.F32[0] = float32(math.NaN())
+		keep := kzRand(r, 1, c.b, 1, c.n, 1)
+		const alpha, add = 0.7, 1
+		sp := &eluSpec{alpha: alpha, c: add, post: []rowOp{{kind: 'x', input: 1}}}
+		got, ok, err := eluFeature(&exec{threads: 2}, []*tensor.Tensor{x, keep}, sp)
+		if err != nil || !ok {
+			t.Fatalf("%v: ok %v, err %v", c, ok, err)
+		}
+		want := make([]float64, len(x.F32))
+		for i, v := range x.F32 {
+			e := float64(v)
+			if e < 0 {
+				e = alpha * math.Expm1(e)
+			}
+			row := i / c.d
+			want[i] = (e + add) * float64(keep.F32[(row/(2*c.n))*c.n+row%c.n])
+		}
+		kzClose(t, fmt.Sprint(c), got.F32, want, 1e-6)
+	}
+}
+
+func TestLinearAttentionKernel(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	for _, c := range []struct{ b, h, nq, nk, m, dv int }{{1, 1, 1, 1, 1, 1}, {2, 3, 7, 7, 29, 12}, {1, 2, 97, 97, 64, 64}, {1, 8, 200, 13, 266, 5}} {
+		for _, form := range []string{"mul-eps", "div", "heads"} {
+			t.Run(fmt.Sprintf("%v/%s", c, form), func(t *testing.T) {
+				pos := func(shape ...int) *tensor.Tensor { // positive features, as φ makes them
+					x := kzRand(r, 1, shape...)
+					for i, v := range x.F32 {
+						x.F32[i] = float32(math.Abs(float64(v))) + 0.01
+					}
+					return x
+				}
+				a, bk := pos(c.b, c.h, c.nq, c.m), pos(c.b, c.h, c.nk, c.m)
+				sp := &linAttnSpec{keyAxis: -2}
+				v := kzRand(r, 1, c.b, c.h, c.nk, c.dv)
+				vAt := func(s, j, d int) float32 { return v.F32[(s*c.nk+j)*c.dv+d] }
+				switch form {
+				case "mul-eps":
+					sp.eps, sp.hasEps = 1e-3, true
+				case "div":
+					sp.div, sp.keyAxis = true, 2
+				case "heads":
+					sp.vPerm, sp.outPerm = []int{0, 2, 1, 3}, []int{0, 2, 1, 3}
+					v = kzRand(r, 1, c.b, c.nk, c.h, c.dv)
+					vAt = func(s, j, d int) float32 { return v.F32[(((s/c.h)*c.nk+j)*c.h+s%c.h)*c.dv+d] }
+				}
+				got, ok, err := linearAttention(&exec{threads: 2}, []*tensor.Tensor{a, bk, v}, sp)
+				if err != nil || !ok {
+					t.Fatalf("ok %v, err %v", ok, err)
+				}
+				want := make([]float64, c.b*c.h*c.nq*c.dv)
+				for s := 0; s < c.b*c.h; s++ {
+					for i := 0; i < c.nq; i++ {
+						den := float64(sp.eps)
+						num := make([]float64, c.dv)
+						for j := 0; j < c.nk; j++ {
+							dot := 0.0
+							for q := 0; q < c.m; q++ {
+								dot += float64(a.F32[(s*c.nq+i)*c.m+q]) * float64(bk.F32[(s*c.nk+j)*c.m+q])
+							}
+							den += dot
+							for d := range num {
+								num[d] += dot * float64(vAt(s, j, d))
+							}
+						}
+						for d := range num {
+							at := (s*c.nq+i)*c.dv + d
+							if sp.outPerm != nil {
+								at = (((s/c.h)*c.nq+i)*c.h+s%c.h)*c.dv + d
+							}
+							want[at] = num[d] / den
+						}
+					}
+				}
+				kzClose(t, "output", got.F32, want, 1e-5)
+			})
+		}
+	}
+}
+
+// TestRowIndex checks the per-row operand map against broadcasting by hand, and that
+// operands that are not per-row values are refused.
+func TestRowIndex(t *testing.T) {
+	idx, ok := rowIndex([]int{2, 1, 3, 1}, []int{2, 4, 3, 5})
+	if !ok {
+		t.Fatal("refused a per-row operand")
+	}
+	for row, at := range idx {
+		b, n := row/12, row%3
+		if at != b*3+n {
+			t.Fatalf("row %d maps to %d, want %d", row, at, b*3+n)
+		}
+	}
+	for _, s := range [][]int{{2, 4, 3, 5}, {4, 1}, {2, 2, 3, 1}, {1, 2, 4, 3, 1}} {
+		if _, ok := rowIndex(s, []int{2, 4, 3, 5}); ok {
+			t.Errorf("operand %v accepted as a per-row value", s)
+		}
+	}
+	if idx, ok := rowIndex(nil, []int{2, 3}); !ok || len(idx) != 2 || idx[1] != 0 {
+		t.Errorf("a scalar operand: %v %v", idx, ok)
+	}
+}
