@@ -25,7 +25,8 @@ import (
 //   - linear-attention, anchored at the MatMul A·C with C = MatMul(Transpose(B), V) (the
 //     last two axes swapped): Mul(A·C, Div(1, D)) or Div(A·C, D) with D = MatMul(A,
 //     Transpose(ReduceSum(B, axis −2, keepdims))) plus an optional scalar ε. A head split of
-//     V (Transpose (0, 2, 1, 3)) and a head merge of the output join it.
+//     V (Transpose (0, 2, 1, 3)), a per-row scaling of V after it (a key-padding Mul) and a
+//     head merge of the output join it.
 //
 // Every intermediate value must be read only inside the pattern (so a training graph,
 // whose backward reads them, keeps its steps), and per-row operands are checked at run
@@ -411,9 +412,32 @@ func (f *fuser) matchFeatureMap(ex int) (g []int, st step, why string) {
 			ts = append(ts, rt)
 			continue
 		}
+		if scale, steps, ok := f.matchSumSquares(t.slot, x); ok {
+			rt.kind, rt.scale = 'Q', scale
+			group = append(group, steps...)
+			ts = append(ts, rt)
+			continue
+		}
 		rt.input = len(ext)
 		ext = append(ext, t.slot)
 		ts = append(ts, rt)
+	}
+	// A head split of x is read through strides when every reader of x is in the group.
+	xPerm := false
+	if ti := f.stepOf(x); ti >= 0 && p.plan.Steps[ti].Node.Op == "Transpose" && len(p.plan.Steps[ti].In) == 1 && isHeadPerm(transposePerm(p.plan.Steps[ti].Node)) && f.runtime(p.plan.Steps[ti].In[0]) {
+		in := map[int]bool{}
+		for _, g := range group {
+			in[g] = true
+		}
+		all := f.uses[x] == len(f.consumer[x])
+		for _, c := range f.consumer[x] {
+			all = all && in[c]
+		}
+		if all {
+			xPerm = true
+			group = append(group, ti)
+			ext[0] = p.plan.Steps[ti].In[0]
+		}
 	}
 	post, operands, postSteps, out := f.walkPost(es.Out[0])
 	for j := range post {
@@ -436,7 +460,7 @@ func (f *fuser) matchFeatureMap(ex int) (g []int, st step, why string) {
 			ws[j] = alpha * v
 		}
 	}
-	sp := &featureSpec{w: gemm.PackB(false, w.Shape[0], w.Shape[1], ws, w.Shape[1]), terms: ts, post: post}
+	sp := &featureSpec{w: gemm.PackB(false, w.Shape[0], w.Shape[1], ws, w.Shape[1]), xPerm: xPerm, terms: ts, post: post}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
 		for _, t := range sp.terms {
 			if !stabFits(t, len(in[0].Shape)) {
@@ -446,6 +470,49 @@ func (f *fuser) matchFeatureMap(ex int) (g []int, st step, why string) {
 		return featureMap(e, in, sp)
 	}
 	return group, f.newFused("FusedFeatureMap", group, ext, out, fast, nil), ""
+}
+
+// matchSumSquares recognises slot t as scalings by scalar constants of
+// ReduceSum(Mul(x, x), last axis, keepdims), each value read only by the next, returning
+// the scalings in the order they apply and the steps.
+func (f *fuser) matchSumSquares(t, x int) (scale []rowOp, steps []int, ok bool) {
+	p := f.p
+	for depth := 0; depth < 4; depth++ {
+		pi := f.stepOf(t)
+		if pi < 0 {
+			return nil, nil, false
+		}
+		if _, single := f.single(t); !single {
+			return nil, nil, false
+		}
+		st := p.plan.Steps[pi]
+		if st.Node.Op == "ReduceSum" {
+			axes, ok := f.reduceAxes(pi)
+			if !ok || len(axes) != 1 || axes[0] != -1 {
+				return nil, nil, false
+			}
+			sq := f.stepOf(st.In[0])
+			if sq < 0 || p.plan.Steps[sq].Node.Op != "Mul" || p.plan.Steps[sq].In[0] != x || p.plan.Steps[sq].In[1] != x {
+				return nil, nil, false
+			}
+			if _, single := f.single(st.In[0]); !single {
+				return nil, nil, false
+			}
+			slices.Reverse(scale)
+			return scale, append(steps, pi, sq), true
+		}
+		xs, op, ok := f.scalarScaling(pi)
+		if !ok {
+			return nil, nil, false
+		}
+		if op.kind != '/' {
+			op.kind = '*'
+		}
+		scale = append(scale, rowOp{kind: op.kind, c: op.c})
+		steps = append(steps, pi)
+		t = xs
+	}
+	return nil, nil, false
 }
 
 // stabKind classifies ReduceMax axes as one axis ('M', which must be the last) or two
@@ -511,8 +578,16 @@ func (f *fuser) matchEluFeature(el int) (g []int, st step, why string) {
 	}
 	group := append([]int{el, add}, postSteps...)
 	sp := &eluSpec{alpha: es.Node.Float("alpha", 1), c: c, post: post}
+	x := es.In[0]
+	if ti := f.stepOf(x); ti >= 0 && p.plan.Steps[ti].Node.Op == "Transpose" && len(p.plan.Steps[ti].In) == 1 && isHeadPerm(transposePerm(p.plan.Steps[ti].Node)) && f.runtime(p.plan.Steps[ti].In[0]) {
+		if c, ok := f.single(x); ok && c == el {
+			sp.xPerm = true
+			group = append(group, ti)
+			x = p.plan.Steps[ti].In[0]
+		}
+	}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) { return eluFeature(e, in, sp) }
-	return group, f.newFused("FusedEluFeature", group, append([]int{es.In[0]}, operands...), out, fast, nil), ""
+	return group, f.newFused("FusedEluFeature", group, append([]int{x}, operands...), out, fast, nil), ""
 }
 
 // swapsLastTwo reports whether Transpose step i swaps its input's last two axes and keeps
@@ -623,6 +698,22 @@ func (f *fuser) matchLinearAttention(nm int) (g []int, st step, why string) {
 		return nil, step{}, fmt.Sprintf("the key sum reduces axis %d, not the sequence axis", sp.keyAxis)
 	}
 	group = append(group, di, tsi, rsi)
+	// A per-row scaling of V (linear attention's key-padding Mul) is applied as V is read.
+	ext := []int{a, b, v}
+	if mi := f.stepOf(v); mi >= 0 && p.plan.Steps[mi].Node.Op == "Mul" && len(p.plan.Steps[mi].In) == 2 {
+		if c, ok := f.single(v); ok && c == ci {
+			for j := 0; j < 2; j++ {
+				src, sc := p.plan.Steps[mi].In[j], p.plan.Steps[mi].In[1-j]
+				if ti := f.stepOf(src); ti >= 0 && f.runtime(sc) && src != sc && p.plan.Steps[ti].Node.Op == "Transpose" {
+					sp.vScale = true
+					group = append(group, mi)
+					ci, v = mi, src
+					ext = append(ext, sc)
+					break
+				}
+			}
+		}
+	}
 	if vi := f.stepOf(v); vi >= 0 && p.plan.Steps[vi].Node.Op == "Transpose" && len(p.plan.Steps[vi].In) == 1 && isHeadPerm(transposePerm(p.plan.Steps[vi].Node)) {
 		if c, ok := f.single(v); ok && c == ci {
 			sp.vPerm = []int{0, 2, 1, 3}
@@ -630,6 +721,7 @@ func (f *fuser) matchLinearAttention(nm int) (g []int, st step, why string) {
 			v = p.plan.Steps[vi].In[0]
 		}
 	}
+	ext[2] = v
 	out := f.outOf(fin)
 	if c, ok := f.single(out); ok && p.plan.Steps[c].Node.Op == "Transpose" && len(p.plan.Steps[c].Out) == 1 && isHeadPerm(transposePerm(p.plan.Steps[c].Node)) {
 		sp.outPerm = []int{0, 2, 1, 3}
@@ -640,5 +732,5 @@ func (f *fuser) matchLinearAttention(nm int) (g []int, st step, why string) {
 		return nil, step{}, why
 	}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) { return linearAttention(e, in, sp) }
-	return group, f.newFused("FusedLinearAttention", group, []int{a, b, v}, out, fast, nil), ""
+	return group, f.newFused("FusedLinearAttention", group, ext, out, fast, nil), ""
 }

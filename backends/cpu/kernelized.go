@@ -41,7 +41,8 @@ type rowOp struct {
 // α·x·W − Σ sign·term, evaluated as one subtraction of the summed shift.
 type rowTerm struct {
 	// kind: 'c' a scalar constant c; 'R' the row's value of operand input (a (…, n, 1)
-	// value); 'M' the row maximum of α·x·W; 'S' its maximum over the slab's rows (the axes
+	// value); 'Q' the row's Σ x² of the input x, then scaled by scale (FAVOR+'s
+	// ‖x‖²/2·d_k^(−1/2), computed in the kernel); 'M' the row maximum of α·x·W; 'S' its maximum over the slab's rows (the axes
 	// (−2, −1)), only over rows whose Bool operand input is false (invalidWhen true) or true
 	// (invalidWhen false) when input ≥ 0.
 	kind        byte
@@ -49,13 +50,16 @@ type rowTerm struct {
 	c           float32
 	input       int
 	invalidWhen bool
-	axes        []int // the ReduceMax axes of 'M' and 'S'
+	axes        []int   // the ReduceMax axes of 'M' and 'S'
+	scale       []rowOp // '*' and '/' by constants, applied in order to a 'Q' sum
 }
 
 // featureSpec is a fused random-feature map: its inputs are x first and then the operands
 // its terms and post ops read.
 type featureSpec struct {
-	w     *gemm.PackedB // α·W (k × m), packed once
+	w *gemm.PackedB // α·W (k × m), packed once
+	// xPerm: x is the source (B, n, h, k) of a head split, read in place through strides.
+	xPerm bool
 	terms []rowTerm
 	post  []rowOp
 }
@@ -222,10 +226,14 @@ func featureMap(e *exec, in []*tensor.Tensor, sp *featureSpec) (*tensor.Tensor, 
 	x := in[0]
 	r := len(x.Shape)
 	k, m := sp.w.K(), sp.w.N()
-	if x.DType != tensor.Float32 || r < 2 || x.Shape[r-1] != k {
+	if x.DType != tensor.Float32 || r < 2 || x.Shape[r-1] != k || (sp.xPerm && r != 4) {
 		return nil, false, nil
 	}
-	shape := append(append([]int(nil), x.Shape[:r-1]...), m)
+	xs := x.Shape // x's logical shape, after the head split
+	if sp.xPerm {
+		xs = []int{x.Shape[0], x.Shape[2], x.Shape[1], x.Shape[3]}
+	}
+	shape := append(append([]int(nil), xs[:r-1]...), m)
 	ro, ok := resolveRows(in, shape, sp.post, sp.terms)
 	if !ok {
 		return nil, false, nil
@@ -234,8 +242,21 @@ func featureMap(e *exec, in []*tensor.Tensor, sp *featureSpec) (*tensor.Tensor, 
 	if err != nil {
 		return nil, false, fmt.Errorf("feature map: %w", err)
 	}
-	n := x.Shape[r-2]
+	n := xs[r-2]
 	rows := len(out.F32) / max(m, 1)
+	// xAt returns the offset of row `row` of x (logical) and the row stride.
+	lda := k
+	if sp.xPerm {
+		lda = xs[1] * k
+	}
+	xAt := func(row int) int {
+		if !sp.xPerm {
+			return row * k
+		}
+		s, i := row/max(n, 1), row%max(n, 1)
+		h := xs[1]
+		return (((s/h)*n+i)*h + s%h) * k
+	}
 	if rows == 0 || m == 0 {
 		return out, true, nil
 	}
@@ -253,7 +274,7 @@ func featureMap(e *exec, in []*tensor.Tensor, sp *featureSpec) (*tensor.Tensor, 
 			clear(out.F32[r0*m : r1*m])
 			return
 		}
-		gemm.SgemmPacked(r1-r0, m, k, 1, x.F32[r0*k:], k, sp.w, 0, out.F32[r0*m:], m)
+		gemm.SgemmPacked(r1-r0, m, k, 1, x.F32[xAt(r0):], lda, sp.w, 0, out.F32[r0*m:], m)
 	}
 	var stab []float32 // per slab, for an 'S' term
 	if slabMax >= 0 {
@@ -301,6 +322,17 @@ func featureMap(e *exec, in []*tensor.Tensor, sp *featureSpec) (*tensor.Tensor, 
 					v = ro.f32(t.input, row)
 				case 'M':
 					v = vec.Max(f)
+				case 'Q':
+					at := xAt(row)
+					xr := x.F32[at : at+k]
+					v = dot32(xr, xr)
+					for _, op := range t.scale {
+						if op.kind == '/' {
+							v /= op.c
+						} else {
+							v *= op.c
+						}
+					}
 				case 'S':
 					v = stab[s]
 				}
@@ -326,6 +358,7 @@ func maxNaN(a, b float32) float32 {
 type eluSpec struct {
 	alpha, c float32
 	post     []rowOp
+	xPerm    bool // x is the source (B, n, h, d) of a head split, read through strides
 }
 
 // eluFeature runs a fused elu feature map; it declines unless x is float32 of rank ≥ 1 and
@@ -333,25 +366,37 @@ type eluSpec struct {
 func eluFeature(e *exec, in []*tensor.Tensor, sp *eluSpec) (*tensor.Tensor, bool, error) {
 	x := in[0]
 	r := len(x.Shape)
-	if x.DType != tensor.Float32 || r == 0 {
+	if x.DType != tensor.Float32 || r == 0 || (sp.xPerm && r != 4) {
 		return nil, false, nil
 	}
-	ro, ok := resolveRows(in, x.Shape, sp.post, nil)
+	shape := x.Shape
+	if sp.xPerm {
+		shape = []int{x.Shape[0], x.Shape[2], x.Shape[1], x.Shape[3]}
+	}
+	ro, ok := resolveRows(in, shape, sp.post, nil)
 	if !ok {
 		return nil, false, nil
 	}
-	out, err := e.allocRaw(x.Shape)
+	out, err := e.allocRaw(shape)
 	if err != nil {
 		return nil, false, fmt.Errorf("elu feature map: %w", err)
 	}
-	l := x.Shape[r-1]
+	l := shape[r-1]
 	if l == 0 || len(out.F32) == 0 {
 		return out, true, nil
 	}
 	rows := len(out.F32) / l
+	at := func(row int) int { return row * l }
+	if sp.xPerm {
+		h, n := shape[1], shape[2]
+		at = func(row int) int {
+			s, i := row/n, row%n
+			return (((s/h)*n+i)*h + s%h) * l
+		}
+	}
 	workpool.For(e.threads, rows, max(1, elemGrain/l), func(lo, hi int) {
 		for row := lo; row < hi; row++ {
-			src, dst := x.F32[row*l:(row+1)*l], out.F32[row*l:(row+1)*l]
+			src, dst := x.F32[at(row):at(row)+l], out.F32[row*l:(row+1)*l]
 			eluRow(dst, src, sp.alpha, sp.c)
 			applyPost(dst, sp.post, ro, row)
 		}
@@ -384,6 +429,8 @@ type linAttnSpec struct {
 	// vPerm and outPerm are the head split of V and the merge of the output ((0, 2, 1, 3))
 	// read and written through strides, or nil.
 	vPerm, outPerm []int
+	// vScale: input 3 is a per-row value (…, nk, 1) V's rows are multiplied by.
+	vScale bool
 }
 
 // linearAttention runs a fused linear attention; it declines unless A, B and V are float32
@@ -415,6 +462,14 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 	nq, m, nk, dv := a.Shape[r-2], a.Shape[r-1], b.Shape[r-2], vs[r-1]
 	if b.Shape[r-1] != m || vs[r-2] != nk {
 		return nil, false, nil
+	}
+	var vsc *rowOperands
+	if sp.vScale {
+		ro, ok := resolveRows(in, vs, []rowOp{{kind: 'x', input: 3}}, nil)
+		if !ok {
+			return nil, false, nil
+		}
+		vsc = ro
 	}
 	shape := append(append([]int(nil), a.Shape[:r-1]...), dv)
 	if sp.outPerm != nil {
@@ -466,9 +521,22 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 			// transposed operand gathers mr values per k, slower than this copy and the
 			// in-place row reads it enables.
 			vo, ldv := vAt(s)
-			vt := make([]float32, dv*nk)
-			transposeInto(vt, v.F32[vo:], nk, dv, ldv)
-			gemm.Sgemm(false, false, dv, m, nk, 1, vt, nk, bs, m, 0, c, m)
+			ldt := padStride(nk)
+			vt := make([]float32, dv*ldt)
+			transposeInto(vt, v.F32[vo:], nk, dv, ldv, ldt)
+			if vsc != nil {
+				cs := make([]float32, nk)
+				for j := range cs {
+					cs[j] = vsc.f32(3, s*nk+j)
+				}
+				for d := 0; d < dv; d++ {
+					row := vt[d*ldt : d*ldt+nk]
+					for j, c := range cs {
+						row[j] *= c
+					}
+				}
+			}
+			gemm.Sgemm(false, false, dv, m, nk, 1, vt, ldt, bs, m, 0, c, m)
 		} else {
 			clear(c)
 		}
@@ -505,8 +573,8 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 }
 
 // transposeInto writes the transpose of the rows × cols matrix src (row stride lds) into
-// dst (cols × rows, contiguous), in 8×8 blocks so both sides stream whole cache lines.
-func transposeInto(dst, src []float32, rows, cols, lds int) {
+// dst (cols × rows, row stride ldd), in 8×8 blocks so both sides stream whole cache lines.
+func transposeInto(dst, src []float32, rows, cols, lds, ldd int) {
 	const bs = 8
 	for i0 := 0; i0 < rows; i0 += bs {
 		i1 := min(i0+bs, rows)
@@ -515,11 +583,22 @@ func transposeInto(dst, src []float32, rows, cols, lds int) {
 			for i := i0; i < i1; i++ {
 				row := src[i*lds+j0 : i*lds+j1]
 				for j, v := range row {
-					dst[(j0+j)*rows+i] = v
+					dst[(j0+j)*ldd+i] = v
 				}
 			}
 		}
 	}
+}
+
+// padStride returns a row stride of at least n elements that is not a multiple of 256
+// bytes: rows at a power-of-two stride (n = 512) fall into a few L1 sets, and the
+// transpose's stores to them evicted each other (2.4 ms per call at the performer's base
+// shapes, n = 512, against 0.x ms padded).
+func padStride(n int) int {
+	if n%64 == 0 {
+		return n + 16
+	}
+	return n
 }
 
 // dot32 returns Σ a[i]·b[i] in float32, four partial sums.

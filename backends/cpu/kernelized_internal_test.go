@@ -38,10 +38,18 @@ func kzClose(t *testing.T, what string, got []float32, want []float64, tol float
 func TestFeatureMapKernel(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
 	for _, c := range []struct{ b, n, k, m int }{{1, 1, 1, 1}, {1, 1, 64, 266}, {2, 7, 5, 17}, {3, 97, 12, 29}, {1, 200, 16, 33}} {
-		for _, mode := range []string{"row", "slab", "const"} {
+		for _, mode := range []string{"row", "slab", "const", "sumsq-split"} {
 			for _, threads := range []int{1, 3} {
 				t.Run(fmt.Sprintf("%v/%s/t%d", c, mode, threads), func(t *testing.T) {
 					x := kzRand(r, 1, c.b, 2, c.n, c.k)
+					xv := func(i, q int) float32 { return x.F32[i*c.k+q] } // row i of the (b·2·n) rows
+					if mode == "sumsq-split" {
+						x = kzRand(r, 1, c.b, c.n, 2, c.k) // the head split's source
+						xv = func(i, q int) float32 {
+							s, j := i/c.n, i%c.n
+							return x.F32[(((s/2)*c.n+j)*2+s%2)*c.k+q]
+						}
+					}
 					w := kzRand(r, 1, c.k, c.m)
 					diag := kzRand(r, 1, c.b, 2, c.n, 1)
 					pad, _ := tensor.New(tensor.Bool, c.b, 1, c.n, 1)
@@ -62,6 +70,9 @@ func TestFeatureMapKernel(t *testing.T) {
 						sp.terms = append(sp.terms, rowTerm{kind: 'S', sign: 1, input: 2, invalidWhen: true, axes: []int{2, 3}})
 					case "const":
 						sp.terms = append(sp.terms, rowTerm{kind: 'c', sign: -1, c: 0.5, input: -1})
+					case "sumsq-split":
+						sp.xPerm = true
+						sp.terms = append(sp.terms, rowTerm{kind: 'Q', sign: 1, input: -1, scale: []rowOp{{kind: '/', c: 2}, {kind: '*', c: 0.125}}})
 					}
 					sp.post = []rowOp{{kind: '+', c: eps}, {kind: '*', c: ratio}, {kind: 'W', c: 0, input: 2}}
 					got, ok, err := featureMap(&exec{threads: threads}, []*tensor.Tensor{x, diag, pad}, sp)
@@ -75,7 +86,7 @@ func TestFeatureMapKernel(t *testing.T) {
 						for j := 0; j < c.m; j++ {
 							s := 0.0
 							for q := 0; q < c.k; q++ {
-								s += float64(x.F32[i*c.k+q]) * float64(ws[q*c.m+j])
+								s += float64(xv(i, q)) * float64(ws[q*c.m+j])
 							}
 							p[i*c.m+j] = s
 						}
@@ -98,6 +109,12 @@ func TestFeatureMapKernel(t *testing.T) {
 							}
 						case "const":
 							mx = -0.5
+						case "sumsq-split":
+							mx = 0
+							for q := 0; q < c.k; q++ {
+								mx += float64(xv(i, q)) * float64(xv(i, q))
+							}
+							mx = mx / 2 * 0.125
 						}
 						stab[i] = mx
 					}
@@ -143,13 +160,26 @@ func TestEluFeatureKernel(t *testing.T) {
 			want[i] = (e + add) * float64(keep.F32[(row/(2*c.n))*c.n+row%c.n])
 		}
 		kzClose(t, fmt.Sprint(c), got.F32, want, 1e-6)
+		// The same through a head split: x given as (b, n, 2, d).
+		xs, _ := tensor.New(tensor.Float32, c.b, c.n, 2, c.d)
+		for i := range x.F32 {
+			row, q := i/c.d, i%c.d
+			s, j := row/c.n, row%c.n
+			xs.F32[(((s/2)*c.n+j)*2+s%2)*c.d+q] = x.F32[i]
+		}
+		sp.xPerm = true
+		got, ok, err = eluFeature(&exec{threads: 3}, []*tensor.Tensor{xs, keep}, sp)
+		if err != nil || !ok || !tensor.SameShape(got.Shape, x.Shape) {
+			t.Fatalf("%v split: ok %v, err %v, shape %v", c, ok, err, got.Shape)
+		}
+		kzClose(t, fmt.Sprint(c, " split"), got.F32, want, 1e-6)
 	}
 }
 
 func TestLinearAttentionKernel(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
 	for _, c := range []struct{ b, h, nq, nk, m, dv int }{{1, 1, 1, 1, 1, 1}, {2, 3, 7, 7, 29, 12}, {1, 2, 97, 97, 64, 64}, {1, 8, 200, 13, 266, 5}} {
-		for _, form := range []string{"mul-eps", "div", "heads"} {
+		for _, form := range []string{"mul-eps", "div", "heads", "heads-scaled"} {
 			t.Run(fmt.Sprintf("%v/%s", c, form), func(t *testing.T) {
 				pos := func(shape ...int) *tensor.Tensor { // positive features, as φ makes them
 					x := kzRand(r, 1, shape...)
@@ -167,12 +197,20 @@ func TestLinearAttentionKernel(t *testing.T) {
 					sp.eps, sp.hasEps = 1e-3, true
 				case "div":
 					sp.div, sp.keyAxis = true, 2
-				case "heads":
+				case "heads", "heads-scaled":
 					sp.vPerm, sp.outPerm = []int{0, 2, 1, 3}, []int{0, 2, 1, 3}
 					v = kzRand(r, 1, c.b, c.nk, c.h, c.dv)
 					vAt = func(s, j, d int) float32 { return v.F32[(((s/c.h)*c.nk+j)*c.h+s%c.h)*c.dv+d] }
 				}
-				got, ok, err := linearAttention(&exec{threads: 2}, []*tensor.Tensor{a, bk, v}, sp)
+				ins := []*tensor.Tensor{a, bk, v}
+				if form == "heads-scaled" {
+					sp.vScale = true
+					keep := kzRand(r, 1, c.b, 1, c.nk, 1)
+					ins = append(ins, keep)
+					plain := vAt
+					vAt = func(s, j, d int) float32 { return plain(s, j, d) * keep.F32[(s/c.h)*c.nk+j] }
+				}
+				got, ok, err := linearAttention(&exec{threads: 2}, ins, sp)
 				if err != nil || !ok {
 					t.Fatalf("ok %v, err %v", ok, err)
 				}
@@ -227,4 +265,36 @@ func TestRowIndex(t *testing.T) {
 	if idx, ok := rowIndex(nil, []int{2, 3}); !ok || len(idx) != 2 || idx[1] != 0 {
 		t.Errorf("a scalar operand: %v %v", idx, ok)
 	}
+}
+
+// BenchmarkKernelizedKernels times the kernels at the performer base shapes (8 heads of 64,
+// 266 features, n = 512) next to a packed 512×512×512 GEMM of about the same FLOPs as each
+// (2·8·512·266·64·2 ≈ 279 MFLOP against 268), to calibrate on a shared machine.
+func BenchmarkKernelizedKernels(b *testing.B) {
+	r := rand.New(rand.NewSource(1))
+	const h, n, dk, m = 8, 512, 64, 266
+	e := &exec{threads: 2}
+	b.Run("gemm512", func(b *testing.B) {
+		x, w := kzRand(r, 1, 512, 512), kzRand(r, 1, 512, 512)
+		pb := gemm.PackB(false, 512, 512, w.F32, 512)
+		c := make([]float32, 512*512)
+		for i := 0; i < b.N; i++ {
+			gemm.SgemmPacked(512, 512, 512, 1, x.F32, 512, pb, 0, c, 512)
+		}
+	})
+	b.Run("linear-attention", func(b *testing.B) {
+		a, bk, v := kzRand(r, 1, 1, h, n, m), kzRand(r, 1, 1, h, n, m), kzRand(r, 1, 1, n, h, dk)
+		sp := &linAttnSpec{keyAxis: -2, vPerm: []int{0, 2, 1, 3}, outPerm: []int{0, 2, 1, 3}}
+		for i := 0; i < b.N; i++ {
+			linearAttention(e, []*tensor.Tensor{a, bk, v}, sp)
+		}
+	})
+	b.Run("feature-map", func(b *testing.B) {
+		x, w, diag := kzRand(r, 1, 1, h, n, dk), kzRand(r, 0.1, dk, m), kzRand(r, 1, 1, h, n, 1)
+		sp := &featureSpec{w: gemm.PackB(false, dk, m, w.F32, m), terms: []rowTerm{{kind: 'R', sign: 1, input: 1}, {kind: 'M', sign: 1, input: -1, axes: []int{-1}}},
+			post: []rowOp{{kind: '+', c: 1e-4}, {kind: '*', c: 0.06}}}
+		for i := 0; i < b.N; i++ {
+			featureMap(e, []*tensor.Tensor{x, diag}, sp)
+		}
+	})
 }
