@@ -404,17 +404,19 @@ func eluFeature(e *exec, in []*tensor.Tensor, sp *eluSpec) (*tensor.Tensor, bool
 	return out, true, nil
 }
 
-// eluRow sets dst = elu(src, alpha) + c: src + c at and above 0 (and NaN), alpha·(e^src − 1)
-// + c below, with the vectorised exp (within 2 ulp of e^src; the unfused Elu's expm1 is more
-// accurate relatively near 0, where both round to within an ulp of c for c = 1).
+// eluRow sets dst = elu(src, alpha) + c as max(x, 0) + (alpha·(e^min(x, 0) − 1) + c): x + c
+// at and above 0 (e⁰ − 1 is exactly 0), alpha·(eˣ − 1) + c below, NaN for NaN, with the
+// vectorised exp (within 2 ulp of eˣ; the unfused Elu's expm1 is more accurate relatively
+// near 0, where both round to within an ulp of c for c = 1). Without branches: the sign of
+// an activation is a coin toss, and the mispredicted branch cost 4 ns per element.
 func eluRow(dst, src []float32, alpha, c float32) {
-	vec.Exp(dst, src)
+	dst = dst[:len(src)]
 	for j, v := range src {
-		if v >= 0 || v != v {
-			dst[j] = v + c
-		} else {
-			dst[j] = alpha*(dst[j]-1) + c
-		}
+		dst[j] = min(v, 0)
+	}
+	vec.Exp(dst, dst)
+	for j, v := range src {
+		dst[j] = max(v, 0) + (alpha*(dst[j]-1) + c)
 	}
 }
 
@@ -573,19 +575,31 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 }
 
 // transposeInto writes the transpose of the rows × cols matrix src (row stride lds) into
-// dst (cols × rows, row stride ldd), in 8×8 blocks so both sides stream whole cache lines.
+// dst (cols × rows, row stride ldd), in 8×8 blocks held in registers (array pointers, so
+// each row of a block costs one bounds check), so both sides stream whole cache lines; the
+// edges go element by element.
 func transposeInto(dst, src []float32, rows, cols, lds, ldd int) {
 	const bs = 8
-	for i0 := 0; i0 < rows; i0 += bs {
-		i1 := min(i0+bs, rows)
-		for j0 := 0; j0 < cols; j0 += bs {
-			j1 := min(j0+bs, cols)
-			for i := i0; i < i1; i++ {
-				row := src[i*lds+j0 : i*lds+j1]
-				for j, v := range row {
-					dst[(j0+j)*ldd+i] = v
-				}
+	fr, fc := rows/bs*bs, cols/bs*bs
+	for i0 := 0; i0 < fr; i0 += bs {
+		for j0 := 0; j0 < fc; j0 += bs {
+			var b [bs][bs]float32
+			for i := range b {
+				b[i] = *(*[bs]float32)(src[(i0+i)*lds+j0:])
 			}
+			for j := 0; j < bs; j++ {
+				d := (*[bs]float32)(dst[(j0+j)*ldd+i0:])
+				d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7] = b[0][j], b[1][j], b[2][j], b[3][j], b[4][j], b[5][j], b[6][j], b[7][j]
+			}
+		}
+	}
+	for i := 0; i < rows; i++ {
+		j0 := fc
+		if i >= fr {
+			j0 = 0
+		}
+		for j := j0; j < cols; j++ {
+			dst[j*ldd+i] = src[i*lds+j]
 		}
 	}
 }

@@ -282,19 +282,45 @@ func BenchmarkKernelizedKernels(b *testing.B) {
 			gemm.SgemmPacked(512, 512, 512, 1, x.F32, 512, pb, 0, c, 512)
 		}
 	})
-	b.Run("linear-attention", func(b *testing.B) {
-		a, bk, v := kzRand(r, 1, 1, h, n, m), kzRand(r, 1, 1, h, n, m), kzRand(r, 1, 1, n, h, dk)
-		sp := &linAttnSpec{keyAxis: -2, vPerm: []int{0, 2, 1, 3}, outPerm: []int{0, 2, 1, 3}}
-		for i := 0; i < b.N; i++ {
-			linearAttention(e, []*tensor.Tensor{a, bk, v}, sp)
-		}
-	})
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("linear-attention/t%d", threads), func(b *testing.B) {
+			a, bk, v := kzRand(r, 1, 1, h, n, m), kzRand(r, 1, 1, h, n, m), kzRand(r, 1, 1, n, h, dk)
+			sp := &linAttnSpec{keyAxis: -2, vPerm: []int{0, 2, 1, 3}, outPerm: []int{0, 2, 1, 3}}
+			for i := 0; i < b.N; i++ {
+				linearAttention(&exec{threads: threads}, []*tensor.Tensor{a, bk, v}, sp)
+			}
+		})
+	}
 	b.Run("feature-map", func(b *testing.B) {
 		x, w, diag := kzRand(r, 1, 1, h, n, dk), kzRand(r, 0.1, dk, m), kzRand(r, 1, 1, h, n, 1)
 		sp := &featureSpec{w: gemm.PackB(false, dk, m, w.F32, m), terms: []rowTerm{{kind: 'R', sign: 1, input: 1}, {kind: 'M', sign: 1, input: -1, axes: []int{-1}}},
 			post: []rowOp{{kind: '+', c: 1e-4}, {kind: '*', c: 0.06}}}
 		for i := 0; i < b.N; i++ {
 			featureMap(e, []*tensor.Tensor{x, diag}, sp)
+		}
+	})
+}
+
+// BenchmarkKernelizedLinearShapes times the kernels at the linear variant's base shapes
+// (8 heads of 64, n = 512): the elu feature map of the keys with their padding Mul, and the
+// attention with V's padding Mul.
+func BenchmarkKernelizedLinearShapes(b *testing.B) {
+	r := rand.New(rand.NewSource(2))
+	const h, n, dk = 8, 512, 64
+	e := &exec{threads: 2}
+	keep := kzRand(r, 1, 1, 1, n, 1)
+	b.Run("elu-feature", func(b *testing.B) {
+		x := kzRand(r, 1, 1, n, h, dk)
+		sp := &eluSpec{alpha: 1, c: 1, xPerm: true, post: []rowOp{{kind: 'x', input: 1}}}
+		for i := 0; i < b.N; i++ {
+			eluFeature(e, []*tensor.Tensor{x, keep}, sp)
+		}
+	})
+	b.Run("linear-attention", func(b *testing.B) {
+		a, bk, v := kzRand(r, 1, 1, h, n, dk), kzRand(r, 1, 1, h, n, dk), kzRand(r, 1, 1, n, h, dk)
+		sp := &linAttnSpec{keyAxis: -2, hasEps: true, eps: 1e-6, vPerm: []int{0, 2, 1, 3}, outPerm: []int{0, 2, 1, 3}, vScale: true}
+		for i := 0; i < b.N; i++ {
+			linearAttention(e, []*tensor.Tensor{a, bk, v, keep}, sp)
 		}
 	})
 }
