@@ -257,3 +257,40 @@ func BenchmarkKernelized(b *testing.B) {
 		}
 	}
 }
+
+// TestKernelizedFallback checks that a fused feature map whose post-chain operand turns out
+// at run time not to be a per-row value (here a full (b, n, d) tensor) runs its original
+// steps and still computes the reference, as does one whose operand is per-row.
+func TestKernelizedFallback(t *testing.T) {
+	r := rand.New(rand.NewSource(47))
+	b := graph.NewBuilder("kz-fallback")
+	x := b.Input("x", tensor.Float32, graph.Sym("b"), graph.Sym("n"), graph.Fixed(8))
+	s := b.Input("s", tensor.Float32, graph.Sym("b"), graph.Sym("n"), graph.Sym("d"))
+	phi := b.Add(b.Op("Elu", []string{x}, graph.Attrs{"alpha": graph.Float(1)}), b.ConstFloat(1))
+	b.Output("y", b.Mul(phi, s), tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fu := p.(*cpu.Program).Fusions(); fu["elu-feature"] != 1 {
+		t.Fatalf("fusions %v", fu)
+	}
+	for _, d := range []int{8, 1} { // a full operand (fallback), then a per-row one (fast path)
+		in := map[string]*tensor.Tensor{"x": randT(r, 2, 5, 8), "s": randT(r, 2, 5, d)}
+		got, err := p.Run(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := g.Eval(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dd, ok := maxDiff(got["y"], want["y"]); !ok || dd > 1e-5 {
+			t.Errorf("operand width %d: differ by %g", d, dd)
+		}
+	}
+}
