@@ -111,6 +111,17 @@ func (f *fuser) closed(group []int, final int) string {
 	return ""
 }
 
+// fedFromOutside reports why one of the fused step's inputs ext is computed by a step of
+// the group itself (a term or operand that is the product or a feature again), or "".
+func (f *fuser) fedFromOutside(group, ext []int) string {
+	for _, s := range ext {
+		if pi := f.producer[s]; s >= 0 && pi >= 0 && slices.Contains(group, pi) {
+			return fmt.Sprintf("its operand %q is computed inside the pattern", f.p.plan.Slots[s])
+		}
+	}
+	return ""
+}
+
 // reduceAxes returns the axes of a ReduceMax or ReduceSum step with keepdims set (from
 // its constant second input, or the axes attribute), ok false otherwise.
 func (f *fuser) reduceAxes(i int) ([]int, bool) {
@@ -450,6 +461,9 @@ func (f *fuser) matchFeatureMap(ex int) (g []int, st step, why string) {
 	if why := f.closed(group, out); why != "" {
 		return nil, step{}, why
 	}
+	if why := f.fedFromOutside(group, ext); why != "" {
+		return nil, step{}, why
+	}
 	// The scale is folded into the packed W, so the GEMM reads x in place (a scaled product
 	// packs A to scale it): α·W rounds once per weight where the graph rounds α·x once per
 	// input, the same accuracy.
@@ -577,6 +591,9 @@ func (f *fuser) matchEluFeature(el int) (g []int, st step, why string) {
 		}
 	}
 	group := append([]int{el, add}, postSteps...)
+	if why := f.fedFromOutside(group, operands); why != "" {
+		return nil, step{}, why
+	}
 	sp := &eluSpec{alpha: es.Node.Float("alpha", 1), c: c, post: post}
 	x := es.In[0]
 	if ti := f.stepOf(x); ti >= 0 && p.plan.Steps[ti].Node.Op == "Transpose" && len(p.plan.Steps[ti].In) == 1 && isHeadPerm(transposePerm(p.plan.Steps[ti].Node)) && f.runtime(p.plan.Steps[ti].In[0]) {
@@ -729,6 +746,9 @@ func (f *fuser) matchLinearAttention(nm int) (g []int, st step, why string) {
 		out = f.outOf(c)
 	}
 	if why := f.closed(group, out); why != "" {
+		return nil, step{}, why
+	}
+	if why := f.fedFromOutside(group, ext); why != "" {
 		return nil, step{}, why
 	}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) { return linearAttention(e, in, sp) }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/zoo-dev/zoo/backends"
@@ -292,5 +293,41 @@ func TestKernelizedFallback(t *testing.T) {
 		if dd, ok := maxDiff(got["y"], want["y"]); !ok || dd > 1e-5 {
 			t.Errorf("operand width %d: differ by %g", d, dd)
 		}
+	}
+}
+
+// TestKernelizedOperandInsidePattern checks that a feature map whose post chain multiplies
+// by the product itself (an operand the pattern computes) is not fused, says why, and still
+// computes the reference.
+func TestKernelizedOperandInsidePattern(t *testing.T) {
+	r := rand.New(rand.NewSource(53))
+	b := graph.NewBuilder("kz-inside")
+	x := b.Input("x", tensor.Float32, graph.Sym("b"), graph.Sym("n"), graph.Fixed(6))
+	dd := b.MatMul(x, b.Const(randT(r, 6, 7)))
+	stab := b.Op("ReduceMax", []string{dd}, graph.Attrs{"axes": graph.Ints(-1), "keepdims": graph.Int(1)})
+	b.Output("y", b.Mul(b.Op("Exp", []string{b.Sub(dd, stab)}, nil), dd), tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := p.(*cpu.Program).Report()
+	if rep.Fusions["random-features"] != 0 || !strings.Contains(rep.String(), "computed inside the pattern") {
+		t.Fatalf("report:\n%s", rep)
+	}
+	in := map[string]*tensor.Tensor{"x": randT(r, 2, 3, 6)}
+	got, err := p.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := g.Eval(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := maxDiff(got["y"], want["y"]); !ok || d > 1e-5 {
+		t.Errorf("differ by %g", d)
 	}
 }
