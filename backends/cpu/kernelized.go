@@ -386,17 +386,21 @@ func eluFeature(e *exec, in []*tensor.Tensor, sp *eluSpec) (*tensor.Tensor, bool
 		return out, true, nil
 	}
 	rows := len(out.F32) / l
-	at := func(row int) int { return row * l }
+	// The rows are visited in x's order, so a head split's source is read as one stream
+	// (visited in the output's order, its rows are a head's width apart and every one
+	// started a new run of cache lines); outRow maps x's row q to the output's row.
+	outRow := func(q int) int { return q }
 	if sp.xPerm {
 		h, n := shape[1], shape[2]
-		at = func(row int) int {
-			s, i := row/n, row%n
-			return (((s/h)*n+i)*h + s%h) * l
+		outRow = func(q int) int {
+			b, i, hh := q/(n*h), (q/h)%n, q%h
+			return (b*h+hh)*n + i
 		}
 	}
 	workpool.For(e.threads, rows, max(1, elemGrain/l), func(lo, hi int) {
-		for row := lo; row < hi; row++ {
-			src, dst := x.F32[at(row):at(row)+l], out.F32[row*l:(row+1)*l]
+		for q := lo; q < hi; q++ {
+			row := outRow(q)
+			src, dst := x.F32[q*l:(q+1)*l], out.F32[row*l:(row+1)*l]
 			eluRow(dst, src, sp.alpha, sp.c)
 			applyPost(dst, sp.post, ro, row)
 		}
@@ -407,16 +411,23 @@ func eluFeature(e *exec, in []*tensor.Tensor, sp *eluSpec) (*tensor.Tensor, bool
 // eluRow sets dst = elu(src, alpha) + c as max(x, 0) + (alpha·(e^min(x, 0) − 1) + c): x + c
 // at and above 0 (e⁰ − 1 is exactly 0), alpha·(eˣ − 1) + c below, NaN for NaN, with the
 // vectorised exp (within 2 ulp of eˣ; the unfused Elu's expm1 is more accurate relatively
-// near 0, where both round to within an ulp of c for c = 1). Without branches: the sign of
-// an activation is a coin toss, and the mispredicted branch cost 4 ns per element.
+// near 0, where both round to within an ulp of c for c = 1). min(x, 0) and max(x, 0) are
+// taken by the sign bit, without branches: the sign of an activation is a coin toss and a
+// mispredicted branch cost 4 ns per element, and Go's min and max builtins on floats 1.8 ns.
+// A NaN goes through one side or the other and stays NaN; −0 and +Inf come out as the
+// unfused Elu gives them.
 func eluRow(dst, src []float32, alpha, c float32) {
 	dst = dst[:len(src)]
 	for j, v := range src {
-		dst[j] = min(v, 0)
+		b := math.Float32bits(v)
+		neg := uint32(int32(b) >> 31) // all ones when the sign bit is set
+		dst[j] = math.Float32frombits(b & neg)
 	}
 	vec.Exp(dst, dst)
 	for j, v := range src {
-		dst[j] = max(v, 0) + (alpha*(dst[j]-1) + c)
+		b := math.Float32bits(v)
+		neg := uint32(int32(b) >> 31)
+		dst[j] = math.Float32frombits(b&^neg) + (alpha*(dst[j]-1) + c)
 	}
 }
 
@@ -511,6 +522,32 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 	ctxT := make([]float32, slabs*dv*m)
 	ksum := make([]float32, slabs*m) // Σ_j B_j per slab
 	packed := make([]*gemm.PackedB, slabs)
+	// V is transposed into contiguous dv × nk copies first (row stride ldt): the GEMM's
+	// packing of a transposed operand gathers mr values per k, slower than this copy and
+	// the in-place row reads it enables. A head split's source (B, nk, h·dv) is transposed
+	// whole, per batch and block of its rows, so it is read as one stream: slab (b, hh) is
+	// then rows hh·dv … of batch b's transpose. Read a head at a time, V's rows are h·dv
+	// apart, and at n = 8192 that cost more than the GEMMs.
+	ldt := padStride(nk)
+	vtAll := make([]float32, slabs*dv*ldt)
+	if nk > 0 && dv > 0 {
+		const chunk = 256
+		nc := (nk + chunk - 1) / chunk
+		workpool.Tasks(e.threads, slabs/heads*nc, func(t int) {
+			bt, c0 := t/nc, (t%nc)*chunk
+			c1 := min(c0+chunk, nk)
+			if sp.vPerm != nil {
+				src := v.F32[bt*nk*heads*dv+c0*heads*dv:]
+				transposeInto(vtAll[bt*heads*dv*ldt+c0:], src, c1-c0, heads*dv, heads*dv, ldt)
+				return
+			}
+			for hh := 0; hh < heads; hh++ {
+				s := bt*heads + hh
+				vo, ldv := vAt(s)
+				transposeInto(vtAll[s*dv*ldt+c0:], v.F32[vo+c0*ldv:], c1-c0, dv, ldv, ldt)
+			}
+		})
+	}
 	workpool.Tasks(e.threads, slabs, func(s int) {
 		bs := b.F32[s*nk*m : (s+1)*nk*m]
 		ks := ksum[s*m : (s+1)*m]
@@ -519,13 +556,7 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 		}
 		c := ctxT[s*dv*m : (s+1)*dv*m]
 		if nk > 0 && m > 0 && dv > 0 {
-			// V is transposed into a contiguous dv × nk copy first: the GEMM's packing of a
-			// transposed operand gathers mr values per k, slower than this copy and the
-			// in-place row reads it enables.
-			vo, ldv := vAt(s)
-			ldt := padStride(nk)
-			vt := make([]float32, dv*ldt)
-			transposeInto(vt, v.F32[vo:], nk, dv, ldv, ldt)
+			vt := vtAll[s*dv*ldt : (s+1)*dv*ldt]
 			if vsc != nil {
 				cs := make([]float32, nk)
 				for j := range cs {
