@@ -54,7 +54,10 @@ import (
 // counts LayerNorms written out in elementary ops and recomposed into one step, "shape"
 // Shape steps that read a Transpose's input instead of running it, and "split" linear steps
 // whose output slices are written directly instead of copied out, and "softmax-backward"
-// autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go). It is empty when
+// autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go);
+// "random-features" (FAVOR+'s feature maps), "elu-feature" (elu + 1 feature maps) and
+// "linear-attention" (A·(Bᵀ·V) normalised by A·Σ_j B_j) are kernelized attention
+// (fuse_kernelized.go). It is empty when
 // backends.Options.NoFusion was set or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
@@ -124,6 +127,7 @@ func (p *Program) fuse() {
 			p.fusions["softmax-backward"]++
 		}
 	}
+	f.fuseKernelized(replaced) // before the linears take its feature projections (fuse_kernelized.go)
 	for i := range p.plan.Steps {
 		if op := p.plan.Steps[i].Node.Op; f.dead[i] || (op != "MatMul" && op != "Gemm") {
 			continue

@@ -7,9 +7,11 @@ import (
 )
 
 // FusionNote is one place the fusion passes looked at: an attention candidate (a Softmax
-// step) or a linear candidate (a MatMul or Gemm step) with what became of it.
+// step), a linear candidate (a MatMul or Gemm step) or a kernelized-attention candidate (an
+// Exp of a shifted product, an Elu, or a MatMul by Bᵀ·V) with what became of it.
 type FusionNote struct {
-	// Pattern is "attention" or "linear".
+	// Pattern is "attention", "linear", "random-features", "elu-feature" or
+	// "linear-attention".
 	Pattern string
 	// Node and Op name the candidate's anchor step in the graph.
 	Node, Op string

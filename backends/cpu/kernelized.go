@@ -1,0 +1,664 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/zoo-dev/zoo/backends/cpu/gemm"
+	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
+	"github.com/zoo-dev/zoo/backends/cpu/vec"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+// Kernels of kernelized (linear-time) attention, matched by fuse_kernelized.go:
+//
+//   - featureMap: a random-feature map φ(x) = post(exp(α·x·W − shift)), as FAVOR+ writes it
+//     (performer), with the shift a sum of per-row terms and a stabiliser (the row maximum
+//     of α·x·W, or its maximum over a (batch, head) slab's valid rows), and post a chain of
+//     per-row operations (scalar arithmetic, multiplication by a per-row value, Where by a
+//     per-row condition). One GEMM per block of rows against the packed W, and the exp and
+//     the post chain on each row while it is in cache, instead of eight passes over the
+//     (…, n, m) features.
+//   - eluFeature: φ(x) = α·(eˣ − 1) + c below 0 and x + c above (Add(Elu(x), c)), then the
+//     same post chain, with the vectorised exp.
+//   - linearAttention: out = (A·(Bᵀ·V)) ⊙ 1/(A·Σ_j B_j + ε) per slab, the kernelized
+//     attention of linear and performer: Bᵀ·V and the key sum in one pass over B, then one
+//     GEMM and the normalisation per block of rows, V read and the output written through
+//     head split/merge strides.
+
+// rowOp is one elementwise operation of a feature map's post chain, applied to every
+// element of a row of the features.
+type rowOp struct {
+	// kind: '+', '*', '/' by c; '-' (x − c); 'r' (c − x); 'x' multiply by the row's value of
+	// operand input; 'W' Where(cond, c, x) and 'w' Where(cond, x, c) with the row's value
+	// of the Bool operand input.
+	kind  byte
+	c     float32
+	input int // index among the fused step's inputs, for 'x', 'W' and 'w'
+}
+
+// rowTerm is one term of a feature map's exponent shift: the exponent is
+// α·x·W − Σ sign·term, evaluated as one subtraction of the summed shift.
+type rowTerm struct {
+	// kind: 'c' a scalar constant c; 'R' the row's value of operand input (a (…, n, 1)
+	// value); 'Q' the row's Σ x² of the input x, then scaled by scale (FAVOR+'s
+	// ‖x‖²/2·d_k^(−1/2), computed in the kernel); 'M' the row maximum of α·x·W; 'S' its maximum over the slab's rows (the axes
+	// (−2, −1)), only over rows whose Bool operand input is false (invalidWhen true) or true
+	// (invalidWhen false) when input ≥ 0.
+	kind        byte
+	sign        float32
+	c           float32
+	input       int
+	invalidWhen bool
+	axes        []int   // the ReduceMax axes of 'M' and 'S'
+	scale       []rowOp // '*' and '/' by constants, applied in order to a 'Q' sum
+}
+
+// featureSpec is a fused random-feature map: its inputs are x first and then the operands
+// its terms and post ops read.
+type featureSpec struct {
+	w *gemm.PackedB // α·W (k × m), packed once
+	// xPerm: x is the source (B, n, h, k) of a head split, read in place through strides.
+	xPerm bool
+	terms []rowTerm
+	post  []rowOp
+}
+
+// featureRows is the row block of the feature map and of the linear attention's second
+// product: a multiple of every micro-kernel's height, and 96 rows of 266 features (100 KiB)
+// stay in L2 between the GEMM and the exp.
+const featureRows = 96
+
+// rowIndex maps every row (all axes but the last) of a value of shape out to the element of
+// an operand of shape s that broadcasts over it; s must broadcast to out unidirectionally
+// with a last axis of 1 (a per-row value), else ok is false.
+func rowIndex(s, out []int) (idx []int, ok bool) {
+	r := len(out)
+	if r == 0 || len(s) > r || (len(s) > 0 && s[len(s)-1] != 1) {
+		return nil, false
+	}
+	strides := make([]int, r-1) // over out's leading axes
+	acc := 1
+	off := r - len(s)
+	for i := len(s) - 1; i >= 0; i-- {
+		d := off + i
+		if d < r-1 {
+			switch {
+			case s[i] == out[d]:
+				if s[i] != 1 {
+					strides[d] = acc
+				}
+			case s[i] == 1:
+			default:
+				return nil, false
+			}
+		}
+		acc *= s[i]
+	}
+	rows := 1
+	for _, d := range out[:r-1] {
+		rows *= d
+	}
+	idx = make([]int, rows)
+	pos := make([]int, r-1)
+	at := 0
+	for row := range idx {
+		idx[row] = at
+		for d := r - 2; d >= 0; d-- {
+			pos[d]++
+			at += strides[d]
+			if pos[d] < out[d] {
+				break
+			}
+			at -= strides[d] * pos[d]
+			pos[d] = 0
+		}
+	}
+	return idx, true
+}
+
+// rowOperands resolves the per-row operands of a post chain (and terms) against the output
+// shape: idx[j] maps rows to elements of input j (nil for inputs no op reads per row). ok is
+// false when an operand does not broadcast as a per-row value or has the wrong dtype.
+type rowOperands struct {
+	idx [][]int
+	in  []*tensor.Tensor
+}
+
+func resolveRows(in []*tensor.Tensor, out []int, post []rowOp, terms []rowTerm) (*rowOperands, bool) {
+	ro := &rowOperands{idx: make([][]int, len(in)), in: in}
+	need := func(j int, dt tensor.DType) bool {
+		if j < 0 {
+			return true
+		}
+		if j >= len(in) || in[j].DType != dt {
+			return false
+		}
+		if ro.idx[j] != nil {
+			return true
+		}
+		idx, ok := rowIndex(in[j].Shape, out)
+		ro.idx[j] = idx
+		return ok
+	}
+	for _, op := range post {
+		switch op.kind {
+		case 'x':
+			if !need(op.input, tensor.Float32) {
+				return nil, false
+			}
+		case 'W', 'w':
+			if !need(op.input, tensor.Bool) {
+				return nil, false
+			}
+		}
+	}
+	for _, t := range terms {
+		switch t.kind {
+		case 'R':
+			if !need(t.input, tensor.Float32) {
+				return nil, false
+			}
+		case 'S':
+			if !need(t.input, tensor.Bool) {
+				return nil, false
+			}
+		}
+	}
+	return ro, true
+}
+
+// f32 returns the row's value of float operand j; cond its Bool value.
+func (ro *rowOperands) f32(j, row int) float32 { return ro.in[j].F32[ro.idx[j][row]] }
+func (ro *rowOperands) cond(j, row int) bool   { return ro.in[j].Bool[ro.idx[j][row]] }
+
+// addScalar adds c to every element of x with the vectorised bias add, in blocks of a
+// constant row (the same sum x[i] + c, rounded once).
+func addScalar(x []float32, c float32) {
+	var buf [64]float32
+	for i := range buf {
+		buf[i] = c
+	}
+	for len(x) > 0 {
+		n := min(len(x), len(buf))
+		vec.BiasAct(x[:n], buf[:n], vec.ActNone)
+		x = x[n:]
+	}
+}
+
+// applyPost applies the post chain to one row of features.
+func applyPost(x []float32, post []rowOp, ro *rowOperands, row int) {
+	for i := 0; i < len(post); i++ {
+		op := post[i]
+		switch op.kind {
+		case '+':
+			addScalar(x, op.c)
+		case '-':
+			for j := range x {
+				x[j] -= op.c
+			}
+		case 'r':
+			for j := range x {
+				x[j] = op.c - x[j]
+			}
+		case '*':
+			vec.Scale(x, op.c)
+		case '/':
+			vec.DivScalar(x, op.c)
+		case 'x':
+			v := ro.f32(op.input, row)
+			for j := range x {
+				x[j] *= v
+			}
+		case 'W', 'w':
+			if ro.cond(op.input, row) == (op.kind == 'W') {
+				for j := range x {
+					x[j] = op.c
+				}
+			}
+		}
+	}
+}
+
+// featureMap runs a fused random-feature map; it declines unless x is float32 of rank ≥ 2
+// whose last axis is W's k and every operand is a per-row value of the right dtype.
+func featureMap(e *exec, in []*tensor.Tensor, sp *featureSpec) (*tensor.Tensor, bool, error) {
+	x := in[0]
+	r := len(x.Shape)
+	k, m := sp.w.K(), sp.w.N()
+	if x.DType != tensor.Float32 || r < 2 || x.Shape[r-1] != k || (sp.xPerm && r != 4) {
+		return nil, false, nil
+	}
+	xs := x.Shape // x's logical shape, after the head split
+	if sp.xPerm {
+		xs = []int{x.Shape[0], x.Shape[2], x.Shape[1], x.Shape[3]}
+	}
+	shape := append(append([]int(nil), xs[:r-1]...), m)
+	ro, ok := resolveRows(in, shape, sp.post, sp.terms)
+	if !ok {
+		return nil, false, nil
+	}
+	out, err := e.allocRaw(shape)
+	if err != nil {
+		return nil, false, fmt.Errorf("feature map: %w", err)
+	}
+	n := xs[r-2]
+	rows := len(out.F32) / max(m, 1)
+	// xAt returns the offset of row `row` of x (logical) and the row stride.
+	lda := k
+	if sp.xPerm {
+		lda = xs[1] * k
+	}
+	xAt := func(row int) int {
+		if !sp.xPerm {
+			return row * k
+		}
+		s, i := row/max(n, 1), row%max(n, 1)
+		h := xs[1]
+		return (((s/h)*n+i)*h + s%h) * k
+	}
+	if rows == 0 || m == 0 {
+		return out, true, nil
+	}
+	slabs := rows / max(n, 1)
+	nb := (n + featureRows - 1) / featureRows
+	slabMax := -1 // index of the 'S' term
+	for i, t := range sp.terms {
+		if t.kind == 'S' {
+			slabMax = i
+		}
+	}
+	// gemmBlock computes rows [r0, r1) of α·x·W into out.
+	gemmBlock := func(r0, r1 int) {
+		if k == 0 {
+			clear(out.F32[r0*m : r1*m])
+			return
+		}
+		gemm.SgemmPacked(r1-r0, m, k, 1, x.F32[xAt(r0):], lda, sp.w, 0, out.F32[r0*m:], m)
+	}
+	var stab []float32 // per slab, for an 'S' term
+	if slabMax >= 0 {
+		t := sp.terms[slabMax]
+		bmax := make([]float32, slabs*nb)
+		workpool.Tasks(e.threads, slabs*nb, func(task int) {
+			s, b := task/nb, task%nb
+			r0 := s*n + b*featureRows
+			r1 := min(r0+featureRows, (s+1)*n)
+			gemmBlock(r0, r1)
+			mx := float32(math.Inf(-1))
+			for row := r0; row < r1; row++ {
+				if t.input >= 0 && ro.cond(t.input, row) == t.invalidWhen {
+					continue
+				}
+				mx = maxNaN(mx, vec.Max(out.F32[row*m:(row+1)*m]))
+			}
+			bmax[task] = mx
+		})
+		stab = make([]float32, slabs)
+		for s := range stab {
+			mx := float32(math.Inf(-1))
+			for b := 0; b < nb; b++ {
+				mx = maxNaN(mx, bmax[s*nb+b])
+			}
+			stab[s] = mx
+		}
+	}
+	workpool.Tasks(e.threads, slabs*nb, func(task int) {
+		s, b := task/nb, task%nb
+		r0 := s*n + b*featureRows
+		r1 := min(r0+featureRows, (s+1)*n)
+		if slabMax < 0 {
+			gemmBlock(r0, r1)
+		}
+		for row := r0; row < r1; row++ {
+			f := out.F32[row*m : (row+1)*m]
+			var shift float32
+			for _, t := range sp.terms {
+				var v float32
+				switch t.kind {
+				case 'c':
+					v = t.c
+				case 'R':
+					v = ro.f32(t.input, row)
+				case 'M':
+					v = vec.Max(f)
+				case 'Q':
+					at := xAt(row)
+					xr := x.F32[at : at+k]
+					v = dot32(xr, xr)
+					for _, op := range t.scale {
+						if op.kind == '/' {
+							v /= op.c
+						} else {
+							v *= op.c
+						}
+					}
+				case 'S':
+					v = stab[s]
+				}
+				shift += t.sign * v
+			}
+			vec.ExpSum(f, f, shift)
+			applyPost(f, sp.post, ro, row)
+		}
+	})
+	return out, true, nil
+}
+
+// maxNaN is max that propagates NaN, as ReduceMax does.
+func maxNaN(a, b float32) float32 {
+	if a != a || b != b {
+		return float32(math.NaN())
+	}
+	return max(a, b)
+}
+
+// eluSpec is a fused Add(Elu(x, alpha), c) with a post chain; inputs are x and then the
+// post chain's operands.
+type eluSpec struct {
+	alpha, c float32
+	post     []rowOp
+	xPerm    bool // x is the source (B, n, h, d) of a head split, read through strides
+}
+
+// eluFeature runs a fused elu feature map; it declines unless x is float32 of rank ≥ 1 and
+// the post chain's operands are per-row values.
+func eluFeature(e *exec, in []*tensor.Tensor, sp *eluSpec) (*tensor.Tensor, bool, error) {
+	x := in[0]
+	r := len(x.Shape)
+	if x.DType != tensor.Float32 || r == 0 || (sp.xPerm && r != 4) {
+		return nil, false, nil
+	}
+	shape := x.Shape
+	if sp.xPerm {
+		shape = []int{x.Shape[0], x.Shape[2], x.Shape[1], x.Shape[3]}
+	}
+	ro, ok := resolveRows(in, shape, sp.post, nil)
+	if !ok {
+		return nil, false, nil
+	}
+	out, err := e.allocRaw(shape)
+	if err != nil {
+		return nil, false, fmt.Errorf("elu feature map: %w", err)
+	}
+	l := shape[r-1]
+	if l == 0 || len(out.F32) == 0 {
+		return out, true, nil
+	}
+	rows := len(out.F32) / l
+	// The rows are visited in x's order, so a head split's source is read as one stream
+	// (visited in the output's order, its rows are a head's width apart and every one
+	// started a new run of cache lines); outRow maps x's row q to the output's row.
+	outRow := func(q int) int { return q }
+	if sp.xPerm {
+		h, n := shape[1], shape[2]
+		outRow = func(q int) int {
+			b, i, hh := q/(n*h), (q/h)%n, q%h
+			return (b*h+hh)*n + i
+		}
+	}
+	workpool.For(e.threads, rows, max(1, elemGrain/l), func(lo, hi int) {
+		for q := lo; q < hi; q++ {
+			row := outRow(q)
+			src, dst := x.F32[q*l:(q+1)*l], out.F32[row*l:(row+1)*l]
+			eluRow(dst, src, sp.alpha, sp.c)
+			applyPost(dst, sp.post, ro, row)
+		}
+	})
+	return out, true, nil
+}
+
+// eluRow sets dst = elu(src, alpha) + c as max(x, 0) + (alpha·(e^min(x, 0) − 1) + c): x + c
+// at and above 0 (e⁰ − 1 is exactly 0), alpha·(eˣ − 1) + c below, NaN for NaN, with the
+// vectorised exp (within 2 ulp of eˣ; the unfused Elu's expm1 is more accurate relatively
+// near 0, where both round to within an ulp of c for c = 1). min(x, 0) and max(x, 0) are
+// taken by the sign bit, without branches: the sign of an activation is a coin toss and a
+// mispredicted branch cost 4 ns per element, and Go's min and max builtins on floats 1.8 ns.
+// A NaN goes through one side or the other and stays NaN; −0 and +Inf come out as the
+// unfused Elu gives them.
+func eluRow(dst, src []float32, alpha, c float32) {
+	dst = dst[:len(src)]
+	for j, v := range src {
+		b := math.Float32bits(v)
+		neg := uint32(int32(b) >> 31) // all ones when the sign bit is set
+		dst[j] = math.Float32frombits(b & neg)
+	}
+	vec.Exp(dst, dst)
+	for j, v := range src {
+		b := math.Float32bits(v)
+		neg := uint32(int32(b) >> 31)
+		dst[j] = math.Float32frombits(b&^neg) + (alpha*(dst[j]-1) + c)
+	}
+}
+
+// linAttnSpec is a fused linear attention: inputs A (…, nq, m), B (…, nk, m) and V
+// (…, nk, dv), or V's source before a head split when vPerm is set.
+type linAttnSpec struct {
+	eps    float32
+	hasEps bool
+	div    bool // Div(num, den) rather than Mul(num, 1/den)
+	// keyAxis is the ReduceSum axis of the key sum (−2 or rank−2, checked at run time).
+	keyAxis int
+	// vPerm and outPerm are the head split of V and the merge of the output ((0, 2, 1, 3))
+	// read and written through strides, or nil.
+	vPerm, outPerm []int
+	// vScale: input 3 is a per-row value (…, nk, 1) V's rows are multiplied by.
+	vScale bool
+}
+
+// linearAttention runs a fused linear attention; it declines unless A, B and V are float32
+// of one rank with the same leading axes, and the permutations are head splits of rank 4.
+func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Tensor, bool, error) {
+	a, b, v := in[0], in[1], in[2]
+	r := len(a.Shape)
+	if a.DType != tensor.Float32 || b.DType != tensor.Float32 || v.DType != tensor.Float32 || r < 2 || len(b.Shape) != r || len(v.Shape) != r {
+		return nil, false, nil
+	}
+	if ax := sp.keyAxis; ax != -2 && ax != r-2 {
+		return nil, false, nil
+	}
+	vs := v.Shape
+	if sp.vPerm != nil {
+		if r != 4 {
+			return nil, false, nil
+		}
+		vs = []int{v.Shape[0], v.Shape[2], v.Shape[1], v.Shape[3]}
+	}
+	if sp.outPerm != nil && r != 4 {
+		return nil, false, nil
+	}
+	for d := 0; d < r-2; d++ {
+		if b.Shape[d] != a.Shape[d] || vs[d] != a.Shape[d] {
+			return nil, false, nil
+		}
+	}
+	nq, m, nk, dv := a.Shape[r-2], a.Shape[r-1], b.Shape[r-2], vs[r-1]
+	if b.Shape[r-1] != m || vs[r-2] != nk {
+		return nil, false, nil
+	}
+	var vsc *rowOperands
+	if sp.vScale {
+		ro, ok := resolveRows(in, vs, []rowOp{{kind: 'x', input: 3}}, nil)
+		if !ok {
+			return nil, false, nil
+		}
+		vsc = ro
+	}
+	shape := append(append([]int(nil), a.Shape[:r-1]...), dv)
+	if sp.outPerm != nil {
+		shape = []int{a.Shape[0], nq, a.Shape[1], dv}
+	}
+	out, err := e.allocRaw(shape)
+	if err != nil {
+		return nil, false, fmt.Errorf("linear attention: %w", err)
+	}
+	slabs := 1
+	for _, d := range a.Shape[:r-2] {
+		slabs *= d
+	}
+	if len(out.F32) == 0 {
+		return out, true, nil
+	}
+	heads := 1
+	if r == 4 {
+		heads = a.Shape[1]
+	}
+	// vAt and outAt return the offset of row 0 of slab s and the row stride.
+	vAt := func(s int) (int, int) {
+		if sp.vPerm != nil {
+			return (s/heads)*nk*heads*dv + (s%heads)*dv, heads * dv
+		}
+		return s * nk * dv, dv
+	}
+	outAt := func(s int) (int, int) {
+		if sp.outPerm != nil {
+			return (s/heads)*nq*heads*dv + (s%heads)*dv, heads * dv
+		}
+		return s * nq * dv, dv
+	}
+	// (Bᵀ·V)ᵀ = Vᵀ·B per slab: the transposed operand the GEMM packs is then V (dv × nk),
+	// not B (m × nk, four times larger for FAVOR+'s 266 features of 64-wide heads); the
+	// product is packed once per slab as the right operand of the second GEMM.
+	ctxT := make([]float32, slabs*dv*m)
+	ksum := make([]float32, slabs*m) // Σ_j B_j per slab
+	packed := make([]*gemm.PackedB, slabs)
+	// V is transposed into contiguous dv × nk copies first (row stride ldt): the GEMM's
+	// packing of a transposed operand gathers mr values per k, slower than this copy and
+	// the in-place row reads it enables. A head split's source (B, nk, h·dv) is transposed
+	// whole, per batch and block of its rows, so it is read as one stream: slab (b, hh) is
+	// then rows hh·dv … of batch b's transpose. Read a head at a time, V's rows are h·dv
+	// apart, and at n = 8192 that cost more than the GEMMs.
+	ldt := padStride(nk)
+	vtAll := make([]float32, slabs*dv*ldt)
+	if nk > 0 && dv > 0 {
+		const chunk = 256
+		nc := (nk + chunk - 1) / chunk
+		workpool.Tasks(e.threads, slabs/heads*nc, func(t int) {
+			bt, c0 := t/nc, (t%nc)*chunk
+			c1 := min(c0+chunk, nk)
+			if sp.vPerm != nil {
+				src := v.F32[bt*nk*heads*dv+c0*heads*dv:]
+				transposeInto(vtAll[bt*heads*dv*ldt+c0:], src, c1-c0, heads*dv, heads*dv, ldt)
+				return
+			}
+			for hh := 0; hh < heads; hh++ {
+				s := bt*heads + hh
+				vo, ldv := vAt(s)
+				transposeInto(vtAll[s*dv*ldt+c0:], v.F32[vo+c0*ldv:], c1-c0, dv, ldv, ldt)
+			}
+		})
+	}
+	workpool.Tasks(e.threads, slabs, func(s int) {
+		bs := b.F32[s*nk*m : (s+1)*nk*m]
+		ks := ksum[s*m : (s+1)*m]
+		for j := 0; j < nk; j++ {
+			vec.Add(ks, ks, bs[j*m:(j+1)*m])
+		}
+		c := ctxT[s*dv*m : (s+1)*dv*m]
+		if nk > 0 && m > 0 && dv > 0 {
+			vt := vtAll[s*dv*ldt : (s+1)*dv*ldt]
+			if vsc != nil {
+				cs := make([]float32, nk)
+				for j := range cs {
+					cs[j] = vsc.f32(3, s*nk+j)
+				}
+				for d := 0; d < dv; d++ {
+					row := vt[d*ldt : d*ldt+nk]
+					for j, c := range cs {
+						row[j] *= c
+					}
+				}
+			}
+			gemm.Sgemm(false, false, dv, m, nk, 1, vt, ldt, bs, m, 0, c, m)
+		} else {
+			clear(c)
+		}
+		packed[s] = gemm.PackB(true, m, dv, c, max(m, 1))
+	})
+	nb := (nq + featureRows - 1) / featureRows
+	workpool.Tasks(e.threads, slabs*nb, func(task int) {
+		s, blk := task/nb, task%nb
+		r0, r1 := blk*featureRows, min((blk+1)*featureRows, nq)
+		as := a.F32[s*nq*m : (s+1)*nq*m]
+		oo, ldo := outAt(s)
+		if m == 0 {
+			for i := r0; i < r1; i++ {
+				clear(out.F32[oo+i*ldo : oo+i*ldo+dv])
+			}
+		} else {
+			gemm.SgemmPacked(r1-r0, dv, m, 1, as[r0*m:], m, packed[s], 0, out.F32[oo+r0*ldo:], ldo)
+		}
+		ks := ksum[s*m : (s+1)*m]
+		for i := r0; i < r1; i++ {
+			den := dot32(as[i*m:(i+1)*m], ks)
+			if sp.hasEps {
+				den += sp.eps
+			}
+			row := out.F32[oo+i*ldo : oo+i*ldo+dv]
+			if sp.div {
+				vec.DivScalar(row, den)
+			} else {
+				vec.Scale(row, 1/den)
+			}
+		}
+	})
+	return out, true, nil
+}
+
+// transposeInto writes the transpose of the rows × cols matrix src (row stride lds) into
+// dst (cols × rows, row stride ldd), in 8×8 blocks held in registers (array pointers, so
+// each row of a block costs one bounds check), so both sides stream whole cache lines; the
+// edges go element by element.
+func transposeInto(dst, src []float32, rows, cols, lds, ldd int) {
+	const bs = 8
+	fr, fc := rows/bs*bs, cols/bs*bs
+	for i0 := 0; i0 < fr; i0 += bs {
+		for j0 := 0; j0 < fc; j0 += bs {
+			var b [bs][bs]float32
+			for i := range b {
+				b[i] = *(*[bs]float32)(src[(i0+i)*lds+j0:])
+			}
+			for j := 0; j < bs; j++ {
+				d := (*[bs]float32)(dst[(j0+j)*ldd+i0:])
+				d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7] = b[0][j], b[1][j], b[2][j], b[3][j], b[4][j], b[5][j], b[6][j], b[7][j]
+			}
+		}
+	}
+	for i := 0; i < rows; i++ {
+		j0 := fc
+		if i >= fr {
+			j0 = 0
+		}
+		for j := j0; j < cols; j++ {
+			dst[j*ldd+i] = src[i*lds+j]
+		}
+	}
+}
+
+// padStride returns a row stride of at least n elements that is not a multiple of 256
+// bytes: rows at a power-of-two stride (n = 512) fall into a few L1 sets, and the
+// transpose's stores to them evicted each other (2.4 ms per call at the performer's base
+// shapes, n = 512, against 0.x ms padded).
+func padStride(n int) int {
+	if n%64 == 0 {
+		return n + 16
+	}
+	return n
+}
+
+// dot32 returns Σ a[i]·b[i] in float32, four partial sums.
+func dot32(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
