@@ -54,7 +54,9 @@ import (
 // counts LayerNorms written out in elementary ops and recomposed into one step, "shape"
 // Shape steps that read a Transpose's input instead of running it, and "split" linear steps
 // whose output slices are written directly instead of copied out, and "softmax-backward"
-// autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go). It is empty when
+// autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go), and
+// "attention-train" a training step's attention, forward and backward, run as two tiled
+// steps that keep row log-sum-exps instead of the probabilities (fuse_attention_grad.go). It is empty when
 // backends.Options.NoFusion was set or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
@@ -96,6 +98,7 @@ func (p *Program) fuse() {
 		}
 	}
 	replaced := map[int]step{} // index of a group's last step → the fused step
+	f.fuseAttentionTraining(replaced)
 	for i := range p.plan.Steps {
 		if f.dead[i] || p.plan.Steps[i].Node.Op != "Softmax" {
 			continue
@@ -337,6 +340,16 @@ func (p *Program) constInputs(sub []step, override map[int]func() *tensor.Tensor
 }
 
 func (fb *fallback) run(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	vals, err := fb.values(e, in)
+	if err != nil {
+		return nil, err
+	}
+	return []*tensor.Tensor{vals[fb.out]}, nil
+}
+
+// values runs the steps on the external inputs in and returns every value they read or
+// compute by slot (a fused step with several outputs picks its own).
+func (fb *fallback) values(e *exec, in []*tensor.Tensor) (map[int]*tensor.Tensor, error) {
 	vals := make(map[int]*tensor.Tensor, len(fb.ext)+len(fb.sub))
 	for j, s := range fb.ext {
 		vals[s] = in[j]
@@ -362,5 +375,5 @@ func (fb *fallback) run(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) 
 			}
 		}
 	}
-	return []*tensor.Tensor{vals[fb.out]}, nil
+	return vals, nil
 }
