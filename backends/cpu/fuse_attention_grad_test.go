@@ -135,3 +135,47 @@ func forwardNodes(t *testing.T, set map[string]any) int {
 	}
 	return len(lg.Nodes)
 }
+
+// singleHeadTrain is the training graph of one attention over x (2, n, 6) without heads
+// (rank 3): Q, K, V projections, scores divided by 2, Softmax over axis, and the loss
+// Σ r∘attention for a random input r.
+func singleHeadTrain(t *testing.T, axis int64) *graph.Graph {
+	t.Helper()
+	r := rand.New(rand.NewSource(11))
+	b := graph.NewBuilder("single")
+	x := b.Input("x", tensor.Float32, graph.Fixed(2), graph.Sym("n"), graph.Fixed(6))
+	w := b.Input("r", tensor.Float32, graph.Fixed(2), graph.Sym("n"), graph.Fixed(6))
+	proj := func(name string) string { return b.MatMul(x, b.Param(name, randT(r, 6, 6))) }
+	q, k, v := proj("wq"), proj("wk"), proj("wv")
+	s := b.Div(b.MatMul(q, b.Transpose(k, 0, 2, 1)), b.ConstFloat(2))
+	o := b.MatMul(b.Softmax(s, axis), v)
+	loss := b.Op("ReduceSum", []string{b.Mul(o, w)}, graph.Attrs{"keepdims": graph.Int(0)})
+	b.Output("loss", loss, tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, _, err := autodiff.Gradients(context.Background(), g, "loss", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return train
+}
+
+// Without heads (rank 3) the pattern fuses too; with the softmax over the queries instead of
+// the keys it still matches, and both fused steps run the steps they replaced (the forward
+// passes P where the log-sum-exps go), so the gradients are the unfused ones.
+func TestFusedAttentionTrainingFallsBack(t *testing.T) {
+	for _, axis := range []int64{-1, 1} {
+		train := singleHeadTrain(t, axis)
+		fused, plain := compileBoth(t, train, backends.Options{Threads: 2})
+		if f := fused.Fusions(); f["attention-train"] != 1 {
+			t.Fatalf("axis %d: fusions %v, want 1 attention-train", axis, f)
+		}
+		r := rand.New(rand.NewSource(2))
+		for _, n := range []int{1, 5} {
+			in := map[string]*tensor.Tensor{"x": randT(r, 2, n, 6), "r": randT(r, 2, n, 6)}
+			runAgree(t, fused, plain, in, 1e-5)
+		}
+	}
+}
