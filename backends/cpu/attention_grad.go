@@ -27,9 +27,13 @@ const (
 	attnGradKBlock = 512 // keys per tile: S and dP of one tile are 128 KiB each
 )
 
-// attnGradState is one task's scratch: the P and dP (then dS) tiles and the row terms D.
+// attnGradState is one task's scratch: the P and dP (then dS) tiles, the row terms D, and
+// the key block's Kᵀ, Vᵀ and K packed once for all its query blocks (SgemmPacked: a tile of
+// 64 query rows would otherwise pack them again for each product, which costs about as
+// much as the product).
 type attnGradState struct {
-	p, dp, d []float32
+	p, dp, d   []float32
+	kt, vt, kk gemm.PackedB
 }
 
 var attnGradStates = sync.Pool{New: func() any {
@@ -129,6 +133,9 @@ func attentionBackward(threads int, a *attnGradIn, dq, dk, dv matView) {
 		if cap(st.d) < nq {
 			st.d = make([]float32, nq)
 		}
+		if tile := attnGradQBlock * attnGradKBlock; len(st.p) < tile {
+			st.p, st.dp = make([]float32, tile), make([]float32, tile)
+		}
 		d := st.d[:nq]
 		for i := range d {
 			var s float32
@@ -145,17 +152,20 @@ func attentionBackward(threads int, a *attnGradIn, dq, dk, dv matView) {
 			cols := min(attnGradKBlock, nk-k0)
 			kb, vb := a.k.at(b, k0), a.v.at(b, k0)
 			dkb, dvb := dk.at(b, k0), dv.at(b, k0)
+			st.kt.Pack(true, dkd, cols, kb, a.k.ld)
+			st.vt.Pack(true, dvd, cols, vb, a.v.ld)
+			st.kk.Pack(false, cols, dkd, kb, a.k.ld)
 			for q0 := 0; q0 < nq; q0 += attnGradQBlock {
 				rows := min(attnGradQBlock, nq-q0)
 				p, dp := st.p[:rows*cols], st.dp[:rows*cols]
 				qb, dob := a.q.at(b, q0), a.do.at(b, q0)
-				gemm.Sgemm(false, true, rows, cols, dkd, 1, qb, a.q.ld, kb, a.k.ld, 0, p, cols)
+				gemm.SgemmPacked(rows, cols, dkd, 1, qb, a.q.ld, &st.kt, 0, p, cols)
 				for i := 0; i < rows; i++ {
 					row := p[i*cols : (i+1)*cols]
 					applyScoreOps(row, a.ops, a.operands, b, q0+i, k0)
 					vec.ExpSum(row, row, a.lse[b*nq+q0+i])
 				}
-				gemm.Sgemm(false, true, rows, cols, dvd, 1, dob, a.do.ld, vb, a.v.ld, 0, dp, cols)
+				gemm.SgemmPacked(rows, cols, dvd, 1, dob, a.do.ld, &st.vt, 0, dp, cols)
 				beta := float32(1)
 				if q0 == 0 {
 					beta = 0
@@ -168,7 +178,7 @@ func attentionBackward(threads int, a *attnGradIn, dq, dk, dv matView) {
 						dr[j] = a.g * x * (dr[j] - di)
 					}
 				}
-				gemm.Sgemm(false, false, rows, dkd, cols, 1, dp, cols, kb, a.k.ld, 1, dq.at(b, q0), dq.ld)
+				gemm.SgemmPacked(rows, dkd, cols, 1, dp, cols, &st.kk, 1, dq.at(b, q0), dq.ld)
 				gemm.Sgemm(true, false, cols, dkd, rows, 1, dp, cols, qb, a.q.ld, beta, dkb, dk.ld)
 			}
 		}
