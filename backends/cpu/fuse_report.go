@@ -9,7 +9,8 @@ import (
 // FusionNote is one place the fusion passes looked at: an attention candidate (a Softmax
 // step) or a linear candidate (a MatMul or Gemm step) with what became of it.
 type FusionNote struct {
-	// Pattern is "attention" or "linear".
+	// Pattern is "attention", "attention-train" (a training step's attention, whose
+	// probabilities the backward pass reads) or "linear".
 	Pattern string
 	// Node and Op name the candidate's anchor step in the graph.
 	Node, Op string
