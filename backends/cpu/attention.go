@@ -79,32 +79,40 @@ func (p *attnPacks) grow(n int) {
 // axis is the softmax's axis attribute, which must name the last axis. It returns ok false
 // for anything else (the fused step then runs the original steps).
 func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, outPerm []int, axis int) (*tensor.Tensor, bool, error) {
+	out, _, ok, err := attentionRun(e, in, ops, perms, outPerm, axis, false)
+	return out, ok, err
+}
+
+// attentionRun is attentionFast that, when withLSE is set, also returns each query row's
+// log-sum-exp of its scores, m + log(l) (batch…, nq), what a training step's backward pass
+// needs to recompute the probabilities tile by tile (attention_grad.go).
+func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, outPerm []int, axis int, withLSE bool) (out, lse *tensor.Tensor, ok bool, err error) {
 	q, kt, v := in[0], in[1], in[2]
 	if q == nil || kt == nil || v == nil || q.DType != tensor.Float32 || kt.DType != tensor.Float32 || v.DType != tensor.Float32 {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	qShape, qStride, ok1 := permView(q.Shape, perms[0])
 	kShape, kStride, ok2 := permView(kt.Shape, perms[1])
 	vShape, vStride, ok3 := permView(v.Shape, perms[2])
 	if !ok1 || !ok2 || !ok3 {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	r := len(qShape)
 	if r < 2 || len(kShape) != r || len(vShape) != r || (axis != -1 && axis != r-1) {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	batch := qShape[:r-2]
 	if !tensor.SameShape(batch, kShape[:r-2]) || !tensor.SameShape(batch, vShape[:r-2]) {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	nq, dk, nk, dv := qShape[r-2], qShape[r-1], kShape[r-1], vShape[r-1]
 	if kShape[r-2] != dk || vShape[r-2] != nk || nq == 0 || dk == 0 || nk == 0 || dv == 0 {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	// Q and V rows and output rows must be contiguous; Kᵀ may be either way round (a
 	// transposed pack reads K's rows).
 	if qStride[r-1] != 1 || vStride[r-1] != 1 || (kStride[r-1] != 1 && kStride[r-2] != 1) {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	operands := make([]bcastOperand, len(in))
 	for _, op := range ops {
@@ -115,7 +123,7 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 		if op.kind == 'r' {
 			bo, ok := planRelBias(op.rb, t, batch, nq, nk)
 			if !ok {
-				return nil, false, nil
+				return nil, nil, false, nil
 			}
 			operands[op.input] = bo
 			continue
@@ -126,11 +134,11 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 			want = tensor.Bool
 		}
 		if t == nil || t.DType != want {
-			return nil, false, nil
+			return nil, nil, false, nil
 		}
 		bo, ok := planOperand(t, batch, nq, nk)
 		if !ok {
-			return nil, false, nil
+			return nil, nil, false, nil
 		}
 		if where {
 			bo.planReplace(op.kind, nk)
@@ -142,13 +150,13 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 	var oStride []int
 	if outPerm != nil {
 		if len(outPerm) != r {
-			return nil, false, nil
+			return nil, nil, false, nil
 		}
 		outShape = make([]int, r)
 		seen := make([]bool, r)
 		for j, a := range outPerm {
 			if a < 0 || a >= r || seen[a] {
-				return nil, false, nil
+				return nil, nil, false, nil
 			}
 			seen[a] = true
 			outShape[j] = logical[a]
@@ -160,14 +168,19 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 			oStride[a] = fs[j]
 		}
 		if oStride[r-1] != 1 {
-			return nil, false, nil
+			return nil, nil, false, nil
 		}
 	} else {
 		_, oStride, _ = permView(logical, nil)
 	}
-	out, err := e.allocRaw(outShape)
+	out, err = e.allocRaw(outShape)
 	if err != nil {
-		return nil, true, err
+		return nil, nil, true, err
+	}
+	if withLSE {
+		if lse, err = e.allocRaw(append([]int(nil), logical[:r-1]...)); err != nil {
+			return nil, nil, true, err
+		}
 	}
 	qs, ks, vs, ost := batchStrided(batch, qStride), batchStrided(batch, kStride), batchStrided(batch, vStride), batchStrided(batch, oStride)
 	nb := graph.NumElements(batch)
@@ -266,9 +279,12 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 			// softmax does
 			o := out.F32[ost.off[b]+(qLo+i)*ost.ld:]
 			vec.DivScalar(o[:dv], l[i])
+			if lse != nil {
+				lse.F32[b*nq+qLo+i] = m[i] + float32(math.Log(float64(l[i])))
+			}
 		}
 	})
-	return out, true, nil
+	return out, lse, true, nil
 }
 
 // applyScoreOps applies the scale and mask ops, in graph order, to one block row of scores

@@ -55,6 +55,8 @@ import (
 // Shape steps that read a Transpose's input instead of running it, and "split" linear steps
 // whose output slices are written directly instead of copied out, and "softmax-backward"
 // autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go);
+// "attention-train" a training step's attention, forward and backward, run as two tiled
+// steps that keep row log-sum-exps instead of the probabilities (fuse_attention_grad.go);
 // "random-features" (FAVOR+'s feature maps), "elu-feature" (elu + 1 feature maps) and
 // "linear-attention" (A·(Bᵀ·V) normalised by A·Σ_j B_j) are kernelized attention
 // (fuse_kernelized.go). It is empty when
@@ -99,6 +101,7 @@ func (p *Program) fuse() {
 		}
 	}
 	replaced := map[int]step{} // index of a group's last step → the fused step
+	f.fuseAttentionTraining(replaced)
 	for i := range p.plan.Steps {
 		if f.dead[i] || p.plan.Steps[i].Node.Op != "Softmax" {
 			continue
@@ -341,6 +344,16 @@ func (p *Program) constInputs(sub []step, override map[int]func() *tensor.Tensor
 }
 
 func (fb *fallback) run(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	vals, err := fb.values(e, in)
+	if err != nil {
+		return nil, err
+	}
+	return []*tensor.Tensor{vals[fb.out]}, nil
+}
+
+// values runs the steps on the external inputs in and returns every value they read or
+// compute by slot (a fused step with several outputs picks its own).
+func (fb *fallback) values(e *exec, in []*tensor.Tensor) (map[int]*tensor.Tensor, error) {
 	vals := make(map[int]*tensor.Tensor, len(fb.ext)+len(fb.sub))
 	for j, s := range fb.ext {
 		vals[s] = in[j]
@@ -366,5 +379,5 @@ func (fb *fallback) run(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) 
 			}
 		}
 	}
-	return []*tensor.Tensor{vals[fb.out]}, nil
+	return vals, nil
 }

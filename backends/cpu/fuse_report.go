@@ -10,7 +10,8 @@ import (
 // step), a linear candidate (a MatMul or Gemm step) or a kernelized-attention candidate (an
 // Exp of a shifted product, an Elu, or a MatMul by Bᵀ·V) with what became of it.
 type FusionNote struct {
-	// Pattern is "attention", "linear", "random-features", "elu-feature" or
+	// Pattern is "attention", "attention-train" (a training step's attention, whose
+	// probabilities the backward pass reads), "linear", "random-features", "elu-feature" or
 	// "linear-attention".
 	Pattern string
 	// Node and Op name the candidate's anchor step in the graph.
