@@ -112,6 +112,12 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 			continue
 		}
 		t := in[op.input]
+		if op.kind == 'c' || op.kind == 'C' {
+			if !causalFits(op.cm, t, nq, nk) {
+				return nil, false, nil
+			}
+			continue
+		}
 		if op.kind == 'r' {
 			bo, ok := planRelBias(op.rb, t, batch, nq, nk)
 			if !ok {
@@ -137,6 +143,7 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 		}
 		operands[op.input] = bo
 	}
+	diag, skip := causalSkip(ops)
 	logical := append(append([]int{}, batch...), nq, dv)
 	outShape := logical
 	var oStride []int
@@ -221,6 +228,9 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 			m[i], l[i] = float32(math.Inf(-1)), 0
 		}
 		for k0 := 0; k0 < nk; k0 += attnKBlock {
+			if skip && k0 > qHi-1+diag {
+				break // every row of the task has these keys masked
+			}
 			cols := min(attnKBlock, nk-k0)
 			ktp, vp := &st.kt, &st.v
 			if packs != nil {
@@ -234,12 +244,24 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 			}
 			for q0 := qLo; q0 < qHi; q0 += attnQBlock {
 				rows := min(attnQBlock, qHi-q0)
-				sc := s[:rows*cols]
-				gemm.SgemmPacked(rows, cols, dk, 1, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, cols)
+				// With a causal mask the block's keys past its last query are left out.
+				width := cols
+				if skip {
+					width = min(cols, q0+rows+diag-k0)
+					if width <= 0 {
+						continue
+					}
+				}
+				sc := s[:rows*width]
+				if width == cols {
+					gemm.SgemmPacked(rows, cols, dk, 1, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, cols)
+				} else {
+					gemm.SgemmPackedCols(rows, 0, width, 1, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, width)
+				}
 				o := out.F32[ost.off[b]+q0*ost.ld:]
 				mq, lq := m[q0-qLo:], l[q0-qLo:]
 				for i := 0; i < rows; i++ {
-					row := sc[i*cols : (i+1)*cols]
+					row := sc[i*width : (i+1)*width]
 					applyScoreOps(row, ops, operands, b, q0+i, k0)
 					mx := vec.Max(row)
 					mnew := mx
@@ -258,7 +280,11 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 					lq[i] = lq[i]*alpha + sum
 					mq[i] = mnew
 				}
-				gemm.SgemmPacked(rows, dv, cols, 1, sc, cols, vp, beta, o, ost.ld)
+				if width == cols {
+					gemm.SgemmPacked(rows, dv, cols, 1, sc, cols, vp, beta, o, ost.ld)
+				} else {
+					gemm.Sgemm(false, false, rows, dv, width, 1, sc, width, v.F32[vs.off[b]+k0*vs.ld:], vs.ld, beta, o, ost.ld)
+				}
 			}
 		}
 		for i := range m {
@@ -328,6 +354,8 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 					row[j] /= o
 				}
 			}
+		case 'c', 'C':
+			applyCausal(row, op.kind, op.c, op.cm, i, k0)
 		case 'w', 'W':
 			bo := &operands[op.input]
 			if bo.replace != nil {

@@ -46,7 +46,8 @@ import (
 // another run-time value follows, and then "+layernorm" when a LayerNormalization of the
 // sum follows), "matmul" (a product by a constant matrix with no bias, with the same
 // "+residual" and "+layernorm" suffixes) and "attention"
-// ("attention+relbias" counts those among them that compute a relative bias themselves);
+// ("attention+relbias" counts those among them that compute a relative bias themselves,
+// "attention+causal" those that apply a causal mask themselves);
 // "transpose+residual" (and "transpose+residual+layernorm") counts residual Adds of a
 // transposed value, with the LayerNorm after them, run as one pass over rows;
 // "shared-input" counts the groups of such linear steps (without a residual) that read the
@@ -72,8 +73,9 @@ type fuser struct {
 	consumer [][]int
 	dead     []bool
 	linears  []fusedLinear // fused linear steps whose only run-time input is x, in order
-	// relBiases counts the attention steps that compute a relative-position bias themselves.
-	relBiases int
+	// relBiases counts the attention steps that compute a relative-position bias themselves,
+	// causals those that apply a causal mask themselves (fuse_causal.go).
+	relBiases, causals int
 }
 
 // fusedLinear is a fused linear step with no input besides x, scheduled at step index at.
@@ -101,7 +103,7 @@ func (p *Program) fuse() {
 			continue
 		}
 		note := FusionNote{Pattern: "attention", Node: p.plan.Steps[i].Node.Name, Op: "Softmax"}
-		rel := f.relBiases
+		rel, causal := f.relBiases, f.causals
 		if g, st, why := f.matchAttention(i); why == "" {
 			f.commit(g, st, replaced)
 			p.fusions["attention"]++
@@ -109,6 +111,9 @@ func (p *Program) fuse() {
 			if st.Node.Op == "FusedAttention" && f.relBiases > rel {
 				p.fusions["attention+relbias"]++
 				note.Fused = "attention+relbias"
+			}
+			if st.Node.Op == "FusedAttention" && f.causals > causal {
+				p.fusions["attention+causal"]++
 			}
 		} else {
 			note.Why = why
@@ -151,7 +156,7 @@ func (p *Program) fuse() {
 	f.splitSlices(replaced)
 	f.mergeSiblings(replaced)
 	p.rebuild(replaced, f.dead)
-	if f.relBiases > 0 {
+	if f.relBiases > 0 || f.causals > 0 {
 		p.dropUnread()
 	}
 }

@@ -19,10 +19,13 @@ type scoreOp struct {
 	// rb is the compact relative-position bias of kind 'r', whose input is the slot holding
 	// the sequence length n the bias was built for (fuse_relbias.go).
 	rb *relBias
+	// cm is the causal mask of kinds 'c' (add c at the masked keys) and 'C' (replace them
+	// by c), whose input is the slot holding n or the mask's shape (fuse_causal.go).
+	cm *causalMask
 }
 
 // operandKinds are the score ops that read a tensor operand.
-const operandKinds = "+-xdwWr"
+const operandKinds = "+-xdwWrcC"
 
 // divOp is the score op for a division by c: a multiplication by 1/c when that is a power of
 // two whose reciprocal is a normal float32 (√64 = 8 for the usual head size), since x·2⁻ᵏ
@@ -113,6 +116,7 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 		split = append(split, op)
 	}
 	ops = split
+	ops, operands, causalSteps := f.splitCausal(ops, operands)
 	// Head splits and merges around the products (Transpose steps) are absorbed: the fast
 	// path reads Q, K and V and writes the output through strides instead of copies.
 	var perms [3][]int
@@ -142,9 +146,12 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
 		return attentionFast(e, in, ops, perms, outPerm, axis)
 	}
-	sub := slices.Compact(slices.Sorted(slices.Values(append(append([]int(nil), group...), biasSteps...))))
+	sub := slices.Compact(slices.Sorted(slices.Values(append(append(append([]int(nil), group...), biasSteps...), causalSteps...))))
 	if len(biasSteps) > 0 {
 		f.relBiases++
+	}
+	if len(causalSteps) > 0 {
+		f.causals++
 	}
 	return group, f.newFused("FusedAttention", sub, ext, out, fast, nil), ""
 }
