@@ -74,18 +74,19 @@ func (p *attnPacks) grow(n int) {
 
 // attentionFast is the fused attention fast path: in holds Q (…, nq, dk), Kᵀ (…, dk, nk),
 // V (…, nk, dv) with equal batch dimensions, each given as the source of a chain of
-// Transposes with the composed permutation perms[j] (nil: none), then the operands of ops.
+// Transposes with the composed permutation perms[j] (nil: none), read through the sliding
+// window wins[j] first where it is set (fuse_sparse.go), then the operands of ops.
 // When outPerm is set the result is Transpose(attention, outPerm), written in place. It
 // axis is the softmax's axis attribute, which must name the last axis. It returns ok false
 // for anything else (the fused step then runs the original steps).
-func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, outPerm []int, axis int) (*tensor.Tensor, bool, error) {
+func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, wins [3]*window, outPerm []int, axis int) (*tensor.Tensor, bool, error) {
 	q, kt, v := in[0], in[1], in[2]
 	if q == nil || kt == nil || v == nil || q.DType != tensor.Float32 || kt.DType != tensor.Float32 || v.DType != tensor.Float32 {
 		return nil, false, nil
 	}
-	qShape, qStride, ok1 := permView(q.Shape, perms[0])
-	kShape, kStride, ok2 := permView(kt.Shape, perms[1])
-	vShape, vStride, ok3 := permView(v.Shape, perms[2])
+	qShape, qStride, ok1 := srcView(q, perms[0], wins[0], in)
+	kShape, kStride, ok2 := srcView(kt, perms[1], wins[1], in)
+	vShape, vStride, ok3 := srcView(v, perms[2], wins[2], in)
 	if !ok1 || !ok2 || !ok3 {
 		return nil, false, nil
 	}

@@ -120,6 +120,7 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 	// Head splits and merges around the products (Transpose steps) are absorbed: the fast
 	// path reads Q, K and V and writes the output through strides instead of copies.
 	var perms [3][]int
+	var wins [3]*window // sliding windows of key blocks read in place (fuse_sparse.go)
 	srcs := []int{q, kt, p.plan.Steps[pv].In[1]}
 	var pre []scoreOp
 	for j, s := range srcs {
@@ -128,6 +129,15 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 		srcs[j], perms[j] = src, perm
 		pre = append(pre, scale...)
 		group = append(group, tsteps...)
+		if j == 0 {
+			continue
+		}
+		if x, win, l, wsteps, ok := f.matchWindows(src); ok {
+			srcs[j], wins[j] = x, win
+			win.input = 3 + len(operands)
+			operands = append(operands, l)
+			group = append(group, wsteps...)
+		}
 	}
 	ops = append(pre, ops...)
 	out := f.outOf(pv)
@@ -144,7 +154,7 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 		}
 	}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
-		return attentionFast(e, in, ops, perms, outPerm, axis)
+		return attentionFast(e, in, ops, perms, wins, outPerm, axis)
 	}
 	sub := slices.Compact(slices.Sorted(slices.Values(append(append(append([]int(nil), group...), biasSteps...), causalSteps...))))
 	if len(biasSteps) > 0 {
@@ -317,6 +327,16 @@ func (f *fuser) walkScores(cur, next, depth int) (ops []scoreOp, operands, steps
 			break
 		}
 		return nil, nil, []int{pi}, ps.In[0], ps.In[1], ""
+	case "Concat":
+		// A Concat of one input (a block-sparse pattern with a single key set) is the input.
+		if len(ps.In) != 1 || ps.In[0] < 0 {
+			break
+		}
+		o, ops2, st2, q, kt, why := f.walkScores(ps.In[0], pi, depth+1)
+		if why != "" {
+			return nil, nil, nil, 0, 0, why
+		}
+		return o, ops2, append(st2, pi), q, kt, ""
 	case "Div":
 		if !binary {
 			break
