@@ -55,7 +55,8 @@ import (
 // counts LayerNorms written out in elementary ops and recomposed into one step, "shape"
 // Shape steps that read a Transpose's input instead of running it, and "split" linear steps
 // whose output slices are written directly instead of copied out, and "softmax-backward"
-// autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go). It is empty when
+// autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go), "elementwise"
+// chains of Add, Sub, Mul and Div run as one pass (fuse_elementwise.go). It is empty when
 // backends.Options.NoFusion was set or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
@@ -153,6 +154,7 @@ func (p *Program) fuse() {
 			p.fusions[kind]++
 		}
 	}
+	f.fuseElementwise(replaced)
 	f.splitSlices(replaced)
 	f.mergeSiblings(replaced)
 	p.rebuild(replaced, f.dead)
