@@ -329,6 +329,9 @@ func (f *fuser) walkScores(cur, next, depth int) (ops []scoreOp, operands, steps
 		return nil, nil, []int{pi}, ps.In[0], ps.In[1], ""
 	case "Concat":
 		// A Concat of one input (a block-sparse pattern with a single key set) is the input.
+		if len(ps.In) > 1 {
+			return fail("the scores are Concat %q of %d score sets (several key sets under one softmax, as block-sparse patterns with strided or global keys build), which the fused attention kernel does not compute", ps.Node.Name, len(ps.In))
+		}
 		if len(ps.In) != 1 || ps.In[0] < 0 {
 			break
 		}

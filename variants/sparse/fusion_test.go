@@ -2,6 +2,7 @@ package sparse_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/zoo-dev/zoo/backends"
@@ -46,6 +47,9 @@ func TestWindowAttentionFused(t *testing.T) {
 				t.Run(v.name, func(t *testing.T) {
 					p := paritytest.FusedMatchesUnfused(t, v.g, [][2]int{{1, 1}, {2, 7}, {1, 16}, {2, 37}}, 1e-4)
 					if !c.fused {
+						if rep := p.Report().String(); !strings.Contains(rep, "not fused: attention at Softmax") {
+							t.Fatalf("the report does not say why the attention did not fuse:\n%s", rep)
+						}
 						return
 					}
 					if fu := p.Fusions(); fu["attention"] != 2 {
