@@ -111,3 +111,33 @@ func TestWindowAttention(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowReportSaysWhy checks that scores concatenating two key sets under one softmax
+// (block-sparse windows plus strided keys) stay unfused with the reason in the report.
+func TestWindowReportSaysWhy(t *testing.T) {
+	b := graph.NewBuilder("two-sets")
+	dims := []graph.Dim{graph.Sym("b"), graph.Sym("n"), graph.Fixed(8)}
+	q := b.Input("q", tensor.Float32, dims...)
+	k := b.Input("k", tensor.Float32, dims...)
+	kt := b.Transpose(k, 0, 2, 1)
+	s := b.Op("Concat", []string{b.MatMul(q, kt), b.MatMul(q, kt)}, graph.Attrs{"axis": graph.Int(2)})
+	b.Output("p", b.MatMul(b.Softmax(s, -1), b.Op("Concat", []string{k, k}, graph.Attrs{"axis": graph.Int(1)})), tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cpu.Backend{}.Compile(g, backends.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := p.(*cpu.Program).Report()
+	for _, n := range rep.Notes {
+		if n.Pattern == "attention" {
+			if n.Fused != "" || !containsAll(n.Why, "Concat", "2 score sets") {
+				t.Fatalf("note %+v, want unfused naming the Concat of 2 score sets", n)
+			}
+			return
+		}
+	}
+	t.Fatalf("no attention note: %+v", rep.Notes)
+}
