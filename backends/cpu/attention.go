@@ -74,26 +74,27 @@ func (p *attnPacks) grow(n int) {
 
 // attentionFast is the fused attention fast path: in holds Q (…, nq, dk), Kᵀ (…, dk, nk),
 // V (…, nk, dv) with equal batch dimensions, each given as the source of a chain of
-// Transposes with the composed permutation perms[j] (nil: none), then the operands of ops.
+// Transposes with the composed permutation perms[j] (nil: none), read through the sliding
+// window wins[j] first where it is set (fuse_sparse.go), then the operands of ops.
 // When outPerm is set the result is Transpose(attention, outPerm), written in place. It
 // axis is the softmax's axis attribute, which must name the last axis. It returns ok false
 // for anything else (the fused step then runs the original steps).
-func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, outPerm []int, axis int) (*tensor.Tensor, bool, error) {
-	out, _, ok, err := attentionRun(e, in, ops, perms, outPerm, axis, false)
+func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, wins [3]*window, outPerm []int, axis int) (*tensor.Tensor, bool, error) {
+	out, _, ok, err := attentionRun(e, in, ops, perms, wins, outPerm, axis, false)
 	return out, ok, err
 }
 
 // attentionRun is attentionFast that, when withLSE is set, also returns each query row's
 // log-sum-exp of its scores, m + log(l) (batch…, nq), what a training step's backward pass
 // needs to recompute the probabilities tile by tile (attention_grad.go).
-func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, outPerm []int, axis int, withLSE bool) (out, lse *tensor.Tensor, ok bool, err error) {
+func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, wins [3]*window, outPerm []int, axis int, withLSE bool) (out, lse *tensor.Tensor, ok bool, err error) {
 	q, kt, v := in[0], in[1], in[2]
 	if q == nil || kt == nil || v == nil || q.DType != tensor.Float32 || kt.DType != tensor.Float32 || v.DType != tensor.Float32 {
 		return nil, nil, false, nil
 	}
-	qShape, qStride, ok1 := permView(q.Shape, perms[0])
-	kShape, kStride, ok2 := permView(kt.Shape, perms[1])
-	vShape, vStride, ok3 := permView(v.Shape, perms[2])
+	qShape, qStride, ok1 := srcView(q, perms[0], wins[0], in)
+	kShape, kStride, ok2 := srcView(kt, perms[1], wins[1], in)
+	vShape, vStride, ok3 := srcView(v, perms[2], wins[2], in)
 	if !ok1 || !ok2 || !ok3 {
 		return nil, nil, false, nil
 	}
@@ -120,6 +121,12 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, o
 			continue
 		}
 		t := in[op.input]
+		if op.kind == 'c' || op.kind == 'C' {
+			if !causalFits(op.cm, t, nq, nk) {
+				return nil, nil, false, nil
+			}
+			continue
+		}
 		if op.kind == 'r' {
 			bo, ok := planRelBias(op.rb, t, batch, nq, nk)
 			if !ok {
@@ -145,6 +152,7 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, o
 		}
 		operands[op.input] = bo
 	}
+	diag, skip := causalSkip(ops)
 	logical := append(append([]int{}, batch...), nq, dv)
 	outShape := logical
 	var oStride []int
@@ -234,6 +242,9 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, o
 			m[i], l[i] = float32(math.Inf(-1)), 0
 		}
 		for k0 := 0; k0 < nk; k0 += attnKBlock {
+			if skip && k0 > qHi-1+diag {
+				break // every row of the task has these keys masked
+			}
 			cols := min(attnKBlock, nk-k0)
 			ktp, vp := &st.kt, &st.v
 			if packs != nil {
@@ -247,12 +258,24 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, o
 			}
 			for q0 := qLo; q0 < qHi; q0 += attnQBlock {
 				rows := min(attnQBlock, qHi-q0)
-				sc := s[:rows*cols]
-				gemm.SgemmPacked(rows, cols, dk, 1, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, cols)
+				// With a causal mask the block's keys past its last query are left out.
+				width := cols
+				if skip {
+					width = min(cols, q0+rows+diag-k0)
+					if width <= 0 {
+						continue
+					}
+				}
+				sc := s[:rows*width]
+				if width == cols {
+					gemm.SgemmPacked(rows, cols, dk, 1, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, cols)
+				} else {
+					gemm.SgemmPackedCols(rows, 0, width, 1, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, width)
+				}
 				o := out.F32[ost.off[b]+q0*ost.ld:]
 				mq, lq := m[q0-qLo:], l[q0-qLo:]
 				for i := 0; i < rows; i++ {
-					row := sc[i*cols : (i+1)*cols]
+					row := sc[i*width : (i+1)*width]
 					applyScoreOps(row, ops, operands, b, q0+i, k0)
 					mx := vec.Max(row)
 					mnew := mx
@@ -271,7 +294,11 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, o
 					lq[i] = lq[i]*alpha + sum
 					mq[i] = mnew
 				}
-				gemm.SgemmPacked(rows, dv, cols, 1, sc, cols, vp, beta, o, ost.ld)
+				if width == cols {
+					gemm.SgemmPacked(rows, dv, cols, 1, sc, cols, vp, beta, o, ost.ld)
+				} else {
+					gemm.Sgemm(false, false, rows, dv, width, 1, sc, width, v.F32[vs.off[b]+k0*vs.ld:], vs.ld, beta, o, ost.ld)
+				}
 			}
 		}
 		for i := range m {
@@ -344,6 +371,8 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 					row[j] /= o
 				}
 			}
+		case 'c', 'C':
+			applyCausal(row, op.kind, op.c, op.cm, i, k0)
 		case 'w', 'W':
 			bo := &operands[op.input]
 			if bo.replace != nil {

@@ -29,13 +29,13 @@ func BenchmarkAttentionTraining(b *testing.B) {
 		flops := 2 * float64(batch*heads*n*n*dk)
 		b.Run(fmt.Sprintf("forward/n=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				if _, _, ok, err := attentionRun(e, in, ops, [3][]int{split, ktPerm(split, 4), split}, split, -1, true); !ok || err != nil {
+				if _, _, ok, err := attentionRun(e, in, ops, [3][]int{split, ktPerm(split, 4), split}, [3]*window{}, split, -1, true); !ok || err != nil {
 					b.Fatal(ok, err)
 				}
 			}
 			b.ReportMetric(2*flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
-		o, lse, _, _ := attentionRun(e, in, ops, [3][]int{split, ktPerm(split, 4), split}, split, -1, true)
+		o, lse, _, _ := attentionRun(e, in, ops, [3][]int{split, ktPerm(split, 4), split}, [3]*window{}, split, -1, true)
 		a := &attnGradIn{lse: lse.F32, ops: []scoreOp{{kind: '*', c: 0.125}, {kind: '+', input: 0}}, g: 0.125}
 		a.q, _ = viewOf(q, split, hb)
 		a.k, _ = viewOf(k, split, hb)

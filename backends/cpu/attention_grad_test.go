@@ -97,7 +97,7 @@ func TestAttentionGradKernels(t *testing.T) {
 			if c.perm {
 				mergeO = split
 			}
-			o, lse, ok, err := attentionRun(e, in, kops, [3][]int{qp, ktPerm(kp, 4), vp}, mergeO, -1, true)
+			o, lse, ok, err := attentionRun(e, in, kops, [3][]int{qp, ktPerm(kp, 4), vp}, [3]*window{}, mergeO, -1, true)
 			if err != nil || !ok {
 				t.Fatalf("attentionRun: ok %v, err %v", ok, err)
 			}

@@ -46,7 +46,8 @@ import (
 // another run-time value follows, and then "+layernorm" when a LayerNormalization of the
 // sum follows), "matmul" (a product by a constant matrix with no bias, with the same
 // "+residual" and "+layernorm" suffixes) and "attention"
-// ("attention+relbias" counts those among them that compute a relative bias themselves);
+// ("attention+relbias" counts those among them that compute a relative bias themselves,
+// "attention+causal" those that apply a causal mask themselves);
 // "transpose+residual" (and "transpose+residual+layernorm") counts residual Adds of a
 // transposed value, with the LayerNorm after them, run as one pass over rows;
 // "shared-input" counts the groups of such linear steps (without a residual) that read the
@@ -59,7 +60,8 @@ import (
 // steps that keep row log-sum-exps instead of the probabilities (fuse_attention_grad.go);
 // "random-features" (FAVOR+'s feature maps), "elu-feature" (elu + 1 feature maps) and
 // "linear-attention" (A·(Bᵀ·V) normalised by A·Σ_j B_j) are kernelized attention
-// (fuse_kernelized.go). It is empty when
+// (fuse_kernelized.go); "elementwise" chains of Add, Sub, Mul and Div run as one pass
+// (fuse_elementwise.go). It is empty when
 // backends.Options.NoFusion was set or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
@@ -77,8 +79,9 @@ type fuser struct {
 	consumer [][]int
 	dead     []bool
 	linears  []fusedLinear // fused linear steps whose only run-time input is x, in order
-	// relBiases counts the attention steps that compute a relative-position bias themselves.
-	relBiases int
+	// relBiases counts the attention steps that compute a relative-position bias themselves,
+	// causals those that apply a causal mask themselves (fuse_causal.go).
+	relBiases, causals int
 }
 
 // fusedLinear is a fused linear step with no input besides x, scheduled at step index at.
@@ -107,7 +110,7 @@ func (p *Program) fuse() {
 			continue
 		}
 		note := FusionNote{Pattern: "attention", Node: p.plan.Steps[i].Node.Name, Op: "Softmax"}
-		rel := f.relBiases
+		rel, causal := f.relBiases, f.causals
 		if g, st, why := f.matchAttention(i); why == "" {
 			f.commit(g, st, replaced)
 			p.fusions["attention"]++
@@ -115,6 +118,9 @@ func (p *Program) fuse() {
 			if st.Node.Op == "FusedAttention" && f.relBiases > rel {
 				p.fusions["attention+relbias"]++
 				note.Fused = "attention+relbias"
+			}
+			if st.Node.Op == "FusedAttention" && f.causals > causal {
+				p.fusions["attention+causal"]++
 			}
 		} else {
 			note.Why = why
@@ -155,10 +161,11 @@ func (p *Program) fuse() {
 			p.fusions[kind]++
 		}
 	}
+	f.fuseElementwise(replaced)
 	f.splitSlices(replaced)
 	f.mergeSiblings(replaced)
 	p.rebuild(replaced, f.dead)
-	if f.relBiases > 0 {
+	if f.relBiases > 0 || f.causals > 0 {
 		p.dropUnread()
 	}
 }

@@ -19,10 +19,13 @@ type scoreOp struct {
 	// rb is the compact relative-position bias of kind 'r', whose input is the slot holding
 	// the sequence length n the bias was built for (fuse_relbias.go).
 	rb *relBias
+	// cm is the causal mask of kinds 'c' (add c at the masked keys) and 'C' (replace them
+	// by c), whose input is the slot holding n or the mask's shape (fuse_causal.go).
+	cm *causalMask
 }
 
 // operandKinds are the score ops that read a tensor operand.
-const operandKinds = "+-xdwWr"
+const operandKinds = "+-xdwWrcC"
 
 // divOp is the score op for a division by c: a multiplication by 1/c when that is a power of
 // two whose reciprocal is a normal float32 (√64 = 8 for the usual head size), since x·2⁻ᵏ
@@ -113,9 +116,11 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 		split = append(split, op)
 	}
 	ops = split
+	ops, operands, causalSteps := f.splitCausal(ops, operands)
 	// Head splits and merges around the products (Transpose steps) are absorbed: the fast
 	// path reads Q, K and V and writes the output through strides instead of copies.
 	var perms [3][]int
+	var wins [3]*window // sliding windows of key blocks read in place (fuse_sparse.go)
 	srcs := []int{q, kt, p.plan.Steps[pv].In[1]}
 	var pre []scoreOp
 	for j, s := range srcs {
@@ -124,6 +129,15 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 		srcs[j], perms[j] = src, perm
 		pre = append(pre, scale...)
 		group = append(group, tsteps...)
+		if j == 0 {
+			continue
+		}
+		if x, win, l, wsteps, ok := f.matchWindows(src); ok {
+			srcs[j], wins[j] = x, win
+			win.input = 3 + len(operands)
+			operands = append(operands, l)
+			group = append(group, wsteps...)
+		}
 	}
 	ops = append(pre, ops...)
 	out := f.outOf(pv)
@@ -140,11 +154,14 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 		}
 	}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
-		return attentionFast(e, in, ops, perms, outPerm, axis)
+		return attentionFast(e, in, ops, perms, wins, outPerm, axis)
 	}
-	sub := slices.Compact(slices.Sorted(slices.Values(append(append([]int(nil), group...), biasSteps...))))
+	sub := slices.Compact(slices.Sorted(slices.Values(append(append(append([]int(nil), group...), biasSteps...), causalSteps...))))
 	if len(biasSteps) > 0 {
 		f.relBiases++
+	}
+	if len(causalSteps) > 0 {
+		f.causals++
 	}
 	return group, f.newFused("FusedAttention", sub, ext, out, fast, nil), ""
 }
@@ -310,6 +327,19 @@ func (f *fuser) walkScores(cur, next, depth int) (ops []scoreOp, operands, steps
 			break
 		}
 		return nil, nil, []int{pi}, ps.In[0], ps.In[1], ""
+	case "Concat":
+		// A Concat of one input (a block-sparse pattern with a single key set) is the input.
+		if len(ps.In) > 1 {
+			return fail("the scores are Concat %q of %d score sets (several key sets under one softmax, as block-sparse patterns with strided or global keys build), which the fused attention kernel does not compute", ps.Node.Name, len(ps.In))
+		}
+		if len(ps.In) != 1 || ps.In[0] < 0 {
+			break
+		}
+		o, ops2, st2, q, kt, why := f.walkScores(ps.In[0], pi, depth+1)
+		if why != "" {
+			return nil, nil, nil, 0, 0, why
+		}
+		return o, ops2, append(st2, pi), q, kt, ""
 	case "Div":
 		if !binary {
 			break

@@ -407,7 +407,7 @@ func (f *fuser) attnTrainSteps(m *attnTrain) (fwd, bwd step) {
 	oPerm, axis, pSlot, oSlot := m.oPerm, m.axis, m.p, m.o
 	fk := func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		if perms[1] != nil && len(in[1].Shape) == len(perms[1]) {
-			out, l, ok, err := attentionRun(e, in, ops, perms, oPerm, axis, true)
+			out, l, ok, err := attentionRun(e, in, ops, perms, [3]*window{}, oPerm, axis, true)
 			if ok || err != nil {
 				return []*tensor.Tensor{out, l}, err
 			}

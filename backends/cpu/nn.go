@@ -278,6 +278,11 @@ func reduce(e *exec, x *tensor.Tensor, mark []bool, keep bool, kind reduceKind) 
 			trailing = false
 		}
 	}
+	if !trailing && len(redDims) > 0 {
+		if out, ok, err := reduceMiddle(e, x, mark, outShape, kind); ok || err != nil {
+			return out, err
+		}
+	}
 	src := x
 	if !trailing {
 		// Move the reduced axes last so that every output element reduces a contiguous block.

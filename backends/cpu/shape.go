@@ -381,6 +381,11 @@ func makeConcat(n *graph.Node) (kernel, error) {
 			}
 			shape[axis] += t.Shape[axis]
 		}
+		// Padding by an empty block (a multiple of the block size already) leaves one input
+		// whole: it is the result, shared as Identity shares (storage is reference-counted).
+		if only := soleNonEmpty(in, axis); only != nil && tensor.SameShape(only.Shape, shape) {
+			return []*tensor.Tensor{only}, nil
+		}
 		out, err := e.alloc(in[0].DType, shape)
 		if err != nil {
 			return nil, err
@@ -512,11 +517,16 @@ func makeSlice(n *graph.Node) (kernel, error) {
 		st := tensor.Strides(x.Shape)
 		strides := make([]int, len(st))
 		base := 0
+		whole := true
 		for k := range st {
 			if shape[k] > 0 {
 				base += first[k] * st[k]
 			}
 			strides[k] = st[k] * step[k]
+			whole = whole && shape[k] == x.Shape[k] && (first[k] == 0 && step[k] == 1 || x.Shape[k] <= 1)
+		}
+		if whole && x.Len() > 0 {
+			return []*tensor.Tensor{x}, nil // the whole of x, shared as Identity shares
 		}
 		return one(copyStrided(e, x, shape, base, strides))
 	}, nil
@@ -711,4 +721,20 @@ func makeRange(n *graph.Node) (kernel, error) {
 			return nil, fmt.Errorf("dtype %v is not supported", dt)
 		}
 	}, nil
+}
+
+// soleNonEmpty returns the one input with elements along axis when every other input has
+// none, nil otherwise.
+func soleNonEmpty(in []*tensor.Tensor, axis int) *tensor.Tensor {
+	var only *tensor.Tensor
+	for _, t := range in {
+		if t.Shape[axis] == 0 {
+			continue
+		}
+		if only != nil {
+			return nil
+		}
+		only = t
+	}
+	return only
 }

@@ -89,3 +89,20 @@ func TestPyTorchExportFusesAsVanilla(t *testing.T) {
 		})
 	}
 }
+
+// A causal model's mask is applied inside the fused attention kernel ("attention+causal"):
+// the (B, 1, n, n) mask and the comparison it came from are gone from the program, and the
+// result is the unfused graph's within float tolerance on lengths 1, odd and beyond the
+// kernel's key block, with padding.
+func TestCausalMaskInKernel(t *testing.T) {
+	g := paritytest.BuildGraph(t, vanilla.New(), 3, map[string]any{"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "causal": true})
+	p := paritytest.FusedMatchesUnfused(t, g, [][2]int{{1, 1}, {2, 7}, {1, 600}}, 1e-4)
+	if fu := p.Fusions(); fu["attention+causal"] != 2 {
+		t.Fatalf("fusions %v, want 2 attention+causal; report:\n%s", fu, p.Report())
+	}
+	for _, k := range p.Kernels() {
+		if k == "Greater" || k == "Range" || k == "Softmax" {
+			t.Fatalf("step %s left: %v", k, p.Kernels())
+		}
+	}
+}
