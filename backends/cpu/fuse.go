@@ -54,7 +54,10 @@ import (
 // counts LayerNorms written out in elementary ops and recomposed into one step, "shape"
 // Shape steps that read a Transpose's input instead of running it, and "split" linear steps
 // whose output slices are written directly instead of copied out, and "softmax-backward"
-// autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go). It is empty when
+// autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go);
+// "runtime-linear" (with "+bias" and "+bias+relu") counts linear layers whose weight is a
+// run-time value, as in a training step, run as one packed product with its epilogue
+// (fuse_runtime_linear.go). It is empty when
 // backends.Options.NoFusion was set or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
@@ -122,6 +125,15 @@ func (p *Program) fuse() {
 		if g, st, ok := f.matchSoftmaxGrad(i); ok {
 			f.commit(g, st, replaced)
 			p.fusions["softmax-backward"]++
+		}
+	}
+	for i := range p.plan.Steps {
+		if f.dead[i] || p.plan.Steps[i].Node.Op != "MatMul" {
+			continue
+		}
+		if g, st, kind, ok := f.matchRuntimeLinear(i); ok {
+			f.commit(g, st, replaced)
+			p.fusions[kind]++
 		}
 	}
 	for i := range p.plan.Steps {
