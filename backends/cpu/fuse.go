@@ -57,7 +57,8 @@ import (
 // autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go);
 // "runtime-linear" (with "+bias" and "+bias+relu") counts linear layers whose weight is a
 // run-time value, as in a training step, run as one packed product with its epilogue
-// (fuse_runtime_linear.go). It is empty when
+// (fuse_runtime_linear.go); "layernorm-backward" autodiff's LayerNorm gradient (dx, dγ, dβ)
+// run as one pass per row (fuse_norm_grad.go). It is empty when
 // backends.Options.NoFusion was set or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
@@ -125,6 +126,15 @@ func (p *Program) fuse() {
 		if g, st, ok := f.matchSoftmaxGrad(i); ok {
 			f.commit(g, st, replaced)
 			p.fusions["softmax-backward"]++
+		}
+	}
+	for i := range p.plan.Steps {
+		if f.dead[i] || p.plan.Steps[i].Node.Op != "ReduceMean" {
+			continue
+		}
+		if g, st, ok := f.matchLayerNormGrad(i); ok {
+			f.commit(g, st, replaced)
+			p.fusions["layernorm-backward"]++
 		}
 	}
 	for i := range p.plan.Steps {
@@ -324,6 +334,7 @@ type fastKernel func(e *exec, in []*tensor.Tensor) (out *tensor.Tensor, ok bool,
 type fallback struct {
 	ext    []int
 	out    int
+	more   []int // further results, for a step with several (newFusedMulti)
 	sub    []step
 	consts map[int]func() *tensor.Tensor
 }
@@ -374,5 +385,9 @@ func (fb *fallback) run(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) 
 			}
 		}
 	}
-	return []*tensor.Tensor{vals[fb.out]}, nil
+	res := []*tensor.Tensor{vals[fb.out]}
+	for _, s := range fb.more {
+		res = append(res, vals[s])
+	}
+	return res, nil
 }
