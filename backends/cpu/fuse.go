@@ -58,7 +58,8 @@ import (
 // "runtime-linear" (with "+bias" and "+bias+relu") counts linear layers whose weight is a
 // run-time value, as in a training step, run as one packed product with its epilogue
 // (fuse_runtime_linear.go); "layernorm-backward" autodiff's LayerNorm gradient (dx, dγ, dβ)
-// run as one pass per row (fuse_norm_grad.go). It is empty when
+// run as one pass per row (fuse_norm_grad.go); "relu-backward" Where(Greater(y, 0), dy, 0) as
+// one pass (fuse_relu_grad.go). It is empty when
 // backends.Options.NoFusion was set or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
@@ -126,6 +127,15 @@ func (p *Program) fuse() {
 		if g, st, ok := f.matchSoftmaxGrad(i); ok {
 			f.commit(g, st, replaced)
 			p.fusions["softmax-backward"]++
+		}
+	}
+	for i := range p.plan.Steps {
+		if f.dead[i] || p.plan.Steps[i].Node.Op != "Where" {
+			continue
+		}
+		if g, st, ok := f.matchReluGrad(i); ok {
+			f.commit(g, st, replaced)
+			p.fusions["relu-backward"]++
 		}
 	}
 	for i := range p.plan.Steps {

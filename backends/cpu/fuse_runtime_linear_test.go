@@ -87,7 +87,7 @@ func TestFusedRuntimeLinear(t *testing.T) {
 
 // In a training step (parameters lifted to inputs), every linear layer of the tiny
 // vanilla encoder fuses, the feed-forward input ones with their Relu, so does every
-// LayerNorm's backward, and the fused step's loss and gradients agree with the unfused
+// LayerNorm's and Relu's backward, and the fused step's loss and gradients agree with the unfused
 // program's.
 func TestFusedRuntimeLinearInTraining(t *testing.T) {
 	v := vanilla.New()
@@ -116,8 +116,8 @@ func TestFusedRuntimeLinearInTraining(t *testing.T) {
 	fu := fused.Fusions()
 	// Per layer: Q, K, V, O and the second feed-forward product with a bias, the first with
 	// bias and Relu; then the output projection.
-	if fu["runtime-linear+bias+relu"] != 2 || fu["runtime-linear+bias"] != 2*5+1 || fu["layernorm-backward"] != 2*2 {
-		t.Errorf("fusions %v, want 2 runtime-linear+bias+relu, 11 runtime-linear+bias and 4 layernorm-backward", fu)
+	if fu["runtime-linear+bias+relu"] != 2 || fu["runtime-linear+bias"] != 2*5+1 || fu["layernorm-backward"] != 2*2 || fu["relu-backward"] != 2 {
+		t.Errorf("fusions %v, want 2 runtime-linear+bias+relu, 11 runtime-linear+bias, 4 layernorm-backward and 2 relu-backward", fu)
 	}
 	r := rand.New(rand.NewSource(9))
 	for _, n := range []int{1, 7, 33} {
