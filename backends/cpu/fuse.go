@@ -57,7 +57,8 @@ import (
 // autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go);
 // "runtime-linear" (with "+bias" and "+bias+relu") counts linear layers whose weight is a
 // run-time value, as in a training step, run as one packed product with its epilogue
-// (fuse_runtime_linear.go); "layernorm-backward" autodiff's LayerNorm gradient (dx, dγ, dβ)
+// (fuse_runtime_linear.go), and "runtime-gemm" Gemms of two run-time matrices (a training
+// step's input gradients) run the same way; "layernorm-backward" autodiff's LayerNorm gradient (dx, dγ, dβ)
 // run as one pass per row (fuse_norm_grad.go); "relu-backward" Where(Greater(y, 0), dy, 0) as
 // one pass (fuse_relu_grad.go). It is empty when
 // backends.Options.NoFusion was set or nothing matched.
@@ -154,6 +155,15 @@ func (p *Program) fuse() {
 		if g, st, kind, ok := f.matchRuntimeLinear(i); ok {
 			f.commit(g, st, replaced)
 			p.fusions[kind]++
+		}
+	}
+	for i := range p.plan.Steps {
+		if f.dead[i] || p.plan.Steps[i].Node.Op != "Gemm" {
+			continue
+		}
+		if g, st, ok := f.matchRuntimeGemm(i); ok {
+			f.commit(g, st, replaced)
+			p.fusions["runtime-gemm"]++
 		}
 	}
 	for i := range p.plan.Steps {

@@ -25,6 +25,30 @@ import (
 // cache. The packed product rounds as the unfused one does (the same micro-kernel, the same
 // k order), and bias and Relu are the same float32 operations, so the results agree.
 
+//
+// The backward pass's input gradients, Gemm(dY, W) with both operands run-time matrices
+// (zoo/graph's gradMatMul), run the same way ("runtime-gemm"): W packed once instead of once
+// per row task.
+
+// matchRuntimeGemm matches a Gemm step i with two run-time operands, op(A) = A and alpha 1
+// and no C.
+func (f *fuser) matchRuntimeGemm(i int) (group []int, st step, ok bool) {
+	g := f.p.plan.Steps[i]
+	nd := g.Node
+	if nd.Op != "Gemm" || len(g.In) != 2 || !f.runtime(g.In[0]) || !f.runtime(g.In[1]) || nd.Int("transA", 0) != 0 || nd.Float("alpha", 1) != 1 {
+		return nil, step{}, false
+	}
+	transB := nd.Int("transB", 0) != 0
+	packs := &sync.Pool{New: func() any { return new(gemm.PackedB) }}
+	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
+		if len(in[0].Shape) != 2 {
+			return nil, false, nil
+		}
+		return runtimeLinear(e, in[0], in[1], transB, nil, actNone, packs)
+	}
+	return []int{i}, f.newFused("FusedRuntimeGemm", []int{i}, []int{g.In[0], g.In[1]}, f.outOf(i), fast, nil), true
+}
+
 // matchRuntimeLinear matches the pattern at MatMul step i.
 func (f *fuser) matchRuntimeLinear(i int) (group []int, st step, kind string, ok bool) {
 	p := f.p
@@ -69,19 +93,26 @@ func (f *fuser) matchRuntimeLinear(i int) (group []int, st step, kind string, ok
 		if len(in) > 2 {
 			b = in[2]
 		}
-		return runtimeLinear(e, in[0], in[1], b, act, packs)
+		return runtimeLinear(e, in[0], in[1], true, b, act, packs)
 	}
 	return group, f.newFused("FusedRuntimeLinear", group, ext, out, fast, nil), kind, true
 }
 
-// runtimeLinear computes act(x·Wᵀ + b) for x (..., k), W (n, k) and b (n values, or nil
-// for no bias), packing W into a PackedB from packs; it declines (ok false) on anything
-// else: other dtypes or ranks, a k that does not match, or a bias that is not a vector of n.
-func runtimeLinear(e *exec, x, w, b *tensor.Tensor, act activation, packs *sync.Pool) (*tensor.Tensor, bool, error) {
-	if x.DType != tensor.Float32 || w.DType != tensor.Float32 || len(x.Shape) < 2 || len(w.Shape) != 2 || x.Shape[len(x.Shape)-1] != w.Shape[1] {
+// runtimeLinear computes act(x·Wᵀ + b) for x (..., k), W (n, k) (or act(x·W + b) for W
+// (k, n) when transW is false) and b (n values, or nil for no bias), packing W into a
+// PackedB from packs; it declines (ok false) on anything else: other dtypes or ranks, a k
+// that does not match, or a bias that is not a vector of n.
+func runtimeLinear(e *exec, x, w *tensor.Tensor, transW bool, b *tensor.Tensor, act activation, packs *sync.Pool) (*tensor.Tensor, bool, error) {
+	if x.DType != tensor.Float32 || w.DType != tensor.Float32 || len(x.Shape) < 2 || len(w.Shape) != 2 {
 		return nil, false, nil
 	}
 	n, k := w.Shape[0], w.Shape[1]
+	if !transW {
+		n, k = k, n
+	}
+	if x.Shape[len(x.Shape)-1] != k {
+		return nil, false, nil
+	}
 	spec := linearSpec{act: act}
 	if b != nil {
 		if b.DType != tensor.Float32 || len(b.Shape) != 1 || b.Shape[0] != n {
@@ -91,7 +122,7 @@ func runtimeLinear(e *exec, x, w, b *tensor.Tensor, act activation, packs *sync.
 	}
 	pb := packs.Get().(*gemm.PackedB)
 	defer packs.Put(pb)
-	pb.Pack(true, k, n, w.F32, k)
+	pb.Pack(transW, k, n, w.F32, w.Shape[1])
 	spec.pw = pb
 	return linearFast(e, x, &spec, nil)
 }

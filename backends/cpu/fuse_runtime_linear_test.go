@@ -85,9 +85,55 @@ func TestFusedRuntimeLinear(t *testing.T) {
 	}
 }
 
+// A Gemm of two run-time matrices (a training step's input gradient dY·W) runs with its
+// right operand packed once, and agrees with the unfused program and the reference
+// evaluator for either orientation of B and awkward shapes; transA, alpha or a C keep the
+// plain Gemm.
+func TestFusedRuntimeGemm(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	for _, c := range []struct {
+		m, k, n int
+		attrs   graph.Attrs
+		matches int
+	}{
+		{1, 1, 1, nil, 1}, {7, 9, 65, nil, 1}, {130, 64, 40, graph.Attrs{"transB": graph.Int(1)}, 1}, {50, 3, 200, nil, 1},
+		{6, 5, 4, graph.Attrs{"transA": graph.Int(1)}, 0}, {6, 5, 4, graph.Attrs{"alpha": graph.Float(2)}, 0},
+	} {
+		name := fmt.Sprintf("%d×%d×%d/%v", c.m, c.k, c.n, c.attrs)
+		b := graph.NewBuilder("rtg")
+		as, bs := []int{c.m, c.k}, []int{c.k, c.n}
+		if c.attrs["transA"].I != 0 {
+			as = []int{c.k, c.m}
+		}
+		if c.attrs["transB"].I != 0 {
+			bs = []int{c.n, c.k}
+		}
+		x := b.Input("a", tensor.Float32, graph.Fixed(int64(as[0])), graph.Fixed(int64(as[1])))
+		w := b.Input("b", tensor.Float32, graph.Fixed(int64(bs[0])), graph.Fixed(int64(bs[1])))
+		b.Output("y", b.Op("Gemm", []string{x, w}, c.attrs), tensor.Float32)
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fused, plain := compileBoth(t, g, backends.Options{Threads: 2})
+		if got := fused.Fusions()["runtime-gemm"]; got != c.matches {
+			t.Errorf("%s: %d runtime-gemm fusions, want %d", name, got, c.matches)
+		}
+		in := map[string]*tensor.Tensor{"a": randT(r, as...), "b": randT(r, bs...)}
+		out := runAgree(t, fused, plain, in, 1e-5)
+		ref, err := g.Eval(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := maxDiff(out["y"], ref["y"]); !ok || d > 1e-4 {
+			t.Errorf("%s: fused and the reference evaluator differ by %g", name, d)
+		}
+	}
+}
+
 // In a training step (parameters lifted to inputs), every linear layer of the tiny
 // vanilla encoder fuses, the feed-forward input ones with their Relu, so does every
-// LayerNorm's and Relu's backward, and the fused step's loss and gradients agree with the unfused
+// LayerNorm's and Relu's backward and every linear layer's input gradient, and the fused step's loss and gradients agree with the unfused
 // program's.
 func TestFusedRuntimeLinearInTraining(t *testing.T) {
 	v := vanilla.New()
@@ -116,8 +162,8 @@ func TestFusedRuntimeLinearInTraining(t *testing.T) {
 	fu := fused.Fusions()
 	// Per layer: Q, K, V, O and the second feed-forward product with a bias, the first with
 	// bias and Relu; then the output projection.
-	if fu["runtime-linear+bias+relu"] != 2 || fu["runtime-linear+bias"] != 2*5+1 || fu["layernorm-backward"] != 2*2 || fu["relu-backward"] != 2 {
-		t.Errorf("fusions %v, want 2 runtime-linear+bias+relu, 11 runtime-linear+bias, 4 layernorm-backward and 2 relu-backward", fu)
+	if fu["runtime-linear+bias+relu"] != 2 || fu["runtime-linear+bias"] != 2*5+1 || fu["layernorm-backward"] != 2*2 || fu["relu-backward"] != 2 || fu["runtime-gemm"] != 13 {
+		t.Errorf("fusions %v, want 2 runtime-linear+bias+relu, 11 runtime-linear+bias, 13 runtime-gemm, 4 layernorm-backward and 2 relu-backward", fu)
 	}
 	r := rand.New(rand.NewSource(9))
 	for _, n := range []int{1, 7, 33} {
