@@ -137,7 +137,7 @@ func (b *bcast) forRows(lo, hi int, fn func(outOff int, offs []int)) {
 func (b *bcast) run(threads int, fn func(outOff int, offs []int)) {
 	rows := b.rows()
 	grain := 1
-	if in := b.inner(); in < elemGrain {
+	if in := b.inner(); in > 0 && in < elemGrain { // an empty inner extent has nothing to split
 		grain = (elemGrain + in - 1) / in
 	}
 	workpool.For(threads, rows, grain, func(lo, hi int) { b.forRows(lo, hi, fn) })

@@ -56,12 +56,18 @@ import (
 // Shape steps that read a Transpose's input instead of running it, and "split" linear steps
 // whose output slices are written directly instead of copied out, and "softmax-backward"
 // autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go);
+// autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go);
 // "attention-train" a training step's attention, forward and backward, run as two tiled
 // steps that keep row log-sum-exps instead of the probabilities (fuse_attention_grad.go);
 // "random-features" (FAVOR+'s feature maps), "elu-feature" (elu + 1 feature maps) and
 // "linear-attention" (A·(Bᵀ·V) normalised by A·Σ_j B_j) are kernelized attention
 // (fuse_kernelized.go); "elementwise" chains of Add, Sub, Mul and Div run as one pass
-// (fuse_elementwise.go). It is empty when
+// (fuse_elementwise.go); "runtime-linear" (with "+bias" and "+bias+relu") counts linear
+// layers whose weight is a run-time value, as in a training step, run as one packed product
+// with its epilogue (fuse_runtime_linear.go), and "runtime-gemm" Gemms of two run-time
+// matrices (a training step's input gradients) run the same way; "layernorm-backward"
+// autodiff's LayerNorm gradient (dx, dγ, dβ) run as one pass per row (fuse_norm_grad.go);
+// "relu-backward" Where(Greater(y, 0), dy, 0) as one pass (fuse_relu_grad.go). It is empty when
 // backends.Options.NoFusion was set or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
@@ -137,6 +143,42 @@ func (p *Program) fuse() {
 		}
 	}
 	f.fuseKernelized(replaced) // before the linears take its feature projections (fuse_kernelized.go)
+	for i := range p.plan.Steps {
+		if f.dead[i] || p.plan.Steps[i].Node.Op != "Where" {
+			continue
+		}
+		if g, st, ok := f.matchReluGrad(i); ok {
+			f.commit(g, st, replaced)
+			p.fusions["relu-backward"]++
+		}
+	}
+	for i := range p.plan.Steps {
+		if f.dead[i] || p.plan.Steps[i].Node.Op != "ReduceMean" {
+			continue
+		}
+		if g, st, ok := f.matchLayerNormGrad(i); ok {
+			f.commit(g, st, replaced)
+			p.fusions["layernorm-backward"]++
+		}
+	}
+	for i := range p.plan.Steps {
+		if f.dead[i] || p.plan.Steps[i].Node.Op != "MatMul" {
+			continue
+		}
+		if g, st, kind, ok := f.matchRuntimeLinear(i); ok {
+			f.commit(g, st, replaced)
+			p.fusions[kind]++
+		}
+	}
+	for i := range p.plan.Steps {
+		if f.dead[i] || p.plan.Steps[i].Node.Op != "Gemm" {
+			continue
+		}
+		if g, st, ok := f.matchRuntimeGemm(i); ok {
+			f.commit(g, st, replaced)
+			p.fusions["runtime-gemm"]++
+		}
+	}
 	for i := range p.plan.Steps {
 		if op := p.plan.Steps[i].Node.Op; f.dead[i] || (op != "MatMul" && op != "Gemm") {
 			continue
@@ -326,6 +368,7 @@ type fastKernel func(e *exec, in []*tensor.Tensor) (out *tensor.Tensor, ok bool,
 type fallback struct {
 	ext    []int
 	out    int
+	more   []int // further results, for a step with several (newFusedMulti)
 	sub    []step
 	consts map[int]func() *tensor.Tensor
 }
@@ -355,7 +398,11 @@ func (fb *fallback) run(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) 
 	if err != nil {
 		return nil, err
 	}
-	return []*tensor.Tensor{vals[fb.out]}, nil
+	res := []*tensor.Tensor{vals[fb.out]}
+	for _, s := range fb.more {
+		res = append(res, vals[s])
+	}
+	return res, nil
 }
 
 // values runs the steps on the external inputs in and returns every value they read or

@@ -251,6 +251,15 @@ func reduceOp(kind reduceKind) kernelMaker {
 }
 
 func reduce(e *exec, x *tensor.Tensor, mark []bool, keep bool, kind reduceKind) (*tensor.Tensor, error) {
+	if out, ok, err := reduceLeading(e, x, mark, keep, kind); ok || err != nil {
+		return out, err
+	}
+	return reduceGeneric(e, x, mark, keep, kind)
+}
+
+// reduceGeneric reduces any axes: it moves them last (a strided copy unless they already
+// are) and reduces each contiguous block.
+func reduceGeneric(e *exec, x *tensor.Tensor, mark []bool, keep bool, kind reduceKind) (*tensor.Tensor, error) {
 	if x.DType != tensor.Float32 && !isInt(x.DType) {
 		return nil, fmt.Errorf("dtype %v is not supported", x.DType)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
@@ -34,8 +35,12 @@ func profileCommand() *cli.Command {
 			"(weights included) and writes, its intermediates not counted. \"steps\" says how much of the measured run the steps account for.\n" +
 			"--trace writes every profiled run's steps as Chrome trace events (one complete event, \"ph\":\"X\", per step\n" +
 			"run; times in µs), which chrome://tracing and https://ui.perfetto.dev open. Backends whose programs cannot\n" +
-			"time their steps (cuda) say so." +
-			examples("zoo profile vanilla.tiny --seq 128", "zoo profile linformer --seq 512 --trace trace.json", "zoo profile model.onnx --batch 4 --json"),
+			"time their steps (cuda) say so.\n" +
+			"--train profiles a training step instead: the program zoo train compiles (forward pass, cross-entropy\n" +
+			"and every parameter's gradient; mlm, dropout as the build sets it) on --batch windows of --seq tokens of the\n" +
+			"sample text repeated. The optimizer's update runs outside that program and is not listed." +
+			examples("zoo profile linformer --seq 512 --trace trace.json", "zoo profile model.onnx --batch 4 --json",
+				"zoo profile vanilla --train --batch 8 --seq 128 --threads 2 --reps 2"),
 		Flags: append(modelFlags(),
 			&cli.IntFlag{Name: "seq", Value: 128, Usage: "tokens per sequence `N` (at most the model's maximum length)"},
 			&cli.IntFlag{Name: "batch", Value: 1, Usage: "sequences per batch `B`"},
@@ -44,6 +49,8 @@ func profileCommand() *cli.Command {
 			&cli.IntFlag{Name: "warmup", Value: 1, Usage: "untimed runs before the profiled ones"},
 			&cli.IntFlag{Name: "top", Value: 20, Usage: "nodes listed in the table, slowest first (0: every step, in order)"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
+			&cli.BoolFlag{Name: "train", Usage: "profile one training step (loss and gradients, as zoo train runs it) instead of inference"},
+			flagCheckpointActivations,
 			flagFeed, flagBackend, flagJSON,
 		),
 		Action: profileAction,
@@ -55,13 +62,15 @@ func profileCommand() *cli.Command {
 type profileReport struct {
 	Model   string        `json:"model"`
 	Weights weightsReport `json:"weights"`
-	Backend string        `json:"backend"`
-	Level   string        `json:"kernel_level"`
-	Threads int           `json:"threads"`
-	Batch   int           `json:"batch"`
-	N       int           `json:"n"`
-	Reps    int           `json:"reps"`
-	Warmup  int           `json:"warmup"`
+	// Train says the runs were training steps (zoo profile --train): loss and gradients.
+	Train   bool   `json:"train,omitempty"`
+	Backend string `json:"backend"`
+	Level   string `json:"kernel_level"`
+	Threads int    `json:"threads"`
+	Batch   int    `json:"batch"`
+	N       int    `json:"n"`
+	Reps    int    `json:"reps"`
+	Warmup  int    `json:"warmup"`
 	// RunMS is the whole run as the backend measured it; StepsMS the sum of its steps, and
 	// Accounted their ratio.
 	RunMS     float64 `json:"run_ms"`
@@ -134,6 +143,12 @@ func profileAction(c *cli.Context) error {
 			return badInputf("--trace: %w", err)
 		}
 	}
+	if c.Bool("train") {
+		return profileTrain(c, ref, b, n)
+	}
+	if c.Bool(flagCheckpointActivations.Name) {
+		return badInputf("--checkpoint-activations changes only a training step; add --train")
+	}
 	m, err := loadModel(c, ref)
 	if err != nil {
 		return err
@@ -161,41 +176,62 @@ func profileAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
+	runs, err := profileRuns(c, prog, profiler, inputs)
+	if err != nil {
+		return failed(fmt.Errorf("run %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+	}
+	rep := profileReport{Model: m.displayName(), Weights: weightsOf(m), Backend: choice.Backend.Name(), Level: choice.Probe.Level,
+		Threads: choice.Probe.Threads, Batch: b, N: n}
+	return reportProfile(c, &rep, runs, m.Graph, plan.shapes(b, n), prog)
+}
+
+// profileRuns runs prog --warmup times untimed and then --reps times profiled on inputs.
+func profileRuns(c *cli.Context, prog backends.Program, profiler backends.Profiler, inputs map[string]*tensor.Tensor) ([]traceRun, error) {
 	ctx := c.Context
-	for i := 0; i < warmup; i++ {
+	for i := 0; i < c.Int("warmup"); i++ {
 		if _, err := prog.Run(ctx, inputs); err != nil {
-			return failed(fmt.Errorf("run %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+			return nil, err
 		}
 	}
+	reps := c.Int("reps")
 	runs := make([]traceRun, 0, reps)
 	first := time.Now()
 	for i := 0; i < reps; i++ {
 		at := time.Since(first)
 		_, prof, err := profiler.RunProfiled(ctx, inputs)
 		if err != nil {
-			return failed(fmt.Errorf("run %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+			return nil, err
 		}
 		runs = append(runs, traceRun{at: at, prof: prof})
 	}
-	rep := profileReport{Model: m.displayName(), Weights: weightsOf(m), Backend: choice.Backend.Name(), Level: choice.Probe.Level,
-		Threads: choice.Probe.Threads, Batch: b, N: n, Reps: reps, Warmup: warmup, Trace: tracePath}
+	return runs, nil
+}
+
+// reportProfile completes rep (filled up to its shape) from the profiled runs of prog, the
+// graph it was compiled from and that graph's input shapes, writes --trace and prints the
+// report (--json: as JSON).
+func reportProfile(c *cli.Context, rep *profileReport, runs []traceRun, g *graph.Graph, shapes map[string][]int, prog backends.Program) error {
+	rep.Reps, rep.Warmup, rep.Trace = c.Int("reps"), c.Int("warmup"), c.String("trace")
 	if t := c.Int("threads"); t > 0 && t < rep.Threads {
 		rep.Threads = t
 	}
-	costs, err := newStepCosts(m.Graph, plan.shapes(b, n))
+	costs, err := newStepCosts(g, shapes)
 	if err != nil {
 		rep.NoCost = err.Error()
 	}
-	steps, err := summarizeProfile(&rep, runs, costs)
+	steps, err := summarizeProfile(rep, runs, costs)
 	if err != nil {
-		return failed(fmt.Errorf("profile %s: %w", m.displayName(), err))
+		return failed(fmt.Errorf("profile %s: %w", rep.Model, err))
 	}
 	if r, ok := prog.(backends.CompileReporter); ok {
 		rep.Compile = r.CompileReport()
 	}
-	if tracePath != "" {
-		title := fmt.Sprintf("zoo profile %s on %s, batch %d, n %d", rep.Model, rep.Backend, b, n)
-		err := tensorio.AtomicWriteFile(tracePath, func(w io.Writer) error { return writeTrace(w, title, runs, steps) })
+	if rep.Trace != "" {
+		title := fmt.Sprintf("zoo profile %s on %s, batch %d, n %d", rep.Model, rep.Backend, rep.Batch, rep.N)
+		if rep.Train {
+			title += ", training step"
+		}
+		err := tensorio.AtomicWriteFile(rep.Trace, func(w io.Writer) error { return writeTrace(w, title, runs, steps) })
 		if err != nil {
 			return failed(fmt.Errorf("--trace: %w", err))
 		}
@@ -203,7 +239,7 @@ func profileAction(c *cli.Context) error {
 	if c.Bool(flagJSON.Name) {
 		return format.WriteJSON(c.App.Writer, rep)
 	}
-	printProfile(c.App.Writer, rep, top)
+	printProfile(c.App.Writer, *rep, c.Int("top"))
 	return nil
 }
 
@@ -440,8 +476,12 @@ func summarizeProfile(rep *profileReport, runs []traceRun, costs stepCosts) ([]p
 // printProfile renders the report as two tables: op types by time, and the top slowest
 // steps (every step in order when top is 0).
 func printProfile(w io.Writer, rep profileReport, top int) {
-	fmt.Fprintf(w, "%s on %s (%s, %d threads), batch %d × n %d: %d profiled runs after %d warm-up\n",
-		rep.Model, rep.Backend, rep.Level, rep.Threads, rep.Batch, rep.N, rep.Reps, rep.Warmup)
+	what := ""
+	if rep.Train {
+		what = " training step (loss and gradients)"
+	}
+	fmt.Fprintf(w, "%s%s on %s (%s, %d threads), batch %d × n %d: %d profiled runs after %d warm-up\n",
+		rep.Model, what, rep.Backend, rep.Level, rep.Threads, rep.Batch, rep.N, rep.Reps, rep.Warmup)
 	fmt.Fprintf(w, "run %.3f ms, steps %.3f ms (%.1f %% of the run)", rep.RunMS, rep.StepsMS, 100*rep.Accounted)
 	if rep.NoCost == "" {
 		fmt.Fprintf(w, ", %s FLOP, %.2f GFLOP/s", format.HumanCount(rep.FLOPs), rep.GFLOPS)

@@ -148,6 +148,60 @@ func TestProfileTable(t *testing.T) {
 	}
 }
 
+// TestProfileTrain profiles the training step of the tiny vanilla encoder: the report says
+// so, its steps include the backward pass (autodiff's grad/ nodes and the softmax backward
+// fused by the CPU backend) and the loss, and the step costs about three forward passes
+// (the backward pass does two products per forward product), counted from the gradient
+// graph.
+func TestProfileTrain(t *testing.T) {
+	code, out, errs := zoo(t, "profile", "vanilla.tiny", "--train", "--batch", "2", "--seq", "32", "--reps", "1", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep profileReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if !rep.Train || rep.Batch != 2 || rep.N != 32 || rep.NoCost != "" {
+		t.Fatalf("train %v, batch %d, n %d, no cost %q; want a costed training step at 2 × 32", rep.Train, rep.Batch, rep.N, rep.NoCost)
+	}
+	// The accounting itself is TestProfileAccounting's; one short run on a shared machine
+	// can lose a good part of itself between steps.
+	if rep.RunMS <= 0 || rep.StepsMS <= 0 || rep.StepsMS > rep.RunMS {
+		t.Errorf("steps take %.4f ms of a %.4f ms run", rep.StepsMS, rep.RunMS)
+	}
+	var grads, softmaxGrad, loss int
+	for _, s := range rep.Nodes {
+		switch {
+		case strings.HasPrefix(s.Name, "grad/"):
+			grads++
+		case strings.HasPrefix(s.Name, "xent/"):
+			loss++
+		}
+		if strings.HasPrefix(s.Kind, "FusedSoftmaxGrad[") {
+			softmaxGrad++
+		}
+	}
+	if grads == 0 || loss == 0 || softmaxGrad != 2 {
+		t.Errorf("%d backward steps, %d loss steps, %d fused softmax backwards (want some, some, one per layer)", grads, loss, softmaxGrad)
+	}
+	code, out, errs = zoo(t, "profile", "vanilla.tiny", "--batch", "2", "--seq", "32", "--reps", "1", "--json")
+	if code != 0 {
+		t.Fatalf("inference: exit %d: %s", code, errs)
+	}
+	var inf profileReport
+	if err := json.Unmarshal([]byte(out), &inf); err != nil {
+		t.Fatal(err)
+	}
+	if r := float64(rep.FLOPs) / float64(inf.FLOPs); r < 2.5 || r > 3.5 {
+		t.Errorf("the training step counts %d FLOPs, %.2f× inference's %d; want about 3×", rep.FLOPs, r, inf.FLOPs)
+	}
+	code, out, errs = zoo(t, "profile", "vanilla.tiny", "--train", "--seq", "16", "--reps", "1")
+	if code != 0 || !strings.Contains(out, "vanilla.tiny training step (loss and gradients) on cpu") {
+		t.Errorf("table: exit %d, %s\n%s", code, errs, out)
+	}
+}
+
 // TestProfileBadInput: one line, exit 2, and no trace file, for each mistake.
 func TestProfileBadInput(t *testing.T) {
 	dir := t.TempDir()
@@ -161,6 +215,9 @@ func TestProfileBadInput(t *testing.T) {
 		{[]string{"profile", "linformer.tiny", "--seq", "4096", "--trace", filepath.Join(dir, "t.json")}, "maximum length"},
 		{[]string{"profile", "vanilla.tiny", "--trace", filepath.Join(dir, "missing", "t.json")}, "t.json"},
 		{[]string{"profile"}, "want one model"},
+		{[]string{"profile", "model.onnx", "--train"}, "ONNX file"},
+		{[]string{"profile", "vanilla.tiny", "--checkpoint-activations"}, "--train"},
+		{[]string{"profile", "vanilla.tiny", "--train", "--feed", "tokens=1"}, "--feed"},
 	} {
 		code, _, errs := zoo(t, tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {

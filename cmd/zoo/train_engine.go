@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -39,6 +41,10 @@ type graphEngine struct {
 	// model is the training build (its dropout inputs and rate); seed draws the masks.
 	model *graph.Graph
 	seed  uint64
+	// stepGraph is the graph the step program was compiled from, and stepShapes the shapes
+	// of its run-time inputs at batch b × window n (what zoo profile --train prices it at).
+	stepGraph  *graph.Graph
+	stepShapes func(b, n int) map[string][]int
 }
 
 // withoutDropoutInputs returns g's view without its dropout inputs, for finding the token
@@ -147,6 +153,23 @@ func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, data
 	if err != nil {
 		return nil, failed(err)
 	}
+	e.stepGraph = stepG
+	e.stepShapes = func(b, n int) map[string][]int {
+		s := shapes(b, n)
+		for _, in := range stepG.Inputs { // the lifted parameters, whose shapes are static
+			if _, ok := s[in.Name]; ok {
+				continue
+			}
+			dims := make([]int, len(in.Shape))
+			for i, d := range in.Shape {
+				dims[i] = int(d.Size)
+			}
+			if !slices.ContainsFunc(in.Shape, func(d graph.Dim) bool { return !d.Known() }) {
+				s[in.Name] = dims
+			}
+		}
+		return s
+	}
 	if e.step_, err = choice.Backend.Compile(stepG, opts); err != nil {
 		return nil, failed(fmt.Errorf("compile the training step of %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
 	}
@@ -168,11 +191,13 @@ func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, data
 }
 
 // textSource is the text a run reads: the bytes [off, off+size) of a file (size < 0: to its
-// end), named by the flag that gave it. zoo compare trains on the head of --input and
-// evaluates on its tail when no --eval file is given.
+// end), named by the flag that gave it, or text in memory when path is empty (zoo profile
+// --train's sample). zoo compare trains on the head of --input and evaluates on its tail
+// when no --eval file is given.
 type textSource struct {
 	flag, path string
 	off, size  int64
+	text       []byte
 }
 
 // wholeFile is the source of all of path's bytes.
@@ -181,6 +206,9 @@ func wholeFile(flag, path string) textSource { return textSource{flag: flag, pat
 // describe names the source in messages: "--input corpus.txt" or "--input corpus.txt
 // (bytes 900-999)".
 func (s textSource) describe() string {
+	if s.path == "" {
+		return s.flag
+	}
 	if s.off == 0 && s.size < 0 {
 		return s.flag + " " + s.path
 	}
@@ -196,18 +224,21 @@ func (d trainData) hasHeld() bool { return d.held.path != "" }
 
 // loaderFor cuts a text source into windows and returns a loader over them.
 func loaderFor(src textSource, window int, opt lmdata.Options, shuffle bool) (*lmdata.Loader, error) {
-	f, err := os.Open(src.path)
-	if err != nil {
-		return nil, badInputf("%s %s: %w", src.flag, src.path, errors.Unwrap(err))
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if src.off > 0 || src.size >= 0 {
-		size := src.size
-		if size < 0 {
-			size = 1<<63 - 1 - src.off
+	var r io.Reader = bytes.NewReader(src.text)
+	if src.path != "" {
+		f, err := os.Open(src.path)
+		if err != nil {
+			return nil, badInputf("%s %s: %w", src.flag, src.path, errors.Unwrap(err))
 		}
-		r = io.NewSectionReader(f, src.off, size)
+		defer f.Close()
+		r = f
+		if src.off > 0 || src.size >= 0 {
+			size := src.size
+			if size < 0 {
+				size = 1<<63 - 1 - src.off
+			}
+			r = io.NewSectionReader(f, src.off, size)
+		}
 	}
 	windows, err := lmdata.ReadWindows(r, window)
 	if err != nil {
@@ -242,26 +273,37 @@ func (e *graphEngine) inputs(b *lmdata.Batch) {
 	}
 }
 
-func (e *graphEngine) step(ctx context.Context, k int, params, grads []float32) (float64, int, error) {
+// feedStep puts step k's batch (tokens, mask, targets and dropout masks) into the feed and
+// returns it with the function that takes the step's inputs out again.
+func (e *graphEngine) feedStep(k int) (*lmdata.Batch, func(), error) {
 	b, err := e.train.Step(k)
 	if err != nil {
-		return 0, 0, err
+		return nil, nil, err
 	}
 	e.inputs(b)
 	e.feed[autodiff.InputTargets] = &tensor.Tensor{DType: tensor.Int64, Shape: []int{b.B, b.N}, I64: b.Targets}
 	drops, err := lmdata.DropoutFeeds(e.model, e.seed, k, b.B, b.N)
 	if err != nil {
-		return 0, 0, err
+		delete(e.feed, autodiff.InputTargets)
+		return nil, nil, err
 	}
 	for name, t := range drops {
 		e.feed[name] = t
 	}
-	defer func() {
+	return b, func() {
 		delete(e.feed, autodiff.InputTargets)
 		for name := range drops {
 			delete(e.feed, name)
 		}
-	}()
+	}, nil
+}
+
+func (e *graphEngine) step(ctx context.Context, k int, params, grads []float32) (float64, int, error) {
+	b, done, err := e.feedStep(k)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer done()
 	outs, err := e.step_.Run(ctx, e.feed)
 	if err != nil {
 		return 0, 0, err

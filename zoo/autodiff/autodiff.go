@@ -287,6 +287,7 @@ func Gradients(ctx context.Context, g *graph.Graph, loss string, wrt []string) (
 		b.Output(name, gv, tensor.Float32, fixedShape(t.Shape)...)
 		names[p] = name
 	}
+	b.DropUnread(len(g.Nodes))
 	out, err := b.Build()
 	if err != nil {
 		return fail(err)

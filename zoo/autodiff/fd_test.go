@@ -379,3 +379,64 @@ func TestMatMulThroughTransposeFiniteDifferences(t *testing.T) {
 		t.Errorf("the backward graph has %d Transpose nodes, want at most 4", transposes)
 	}
 }
+
+// A linear layer written as PyTorch's x·Wᵀ + b with a Relu: the backward pass reads W and
+// the Relu's output directly. The weight gradient is one Gemm with its operands swapped
+// (no Transpose of Xᵀ·dY), the input gradient one Gemm reading W untransposed (so the
+// forward Transpose keeps its single reader), the Relu's gradient is masked by its output
+// (so the pre-activation is read by the Relu alone), and no node is left unread. The
+// gradients are still the finite differences'.
+func TestLinearReadsWeightsAndReluOutputDirectly(t *testing.T) {
+	b := graph.NewBuilder("mlp")
+	x := b.Param("x", rnd(310, -1, 1, 2, 3, 4))
+	w1, b1 := b.Param("w1", rnd(311, -1, 1, 5, 4)), b.Param("b1", rnd(312, -0.5, 0.5, 5))
+	w2 := b.Param("w2", rnd(313, -1, 1, 6, 5))
+	h := b.Op("Relu", []string{b.Add(b.MatMul(x, b.Transpose(w1, 1, 0)), b1)}, nil)
+	y := b.MatMul(h, b.Transpose(w2, 1, 0))
+	b.Output("loss", b.Op("ReduceSum", []string{b.Mul(y, b.Buffer("r", rnd(314, -1, 1, 2, 3, 6)))}, graph.Attrs{"keepdims": graph.Int(0)}), tensor.Float32)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFD(t, g, nil)
+	gg, _, err := autodiff.Gradients(context.Background(), g, "loss", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := map[string]int{}
+	for _, n := range gg.Nodes {
+		for _, in := range n.Inputs {
+			reads[in]++
+		}
+	}
+	for _, o := range gg.Outputs {
+		reads[o.Name]++
+	}
+	var relu, pre string
+	for _, n := range g.Nodes {
+		if n.Op == "Relu" {
+			relu, pre = n.Outputs[0], n.Inputs[0]
+		}
+	}
+	for _, n := range gg.Nodes[len(g.Nodes):] {
+		switch n.Op {
+		case "Transpose":
+			t.Errorf("backward node %s transposes %v", n.Name, n.Inputs)
+		case "Greater":
+			if n.Inputs[0] != relu {
+				t.Errorf("the Relu's gradient masks by %q, want its output %q", n.Inputs[0], relu)
+			}
+		}
+		if reads[n.Outputs[0]] == 0 {
+			t.Errorf("backward node %s (%s) is read by nothing", n.Name, n.Op)
+		}
+	}
+	if reads[pre] != 1 {
+		t.Errorf("the pre-activation has %d readers, want the Relu alone", reads[pre])
+	}
+	for _, n := range g.Nodes {
+		if n.Op == "Transpose" && reads[n.Outputs[0]] != 1 {
+			t.Errorf("the weight transpose %s has %d readers, want the forward product alone", n.Name, reads[n.Outputs[0]])
+		}
+	}
+}

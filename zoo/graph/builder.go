@@ -162,6 +162,36 @@ func (b *Builder) OpN(op string, inputs []string, n int, attrs Attrs) []string {
 	return outs
 }
 
+// DropUnread removes the nodes from index from on whose outputs no node reads and that
+// are no graph output: what a gradient rule leaves behind when it reads through another
+// rule's result (see gradTranspose). Nodes before from are kept whatever reads them.
+func (b *Builder) DropUnread(from int) {
+	read := map[string]bool{}
+	for _, o := range b.g.Outputs {
+		read[o.Name] = true
+	}
+	keep := make([]bool, len(b.g.Nodes))
+	for i := len(b.g.Nodes) - 1; i >= 0; i-- {
+		n := b.g.Nodes[i]
+		keep[i] = i < from
+		for _, o := range n.Outputs {
+			keep[i] = keep[i] || (o != "" && read[o])
+		}
+		if keep[i] {
+			for _, in := range n.Inputs {
+				read[in] = true
+			}
+		}
+	}
+	nodes := b.g.Nodes[:0:0]
+	for i, n := range b.g.Nodes {
+		if keep[i] {
+			nodes = append(nodes, n)
+		}
+	}
+	b.g.Nodes = nodes
+}
+
 // Build validates and returns the graph, or the first error met while building or validating.
 func (b *Builder) Build() (*Graph, error) {
 	if b.err != nil {

@@ -216,7 +216,10 @@ func unaryGrad(op string) GradFunc {
 		case "Neg":
 			g[0] = c.op1("Neg", nil, dy)
 		case "Relu":
-			g[0] = c.Where(c.op1("Greater", nil, x, c.zero()), dy, c.zero())
+			// y > 0 exactly where x > 0; reading the output instead of the input lets the
+			// pre-activation die at the Relu (a backend can then fuse bias and Relu into the
+			// product before them, as in inference).
+			g[0] = c.Where(c.op1("Greater", nil, y, c.zero()), dy, c.zero())
 		case "Exp":
 			g[0] = c.Mul(dy, y)
 		case "Log":
@@ -394,8 +397,32 @@ func gradTranspose(c *GradCtx) ([]string, error) {
 	for i, p := range perm {
 		inv[p] = int64(i)
 	}
+	if r == 2 && perm[0] == 1 {
+		// A matrix transposed: when its gradient is a product (a linear layer's weight
+		// gradient, Xᵀ·dY for the transposed weight), the transposed product is one Gemm with
+		// the operands swapped, (op(A)·op(B))ᵀ = op(B)ᵀ·op(A)ᵀ, instead of a copy of every
+		// weight gradient each step. The unswapped Gemm is left unread (Gradients drops it).
+		if p := c.built(c.OutGrads[0]); p != nil && p.Op == "Gemm" && len(p.Inputs) == 2 {
+			ta, tb := attrInt(p, "transA"), attrInt(p, "transB")
+			g[0] = c.Op("Gemm", []string{p.Inputs[1], p.Inputs[0]}, Attrs{"alpha": Float(attrFloat(p, "alpha")), "transA": Int(1 - tb), "transB": Int(1 - ta)})
+			return g, nil
+		}
+	}
 	g[0] = c.Transpose(c.OutGrads[0], inv...)
 	return g, nil
+}
+
+// built returns the node of the graph being built that computes v (a value a rule added,
+// such as a gradient), or nil.
+func (c *GradCtx) built(v string) *Node {
+	for i := len(c.g.Nodes) - 1; i >= 0; i-- {
+		for _, o := range c.g.Nodes[i].Outputs {
+			if o == v {
+				return c.g.Nodes[i]
+			}
+		}
+	}
+	return nil
 }
 
 func gradExpand(c *GradCtx) ([]string, error) {
@@ -718,8 +745,15 @@ func gradMatMul(c *GradCtx) ([]string, error) {
 	}
 	if c.float(0) && rb == 2 && ra >= 2 && !vecA && !vecB && sa[ra-1].Known() && so[len(so)-1].Known() {
 		// A linear layer: dA = dY·Wᵀ as one Gemm with transB, which reads W in place where
-		// MatMul would need it transposed first (a copy of every weight, every step).
-		ga := c.Op("Gemm", []string{c.Reshape(dy, -1, so[len(so)-1].Size), b}, Attrs{"transB": Int(1)})
+		// MatMul would need it transposed first (a copy of every weight, every step). When W
+		// is itself a transpose of a matrix (PyTorch's (out, in) weight, x·Wᵀ), dY·W reads
+		// that matrix directly, and the forward Transpose is left with one reader (the
+		// forward product, which a backend can then run as a transposed Gemm).
+		flat := c.Reshape(dy, -1, so[len(so)-1].Size)
+		ga := c.Op("Gemm", []string{flat, b}, Attrs{"transB": Int(1)})
+		if w, ok := c.transposedMatrix(c.Node.Inputs[1]); ok {
+			ga = c.Op("Gemm", []string{flat, w}, nil)
+		}
 		g[0] = ga
 		if ra > 2 {
 			g[0] = c.reshapeLike(ga, c.In[0].Shape, c.Node.Inputs[0])
@@ -751,6 +785,23 @@ func gradMatMul(c *GradCtx) ([]string, error) {
 		}
 	}
 	return g, nil
+}
+
+// transposedMatrix returns w when x is Transpose(w) of a matrix w (perm [1, 0]) in the
+// forward graph.
+func (c *GradCtx) transposedMatrix(x string) (string, bool) {
+	if c.Producer == nil {
+		return "", false
+	}
+	p := c.Producer(x)
+	if p == nil || p.Op != "Transpose" || len(p.Inputs) != 1 {
+		return "", false
+	}
+	perm, ok := p.IntList("perm")
+	if !ok || len(perm) != 2 || perm[0] != 1 || perm[1] != 0 {
+		return "", false
+	}
+	return p.Inputs[0], true
 }
 
 // swapsLast reports whether perm swaps the last two axes and keeps the others.
