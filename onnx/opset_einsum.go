@@ -1,0 +1,228 @@
+package onnx
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/zoo-dev/zoo/onnx/onnxpb"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+)
+
+// PyTorch exports torch.einsum as ONNX Einsum and 1/x as Reciprocal (performer's and
+// linear attention's references write both). zoo's graph has neither op: the importer
+// writes them as the ops it runs, so that the CPU backend's fusions see plain products.
+//
+// An Einsum becomes, operand by operand from the left, ReduceSum of the labels no later
+// operand or the output names, Transpose to (shared, own, contracted) order, then either
+// MatMul (one contracted label and at most one own label per side) or Mul (no contracted
+// label, the own labels unsqueezed), and a final Transpose to the output's order. An
+// equation with an ellipsis, a repeated label within one operand, or more than one own or
+// contracted label in one product is refused with an error naming it.
+
+// einsumTerm is an operand or intermediate value and its labels, one per axis.
+type einsumTerm struct {
+	name   string
+	labels []byte
+}
+
+// einsum returns the nodes that compute np, an Einsum.
+func (u *upgrader) einsum(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
+	a := findAttr(np, "equation")
+	if a == nil {
+		return nil, fmt.Errorf("Einsum needs the equation attribute")
+	}
+	eq := strings.ReplaceAll(string(a.GetS()), " ", "")
+	if strings.Contains(eq, ".") {
+		return nil, fmt.Errorf("Einsum %q: an ellipsis is not supported", eq)
+	}
+	lhs, out, explicit := strings.Cut(eq, "->")
+	terms := strings.Split(lhs, ",")
+	if len(terms) != len(np.GetInput()) || len(np.GetOutput()) != 1 {
+		return nil, fmt.Errorf("Einsum %q has %d inputs and %d outputs", eq, len(np.GetInput()), len(np.GetOutput()))
+	}
+	count := map[byte]int{}
+	var ops []einsumTerm
+	for i, t := range terms {
+		for j := 0; j < len(t); j++ {
+			c := t[j]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') || strings.IndexByte(t[j+1:], c) >= 0 {
+				return nil, fmt.Errorf("Einsum %q: operand %d must be distinct letters", eq, i)
+			}
+			count[c]++
+		}
+		ops = append(ops, einsumTerm{np.GetInput()[i], []byte(t)})
+	}
+	if !explicit { // implicit output: the labels that appear once, in alphabetical order
+		var ls []byte
+		for c, n := range count {
+			if n == 1 {
+				ls = append(ls, c)
+			}
+		}
+		slices.Sort(ls)
+		out = string(ls)
+	}
+	for j := 0; j < len(out); j++ {
+		if count[out[j]] == 0 || strings.IndexByte(out[j+1:], out[j]) >= 0 {
+			return nil, fmt.Errorf("Einsum %q: output label %q is not one input label", eq, out[j])
+		}
+	}
+	e := &einsumLowering{u: u, np: np}
+	cur := e.sumOut(ops[0], needed(out, ops[1:]))
+	for k := 1; k < len(ops); k++ {
+		keep := needed(out, ops[k+1:])
+		next := e.sumOut(ops[k], keep+string(cur.labels))
+		cur = e.sumOut(cur, keep+string(next.labels))
+		var err error
+		if cur, err = e.product(cur, next, keep); err != nil {
+			return nil, fmt.Errorf("Einsum %q: %w", eq, err)
+		}
+	}
+	cur = e.transpose(cur, []byte(out))
+	if len(e.nodes) == 0 || e.nodes[len(e.nodes)-1].Output[0] != cur.name {
+		e.nodes = append(e.nodes, &onnxpb.NodeProto{Name: np.GetName(), OpType: "Identity", Input: []string{cur.name},
+			Output: []string{np.GetOutput()[0]}})
+	} else {
+		e.nodes[len(e.nodes)-1].Output[0] = np.GetOutput()[0]
+	}
+	return e.nodes, nil
+}
+
+// needed returns the labels of out and of the terms rest, which a product must keep.
+func needed(out string, rest []einsumTerm) string {
+	for _, t := range rest {
+		out += string(t.labels)
+	}
+	return out
+}
+
+// einsumLowering collects the nodes of one Einsum's lowering.
+type einsumLowering struct {
+	u     *upgrader
+	np    *onnxpb.NodeProto
+	nodes []*onnxpb.NodeProto
+}
+
+// add appends a node of type op reading in and returns its output's name.
+func (e *einsumLowering) add(op string, in ...string) string {
+	o := e.u.fresh(e.np, strings.ToLower(op))
+	e.nodes = append(e.nodes, &onnxpb.NodeProto{Name: o, OpType: op, Input: in, Output: []string{o}})
+	return o
+}
+
+// sumOut sums t over the labels that keep does not name.
+func (e *einsumLowering) sumOut(t einsumTerm, keep string) einsumTerm {
+	var axes []int64
+	var rest []byte
+	for i, c := range t.labels {
+		if strings.IndexByte(keep, c) < 0 {
+			axes = append(axes, int64(i))
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	if len(axes) == 0 {
+		return t
+	}
+	name := e.add("ReduceSum", t.name, e.u.constInts(e.np, "axes", axes))
+	e.nodes[len(e.nodes)-1].Attribute = []*onnxpb.AttributeProto{{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}
+	return einsumTerm{name, rest}
+}
+
+// transpose returns t with its axes in the order of labels (a permutation of t's).
+func (e *einsumLowering) transpose(t einsumTerm, labels []byte) einsumTerm {
+	perm := make([]int64, len(labels))
+	identity := true
+	for i, c := range labels {
+		perm[i] = int64(slices.Index(t.labels, c))
+		identity = identity && perm[i] == int64(i)
+	}
+	if identity {
+		return einsumTerm{t.name, labels}
+	}
+	name := e.add("Transpose", t.name)
+	e.nodes[len(e.nodes)-1].Attribute = []*onnxpb.AttributeProto{{Name: "perm", Type: onnxpb.AttributeProto_INTS, Ints: perm}}
+	return einsumTerm{name, labels}
+}
+
+// unsqueeze inserts size-1 axes at axes (of the result) into name.
+func (e *einsumLowering) unsqueeze(name string, axes ...int64) string {
+	if len(axes) == 0 {
+		return name
+	}
+	return e.add("Unsqueeze", name, e.u.constInts(e.np, "axes", axes))
+}
+
+// product multiplies a and b, summing the labels both have that keep does not name. The
+// result's labels are (shared, a's own, b's own).
+func (e *einsumLowering) product(a, b einsumTerm, keep string) (einsumTerm, error) {
+	var batch, contr, left, right []byte
+	for _, c := range a.labels {
+		switch {
+		case slices.Contains(b.labels, c) && strings.IndexByte(keep, c) >= 0:
+			batch = append(batch, c)
+		case slices.Contains(b.labels, c):
+			contr = append(contr, c)
+		default:
+			left = append(left, c)
+		}
+	}
+	for _, c := range b.labels {
+		if !slices.Contains(a.labels, c) {
+			right = append(right, c)
+		}
+	}
+	nb, nl := int64(len(batch)), int64(len(left))
+	labels := slices.Concat(batch, left, right)
+	if len(contr) == 0 {
+		x := e.transpose(a, slices.Concat(batch, left)).name
+		var ra []int64
+		for i := range right {
+			ra = append(ra, nb+nl+int64(i))
+		}
+		y := e.transpose(b, slices.Concat(batch, right)).name
+		var la []int64
+		for i := range left {
+			la = append(la, nb+int64(i))
+		}
+		return einsumTerm{e.add("Mul", e.unsqueeze(x, ra...), e.unsqueeze(y, la...)), labels}, nil
+	}
+	if len(contr) > 1 || len(left) > 1 || len(right) > 1 {
+		return einsumTerm{}, fmt.Errorf("a product of %q and %q sums %d labels with %d and %d own: at most 1 each is supported",
+			a.labels, b.labels, len(contr), len(left), len(right))
+	}
+	x := e.transpose(a, slices.Concat(batch, left, contr)).name
+	y := e.transpose(b, slices.Concat(batch, contr, right)).name
+	var squeeze []int64
+	if len(left) == 0 {
+		x = e.unsqueeze(x, nb)
+		squeeze = append(squeeze, nb)
+	}
+	if len(right) == 0 {
+		y = e.unsqueeze(y, nb+1)
+		squeeze = append(squeeze, nb+1)
+	}
+	name := e.add("MatMul", x, y)
+	if len(squeeze) > 0 {
+		name = e.add("Squeeze", name, e.u.constInts(e.np, "axes", squeeze))
+	}
+	return einsumTerm{name, labels}, nil
+}
+
+// reciprocal returns Div(1, x) for np, a Reciprocal (float32, the only float zoo runs).
+func (u *upgrader) reciprocal(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
+	if len(np.GetInput()) != 1 || len(np.GetOutput()) != 1 {
+		return nil, fmt.Errorf("Reciprocal needs one input and one output")
+	}
+	one := u.fresh(np, "one")
+	tp := &onnxpb.TensorProto{Name: one, DataType: int32(tensor.Float32),
+		RawData: binary.LittleEndian.AppendUint32(nil, math.Float32bits(1))}
+	u.g.Initializer = append(u.g.Initializer, tp)
+	u.inits[one] = tp
+	u.uses[one]++
+	return []*onnxpb.NodeProto{{Name: np.GetName(), OpType: "Div", Input: []string{one, np.GetInput()[0]},
+		Output: np.GetOutput()}}, nil
+}
