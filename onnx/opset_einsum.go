@@ -18,9 +18,13 @@ import (
 // An Einsum becomes, operand by operand from the left, ReduceSum of the labels no later
 // operand or the output names, Transpose to (shared, own, contracted) order, then either
 // MatMul (one contracted label and at most one own label per side) or Mul (no contracted
-// label, the own labels unsqueezed), and a final Transpose to the output's order. An
-// equation with an ellipsis, a repeated label within one operand, or more than one own or
-// contracted label in one product is refused with an error naming it.
+// label, the own labels unsqueezed), and a final Transpose to the output's order. A
+// leading ellipsis ("...id,...jd->...ij", as performer-pytorch writes) is one shared label:
+// each operand with one is reshaped to (-1, its named axes) and the output back to the
+// first such operand's ellipsis dimensions, so every operand's ellipsis must have the same
+// dimensions (PyTorch's broadcasting of them is not supported; the products fail where the
+// sizes differ). An ellipsis that is not leading, a repeated label within one operand, or
+// more than one own or contracted label in one product is refused with an error naming it.
 
 // einsumTerm is an operand or intermediate value and its labels, one per axis.
 type einsumTerm struct {
@@ -35,10 +39,10 @@ func (u *upgrader) einsum(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 		return nil, fmt.Errorf("Einsum needs the equation attribute")
 	}
 	eq := strings.ReplaceAll(string(a.GetS()), " ", "")
-	if strings.Contains(eq, ".") {
-		return nil, fmt.Errorf("Einsum %q: an ellipsis is not supported", eq)
+	lhs, out, explicit := strings.Cut(strings.ReplaceAll(eq, "...", string(ellipsis)), "->")
+	if strings.Contains(lhs+out, ".") {
+		return nil, fmt.Errorf("Einsum %q: a stray '.'", eq)
 	}
-	lhs, out, explicit := strings.Cut(eq, "->")
 	terms := strings.Split(lhs, ",")
 	if len(terms) != len(np.GetInput()) || len(np.GetOutput()) != 1 {
 		return nil, fmt.Errorf("Einsum %q has %d inputs and %d outputs", eq, len(np.GetInput()), len(np.GetOutput()))
@@ -48,14 +52,19 @@ func (u *upgrader) einsum(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 	for i, t := range terms {
 		for j := 0; j < len(t); j++ {
 			c := t[j]
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') || strings.IndexByte(t[j+1:], c) >= 0 {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == ellipsis) || strings.IndexByte(t[j+1:], c) >= 0 {
 				return nil, fmt.Errorf("Einsum %q: operand %d must be distinct letters", eq, i)
 			}
-			count[c]++
+			if c == ellipsis && j > 0 {
+				return nil, fmt.Errorf("Einsum %q: operand %d's ellipsis is not leading", eq, i)
+			}
+			if c != ellipsis {
+				count[c]++
+			}
 		}
 		ops = append(ops, einsumTerm{np.GetInput()[i], []byte(t)})
 	}
-	if !explicit { // implicit output: the labels that appear once, in alphabetical order
+	if !explicit { // implicit output: the ellipsis, then the labels that appear once, in alphabetical order
 		var ls []byte
 		for c, n := range count {
 			if n == 1 {
@@ -63,14 +72,33 @@ func (u *upgrader) einsum(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 			}
 		}
 		slices.Sort(ls)
+		if strings.IndexByte(lhs, ellipsis) >= 0 {
+			ls = append([]byte{ellipsis}, ls...)
+		}
 		out = string(ls)
 	}
+	if strings.IndexByte(out, ellipsis) > 0 {
+		return nil, fmt.Errorf("Einsum %q: the output's ellipsis is not leading", eq)
+	}
 	for j := 0; j < len(out); j++ {
+		if out[j] == ellipsis && strings.IndexByte(lhs, ellipsis) >= 0 {
+			continue
+		}
 		if count[out[j]] == 0 || strings.IndexByte(out[j+1:], out[j]) >= 0 {
 			return nil, fmt.Errorf("Einsum %q: output label %q is not one input label", eq, out[j])
 		}
 	}
 	e := &einsumLowering{u: u, np: np}
+	prefix := ""
+	for i, t := range ops {
+		if len(t.labels) > 0 && t.labels[0] == ellipsis {
+			var p string
+			ops[i].name, p = e.flatten(t.name, len(t.labels)-1)
+			if prefix == "" {
+				prefix = p
+			}
+		}
+	}
 	cur := e.sumOut(ops[0], needed(out, ops[1:]))
 	for k := 1; k < len(ops); k++ {
 		keep := needed(out, ops[k+1:])
@@ -82,6 +110,9 @@ func (u *upgrader) einsum(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 		}
 	}
 	cur = e.transpose(cur, []byte(out))
+	if prefix != "" && len(out) > 0 && out[0] == ellipsis {
+		cur.name = e.unflatten(cur.name, prefix)
+	}
 	if len(e.nodes) == 0 || e.nodes[len(e.nodes)-1].Output[0] != cur.name {
 		e.nodes = append(e.nodes, &onnxpb.NodeProto{Name: np.GetName(), OpType: "Identity", Input: []string{cur.name},
 			Output: []string{np.GetOutput()[0]}})
@@ -89,6 +120,37 @@ func (u *upgrader) einsum(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 		e.nodes[len(e.nodes)-1].Output[0] = np.GetOutput()[0]
 	}
 	return e.nodes, nil
+}
+
+// ellipsis stands for "..." among an equation's labels.
+const ellipsis = '*'
+
+// flatten reshapes x, whose last named axes follow its ellipsis, to (-1, those axes) and
+// returns the result and x's ellipsis dimensions (a 1-D shape value).
+func (e *einsumLowering) flatten(x string, named int) (flat, prefix string) {
+	shape := e.add("Shape", x)
+	if named == 0 {
+		return e.add("Reshape", x, e.u.constInts(e.np, "flat", []int64{-1})), shape
+	}
+	tail := e.add("Slice", shape, e.u.constInts(e.np, "starts", []int64{int64(-named)}),
+		e.u.constInts(e.np, "ends", []int64{math.MaxInt64}))
+	prefix = e.add("Slice", shape, e.u.constInts(e.np, "starts", []int64{0}), e.u.constInts(e.np, "ends", []int64{int64(-named)}))
+	to := e.concat(e.u.constInts(e.np, "flat", []int64{-1}), tail)
+	return e.add("Reshape", x, to), prefix
+}
+
+// unflatten reshapes y, whose first axis is a flattened ellipsis, to (prefix, y's other axes).
+func (e *einsumLowering) unflatten(y, prefix string) string {
+	rest := e.add("Slice", e.add("Shape", y), e.u.constInts(e.np, "starts", []int64{1}),
+		e.u.constInts(e.np, "ends", []int64{math.MaxInt64}))
+	return e.add("Reshape", y, e.concat(prefix, rest))
+}
+
+// concat joins 1-D values along axis 0.
+func (e *einsumLowering) concat(in ...string) string {
+	name := e.add("Concat", in...)
+	e.nodes[len(e.nodes)-1].Attribute = []*onnxpb.AttributeProto{{Name: "axis", Type: onnxpb.AttributeProto_INT, I: 0}}
+	return name
 }
 
 // needed returns the labels of out and of the terms rest, which a product must keep.

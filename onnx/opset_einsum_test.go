@@ -134,6 +134,12 @@ func TestImportEinsum(t *testing.T) {
 		{"ab,bc,cd->ad", [][]int64{{2, 3}, {3, 4}, {4, 5}}, ""},
 		{"ik,jk->", [][]int64{{2, 3}, {4, 3}}, ""},
 		{"bhnd,bhne->bhde", [][]int64{{1, 2, 7, 3}, {1, 2, 7, 4}}, ""},
+		{"...id,...jd->...ij", [][]int64{{2, 3, 5, 4}, {2, 3, 6, 4}}, "bhid,bhjd->bhij"},
+		{"...nd,...d->...n", [][]int64{{2, 3, 5, 4}, {2, 3, 4}}, "bhnd,bhd->bhn"},
+		{"...de,...nd,...n->...ne", [][]int64{{2, 3, 4, 6}, {2, 3, 5, 4}, {2, 3, 5}}, "bhde,bhnd,bhn->bhne"},
+		{"...ij,...jk", [][]int64{{2, 3, 4}, {2, 4, 5}}, "bij,bjk->bik"},
+		{"...,...->...", [][]int64{{2, 3}, {2, 3}}, "ab,ab->ab"},
+		{"...ij->ij", [][]int64{{2, 3, 4, 5}}, "abij->ij"},
 	} {
 		t.Run(c.eq, func(t *testing.T) {
 			g, err := Import(einsumModel(t, "Einsum", c.eq, c.shapes))
@@ -191,6 +197,9 @@ func TestImportEinsumRefused(t *testing.T) {
 		want   string
 	}{
 		{"ii->i", [][]int64{{3, 3}}, "distinct letters"},
+		{"i...j->ij", [][]int64{{2, 3, 4}}, "not leading"},
+		{"...ij->i...", [][]int64{{2, 3, 4}}, "not leading"},
+		{"i.j->ij", [][]int64{{2, 3, 4}}, "stray"},
 		{"ijk,ikl->jl", [][]int64{{2, 3, 4}, {2, 4, 5}}, "at most 1 each"},
 		{"ij,jk->iz", [][]int64{{2, 3}, {3, 4}}, "not one input label"},
 		{"ij->", [][]int64{{2, 3}, {3, 4}}, "2 inputs"},
