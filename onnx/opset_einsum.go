@@ -88,10 +88,44 @@ func (u *upgrader) einsum(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 			return nil, fmt.Errorf("Einsum %q: output label %q is not one input label", eq, out[j])
 		}
 	}
-	e := &einsumLowering{u: u, np: np}
-	prefix := ""
 	for i, t := range ops {
 		if len(t.labels) > 0 && t.labels[0] == ellipsis {
+			if c, ok := u.expandedConst(t.name, len(t.labels)-1); ok {
+				ops[i] = einsumTerm{c, t.labels[1:]}
+			}
+		}
+	}
+	// First as broadcast leading dimensions of unknown rank (no reshapes, as MatMul and Mul
+	// broadcast them); where that needs the rank (a Transpose or sum of an operand with an
+	// ellipsis), with the ellipsis flattened.
+	e, cur, err := u.lowerEinsum(np, ops, out, true, true)
+	if err == nil && !e.needRank {
+		e, cur, err = u.lowerEinsum(np, ops, out, true, false)
+	} else {
+		e, cur, err = u.lowerEinsum(np, ops, out, false, false)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("Einsum %q: %w", eq, err)
+	}
+	if len(e.nodes) == 0 || e.nodes[len(e.nodes)-1].Output[0] != cur.name {
+		e.nodes = append(e.nodes, &onnxpb.NodeProto{Name: np.GetName(), OpType: "Identity", Input: []string{cur.name},
+			Output: []string{np.GetOutput()[0]}})
+	} else {
+		e.nodes[len(e.nodes)-1].Output[0] = np.GetOutput()[0]
+	}
+	return e.nodes, nil
+}
+
+// lowerEinsum writes the products of ops with output labels out. block: an ellipsis is a
+// leading block of dimensions of unknown rank (e.needRank reports where that does not
+// work); otherwise each operand's ellipsis is flattened to one axis and the output's
+// restored. dry: only e.needRank is computed; no node or constant is made.
+func (u *upgrader) lowerEinsum(np *onnxpb.NodeProto, ops []einsumTerm, out string, block, dry bool) (*einsumLowering, einsumTerm, error) {
+	e := &einsumLowering{u: u, np: np, block: block, dry: dry}
+	prefix := ""
+	ops = slices.Clone(ops)
+	for i, t := range ops {
+		if !block && len(t.labels) > 0 && t.labels[0] == ellipsis {
 			var p string
 			ops[i].name, p = e.flatten(t.name, len(t.labels)-1)
 			if prefix == "" {
@@ -106,20 +140,46 @@ func (u *upgrader) einsum(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 		cur = e.sumOut(cur, keep+string(next.labels))
 		var err error
 		if cur, err = e.product(cur, next, keep); err != nil {
-			return nil, fmt.Errorf("Einsum %q: %w", eq, err)
+			return nil, einsumTerm{}, err
 		}
 	}
 	cur = e.transpose(cur, []byte(out))
 	if prefix != "" && len(out) > 0 && out[0] == ellipsis {
 		cur.name = e.unflatten(cur.name, prefix)
 	}
-	if len(e.nodes) == 0 || e.nodes[len(e.nodes)-1].Output[0] != cur.name {
-		e.nodes = append(e.nodes, &onnxpb.NodeProto{Name: np.GetName(), OpType: "Identity", Input: []string{cur.name},
-			Output: []string{np.GetOutput()[0]}})
-	} else {
-		e.nodes[len(e.nodes)-1].Output[0] = np.GetOutput()[0]
+	return e, cur, nil
+}
+
+// expandedConst returns c where name is Expand(c, shape) with c a constant of rank named
+// whose every dimension exceeds 1: the Expand then only adds leading dimensions, which an
+// einsum's ellipsis broadcasts anyway (performer-pytorch expands Ω to (b, h, m, d)).
+func (u *upgrader) expandedConst(name string, named int) (string, bool) {
+	for _, n := range u.g.GetNode() {
+		if len(n.GetOutput()) != 1 || n.GetOutput()[0] != name {
+			continue
+		}
+		if n.GetOpType() != "Expand" || !isONNXDomain(n.GetDomain()) || len(n.GetInput()) != 2 {
+			return "", false
+		}
+		c := n.GetInput()[0]
+		var dims []int64
+		if tp, ok := u.inits[c]; ok && !slices.ContainsFunc(u.g.GetInput(), func(vi *onnxpb.ValueInfoProto) bool { return vi.GetName() == c }) {
+			dims = tp.GetDims()
+		} else if cn, ok := u.consts[c]; ok {
+			if a := findAttr(cn, "value"); a != nil && a.GetT() != nil {
+				dims = a.GetT().GetDims()
+			} else {
+				return "", false
+			}
+		} else {
+			return "", false
+		}
+		if len(dims) != named || slices.ContainsFunc(dims, func(d int64) bool { return d <= 1 }) {
+			return "", false
+		}
+		return c, true
 	}
-	return e.nodes, nil
+	return "", false
 }
 
 // ellipsis stands for "..." among an equation's labels.
@@ -130,19 +190,19 @@ const ellipsis = '*'
 func (e *einsumLowering) flatten(x string, named int) (flat, prefix string) {
 	shape := e.add("Shape", x)
 	if named == 0 {
-		return e.add("Reshape", x, e.u.constInts(e.np, "flat", []int64{-1})), shape
+		return e.add("Reshape", x, e.ints("flat", []int64{-1})), shape
 	}
-	tail := e.add("Slice", shape, e.u.constInts(e.np, "starts", []int64{int64(-named)}),
-		e.u.constInts(e.np, "ends", []int64{math.MaxInt64}))
-	prefix = e.add("Slice", shape, e.u.constInts(e.np, "starts", []int64{0}), e.u.constInts(e.np, "ends", []int64{int64(-named)}))
-	to := e.concat(e.u.constInts(e.np, "flat", []int64{-1}), tail)
+	tail := e.add("Slice", shape, e.ints("starts", []int64{int64(-named)}),
+		e.ints("ends", []int64{math.MaxInt64}))
+	prefix = e.add("Slice", shape, e.ints("starts", []int64{0}), e.ints("ends", []int64{int64(-named)}))
+	to := e.concat(e.ints("flat", []int64{-1}), tail)
 	return e.add("Reshape", x, to), prefix
 }
 
 // unflatten reshapes y, whose first axis is a flattened ellipsis, to (prefix, y's other axes).
 func (e *einsumLowering) unflatten(y, prefix string) string {
-	rest := e.add("Slice", e.add("Shape", y), e.u.constInts(e.np, "starts", []int64{1}),
-		e.u.constInts(e.np, "ends", []int64{math.MaxInt64}))
+	rest := e.add("Slice", e.add("Shape", y), e.ints("starts", []int64{1}),
+		e.ints("ends", []int64{math.MaxInt64}))
 	return e.add("Reshape", y, e.concat(prefix, rest))
 }
 
@@ -161,15 +221,39 @@ func needed(out string, rest []einsumTerm) string {
 	return out
 }
 
-// einsumLowering collects the nodes of one Einsum's lowering.
+// einsumLowering collects the nodes of one Einsum's lowering (see lowerEinsum for block
+// and dry).
 type einsumLowering struct {
-	u     *upgrader
-	np    *onnxpb.NodeProto
-	nodes []*onnxpb.NodeProto
+	u          *upgrader
+	np         *onnxpb.NodeProto
+	nodes      []*onnxpb.NodeProto
+	block, dry bool
+	needRank   bool
+}
+
+// ints returns a new 1-D int64 constant holding v.
+func (e *einsumLowering) ints(what string, v []int64) string {
+	if e.dry {
+		return "dry"
+	}
+	return e.u.constInts(e.np, what, v)
+}
+
+// axis returns axis p of a value of rank r (in labels) whose labels are labels: p, or p−r
+// where a leading ellipsis is a block of unknown rank.
+func (e *einsumLowering) axis(p, r int, labels []byte) int64 {
+	if e.block && len(labels) > 0 && labels[0] == ellipsis {
+		return int64(p - r)
+	}
+	return int64(p)
 }
 
 // add appends a node of type op reading in and returns its output's name.
 func (e *einsumLowering) add(op string, in ...string) string {
+	if e.dry {
+		e.nodes = append(e.nodes, &onnxpb.NodeProto{OpType: op, Output: []string{"dry"}})
+		return "dry"
+	}
 	o := e.u.fresh(e.np, strings.ToLower(op))
 	e.nodes = append(e.nodes, &onnxpb.NodeProto{Name: o, OpType: op, Input: in, Output: []string{o}})
 	return o
@@ -181,7 +265,10 @@ func (e *einsumLowering) sumOut(t einsumTerm, keep string) einsumTerm {
 	var rest []byte
 	for i, c := range t.labels {
 		if strings.IndexByte(keep, c) < 0 {
-			axes = append(axes, int64(i))
+			if c == ellipsis && e.block {
+				e.needRank = true
+			}
+			axes = append(axes, e.axis(i, len(t.labels), t.labels))
 		} else {
 			rest = append(rest, c)
 		}
@@ -189,7 +276,7 @@ func (e *einsumLowering) sumOut(t einsumTerm, keep string) einsumTerm {
 	if len(axes) == 0 {
 		return t
 	}
-	name := e.add("ReduceSum", t.name, e.u.constInts(e.np, "axes", axes))
+	name := e.add("ReduceSum", t.name, e.ints("axes", axes))
 	e.nodes[len(e.nodes)-1].Attribute = []*onnxpb.AttributeProto{{Name: "keepdims", Type: onnxpb.AttributeProto_INT, I: 0}}
 	return einsumTerm{name, rest}
 }
@@ -205,6 +292,9 @@ func (e *einsumLowering) transpose(t einsumTerm, labels []byte) einsumTerm {
 	if identity {
 		return einsumTerm{t.name, labels}
 	}
+	if e.block && len(labels) > 0 && labels[0] == ellipsis {
+		e.needRank = true
+	}
 	name := e.add("Transpose", t.name)
 	e.nodes[len(e.nodes)-1].Attribute = []*onnxpb.AttributeProto{{Name: "perm", Type: onnxpb.AttributeProto_INTS, Ints: perm}}
 	return einsumTerm{name, labels}
@@ -215,16 +305,19 @@ func (e *einsumLowering) unsqueeze(name string, axes ...int64) string {
 	if len(axes) == 0 {
 		return name
 	}
-	return e.add("Unsqueeze", name, e.u.constInts(e.np, "axes", axes))
+	return e.add("Unsqueeze", name, e.ints("axes", axes))
 }
 
 // product multiplies a and b, summing the labels both have that keep does not name. The
-// result's labels are (shared, a's own, b's own).
+// result's labels are (shared, a's own, b's own); a kept ellipsis block is shared even
+// where one side lacks it (MatMul and Mul broadcast leading dimensions).
 func (e *einsumLowering) product(a, b einsumTerm, keep string) (einsumTerm, error) {
 	var batch, contr, left, right []byte
+	kept := func(c byte) bool { return strings.IndexByte(keep, c) >= 0 }
+	block := func(c byte) bool { return c == ellipsis && e.block && kept(c) }
 	for _, c := range a.labels {
 		switch {
-		case slices.Contains(b.labels, c) && strings.IndexByte(keep, c) >= 0:
+		case block(c) || slices.Contains(b.labels, c) && kept(c):
 			batch = append(batch, c)
 		case slices.Contains(b.labels, c):
 			contr = append(contr, c)
@@ -233,43 +326,59 @@ func (e *einsumLowering) product(a, b einsumTerm, keep string) (einsumTerm, erro
 		}
 	}
 	for _, c := range b.labels {
-		if !slices.Contains(a.labels, c) {
+		switch {
+		case slices.Contains(a.labels, c):
+		case block(c):
+			batch = append([]byte{c}, batch...)
+		default:
 			right = append(right, c)
 		}
 	}
-	nb, nl := int64(len(batch)), int64(len(left))
+	own := func(t einsumTerm) []byte {
+		var bt []byte
+		for _, c := range batch {
+			if slices.Contains(t.labels, c) {
+				bt = append(bt, c)
+			}
+		}
+		return bt
+	}
+	ba, bb := own(a), own(b)
 	labels := slices.Concat(batch, left, right)
 	if len(contr) == 0 {
-		x := e.transpose(a, slices.Concat(batch, left)).name
+		x := e.transpose(a, slices.Concat(ba, left))
+		xl := slices.Concat(ba, left, right)
 		var ra []int64
 		for i := range right {
-			ra = append(ra, nb+nl+int64(i))
+			ra = append(ra, e.axis(len(ba)+len(left)+i, len(xl), xl))
 		}
-		y := e.transpose(b, slices.Concat(batch, right)).name
+		y := e.transpose(b, slices.Concat(bb, right))
+		yl := slices.Concat(bb, left, right)
 		var la []int64
 		for i := range left {
-			la = append(la, nb+int64(i))
+			la = append(la, e.axis(len(bb)+i, len(yl), yl))
 		}
-		return einsumTerm{e.add("Mul", e.unsqueeze(x, ra...), e.unsqueeze(y, la...)), labels}, nil
+		return einsumTerm{e.add("Mul", e.unsqueeze(x.name, ra...), e.unsqueeze(y.name, la...)), labels}, nil
 	}
 	if len(contr) > 1 || len(left) > 1 || len(right) > 1 {
 		return einsumTerm{}, fmt.Errorf("a product of %q and %q sums %d labels with %d and %d own: at most 1 each is supported",
 			a.labels, b.labels, len(contr), len(left), len(right))
 	}
-	x := e.transpose(a, slices.Concat(batch, left, contr)).name
-	y := e.transpose(b, slices.Concat(batch, contr, right)).name
+	x := e.transpose(a, slices.Concat(ba, left, contr)).name
+	y := e.transpose(b, slices.Concat(bb, contr, right)).name
+	nb := len(batch)
 	var squeeze []int64
 	if len(left) == 0 {
-		x = e.unsqueeze(x, nb)
-		squeeze = append(squeeze, nb)
+		x = e.unsqueeze(x, e.axis(len(ba), len(ba)+2, ba))
+		squeeze = append(squeeze, e.axis(nb, nb+2, batch))
 	}
 	if len(right) == 0 {
-		y = e.unsqueeze(y, nb+1)
-		squeeze = append(squeeze, nb+1)
+		y = e.unsqueeze(y, e.axis(len(bb)+1, len(bb)+2, bb))
+		squeeze = append(squeeze, e.axis(nb+1, nb+2, batch))
 	}
 	name := e.add("MatMul", x, y)
 	if len(squeeze) > 0 {
-		name = e.add("Squeeze", name, e.u.constInts(e.np, "axes", squeeze))
+		name = e.add("Squeeze", name, e.ints("axes", squeeze))
 	}
 	return einsumTerm{name, labels}, nil
 }

@@ -140,6 +140,9 @@ func TestImportEinsum(t *testing.T) {
 		{"...ij,...jk", [][]int64{{2, 3, 4}, {2, 4, 5}}, "bij,bjk->bik"},
 		{"...,...->...", [][]int64{{2, 3}, {2, 3}}, "ab,ab->ab"},
 		{"...ij->ij", [][]int64{{2, 3, 4, 5}}, "abij->ij"},
+		{"...id,jd->...ij", [][]int64{{2, 3, 5, 4}, {6, 4}}, "bhid,jd->bhij"},
+		{"...ij,...jk->...ik", [][]int64{{2, 3, 4}, {4, 5}}, "bij,jk->bik"},
+		{"...ij,...kj->...ik", [][]int64{{2, 3, 4}, {2, 5, 4}}, "bij,bkj->bik"},
 	} {
 		t.Run(c.eq, func(t *testing.T) {
 			g, err := Import(einsumModel(t, "Einsum", c.eq, c.shapes))
