@@ -312,6 +312,11 @@ func (e *einsumLowering) unsqueeze(name string, axes ...int64) string {
 // result's labels are (shared, a's own, b's own); a kept ellipsis block is shared even
 // where one side lacks it (MatMul and Mul broadcast leading dimensions).
 func (e *einsumLowering) product(a, b einsumTerm, keep string) (einsumTerm, error) {
+	// keep starts with the output's labels: the side whose own labels come first there goes
+	// first, so that the result needs no Transpose where the output follows it.
+	if first(b, a, keep) < first(a, b, keep) {
+		a, b = b, a
+	}
 	var batch, contr, left, right []byte
 	kept := func(c byte) bool { return strings.IndexByte(keep, c) >= 0 }
 	block := func(c byte) bool { return c == ellipsis && e.block && kept(c) }
@@ -381,6 +386,18 @@ func (e *einsumLowering) product(a, b einsumTerm, keep string) (einsumTerm, erro
 		name = e.add("Squeeze", name, e.ints("axes", squeeze))
 	}
 	return einsumTerm{name, labels}, nil
+}
+
+// first returns the position in keep of t's first label that other lacks, or len(keep).
+func first(t, other einsumTerm, keep string) int {
+	for _, c := range t.labels {
+		if !slices.Contains(other.labels, c) {
+			if i := strings.IndexByte(keep, c); i >= 0 {
+				return i
+			}
+		}
+	}
+	return len(keep)
 }
 
 // reciprocal returns Div(1, x) for np, a Reciprocal (float32, the only float zoo runs).
