@@ -16,7 +16,7 @@ import (
 
 // einsumModel returns an ONNX model whose one node is Einsum(eq) (or op, when not Einsum)
 // over float inputs x0, x1, … of the given shapes, output y of unknown shape.
-func einsumModel(t *testing.T, op, eq string, shapes [][]int64) []byte {
+func einsumModel(t testing.TB, op, eq string, shapes [][]int64) []byte {
 	t.Helper()
 	b := graph.NewBuilder("einsum")
 	var in []string
