@@ -23,7 +23,9 @@ func FuzzImport(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	seeds = append(seeds, tiny, tiny[:len(tiny)/2], tiny[:1024])
+	seeds = append(seeds, tiny, tiny[:len(tiny)/2], tiny[:1024],
+		einsumModel(f, "Einsum", "...id,jd->...ij", [][]int64{{2, 3, 5, 4}, {6, 4}}),
+		einsumModel(f, "Einsum", "nlhd,nhmd,nlh->nlhm", [][]int64{{2, 5, 3, 4}, {2, 3, 6, 4}, {2, 5, 3}}))
 	for _, s := range seeds {
 		f.Add(s)
 	}

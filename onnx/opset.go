@@ -177,6 +177,10 @@ func (u *upgrader) upgrade(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 		return u.upsample(np)
 	case op == "BatchNormalization":
 		return u.batchNorm(np)
+	case op == "Einsum":
+		return u.einsum(np)
+	case op == "Reciprocal":
+		return u.reciprocal(np)
 	}
 	return []*onnxpb.NodeProto{np}, nil
 }

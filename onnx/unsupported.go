@@ -2,7 +2,9 @@ package onnx
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/zoo-dev/zoo/onnx/onnxpb"
 	"github.com/zoo-dev/zoo/zoo/graph"
@@ -41,7 +43,11 @@ func unsupportedOps(gp *onnxpb.GraphProto) error {
 		if u.nodes > 1 {
 			nodes = fmt.Sprintf("%d nodes, first", u.nodes)
 		}
-		parts[i] = fmt.Sprintf("%s (%s %s)", u.key, nodes, strings.TrimPrefix(u.first, "node "))
+		key := u.key
+		if strings.ContainsFunc(key, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+			key = strconv.Quote(key) // a file's op name with a newline must not break the one-line error
+		}
+		parts[i] = fmt.Sprintf("%s (%s %s)", key, nodes, strings.TrimPrefix(u.first, "node "))
 	}
 	what := "an op"
 	if len(missing) > 1 {

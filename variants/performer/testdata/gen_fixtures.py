@@ -3,7 +3,8 @@
 
 Run from the repository root with Debian's Python (torch 1.13):
 
-    /usr/bin/python3 variants/performer/testdata/gen_fixtures.py
+    /usr/bin/python3 variants/performer/testdata/gen_fixtures.py         # fixtures and ONNX exports
+    /usr/bin/python3 variants/performer/testdata/gen_fixtures.py --onnx  # only the ONNX exports
 
 ZOO_BIN=path/to/zoo uses a prebuilt zoo binary instead of `go run ./cmd/zoo`. The safetensors
 I/O, zoo's weights, the padded batch, the fixture loop and the encoder around the attention
@@ -128,7 +129,17 @@ def build(cfg):
     return model
 
 
+def onnx_exports():
+    """The tiny model (max_len 64) as torch.onnx.export writes it at opsets 14 and 17
+    (torch_tiny_op14.onnx, torch_tiny_op17.onnx) and PyTorch's outputs (torch_tiny_outputs)."""
+    zf.onnx_exports(HERE, VARIANT, "torch_tiny", dict(CASES[0][1], max_len=64), 3, build, threads=1)
+
+
 if __name__ == "__main__":
+    if "--onnx" in sys.argv:
+        onnx_exports()
+        sys.exit()
     if "--grads" not in sys.argv:
+        onnx_exports()
         zf.generate(HERE, VARIANT, CASES, build, threads=1)
     zf.generate_grads(HERE, VARIANT, CASES[:2], build, threads=1)  # every parameter's gradient (--grads: only these)

@@ -140,23 +140,8 @@ def build(cfg):
 def onnx_exports():
     """The seed's encoder exported by PyTorch itself at opsets 14-17 (tiny, max_len 64), with the
     outputs PyTorch computes for the fixture batch: zoo must import and run what PyTorch writes."""
-    sets, seed = {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "max_len": 64}, 3
-    state, meta, digest = zf.export_weights("vanilla", sets, seed)
-    model = build(json.loads(meta["config"]))
-    model.load_state_dict(state, strict=True)
-    model.eval()
-    tokens, mask = zf.batch_from_text()
-    x, m = torch.from_numpy(tokens), torch.from_numpy(mask)
-    with torch.no_grad():
-        hidden, logits = model(x, m)
-    for opset in (14, 15, 16, 17):
-        out = os.path.join(HERE, f"seed_tiny_op{opset}.onnx")
-        torch.onnx.export(model, (x, m), out, opset_version=opset, input_names=["tokens", "key_padding_mask"],
-                          output_names=["hidden", "logits"],
-                          dynamic_axes={"tokens": {0: "batch", 1: "seq"}, "key_padding_mask": {0: "batch", 1: "seq"},
-                                        "hidden": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}})
-        print(f"wrote {os.path.relpath(out, zf.ROOT)}")
-    zf.write_fixture(HERE, "seed_tiny_outputs", tokens, mask, hidden, logits, digest, sets, seed)
+    sets = {"d_model": 64, "heads": 4, "layers": 2, "d_ff": 128, "max_len": 64}
+    zf.onnx_exports(HERE, "vanilla", "seed_tiny", sets, 3, build, opsets=(14, 15, 16, 17))
 
 
 def bench():
