@@ -351,8 +351,14 @@ func packA(transA bool, a []float32, lda, ic, pc, mcb, kcb, mr int, alpha float3
 			for p := 0; p < kcb; p++ {
 				src := a[(pc+p)*lda+ic+ir : (pc+p)*lda+ic+ir+mrb]
 				d := panel[p*mr : p*mr+mr]
-				for i, v := range src {
-					d[i] = alpha * v
+				if alpha == 1 {
+					// A plain copy (memmove) is several times faster than the scaling loop,
+					// and a training step's weight gradients pack all their A this way.
+					copy(d, src)
+				} else {
+					for i, v := range src {
+						d[i] = alpha * v
+					}
 				}
 				clear(d[mrb:])
 			}
