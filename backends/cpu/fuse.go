@@ -98,6 +98,31 @@ type fusedLinear struct {
 	st   step
 }
 
+// fuseAt offers every live step of op to match in order and commits each group it returns,
+// counting it under the kind match names, or under kind when match names none.
+func (f *fuser) fuseAt(op, kind string, replaced map[int]step, match func(i int) ([]int, step, string, bool)) {
+	for i := range f.p.plan.Steps {
+		if f.dead[i] || f.p.plan.Steps[i].Node.Op != op {
+			continue
+		}
+		if g, st, k, ok := match(i); ok {
+			f.commit(g, st, replaced)
+			if k == "" {
+				k = kind
+			}
+			f.p.fusions[k]++
+		}
+	}
+}
+
+// kindless adapts a matcher of one fusion kind to fuseAt.
+func kindless(match func(i int) ([]int, step, bool)) func(i int) ([]int, step, string, bool) {
+	return func(i int) ([]int, step, string, bool) {
+		g, st, ok := match(i)
+		return g, st, "", ok
+	}
+}
+
 func (p *Program) fuse() {
 	p.shapesThroughTransposes()
 	p.recomposeLayerNorms()
@@ -133,52 +158,12 @@ func (p *Program) fuse() {
 		}
 		p.notes = append(p.notes, note)
 	}
-	for i := range p.plan.Steps {
-		if f.dead[i] || p.plan.Steps[i].Node.Op != "ReduceSum" {
-			continue
-		}
-		if g, st, ok := f.matchSoftmaxGrad(i); ok {
-			f.commit(g, st, replaced)
-			p.fusions["softmax-backward"]++
-		}
-	}
+	f.fuseAt("ReduceSum", "softmax-backward", replaced, kindless(f.matchSoftmaxGrad))
 	f.fuseKernelized(replaced) // before the linears take its feature projections (fuse_kernelized.go)
-	for i := range p.plan.Steps {
-		if f.dead[i] || p.plan.Steps[i].Node.Op != "Where" {
-			continue
-		}
-		if g, st, ok := f.matchReluGrad(i); ok {
-			f.commit(g, st, replaced)
-			p.fusions["relu-backward"]++
-		}
-	}
-	for i := range p.plan.Steps {
-		if f.dead[i] || p.plan.Steps[i].Node.Op != "ReduceMean" {
-			continue
-		}
-		if g, st, ok := f.matchLayerNormGrad(i); ok {
-			f.commit(g, st, replaced)
-			p.fusions["layernorm-backward"]++
-		}
-	}
-	for i := range p.plan.Steps {
-		if f.dead[i] || p.plan.Steps[i].Node.Op != "MatMul" {
-			continue
-		}
-		if g, st, kind, ok := f.matchRuntimeLinear(i); ok {
-			f.commit(g, st, replaced)
-			p.fusions[kind]++
-		}
-	}
-	for i := range p.plan.Steps {
-		if f.dead[i] || p.plan.Steps[i].Node.Op != "Gemm" {
-			continue
-		}
-		if g, st, ok := f.matchRuntimeGemm(i); ok {
-			f.commit(g, st, replaced)
-			p.fusions["runtime-gemm"]++
-		}
-	}
+	f.fuseAt("Where", "relu-backward", replaced, kindless(f.matchReluGrad))
+	f.fuseAt("ReduceMean", "layernorm-backward", replaced, kindless(f.matchLayerNormGrad))
+	f.fuseAt("MatMul", "", replaced, f.matchRuntimeLinear)
+	f.fuseAt("Gemm", "runtime-gemm", replaced, kindless(f.matchRuntimeGemm))
 	for i := range p.plan.Steps {
 		if op := p.plan.Steps[i].Node.Op; f.dead[i] || (op != "MatMul" && op != "Gemm") {
 			continue

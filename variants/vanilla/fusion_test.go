@@ -4,36 +4,13 @@ import (
 	"context"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 
-	"github.com/zoo-dev/zoo/backends"
-	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/variants/internal/paritytest"
 	"github.com/zoo-dev/zoo/variants/vanilla"
-	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
-
-// fusedKernels returns the fused steps of g's CPU program (their kernel names, sorted) and
-// the program.
-func fusedKernels(t *testing.T, g *graph.Graph) ([]string, *cpu.Program) {
-	t.Helper()
-	p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog := p.(*cpu.Program)
-	var fused []string
-	for _, k := range prog.Kernels() {
-		if strings.HasPrefix(k, "Fused") {
-			fused = append(fused, k)
-		}
-	}
-	slices.Sort(fused)
-	return fused, prog
-}
 
 // PyTorch's export of the seed's encoder (seed_tiny_op14…17: scale, mask and head split as
 // torch.onnx.export writes them, shapes computed at run time) compiles to the same fused
@@ -46,7 +23,7 @@ func TestPyTorchExportFusesAsVanilla(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := fusedKernels(t, own)
+	want, _ := paritytest.FusedKernels(t, own)
 	if len(want) == 0 {
 		t.Fatal("vanilla's own graph has no fused steps")
 	}
@@ -61,7 +38,7 @@ func TestPyTorchExportFusesAsVanilla(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, prog := fusedKernels(t, g)
+			got, prog := paritytest.FusedKernels(t, g)
 			if !slices.Equal(got, want) {
 				t.Fatalf("fused kernels %v, vanilla's %v; report:\n%s", got, want, prog.Report())
 			}
