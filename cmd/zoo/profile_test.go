@@ -170,7 +170,7 @@ func TestProfileTrain(t *testing.T) {
 	if rep.RunMS <= 0 || rep.StepsMS <= 0 || rep.StepsMS > rep.RunMS {
 		t.Errorf("steps take %.4f ms of a %.4f ms run", rep.StepsMS, rep.RunMS)
 	}
-	var grads, softmaxGrad, loss int
+	var grads, attnGrad, loss int
 	for _, s := range rep.Nodes {
 		switch {
 		case strings.HasPrefix(s.Name, "grad/"):
@@ -178,12 +178,12 @@ func TestProfileTrain(t *testing.T) {
 		case strings.HasPrefix(s.Name, "xent/"):
 			loss++
 		}
-		if strings.HasPrefix(s.Kind, "FusedSoftmaxGrad[") {
-			softmaxGrad++
+		if strings.HasPrefix(s.Kind, "FusedAttentionBackward[") {
+			attnGrad++
 		}
 	}
-	if grads == 0 || loss == 0 || softmaxGrad != 2 {
-		t.Errorf("%d backward steps, %d loss steps, %d fused softmax backwards (want some, some, one per layer)", grads, loss, softmaxGrad)
+	if grads == 0 || loss == 0 || attnGrad != 2 {
+		t.Errorf("%d backward steps, %d loss steps, %d fused attention backwards (want some, some, one per layer)", grads, loss, attnGrad)
 	}
 	code, out, errs = zoo(t, "profile", "vanilla.tiny", "--batch", "2", "--seq", "32", "--reps", "1", "--json")
 	if code != 0 {
