@@ -251,7 +251,7 @@ func reduceOp(kind reduceKind) kernelMaker {
 }
 
 func reduce(e *exec, x *tensor.Tensor, mark []bool, keep bool, kind reduceKind) (*tensor.Tensor, error) {
-	if out, ok, err := reduceLeading(e, x, mark, keep, kind); ok || err != nil {
+	if out, ok, err := reduceRun(e, x, mark, keep, kind); ok || err != nil {
 		return out, err
 	}
 	return reduceGeneric(e, x, mark, keep, kind)
@@ -285,11 +285,6 @@ func reduceGeneric(e *exec, x *tensor.Tensor, mark []bool, keep bool, kind reduc
 	for i := 0; i < len(x.Shape)-len(redDims); i++ {
 		if mark[i] {
 			trailing = false
-		}
-	}
-	if !trailing && len(redDims) > 0 {
-		if out, ok, err := reduceMiddle(e, x, mark, outShape, kind); ok || err != nil {
-			return out, err
 		}
 	}
 	src := x

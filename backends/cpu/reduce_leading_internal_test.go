@@ -9,7 +9,7 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
-// reduceLeading agrees bit for bit with the generic reduction (its twin: transpose the
+// reduceRun agrees bit for bit with the generic reduction (its twin: transpose the
 // reduced axes last, sum each block) on sums and means over leading axes, for random and
 // awkward shapes (single rows, one column, more columns than an accumulator block, empty
 // reductions) and thread counts; reductions it does not handle go to the generic path.
@@ -36,7 +36,7 @@ func TestReduceLeadingMatchesGeneric(t *testing.T) {
 				for _, threads := range []int{1, 2, 5} {
 					name := fmt.Sprintf("%v/lead%d/kind%d/keep%v/threads%d", tc.shape, tc.lead, kind, keep, threads)
 					e := &exec{threads: threads}
-					got, ok, err := reduceLeading(e, x, mark, keep, kind)
+					got, ok, err := reduceRun(e, x, mark, keep, kind)
 					if err != nil || !ok {
 						t.Fatalf("%s: ok %v, err %v", name, ok, err)
 					}
@@ -58,12 +58,12 @@ func TestReduceLeadingMatchesGeneric(t *testing.T) {
 	}
 	x := &tensor.Tensor{DType: tensor.Float32, Shape: []int{2, 3}, F32: make([]float32, 6)}
 	for _, mark := range [][]bool{{false, true}, {true, true}, {false, false}} {
-		if _, ok, _ := reduceLeading(&exec{threads: 1}, x, mark, true, reduceSum); ok {
-			t.Errorf("mark %v: reduceLeading took a reduction that is not over leading axes only", mark)
+		if _, ok, _ := reduceRun(&exec{threads: 1}, x, mark, true, reduceSum); ok {
+			t.Errorf("mark %v: reduceRun took a reduction that is not over leading axes only", mark)
 		}
 	}
-	if _, ok, _ := reduceLeading(&exec{threads: 1}, x, []bool{true, false}, true, reduceMax); ok {
-		t.Error("reduceLeading took a ReduceMax")
+	if _, ok, _ := reduceRun(&exec{threads: 1}, x, []bool{true, false}, true, reduceMax); ok {
+		t.Error("reduceRun took a ReduceMax")
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
-// reduceRef is the pure-Go twin of reduceMiddle: every output element is reduceRowF of the
+// reduceRef is the pure-Go twin of reduceRun: every output element is reduceRowF of the
 // elements it reduces, gathered in index order of the reduced axes.
 func reduceRef(x *tensor.Tensor, a0, a1 int, kind reduceKind) []float32 {
 	outer, red, inner := 1, 1, 1
@@ -35,7 +35,7 @@ func reduceRef(x *tensor.Tensor, a0, a1 int, kind reduceKind) []float32 {
 	return out
 }
 
-// TestReduceMiddle checks the middle-axes Sum and Mean against reduceRef bit for bit, on
+// TestReduceMiddle checks reduceRun's middle-axes Sum and Mean against reduceRef bit for bit, on
 // shapes with axes of 1, odd sizes and more elements than one parallel grain, reducing one
 // axis or two adjacent ones, keeping the reduced axes or not; and that it declines the
 // reductions it does not do (two runs of axes, Max).
@@ -82,10 +82,10 @@ func TestReduceMiddle(t *testing.T) {
 		}
 	}
 	x, _ := tensor.New(tensor.Float32, 2, 3, 4, 5)
-	if _, ok, _ := reduceMiddle(&exec{threads: 1}, x, []bool{false, true, false, true}, []int{2, 4}, reduceSum); ok {
-		t.Error("two runs of axes were reduced by reduceMiddle")
+	if _, ok, _ := reduceRun(&exec{threads: 1}, x, []bool{false, true, false, true}, false, reduceSum); ok {
+		t.Error("two runs of axes were reduced by reduceRun")
 	}
-	if _, ok, _ := reduceMiddle(&exec{threads: 1}, x, []bool{false, true, false, false}, []int{2, 4, 5}, reduceMax); ok {
-		t.Error("Max was reduced by reduceMiddle")
+	if _, ok, _ := reduceRun(&exec{threads: 1}, x, []bool{false, true, false, false}, false, reduceMax); ok {
+		t.Error("Max was reduced by reduceRun")
 	}
 }
