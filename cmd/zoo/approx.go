@@ -119,11 +119,8 @@ func approxAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if p := m.Desc.Caps.MaxLenParam; p != "" && len(text) > m.Config.Int(p) {
-		if c.IsSet("tokens") {
-			return badInputf("--tokens %d is longer than %s's maximum length %d (max_len)", ntok, m.displayName(), m.Config.Int(p))
-		}
-		text = text[:m.Config.Int(p)]
+	if text, err = fitMaxLen(c, m, text); err != nil {
+		return err
 	}
 	n := len(text)
 	layers, err := vanillaQKV(c, m, text)

@@ -209,11 +209,8 @@ func attentionAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if p := m.Desc.Caps.MaxLenParam; p != "" && len(text) > m.Config.Int(p) {
-		if c.IsSet("tokens") {
-			return badInputf("--tokens %d is longer than %s's maximum length %d (max_len)", ntok, m.displayName(), m.Config.Int(p))
-		}
-		text = text[:m.Config.Int(p)]
+	if text, err = fitMaxLen(c, m, text); err != nil {
+		return err
 	}
 	if why, ok := noSoftmaxWhy[m.Name]; ok {
 		return badInputf("attention: %s has no attention matrix to draw: %s", m.displayName(), why)
@@ -311,6 +308,19 @@ func attentionAction(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "attention of %s (layers: %d, heads each: %d, tokens: %d): %s\n", doc.Model, len(doc.Layers), len(doc.Layers[0].Heads), len(ids), outPath)
 	return nil
+}
+
+// fitMaxLen cuts text to m's maximum length when it has one, or refuses as bad input when
+// the user asked for that many tokens with --tokens.
+func fitMaxLen(c *cli.Context, m *model, text []byte) ([]byte, error) {
+	p := m.Desc.Caps.MaxLenParam
+	if p == "" || len(text) <= m.Config.Int(p) {
+		return text, nil
+	}
+	if c.IsSet("tokens") {
+		return nil, badInputf("--tokens %d is longer than %s's maximum length %d (max_len)", c.Int("tokens"), m.displayName(), m.Config.Int(p))
+	}
+	return text[:m.Config.Int(p)], nil
 }
 
 // readHead returns the first n bytes of the file at path; an empty file or a directory is
