@@ -23,6 +23,11 @@ type Probe struct {
 	Threads int
 	// Priority orders automatic selection: the highest available wins.
 	Priority int
+	// BF16 names the bf16 matrix-product path Options.Precision "bf16" runs on here (for the
+	// CPU: "amx-bf16" or "avx512-bf16"), or is "" when the backend has none on this machine;
+	// BF16Reason then says why in one line.
+	BF16       string
+	BF16Reason string
 }
 
 // Options tune compilation. The zero value asks for the backend's defaults.
@@ -32,10 +37,11 @@ type Options struct {
 	// KeepIntermediates lists values (beyond the graph outputs) that Run must also return,
 	// for per-layer parity checks.
 	KeepIntermediates []string
-	// Precision selects the matrix-product math of accelerator backends: "" or "fp32" (the
-	// default: strict IEEE fp32), "tf32" (TF32 tensor cores, about 1e-3 relative error) or
-	// "bf16" (bf16 tensor-core products with fp32 storage and accumulation). Backends
-	// without such modes (the CPU backend) ignore it.
+	// Precision selects the matrix-product math: "" or "fp32" (the default: strict IEEE
+	// fp32), "tf32" (CUDA's TF32 tensor cores, about 1e-3 relative error) or "bf16" (inputs
+	// of every matrix product rounded to bf16, products accumulated in fp32, everything
+	// else fp32). A backend refuses with an error a precision it has no path for on this
+	// machine (Probe().BF16 is "" for bf16).
 	Precision string
 	// NoFusion turns off a backend's graph fusions (e.g. the CPU backend's fused linear and
 	// attention kernels), so every node runs as its own kernel: for A/B tests and for

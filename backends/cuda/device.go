@@ -179,6 +179,8 @@ func probe() backends.Probe {
 		Device: fmt.Sprintf("%s, %.0f GiB, compute %d.%d, %d SMs, driver %s, cuBLAS %s, NVRTC %d.%d",
 			l.name, gib, l.major, l.minor, l.sms, verString(l.driverVer), l.cublasVer, l.nvrtcMajor, l.nvrtcMinor),
 		Threads: 1,
+		// cuBLAS's bf16 GEMMs run on the tensor cores of every GPU the backend accepts.
+		BF16: "tensor cores",
 	}
 }
 

@@ -92,12 +92,14 @@ const parallelMinFlops = 8 << 20
 // bitwise identical to Sgemm's for every threads value. Problems under about 8 MFLOP, or
 // threads <= 1, run on the calling goroutine.
 func SgemmParallel(threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	lv := activeLevel()
-	if threads <= 1 || 2*float64(m)*float64(n)*float64(k) < parallelMinFlops {
-		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
-	}
 	checkArgs(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	splitRun(threads, activeLevel().kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// splitRun is SgemmParallel's body with the kernel set given (nil: SgemmGeneric), on
+// arguments that have passed checkArgs; SbgemmParallel runs its pair matrices through it.
+func splitRun(threads int, kern *microKernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	lv := &level{kern: kern}
 	run := func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 		if lv.kern == nil {
 			SgemmGeneric(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -120,6 +122,9 @@ func SgemmParallel(threads int, transA, transB bool, m, n, k int, alpha float32,
 	}
 	tiles := (dim + unit - 1) / unit
 	parts := min(threads, tiles)
+	if threads <= 1 || 2*float64(m)*float64(n)*float64(k) < parallelMinFlops {
+		parts = 1
+	}
 	if parts <= 1 {
 		run(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return

@@ -122,6 +122,86 @@ func packBTransFast(panel, b []float32, off, ldb, kcb, nr int) bool {
 	return true
 }
 
+// The bf16 micro-kernels (VDPBF16PS; see sgemm_amd64.s): the sgemm kernels' contract over
+// bf16 pairs, kc counting pairs. bf16KernelTwin states their roundings.
+
+//go:noescape
+func sbgemmKernelAVX512x12x32(kc int, a, b, c *float32, ldc, flags int, beta float32)
+
+//go:noescape
+func sbgemmKernelAVX512x12x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
+//go:noescape
+func sbgemmKernelAVX512x11x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
+//go:noescape
+func sbgemmKernelAVX512x10x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
+//go:noescape
+func sbgemmKernelAVX512x9x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
+//go:noescape
+func sbgemmKernelAVX512x8x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
+//go:noescape
+func sbgemmKernelAVX512x7x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
+//go:noescape
+func sbgemmKernelAVX512x6x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
+//go:noescape
+func sbgemmKernelAVX512x5x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
+//go:noescape
+func sbgemmKernelAVX512x4x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
+//go:noescape
+func sbgemmKernelAVX512x3x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
+//go:noescape
+func sbgemmKernelAVX512x2x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
+//go:noescape
+func sbgemmKernelAVX512x1x32Direct(kc int, a, b, c *float32, ldc, flags int, beta float32, lda int, pf *float32)
+
+// cvtBF16AVX512 rounds n floats (a multiple of 16) to bf16 with VCVTNEPS2BF16.
+//
+//go:noescape
+func cvtBF16AVX512(dst *uint16, src *float32, n int)
+
+// bf16Kernel is the AVX512-BF16 kernel set: 12×32 tiles over pairs, kc = 256 pairs (a k of
+// 512 in one block, the B panel 32 KiB), and a direct kernel for every row count so the
+// driver never packs A (packARowsAVX512's multiply would quiet the NaN bit pattern some
+// pairs of finite bf16 values make).
+var bf16Kernel = &microKernel{name: "avx512bf16-12x32", mr: 12, nr: 32, kc: 256, mc: 192, nc: 512,
+	fn: sbgemmKernelAVX512x12x32, direct: sbgemmKernelAVX512x12x32Direct, restride: true,
+	directEdge: []directKernel{{11, sbgemmKernelAVX512x11x32Direct}, {10, sbgemmKernelAVX512x10x32Direct}, {9, sbgemmKernelAVX512x9x32Direct}, {8, sbgemmKernelAVX512x8x32Direct}, {7, sbgemmKernelAVX512x7x32Direct}, {6, sbgemmKernelAVX512x6x32Direct}, {5, sbgemmKernelAVX512x5x32Direct}, {4, sbgemmKernelAVX512x4x32Direct}, {3, sbgemmKernelAVX512x3x32Direct}, {2, sbgemmKernelAVX512x2x32Direct}, {1, sbgemmKernelAVX512x1x32Direct}},
+	ok:         hasAVX512BF16}
+
+// cpuAVX512BF16 is whether this CPU has AVX512-BF16 (VDPBF16PS, VCVTNEPS2BF16).
+var cpuAVX512BF16 = cpu.X86.HasAVX512BF16
+
+// hasAVX512BF16 needs AVX512-BF16 and the AVX-512 level being in use: ZOO_CPU=avx2 turns
+// the bf16 path off with the rest of AVX-512.
+func hasAVX512BF16() bool { return cpuAVX512BF16 && simd.Current() == simd.AVX512 }
+
+// cvtBF16Fast rounds src to bf16 into dst (same length) with VCVTNEPS2BF16 where the CPU
+// has it, the tail of fewer than 16 in Go; it reports whether it did.
+func cvtBF16Fast(dst []uint16, src []float32) bool {
+	if !cpuAVX512BF16 {
+		return false
+	}
+	n := len(src) &^ 15
+	if n > 0 {
+		_ = dst[n-1]
+		cvtBF16AVX512(&dst[0], &src[0], n)
+	}
+	for i := n; i < len(src); i++ {
+		dst[i] = bf16Round(src[i])
+	}
+	return true
+}
+
 // asmKernels lists every assembly micro-kernel with the CPU feature test it needs, so tests
 // can check each one against its pure-Go twin, not only the one a level selects.
 //
@@ -169,4 +249,12 @@ func platformLevels() []*level {
 		{simd: simd.AVX2, kern: asmKernels[4]},
 		genericLevel,
 	}
+}
+
+// bf16Unavailable says why bf16Kernel cannot run here.
+func bf16Unavailable() string {
+	if !cpuAVX512BF16 {
+		return "this CPU has neither AMX-BF16 nor AVX512-BF16 (VDPBF16PS)"
+	}
+	return "the bf16 kernels need the avx512 kernel level, and " + simd.Current().String() + " is in use (ZOO_CPU)"
 }

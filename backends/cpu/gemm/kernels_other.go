@@ -2,6 +2,8 @@
 
 package gemm
 
+import "runtime"
+
 // Other architectures (and the purego tag) have no assembly kernels yet: only the pure-Go
 // level exists.
 
@@ -23,3 +25,14 @@ func prefetchL2(p *float32, lines int) {}
 
 // packBRowsFast has no fast path here; packB falls back to its Go loop.
 func packBRowsFast(dst, b []float32, ldb, pc, jc, kcb, pieces, nr int) bool { return false }
+
+// bf16Kernel is nil: only the pure-Go bf16 twin exists here.
+var bf16Kernel *microKernel
+
+// cvtBF16Fast has no fast path here; the caller rounds in Go.
+func cvtBF16Fast(dst []uint16, src []float32) bool { return false }
+
+// bf16Unavailable says why there is no bf16 kernel.
+func bf16Unavailable() string {
+	return "this build has no bf16 kernels (they are amd64 assembly; GOARCH " + runtime.GOARCH + " or the purego tag)"
+}

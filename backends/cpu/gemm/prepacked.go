@@ -13,6 +13,10 @@ type PackedB struct {
 	kc   int          // k block length (the last block may be shorter)
 	np   int          // panels per k block: ceil(n/nr)
 	data []float32    // block q (rows q·kc…) starts at q·kc·np·nr; panel j at +j·kcb·nr
+	// bf16 marks a PackBBF16 operand: k and the panels then count bf16 pairs of op(B)'s
+	// rows, and kIn is op(B)'s own row count.
+	bf16 bool
+	kIn  int
 }
 
 // PackB packs op(B) for SgemmPacked: B is k×n with row stride ldb, or n×k when transB. The
@@ -37,7 +41,11 @@ func (pb *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
 		br, bc = n, k
 	}
 	checkMat("B", br, bc, len(b), ldb)
-	kern := activeLevel().kern
+	pb.pack(activeLevel().kern, transB, k, n, b, ldb)
+}
+
+// pack is Pack with the kernel set given (nil: the generic layout).
+func (pb *PackedB) pack(kern *microKernel, transB bool, k, n int, b []float32, ldb int) {
 	*pb = PackedB{k: k, n: n, kern: kern, data: pb.data[:0]}
 	if kern == nil {
 		pb.data = grow(pb.data, k*n)
@@ -70,6 +78,9 @@ func (pb *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
 // it was given as Bᵀ): what the unfused product of a fused layer needs in the rare run
 // that leaves the packed path, without keeping a second copy of the weights all along.
 func (pb *PackedB) Unpack() []float32 {
+	if pb.bf16 {
+		return pb.unpackBF16()
+	}
 	out := make([]float32, pb.k*pb.n)
 	if pb.kern == nil || len(out) == 0 {
 		copy(out, pb.data)
@@ -91,7 +102,12 @@ func (pb *PackedB) Unpack() []float32 {
 }
 
 // K and N return the shape of op(B).
-func (pb *PackedB) K() int { return pb.k }
+func (pb *PackedB) K() int {
+	if pb.bf16 {
+		return pb.kIn
+	}
+	return pb.k
+}
 
 // N returns the number of columns of op(B).
 func (pb *PackedB) N() int { return pb.n }
@@ -117,7 +133,7 @@ func kcBlock(k, kc int) int {
 // Sgemm's on the level pb was packed for. It panics when the shapes disagree or a slice is
 // too short.
 func SgemmPacked(m, n, k int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int) {
-	if pb == nil || n != pb.n || k != pb.k {
+	if pb == nil || n != pb.n || k != pb.K() {
 		panic(fmt.Sprintf("gemm: SgemmPacked: shape %d×%d does not match the packed operand", k, n))
 	}
 	SgemmPackedCols(m, 0, n, alpha, a, lda, pb, beta, c, ldc)
@@ -159,12 +175,16 @@ func SgemmPackedEpilogueAt(m, j0, j1 int, alpha float32, a []float32, lda int, p
 	if pb == nil || m < 0 || j0 < 0 || j1 > pb.n || j0 > j1 || j0%pb.ColAlign() != 0 {
 		panic(fmt.Sprintf("gemm: SgemmPackedCols: bad column range [%d, %d) of a packed operand", j0, j1))
 	}
-	n, k := j1-j0, pb.k
+	n, k := j1-j0, pb.K()
 	if m == 0 || n == 0 {
 		return
 	}
 	checkMat("A", m, k, len(a), lda)
 	checkMat("C", m, n, len(c), ldc)
+	if pb.bf16 {
+		sbgemmPacked(m, j0, j1, alpha, a, lda, pb, beta, c, ldc, epi)
+		return
+	}
 	if k == 0 || pb.kern == nil {
 		if k == 0 {
 			scaleC(m, n, beta, c, ldc)

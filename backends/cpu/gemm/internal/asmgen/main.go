@@ -28,6 +28,7 @@ type kernel struct {
 	nv     int    // vectors per row: NR = nv·lanes columns of B per k step
 	unroll int    // k steps per loop iteration
 	direct bool   // A read in place from row-major memory (stride lda) instead of packed (and pf)
+	bf16   bool   // VDPBF16PS on bf16 pairs instead of VFMADD231PS on floats (AVX512-BF16)
 }
 
 // kernels lists what the generator emits. Their Go declarations live in kernels_amd64.go.
@@ -43,6 +44,15 @@ var kernels = []kernel{
 	{name: "sgemmKernelAVX2x6x16Direct", avx512: false, mr: 6, nv: 2, unroll: 4, direct: true},
 	{name: "sgemmKernelAVX2x4x16Direct", avx512: false, mr: 4, nv: 2, unroll: 4, direct: true},
 	{name: "sgemmKernelAVX2x2x16Direct", avx512: false, mr: 2, nv: 2, unroll: 4, direct: true},
+	{name: "sbgemmKernelAVX512x12x32", avx512: true, mr: 12, nv: 2, unroll: 4, bf16: true},
+}
+
+// init appends the direct bf16 kernels of every height from 12 down to 1: the bf16 driver
+// reads A in place for every row panel, never packing it (see sbgemmKernels in bf16.go).
+func init() {
+	for mr := 12; mr >= 1; mr-- {
+		kernels = append(kernels, kernel{name: fmt.Sprintf("sbgemmKernelAVX512x%dx32Direct", mr), avx512: true, mr: mr, nv: 2, unroll: 4, direct: true, bf16: true})
+	}
 }
 
 // directRows addresses row i of an unpacked A for the direct kernels: rows 0-11 from four
@@ -83,11 +93,82 @@ func generate() []byte {
 // The broadcast element of A goes to a register with VBROADCASTSS (a load-port µop) rather
 // than being an embedded {1to16} memory operand of each FMA: with NV vectors per row the
 // embedded form would load the same scalar NV times and make the loop load-bound.
+//
+// The sbgemm kernels have the same contract over bf16 pairs: every 32-bit element of a and
+// b holds two bf16 values (the even k in the low half), kc counts pairs, and each k step is
+// one VDPBF16PS, which adds both products of a pair to the fp32 accumulator
+// (bf16KernelTwin in bf16.go is the Go statement of its roundings).
 `)
 	for _, k := range kernels {
 		k.emit(&w)
 	}
+	emitConvert(&w)
 	return w.Bytes()
+}
+
+// Go's assembler has no AVX512-BF16 mnemonics, so the generator encodes them: EVEX.512 with
+// mask k0, no broadcast, register operands only.
+
+// evex returns the bytes of the register form of an EVEX.512.W0 instruction of map 0F38
+// with prefix pp (1: 66, 2: F3, 3: F2): reg is ModRM.reg (the destination), vvvv the first
+// source (0 when the instruction has none: the inverted field then reads 1111b, as
+// required), rm ModRM.rm; registers are numbered 0-31.
+func evex(pp, opcode, reg, vvvv, rm int) []byte {
+	bit := func(v, i int) int { return (v >> i) & 1 }
+	p0 := (1-bit(reg, 3))<<7 | (1-bit(rm, 4))<<6 | (1-bit(rm, 3))<<5 | (1-bit(reg, 4))<<4 | 0b10
+	p1 := (^vvvv&15)<<3 | 1<<2 | pp
+	p2 := 0b10<<5 | (1-bit(vvvv, 4))<<3
+	return []byte{0x62, byte(p0), byte(p1), byte(p2), byte(opcode), byte(0xC0 | (reg&7)<<3 | rm&7)}
+}
+
+// bytesLine writes an encoded instruction as one line of BYTE directives with its
+// mnemonic in Intel operand order as a comment.
+func bytesLine(w *bytes.Buffer, code []byte, intel string) {
+	fmt.Fprint(w, "\t")
+	for i, b := range code {
+		if i > 0 {
+			fmt.Fprint(w, "; ")
+		}
+		fmt.Fprintf(w, "BYTE $0x%02x", b)
+	}
+	fmt.Fprintf(w, " // %s\n", intel)
+}
+
+// vdpbf16ps writes VDPBF16PS zmm<acc>, zmm<x>, zmm<y> (Intel order): for each of the 16
+// fp32 lanes, acc += x.hi·y.hi, then acc += x.lo·y.lo, each rounded to nearest even with
+// denormal inputs and outputs flushed to zero (EVEX.512.F3.0F38.W0 52 /r).
+func vdpbf16ps(w *bytes.Buffer, acc, x, y int) {
+	bytesLine(w, evex(2, 0x52, acc, x, y), fmt.Sprintf("VDPBF16PS zmm%d, zmm%d, zmm%d", acc, x, y))
+}
+
+// emitConvert writes cvtBF16AVX512, the fp32-to-bf16 conversion the bf16 products round
+// their inputs with.
+func emitConvert(w *bytes.Buffer) {
+	fmt.Fprint(w, `
+// func cvtBF16AVX512(dst *uint16, src *float32, n int)
+// dst[i] = bf16(src[i]) for i < n, n a multiple of 16: VCVTNEPS2BF16 rounds to nearest even,
+// flushes denormal inputs to zero and turns a NaN into a quiet NaN; bf16Round is the Go
+// statement of it.
+TEXT ·cvtBF16AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ cvtBF16AVX512_done
+cvtBF16AVX512_loop:
+	VMOVUPS (SI), Z0
+`)
+	// VCVTNEPS2BF16 ymm1, zmm0: EVEX.512.F3.0F38.W0 72 /r, no first source.
+	bytesLine(w, evex(2, 0x72, 1, 0, 0), "VCVTNEPS2BF16 ymm1, zmm0")
+	fmt.Fprint(w, `	VMOVDQU Y1, (DI)
+	ADDQ $64, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ cvtBF16AVX512_loop
+cvtBF16AVX512_done:
+	VZEROUPPER
+	RET
+`)
 }
 
 func (k kernel) emit(w *bytes.Buffer) {
@@ -117,6 +198,9 @@ func (k kernel) emit(w *bytes.Buffer) {
 	isa := "AVX2+FMA"
 	if k.avx512 {
 		isa = "AVX-512F"
+	}
+	if k.bf16 {
+		isa = "AVX512-BF16, bf16 pairs,"
 	}
 	if k.direct && k.mr > len(directRows) {
 		log.Fatalf("%s: direct kernels handle at most %d rows", k.name, len(directRows))
@@ -182,7 +266,11 @@ func (k kernel) emit(w *bytes.Buffer) {
 				p("VBROADCASTSS %d(SI), %s", (u*k.mr+i)*4, treg(i))
 			}
 			for v := 0; v < k.nv; v++ {
-				p("VFMADD231PS %s, %s, %s", breg(v), treg(i), acc(i, v))
+				if k.bf16 {
+					vdpbf16ps(w, i*k.nv+v, bReg+v, tReg+i%ntmp)
+				} else {
+					p("VFMADD231PS %s, %s, %s", breg(v), treg(i), acc(i, v))
+				}
 			}
 		}
 	}

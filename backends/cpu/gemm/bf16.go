@@ -1,0 +1,371 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"unsafe"
+
+	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
+)
+
+// # bf16 products
+//
+// Sbgemm, SbgemmParallel and products with a PackBBF16 operand compute SgemmGeneric's
+// C = alpha·op(A)·op(B) + beta·C with alpha·op(A) and op(B) rounded to bfloat16 (round to
+// nearest even, as VCVTNEPS2BF16 does: bf16Round) and the products accumulated in fp32.
+// Both operands are first turned into pair matrices: element (i, p) of A's holds row i's
+// k = 2p in its low 16 bits and k = 2p+1 in its high ones (a zero pads an odd k), and B's
+// likewise down its columns. The packed driver then runs over the pairs exactly as over
+// floats, with kernels whose k step is one VDPBF16PS (bf16Kernel, AVX512-BF16), or, where
+// the CPU has none, with bf16TileTwin in Go: the same roundings, so the two agree bit for
+// bit. The pairs are 32-bit containers the driver only moves; it never does arithmetic on
+// them.
+
+// bf16KC is the k block of the bf16 products, in pairs: a k of 512 in one block.
+const bf16KC = 256
+
+// BF16Path names the bf16 product path this CPU and build run ("avx512-bf16"), or returns
+// "" and a one-line reason when there is none. The products above work without one, in Go,
+// far slower; the CPU backend refuses bf16 programs then.
+func BF16Path() (path, reason string) {
+	if bf16Kernel != nil && bf16Kernel.ok() {
+		return "avx512-bf16", ""
+	}
+	return "", bf16Unavailable()
+}
+
+// bf16Round rounds x to bfloat16 and returns its bits, as VCVTNEPS2BF16 does: to nearest
+// even, a NaN kept (sign and top payload bits) and made quiet, a denormal flushed to a zero
+// of its sign (the instruction's DAZ, which TestBF16RoundHardware holds it to).
+func bf16Round(x float32) uint16 {
+	u := math.Float32bits(x)
+	if u&0x7fffffff > 0x7f800000 {
+		return uint16(u>>16) | 0x40
+	}
+	if u&0x7f800000 == 0 {
+		return uint16(u>>16) & 0x8000
+	}
+	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
+}
+
+// bf16Float returns the float32 whose top half is the bf16 value h (exact).
+func bf16Float(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+// RoundBF16 returns x rounded to the nearest bf16 value (as Sbgemm rounds its inputs), as
+// a float32: what a caller compares a bf16 product against.
+func RoundBF16(x float32) float32 { return bf16Float(bf16Round(x)) }
+
+// dpBF16 is one lane of VDPBF16PS: acc plus the products of the two halves of the pairs a
+// and b, the high halves first, each sum rounded to fp32 (the products of two bf16 values
+// are exact in fp32).
+func dpBF16(acc float32, a, b uint32) float32 {
+	acc += bf16Float(uint16(a>>16)) * bf16Float(uint16(b>>16))
+	acc += bf16Float(uint16(a)) * bf16Float(uint16(b))
+	return acc
+}
+
+// bf16KernelTwin is the pure-Go statement of the sbgemm micro-kernels: kernelTwin over
+// pairs, one dpBF16 per element per k step (kc pairs), then the same store rule.
+func bf16KernelTwin(mr, nr, kc int, a, b []float32, c []float32, ldc, flags int, beta float32) {
+	var acc [maxTile]float32
+	for p := 0; p < kc; p++ {
+		ap := a[p*mr : p*mr+mr]
+		bp := b[p*nr : p*nr+nr]
+		for i, av := range ap {
+			row := acc[i*nr : i*nr+nr]
+			au := math.Float32bits(av)
+			for j, bv := range bp {
+				row[j] = dpBF16(row[j], au, math.Float32bits(bv))
+			}
+		}
+	}
+	for i := 0; i < mr; i++ {
+		crow := c[i*ldc : i*ldc+nr]
+		for j := range crow {
+			if flags == 0 {
+				crow[j] = acc[i*nr+j]
+			} else {
+				crow[j] = fma32(beta, crow[j], acc[i*nr+j])
+			}
+		}
+	}
+}
+
+// Pairs returns the number of bf16 pairs a k-long row takes: ceil(k/2).
+func Pairs(k int) int { return (k + 1) / 2 }
+
+// ToBF16Pairs rounds the m×k row-major matrix alpha·a (row stride lda) to bf16 pairs:
+// dst, m×Pairs(k) row-major, is the A operand of SbgemmPrepackedAt. Rows are independent,
+// so callers may convert row ranges concurrently. It panics when a slice is too short.
+func ToBF16Pairs(dst []uint32, a []float32, m, k, lda int, alpha float32) {
+	checkMat("A", m, k, len(a), lda)
+	kp := Pairs(k)
+	if len(dst) < m*kp {
+		panic(fmt.Sprintf("gemm: ToBF16Pairs: %d×%d pairs need %d elements, have %d", m, kp, m*kp, len(dst)))
+	}
+	var scaled []float32
+	if alpha != 1 {
+		scaled = make([]float32, k)
+	}
+	for i := 0; i < m; i++ {
+		src := a[i*lda : i*lda+k]
+		if alpha != 1 {
+			for j, v := range src {
+				scaled[j] = alpha * v
+			}
+			src = scaled
+		}
+		row := unsafe.Slice((*uint16)(unsafe.Pointer(&dst[i*kp])), 2*kp)
+		roundBF16Into(row[:k], src)
+		if k%2 == 1 {
+			row[k] = 0
+		}
+	}
+}
+
+// roundBF16Into sets dst[i] = bf16Round(src[i]).
+func roundBF16Into(dst []uint16, src []float32) {
+	if cvtBF16Fast(dst, src) {
+		return
+	}
+	for i, v := range src {
+		dst[i] = bf16Round(v)
+	}
+}
+
+// zipBF16Pairs returns op(M) (rows×cols, M given rows×cols with stride ld, or cols×rows
+// when trans) as a pair matrix down its columns: Pairs(rows)×cols, element (p, j) holding
+// op(M)[2p, j] low and op(M)[2p+1, j] high, scaled by alpha first.
+func zipBF16Pairs(dst []float32, trans bool, rows, cols int, m []float32, ld int, alpha float32) {
+	at := func(r, j int) float32 {
+		if r >= rows {
+			return 0
+		}
+		if trans {
+			return alpha * m[j*ld+r]
+		}
+		return alpha * m[r*ld+j]
+	}
+	for p := 0; p < Pairs(rows); p++ {
+		d := dst[p*cols : p*cols+cols]
+		for j := range d {
+			lo, hi := bf16Round(at(2*p, j)), bf16Round(at(2*p+1, j))
+			d[j] = math.Float32frombits(uint32(lo) | uint32(hi)<<16)
+		}
+	}
+}
+
+// rowBF16Pairs is ToBF16Pairs into a float32 container (the driver's element type).
+func rowBF16Pairs(dst []float32, a []float32, m, k, lda int, alpha float32) {
+	if m == 0 || k == 0 {
+		return
+	}
+	ToBF16Pairs(unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), len(dst)), a, m, k, lda, alpha)
+}
+
+// pairBufs recycles the pair matrices of Sbgemm calls.
+var pairBufs = sync.Pool{New: func() any { return new([]float32) }}
+
+// bf16Operands converts alpha·op(A) and op(B) to pair matrices in buffers from pairBufs:
+// ap is m×kp (row stride kp); bp is op(B)'s pairs, transposed (n×kp, stride kp) when tb.
+// release returns the buffers.
+func bf16Operands(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int) (ap, bp []float32, tb bool, ldbp int, release func()) {
+	kp := Pairs(k)
+	abuf, bbuf := pairBufs.Get().(*[]float32), pairBufs.Get().(*[]float32)
+	*abuf, *bbuf = grow(*abuf, m*kp), grow(*bbuf, n*kp)
+	ap, bp = *abuf, *bbuf
+	if transA {
+		// op(A) row i is column i of A: zip Aᵀ's pairs, then they are kp×m; A's pair matrix
+		// is its transpose, which the driver reads with transA... it has none for pairs, so
+		// transpose here.
+		tmp := make([]float32, kp*m)
+		zipBF16Pairs(tmp, false, k, m, a, lda, alpha)
+		for p := 0; p < kp; p++ {
+			for i := 0; i < m; i++ {
+				ap[i*kp+p] = tmp[p*m+i]
+			}
+		}
+	} else {
+		rowBF16Pairs(ap, a, m, k, lda, alpha)
+	}
+	if transB {
+		rowBF16Pairs(bp, b, n, k, ldb, 1)
+		tb, ldbp = true, kp
+	} else {
+		zipBF16Pairs(bp, false, k, n, b, ldb, 1)
+		ldbp = n
+	}
+	return ap, bp, tb, ldbp, func() { pairBufs.Put(abuf); pairBufs.Put(bbuf) }
+}
+
+// Sbgemm is Sgemm with bf16 inputs (see the section comment): C = alpha·op(A)·op(B) + beta·C
+// with alpha·op(A) and op(B) rounded to bf16 and fp32 accumulation. It runs on the calling
+// goroutine and is safe for concurrent use. It panics, like Sgemm, when a slice is too
+// short for the shape and strides.
+func Sbgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	SbgemmParallel(1, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SbgemmParallel is Sbgemm split over up to threads goroutines as SgemmParallel splits
+// Sgemm; the result is bitwise the same for every threads value.
+func SbgemmParallel(threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	checkArgs(transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	ap, bp, tb, ldbp, release := bf16Operands(transA, transB, m, n, k, alpha, a, lda, b, ldb)
+	defer release()
+	kp := Pairs(k)
+	if kern := bf16Active(); kern != nil {
+		splitRun(threads, kern, false, tb, m, n, kp, 1, ap, kp, bp, ldbp, beta, c, ldc)
+		return
+	}
+	bf16Twin(tb, m, n, kp, ap, kp, bp, ldbp, beta, c, ldc)
+}
+
+// bf16Active returns the bf16 kernel set when this CPU runs it, else nil.
+func bf16Active() *microKernel {
+	if bf16Kernel != nil && bf16Kernel.ok() {
+		return bf16Kernel
+	}
+	return nil
+}
+
+// bf16Twin computes the bf16 product over pair matrices in Go with the driver's k blocking
+// (kcBlock(kp, bf16KC)) and store rules, so it equals the kernels' result bit for bit.
+func bf16Twin(transB bool, m, n, kp int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	kc := kcBlock(kp, bf16KC)
+	for pc := 0; pc < kp; pc += kc {
+		kcb := min(kc, kp-pc)
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				var acc float32
+				for p := pc; p < pc+kcb; p++ {
+					var bv float32
+					if transB {
+						bv = b[j*ldb+p]
+					} else {
+						bv = b[p*ldb+j]
+					}
+					acc = dpBF16(acc, math.Float32bits(a[i*lda+p]), math.Float32bits(bv))
+				}
+				cv := &c[i*ldc+j]
+				switch {
+				case pc > 0:
+					*cv += acc
+				case beta == 0:
+					*cv = acc
+				default:
+					*cv = fma32(beta, *cv, acc)
+				}
+			}
+		}
+	}
+}
+
+// PackBBF16 packs op(B) (as PackB takes it) rounded to bf16 pairs, for products whose A is
+// rounded too (SgemmPacked and its variants then compute Sbgemm's result). Weights are
+// converted once here. It panics, like PackB, when b is too short.
+func PackBBF16(transB bool, k, n int, b []float32, ldb int) *PackedB {
+	if k < 0 || n < 0 {
+		panic(fmt.Sprintf("gemm: PackBBF16: negative dimension k=%d n=%d", k, n))
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	checkMat("B", br, bc, len(b), ldb)
+	kp := Pairs(k)
+	pairs := make([]float32, kp*n)
+	zipBF16Pairs(pairs, transB, k, n, b, ldb, 1)
+	pb := &PackedB{}
+	pb.pack(bf16Active(), false, kp, n, pairs, n)
+	pb.bf16, pb.kIn = true, k
+	return pb
+}
+
+// BF16 reports whether pb was packed by PackBBF16.
+func (pb *PackedB) BF16() bool { return pb.bf16 }
+
+// SbgemmPrepackedAt is SgemmPackedEpilogueAt for a PackBBF16 operand with A already
+// converted by ToBF16Pairs (ap, m×Pairs(k), row stride lda in pairs), so that callers
+// splitting one product into column tiles convert A once. It panics when pb is not bf16,
+// the ranges are bad or a slice is too short.
+func SbgemmPrepackedAt(m, j0, j1 int, ap []uint32, lda int, pb *PackedB, beta float32, c []float32, ldc int, epi Epilogue) {
+	if pb == nil || !pb.bf16 || m < 0 || j0 < 0 || j1 > pb.n || j0 > j1 || j0%pb.ColAlign() != 0 {
+		panic(fmt.Sprintf("gemm: SbgemmPrepackedAt: bad column range [%d, %d) or not a bf16 operand", j0, j1))
+	}
+	n, kp := j1-j0, pb.k
+	if m == 0 || n == 0 {
+		return
+	}
+	checkMat("C", m, n, len(c), ldc)
+	if kp == 0 {
+		scaleC(m, n, beta, c, ldc)
+		if epi != nil {
+			epi(0, m, j0, j1)
+		}
+		return
+	}
+	if len(ap) < (m-1)*lda+kp || lda < kp {
+		panic(fmt.Sprintf("gemm: SbgemmPrepackedAt: A pairs %d×%d with stride %d need %d elements, have %d", m, kp, lda, (m-1)*lda+kp, len(ap)))
+	}
+	a := unsafe.Slice((*float32)(unsafe.Pointer(&ap[0])), len(ap))
+	if pb.kern == nil {
+		bf16Twin(false, m, n, kp, a, lda, pb.data[j0:], pb.n, beta, c, ldc)
+		if epi != nil {
+			epi(0, m, j0, j1)
+		}
+		return
+	}
+	sgemmPrepacked(pb, m, j0, n, 1, a, lda, beta, c, ldc, epi)
+}
+
+// sbgemmPacked is SgemmPackedEpilogueAt's body for a bf16 pb: A (float32, m×pb.K()) is
+// rounded to pairs first.
+func sbgemmPacked(m, j0, j1 int, alpha float32, a []float32, lda int, pb *PackedB, beta float32, c []float32, ldc int, epi Epilogue) {
+	kp := pb.k
+	buf := pairBufs.Get().(*[]float32)
+	defer pairBufs.Put(buf)
+	*buf = grow(*buf, max(m*kp, 1))
+	rowBF16Pairs(*buf, a, m, pb.kIn, lda, alpha)
+	SbgemmPrepackedAt(m, j0, j1, unsafe.Slice((*uint32)(unsafe.Pointer(&(*buf)[0])), len(*buf)), kp, pb, beta, c, ldc, epi)
+}
+
+// ToBF16PairsParallel is ToBF16Pairs with the rows split over up to threads workers.
+func ToBF16PairsParallel(threads int, dst []uint32, a []float32, m, k, lda int, alpha float32) {
+	const rowsPerTask = 64
+	tasks := (m + rowsPerTask - 1) / rowsPerTask
+	if threads <= 1 || tasks <= 1 {
+		ToBF16Pairs(dst, a, m, k, lda, alpha)
+		return
+	}
+	kp := Pairs(k)
+	workpool.Tasks(threads, tasks, func(t int) {
+		r0, r1 := t*rowsPerTask, min((t+1)*rowsPerTask, m)
+		ToBF16Pairs(dst[r0*kp:], a[r0*lda:], r1-r0, k, lda, alpha)
+	})
+}
+
+// unpackBF16 is Unpack for a PackBBF16 operand: op(B) as its bf16 values, k×n row-major.
+func (pb *PackedB) unpackBF16() []float32 {
+	inner := *pb
+	inner.bf16 = false
+	pairs := inner.Unpack()
+	out := make([]float32, pb.kIn*pb.n)
+	for p := 0; p < pb.k; p++ {
+		for j := 0; j < pb.n; j++ {
+			u := math.Float32bits(pairs[p*pb.n+j])
+			out[2*p*pb.n+j] = bf16Float(uint16(u))
+			if 2*p+1 < pb.kIn {
+				out[(2*p+1)*pb.n+j] = bf16Float(uint16(u >> 16))
+			}
+		}
+	}
+	return out
+}
