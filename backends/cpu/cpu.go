@@ -25,11 +25,13 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/compile"
+	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/internal/env"
@@ -72,13 +74,31 @@ func (Backend) Name() string { return Name }
 // Probe reports the CPU model, the core count, the SGEMM kernel level and the worker count.
 // The CPU backend is always available.
 func (Backend) Probe() backends.Probe {
+	bf16, why := gemm.BF16Path()
 	return backends.Probe{
-		Available: true,
-		Level:     simd.Current().String(),
-		Device:    deviceName(),
-		Threads:   DefaultThreads(),
-		Priority:  Priority,
+		Available:  true,
+		Level:      simd.Current().String(),
+		Device:     deviceName(),
+		Threads:    DefaultThreads(),
+		Priority:   Priority,
+		BF16:       bf16,
+		BF16Reason: why,
 	}
+}
+
+// precisionBF16 resolves Options.Precision: false for "" and "fp32", true for "bf16" where
+// this CPU has a bf16 path, and a one-line error otherwise.
+func precisionBF16(p string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(p)) {
+	case "", "fp32":
+		return false, nil
+	case "bf16":
+		if path, why := gemm.BF16Path(); path == "" {
+			return false, fmt.Errorf("cpu: precision bf16 is not available here: %s", why)
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("cpu: unknown precision %q (want fp32 or bf16)", p)
 }
 
 // DefaultThreads returns the worker count programs use when Options.Threads is 0: the value
@@ -135,6 +155,9 @@ const (
 type Program struct {
 	plan    *compile.Plan[kernel] // slots, constants and steps (the fused ones included)
 	threads int
+	// bf16 rounds the inputs of every matrix product to bf16 (Options.Precision "bf16"):
+	// fused linear layers hold their weights as bf16 pairs, other products convert per call.
+	bf16    bool
 	closed  bool
 	pool    *bufPool       // recycles activation buffers across the steps of a Run
 	fusions map[string]int // fused patterns found at compile time, by kind
@@ -151,7 +174,11 @@ func newProgram(g *graph.Graph, opts backends.Options) (*Program, error) {
 	if threads > workpool.MaxThreads {
 		threads = workpool.MaxThreads
 	}
-	p := &Program{threads: threads, pool: newBufPool(), fusions: map[string]int{}}
+	bf16, err := precisionBF16(opts.Precision)
+	if err != nil {
+		return nil, err
+	}
+	p := &Program{threads: threads, bf16: bf16, pool: newBufPool(), fusions: map[string]int{}}
 	fold := &exec{threads: threads}
 	cfg := compile.Config[kernel]{
 		Backend: Name,
@@ -275,7 +302,7 @@ func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor, pr 
 			out, err = nil, fmt.Errorf("cpu: %s: internal error: %v", where, r)
 		}
 	}()
-	e := &exec{threads: p.threads, pool: p.pool}
+	e := &exec{threads: p.threads, bf16: p.bf16, pool: p.pool}
 	defer p.pool.endRun()
 	ins := make([]*tensor.Tensor, 0, 8)
 	for i := range p.plan.Steps {
@@ -371,6 +398,7 @@ func aliasesInput(t *tensor.Tensor, inputs map[string]*tensor.Tensor) bool {
 // exec carries per-run state into gemm.
 type exec struct {
 	threads int
+	bf16    bool     // matrix products round their inputs to bf16 (Program.bf16)
 	pool    *bufPool // nil at compile time (constant folding): plain allocation
 }
 
