@@ -197,11 +197,11 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 	packKV := func(ktp, vp *gemm.PackedB, b, k0 int) {
 		cols := min(attnKBlock, nk-k0)
 		if ks.cs == 1 {
-			ktp.Pack(false, dk, cols, kt.F32[ks.off[b]+k0:], ks.ld)
+			e.packB(ktp, false, dk, cols, kt.F32[ks.off[b]+k0:], ks.ld)
 		} else {
-			ktp.Pack(true, dk, cols, kt.F32[ks.off[b]+k0*ks.cs:], ks.cs)
+			e.packB(ktp, true, dk, cols, kt.F32[ks.off[b]+k0*ks.cs:], ks.cs)
 		}
-		vp.Pack(false, cols, dv, v.F32[vs.off[b]+k0*vs.ld:], vs.ld)
+		e.packB(vp, false, cols, dv, v.F32[vs.off[b]+k0*vs.ld:], vs.ld)
 	}
 	// A task is one (batch, head) matrix, or a contiguous share of its query rows when there
 	// are too few matrices to make attnTasks tasks (shares of attnMinQ rows or more), or
@@ -297,7 +297,7 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 				if width == cols {
 					gemm.SgemmPacked(rows, dv, cols, 1, sc, cols, vp, beta, o, ost.ld)
 				} else {
-					gemm.Sgemm(false, false, rows, dv, width, 1, sc, width, v.F32[vs.off[b]+k0*vs.ld:], vs.ld, beta, o, ost.ld)
+					e.sgemm(false, false, rows, dv, width, 1, sc, width, v.F32[vs.off[b]+k0*vs.ld:], vs.ld, beta, o, ost.ld)
 				}
 			}
 		}

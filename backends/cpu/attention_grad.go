@@ -124,10 +124,10 @@ type attnGradIn struct {
 }
 
 // attentionBackward computes dQ, dK and dV into the views dq, dk and dv (overwritten).
-func attentionBackward(threads int, a *attnGradIn, dq, dk, dv matView) {
+func attentionBackward(e *exec, a *attnGradIn, dq, dk, dv matView) {
 	nb := len(a.q.off)
 	nq, nk, dkd, dvd := a.q.rows, a.k.rows, a.q.cols, a.v.cols
-	workpool.Tasks(threads, nb, func(b int) {
+	workpool.Tasks(e.threads, nb, func(b int) {
 		st := attnGradStates.Get().(*attnGradState)
 		defer attnGradStates.Put(st)
 		if cap(st.d) < nq {
@@ -152,9 +152,9 @@ func attentionBackward(threads int, a *attnGradIn, dq, dk, dv matView) {
 			cols := min(attnGradKBlock, nk-k0)
 			kb, vb := a.k.at(b, k0), a.v.at(b, k0)
 			dkb, dvb := dk.at(b, k0), dv.at(b, k0)
-			st.kt.Pack(true, dkd, cols, kb, a.k.ld)
-			st.vt.Pack(true, dvd, cols, vb, a.v.ld)
-			st.kk.Pack(false, cols, dkd, kb, a.k.ld)
+			e.packB(&st.kt, true, dkd, cols, kb, a.k.ld)
+			e.packB(&st.vt, true, dvd, cols, vb, a.v.ld)
+			e.packB(&st.kk, false, cols, dkd, kb, a.k.ld)
 			for q0 := 0; q0 < nq; q0 += attnGradQBlock {
 				rows := min(attnGradQBlock, nq-q0)
 				p, dp := st.p[:rows*cols], st.dp[:rows*cols]
@@ -170,7 +170,7 @@ func attentionBackward(threads int, a *attnGradIn, dq, dk, dv matView) {
 				if q0 == 0 {
 					beta = 0
 				}
-				gemm.Sgemm(true, false, cols, dvd, rows, 1, p, cols, dob, a.do.ld, beta, dvb, dv.ld)
+				e.sgemm(true, false, cols, dvd, rows, 1, p, cols, dob, a.do.ld, beta, dvb, dv.ld)
 				for i := 0; i < rows; i++ {
 					pr, dr := p[i*cols:(i+1)*cols], dp[i*cols:(i+1)*cols]
 					di := d[q0+i]
@@ -179,7 +179,7 @@ func attentionBackward(threads int, a *attnGradIn, dq, dk, dv matView) {
 					}
 				}
 				gemm.SgemmPacked(rows, dkd, cols, 1, dp, cols, &st.kk, 1, dq.at(b, q0), dq.ld)
-				gemm.Sgemm(true, false, cols, dkd, rows, 1, dp, cols, qb, a.q.ld, beta, dkb, dk.ld)
+				e.sgemm(true, false, cols, dkd, rows, 1, dp, cols, qb, a.q.ld, beta, dkb, dk.ld)
 			}
 		}
 	})

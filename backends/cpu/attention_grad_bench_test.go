@@ -49,7 +49,7 @@ func BenchmarkAttentionTraining(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("backward/n=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				attentionBackward(e.threads, a, views[0], views[1], views[2])
+				attentionBackward(e, a, views[0], views[1], views[2])
 			}
 			b.ReportMetric(5*flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

@@ -134,7 +134,7 @@ func TestAttentionGradKernels(t *testing.T) {
 				}
 				want[j], wv[j], _, _ = allocView(e, batch, dims[j][0], dims[j][1], perm)
 			}
-			attentionBackward(e.threads, a, gv[0], gv[1], gv[2])
+			attentionBackward(e, a, gv[0], gv[1], gv[2])
 			attentionBackwardRef(a, wv[0], wv[1], wv[2])
 			for j, name := range []string{"dQ", "dK", "dV"} {
 				if d, ok := closeTo(got[j].F32, want[j].F32); !ok || d > 2e-5 {

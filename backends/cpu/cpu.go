@@ -135,7 +135,11 @@ func deviceName() string {
 // each intermediate buffer can be released, and returns a Program. Options.Threads > 0 sets
 // the worker count (default: Probe().Threads).
 func (Backend) Compile(g *graph.Graph, opts backends.Options) (backends.Program, error) {
-	return newProgram(g, opts)
+	p, err := newProgram(g, opts)
+	if err != nil {
+		return nil, err // not a typed nil *Program inside the interface
+	}
+	return p, nil
 }
 
 // The plan's slot kinds and step type, under the names the kernels and fusions use.
@@ -414,3 +418,42 @@ func (e *exec) call(k kernel, n *graph.Node, ins []*tensor.Tensor) (outs []*tens
 }
 
 var _ backends.Profiler = (*Program)(nil)
+
+// The matrix products of a run go through these, so that a bf16 program (Program.bf16)
+// rounds the inputs of every one of them and an fp32 program is untouched.
+
+// sgemm is gemm.Sgemm, or gemm.Sbgemm in a bf16 run.
+func (e *exec) sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if e.bf16 {
+		gemm.Sbgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	gemm.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// sgemmParallel is gemm.SgemmParallel, or gemm.SbgemmParallel in a bf16 run.
+func (e *exec) sgemmParallel(threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if e.bf16 {
+		gemm.SbgemmParallel(threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	gemm.SgemmParallel(threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// packB is pb.Pack, or pb.PackBF16 in a bf16 run (products with pb then round A too).
+func (e *exec) packB(pb *gemm.PackedB, transB bool, k, n int, b []float32, ldb int) {
+	if e.bf16 {
+		pb.PackBF16(transB, k, n, b, ldb)
+		return
+	}
+	pb.Pack(transB, k, n, b, ldb)
+}
+
+// packWeights packs a constant operand once at compile time: gemm.PackB, or
+// gemm.PackBBF16 for a bf16 program (weights are converted once, here).
+func (p *Program) packWeights(transB bool, k, n int, b []float32, ldb int) *gemm.PackedB {
+	if p.bf16 {
+		return gemm.PackBBF16(transB, k, n, b, ldb)
+	}
+	return gemm.PackB(transB, k, n, b, ldb)
+}

@@ -519,7 +519,7 @@ func attentionGradStep(e *exec, in []*tensor.Tensor, nop int, ops []scoreOp, per
 		outs[j], views[j] = t, v
 	}
 	if nb > 0 && a.q.rows > 0 && a.k.rows > 0 {
-		attentionBackward(e.threads, &a, views[0], views[1], views[2])
+		attentionBackward(e, &a, views[0], views[1], views[2])
 	} else {
 		for _, t := range outs {
 			clear(t.F32)

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -474,7 +473,7 @@ func (f *fuser) matchFeatureMap(ex int) (g []int, st step, why string) {
 			ws[j] = alpha * v
 		}
 	}
-	sp := &featureSpec{w: gemm.PackB(false, w.Shape[0], w.Shape[1], ws, w.Shape[1]), xPerm: xPerm, terms: ts, post: post}
+	sp := &featureSpec{w: f.p.packWeights(false, w.Shape[0], w.Shape[1], ws, w.Shape[1]), xPerm: xPerm, terms: ts, post: post}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
 		for _, t := range sp.terms {
 			if !stabFits(t, len(in[0].Shape)) {

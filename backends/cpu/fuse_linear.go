@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/zoo-dev/zoo/backends/compile"
-	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -110,7 +109,7 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		}
 	}
 	// W is packed once here, in the SGEMM micro-kernel layout, so no run packs it again.
-	spec := &linearSpec{pw: gemm.PackB(transB, k, n, w.F32, w.Shape[1]), bias: bias, bRank: bRank, act: act, ln: ln, rank2: rank2}
+	spec := &linearSpec{pw: f.p.packWeights(transB, k, n, w.F32, w.Shape[1]), bias: bias, bRank: bRank, act: act, ln: ln, rank2: rank2}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
 		var res *tensor.Tensor
 		if len(in) > 1 {

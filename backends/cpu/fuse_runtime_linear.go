@@ -122,7 +122,7 @@ func runtimeLinear(e *exec, x, w *tensor.Tensor, transW bool, b *tensor.Tensor, 
 	}
 	pb := packs.Get().(*gemm.PackedB)
 	defer packs.Put(pb)
-	pb.Pack(transW, k, n, w.F32, w.Shape[1])
+	e.packB(pb, transW, k, n, w.F32, w.Shape[1])
 	spec.pw = pb
 	return linearFast(e, x, &spec, nil)
 }

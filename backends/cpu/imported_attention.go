@@ -3,7 +3,6 @@ package cpu
 import (
 	"math"
 
-	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -36,7 +35,7 @@ func makeMSAttention(n *graph.Node) (kernel, error) {
 			return graph.EvalNode(n, in)
 		}
 		proj := make([]float32, batch*s*width)
-		gemm.SgemmParallel(e.threads, false, false, batch*s, width, d, 1, x.F32, d, w.F32, width, 0, proj, width)
+		e.sgemmParallel(e.threads, false, false, batch*s, width, d, 1, x.F32, d, w.F32, width, 0, proj, width)
 		if bias != nil {
 			for r := 0; r < batch*s; r++ {
 				row := proj[r*width:][:width]
@@ -51,7 +50,7 @@ func makeMSAttention(n *graph.Node) (kernel, error) {
 		}
 		dh := hq / heads
 		scale := msScale(n, dh)
-		msAttend(e.threads, attendArgs{q: proj, k: proj[hq:], v: proj[2*hq:], qs: width, ks: width, vs: width,
+		msAttend(e, attendArgs{q: proj, k: proj[hq:], v: proj[2*hq:], qs: width, ks: width, vs: width,
 			batch: batch, heads: heads, s: s, t: s, dh: dh, dv: hv / heads, scale: scale, mask: m, bias: ab, out: out.F32})
 		return []*tensor.Tensor{out}, nil
 	}, nil
@@ -85,7 +84,7 @@ func makeMSMultiHeadAttention(n *graph.Node) (kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		msAttend(e.threads, attendArgs{q: qd, k: kd, v: vd, qs: d, ks: d, vs: dv, batch: batch, heads: heads, s: s, t: t,
+		msAttend(e, attendArgs{q: qd, k: kd, v: vd, qs: d, ks: d, vs: dv, batch: batch, heads: heads, s: s, t: t,
 			dh: d / heads, dv: dv / heads, scale: msScale(n, d/heads), mask: m, bias: ab, out: out.F32})
 		return []*tensor.Tensor{out}, nil
 	}, nil
@@ -104,13 +103,13 @@ type attendArgs struct {
 }
 
 // msAttend computes softmax(scale·Q·Kᵀ + mask + bias)·V for every (batch, head) matrix.
-func msAttend(threads int, a attendArgs) {
-	workpool.Tasks(threads, a.batch*a.heads, func(task int) {
+func msAttend(e *exec, a attendArgs) {
+	workpool.Tasks(e.threads, a.batch*a.heads, func(task int) {
 		b, h := task/a.heads, task%a.heads
 		scores := make([]float32, a.s*a.t)
 		q := a.q[b*a.s*a.qs+h*a.dh:]
 		k := a.k[b*a.t*a.ks+h*a.dh:]
-		gemm.Sgemm(false, true, a.s, a.t, a.dh, a.scale, q, a.qs, k, a.ks, 0, scores, a.t)
+		e.sgemm(false, true, a.s, a.t, a.dh, a.scale, q, a.qs, k, a.ks, 0, scores, a.t)
 		for i := 0; i < a.s; i++ {
 			row := scores[i*a.t:][:a.t]
 			if a.mask != nil {
@@ -141,7 +140,7 @@ func msAttend(threads int, a attendArgs) {
 				row[j] *= inv
 			}
 		}
-		gemm.Sgemm(false, false, a.s, a.dv, a.t, 1, scores, a.t, a.v[b*a.t*a.vs+h*a.dv:], a.vs, 0, a.out[b*a.s*a.heads*a.dv+h*a.dv:], a.heads*a.dv)
+		e.sgemm(false, false, a.s, a.dv, a.t, 1, scores, a.t, a.v[b*a.t*a.vs+h*a.dv:], a.vs, 0, a.out[b*a.s*a.heads*a.dv+h*a.dv:], a.heads*a.dv)
 	})
 }
 

@@ -569,11 +569,12 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 					}
 				}
 			}
-			gemm.Sgemm(false, false, dv, m, nk, 1, vt, ldt, bs, m, 0, c, m)
+			e.sgemm(false, false, dv, m, nk, 1, vt, ldt, bs, m, 0, c, m)
 		} else {
 			clear(c)
 		}
-		packed[s] = gemm.PackB(true, m, dv, c, max(m, 1))
+		packed[s] = new(gemm.PackedB)
+		e.packB(packed[s], true, m, dv, c, max(m, 1))
 	})
 	nb := (nq + featureRows - 1) / featureRows
 	workpool.Tasks(e.threads, slabs*nb, func(task int) {

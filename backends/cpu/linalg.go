@@ -3,7 +3,6 @@ package cpu
 import (
 	"fmt"
 
-	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -38,11 +37,12 @@ type gemmJob struct {
 
 // runGemms computes the products of jobs (all m×n×k with the same transposes and strides)
 // as row tasks spread over threads.
-func runGemms(threads int, jobs []gemmJob, transA, transB bool, m, n, k int, alpha float32,
+func runGemms(e *exec, jobs []gemmJob, transA, transB bool, m, n, k int, alpha float32,
 	a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 || len(jobs) == 0 {
 		return
 	}
+	threads := e.threads
 	if len(jobs)*m*n*max(k, 1) < gemmTinyTotal {
 		threads = 1
 	}
@@ -54,7 +54,7 @@ func runGemms(threads int, jobs []gemmJob, transA, transB bool, m, n, k int, alp
 	// bit for bit: both cut along whole tiles of the same blocking.
 	if len(jobs) == 1 {
 		j := jobs[0]
-		gemm.SgemmParallel(threads, transA, transB, m, n, k, alpha, a[j.aOff:], lda, b[j.bOff:], ldb, beta, c[j.cOff:], ldc)
+		e.sgemmParallel(threads, transA, transB, m, n, k, alpha, a[j.aOff:], lda, b[j.bOff:], ldb, beta, c[j.cOff:], ldc)
 		return
 	}
 	rpt := gemmRowsPerTask(m, n, k)
@@ -67,7 +67,7 @@ func runGemms(threads int, jobs []gemmJob, transA, transB bool, m, n, k int, alp
 		if transA {
 			aOff = j.aOff + r0
 		}
-		gemm.Sgemm(transA, transB, rows, n, k, alpha, a[aOff:], lda, b[j.bOff:], ldb, beta, c[j.cOff+r0*ldc:], ldc)
+		e.sgemm(transA, transB, rows, n, k, alpha, a[aOff:], lda, b[j.bOff:], ldb, beta, c[j.cOff+r0*ldc:], ldc)
 	})
 }
 
@@ -132,7 +132,7 @@ func makeMatMul(n *graph.Node) (kernel, error) {
 		}
 		switch a.DType {
 		case tensor.Float32:
-			runGemms(e.threads, jobs, false, false, mm, nn, k, 1, a.F32, k, b.F32, nn, 0, out.F32, nn)
+			runGemms(e, jobs, false, false, mm, nn, k, 1, a.F32, k, b.F32, nn, 0, out.F32, nn)
 		case tensor.Int32, tensor.Int64:
 			for _, j := range jobs {
 				matmulInt(out.I64[j.cOff:], a.I64[j.aOff:], b.I64[j.bOff:], mm, nn, k)
@@ -240,7 +240,7 @@ func makeGemm(n *graph.Node) (kernel, error) {
 			}
 			bt = beta
 		}
-		runGemms(e.threads, []gemmJob{{}}, transA, transB, m, nn, k, alpha, a.F32, a.Shape[1], b.F32, b.Shape[1], bt, out.F32, nn)
+		runGemms(e, []gemmJob{{}}, transA, transB, m, nn, k, alpha, a.F32, a.Shape[1], b.F32, b.Shape[1], bt, out.F32, nn)
 		return []*tensor.Tensor{out}, nil
 	}, nil
 }

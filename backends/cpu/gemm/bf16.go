@@ -176,9 +176,8 @@ func bf16Operands(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 	*abuf, *bbuf = grow(*abuf, m*kp), grow(*bbuf, n*kp)
 	ap, bp = *abuf, *bbuf
 	if transA {
-		// op(A) row i is column i of A: zip Aᵀ's pairs, then they are kp×m; A's pair matrix
-		// is its transpose, which the driver reads with transA... it has none for pairs, so
-		// transpose here.
+		// op(A) row i is column i of A: zip A's rows in pairs (kp×m), then transpose, as the
+		// driver reads A's pairs only row-major.
 		tmp := make([]float32, kp*m)
 		zipBF16Pairs(tmp, false, k, m, a, lda, alpha)
 		for p := 0; p < kp; p++ {
@@ -272,6 +271,14 @@ func bf16Twin(transB bool, m, n, kp int, a []float32, lda int, b []float32, ldb 
 // rounded too (SgemmPacked and its variants then compute Sbgemm's result). Weights are
 // converted once here. It panics, like PackB, when b is too short.
 func PackBBF16(transB bool, k, n int, b []float32, ldb int) *PackedB {
+	pb := new(PackedB)
+	pb.PackBF16(transB, k, n, b, ldb)
+	return pb
+}
+
+// PackBF16 is PackBBF16 into pb, reusing its storage as Pack does: for a run-time operand
+// packed per call. pb must not be in use by another goroutine.
+func (pb *PackedB) PackBF16(transB bool, k, n int, b []float32, ldb int) {
 	if k < 0 || n < 0 {
 		panic(fmt.Sprintf("gemm: PackBBF16: negative dimension k=%d n=%d", k, n))
 	}
@@ -281,12 +288,18 @@ func PackBBF16(transB bool, k, n int, b []float32, ldb int) *PackedB {
 	}
 	checkMat("B", br, bc, len(b), ldb)
 	kp := Pairs(k)
-	pairs := make([]float32, kp*n)
-	zipBF16Pairs(pairs, transB, k, n, b, ldb, 1)
-	pb := &PackedB{}
-	pb.pack(bf16Active(), false, kp, n, pairs, n)
+	buf := pairBufs.Get().(*[]float32)
+	*buf = grow(*buf, kp*n)
+	if transB {
+		// Rows of B are op(B)'s columns: their pairs are contiguous, as A's are.
+		rowBF16Pairs(*buf, b, n, k, ldb, 1)
+		pb.pack(bf16Active(), true, kp, n, *buf, kp)
+	} else {
+		zipBF16Pairs(*buf, false, k, n, b, ldb, 1)
+		pb.pack(bf16Active(), false, kp, n, *buf, n)
+	}
+	pairBufs.Put(buf)
 	pb.bf16, pb.kIn = true, k
-	return pb
 }
 
 // BF16 reports whether pb was packed by PackBBF16.
