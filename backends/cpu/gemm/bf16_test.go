@@ -75,11 +75,11 @@ func TestBF16RoundHardware(t *testing.T) {
 	}
 }
 
-// randPairs returns n random pairs of bf16 values in [-2, 2), some exact zeros.
-func randPairs(rng *rand.Rand, n int) []float32 {
+// randPairs returns n random pairs of bf16 values in [-2, 2)·scale, some exact zeros.
+func randPairs(rng *rand.Rand, n int, scale float32) []float32 {
 	out := make([]float32, n)
 	for i := range out {
-		lo, hi := bf16Round(rng.Float32()*4-2), bf16Round(rng.Float32()*4-2)
+		lo, hi := bf16Round((rng.Float32()*4-2)*scale), bf16Round((rng.Float32()*4-2)*scale)
 		if rng.IntN(16) == 0 {
 			lo = 0
 		}
@@ -95,34 +95,37 @@ func TestBF16KernelsBitwise(t *testing.T) {
 	kern := bf16Kernel
 	rng := rand.New(rand.NewPCG(3, 4))
 	directs := append([]directKernel{{kern.mr, kern.direct}}, kern.directEdge...)
-	for _, kc := range []int{1, 2, 3, 4, 5, 8, 17, 256} {
-		for _, flags := range []int{0, 1} {
-			b := randPairs(rng, kc*kern.nr)
-			// Packed kernel.
-			ap := randPairs(rng, kc*kern.mr)
-			ldc := kern.nr + 3
-			c := make([]float32, kern.mr*ldc)
-			for i := range c {
-				c[i] = rng.Float32()*2 - 1
-			}
-			got, want := append([]float32(nil), c...), append([]float32(nil), c...)
-			kern.fn(kc, &ap[0], &b[0], &got[0], ldc, flags, 0.75)
-			bf16KernelTwin(kern.mr, kern.nr, kc, ap, b, want, ldc, flags, 0.75)
-			sameBits(t, got, want, "packed", kern.mr, kc, flags)
-			for _, d := range directs {
-				lda := kc + 5
-				a := randPairs(rng, d.mr*lda)
-				ap := make([]float32, kc*d.mr)
-				for p := 0; p < kc; p++ {
-					for i := 0; i < d.mr; i++ {
-						ap[p*d.mr+i] = a[i*lda+p]
-					}
+	// At scale 1e-19 the products are denormal or near it: the kernels flush them.
+	for _, scale := range []float32{1, 1e-19} {
+		for _, kc := range []int{1, 2, 3, 4, 5, 8, 17, 256} {
+			for _, flags := range []int{0, 1} {
+				b := randPairs(rng, kc*kern.nr, scale)
+				// Packed kernel.
+				ap := randPairs(rng, kc*kern.mr, scale)
+				ldc := kern.nr + 3
+				c := make([]float32, kern.mr*ldc)
+				for i := range c {
+					c[i] = rng.Float32()*2 - 1
 				}
-				c := c[:d.mr*ldc]
 				got, want := append([]float32(nil), c...), append([]float32(nil), c...)
-				d.fn(kc, &a[0], &b[0], &got[0], ldc, flags, 0.75, lda, &b[0])
-				bf16KernelTwin(d.mr, kern.nr, kc, ap, b, want, ldc, flags, 0.75)
-				sameBits(t, got, want, "direct", d.mr, kc, flags)
+				kern.fn(kc, &ap[0], &b[0], &got[0], ldc, flags, 0.75)
+				bf16KernelTwin(kern.mr, kern.nr, kc, ap, b, want, ldc, flags, 0.75)
+				sameBits(t, got, want, "packed", kern.mr, kc, flags)
+				for _, d := range directs {
+					lda := kc + 5
+					a := randPairs(rng, d.mr*lda, scale)
+					ap := make([]float32, kc*d.mr)
+					for p := 0; p < kc; p++ {
+						for i := 0; i < d.mr; i++ {
+							ap[p*d.mr+i] = a[i*lda+p]
+						}
+					}
+					c := c[:d.mr*ldc]
+					got, want := append([]float32(nil), c...), append([]float32(nil), c...)
+					d.fn(kc, &a[0], &b[0], &got[0], ldc, flags, 0.75, lda, &b[0])
+					bf16KernelTwin(d.mr, kern.nr, kc, ap, b, want, ldc, flags, 0.75)
+					sameBits(t, got, want, "direct", d.mr, kc, flags)
+				}
 			}
 		}
 	}
