@@ -64,7 +64,7 @@ func reorderArgs(app *cli.App, args []string) []string {
 // value says whether the flag takes a value. --verbose, accepted anywhere, is stripped
 // earlier (stripVerbose). They are moved after the verb (or its subcommand), where the verb's
 // own definition parses them; a verb that lacks one refuses it.
-var commonFlags = map[string]bool{"registry": true, "backend": true, "threads": true, "json": false}
+var commonFlags = map[string]bool{"registry": true, "backend": true, "threads": true, precisionFlagName: true, "json": false}
 
 // globalFlags are commonFlags as `zoo --help` lists them (GLOBAL OPTIONS).
 func globalFlags() []cli.Flag {
@@ -72,6 +72,7 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "registry", Usage: "extra registry `FILE` (for the commands that read the registry)"},
 		&cli.StringFlag{Name: "backend", Usage: "backend `NAME` to run on (see zoo backends)"},
 		&cli.IntFlag{Name: "threads", Usage: "worker threads (0: the backend's default)"},
+		flagPrecision(),
 		&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on stdout"},
 		&cli.BoolFlag{Name: "verbose", Usage: "show plugin logs, timings and (zoo run) the backend's compile report: its steps, which fusions applied and why others did not, on stderr (accepted anywhere)"},
 		cli.HelpFlag,

@@ -59,6 +59,7 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "reps", Aliases: []string{"r"}, Value: 5, Usage: "timed repetitions per row"},
 			&cli.IntFlag{Name: "warmup", Value: 1, Usage: "untimed runs before the timed ones"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads for zoo and ONNX Runtime (0: the backend's default)"},
+			flagPrecision(),
 		),
 		Action: benchAction,
 	}
@@ -108,6 +109,10 @@ func benchAction(c *cli.Context) error {
 	if warmup < 0 || threads < 0 {
 		return badInputf("--warmup and --threads must not be negative (got %d, %d)", warmup, threads)
 	}
+	prec, err := precisionOf(c)
+	if err != nil {
+		return err
+	}
 	outFormat, err := bench.ParseFormat(c.String("format"))
 	if err != nil {
 		return badInput(err)
@@ -141,6 +146,9 @@ func benchAction(c *cli.Context) error {
 		ch, err := backends.Select(name)
 		if err != nil {
 			return badInput(err)
+		}
+		if err := checkPrecision(ch, prec); err != nil {
+			return err
 		}
 		if !seen[ch.Backend.Name()] {
 			seen[ch.Backend.Name()] = true
@@ -232,7 +240,8 @@ func benchAction(c *cli.Context) error {
 		}
 	}
 	for _, ch := range choices {
-		bb := bench.Backend{Name: ch.Backend.Name(), Level: ch.Probe.Level, Device: ch.Probe.Device, Threads: ch.Probe.Threads, Why: ch.Why}
+		bb := bench.Backend{Name: ch.Backend.Name(), Level: ch.Probe.Level, Precision: reportedPrecision(ch.Backend.Name(), prec),
+			Device: ch.Probe.Device, Threads: ch.Probe.Threads, Why: ch.Why}
 		if threads > 0 {
 			bb.Threads = threads
 		}
@@ -253,7 +262,7 @@ func benchAction(c *cli.Context) error {
 	// keeping the best reading (see bench.Doc.KeepBetterPeak).
 	rowsOn := func(bm *benchModel, bi int, ch backends.Choice) error {
 		bb := doc.Machine.Backends[bi]
-		p, err := ch.Backend.Compile(bm.graph, backends.Options{Threads: threads})
+		p, err := ch.Backend.Compile(bm.graph, backends.Options{Threads: threads, Precision: prec})
 		if err != nil {
 			return failed(fmt.Errorf("compile %s on %s: %w", bm.displayName(), bb.Name, err))
 		}
@@ -332,7 +341,7 @@ func benchAction(c *cli.Context) error {
 // benchOne times one (model, backend, batch, n) combination on zoo and, when sess is set,
 // on ONNX Runtime.
 func benchOne(ctx context.Context, bm *benchModel, p backends.Program, sess *ort.Session, bb bench.Backend, b, n, reps, warmup int) (bench.Row, error) {
-	row := bench.Row{Variant: bm.displayName(), Backend: bb.Name, Level: bb.Level, Threads: bb.Threads, Batch: b, N: n,
+	row := bench.Row{Variant: bm.displayName(), Backend: bb.Name, Level: bb.Level, Precision: bb.Precision, Threads: bb.Threads, Batch: b, N: n,
 		Reps: reps, Warmup: warmup}
 	feed, err := benchInputs(bm, b, n)
 	if err != nil {

@@ -178,10 +178,14 @@ func takesValue(f cli.Flag) bool {
 	return !isBool
 }
 
-// flagValues offers the values zoo knows for a flag (backend names); for the others the
-// shell completes file names.
+// flagValues offers the values zoo knows for a flag (backend names, precisions); for the
+// others the shell completes file names.
 func flagValues(flag string) []string {
-	if strings.TrimLeft(flag, "-") != "backend" {
+	switch strings.TrimLeft(flag, "-") {
+	case precisionFlagName:
+		return precisions
+	case "backend":
+	default:
 		return nil
 	}
 	out := []string{"auto"}

@@ -23,6 +23,7 @@ func TestCompleteCandidates(t *testing.T) {
 		{[]string{"run", "vanilla", "--input", "x.txt", ""}, nil, []string{"vanilla"}},
 		{[]string{"bench", "vanilla", "lin"}, []string{"linformer", "linformer.tiny"}, nil},
 		{[]string{"run", "--backend", ""}, []string{"cpu", "auto"}, nil},
+		{[]string{"run", "--precision", ""}, []string{"fp32", "bf16"}, nil},
 		{[]string{"run", "--input", ""}, nil, []string{"vanilla"}},
 		{[]string{"--registry", "r.yaml", "l"}, []string{"list"}, nil},
 		{[]string{"plugin", ""}, []string{"new", "test"}, nil},

@@ -43,7 +43,7 @@ func evalCommand() *cli.Command {
 			&cli.IntFlag{Name: "window", Usage: "tokens per window (default: min(512, the model's maximum length))"},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per batch"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
-			flagBackend, flagJSON,
+			flagPrecision(), flagBackend, flagJSON,
 		),
 		Action: evalAction,
 	}
@@ -64,6 +64,7 @@ type evalReport struct {
 	Perplexity     float64       `json:"perplexity"`
 	LabelSmoothing float64       `json:"label_smoothing"`
 	Backend        string        `json:"backend"`
+	Precision      string        `json:"precision"`
 	RunMS          float64       `json:"run_ms"`
 }
 
@@ -109,6 +110,10 @@ func evalAction(c *cli.Context) error {
 	}
 	if c.Int("batch") < 1 || c.Int("threads") < 0 {
 		return badInputf("--batch must be at least 1 and --threads not negative")
+	}
+	prec, err := precisionOf(c)
+	if err != nil {
+		return err
 	}
 	inPath := c.String("input")
 	f, err := os.Open(inPath)
@@ -159,7 +164,7 @@ func evalAction(c *cli.Context) error {
 		shapes: tokenShapes(tokName, maskName), batchFlag: "--batch", nFlag: "--window"}); err != nil {
 		return err
 	}
-	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads")})
+	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads"), Precision: prec})
 	if err != nil {
 		return err
 	}
@@ -193,7 +198,8 @@ func evalAction(c *cli.Context) error {
 	}
 	rep := evalReport{Model: m.displayName(), Weights: weightsOf(m), Objective: string(obj), Input: inPath, Windows: loader.Windows(),
 		Window: window, Tokens: score.Tokens, Loss: score.MeanLoss(), BitsPerByte: score.BitsPerByte(), Accuracy: score.Accuracy(),
-		Perplexity: score.Perplexity(), LabelSmoothing: eps, Backend: choice.Backend.Name(), RunMS: format.MS(time.Since(t0))}
+		Perplexity: score.Perplexity(), LabelSmoothing: eps, Backend: choice.Backend.Name(),
+		Precision: reportedPrecision(choice.Backend.Name(), prec), RunMS: format.MS(time.Since(t0))}
 	if math.IsNaN(rep.Loss) || math.IsInf(rep.Loss, 0) {
 		return failed(fmt.Errorf("%s: the loss on %s is %v (the weights hold NaN or infinite values?)", m.displayName(), inPath, rep.Loss))
 	}

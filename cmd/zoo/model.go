@@ -207,11 +207,15 @@ func (m *model) displayName() string {
 }
 
 // compileModel compiles m's graph on the backend --backend chooses. Its errors are the
-// command's: a bad --backend is bad input (exit 2), a failed compile a failed job (exit 1).
+// command's: a bad --backend, or an opts.Precision the backend has no path for here
+// (checkPrecision), is bad input (exit 2), a failed compile a failed job (exit 1).
 func compileModel(c *cli.Context, m *model, opts backends.Options) (backends.Choice, backends.Program, error) {
 	choice, err := backends.Select(c.String(flagBackend.Name))
 	if err != nil {
 		return backends.Choice{}, nil, badInput(err)
+	}
+	if err := checkPrecision(choice, opts.Precision); err != nil {
+		return backends.Choice{}, nil, err
 	}
 	prog, err := choice.Backend.Compile(m.Graph, opts)
 	if err != nil {

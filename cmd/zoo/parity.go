@@ -33,8 +33,10 @@ func parityCommand() *cli.Command {
 			"and 11 tokens (padded to 37); with --input, the first batch of windows of --window tokens.\n" +
 			"Models with other inputs get deterministic data from --seed: batch 2, length 37 for\n" +
 			"symbolic dims, the last 8 positions of row 2 padded. With --layers, layer outputs are the values the variant\n" +
-			"records in its metadata (layer_output.N), or for other files every LayerNormalization output. ONNX Runtime is found through " + ort.LibraryEnv + " (see `go doc ./onnx/ort`)." +
-			examples("zoo parity linformer.tiny", "zoo parity vanilla --input text.txt --atol 1e-5", "zoo parity model.onnx --layers"),
+			"records in its metadata (layer_output.N), or for other files every LayerNormalization output. ONNX Runtime is found through " + ort.LibraryEnv + " (see `go doc ./onnx/ort`).\n" +
+			precisionParityDoc +
+			examples("zoo parity linformer.tiny --input text.txt --atol 1e-5", "zoo parity model.onnx --layers",
+				"zoo parity vanilla.tiny --precision bf16 --json"),
 		ArgsUsage: "NAME[.PRESET]|FILE.onnx",
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (text models: see `zoo show`)"},
@@ -44,7 +46,7 @@ func parityCommand() *cli.Command {
 			flagTokenizer, flagFeed,
 			&cli.IntFlag{Name: "threads", Usage: "worker threads for both runtimes (0: every core)"},
 			&cli.BoolFlag{Name: "layers", Usage: "also compare every encoder layer's output and name the first that diverges"},
-			flagBackend, flagJSON,
+			flagPrecision(), flagBackend, flagJSON,
 		),
 		Action: parityAction,
 	}
@@ -64,6 +66,13 @@ func parityAction(c *cli.Context) error {
 	}
 	if c.Int("threads") < 0 || c.Int("window") < 1 {
 		return badInputf("--threads must not be negative and --window must be at least 1")
+	}
+	prec, err := precisionOf(c)
+	if err != nil {
+		return err
+	}
+	if err := checkPrecisionParityFlags(c, prec); err != nil {
+		return err
 	}
 	// The model as ONNX bytes: the file, or the variant's export (so the graph zoo runs is
 	// exactly the graph ONNX Runtime runs).
@@ -137,6 +146,9 @@ func parityAction(c *cli.Context) error {
 	if err := guardParity(name, g, inputs, c.String("input") != ""); err != nil {
 		return err
 	}
+	if prec != "" && prec != "fp32" {
+		return parityPrecision(c, name, g, inputs, valid, prec)
+	}
 	rt, err := ort.Open()
 	if err != nil {
 		return failed(fmt.Errorf("parity needs ONNX Runtime as the reference: %w", err))
@@ -155,11 +167,14 @@ func parityAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
+	if err := checkPrecision(choice, prec); err != nil {
+		return err
+	}
 	keep := make([]string, len(layers))
 	for i, l := range layers {
 		keep[i] = l.Value
 	}
-	prog, err := choice.Backend.Compile(g, backends.Options{Threads: c.Int("threads"), KeepIntermediates: keep})
+	prog, err := choice.Backend.Compile(g, backends.Options{Threads: c.Int("threads"), KeepIntermediates: keep, Precision: prec})
 	if err != nil {
 		return failed(fmt.Errorf("compile %s on %s: %w", name, choice.Backend.Name(), err))
 	}

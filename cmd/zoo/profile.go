@@ -51,7 +51,7 @@ func profileCommand() *cli.Command {
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
 			&cli.BoolFlag{Name: "train", Usage: "profile one training step (loss and gradients, as zoo train runs it) instead of inference"},
 			flagCheckpointActivations,
-			flagFeed, flagBackend, flagJSON,
+			flagPrecision(), flagFeed, flagBackend, flagJSON,
 		),
 		Action: profileAction,
 	}
@@ -67,10 +67,12 @@ type profileReport struct {
 	Backend string `json:"backend"`
 	Level   string `json:"kernel_level"`
 	Threads int    `json:"threads"`
-	Batch   int    `json:"batch"`
-	N       int    `json:"n"`
-	Reps    int    `json:"reps"`
-	Warmup  int    `json:"warmup"`
+	// Precision is the matrix-product math the program was compiled with: fp32 or bf16.
+	Precision string `json:"precision"`
+	Batch     int    `json:"batch"`
+	N         int    `json:"n"`
+	Reps      int    `json:"reps"`
+	Warmup    int    `json:"warmup"`
 	// RunMS is the whole run as the backend measured it; StepsMS the sum of its steps, and
 	// Accounted their ratio.
 	RunMS     float64 `json:"run_ms"`
@@ -143,8 +145,12 @@ func profileAction(c *cli.Context) error {
 			return badInputf("--trace: %w", err)
 		}
 	}
+	prec, err := precisionOf(c)
+	if err != nil {
+		return err
+	}
 	if c.Bool("train") {
-		return profileTrain(c, ref, b, n)
+		return profileTrain(c, ref, b, n, prec)
 	}
 	if c.Bool(flagCheckpointActivations.Name) {
 		return badInputf("--checkpoint-activations changes only a training step; add --train")
@@ -167,7 +173,7 @@ func profileAction(c *cli.Context) error {
 	if err := guardMemory(m.displayName(), m.Graph, memRun{batch: b, n: n, shapes: plan.shapes, batchFlag: "--batch", nFlag: "--seq"}); err != nil {
 		return err
 	}
-	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads")})
+	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads"), Precision: prec})
 	if err != nil {
 		return err
 	}
@@ -181,7 +187,7 @@ func profileAction(c *cli.Context) error {
 		return failed(fmt.Errorf("run %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
 	}
 	rep := profileReport{Model: m.displayName(), Weights: weightsOf(m), Backend: choice.Backend.Name(), Level: choice.Probe.Level,
-		Threads: choice.Probe.Threads, Batch: b, N: n}
+		Threads: choice.Probe.Threads, Precision: reportedPrecision(choice.Backend.Name(), prec), Batch: b, N: n}
 	return reportProfile(c, &rep, runs, m.Graph, plan.shapes(b, n), prog)
 }
 
@@ -480,8 +486,8 @@ func printProfile(w io.Writer, rep profileReport, top int) {
 	if rep.Train {
 		what = " training step (loss and gradients)"
 	}
-	fmt.Fprintf(w, "%s%s on %s (%s, %d threads), batch %d × n %d: %d profiled runs after %d warm-up\n",
-		rep.Model, what, rep.Backend, rep.Level, rep.Threads, rep.Batch, rep.N, rep.Reps, rep.Warmup)
+	fmt.Fprintf(w, "%s%s on %s (%s, %d threads, %s), batch %d × n %d: %d profiled runs after %d warm-up\n",
+		rep.Model, what, rep.Backend, rep.Level, rep.Threads, rep.Precision, rep.Batch, rep.N, rep.Reps, rep.Warmup)
 	fmt.Fprintf(w, "run %.3f ms, steps %.3f ms (%.1f %% of the run)", rep.RunMS, rep.StepsMS, 100*rep.Accounted)
 	if rep.NoCost == "" {
 		fmt.Fprintf(w, ", %s FLOP, %.2f GFLOP/s", format.HumanCount(rep.FLOPs), rep.GFLOPS)

@@ -15,7 +15,7 @@ import (
 // same build, layout, backend and step program) on b windows of n tokens of the sample
 // text, and profiles the step program on step 1's batch. The optimizer is built but never
 // steps, so every profiled run sees the initial weights.
-func profileTrain(c *cli.Context, ref string, b, n int) error {
+func profileTrain(c *cli.Context, ref string, b, n int, prec string) error {
 	if isONNXPath(ref) {
 		return badInputf("profile --train: %s is an ONNX file; zoo trains its variants (see `zoo list`), whose parameters it knows by name", ref)
 	}
@@ -26,7 +26,7 @@ func profileTrain(c *cli.Context, ref string, b, n int) error {
 	st := trainSettings{Model: ref, Sets: c.StringSlice(flagSet.Name), Seed: c.Uint64(flagSeed.Name), Weights: c.String(flagWeights.Name),
 		Objective: objectiveMLM, Steps: 1, Batch: b, Window: n,
 		Optimizer: h.Optimizer, WeightDecay: h.WeightDecay, Eps: h.Eps, Betas: []float64{h.Beta1, h.Beta2},
-		LR: 1e-4, Schedule: optim.Linear, Clip: 1}
+		LR: 1e-4, Schedule: optim.Linear, Clip: 1, Precision: prec}
 	if p := c.String(flagPreset.Name); p != "" && !strings.Contains(ref, ".") {
 		st.Model = ref + "." + p
 	}
@@ -55,6 +55,7 @@ func profileTrain(c *cli.Context, ref string, b, n int) error {
 		return failed(fmt.Errorf("the training step of %s on %s: %w", job.model.displayName(), job.choice.Backend.Name(), err))
 	}
 	rep := profileReport{Model: job.model.displayName(), Weights: weightsOf(job.model), Train: true, Backend: job.choice.Backend.Name(),
-		Level: job.choice.Probe.Level, Threads: job.choice.Probe.Threads, Batch: batch.B, N: batch.N}
+		Level: job.choice.Probe.Level, Threads: job.choice.Probe.Threads, Precision: reportedPrecision(job.choice.Backend.Name(), prec),
+		Batch: batch.B, N: batch.N}
 	return reportProfile(c, &rep, runs, eng.stepGraph, eng.stepShapes(batch.B, batch.N), eng.step_)
 }

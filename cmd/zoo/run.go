@@ -49,7 +49,7 @@ func runCommand() *cli.Command {
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per batch"},
 			&cli.IntFlag{Name: "max-windows", Usage: "stop after `N` windows (0: the whole input)"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
-			flagBackend, flagJSON,
+			flagPrecision(), flagBackend, flagJSON,
 		),
 		Action: runAction,
 	}
@@ -63,6 +63,7 @@ type runReport struct {
 	Level     string           `json:"kernel_level"`
 	Why       string           `json:"backend_reason"`
 	Threads   int              `json:"threads"`
+	Precision string           `json:"precision"`
 	Input     string           `json:"input"`
 	Tokenizer string           `json:"tokenizer"`
 	Feeds     []feed           `json:"feeds"`
@@ -100,6 +101,10 @@ func runAction(c *cli.Context) error {
 	outPath := c.String("output")
 	if isTensorFile(inPath) {
 		return runTensorsAction(c, ref, inPath, outPath)
+	}
+	prec, err := precisionOf(c)
+	if err != nil {
+		return err
 	}
 	if c.IsSet("select") && !strings.EqualFold(filepath.Ext(outPath), ".npy") {
 		return badInputf("--select applies to a .npy --output, which holds one output; .json and .safetensors files hold every output")
@@ -174,7 +179,7 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	t1 := time.Now()
-	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads")})
+	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads"), Precision: prec})
 	if err != nil {
 		return err
 	}
@@ -201,7 +206,7 @@ func runAction(c *cli.Context) error {
 	defer stopSrc()
 
 	rep := runReport{Model: m.displayName(), Weights: weightsOf(m), Backend: choice.Backend.Name(), Level: choice.Probe.Level, Why: choice.Why,
-		Threads: choice.Probe.Threads, Input: inPath, Tokenizer: tk.describe(), Feeds: plan.Feeds, Pool: pool.describe(),
+		Threads: choice.Probe.Threads, Precision: reportedPrecision(choice.Backend.Name(), prec), Input: inPath, Tokenizer: tk.describe(), Feeds: plan.Feeds, Pool: pool.describe(),
 		Window: window, Outputs: map[string][]int{}, tokDoc: tk.doc(), seqOutputs: seqAligned(m.Graph, plan.Seq)}
 	if pool.mode != poolNone {
 		rep.seqOutputs[poolOutputName] = false
@@ -361,6 +366,7 @@ func printRunReport(w io.Writer, r runReport) {
 	fmt.Fprintf(w, "model     %s\n", r.Model)
 	fmt.Fprintf(w, "weights   %s\n", r.Weights)
 	fmt.Fprintf(w, "backend   %s (%s, %d threads; %s)\n", r.Backend, r.Level, r.Threads, r.Why)
+	fmt.Fprintf(w, "precision %s\n", r.Precision)
 	fmt.Fprintf(w, "input     %s: %d tokens in %d windows of ≤%d, %d batches\n", r.Input, r.Tokens, r.Windows, r.Window, r.Batches)
 	fmt.Fprintf(w, "tokenizer %s\n", r.Tokenizer)
 	var feeds []string

@@ -80,7 +80,7 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
 			&cli.DurationFlag{Name: "read-timeout", Value: 30 * time.Second, Usage: "a request, headers and body, must arrive within this long (headers within 10s)"},
 			&cli.DurationFlag{Name: "write-timeout", Value: 2 * time.Minute, Usage: "from a request's headers to the end of its answer, at most this long (at least --read-timeout)"},
-			flagBackend,
+			flagPrecision(), flagBackend,
 		),
 		Action: serveAction,
 	}
@@ -124,20 +124,28 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
+	prec, err := precisionOf(c)
+	if err != nil {
+		return err
+	}
 	choice, err := backends.Select(c.String(flagBackend.Name))
 	if err != nil {
 		return badInput(err)
 	}
+	if err := checkPrecision(choice, prec); err != nil {
+		return err
+	}
 	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil))
 	var models []*serve.Model
 	for i, ref := range refs {
-		m, closeProg, err := loadServed(c, ref, served[i], weights[served[i]], tokenizers[served[i]], choice.Backend)
+		m, closeProg, err := loadServed(c, ref, served[i], weights[served[i]], tokenizers[served[i]], choice.Backend, prec)
 		if err != nil {
 			return err
 		}
 		defer closeProg()
 		models = append(models, m)
-		log.Info("model", "name", m.Name, "ref", ref, "backend", choice.Backend.Name(), "max_len", m.MaxLen, "vocab", m.Vocab)
+		log.Info("model", "name", m.Name, "ref", ref, "backend", choice.Backend.Name(),
+			"precision", reportedPrecision(choice.Backend.Name(), prec), "max_len", m.MaxLen, "vocab", m.Vocab)
 	}
 	srv, err := serve.New(serve.Config{MaxBatch: c.Int("max-batch"), MaxDelay: c.Duration("max-delay"), MaxBody: maxBody,
 		Queue: c.Int("queue"), Logger: log, Version: version}, models)
@@ -232,9 +240,9 @@ func perModel(flag string, flags, served []string) (map[string]string, error) {
 }
 
 // loadServed builds ref, loads its weights and its tokenizer (tokenizer as zoo run's
-// --tokenizer: "" for the default), compiles it and wraps it for the server; the returned
-// func closes the program.
-func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backends.Backend) (*serve.Model, func(), error) {
+// --tokenizer: "" for the default), compiles it with Options.Precision prec and wraps it for
+// the server; the returned func closes the program.
+func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backends.Backend, prec string) (*serve.Model, func(), error) {
 	tk, err := chooseTokenizer(tokenizer, ref, isONNXPath(ref))
 	if err != nil {
 		return nil, nil, badInput(err)
@@ -294,7 +302,7 @@ func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backend
 	if err := guardMemory(m.displayName(), m.Graph, memRun{batch: 1, n: 1, shapes: plan.shapes}); err != nil {
 		return nil, nil, err
 	}
-	prog, err := be.Compile(m.Graph, backends.Options{Threads: c.Int("threads")})
+	prog, err := be.Compile(m.Graph, backends.Options{Threads: c.Int("threads"), Precision: prec})
 	if err != nil {
 		return nil, nil, failed(fmt.Errorf("compile %s on %s: %w", m.displayName(), be.Name(), err))
 	}

@@ -42,6 +42,7 @@ type tensorRunReport struct {
 	Level     string           `json:"kernel_level"`
 	Why       string           `json:"backend_reason"`
 	Threads   int              `json:"threads"`
+	Precision string           `json:"precision"`
 	Input     string           `json:"input"`
 	Inputs    []tensorFeed     `json:"inputs"`
 	Outputs   map[string][]int `json:"outputs"`
@@ -245,6 +246,10 @@ func runTensorsAction(c *cli.Context, ref, inPath, outPath string) error {
 	if c.Int("threads") < 0 {
 		return badInputf("--threads must not be negative")
 	}
+	prec, err := precisionOf(c)
+	if err != nil {
+		return err
+	}
 	t0 := time.Now()
 	m, err := loadModel(c, ref)
 	if err != nil {
@@ -268,7 +273,7 @@ func runTensorsAction(c *cli.Context, ref, inPath, outPath string) error {
 		return err
 	}
 	t1 := time.Now()
-	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads")})
+	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads"), Precision: prec})
 	if err != nil {
 		return err
 	}
@@ -281,7 +286,7 @@ func runTensorsAction(c *cli.Context, ref, inPath, outPath string) error {
 	}
 	t3 := time.Now()
 	rep := tensorRunReport{Model: m.displayName(), Weights: weightsOf(m), Backend: choice.Backend.Name(), Level: choice.Probe.Level,
-		Why: choice.Why, Threads: choice.Probe.Threads, Input: inPath, Inputs: feeds, Outputs: map[string][]int{},
+		Why: choice.Why, Threads: choice.Probe.Threads, Precision: reportedPrecision(choice.Backend.Name(), prec), Input: inPath, Inputs: feeds, Outputs: map[string][]int{},
 		BuildMS: format.MS(t1.Sub(t0)), CompileMS: format.MS(t2.Sub(t1)), RunMS: format.MS(t3.Sub(t2))}
 	if c.Int("threads") > 0 && c.Int("threads") < rep.Threads {
 		rep.Threads = c.Int("threads")
@@ -409,6 +414,7 @@ func printTensorRunReport(w io.Writer, r tensorRunReport) {
 	fmt.Fprintf(w, "model     %s\n", r.Model)
 	fmt.Fprintf(w, "weights   %s\n", r.Weights)
 	fmt.Fprintf(w, "backend   %s (%s, %d threads; %s)\n", r.Backend, r.Level, r.Threads, r.Why)
+	fmt.Fprintf(w, "precision %s\n", r.Precision)
 	var ins []string
 	for _, f := range r.Inputs {
 		s := f.Name + " " + f.DType + " " + tensor.ShapeString(f.Shape)

@@ -69,7 +69,7 @@ func trainCommand() *cli.Command {
 			&cli.BoolFlag{Name: "shuffle", Usage: "visit the windows in a seeded random order (each pass over the file its own order)"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
 			flagCheckpointActivations,
-			flagBackend, flagJSON,
+			flagPrecision(), flagBackend, flagJSON,
 		}),
 		Action: trainAction,
 	}
@@ -98,6 +98,9 @@ type trainSettings struct {
 	Schedule       string    `json:"schedule"`
 	LabelSmoothing float64   `json:"label_smoothing"`
 	Clip           float64   `json:"clip"`
+	// Precision is --precision as given ("" when not: the backend's default, fp32), so that
+	// checkpoints written before the flag existed resume as fp32.
+	Precision string `json:"precision,omitempty"`
 }
 
 func (s trainSettings) hyper() optim.Hyper {
@@ -148,6 +151,11 @@ func settingsFromFlags(c *cli.Context, ref string) (trainSettings, error) {
 	if p := c.String(flagPreset.Name); p != "" && !strings.Contains(ref, ".") {
 		s.Model = ref + "." + p
 	}
+	prec, err := precisionOf(c)
+	if err != nil {
+		return s, err
+	}
+	s.Precision = prec
 	betas, err := parseBetas(c.String("betas"))
 	if err != nil {
 		return s, err
@@ -241,7 +249,7 @@ func settingsFields(s trainSettings) map[string]string {
 		"objective": s.Objective, "steps": strconv.Itoa(s.Steps), "batch": strconv.Itoa(s.Batch), "window": strconv.Itoa(s.Window),
 		"shuffle": strconv.FormatBool(s.Shuffle), "optimizer": s.Optimizer, "lr": f(s.LR), "weight-decay": f(s.WeightDecay),
 		"eps": f(s.Eps), "betas": betas, "momentum": f(s.Momentum), "warmup": strconv.Itoa(s.Warmup), "schedule": s.Schedule,
-		"label-smoothing": f(s.LabelSmoothing), "clip": f(s.Clip),
+		"label-smoothing": f(s.LabelSmoothing), "clip": f(s.Clip), precisionFlagName: reportedPrecision("", s.Precision),
 	}
 }
 
@@ -251,6 +259,7 @@ type trainReport struct {
 	Backend        string   `json:"backend"`
 	Level          string   `json:"kernel_level"`
 	Threads        int      `json:"threads"`
+	Precision      string   `json:"precision"`
 	Objective      string   `json:"objective"`
 	Optimizer      string   `json:"optimizer"`
 	Params         int      `json:"parameters"`
@@ -401,8 +410,8 @@ func trainAction(c *cli.Context) error {
 		return runErr
 	}
 	rep := trainReport{Model: job.model.displayName(), Backend: job.choice.Backend.Name(), Level: job.choice.Probe.Level,
-		Threads: job.threads, Objective: st.Objective, Optimizer: st.Optimizer, Params: layout.Size(), StartStep: from,
-		Steps: st.Steps, Tokens: loop.tokens, Seconds: time.Since(t0).Seconds(),
+		Threads: job.threads, Precision: reportedPrecision(job.choice.Backend.Name(), st.Precision), Objective: st.Objective,
+		Optimizer: st.Optimizer, Params: layout.Size(), StartStep: from, Steps: st.Steps, Tokens: loop.tokens, Seconds: time.Since(t0).Seconds(),
 		Written: []string{outPath, optim.OptimPath(outPath)}}
 	if loop.trainTime > 0 {
 		rep.TokensPS = float64(loop.tokens) / loop.trainTime.Seconds()
@@ -437,8 +446,8 @@ func trainAction(c *cli.Context) error {
 // trainSummary is the one line zoo train prints when it is done.
 func trainSummary(r trainReport) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "trained %s (%s, %s, %s params) steps %d–%d of %d on %s (%s, %d threads)", r.Model, r.Objective, r.Optimizer,
-		format.HumanCount(int64(r.Params)), r.StartStep+1, r.Steps, r.Steps, r.Backend, r.Level, r.Threads)
+	fmt.Fprintf(&b, "trained %s (%s, %s, %s params) steps %d–%d of %d on %s (%s, %d threads, %s)", r.Model, r.Objective, r.Optimizer,
+		format.HumanCount(int64(r.Params)), r.StartStep+1, r.Steps, r.Steps, r.Backend, r.Level, r.Threads, r.Precision)
 	if r.FirstLoss != nil && r.FinalLoss != nil {
 		fmt.Fprintf(&b, ": loss %.4f → %.4f", *r.FirstLoss, *r.FinalLoss)
 	}

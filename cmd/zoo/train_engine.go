@@ -148,7 +148,7 @@ func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, data
 		e.gradNames = append(e.gradNames, grads[p])
 		keep = append(keep, grads[p])
 	}
-	opts := backends.Options{Threads: threads}
+	opts := backends.Options{Threads: threads, Precision: st.Precision}
 	stepG, err := liftKeeping(trainG, layout.Names, keep)
 	if err != nil {
 		return nil, failed(err)
@@ -469,6 +469,9 @@ func prepareTraining(c *cli.Context, st trainSettings, rs *resumeState, data tra
 	choice, err := backends.Select(c.String(flagBackend.Name))
 	if err != nil {
 		return nil, badInput(err)
+	}
+	if err := checkPrecision(choice, st.Precision); err != nil {
+		return nil, err
 	}
 	eng, err := newGraphEngine(c.Context, m, infer, st, data, choice, threads, c.Bool(flagCheckpointActivations.Name), layout, params)
 	if err != nil {

@@ -332,6 +332,7 @@ func TestTrainResumeKeepsSettings(t *testing.T) {
 	}{
 		{[]string{"--lr", "3e-3"}, "--lr 0.003 differs from the resumed run's 0.001"},
 		{[]string{"--batch", "4"}, "--batch 4 differs"},
+		{[]string{"--precision", "bf16"}, "--precision bf16 differs from the resumed run's fp32"},
 		{[]string{"--weights", out}, "drop --weights"},
 		{[]string{"--steps", "1"}, "already at step 1"},
 	} {

@@ -80,8 +80,12 @@ func (r *Renderer) Begin(d *Doc) error {
 	m := d.Machine
 	fmt.Fprintf(r.w, "zoo %s, %s, %s/%s, %s (%d cores)\n", m.ZooVersion, m.GoVersion, m.OS, m.Arch, m.CPU, m.Cores)
 	for _, b := range m.Backends {
-		fmt.Fprintf(r.w, "backend %s: %s, %d threads; measured SGEMM peak %.1f GFLOP/s (%d×%d×%d MatMul, best of 5: %.2f ms)\n",
-			b.Name, b.Level, b.Threads, b.PeakGFLOPS, b.PeakSize, b.PeakSize, b.PeakSize, b.PeakMS)
+		prec := ""
+		if b.Precision != "" {
+			prec = ", precision " + b.Precision
+		}
+		fmt.Fprintf(r.w, "backend %s: %s, %d threads%s; measured SGEMM peak %.1f GFLOP/s (%d×%d×%d MatMul, best of 5: %.2f ms)\n",
+			b.Name, b.Level, b.Threads, prec, b.PeakGFLOPS, b.PeakSize, b.PeakSize, b.PeakSize, b.PeakMS)
 	}
 	if m.ONNXRuntime != "" {
 		fmt.Fprintf(r.w, "against onnxruntime %s (same threads; zoo runs the same exported graph); zoo/ORT = median over interleaved pairs of ORT time / zoo time\n", m.ONNXRuntime)
@@ -291,12 +295,14 @@ func (r *Renderer) line(cells []string) {
 }
 
 // CSVHeader is the CSV schema: every row field, the series' fitted time exponent, the
-// machine, and the number of points the exponent rests on.
+// machine, and the number of points the exponent rests on; precision came later and is
+// last, so that the columns before it keep their places.
 var CSVHeader = []string{"variant", "backend", "kernel_level", "threads", "batch", "n", "reps", "warmup",
 	"ms_mean", "ms_stddev", "tokens_per_s", "flops", "gflop_per_s", "sgemm_peak_gflop_per_s", "pct_of_sgemm_peak",
 	"peak_rss_growth_bytes", "go_alloc_bytes_per_run", "graph_peak_activation_bytes",
 	"ort_ms_mean", "ort_ms_stddev", "ort_tokens_per_s", "ort_peak_rss_growth_bytes", "zoo_over_ort",
-	"time_exponent", "cpu", "cores", "zoo_version", "go_version", "onnxruntime_version", "time_exponent_points"}
+	"time_exponent", "cpu", "cores", "zoo_version", "go_version", "onnxruntime_version", "time_exponent_points",
+	"precision"}
 
 func csvRecord(r Row, fit Fit, m Machine) []string {
 	f := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
@@ -321,5 +327,5 @@ func csvRecord(r Row, fit Fit, m Machine) []string {
 		strconv.FormatInt(r.FLOPs, 10), f(r.GFLOPS), f(r.PeakGFLOPS), f(r.PctPeak),
 		optInt(r.PeakRSSGrowth), strconv.FormatInt(r.GoAllocPerRun, 10), strconv.FormatInt(r.GraphActBytes, 10),
 		opt(r.ORTMSMean), opt(r.ORTMSStddev), opt(r.ORTTokensPS), optInt(r.ORTPeakRSS), opt(r.ZooOverORT),
-		opt(fit.TimeExponent), m.CPU, strconv.Itoa(m.Cores), m.ZooVersion, m.GoVersion, m.ONNXRuntime, points}
+		opt(fit.TimeExponent), m.CPU, strconv.Itoa(m.Cores), m.ZooVersion, m.GoVersion, m.ONNXRuntime, points, r.Precision}
 }

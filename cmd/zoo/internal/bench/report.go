@@ -13,6 +13,7 @@ type Row struct {
 	Variant       string    `json:"variant"`
 	Backend       string    `json:"backend"`
 	Level         string    `json:"kernel_level"`
+	Precision     string    `json:"precision"` // of the matrix products: fp32 or bf16
 	Threads       int       `json:"threads"`
 	Batch         int       `json:"batch"`
 	N             int       `json:"n"`
@@ -58,6 +59,7 @@ func (r *Row) SetThroughput(peakGFLOPS float64) {
 type Backend struct {
 	Name       string  `json:"name"`
 	Level      string  `json:"kernel_level"`
+	Precision  string  `json:"precision"` // of the matrix products (--precision): fp32 or bf16
 	Device     string  `json:"device"`
 	Threads    int     `json:"threads"`
 	Why        string  `json:"why_chosen"`

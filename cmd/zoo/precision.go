@@ -1,0 +1,72 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/internal/env"
+)
+
+// precisions are the values of --precision, the default first (completion offers them).
+var precisions = []string{"fp32", "bf16"}
+
+// precisionFlagName is the name of the --precision flag.
+const precisionFlagName = "precision"
+
+// flagPrecision returns the --precision flag, the one definition every verb that compiles a
+// model shares (run, bench, parity, train, serve, eval, profile).
+func flagPrecision() cli.Flag {
+	return &cli.StringFlag{Name: precisionFlagName, Value: precisions[0],
+		Usage: "matrix products in `fp32|bf16`: fp32 is strict IEEE; bf16 rounds their inputs to bf16 and accumulates " +
+			"in fp32, the rest staying fp32 (needs the backend's bf16 path: see zoo backends)"}
+}
+
+// precisionOf returns the backends.Options.Precision a verb compiles with: "" when
+// --precision was not given, so the backend keeps its default (fp32; on cuda
+// ZOO_CUDA_PRECISION may set another), else "fp32" or "bf16" (case and surrounding space
+// ignored). Any other value is bad input (exit 2), naming the values.
+func precisionOf(c *cli.Context) (string, error) {
+	if !c.IsSet(precisionFlagName) {
+		return "", nil
+	}
+	raw := c.String(precisionFlagName)
+	p := strings.ToLower(strings.TrimSpace(raw))
+	for _, ok := range precisions {
+		if p == ok {
+			return p, nil
+		}
+	}
+	return "", badInputf("--precision %q: want %s", raw, strings.Join(precisions, " or "))
+}
+
+// checkPrecision refuses, before anything is compiled, a precision the chosen backend has no
+// path for on this machine: bf16 where its probe names no bf16 path. The error is bad input
+// (exit 2, as for an unavailable --backend) and carries the probe's reason in one line; nil
+// when the backend can compute in p.
+func checkPrecision(ch backends.Choice, p string) error {
+	if p != "bf16" || ch.Probe.BF16 != "" {
+		return nil
+	}
+	why := ch.Probe.BF16Reason
+	if why == "" {
+		why = "its probe names no bf16 path"
+	}
+	return badInputf("--precision bf16: backend %s has no bf16 path on this machine: %s", ch.Backend.Name(), why)
+}
+
+// reportedPrecision is the precision a program of backend compiled with Options.Precision p
+// computes in, for reports: p, else the backend's default (fp32, or ZOO_CUDA_PRECISION on
+// cuda, which the cuda backend reads when p is "").
+func reportedPrecision(backend, p string) string {
+	if p != "" {
+		return p
+	}
+	if backend == "cuda" {
+		if v, _ := env.Get(env.CUDAPrecision); strings.TrimSpace(v) != "" {
+			return strings.ToLower(strings.TrimSpace(v))
+		}
+	}
+	return precisions[0]
+}
