@@ -148,6 +148,10 @@ func roundBF16Into(dst []uint16, src []float32) {
 // when trans) as a pair matrix down its columns: Pairs(rows)×cols, element (p, j) holding
 // op(M)[2p, j] low and op(M)[2p+1, j] high, scaled by alpha first.
 func zipBF16Pairs(dst []float32, trans bool, rows, cols int, m []float32, ld int, alpha float32) {
+	if !trans && alpha == 1 {
+		zipRows(dst, rows, cols, m, ld)
+		return
+	}
 	at := func(r, j int) float32 {
 		if r >= rows {
 			return 0
@@ -162,6 +166,25 @@ func zipBF16Pairs(dst []float32, trans bool, rows, cols int, m []float32, ld int
 		for j := range d {
 			lo, hi := bf16Round(at(2*p, j)), bf16Round(at(2*p+1, j))
 			d[j] = math.Float32frombits(uint32(lo) | uint32(hi)<<16)
+		}
+	}
+}
+
+// zipRows is zipBF16Pairs for a row-major M and alpha 1, the common case (the run-time B of
+// a product): each pair of rows is rounded with the vector conversion, then interleaved.
+func zipRows(dst []float32, rows, cols int, m []float32, ld int) {
+	buf := make([]uint16, 2*cols)
+	lo, hi := buf[:cols], buf[cols:]
+	for p := 0; p < Pairs(rows); p++ {
+		roundBF16Into(lo, m[2*p*ld:2*p*ld+cols])
+		if 2*p+1 < rows {
+			roundBF16Into(hi, m[(2*p+1)*ld:(2*p+1)*ld+cols])
+		} else {
+			clear(hi)
+		}
+		d := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(dst[p*cols:]))), cols)
+		for j := range d {
+			d[j] = uint32(lo[j]) | uint32(hi[j])<<16
 		}
 	}
 }
