@@ -17,6 +17,19 @@
 //
 // Levels differ only in rounding (FMA, k blocking), and within a level the result does not
 // depend on how SgemmParallel splits the work.
+//
+// # bf16 products
+//
+// Sbgemm, SbgemmParallel and products with a PackBBF16 operand compute SgemmGeneric's
+// C = alpha·op(A)·op(B) + beta·C with alpha·op(A) and op(B) rounded to bfloat16 (round to
+// nearest even, as VCVTNEPS2BF16 does: bf16Round) and the products accumulated in fp32.
+// Both operands are first turned into pair matrices: element (i, p) of A's holds row i's
+// k = 2p in its low 16 bits and k = 2p+1 in its high ones (a zero pads an odd k), and B's
+// likewise down its columns. The packed driver then runs over the pairs exactly as over
+// floats, with kernels whose k step is one VDPBF16PS (bf16Kernel, AVX512-BF16), or, where
+// the CPU has none, with bf16Twin in Go (dpBF16 per k step): the same roundings, so the two agree bit for
+// bit. The pairs are 32-bit containers the driver only moves; it never does arithmetic on
+// them.
 package gemm
 
 import (
