@@ -187,26 +187,22 @@ func rowBF16Pairs(dst []float32, a []float32, m, k, lda int, alpha float32) {
 // pairBufs recycles the pair matrices of Sbgemm calls.
 var pairBufs = sync.Pool{New: func() any { return new([]float32) }}
 
-// bf16Operands converts alpha·op(A) and op(B) to pair matrices in buffers from pairBufs:
-// ap is m×kp (row stride kp); bp is op(B)'s pairs, transposed (n×kp, stride kp) when tb.
-// release returns the buffers.
-func bf16Operands(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int) (ap, bp []float32, tb bool, ldbp int, release func()) {
+// bf16Operands converts alpha·op(A) and op(B) to pair matrices in buffers from pairBufs.
+// ap holds op(A)'s pairs row-major (m×kp, stride kp), or, when ta, transposed (kp×m, stride
+// m: a transposed A's pairs run down its columns), which the driver packs with plain copies;
+// bp likewise holds op(B)'s, transposed (n×kp, stride kp) when tb. release returns the
+// buffers.
+func bf16Operands(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int) (ap []float32, ta bool, ldap int, bp []float32, tb bool, ldbp int, release func()) {
 	kp := Pairs(k)
 	abuf, bbuf := pairBufs.Get().(*[]float32), pairBufs.Get().(*[]float32)
 	*abuf, *bbuf = grow(*abuf, m*kp), grow(*bbuf, n*kp)
 	ap, bp = *abuf, *bbuf
 	if transA {
-		// op(A) row i is column i of A: zip A's rows in pairs (kp×m), then transpose, as the
-		// driver reads A's pairs only row-major.
-		tmp := make([]float32, kp*m)
-		zipBF16Pairs(tmp, false, k, m, a, lda, alpha)
-		for p := 0; p < kp; p++ {
-			for i := 0; i < m; i++ {
-				ap[i*kp+p] = tmp[p*m+i]
-			}
-		}
+		zipBF16Pairs(ap, false, k, m, a, lda, alpha)
+		ta, ldap = true, m
 	} else {
 		rowBF16Pairs(ap, a, m, k, lda, alpha)
+		ldap = kp
 	}
 	if transB {
 		rowBF16Pairs(bp, b, n, k, ldb, 1)
@@ -215,7 +211,7 @@ func bf16Operands(transA, transB bool, m, n, k int, alpha float32, a []float32, 
 		zipBF16Pairs(bp, false, k, n, b, ldb, 1)
 		ldbp = n
 	}
-	return ap, bp, tb, ldbp, func() { pairBufs.Put(abuf); pairBufs.Put(bbuf) }
+	return ap, ta, ldap, bp, tb, ldbp, func() { pairBufs.Put(abuf); pairBufs.Put(bbuf) }
 }
 
 // Sbgemm is Sgemm with bf16 inputs (see the section comment): C = alpha·op(A)·op(B) + beta·C
@@ -237,14 +233,14 @@ func SbgemmParallel(threads int, transA, transB bool, m, n, k int, alpha float32
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	ap, bp, tb, ldbp, release := bf16Operands(transA, transB, m, n, k, alpha, a, lda, b, ldb)
+	ap, ta, ldap, bp, tb, ldbp, release := bf16Operands(transA, transB, m, n, k, alpha, a, lda, b, ldb)
 	defer release()
 	kp := Pairs(k)
 	if kern := bf16Active(); kern != nil {
-		splitRun(threads, kern, false, tb, m, n, kp, 1, ap, kp, bp, ldbp, beta, c, ldc)
+		splitRun(threads, kern, ta, tb, m, n, kp, 1, ap, ldap, bp, ldbp, beta, c, ldc)
 		return
 	}
-	bf16Twin(tb, m, n, kp, ap, kp, bp, ldbp, beta, c, ldc)
+	bf16Twin(ta, tb, m, n, kp, ap, ldap, bp, ldbp, beta, c, ldc)
 }
 
 // bf16Active returns the bf16 kernel set when this CPU runs it, else nil.
@@ -257,7 +253,7 @@ func bf16Active() *microKernel {
 
 // bf16Twin computes the bf16 product over pair matrices in Go with the driver's k blocking
 // (kcBlock(kp, bf16KC)) and store rules, so it equals the kernels' result bit for bit.
-func bf16Twin(transB bool, m, n, kp int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+func bf16Twin(transA, transB bool, m, n, kp int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	kc := kcBlock(kp, bf16KC)
 	for pc := 0; pc < kp; pc += kc {
 		kcb := min(kc, kp-pc)
@@ -271,7 +267,13 @@ func bf16Twin(transB bool, m, n, kp int, a []float32, lda int, b []float32, ldb 
 					} else {
 						bv = b[p*ldb+j]
 					}
-					acc = dpBF16(acc, math.Float32bits(a[i*lda+p]), math.Float32bits(bv))
+					var av float32
+					if transA {
+						av = a[p*lda+i]
+					} else {
+						av = a[i*lda+p]
+					}
+					acc = dpBF16(acc, math.Float32bits(av), math.Float32bits(bv))
 				}
 				cv := &c[i*ldc+j]
 				switch {
@@ -350,7 +352,7 @@ func SbgemmPrepackedAt(m, j0, j1 int, ap []uint32, lda int, pb *PackedB, beta fl
 	}
 	a := unsafe.Slice((*float32)(unsafe.Pointer(&ap[0])), len(ap))
 	if pb.kern == nil {
-		bf16Twin(false, m, n, kp, a, lda, pb.data[j0:], pb.n, beta, c, ldc)
+		bf16Twin(false, false, m, n, kp, a, lda, pb.data[j0:], pb.n, beta, c, ldc)
 		if epi != nil {
 			epi(0, m, j0, j1)
 		}

@@ -180,9 +180,9 @@ func TestSbgemm(t *testing.T) {
 				ref.check(t, got, want)
 				if kern := bf16Active(); kern != nil && i%5 == 0 {
 					// The twin on the same pairs.
-					ap, bp, tb, ldbp, release := bf16Operands(g.transA, g.transB, m, n, k, g.alpha, g.a[g.offA:], g.lda, g.b[g.offB:], g.ldb)
+					ap, ta, ldap, bp, tb, ldbp, release := bf16Operands(g.transA, g.transB, m, n, k, g.alpha, g.a[g.offA:], g.lda, g.b[g.offB:], g.ldb)
 					twin := g.cloneC()
-					bf16Twin(tb, m, n, Pairs(k), ap, Pairs(k), bp, ldbp, g.beta, twin[g.offC:], g.ldc)
+					bf16Twin(ta, tb, m, n, Pairs(k), ap, ldap, bp, ldbp, g.beta, twin[g.offC:], g.ldc)
 					release()
 					for idx := range got {
 						if math.Float32bits(got[idx]) != math.Float32bits(twin[idx]) {
