@@ -188,6 +188,7 @@ func (p *Program) fuse() {
 			p.fusions[kind]++
 		}
 	}
+	f.fuseAt("Add", "rotary", replaced, kindless(f.matchRotary)) // before the chains take its Mul+Add
 	f.fuseElementwise(replaced)
 	f.splitSlices(replaced)
 	f.mergeSiblings(replaced)
