@@ -14,10 +14,11 @@ import (
 // PeakDoc says how the SGEMM peak is measured (printed in the help).
 const PeakDoc = "The SGEMM peak is measured per backend before the rows and again after each row, and the best reading\n" +
 	"kept: a 1024×1024×1024 MatMul graph (4096 on accelerators) compiled by that backend with the same\n" +
-	"threads, best of 5 runs after a warm-up."
+	"threads and --precision (a bf16 run's peak is that of its bf16 products), best of 5 runs after a warm-up."
 
 // MeasurePeak times a large square SGEMM (a MatMul graph with a constant right operand, as
-// in the models' projections) through backend b with bb.Threads workers and records the
+// in the models' projections) through backend b with bb.Threads workers at bb.Precision (""
+// is the backend's default), so that a row's % of peak compares like with like, and records the
 // best of 5 runs after one warm-up in bb's Peak fields. It returns the first error of the
 // compile, a run or ctx, naming the backend.
 func MeasurePeak(ctx context.Context, b backends.Backend, bb *Backend) error {
@@ -45,7 +46,7 @@ func MeasurePeak(ctx context.Context, b backends.Backend, bb *Backend) error {
 	if err != nil {
 		return fmt.Errorf("sgemm peak graph: %w", err)
 	}
-	p, err := b.Compile(g, backends.Options{Threads: bb.Threads})
+	p, err := b.Compile(g, backends.Options{Threads: bb.Threads, Precision: bb.Precision})
 	if err != nil {
 		return fmt.Errorf("sgemm peak: compile on %s: %w", b.Name(), err)
 	}
