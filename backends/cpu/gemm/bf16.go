@@ -65,28 +65,9 @@ func ftz(x float32) float32 {
 // bf16KernelTwin is the pure-Go statement of the sbgemm micro-kernels: kernelTwin over
 // pairs, one dpBF16 per element per k step (kc pairs), then the same store rule.
 func bf16KernelTwin(mr, nr, kc int, a, b []float32, c []float32, ldc, flags int, beta float32) {
-	var acc [maxTile]float32
-	for p := 0; p < kc; p++ {
-		ap := a[p*mr : p*mr+mr]
-		bp := b[p*nr : p*nr+nr]
-		for i, av := range ap {
-			row := acc[i*nr : i*nr+nr]
-			au := math.Float32bits(av)
-			for j, bv := range bp {
-				row[j] = dpBF16(row[j], au, math.Float32bits(bv))
-			}
-		}
-	}
-	for i := 0; i < mr; i++ {
-		crow := c[i*ldc : i*ldc+nr]
-		for j := range crow {
-			if flags == 0 {
-				crow[j] = acc[i*nr+j]
-			} else {
-				crow[j] = fma32(beta, crow[j], acc[i*nr+j])
-			}
-		}
-	}
+	tileTwin(mr, nr, kc, a, b, c, ldc, flags, beta, func(acc, x, y float32) float32 {
+		return dpBF16(acc, math.Float32bits(x), math.Float32bits(y))
+	})
 }
 
 // Pairs returns the number of bf16 pairs a k-long row takes: ceil(k/2).
@@ -301,14 +282,7 @@ func PackBBF16(transB bool, k, n int, b []float32, ldb int) *PackedB {
 // PackBF16 is PackBBF16 into pb, reusing its storage as Pack does: for a run-time operand
 // packed per call. pb must not be in use by another goroutine.
 func (pb *PackedB) PackBF16(transB bool, k, n int, b []float32, ldb int) {
-	if k < 0 || n < 0 {
-		panic(fmt.Sprintf("gemm: PackBBF16: negative dimension k=%d n=%d", k, n))
-	}
-	br, bc := k, n
-	if transB {
-		br, bc = n, k
-	}
-	checkMat("B", br, bc, len(b), ldb)
+	checkPackB("PackBBF16", transB, k, n, b, ldb)
 	kp := Pairs(k)
 	buf := pairBufs.Get().(*[]float32)
 	*buf = grow(*buf, kp*n)

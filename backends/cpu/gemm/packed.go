@@ -63,6 +63,13 @@ const maxTile = 16 * 64
 // kernelTwin is the pure-Go reference of the assembly micro-kernels: the same FMAs in the
 // same order, so the two agree bit for bit (math.FMA rounds once, as VFMADD231PS does).
 func kernelTwin(mr, nr, kc int, a, b []float32, c []float32, ldc, flags int, beta float32) {
+	tileTwin(mr, nr, kc, a, b, c, ldc, flags, beta, func(acc, x, y float32) float32 { return fma32(x, y, acc) })
+}
+
+// tileTwin is the loop every micro-kernel's twin shares: acc = step(acc, a, b) per element
+// per k step in increasing k, then C = acc (flags 0, C unread) or C = beta·C + acc, rounded
+// once.
+func tileTwin(mr, nr, kc int, a, b []float32, c []float32, ldc, flags int, beta float32, step func(acc, a, b float32) float32) {
 	var acc [maxTile]float32
 	for p := 0; p < kc; p++ {
 		ap := a[p*mr : p*mr+mr]
@@ -70,7 +77,7 @@ func kernelTwin(mr, nr, kc int, a, b []float32, c []float32, ldc, flags int, bet
 		for i, av := range ap {
 			row := acc[i*nr : i*nr+nr]
 			for j, bv := range bp {
-				row[j] = fma32(av, bv, row[j])
+				row[j] = step(row[j], av, bv)
 			}
 		}
 	}

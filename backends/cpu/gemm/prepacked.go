@@ -33,15 +33,21 @@ func PackB(transB bool, k, n int, b []float32, ldb int) *PackedB {
 // a run-time operand per call keeps one PackedB (the zero value is ready to use) and
 // allocates nothing in the steady state. pb must not be in use by another goroutine.
 func (pb *PackedB) Pack(transB bool, k, n int, b []float32, ldb int) {
+	checkPackB("PackB", transB, k, n, b, ldb)
+	pb.pack(activeLevel().kern, transB, k, n, b, ldb)
+}
+
+// checkPackB panics, naming the function, when op(B)'s shape is negative or b is too
+// short for it.
+func checkPackB(fn string, transB bool, k, n int, b []float32, ldb int) {
 	if k < 0 || n < 0 {
-		panic(fmt.Sprintf("gemm: PackB: negative dimension k=%d n=%d", k, n))
+		panic(fmt.Sprintf("gemm: %s: negative dimension k=%d n=%d", fn, k, n))
 	}
 	br, bc := k, n
 	if transB {
 		br, bc = n, k
 	}
 	checkMat("B", br, bc, len(b), ldb)
-	pb.pack(activeLevel().kern, transB, k, n, b, ldb)
 }
 
 // pack is Pack with the kernel set given (nil: the generic layout).
