@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -52,12 +53,18 @@ func reluGrad(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
 	return out, true, nil
 }
 
+// reluGradRange sets out = dy where y > 0 and +0 elsewhere (NaN in y too), without a branch:
+// a ReLU's outputs are zero or not about half the time at random, and the branch that
+// decided it mispredicted on every other element (27 ms of a 300 ms training step of
+// vanilla base, batch 8 × 128, against 9 ms now). y > 0 is 1 ≤ bits(y) ≤ bits(+Inf).
 func reluGradRange(out, y, dy []float32) {
+	if len(y) == 0 {
+		return
+	}
+	_, _ = out[len(y)-1], dy[len(y)-1]
 	for j, v := range y {
-		if v > 0 {
-			out[j] = dy[j]
-		} else {
-			out[j] = 0
-		}
+		u := int64(math.Float32bits(v))
+		mask := uint32(^((u - 1) >> 63) & ((u - 0x7f800001) >> 63))
+		out[j] = math.Float32frombits(math.Float32bits(dy[j]) & mask)
 	}
 }
