@@ -3,6 +3,8 @@ package gemm
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -110,7 +112,7 @@ func TestBF16KernelsBitwise(t *testing.T) {
 				got, want := append([]float32(nil), c...), append([]float32(nil), c...)
 				kern.fn(kc, &ap[0], &b[0], &got[0], ldc, flags, 0.75)
 				bf16KernelTwin(kern.mr, kern.nr, kc, ap, b, want, ldc, flags, 0.75)
-				sameBits(t, got, want, "packed", kern.mr, kc, flags)
+				sameBits(t, got, want, "packed", kern.mr, kc, flags, scale != 1)
 				for _, d := range directs {
 					lda := kc + 5
 					a := randPairs(rng, d.mr*lda, scale)
@@ -124,16 +126,25 @@ func TestBF16KernelsBitwise(t *testing.T) {
 					got, want := append([]float32(nil), c...), append([]float32(nil), c...)
 					d.fn(kc, &a[0], &b[0], &got[0], ldc, flags, 0.75, lda, &b[0])
 					bf16KernelTwin(d.mr, kern.nr, kc, ap, b, want, ldc, flags, 0.75)
-					sameBits(t, got, want, "direct", d.mr, kc, flags)
+					sameBits(t, got, want, "direct", d.mr, kc, flags, scale != 1)
 				}
 			}
 		}
 	}
 }
 
-func sameBits(t *testing.T, got, want []float32, kind string, mr, kc, flags int) {
+// sameBits fails t unless got and want agree bit for bit. With tiny set (products in and
+// near the denormal range), a CPU other than the AMD Zen 5 whose VDPBF16PS the twin's
+// flush rules were measured on may differ where a sum lands next to the normal range: there
+// an element may instead be flushed or one ulp away (Intel documents the same rules, "DAZ
+// in, FTZ out", without saying where tininess is detected).
+func sameBits(t *testing.T, got, want []float32, kind string, mr, kc, flags int, tiny bool) {
 	t.Helper()
+	lenient := tiny && cpuVendor() != "AuthenticAMD"
 	for i := range got {
+		if lenient && nearlySame(got[i], want[i]) {
+			continue
+		}
 		if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(isNaN32(got[i]) && isNaN32(want[i])) {
 			t.Fatalf("%s %d rows kc=%d flags=%d: c[%d] = %g (%#08x), twin %g (%#08x)", kind, mr, kc, flags, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
 		}
@@ -267,4 +278,30 @@ func TestToBF16PairsLayout(t *testing.T) {
 			t.Fatalf("pair %d = %#08x, want %#08x", i, dst[i], want[i])
 		}
 	}
+}
+
+// nearlySame reports whether x and y are within one ulp, or one of them is a flushed zero
+// of a value at most twice the smallest normal.
+func nearlySame(x, y float32) bool {
+	a, b := math.Float32bits(x), math.Float32bits(y)
+	if a == b || a+1 == b || b+1 == a {
+		return true
+	}
+	const minNormal = 0x1p-126
+	return (x == 0 && math.Abs(float64(y)) < 2*minNormal) || (y == 0 && math.Abs(float64(x)) < 2*minNormal)
+}
+
+// cpuVendor returns the vendor string of /proc/cpuinfo ("AuthenticAMD", "GenuineIntel"),
+// or "" where it cannot be read.
+func cpuVendor() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "vendor_id" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
