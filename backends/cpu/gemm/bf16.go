@@ -5,8 +5,6 @@ import (
 	"math"
 	"sync"
 	"unsafe"
-
-	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 )
 
 // bf16KC is the k block of the bf16 products, in pairs: a k of 512 in one block.
@@ -73,14 +71,14 @@ func bf16KernelTwin(mr, nr, kc int, a, b []float32, c []float32, ldc, flags int,
 // Pairs returns the number of bf16 pairs a k-long row takes: ceil(k/2).
 func Pairs(k int) int { return (k + 1) / 2 }
 
-// ToBF16Pairs rounds the m×k row-major matrix alpha·a (row stride lda) to bf16 pairs:
-// dst, m×Pairs(k) row-major, is the A operand of SbgemmPrepackedAt. Rows are independent,
+// toBF16Pairs rounds the m×k row-major matrix alpha·a (row stride lda) to bf16 pairs:
+// dst, m×Pairs(k) row-major, is the A operand of sbgemmPrepackedAt. Rows are independent,
 // so callers may convert row ranges concurrently. It panics when a slice is too short.
-func ToBF16Pairs(dst []uint32, a []float32, m, k, lda int, alpha float32) {
+func toBF16Pairs(dst []uint32, a []float32, m, k, lda int, alpha float32) {
 	checkMat("A", m, k, len(a), lda)
 	kp := Pairs(k)
 	if len(dst) < m*kp {
-		panic(fmt.Sprintf("gemm: ToBF16Pairs: %d×%d pairs need %d elements, have %d", m, kp, m*kp, len(dst)))
+		panic(fmt.Sprintf("gemm: toBF16Pairs: %d×%d pairs need %d elements, have %d", m, kp, m*kp, len(dst)))
 	}
 	var scaled []float32
 	if alpha != 1 {
@@ -157,12 +155,12 @@ func zipRows(dst []float32, rows, cols int, m []float32, ld int) {
 	}
 }
 
-// rowBF16Pairs is ToBF16Pairs into a float32 container (the driver's element type).
+// rowBF16Pairs is toBF16Pairs into a float32 container (the driver's element type).
 func rowBF16Pairs(dst []float32, a []float32, m, k, lda int, alpha float32) {
 	if m == 0 || k == 0 {
 		return
 	}
-	ToBF16Pairs(unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), len(dst)), a, m, k, lda, alpha)
+	toBF16Pairs(unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), len(dst)), a, m, k, lda, alpha)
 }
 
 // pairBufs recycles the pair matrices of Sbgemm calls.
@@ -301,13 +299,15 @@ func (pb *PackedB) PackBF16(transB bool, k, n int, b []float32, ldb int) {
 // BF16 reports whether pb was packed by PackBBF16.
 func (pb *PackedB) BF16() bool { return pb.bf16 }
 
-// SbgemmPrepackedAt is SgemmPackedEpilogueAt for a PackBBF16 operand with A already
-// converted by ToBF16Pairs (ap, m×Pairs(k), row stride lda in pairs), so that callers
-// splitting one product into column tiles convert A once. It panics when pb is not bf16,
-// the ranges are bad or a slice is too short.
-func SbgemmPrepackedAt(m, j0, j1 int, ap []uint32, lda int, pb *PackedB, beta float32, c []float32, ldc int, epi Epilogue) {
+// sbgemmPrepackedAt is SgemmPackedEpilogueAt for a PackBBF16 operand with A already
+// converted by toBF16Pairs (ap, m×Pairs(k), row stride lda in pairs). Converting each tile's
+// rows just before its product (sbgemmPacked) beat converting a layer's whole input once
+// and sharing it across the tiles: vanilla base in bf16 at batch 8, n = 512 ran 249 ms that
+// way against 257-265 shared, the rows being hot in cache when the product reads them. It
+// panics when pb is not bf16, the ranges are bad or a slice is too short.
+func sbgemmPrepackedAt(m, j0, j1 int, ap []uint32, lda int, pb *PackedB, beta float32, c []float32, ldc int, epi Epilogue) {
 	if pb == nil || !pb.bf16 || m < 0 || j0 < 0 || j1 > pb.n || j0 > j1 || j0%pb.ColAlign() != 0 {
-		panic(fmt.Sprintf("gemm: SbgemmPrepackedAt: bad column range [%d, %d) or not a bf16 operand", j0, j1))
+		panic(fmt.Sprintf("gemm: sbgemmPrepackedAt: bad column range [%d, %d) or not a bf16 operand", j0, j1))
 	}
 	n, kp := j1-j0, pb.k
 	if m == 0 || n == 0 {
@@ -322,7 +322,7 @@ func SbgemmPrepackedAt(m, j0, j1 int, ap []uint32, lda int, pb *PackedB, beta fl
 		return
 	}
 	if len(ap) < (m-1)*lda+kp || lda < kp {
-		panic(fmt.Sprintf("gemm: SbgemmPrepackedAt: A pairs %d×%d with stride %d need %d elements, have %d", m, kp, lda, (m-1)*lda+kp, len(ap)))
+		panic(fmt.Sprintf("gemm: sbgemmPrepackedAt: A pairs %d×%d with stride %d need %d elements, have %d", m, kp, lda, (m-1)*lda+kp, len(ap)))
 	}
 	a := unsafe.Slice((*float32)(unsafe.Pointer(&ap[0])), len(ap))
 	if pb.kern == nil {
@@ -343,22 +343,7 @@ func sbgemmPacked(m, j0, j1 int, alpha float32, a []float32, lda int, pb *Packed
 	defer pairBufs.Put(buf)
 	*buf = grow(*buf, max(m*kp, 1))
 	rowBF16Pairs(*buf, a, m, pb.kIn, lda, alpha)
-	SbgemmPrepackedAt(m, j0, j1, unsafe.Slice((*uint32)(unsafe.Pointer(&(*buf)[0])), len(*buf)), kp, pb, beta, c, ldc, epi)
-}
-
-// ToBF16PairsParallel is ToBF16Pairs with the rows split over up to threads workers.
-func ToBF16PairsParallel(threads int, dst []uint32, a []float32, m, k, lda int, alpha float32) {
-	const rowsPerTask = 64
-	tasks := (m + rowsPerTask - 1) / rowsPerTask
-	if threads <= 1 || tasks <= 1 {
-		ToBF16Pairs(dst, a, m, k, lda, alpha)
-		return
-	}
-	kp := Pairs(k)
-	workpool.Tasks(threads, tasks, func(t int) {
-		r0, r1 := t*rowsPerTask, min((t+1)*rowsPerTask, m)
-		ToBF16Pairs(dst[r0*kp:], a[r0*lda:], r1-r0, k, lda, alpha)
-	})
+	sbgemmPrepackedAt(m, j0, j1, unsafe.Slice((*uint32)(unsafe.Pointer(&(*buf)[0])), len(*buf)), kp, pb, beta, c, ldc, epi)
 }
 
 // unpackBF16 is Unpack for a PackBBF16 operand: op(B) as its bf16 values, k×n row-major.

@@ -218,7 +218,7 @@ func TestSbgemm(t *testing.T) {
 }
 
 // TestPackBBF16 checks products with a PackBBF16 operand against Sbgemm bit for bit (both
-// forms of A: float32 through SgemmPackedEpilogueAt and pairs through SbgemmPrepackedAt,
+// forms of A: float32 through SgemmPackedEpilogueAt and pairs through sbgemmPrepackedAt,
 // on column ranges), and Unpack against the rounded B.
 func TestPackBBF16(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -241,17 +241,17 @@ func TestPackBBF16(t *testing.T) {
 			// Pairs converted once, two column ranges.
 			kp := Pairs(sh.k)
 			pairs := make([]uint32, sh.m*kp)
-			ToBF16PairsParallel(2, pairs, g.a[g.offA:], sh.m, sh.k, g.lda, 1)
+			toBF16Pairs(pairs, g.a[g.offA:], sh.m, sh.k, g.lda, 1)
 			cols := g.cloneC()
 			split := min(pb.ColAlign(), sh.n)
 			if split%pb.ColAlign() != 0 {
 				split = 0
 			}
-			SbgemmPrepackedAt(sh.m, 0, split, pairs, kp, pb, 0, cols[g.offC:], g.ldc, nil)
-			SbgemmPrepackedAt(sh.m, split, sh.n, pairs, kp, pb, 0, cols[g.offC+split:], g.ldc, nil)
+			sbgemmPrepackedAt(sh.m, 0, split, pairs, kp, pb, 0, cols[g.offC:], g.ldc, nil)
+			sbgemmPrepackedAt(sh.m, split, sh.n, pairs, kp, pb, 0, cols[g.offC+split:], g.ldc, nil)
 			for idx := range cols {
 				if math.Float32bits(cols[idx]) != math.Float32bits(want[idx]) {
-					t.Fatalf("%v: SbgemmPrepackedAt in two ranges differs at %d", g, idx)
+					t.Fatalf("%v: sbgemmPrepackedAt in two ranges differs at %d", g, idx)
 				}
 			}
 			un := pb.Unpack()
@@ -266,11 +266,11 @@ func TestPackBBF16(t *testing.T) {
 	}
 }
 
-// TestToBF16PairsLayout pins the pair layout: the even k in the low half, a zero pad.
-func TestToBF16PairsLayout(t *testing.T) {
+// TestBF16PairsLayout pins the pair layout: the even k in the low half, a zero pad.
+func TestBF16PairsLayout(t *testing.T) {
 	a := []float32{1, 2, 3, 9, 4, 5, 6, 9} // 2×3, stride 4
 	dst := make([]uint32, 4)
-	ToBF16Pairs(dst, a, 2, 3, 4, 1)
+	toBF16Pairs(dst, a, 2, 3, 4, 1)
 	h := func(x float32) uint32 { return uint32(bf16Round(x)) }
 	want := []uint32{h(1) | h(2)<<16, h(3), h(4) | h(5)<<16, h(6)}
 	for i := range want {
