@@ -79,6 +79,16 @@ type Profiler interface {
 	RunProfiled(ctx context.Context, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, *Profile, error)
 }
 
+// ActivationEstimator is implemented by a Program that can say how much memory its runs
+// hold in run-time values: the peak, over its steps in order, of the bytes of the graph
+// inputs and step outputs alive at once, given each value's size by name (graph.ValueBytes
+// at the run's shapes). It sees the program as compiled, so what a fused step keeps to
+// itself (the tiles of a fused attention, never its n×n scores) is not counted. It is
+// optional: memory guards assert it and fall back to the graph's own estimate.
+type ActivationEstimator interface {
+	PeakActivationBytes(valueBytes map[string]int64) int64
+}
+
 // Profile is the timeline of one profiled run.
 type Profile struct {
 	// Steps holds every step that ran, in order.

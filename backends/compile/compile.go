@@ -235,6 +235,32 @@ func staticShapes(inputs []graph.ValueInfo) map[string]*tensor.Tensor {
 	return out
 }
 
+// PeakBytes returns the most bytes of run-time values a run of the plan holds at once:
+// walking the steps in order, the graph inputs plus every step output from the step that
+// makes it until its planned release (outputs and kept values to the end), each sized by
+// size[name] (0 when absent). Constants are not counted, nor a fused step's internal
+// buffers, which are not values of the plan. Values that share storage are counted apart,
+// so the figure errs high.
+func (p *Plan[K]) PeakBytes(size map[string]int64) int64 {
+	var live, peak int64
+	for _, s := range p.InSlot {
+		live += size[p.Slots[s]]
+	}
+	peak = live
+	for _, st := range p.Steps {
+		for _, s := range st.Out {
+			if s >= 0 && p.Kinds[s] == SlotNode {
+				live += size[p.Slots[s]]
+			}
+		}
+		peak = max(peak, live)
+		for _, s := range st.Free {
+			live -= size[p.Slots[s]]
+		}
+	}
+	return peak
+}
+
 // planFrees records, for each step, the run-time values whose last reader it is. Outputs,
 // kept values and constants are never released, graph inputs only when freeInputs is set;
 // a value nothing reads is released right after the step that makes it.

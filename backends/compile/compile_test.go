@@ -256,3 +256,27 @@ func TestLastUses(t *testing.T) {
 		t.Fatalf("LastUses = %v, want %v", got, want)
 	}
 }
+
+// TestPeakBytes checks the live-bytes walk over testGraph's steps a = Add(x, nn), b = Neg(a),
+// y = Identity(b): x stays live (an input), a dies at b, b at y, and y (the output) stays;
+// constants and unknown names count nothing.
+func TestPeakBytes(t *testing.T) {
+	p, err := Compile(testGraph(), config(&evaluator{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		size map[string]int64
+		want int64
+	}{
+		{"all alike", map[string]int64{"x": 10, "a": 10, "b": 10, "y": 10, "nn": 1000}, 30}, // x + a + b at Neg, x + b + y at Identity
+		{"a large", map[string]int64{"x": 1, "a": 100, "b": 1, "y": 1}, 102},               // x + a + b while Neg runs
+		{"y large", map[string]int64{"x": 1, "a": 1, "b": 1, "y": 100}, 102},               // x + b + y
+		{"nothing known", nil, 0},
+	} {
+		if got := p.PeakBytes(tc.size); got != tc.want {
+			t.Errorf("%s: PeakBytes = %d, want %d (steps %v)", tc.name, got, tc.want, stepNames(p))
+		}
+	}
+}

@@ -230,6 +230,14 @@ func (p *Program) fuseOrNot() {
 // Threads returns the number of worker threads the program uses.
 func (p *Program) Threads() int { return p.threads }
 
+// PeakActivationBytes implements backends.ActivationEstimator over the compiled steps and
+// their planned releases (compile.Plan.PeakBytes).
+func (p *Program) PeakActivationBytes(valueBytes map[string]int64) int64 {
+	return p.plan.PeakBytes(valueBytes)
+}
+
+var _ backends.ActivationEstimator = (*Program)(nil)
+
 // Close releases the program; later calls to Run fail.
 func (p *Program) Close() error {
 	p.closed = true

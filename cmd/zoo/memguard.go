@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/internal/memlimit"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -26,6 +27,12 @@ type memRun struct {
 	// batchFlag and nFlag name the flags that set batch and n ("" when the user cannot
 	// change it), for the advice.
 	batchFlag, nFlag string
+	// est, when set, is the compiled program of the graph, which counts its activations as
+	// it will hold them (fusions keep some intermediates to themselves) instead of the
+	// graph's node by node; weights then names the graph inputs that are weights fed at run
+	// time (a training step's lifted parameters), counted as weights.
+	est     backends.ActivationEstimator
+	weights []string
 }
 
 // tokenShapes returns the shapes of a (tokens, key-padding mask) pair of inputs.
@@ -42,11 +49,23 @@ func tokenShapes(tok, mask string) func(b, n int) map[string][]int {
 // memEstimate is what running a graph once takes: the weights once more (compiling folds
 // transposed weights into new constants, and a backend keeps its own copy where it packs
 // them) plus the peak of live activations (graph.Cost's walk, node outputs freed after
-// their last use), times the copies.
+// their last use; or, with r.est, the compiled program's own count), times the copies.
 func memEstimate(g *graph.Graph, r memRun, b, n int) (total, weights, acts int64, err error) {
 	cost, err := g.Cost(r.shapes(b, n))
 	if err != nil {
 		return 0, 0, 0, err
+	}
+	weights, acts = cost.ParamBytes, cost.ActivationBytes
+	if r.est != nil {
+		vb, err := g.ValueBytes(r.shapes(b, n))
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		acts = r.est.PeakActivationBytes(vb)
+		for _, w := range r.weights {
+			weights += vb[w]
+			acts -= vb[w]
+		}
 	}
 	copies := int64(max(r.copies, 1))
 	sat := func(x int64) int64 {
@@ -55,7 +74,7 @@ func memEstimate(g *graph.Graph, r memRun, b, n int) (total, weights, acts int64
 		}
 		return x * copies
 	}
-	weights, acts = sat(cost.ParamBytes), sat(cost.ActivationBytes)
+	weights, acts = sat(weights), sat(acts)
 	total = weights + acts
 	if total < 0 {
 		total = 1<<63 - 1

@@ -40,6 +40,8 @@ func TestMemoryGuard(t *testing.T) {
 			[]string{"running vanilla.tiny at batch 100000 × 128 tokens", "lower --batch to"}},
 		{"run arrays", "90KiB", []string{"run", "testdata/floatin/vit.onnx", "--input", "testdata/floatin/vit-pixels.npy"},
 			[]string{"running testdata/floatin/vit.onnx on testdata/floatin/vit-pixels.npy needs about", "activations ", "feed smaller inputs"}},
+		{"train window", "50MiB", []string{"train", "vanilla.tiny", "--input", text, "--batch", "4", "--window", "2048", "--set", "max_len=2048", "--steps", "1", "-o", filepath.Join(t.TempDir(), "m.safetensors")},
+			[]string{"running the training step of vanilla.tiny at batch 4 × 2048 tokens needs about", "lower --batch to"}},
 		{"bad limit", "lots", []string{"show", "vanilla.tiny"},
 			[]string{memlimit.Env + `="lots": want a size`}},
 	}
@@ -56,6 +58,19 @@ func TestMemoryGuard(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTrainGuardCountsTheCompiledStep checks that the training guard counts the step as the
+// CPU backend compiled it: vanilla.tiny at batch 4 × 2048 needs about 100 MiB there (about
+// 160 MB resident, measured), where the graph's own count, which keeps every layer's n×n
+// attention probabilities for the backward pass, says 1.1 GiB and refused it under 400 MiB.
+func TestTrainGuardCountsTheCompiledStep(t *testing.T) {
+	t.Setenv(memlimit.Env, "400MiB")
+	out := filepath.Join(t.TempDir(), "m.safetensors")
+	code, _, errs := zoo(t, "train", "vanilla.tiny", "--input", text, "--batch", "4", "--window", "2048", "--set", "max_len=2048", "--steps", "1", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
 	}
 }
 

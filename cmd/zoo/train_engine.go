@@ -139,10 +139,6 @@ func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, data
 		}
 		return s
 	}
-	if err := guardMemory("the training step of "+m.displayName(), trainG,
-		memRun{batch: st.Batch, n: st.Window, shapes: shapes, batchFlag: "--batch", nFlag: "--window"}); err != nil {
-		return nil, err
-	}
 	keep := []string{autodiff.OutputLoss}
 	for _, p := range layout.Names {
 		e.gradNames = append(e.gradNames, grads[p])
@@ -172,6 +168,18 @@ func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, data
 	}
 	if e.step_, err = choice.Backend.Compile(stepG, opts); err != nil {
 		return nil, failed(fmt.Errorf("compile the training step of %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+	}
+	// The guard counts the step as compiled where the backend can: the CPU's fused
+	// attention keeps no n×n probabilities for the backward pass, which the graph's own
+	// count charges to every layer. Compiling allocates little (the weights are inputs).
+	r := memRun{batch: st.Batch, n: st.Window, shapes: shapes, batchFlag: "--batch", nFlag: "--window"}
+	guarded := trainG
+	if est, ok := e.step_.(backends.ActivationEstimator); ok {
+		guarded, r.shapes, r.est, r.weights = stepG, e.stepShapes, est, layout.Names
+	}
+	if err := guardMemory("the training step of "+m.displayName(), guarded, r); err != nil {
+		e.close()
+		return nil, err
 	}
 	if e.held != nil {
 		evalG, err := liftKeeping(infer.Graph, layout.Names, []string{variant.OutputLogits})
