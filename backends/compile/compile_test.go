@@ -271,8 +271,8 @@ func TestPeakBytes(t *testing.T) {
 		want int64
 	}{
 		{"all alike", map[string]int64{"x": 10, "a": 10, "b": 10, "y": 10, "nn": 1000}, 30}, // x + a + b at Neg, x + b + y at Identity
-		{"a large", map[string]int64{"x": 1, "a": 100, "b": 1, "y": 1}, 102},               // x + a + b while Neg runs
-		{"y large", map[string]int64{"x": 1, "a": 1, "b": 1, "y": 100}, 102},               // x + b + y
+		{"a large", map[string]int64{"x": 1, "a": 100, "b": 1, "y": 1}, 102},                // x + a + b while Neg runs
+		{"y large", map[string]int64{"x": 1, "a": 1, "b": 1, "y": 100}, 102},                // x + b + y
 		{"nothing known", nil, 0},
 	} {
 		if got := p.PeakBytes(tc.size); got != tc.want {
