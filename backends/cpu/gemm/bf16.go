@@ -139,7 +139,14 @@ func zipBF16Pairs(dst []float32, trans bool, rows, cols int, m []float32, ld int
 // zipRows is zipBF16Pairs for a row-major M and alpha 1, the common case (the run-time B of
 // a product): each pair of rows is rounded with the vector conversion, then interleaved.
 func zipRows(dst []float32, rows, cols int, m []float32, ld int) {
-	buf := make([]uint16, 2*cols)
+	// Run-time B is zipped on every call (each key block of V in a bf16 attention): the
+	// two row buffers come from a pool rather than the heap.
+	bp := rowPairBufs.Get().(*[]uint16)
+	defer rowPairBufs.Put(bp)
+	if cap(*bp) < 2*cols {
+		*bp = make([]uint16, 2*cols)
+	}
+	buf := (*bp)[:2*cols]
 	lo, hi := buf[:cols], buf[cols:]
 	for p := 0; p < Pairs(rows); p++ {
 		roundBF16Into(lo, m[2*p*ld:2*p*ld+cols])
@@ -162,6 +169,9 @@ func rowBF16Pairs(dst []float32, a []float32, m, k, lda int, alpha float32) {
 	}
 	toBF16Pairs(unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), len(dst)), a, m, k, lda, alpha)
 }
+
+// rowPairBufs recycles zipRows' two rounded rows.
+var rowPairBufs = sync.Pool{New: func() any { return new([]uint16) }}
 
 // pairBufs recycles the pair matrices of Sbgemm calls.
 var pairBufs = sync.Pool{New: func() any { return new([]float32) }}
