@@ -1,4 +1,3 @@
-// Package zoo carries the repository files that the zoo binary embeds.
 package zoo
 
 import _ "embed"

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	zooroot "github.com/zoo-dev/zoo"
+
 	"github.com/urfave/cli/v2"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -96,10 +98,11 @@ func approxAction(c *cli.Context) error {
 	if ntok < 2 || c.Int("threads") < 0 {
 		return badInputf("--tokens must be at least 2 and --threads not negative (got %d, %d)", ntok, c.Int("threads"))
 	}
-	_, entry, preset, cfg, err := resolveVariant(c, ref)
+	spec, err := resolveVariant(c.Context, c, ref)
 	if err != nil {
 		return err
 	}
+	entry, preset, cfg := spec.Entry, spec.Preset, spec.Config
 	knob, ok := approxKnobs[entry.Name]
 	if !ok {
 		return badInputf("approx: no approximation of %s is known (variants: linformer, performer, nystrom, sparse, linear, vanilla); its attention is exact softmax attention or not an approximation of it", entry.Name)
@@ -115,7 +118,7 @@ func approxAction(c *cli.Context) error {
 	if preset != "" {
 		vref += "." + preset
 	}
-	m, err := loadModel(c, vref)
+	m, err := loadModel(c.Context, c, vref)
 	if err != nil {
 		return err
 	}
@@ -127,7 +130,7 @@ func approxAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	doc := approxDoc{Variant: entry.Name, Vanilla: m.displayName(), Knob: knob, N: n}
+	doc := approxDoc{Variant: entry.Name, Vanilla: m.Name(), Knob: knob, N: n}
 	block := 0
 	if entry.Name == "sparse" {
 		// The variant's block, but at least 8 blocks over the text, so the sweep shows a range.
@@ -257,13 +260,13 @@ func approxValues(flag, variant string, n, block int) ([]int, error) {
 // backend's attention output (softmax(QKᵀ/√d)·V before the heads merge), found around each
 // layer's attention softmax: the product it reads is Q·Kᵀ (Kᵀ a Transpose of K), and the
 // product that reads it multiplies by V.
-func vanillaQKV(c *cli.Context, m *model, text []byte) ([]headQKV, error) {
-	sites, err := attentionSites(m.Graph)
+func vanillaQKV(c *cli.Context, m *zooroot.Model, text []byte) ([]headQKV, error) {
+	sites, err := attentionSites(m.Graph())
 	if err != nil {
-		return nil, badInputf("approx: %s: %w", m.displayName(), err)
+		return nil, badInputf("approx: %s: %w", m.Name(), err)
 	}
 	producer, readers := map[string]*graph.Node{}, map[string][]*graph.Node{}
-	for _, nd := range m.Graph.Nodes {
+	for _, nd := range m.Graph().Nodes {
 		for _, o := range nd.Outputs {
 			producer[o] = nd
 		}
@@ -281,7 +284,7 @@ func vanillaQKV(c *cli.Context, m *model, text []byte) ([]headQKV, error) {
 		}
 		qk := producer[x]
 		if qk == nil || qk.Op != "MatMul" || producer[qk.Inputs[1]] == nil || producer[qk.Inputs[1]].Op != "Transpose" {
-			return nil, failed(fmt.Errorf("approx: %s layer %d: the softmax's scores are not MatMul(Q, Transpose(K))", m.displayName(), s.layer))
+			return nil, failed(fmt.Errorf("approx: %s layer %d: the softmax's scores are not MatMul(Q, Transpose(K))", m.Name(), s.layer))
 		}
 		var pv *graph.Node
 		for _, r := range readers[s.value] {
@@ -290,16 +293,16 @@ func vanillaQKV(c *cli.Context, m *model, text []byte) ([]headQKV, error) {
 			}
 		}
 		if pv == nil {
-			return nil, failed(fmt.Errorf("approx: %s layer %d: no MatMul(softmax, V) reads the softmax", m.displayName(), s.layer))
+			return nil, failed(fmt.Errorf("approx: %s layer %d: no MatMul(softmax, V) reads the softmax", m.Name(), s.layer))
 		}
 		keep = append(keep, qk.Inputs[0], producer[qk.Inputs[1]].Inputs[0], pv.Inputs[1], pv.Outputs[0])
 	}
-	plan, err := planFeeds(m.Graph, nil)
+	plan, err := zooroot.PlanFeeds(m.Graph(), nil)
 	if err != nil {
 		return nil, badInput(err)
 	}
 	ids := tokenize.Encode(text)
-	inputs, err := plan.tensors(&tokenize.Batch{B: 1, N: len(ids), Tokens: ids, Lengths: []int{len(ids)}}, tokenize.PadID)
+	inputs, err := plan.Tensors(&tokenize.Batch{B: 1, N: len(ids), Tokens: ids, Lengths: []int{len(ids)}}, tokenize.PadID)
 	if err != nil {
 		return nil, failed(err)
 	}
@@ -307,14 +310,14 @@ func vanillaQKV(c *cli.Context, m *model, text []byte) ([]headQKV, error) {
 	if err != nil {
 		return nil, badInput(err)
 	}
-	prog, err := choice.Backend.Compile(m.Graph, backends.Options{Threads: c.Int("threads"), KeepIntermediates: keep})
+	prog, err := choice.Backend.Compile(m.Graph(), backends.Options{Threads: c.Int("threads"), KeepIntermediates: keep})
 	if err != nil {
-		return nil, failed(fmt.Errorf("compile %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+		return nil, failed(fmt.Errorf("compile %s on %s: %w", m.Name(), choice.Backend.Name(), err))
 	}
 	defer prog.Close()
 	outs, err := prog.Run(c.Context, inputs)
 	if err != nil {
-		return nil, failed(fmt.Errorf("run %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+		return nil, failed(fmt.Errorf("run %s on %s: %w", m.Name(), choice.Backend.Name(), err))
 	}
 	var layers []headQKV
 	for i := range sites {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unicode"
 
+	zooroot "github.com/zoo-dev/zoo"
+
 	"github.com/urfave/cli/v2"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette"
@@ -185,7 +187,7 @@ func attentionAction(c *cli.Context) error {
 		return badInputf("attention: want one variant name (see `zoo list`), got %d arguments", c.NArg())
 	}
 	ref := c.Args().First()
-	if isONNXPath(ref) {
+	if zooroot.IsONNXPath(ref) {
 		return badInputf("attention: %s is an .onnx file; zoo attention draws zoo's variants, whose graphs name each layer's attention softmax", ref)
 	}
 	outPath := c.String("output")
@@ -205,45 +207,45 @@ func attentionAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	m, err := loadModel(c, ref)
+	m, err := loadModel(c.Context, c, ref)
 	if err != nil {
 		return err
 	}
 	if text, err = fitMaxLen(c, m, text); err != nil {
 		return err
 	}
-	if why, ok := noSoftmaxWhy[m.Name]; ok {
-		return badInputf("attention: %s has no attention matrix to draw: %s", m.displayName(), why)
+	if why, ok := noSoftmaxWhy[m.Variant()]; ok {
+		return badInputf("attention: %s has no attention matrix to draw: %s", m.Name(), why)
 	}
 	var sites []attnSite
-	if m.Name == "linear" {
-		sites, err = linearSites(m.Graph)
+	if m.Variant() == "linear" {
+		sites, err = linearSites(m.Graph())
 	} else {
-		sites, err = attentionSites(m.Graph)
+		sites, err = attentionSites(m.Graph())
 	}
 	if err != nil {
-		return badInputf("attention: %s: %w", m.displayName(), err)
+		return badInputf("attention: %s: %w", m.Name(), err)
 	}
 	layer, head := c.Int("layer"), c.Int("head")
 	if layer >= len(sites) || layer < -1 {
-		return badInputf("--layer %d: %s has layers 0 to %d", layer, m.displayName(), len(sites)-1)
+		return badInputf("--layer %d: %s has layers 0 to %d", layer, m.Name(), len(sites)-1)
 	}
-	heads := m.Config.Int("heads")
+	heads := m.Config().Int("heads")
 	if head >= heads || head < -1 {
-		return badInputf("--head %d: %s has heads 0 to %d", head, m.displayName(), heads-1)
+		return badInputf("--head %d: %s has heads 0 to %d", head, m.Name(), heads-1)
 	}
 	if layer >= 0 {
 		sites = sites[layer : layer+1]
 	}
-	plan, err := planFeeds(m.Graph, nil)
+	plan, err := zooroot.PlanFeeds(m.Graph(), nil)
 	if err != nil {
 		return badInput(err)
 	}
 	ids := tokenize.Encode(text)
 	batch := &tokenize.Batch{B: 1, N: len(ids), Tokens: ids, Lengths: []int{len(ids)}}
-	inputs, err := plan.tensors(batch, tokenize.PadID)
+	inputs, err := plan.Tensors(batch, tokenize.PadID)
 	if err != nil {
-		return failed(fmt.Errorf("feed %s: %w", m.displayName(), err))
+		return failed(fmt.Errorf("feed %s: %w", m.Name(), err))
 	}
 	choice, err := backends.Select(c.String(flagBackend.Name))
 	if err != nil {
@@ -256,36 +258,36 @@ func attentionAction(c *cli.Context) error {
 			keep = append(keep, s.keys)
 		}
 	}
-	prog, err := choice.Backend.Compile(m.Graph, backends.Options{Threads: c.Int("threads"), KeepIntermediates: keep})
+	prog, err := choice.Backend.Compile(m.Graph(), backends.Options{Threads: c.Int("threads"), KeepIntermediates: keep})
 	if err != nil {
-		return failed(fmt.Errorf("compile %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+		return failed(fmt.Errorf("compile %s on %s: %w", m.Name(), choice.Backend.Name(), err))
 	}
 	defer prog.Close()
 	outs, err := prog.Run(c.Context, inputs)
 	if err != nil {
-		return failed(fmt.Errorf("run %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+		return failed(fmt.Errorf("run %s on %s: %w", m.Name(), choice.Backend.Name(), err))
 	}
-	doc := attnDoc{Model: m.displayName(), Tokens: tokenLabels(ids)}
+	doc := attnDoc{Model: m.Name(), Tokens: tokenLabels(ids)}
 	lay := attnLayout{n: len(ids), heads: heads}
-	if p, ok := projectedKeys[m.Name]; ok {
-		lay.projected = m.Config.Int(p)
+	if p, ok := projectedKeys[m.Variant()]; ok {
+		lay.projected = m.Config().Int(p)
 	}
-	if m.Name == "sparse" {
-		lay.block, lay.window = m.Config.Int("block"), m.Config.Int("window")
-		if m.Config.Int("stride") != 0 || m.Config.Int("global_tokens") != 0 {
-			return badInputf("attention: %s: only the sliding-window pattern (stride 0, global_tokens 0) is drawn; its strided and global keys are computed in separate pieces", m.displayName())
+	if m.Variant() == "sparse" {
+		lay.block, lay.window = m.Config().Int("block"), m.Config().Int("window")
+		if m.Config().Int("stride") != 0 || m.Config().Int("global_tokens") != 0 {
+			return badInputf("attention: %s: only the sliding-window pattern (stride 0, global_tokens 0) is drawn; its strided and global keys are computed in separate pieces", m.Name())
 		}
 	}
 	for _, s := range sites {
 		var l attnLayer
 		var err error
 		if s.keys != "" {
-			l, err = linearWeights(outs[s.value], outs[s.keys], len(ids), head, m.Config.Float("attn_eps"), m.Config.Bool("causal"))
+			l, err = linearWeights(outs[s.value], outs[s.keys], len(ids), head, m.Config().Float("attn_eps"), m.Config().Bool("causal"))
 		} else {
 			l, err = lay.read(outs[s.value], head)
 		}
 		if err != nil {
-			return failed(fmt.Errorf("attention of %s, layer %d (%s): %w", m.displayName(), s.layer, s.value, err))
+			return failed(fmt.Errorf("attention of %s, layer %d (%s): %w", m.Name(), s.layer, s.value, err))
 		}
 		l.Layer = s.layer
 		doc.Layers = append(doc.Layers, l)
@@ -312,15 +314,15 @@ func attentionAction(c *cli.Context) error {
 
 // fitMaxLen cuts text to m's maximum length when it has one, or refuses as bad input when
 // the user asked for that many tokens with --tokens.
-func fitMaxLen(c *cli.Context, m *model, text []byte) ([]byte, error) {
-	p := m.Desc.Caps.MaxLenParam
-	if p == "" || len(text) <= m.Config.Int(p) {
+func fitMaxLen(c *cli.Context, m *zooroot.Model, text []byte) ([]byte, error) {
+	p := m.Description().Caps.MaxLenParam
+	if p == "" || len(text) <= m.Config().Int(p) {
 		return text, nil
 	}
 	if c.IsSet("tokens") {
-		return nil, badInputf("--tokens %d is longer than %s's maximum length %d (max_len)", c.Int("tokens"), m.displayName(), m.Config.Int(p))
+		return nil, badInputf("--tokens %d is longer than %s's maximum length %d (max_len)", c.Int("tokens"), m.Name(), m.Config().Int(p))
 	}
-	return text[:m.Config.Int(p)], nil
+	return text[:m.Config().Int(p)], nil
 }
 
 // readHead returns the first n bytes of the file at path; an empty file or a directory is

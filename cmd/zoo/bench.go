@@ -80,7 +80,7 @@ func parseCounts(flag, s string) ([]int, error) {
 
 // benchModel is a loaded model with what bench needs to feed and cost it.
 type benchModel struct {
-	*model
+	*zooroot.Model
 	tok, mask string
 	maxLen    int
 	onnx      []byte       // the export, with --against
@@ -147,7 +147,7 @@ func benchAction(c *cli.Context) error {
 		if err != nil {
 			return badInput(err)
 		}
-		if err := checkPrecision(ch, prec); err != nil {
+		if err := zooroot.CheckPrecision(ch, prec); err != nil {
 			return err
 		}
 		if !seen[ch.Backend.Name()] {
@@ -160,7 +160,7 @@ func benchAction(c *cli.Context) error {
 	// when every model is an .onnx file (loadModel says so).
 	anyVariant := false
 	for _, ref := range refs {
-		anyVariant = anyVariant || !isONNXPath(ref)
+		anyVariant = anyVariant || !zooroot.IsONNXPath(ref)
 	}
 	var rt *ort.Runtime
 	if against != "" {
@@ -171,28 +171,28 @@ func benchAction(c *cli.Context) error {
 	// Load every model before timing anything, so a typo fails at once.
 	var models []*benchModel
 	for _, ref := range refs {
-		var m *model
-		if isONNXPath(ref) && anyVariant {
-			m, err = loadONNXModel(ref)
+		var m *zooroot.Model
+		if zooroot.IsONNXPath(ref) && anyVariant {
+			m, err = zooroot.Load(c.Context, ref, zooroot.LoadOptions{Backend: c.String(flagBackend.Name)})
 		} else {
-			m, err = loadModel(c, ref)
+			m, err = loadModel(c.Context, c, ref)
 		}
 		if err != nil {
 			return err
 		}
-		bm := &benchModel{model: m, graph: m.Graph}
-		if bm.tok, bm.mask, err = tokenInputs(m.Graph); err != nil {
+		bm := &benchModel{Model: m, graph: m.Graph()}
+		if bm.tok, bm.mask, err = zooroot.TokenInputs(m.Graph()); err != nil {
 			return badInput(err)
 		}
-		if p := m.Desc.Caps.MaxLenParam; p != "" && !m.FromFile {
-			bm.maxLen = m.Config.Int(p)
+		if p := m.Description().Caps.MaxLenParam; p != "" && !m.FromFile() {
+			bm.maxLen = m.Config().Int(p)
 		}
 		if rt != nil {
-			if bm.onnx, err = onnx.Export(m.Graph, onnx.ExportOptions{ProducerVersion: version}); err != nil {
-				return failed(fmt.Errorf("export %s: %w", m.displayName(), err))
+			if bm.onnx, err = onnx.Export(m.Graph(), onnx.ExportOptions{ProducerVersion: version}); err != nil {
+				return failed(fmt.Errorf("export %s: %w", m.Name(), err))
 			}
 			if bm.graph, err = onnx.Import(bm.onnx); err != nil {
-				return failed(fmt.Errorf("re-import the export of %s: %w", m.displayName(), err))
+				return failed(fmt.Errorf("re-import the export of %s: %w", m.Name(), err))
 			}
 		}
 		if err := guardBench(bm, batches, seqs, rt != nil); err != nil {
@@ -215,20 +215,20 @@ func benchAction(c *cli.Context) error {
 	if bm := models[0]; len(models) == 1 && c.IsSet("seq") {
 		for _, n := range seqs {
 			if !bm.fits(n) {
-				return badInputf("--seq %d is longer than %s's maximum length %d (max_len); pass shorter lengths or --set max_len=N", n, bm.displayName(), bm.maxLen)
+				return badInputf("--seq %d is longer than %s's maximum length %d (max_len); pass shorter lengths or --set max_len=N", n, bm.Name(), bm.maxLen)
 			}
 		}
 	}
 	lay := bench.Layout{Batches: batches, Seqs: seqs, WithORT: rt != nil, Reps: reps, Warmup: warmup}
 	total := 0
 	for _, bm := range models {
-		lay.Variants = append(lay.Variants, bm.displayName())
+		lay.Variants = append(lay.Variants, bm.Name())
 		for _, b := range batches {
 			for _, n := range seqs {
 				if bm.fits(n) {
 					total += len(choices)
 				} else {
-					doc.Skipped = append(doc.Skipped, bench.Skip{Variant: bm.displayName(), Batch: b, N: n,
+					doc.Skipped = append(doc.Skipped, bench.Skip{Variant: bm.Name(), Batch: b, N: n,
 						Reason: fmt.Sprintf("longer than its maximum length %d (max_len)", bm.maxLen)})
 				}
 			}
@@ -264,13 +264,13 @@ func benchAction(c *cli.Context) error {
 		bb := doc.Machine.Backends[bi]
 		p, err := ch.Backend.Compile(bm.graph, backends.Options{Threads: threads, Precision: prec})
 		if err != nil {
-			return failed(fmt.Errorf("compile %s on %s: %w", bm.displayName(), bb.Name, err))
+			return failed(fmt.Errorf("compile %s on %s: %w", bm.Name(), bb.Name, err))
 		}
 		defer p.Close()
 		var sess *ort.Session
 		if rt != nil {
 			if sess, err = rt.NewSession(bm.onnx, ort.SessionOptions{Threads: bb.Threads}); err != nil {
-				return failed(fmt.Errorf("onnxruntime: model %s: %w", bm.displayName(), err))
+				return failed(fmt.Errorf("onnxruntime: model %s: %w", bm.Name(), err))
 			}
 			defer sess.Close()
 		}
@@ -280,13 +280,13 @@ func benchAction(c *cli.Context) error {
 					continue
 				}
 				done++
-				prog.say("%s on %s: batch %d, n %d (%d/%d)", bm.displayName(), bb.Name, b, n, done, total)
+				prog.say("%s on %s: batch %d, n %d (%d/%d)", bm.Name(), bb.Name, b, n, done, total)
 				row, err := benchOne(ctx, bm, p, sess, doc.Machine.Backends[bi], b, n, reps, warmup)
 				if err != nil {
 					return err
 				}
-				row.SeriesKey = bm.displayName() + " " + bb.Name
-				row.ORTSeries = bm.displayName() + " onnxruntime"
+				row.SeriesKey = bm.Name() + " " + bb.Name
+				row.ORTSeries = bm.Name() + " onnxruntime"
 				if len(choices) > 1 {
 					row.ORTSeries += " (vs " + bb.Name + ")"
 				}
@@ -341,7 +341,7 @@ func benchAction(c *cli.Context) error {
 // benchOne times one (model, backend, batch, n) combination on zoo and, when sess is set,
 // on ONNX Runtime.
 func benchOne(ctx context.Context, bm *benchModel, p backends.Program, sess *ort.Session, bb bench.Backend, b, n, reps, warmup int) (bench.Row, error) {
-	row := bench.Row{Variant: bm.displayName(), Backend: bb.Name, Level: bb.Level, Precision: bb.Precision, Threads: bb.Threads, Batch: b, N: n,
+	row := bench.Row{Variant: bm.Name(), Backend: bb.Name, Level: bb.Level, Precision: bb.Precision, Threads: bb.Threads, Batch: b, N: n,
 		Reps: reps, Warmup: warmup}
 	feed, err := benchInputs(bm, b, n)
 	if err != nil {
@@ -354,7 +354,7 @@ func benchOne(ctx context.Context, bm *benchModel, p backends.Program, sess *ort
 	if cost, err := bm.graph.Cost(shapes); err == nil {
 		row.FLOPs, row.GraphActBytes = cost.FLOPs, cost.ActivationBytes
 	}
-	name := fmt.Sprintf("%s on %s at batch %d, n %d", bm.displayName(), bb.Name, b, n)
+	name := fmt.Sprintf("%s on %s at batch %d, n %d", bm.Name(), bb.Name, b, n)
 	zooRun := func() error {
 		_, err := p.Run(ctx, feed)
 		return err
@@ -455,4 +455,25 @@ func (p *benchProgress) done() {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.active = false
 	}
+}
+
+// guardBench checks every batch size and length `zoo bench` will time bm at, before it times
+// anything (lengths beyond the model's maximum are skipped there, and here).
+func guardBench(bm *benchModel, batches, seqs []int, withORT bool) error {
+	copies := 1
+	if withORT {
+		copies = 2
+	}
+	for _, b := range batches {
+		for _, n := range seqs {
+			if bm.maxLen > 0 && n > bm.maxLen {
+				continue
+			}
+			r := zooroot.MemoryRun{Batch: b, N: n, Shapes: zooroot.TokenShapes(bm.tok, bm.mask), Copies: copies, BatchOption: "--batch", NOption: "--seq"}
+			if err := zooroot.GuardMemory(bm.Name(), bm.graph, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	zooroot "github.com/zoo-dev/zoo"
+
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
@@ -87,7 +89,7 @@ func compareAction(c *cli.Context) error {
 	}
 	seen := map[string]bool{}
 	for _, n := range names {
-		if isONNXPath(n) {
+		if zooroot.IsONNXPath(n) {
 			return badInputf("compare: %s is an ONNX file; zoo compare trains variants (see `zoo list`)", n)
 		}
 		if seen[n] {
@@ -239,11 +241,11 @@ func planCompare(c *cli.Context, names []string, longest int) ([]comparePlan, er
 		if err := st.validate(); err != nil {
 			return nil, badInput(err)
 		}
-		v, _, _, cfg, err := resolveVariant(c, name)
+		spec, err := resolveVariant(c.Context, c, name)
 		if err != nil {
 			return nil, err
 		}
-		desc := v.Describe()
+		desc, cfg := spec.Variant.Describe(), spec.Config
 		p := comparePlan{name: name, st: st}
 		if mp := desc.Caps.MaxLenParam; mp != "" {
 			p.maxLen = cfg.Int(mp)
@@ -255,7 +257,7 @@ func planCompare(c *cli.Context, names []string, longest int) ([]comparePlan, er
 		}
 		// Build it once now: a config the variant refuses (clm on linformer, whose
 		// projections mix every position) fails here, before the first variant trains.
-		if _, _, err := buildTrainModel(c, p.st, false); err != nil {
+		if _, _, err := buildTrainModel(c.Context, c, p.st, false); err != nil {
 			return nil, fmt.Errorf("compare %s: %w", name, err)
 		}
 		plans = append(plans, p)
@@ -272,7 +274,7 @@ func compareOne(c *cli.Context, p comparePlan, data trainData, seqs []int, reps,
 		return r, err
 	}
 	defer job.close()
-	r.Model, r.Config = job.model.displayName(), job.model.Config.JSON()
+	r.Model, r.Config = job.model.Name(), job.model.Config().JSON()
 	layout := job.opt.Layout()
 	r.Params = layout.Size()
 	st := p.st
@@ -312,15 +314,15 @@ func compareOne(c *cli.Context, p comparePlan, data trainData, seqs []int, reps,
 
 	// Inference of the trained model, timed as zoo bench times it. The training programs
 	// are closed first so that their buffers do not weigh on the memory measured.
-	trained := job.model.Graph.StateDict()
+	trained := job.model.Graph().StateDict()
 	job.close()
 	job.closer = nil
 	infer := job.infer
-	if err := graph.LoadStateDict(infer.Graph, trained); err != nil {
+	if err := graph.LoadStateDict(infer.Graph(), trained); err != nil {
 		return r, failed(fmt.Errorf("compare %s: the trained weights do not fit its inference build: %w", p.name, err))
 	}
-	bm := &benchModel{model: infer, graph: infer.Graph, maxLen: p.maxLen}
-	if bm.tok, bm.mask, err = tokenInputs(infer.Graph); err != nil {
+	bm := &benchModel{Model: infer, graph: infer.Graph(), maxLen: p.maxLen}
+	if bm.tok, bm.mask, err = zooroot.TokenInputs(infer.Graph()); err != nil {
 		return r, badInput(err)
 	}
 	var lengths []int
@@ -335,9 +337,9 @@ func compareOne(c *cli.Context, p comparePlan, data trainData, seqs []int, reps,
 		return r, err
 	}
 	bb := bench.Backend{Name: job.choice.Backend.Name(), Level: job.choice.Probe.Level, Threads: job.threads}
-	prog, err := job.choice.Backend.Compile(infer.Graph, backends.Options{Threads: c.Int("threads")})
+	prog, err := job.choice.Backend.Compile(infer.Graph(), backends.Options{Threads: c.Int("threads")})
 	if err != nil {
-		return r, failed(fmt.Errorf("compile %s on %s: %w", infer.displayName(), bb.Name, err))
+		return r, failed(fmt.Errorf("compile %s on %s: %w", infer.Name(), bb.Name, err))
 	}
 	defer prog.Close()
 	status := newCompareStatus(c.App.ErrWriter)

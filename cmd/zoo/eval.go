@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	zooroot "github.com/zoo-dev/zoo"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/backends"
@@ -51,26 +53,26 @@ func evalCommand() *cli.Command {
 
 // evalReport is what `zoo eval` prints; --json prints it as JSON.
 type evalReport struct {
-	Model          string        `json:"model"`
-	Weights        weightsReport `json:"weights"`
-	Objective      string        `json:"objective"`
-	Input          string        `json:"input"`
-	Windows        int           `json:"windows"`
-	Window         int           `json:"window"`
-	Tokens         int           `json:"tokens"`
-	Loss           float64       `json:"loss"`
-	BitsPerByte    float64       `json:"bits_per_byte"`
-	Accuracy       float64       `json:"accuracy"`
-	Perplexity     float64       `json:"perplexity"`
-	LabelSmoothing float64       `json:"label_smoothing"`
-	Backend        string        `json:"backend"`
-	Precision      string        `json:"precision"`
-	RunMS          float64       `json:"run_ms"`
+	Model          string                `json:"model"`
+	Weights        zooroot.WeightsSource `json:"weights"`
+	Objective      string                `json:"objective"`
+	Input          string                `json:"input"`
+	Windows        int                   `json:"windows"`
+	Window         int                   `json:"window"`
+	Tokens         int                   `json:"tokens"`
+	Loss           float64               `json:"loss"`
+	BitsPerByte    float64               `json:"bits_per_byte"`
+	Accuracy       float64               `json:"accuracy"`
+	Perplexity     float64               `json:"perplexity"`
+	LabelSmoothing float64               `json:"label_smoothing"`
+	Backend        string                `json:"backend"`
+	Precision      string                `json:"precision"`
+	RunMS          float64               `json:"run_ms"`
 }
 
 // objectiveHook turns causal on for clm (a variant without the hyperparameter, or a
 // --set causal=false, is bad input); mlm leaves the config alone.
-func objectiveHook(c *cli.Context, obj lmdata.Objective) configHook {
+func objectiveHook(sets []string, obj lmdata.Objective) func(variant.Description, variant.Config) error {
 	return func(d variant.Description, cfg variant.Config) error {
 		if obj != lmdata.CLM {
 			return nil
@@ -78,7 +80,7 @@ func objectiveHook(c *cli.Context, obj lmdata.Objective) configHook {
 		if _, ok := d.Param("causal"); !ok {
 			return badInputf("%s has no causal hyperparameter, which --objective clm needs (its attention cannot hide later positions); use --objective mlm", d.Name)
 		}
-		for _, s := range c.StringSlice(flagSet.Name) {
+		for _, s := range sets {
 			if k, v, _ := strings.Cut(s, "="); strings.TrimSpace(k) == "causal" && strings.TrimSpace(v) != "true" {
 				return badInputf("--objective clm needs causal=true; drop --set %s", s)
 			}
@@ -89,9 +91,9 @@ func objectiveHook(c *cli.Context, obj lmdata.Objective) configHook {
 }
 
 // checkObjectiveFile refuses clm for an ONNX file that zoo did not export with causal=true.
-func checkObjectiveFile(m *model, obj lmdata.Objective) error {
-	if obj == lmdata.CLM && m.FromFile && !strings.Contains(m.Graph.Meta["config"], `"causal":true`) {
-		return badInputf("%s was not exported with causal=true, which --objective clm needs (export a variant with --set causal=true, or use --objective mlm)", m.Name)
+func checkObjectiveFile(m *zooroot.Model, obj lmdata.Objective) error {
+	if obj == lmdata.CLM && m.FromFile() && !strings.Contains(m.Graph().Meta["config"], `"causal":true`) {
+		return badInputf("%s was not exported with causal=true, which --objective clm needs (export a variant with --set causal=true, or use --objective mlm)", m.Variant())
 	}
 	return nil
 }
@@ -125,14 +127,20 @@ func evalAction(c *cli.Context) error {
 		return badInputf("input %s is a directory; give a text file", inPath)
 	}
 
-	m, err := loadModelWith(c, c.Args().First(), 0, objectiveHook(c, obj))
+	opts, err := loadOptions(c.Context, c)
 	if err != nil {
 		return err
 	}
+	opts.Configure = objectiveHook(c.StringSlice(flagSet.Name), obj)
+	m, err := loadWith(c.Context, c, c.Args().First(), opts)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
 	if err := checkObjectiveFile(m, obj); err != nil {
 		return err
 	}
-	tokName, maskName, err := tokenInputs(m.Graph)
+	tokName, maskName, err := zooroot.TokenInputs(m.Graph())
 	if err != nil {
 		return badInput(err)
 	}
@@ -140,7 +148,7 @@ func evalAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	window, err := chooseWindow(m, &feedPlan{}, c.Int("window"))
+	window, err := zooroot.ChooseWindow(m.Name(), m.MaxLen(), &zooroot.FeedPlan{}, c.Int("window"))
 	if err != nil {
 		return badInput(err)
 	}
@@ -154,17 +162,17 @@ func evalAction(c *cli.Context) error {
 	batch := c.Int("batch")
 	opt := lmdata.ByteOptions(obj, batch, c.Uint64(flagSeed.Name))
 	if vocab < int(opt.RandomHi) {
-		return badInputf("%s has %d output classes; the byte tokenizer needs 257", m.displayName(), vocab)
+		return badInputf("%s has %d output classes; the byte tokenizer needs 257", m.Name(), vocab)
 	}
 	loader, err := lmdata.NewLoader(windows, opt)
 	if err != nil {
 		return badInput(err)
 	}
-	if err := guardMemory(m.displayName(), m.Graph, memRun{batch: min(batch, len(windows)), n: len(windows[0]),
-		shapes: tokenShapes(tokName, maskName), batchFlag: "--batch", nFlag: "--window"}); err != nil {
+	if err := zooroot.GuardMemory(m.Name(), m.Graph(), zooroot.MemoryRun{Batch: min(batch, len(windows)), N: len(windows[0]),
+		Shapes: zooroot.TokenShapes(tokName, maskName), BatchOption: "--batch", NOption: "--window"}); err != nil {
 		return err
 	}
-	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads"), Precision: prec})
+	choice, prog, err := compileModel(m, backends.Options{Threads: c.Int("threads"), Precision: prec})
 	if err != nil {
 		return err
 	}
@@ -183,25 +191,25 @@ func evalAction(c *cli.Context) error {
 		}
 		outs, err := prog.Run(ctx, feed)
 		if err != nil {
-			return failed(fmt.Errorf("run %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+			return failed(fmt.Errorf("run %s on %s: %w", m.Name(), choice.Backend.Name(), err))
 		}
 		logits := outs[variant.OutputLogits]
 		if logits == nil {
-			return failed(fmt.Errorf("%s produced no %s output", m.displayName(), variant.OutputLogits))
+			return failed(fmt.Errorf("%s produced no %s output", m.Name(), variant.OutputLogits))
 		}
 		if err := score.Add(logits.F32, vocab, b.Targets, b.TargetBytes); err != nil {
-			return failed(fmt.Errorf("score %s: %w", m.displayName(), err))
+			return failed(fmt.Errorf("score %s: %w", m.Name(), err))
 		}
 	}
 	if score.Tokens == 0 {
 		return badInputf("input %s: no token has a target (clm predicts the next token within a window: use windows of 2 tokens or more)", inPath)
 	}
-	rep := evalReport{Model: m.displayName(), Weights: weightsOf(m), Objective: string(obj), Input: inPath, Windows: loader.Windows(),
+	rep := evalReport{Model: m.Name(), Weights: m.Weights(), Objective: string(obj), Input: inPath, Windows: loader.Windows(),
 		Window: window, Tokens: score.Tokens, Loss: score.MeanLoss(), BitsPerByte: score.BitsPerByte(), Accuracy: score.Accuracy(),
 		Perplexity: score.Perplexity(), LabelSmoothing: eps, Backend: choice.Backend.Name(),
 		Precision: reportedPrecision(choice.Backend.Name(), prec), RunMS: format.MS(time.Since(t0))}
 	if math.IsNaN(rep.Loss) || math.IsInf(rep.Loss, 0) {
-		return failed(fmt.Errorf("%s: the loss on %s is %v (the weights hold NaN or infinite values?)", m.displayName(), inPath, rep.Loss))
+		return failed(fmt.Errorf("%s: the loss on %s is %v (the weights hold NaN or infinite values?)", m.Name(), inPath, rep.Loss))
 	}
 	if c.Bool(flagJSON.Name) {
 		return format.WriteJSON(c.App.Writer, rep)
@@ -211,13 +219,13 @@ func evalAction(c *cli.Context) error {
 }
 
 // logitsWidth returns the number of classes of m's logits output (its fixed last dimension).
-func logitsWidth(m *model) (int, error) {
-	for _, o := range m.Graph.Outputs {
+func logitsWidth(m *zooroot.Model) (int, error) {
+	for _, o := range m.Graph().Outputs {
 		if o.Name == variant.OutputLogits && len(o.Shape) == 3 && o.Shape[2].Known() {
 			return int(o.Shape[2].Size), nil
 		}
 	}
-	return 0, fmt.Errorf("%s has no %s output (batch, seq, vocab) to score", m.displayName(), variant.OutputLogits)
+	return 0, fmt.Errorf("%s has no %s output (batch, seq, vocab) to score", m.Name(), variant.OutputLogits)
 }
 
 func printEvalReport(w io.Writer, r evalReport) {

@@ -116,7 +116,7 @@ func TestObjectiveHook(t *testing.T) {
 			obj lmdata.Objective
 		}{{with, lmdata.CLM}, {without, lmdata.CLM}, {without, lmdata.MLM}} {
 			cfg := variant.Config{"causal": false}
-			hookErrs = append(hookErrs, objectiveHook(c, tc.obj)(tc.d, cfg))
+			hookErrs = append(hookErrs, objectiveHook(c.StringSlice(flagSet.Name), tc.obj)(tc.d, cfg))
 			cfgs = append(cfgs, cfg)
 		}
 		return nil

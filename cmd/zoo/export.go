@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	zooroot "github.com/zoo-dev/zoo"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
@@ -141,12 +143,17 @@ func exportAction(c *cli.Context) error {
 			return badInput(err)
 		}
 	}
-	m, err := loadModel(c, ref)
+	opts, err := loadOptions(c.Context, c)
+	if err != nil {
+		return err
+	}
+	opts.Weights = c.String(flagFromWeights.Name) // export's --weights is the file it writes
+	m, err := loadWith(c.Context, c, ref, opts)
 	if err != nil {
 		return err
 	}
 	if out == "" && toONNX {
-		out = m.displayName() + ".onnx"
+		out = m.Name() + ".onnx"
 		if err := checkOutputPath(out); err != nil {
 			return badInput(err)
 		}
@@ -209,26 +216,26 @@ func exportAll(c *cli.Context) error {
 		return err
 	}
 	type job struct {
-		build func() (*model, error)
+		build func() (*zooroot.Model, error)
 		path  string
 	}
 	var jobs []job
 	for _, e := range reg.Entries() {
-		v, entry, preset, cfg, err := resolveVariant(c, e.Name)
+		spec, err := resolveVariant(c.Context, c, e.Name)
 		if err != nil {
 			return fmt.Errorf("export every variant: %w", err)
 		}
-		name := entry.Name
-		if preset != "" {
-			name += "." + preset
+		name := spec.Entry.Name
+		if spec.Preset != "" {
+			name += "." + spec.Preset
 		}
 		path := filepath.Join(dir, name+".onnx")
 		if err := checkOutputPath(path); err != nil {
 			return badInput(err)
 		}
 		seed := c.Uint64(flagSeed.Name)
-		jobs = append(jobs, job{path: path, build: func() (*model, error) {
-			m, err := buildModel(c.Context, v, entry, preset, cfg, seed)
+		jobs = append(jobs, job{path: path, build: func() (*zooroot.Model, error) {
+			m, err := spec.Build(c.Context, seed)
 			if err != nil {
 				return nil, fmt.Errorf("build %s: %w", name, err)
 			}
@@ -251,27 +258,27 @@ func exportAll(c *cli.Context) error {
 }
 
 // writeONNXFile exports m at opset to path (atomically) and describes the file.
-func writeONNXFile(path string, m *model, opset int) (exportFile, error) {
-	data, err := onnx.Export(m.Graph, onnx.ExportOptions{Opset: opset, ProducerVersion: version})
+func writeONNXFile(path string, m *zooroot.Model, opset int) (exportFile, error) {
+	data, err := onnx.Export(m.Graph(), onnx.ExportOptions{Opset: opset, ProducerVersion: version})
 	if err != nil {
-		return exportFile{}, fmt.Errorf("export %s: %w", m.displayName(), err)
+		return exportFile{}, fmt.Errorf("export %s: %w", m.Name(), err)
 	}
 	if err := tensorio.AtomicWriteFile(path, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 		return exportFile{}, err
 	}
 	nodes, err := onnx.NodeCount(data)
 	if err != nil {
-		return exportFile{}, fmt.Errorf("export %s: %w", m.displayName(), err)
+		return exportFile{}, fmt.Errorf("export %s: %w", m.Name(), err)
 	}
-	return exportFile{Model: m.displayName(), Path: path, Kind: "onnx", Bytes: int64(len(data)), Opset: opset, Nodes: nodes}, nil
+	return exportFile{Model: m.Name(), Path: path, Kind: "onnx", Bytes: int64(len(data)), Opset: opset, Nodes: nodes}, nil
 }
 
 // writeWeightsFile writes m's state_dict to path (atomically) and describes the file.
-func writeWeightsFile(path string, m *model) (exportFile, error) {
+func writeWeightsFile(path string, m *zooroot.Model) (exportFile, error) {
 	if err := tensorio.AtomicWriteFile(path, func(w io.Writer) error { return writeWeights(w, m) }); err != nil {
 		return exportFile{}, err
 	}
-	f := exportFile{Model: m.displayName(), Path: path, Kind: "weights", Tensors: len(m.Graph.StateDict()), Parameters: m.Graph.ParamCount()}
+	f := exportFile{Model: m.Name(), Path: path, Kind: "weights", Tensors: len(m.Graph().StateDict()), Parameters: m.Graph().ParamCount()}
 	if st, err := os.Stat(path); err == nil {
 		f.Bytes = st.Size()
 	}
@@ -279,8 +286,8 @@ func writeWeightsFile(path string, m *model) (exportFile, error) {
 }
 
 // writeWeights writes the state_dict with the model's identity as metadata.
-func writeWeights(w io.Writer, m *model) error {
-	return tensorio.WriteSafetensorsMap(w, m.Graph.StateDict(), map[string]string{
-		"variant": m.Name, "config": m.Config.JSON(), "seed": fmt.Sprint(m.Seed),
+func writeWeights(w io.Writer, m *zooroot.Model) error {
+	return tensorio.WriteSafetensorsMap(w, m.Graph().StateDict(), map[string]string{
+		"variant": m.Variant(), "config": m.Config().JSON(), "seed": fmt.Sprint(m.Seed()),
 	})
 }

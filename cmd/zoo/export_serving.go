@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	zooroot "github.com/zoo-dev/zoo"
+
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/serve"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -62,13 +64,13 @@ func tritonSpecs(model string, vs []graph.ValueInfo) ([]serve.TensorSpec, error)
 
 // writeTriton writes m as a Triton model repository entry under dir: NAME/1/model.onnx and
 // NAME/config.pbtxt.
-func writeTriton(dir string, m *model, opset int) ([]exportFile, error) {
-	name := m.displayName()
-	in, err := tritonSpecs(name, m.Graph.Inputs)
+func writeTriton(dir string, m *zooroot.Model, opset int) ([]exportFile, error) {
+	name := m.Name()
+	in, err := tritonSpecs(name, m.Graph().Inputs)
 	if err != nil {
 		return nil, badInput(err)
 	}
-	outs, err := tritonSpecs(name, m.Graph.Outputs)
+	outs, err := tritonSpecs(name, m.Graph().Outputs)
 	if err != nil {
 		return nil, badInput(err)
 	}
@@ -89,11 +91,11 @@ func writeTriton(dir string, m *model, opset int) ([]exportFile, error) {
 }
 
 // writeKServe writes the KServe manifests and the Dockerfile for m into dir.
-func writeKServe(dir string, m *model) ([]exportFile, error) {
+func writeKServe(dir string, m *zooroot.Model) ([]exportFile, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, badInputf("--kserve %s: %w", dir, err)
 	}
-	files := serve.KServeFiles(m.displayName(), "zoo:latest", "pvc://zoo-models/triton")
+	files := serve.KServeFiles(m.Name(), "zoo:latest", "pvc://zoo-models/triton")
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
@@ -105,7 +107,7 @@ func writeKServe(dir string, m *model) ([]exportFile, error) {
 		if err := writeText(p, files[n]); err != nil {
 			return nil, failed(err)
 		}
-		out = append(out, exportFile{Model: m.displayName(), Path: p, Kind: "config", Bytes: int64(len(files[n]))})
+		out = append(out, exportFile{Model: m.Name(), Path: p, Kind: "config", Bytes: int64(len(files[n]))})
 	}
 	return out, nil
 }

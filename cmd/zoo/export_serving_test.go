@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	zooroot "github.com/zoo-dev/zoo"
 
 	"google.golang.org/protobuf/encoding/prototext"
 	"gopkg.in/yaml.v3"
@@ -37,7 +40,7 @@ func TestExportTriton(t *testing.T) {
 	if g := cfg.InstanceGroup; len(g) != 1 || g[0].Kind != tritonpb.ModelInstanceGroup_KIND_CPU || g[0].Count != 1 {
 		t.Errorf("instance_group %v, want one KIND_CPU instance", g)
 	}
-	m, err := loadONNXModel(filepath.Join(dir, "vanilla.tiny", "1", "model.onnx"))
+	m, err := zooroot.Load(context.Background(), filepath.Join(dir, "vanilla.tiny", "1", "model.onnx"), zooroot.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +57,8 @@ func TestExportTriton(t *testing.T) {
 	if strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("config tensors %q, want %q", got, want)
 	}
-	if len(m.Graph.Inputs) != len(cfg.Input) || len(m.Graph.Outputs) != len(cfg.Output) || m.Graph.Inputs[0].Name != cfg.Input[0].Name {
-		t.Errorf("model.onnx inputs %v outputs %v against the config", m.Graph.Inputs, m.Graph.Outputs)
+	if len(m.Graph().Inputs) != len(cfg.Input) || len(m.Graph().Outputs) != len(cfg.Output) || m.Graph().Inputs[0].Name != cfg.Input[0].Name {
+		t.Errorf("model.onnx inputs %v outputs %v against the config", m.Graph().Inputs, m.Graph().Outputs)
 	}
 }
 

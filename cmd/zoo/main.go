@@ -31,6 +31,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/backends/cpu"
 	_ "github.com/zoo-dev/zoo/backends/cuda"
 	"github.com/zoo-dev/zoo/internal/env"
@@ -83,10 +84,24 @@ func badInput(err error) error {
 	return &exitError{code: 2, err: err}
 }
 
+// optionFlags are the flags that set the library's options, for messages: the library names
+// an option as LoadOptions.X or EncoderOptions.X, the CLI by its flag.
+var optionFlags = strings.NewReplacer(
+	"LoadOptions.Preset", "--preset", "LoadOptions.Set", "--set", "LoadOptions.Seed", "--seed",
+	"LoadOptions.Weights", "--weights", "LoadOptions.Tokenizer", "--tokenizer", "LoadOptions.Backend", "--backend",
+	"LoadOptions.Precision", "--precision", "LoadOptions.Threads", "--threads", "LoadOptions.Registries", "--registry",
+	"EncoderOptions.Feeds", "--feed", "EncoderOptions.Pool", "--pool", "EncoderOptions.Normalize", "--normalize",
+	"EncoderOptions.Window", "--window", "EncoderOptions.Batch", "--batch", "EncoderOptions.Truncate", "--truncate",
+	"EncoderOptions.MaxWindows", "--max-windows")
+
+// flagNames renders the library's option names in s as the flags that set them.
+func flagNames(s string) string { return optionFlags.Replace(s) }
+
 // badInputf formats a bad-input error (exit 2).
 func badInputf(format string, args ...any) error { return badInput(fmt.Errorf(format, args...)) }
 
-// failed marks err as a failure of the job (exit 1).
+// failed marks err as a failure of the job (exit 1), unless it is the library's input error
+// (exit 2).
 func failed(err error) error {
 	if err == nil {
 		return nil
@@ -94,6 +109,9 @@ func failed(err error) error {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return err
+	}
+	if zooroot.IsInput(err) {
+		return &exitError{code: 2, err: err}
 	}
 	return &exitError{code: 1, err: err}
 }
@@ -199,10 +217,10 @@ func report(stderr io.Writer, err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
-	} else if isUsage(err) {
+	} else if zooroot.IsInput(err) || isUsage(err) {
 		code = 2
 	}
-	fmt.Fprintf(stderr, "zoo: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(stderr, "zoo: %s\n", oneLine(flagNames(err.Error())))
 	return code
 }
 

@@ -110,7 +110,7 @@ func TestRunOutputLeavesOnlyTheFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sink.begin(nil, runReport{}, 1, 2); err != nil {
+		if err := sink.begin(runReport{}, 2); err != nil {
 			t.Fatal(err)
 		}
 		b := &tokenize.Batch{B: 1, N: 2, Tokens: []int64{5, 6}, Mask: []bool{false, false}, Lengths: []int{2}, Offsets: []int64{0}}

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	zooroot "github.com/zoo-dev/zoo"
+
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
@@ -24,7 +26,7 @@ import (
 // An output with one value per token is laid out (windows, n, ...) with n the longest window,
 // positions past a window's length zero; any other output (windows, ...).
 type outputSink interface {
-	begin(m *model, rep runReport, windows, n int) error
+	begin(rep runReport, n int) error
 	add(b *tokenize.Batch, outs map[string]*tensor.Tensor) error
 	finish(path string) ([]string, error)
 	shapes() map[string][]int
@@ -34,7 +36,7 @@ type outputSink interface {
 
 // newSink picks the writer from the file extension; a .npy file holds the output selected
 // (which the caller has checked the model has).
-func newSink(path, selected string) (outputSink, error) {
+func newSink(path, selected string) (*stream, error) {
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".json", ".safetensors":
 		return &stream{format: ext, dir: filepath.Dir(path), base: filepath.Base(path)}, nil
@@ -71,12 +73,12 @@ type spill struct {
 	unlinked bool  // the file has no name any more
 }
 
-func (s *stream) begin(_ *model, rep runReport, _, n int) error {
+func (s *stream) begin(rep runReport, n int) error {
 	s.model, s.backend = rep.Model, rep.Backend+" ("+rep.Level+")"
 	s.n = n
 	s.tokenizer = rep.tokDoc
 	if s.tokenizer == nil {
-		s.tokenizer = textTokenizer{tok: tokenize.Bytes{}}.doc()
+		s.tokenizer = (&zooroot.Tokenizer{Tokenizer: tokenize.Bytes{}}).Doc()
 	}
 	s.arrays, s.rest, s.seq = map[string]*spill{}, map[string][]int{}, map[string]bool{}
 	for name, seq := range rep.seqOutputs {
@@ -327,7 +329,7 @@ func (s *stream) writeSafetensors(w io.Writer) error {
 	for _, name := range s.outputNames() {
 		named = append(named, tensorio.Named{Name: name, Tensor: &tensor.Tensor{DType: tensor.Float32, Shape: s.shapes()[name]}})
 	}
-	tokMeta := tokenizerDoc // the byte tokenizer's entry, as it always was
+	tokMeta := zooroot.ByteTokenizerDoc // the byte tokenizer's entry, as it always was
 	if s.tokenizer["kind"] != "bytes" {
 		tokMeta = str(s.tokenizer)
 	}
@@ -347,9 +349,6 @@ func (s *stream) writeSafetensors(w io.Writer) error {
 	}
 	return nil
 }
-
-// tokenizerDoc documents the id mapping in every output file.
-const tokenizerDoc = "byte-level: id 0 = padding, byte b = id b+1 (vocab 257)"
 
 // str is v as compact JSON.
 func str(v any) string {

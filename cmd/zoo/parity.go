@@ -19,7 +19,6 @@ import (
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
-	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 func parityCommand() *cli.Command {
@@ -78,8 +77,8 @@ func parityAction(c *cli.Context) error {
 	// exactly the graph ONNX Runtime runs).
 	var data []byte
 	name := ref
-	fromFile := isONNXPath(ref)
-	tk, err := chooseTokenizer(c.String(flagTokenizer.Name), ref, fromFile)
+	fromFile := zooroot.IsONNXPath(ref)
+	tk, err := zooroot.ChooseTokenizer(c.String(flagTokenizer.Name), ref, fromFile)
 	if err != nil {
 		return badInput(err)
 	}
@@ -93,16 +92,12 @@ func parityAction(c *cli.Context) error {
 			return badInputf("model %s: %w", ref, errors.Unwrap(err))
 		}
 	} else {
-		vocab := 0
-		if tk.path != "" {
-			vocab = tk.tok.VocabSize()
-		}
-		m, err := loadModelVocab(c, ref, vocab)
+		m, err := loadModel(c.Context, c, ref)
 		if err != nil {
 			return err
 		}
-		name = m.displayName()
-		if data, err = onnx.Export(m.Graph, onnx.ExportOptions{ProducerVersion: version}); err != nil {
+		name = m.Name()
+		if data, err = onnx.Export(m.Graph(), onnx.ExportOptions{ProducerVersion: version}); err != nil {
 			return failed(fmt.Errorf("export %s: %w", name, err))
 		}
 	}
@@ -110,7 +105,7 @@ func parityAction(c *cli.Context) error {
 	if err != nil {
 		return badInputf("model %s: %w", ref, err)
 	}
-	plan, planErr := planFeeds(g, c.StringSlice(flagFeed.Name))
+	plan, planErr := zooroot.PlanFeeds(g, c.StringSlice(flagFeed.Name))
 	if planErr != nil && len(c.StringSlice(flagFeed.Name)) > 0 {
 		return badInput(planErr)
 	}
@@ -143,7 +138,11 @@ func parityAction(c *cli.Context) error {
 		return badInput(err)
 	}
 
-	if err := guardParity(name, g, inputs, c.String("input") != ""); err != nil {
+	window := ""
+	if c.String("input") != "" {
+		window = "--window"
+	}
+	if err := zooroot.GuardInputs(name, g, inputs, window, 2); err != nil {
 		return err
 	}
 	if prec != "" && prec != "fp32" {
@@ -167,7 +166,7 @@ func parityAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	if err := checkPrecision(choice, prec); err != nil {
+	if err := zooroot.CheckPrecision(choice, prec); err != nil {
 		return err
 	}
 	keep := make([]string, len(layers))
@@ -187,7 +186,7 @@ func parityAction(c *cli.Context) error {
 	var results []parity.Result
 	perToken := map[string]bool{}
 	if planErr == nil {
-		perToken = seqAligned(g, plan.Seq)
+		perToken = zooroot.SeqAligned(g, plan.Seq)
 	}
 	for _, out := range g.Outputs {
 		v := validFor(got[out.Name], valid)
@@ -229,17 +228,13 @@ func parityAction(c *cli.Context) error {
 // textPath (its first batch, windows of window tokens, or the model's maximum length when 0),
 // or without a path 3 windows of the sample text of 37, 29 and 11 tokens; every input by its
 // role, padded to static shapes. It returns the valid-position mask of the padded inputs.
-func textInputs(c *cli.Context, g *graph.Graph, plan *feedPlan, tk textTokenizer, textPath string, window int) (map[string]*tensor.Tensor, []bool, error) {
-	m := &model{Name: g.Name, Desc: variant.Description{}, Config: variant.Config{}}
-	if v := metaMaxLen(g); v > 0 {
-		m.Config["max_len"], m.Desc.Caps.MaxLenParam = int64(v), "max_len"
-	}
+func textInputs(c *cli.Context, g *graph.Graph, plan *zooroot.FeedPlan, tk *zooroot.Tokenizer, textPath string, window int) (map[string]*tensor.Tensor, []bool, error) {
 	var b *tokenize.Batch
 	var err error
 	switch {
 	case textPath != "":
 		requested := window
-		if window, err = chooseWindow(m, plan, window); err != nil {
+		if window, err = zooroot.ChooseWindow(g.Name, zooroot.MetaMaxLen(g), plan, window); err != nil {
 			return nil, nil, err
 		}
 		if requested == 0 {
@@ -254,7 +249,7 @@ func textInputs(c *cli.Context, g *graph.Graph, plan *feedPlan, tk textTokenizer
 		if plan.Batch > 0 {
 			rows = plan.Batch
 		}
-		src, stop, err := newWindows(c.Context, tk, f, window, rows, plan.VocabRows, plan.VocabFrom)
+		src, stop, err := zooroot.NewWindows(c.Context, tk, f, window, rows, plan.VocabRows, plan.VocabFrom)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -268,13 +263,13 @@ func textInputs(c *cli.Context, g *graph.Graph, plan *feedPlan, tk textTokenizer
 		}
 	}
 	if plan.Seq > 0 {
-		b = padBatch(b, plan.Seq, tk.padID())
+		b = zooroot.PadBatch(b, plan.Seq, tk.PadID())
 	}
-	inputs, err := plan.tensors(b, tk.padID())
+	inputs, err := plan.Tensors(b, tk.PadID())
 	if err != nil {
 		return nil, nil, err
 	}
-	return inputs, plan.valid(b, inputs), nil
+	return inputs, plan.Valid(b, inputs), nil
 }
 
 // defaultParityWindow is --window's default: short, so that parity runs in moments.
@@ -283,8 +278,8 @@ const defaultParityWindow = 64
 // sampleWindows returns windows of the given token lengths (each capped at the model's static
 // batch and length) cut from the sample text, consecutive pieces, with the tokenizer's
 // special tokens in each.
-func sampleWindows(c *cli.Context, tk textTokenizer, plan *feedPlan, lengths []int) (*tokenize.Batch, error) {
-	if _, ok := tk.tok.(tokenize.Bytes); ok && plan.Seq == 0 && plan.Batch == 0 && (plan.MaxLen == 0 || plan.MaxLen >= slices.Max(lengths)) {
+func sampleWindows(c *cli.Context, tk *zooroot.Tokenizer, plan *zooroot.FeedPlan, lengths []int) (*tokenize.Batch, error) {
+	if _, ok := tk.Tokenizer.(tokenize.Bytes); ok && plan.Seq == 0 && plan.Batch == 0 && (plan.MaxLen == 0 || plan.MaxLen >= slices.Max(lengths)) {
 		return sampleBatch(zooroot.SampleText, lengths...), nil
 	}
 	if plan.Batch > 0 && len(lengths) > plan.Batch {
@@ -302,7 +297,7 @@ func sampleWindows(c *cli.Context, tk textTokenizer, plan *feedPlan, lengths []i
 	}
 	// One window of the longest length per row, from the text; then each row cut to its length
 	// with the suffix kept at its end.
-	src, stop, err := newWindows(c.Context, tk, bytes.NewReader(zooroot.SampleText), longest, len(lengths), plan.VocabRows, plan.VocabFrom)
+	src, stop, err := zooroot.NewWindows(c.Context, tk, bytes.NewReader(zooroot.SampleText), longest, len(lengths), plan.VocabRows, plan.VocabFrom)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +306,7 @@ func sampleWindows(c *cli.Context, tk textTokenizer, plan *feedPlan, lengths []i
 	if err != nil {
 		return nil, fmt.Errorf("sample text: %w", err)
 	}
-	_, suffix := tk.tok.Affixes()
+	_, suffix := tk.Tokenizer.Affixes()
 	b := &tokenize.Batch{B: full.B, N: longest, Tokens: make([]int64, full.B*longest), Mask: make([]bool, full.B*longest), Offsets: full.Offsets}
 	for i := 0; i < full.B; i++ {
 		row := full.Row(i)
@@ -322,7 +317,7 @@ func sampleWindows(c *cli.Context, tk textTokenizer, plan *feedPlan, lengths []i
 		cut := append(append([]int64(nil), row[:l-len(suffix.IDs)]...), suffix.IDs...)
 		copy(b.Tokens[i*longest:], cut)
 		for j := l; j < longest; j++ {
-			b.Tokens[i*longest+j], b.Mask[i*longest+j] = tk.padID(), true
+			b.Tokens[i*longest+j], b.Mask[i*longest+j] = tk.PadID(), true
 		}
 		b.Lengths = append(b.Lengths, l)
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	zooroot "github.com/zoo-dev/zoo"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/backends"
@@ -58,7 +60,7 @@ func parityPrecision(c *cli.Context, name string, g *graph.Graph, inputs map[str
 	if err != nil {
 		return badInput(err)
 	}
-	if err := checkPrecision(choice, prec); err != nil {
+	if err := zooroot.CheckPrecision(choice, prec); err != nil {
 		return err
 	}
 	// Each program is closed before the next is compiled, so that only one model's weights
@@ -121,12 +123,12 @@ func hiddenOutput(g *graph.Graph) (string, error) {
 	for _, o := range g.Outputs {
 		names = append(names, o.Name)
 	}
-	for _, want := range tokenOutputs {
+	for _, want := range zooroot.TokenOutputs() {
 		if slices.Contains(names, want) {
 			return want, nil
 		}
 	}
-	return "", fmt.Errorf("it has no per-token output to compare (want one of %s; outputs: %s)", strings.Join(tokenOutputs, ", "), strings.Join(names, ", "))
+	return "", fmt.Errorf("it has no per-token output to compare (want one of %s; outputs: %s)", strings.Join(zooroot.TokenOutputs(), ", "), strings.Join(names, ", "))
 }
 
 // printPrecisionParity renders the report as one block.

@@ -245,7 +245,11 @@ func pluginTestAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	opts := conformance.Options{Sets: sets, Seed: c.Uint64(flagSeed.Name), Context: c.Context}
+	anySets := make(map[string]any, len(sets))
+	for k, v := range sets {
+		anySets[k] = v
+	}
+	opts := conformance.Options{Sets: anySets, Seed: c.Uint64(flagSeed.Name), Context: c.Context}
 	if verboseOf(c.Context) {
 		opts.Logs = c.App.ErrWriter
 	}

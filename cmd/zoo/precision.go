@@ -5,7 +5,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/internal/env"
 )
 
@@ -39,21 +38,6 @@ func precisionOf(c *cli.Context) (string, error) {
 		}
 	}
 	return "", badInputf("--precision %q: want %s", raw, strings.Join(precisions, " or "))
-}
-
-// checkPrecision refuses, before anything is compiled, a precision the chosen backend has no
-// path for on this machine: bf16 where its probe names no bf16 path. The error is bad input
-// (exit 2, as for an unavailable --backend) and carries the probe's reason in one line; nil
-// when the backend can compute in p.
-func checkPrecision(ch backends.Choice, p string) error {
-	if p != "bf16" || ch.Probe.BF16 != "" {
-		return nil
-	}
-	why := ch.Probe.BF16Reason
-	if why == "" {
-		why = "its probe names no bf16 path"
-	}
-	return badInputf("--precision bf16: backend %s has no bf16 path on this machine: %s", ch.Backend.Name(), why)
 }
 
 // reportedPrecision is the precision a program of backend compiled with Options.Precision p

@@ -60,8 +60,8 @@ func profileCommand() *cli.Command {
 // profileReport is what `zoo profile` prints; --json prints it as JSON. Times are means per
 // profiled run.
 type profileReport struct {
-	Model   string        `json:"model"`
-	Weights weightsReport `json:"weights"`
+	Model   string                `json:"model"`
+	Weights zooroot.WeightsSource `json:"weights"`
 	// Train says the runs were training steps (zoo profile --train): loss and gradients.
 	Train   bool   `json:"train,omitempty"`
 	Backend string `json:"backend"`
@@ -155,25 +155,25 @@ func profileAction(c *cli.Context) error {
 	if c.Bool(flagCheckpointActivations.Name) {
 		return badInputf("--checkpoint-activations changes only a training step; add --train")
 	}
-	m, err := loadModel(c, ref)
+	m, err := loadModel(c.Context, c, ref)
 	if err != nil {
 		return err
 	}
-	plan, err := planFeeds(m.Graph, c.StringSlice(flagFeed.Name))
+	plan, err := zooroot.PlanFeeds(m.Graph(), c.StringSlice(flagFeed.Name))
 	if err != nil {
 		return badInput(err)
 	}
 	if err := profileShape(m, plan, &b, &n, c.IsSet("batch"), c.IsSet("seq")); err != nil {
 		return badInput(err)
 	}
-	inputs, err := plan.tensors(fullBatch(b, n, plan.VocabRows), 0)
+	inputs, err := plan.Tensors(fullBatch(b, n, plan.VocabRows), 0)
 	if err != nil {
-		return failed(fmt.Errorf("feed %s: %w", m.displayName(), err))
+		return failed(fmt.Errorf("feed %s: %w", m.Name(), err))
 	}
-	if err := guardMemory(m.displayName(), m.Graph, memRun{batch: b, n: n, shapes: plan.shapes, batchFlag: "--batch", nFlag: "--seq"}); err != nil {
+	if err := zooroot.GuardMemory(m.Name(), m.Graph(), zooroot.MemoryRun{Batch: b, N: n, Shapes: plan.Shapes, BatchOption: "--batch", NOption: "--seq"}); err != nil {
 		return err
 	}
-	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads"), Precision: prec})
+	choice, prog, err := compileModel(m, backends.Options{Threads: c.Int("threads"), Precision: prec})
 	if err != nil {
 		return err
 	}
@@ -184,11 +184,11 @@ func profileAction(c *cli.Context) error {
 	}
 	runs, err := profileRuns(c, prog, profiler, inputs)
 	if err != nil {
-		return failed(fmt.Errorf("run %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+		return failed(fmt.Errorf("run %s on %s: %w", m.Name(), choice.Backend.Name(), err))
 	}
-	rep := profileReport{Model: m.displayName(), Weights: weightsOf(m), Backend: choice.Backend.Name(), Level: choice.Probe.Level,
+	rep := profileReport{Model: m.Name(), Weights: m.Weights(), Backend: choice.Backend.Name(), Level: choice.Probe.Level,
 		Threads: choice.Probe.Threads, Precision: reportedPrecision(choice.Backend.Name(), prec), Batch: b, N: n}
-	return reportProfile(c, &rep, runs, m.Graph, plan.shapes(b, n), prog)
+	return reportProfile(c, &rep, runs, m.Graph(), plan.Shapes(b, n), prog)
 }
 
 // profileRuns runs prog --warmup times untimed and then --reps times profiled on inputs.
@@ -260,23 +260,23 @@ func profilerOf(p backends.Program, backend string) (backends.Profiler, error) {
 // profileShape settles the batch and length to profile: the inputs' static sizes where the
 // model fixes them (an explicit flag that disagrees is an error), and a length within the
 // model's maximum.
-func profileShape(m *model, plan *feedPlan, b, n *int, batchSet, seqSet bool) error {
+func profileShape(m *zooroot.Model, plan *zooroot.FeedPlan, b, n *int, batchSet, seqSet bool) error {
 	if plan.Batch > 0 {
 		if batchSet && *b != plan.Batch {
-			return fmt.Errorf("--batch %d: %s's inputs are fixed at batch %d (omit --batch)", *b, m.displayName(), plan.Batch)
+			return fmt.Errorf("--batch %d: %s's inputs are fixed at batch %d (omit --batch)", *b, m.Name(), plan.Batch)
 		}
 		*b = plan.Batch
 	}
 	if plan.Seq > 0 {
 		if seqSet && *n != plan.Seq {
-			return fmt.Errorf("--seq %d: %s's inputs are fixed at %d tokens (omit --seq)", *n, m.displayName(), plan.Seq)
+			return fmt.Errorf("--seq %d: %s's inputs are fixed at %d tokens (omit --seq)", *n, m.Name(), plan.Seq)
 		}
 		*n = plan.Seq
 		return nil
 	}
 	maxLen, from := 0, ""
-	if p := m.Desc.Caps.MaxLenParam; p != "" && !m.FromFile {
-		maxLen, from = m.Config.Int(p), "max_len; pass a shorter --seq or --set max_len=N"
+	if p := m.Description().Caps.MaxLenParam; p != "" && !m.FromFile() {
+		maxLen, from = m.Config().Int(p), "max_len; pass a shorter --seq or --set max_len=N"
 	} else if plan.MaxLen > 0 {
 		maxLen, from = plan.MaxLen, "the rows of its position table "+plan.MaxLenFrom
 	}
@@ -285,7 +285,7 @@ func profileShape(m *model, plan *feedPlan, b, n *int, batchSet, seqSet bool) er
 			*n = maxLen
 			return nil
 		}
-		return fmt.Errorf("--seq %d is longer than %s's maximum length %d (%s)", *n, m.displayName(), maxLen, from)
+		return fmt.Errorf("--seq %d is longer than %s's maximum length %d (%s)", *n, m.Name(), maxLen, from)
 	}
 	return nil
 }

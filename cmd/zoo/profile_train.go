@@ -16,7 +16,7 @@ import (
 // text, and profiles the step program on step 1's batch. The optimizer is built but never
 // steps, so every profiled run sees the initial weights.
 func profileTrain(c *cli.Context, ref string, b, n int, prec string) error {
-	if isONNXPath(ref) {
+	if zooroot.IsONNXPath(ref) {
 		return badInputf("profile --train: %s is an ONNX file; zoo trains its variants (see `zoo list`), whose parameters it knows by name", ref)
 	}
 	if len(c.StringSlice(flagFeed.Name)) > 0 {
@@ -39,7 +39,7 @@ func profileTrain(c *cli.Context, ref string, b, n int, prec string) error {
 	defer job.close()
 	eng, ok := job.engine.(*graphEngine)
 	if !ok {
-		return failed(fmt.Errorf("profile --train: the training engine of %s has no compiled step program to profile", job.model.displayName()))
+		return failed(fmt.Errorf("profile --train: the training engine of %s has no compiled step program to profile", job.model.Name()))
 	}
 	profiler, err := profilerOf(eng.step_, job.choice.Backend.Name())
 	if err != nil {
@@ -47,14 +47,14 @@ func profileTrain(c *cli.Context, ref string, b, n int, prec string) error {
 	}
 	batch, done, err := eng.feedStep(1)
 	if err != nil {
-		return failed(fmt.Errorf("the first batch of %s: %w", job.model.displayName(), err))
+		return failed(fmt.Errorf("the first batch of %s: %w", job.model.Name(), err))
 	}
 	defer done()
 	runs, err := profileRuns(c, eng.step_, profiler, eng.feed)
 	if err != nil {
-		return failed(fmt.Errorf("the training step of %s on %s: %w", job.model.displayName(), job.choice.Backend.Name(), err))
+		return failed(fmt.Errorf("the training step of %s on %s: %w", job.model.Name(), job.choice.Backend.Name(), err))
 	}
-	rep := profileReport{Model: job.model.displayName(), Weights: weightsOf(job.model), Train: true, Backend: job.choice.Backend.Name(),
+	rep := profileReport{Model: job.model.Name(), Weights: job.model.Weights(), Train: true, Backend: job.choice.Backend.Name(),
 		Level: job.choice.Probe.Level, Threads: job.choice.Probe.Threads, Precision: reportedPrecision(job.choice.Backend.Name(), prec),
 		Batch: batch.B, N: batch.N}
 	return reportProfile(c, &rep, runs, eng.stepGraph, eng.stepShapes(batch.B, batch.N), eng.step_)

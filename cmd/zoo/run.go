@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,14 +14,17 @@ import (
 	"strings"
 	"time"
 
+	zooroot "github.com/zoo-dev/zoo"
+
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
+	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
-	"github.com/zoo-dev/zoo/zoo/tokenize"
+	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 func runCommand() *cli.Command {
@@ -43,7 +47,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write outputs to `FILE`.json, .npy or .safetensors"},
 			&cli.StringFlag{Name: "select", Usage: "output written to a .npy file (default: hidden, else embedding with --pool, else the only output; for array inputs the only output)"},
 			flagTokenizer, flagFeed,
-			&cli.StringFlag{Name: "pool", Value: poolNone, Usage: "sentence embeddings, output embedding (windows, d): mean (over real tokens), cls (the first token) or none"},
+			&cli.StringFlag{Name: "pool", Value: string(zooroot.PoolNone), Usage: "sentence embeddings, output embedding (windows, d): mean (over real tokens), cls (the first token) or none"},
 			&cli.BoolFlag{Name: "normalize", Usage: "L2-normalise the pooled embeddings"},
 			&cli.IntFlag{Name: "window", Usage: "tokens per window (default: min(512, the model's maximum length))"},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per batch"},
@@ -57,27 +61,27 @@ func runCommand() *cli.Command {
 
 // runReport is what `zoo run` prints; --json prints it as JSON.
 type runReport struct {
-	Model     string           `json:"model"`
-	Weights   weightsReport    `json:"weights"`
-	Backend   string           `json:"backend"`
-	Level     string           `json:"kernel_level"`
-	Why       string           `json:"backend_reason"`
-	Threads   int              `json:"threads"`
-	Precision string           `json:"precision"`
-	Input     string           `json:"input"`
-	Tokenizer string           `json:"tokenizer"`
-	Feeds     []feed           `json:"feeds"`
-	Pool      string           `json:"pool,omitempty"`
-	Tokens    int64            `json:"tokens"`
-	Windows   int              `json:"windows"`
-	Batches   int              `json:"batches"`
-	Window    int              `json:"window"`
-	Outputs   map[string][]int `json:"outputs"`
-	BuildMS   float64          `json:"build_ms"`
-	CompileMS float64          `json:"compile_ms"`
-	RunMS     float64          `json:"run_ms"`
-	TokensPS  float64          `json:"tokens_per_second"`
-	Written   []string         `json:"written,omitempty"`
+	Model     string                `json:"model"`
+	Weights   zooroot.WeightsSource `json:"weights"`
+	Backend   string                `json:"backend"`
+	Level     string                `json:"kernel_level"`
+	Why       string                `json:"backend_reason"`
+	Threads   int                   `json:"threads"`
+	Precision string                `json:"precision"`
+	Input     string                `json:"input"`
+	Tokenizer string                `json:"tokenizer"`
+	Feeds     []zooroot.Feed        `json:"feeds"`
+	Pool      string                `json:"pool,omitempty"`
+	Tokens    int64                 `json:"tokens"`
+	Windows   int                   `json:"windows"`
+	Batches   int                   `json:"batches"`
+	Window    int                   `json:"window"`
+	Outputs   map[string][]int      `json:"outputs"`
+	BuildMS   float64               `json:"build_ms"`
+	CompileMS float64               `json:"compile_ms"`
+	RunMS     float64               `json:"run_ms"`
+	TokensPS  float64               `json:"tokens_per_second"`
+	Written   []string              `json:"written,omitempty"`
 
 	tokDoc     map[string]any  // the tokenizer's entry in output files
 	seqOutputs map[string]bool // outputs whose axis 1 is the sequence, where the graph says
@@ -87,267 +91,250 @@ func runAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return badInputf("run: want one model name (see `zoo list`) or .onnx file, got %d arguments", c.NArg())
 	}
-	ref := c.Args().First()
-	inPath := c.String("input")
-	st, err := os.Stat(inPath)
-	switch {
-	case err != nil:
-		return badInputf("input %s: %w", inPath, errors.Unwrap(err))
-	case st.IsDir():
-		return badInputf("input %s is a directory; give a text file", inPath)
-	case st.Size() == 0:
-		return badInputf("input %s is empty (0 bytes): nothing to encode", inPath)
+	ref, inPath, outPath := c.Args().First(), c.String("input"), c.String("output")
+	in, size, err := openInput(inPath, c.App.Reader)
+	if err != nil {
+		return err
 	}
-	outPath := c.String("output")
+	defer in.Close()
 	if isTensorFile(inPath) {
 		return runTensorsAction(c, ref, inPath, outPath)
 	}
-	prec, err := precisionOf(c)
+	sink, err := runSink(c, outPath)
 	if err != nil {
 		return err
 	}
-	if c.IsSet("select") && !strings.EqualFold(filepath.Ext(outPath), ".npy") {
-		return badInputf("--select applies to a .npy --output, which holds one output; .json and .safetensors files hold every output")
-	}
-	pool, err := parsePool(c.String("pool"), c.Bool("normalize"))
+	opts, err := runLoadOptions(c)
 	if err != nil {
-		return badInput(err)
+		return err
 	}
-	var sink outputSink
-	if outPath != "" {
-		if sink, err = newSink(outPath, ""); err != nil {
-			return badInput(err)
-		}
-		if err := checkOutputPath(outPath); err != nil {
-			return badInput(err)
-		}
-	}
-	if c.Int("batch") < 1 {
-		return badInputf("--batch must be at least 1, got %d", c.Int("batch"))
-	}
-	if c.Int("max-windows") < 0 || c.Int("threads") < 0 {
-		return badInputf("--max-windows and --threads must not be negative")
-	}
-
 	t0 := time.Now()
-	tk, err := chooseTokenizer(c.String(flagTokenizer.Name), ref, isONNXPath(ref))
-	if err != nil {
-		return badInput(err)
-	}
-	vocab := 0
-	if tk.path != "" {
-		vocab = tk.tok.VocabSize()
-	}
-	m, err := loadModelVocab(c, ref, vocab)
+	m, err := loadWith(c.Context, c, ref, opts)
 	if err != nil {
 		return err
 	}
-	plan, err := planFeeds(m.Graph, c.StringSlice(flagFeed.Name))
+	defer m.Close()
+	enc, err := m.NewEncoder(encoderOptions(c))
 	if err != nil {
-		return badInput(err)
-	}
-	if plan.Batch > 0 && c.IsSet("batch") && c.Int("batch") != plan.Batch {
-		return badInputf("--batch %d: %s's inputs are fixed at batch %d (omit --batch)", c.Int("batch"), m.displayName(), plan.Batch)
-	}
-	window, err := chooseWindow(m, plan, c.Int("window"))
-	if err != nil {
-		return badInput(err)
-	}
-	if err := pool.resolve(m.Graph); err != nil {
-		return badInput(err)
+		return err
 	}
 	if sink != nil && strings.EqualFold(filepath.Ext(outPath), ".npy") {
-		name, err := selectOutput(m.Graph, c.String("select"), pool)
-		if err != nil {
+		if sink.only, err = selectOutput(m.Graph(), c.String("select"), enc.Pooling() != ""); err != nil {
 			return badInput(err)
 		}
-		sink.(*stream).only = name
 	}
-	// Windows: exact for the byte tokenizer; a bound for the others, whose tokens are at most
-	// one per byte plus the special tokens of each window.
-	total := int(min((st.Size()+int64(window)-1)/int64(window), int64(1<<31-1)))
-	if _, isBytes := tk.tok.(tokenize.Bytes); !isBytes {
-		p, s := tk.tok.Affixes()
-		span := max(1, window-len(p.IDs)-len(s.IDs))
-		total = int(min((st.Size()+int64(span)-1)/int64(span)+1, int64(1<<31-1)))
-	}
-	if mw := c.Int("max-windows"); mw > 0 && mw < total {
-		total = mw
-	}
-	if err := guardMemory(m.displayName(), m.Graph, memRun{batch: min(c.Int("batch"), total), n: int(min(st.Size()+2, int64(window))),
-		shapes: plan.shapes, batchFlag: "--batch", nFlag: "--window"}); err != nil {
+	total := windowBound(enc, size, c.Int("max-windows"))
+	if err := enc.CheckMemory(min(enc.Batch(), total), int(min(size+2, int64(enc.Window())))); err != nil {
 		return err
 	}
 	t1 := time.Now()
-	choice, prog, err := compileModel(c, m, backends.Options{Threads: c.Int("threads"), Precision: prec})
+	choice, err := m.Compile(c.Context)
 	if err != nil {
 		return err
 	}
-	defer prog.Close()
 	t2 := time.Now()
-	printCompileReport(c.Context, c.App.ErrWriter, prog)
-
-	f, err := os.Open(inPath)
+	printCompileReport(c.Context, c.App.ErrWriter, m)
+	rep := newRunReport(m, enc, choice, opts, inPath)
+	bar := progress(c.App.ErrWriter, size, "encoding "+filepath.Base(inPath))
+	err = enc.Stream(c.Context, io.TeeReader(in, bar), func(b zooroot.Batch) error { return rep.add(b, sink, enc) })
 	if err != nil {
-		return badInputf("input %s: %w", inPath, err)
-	}
-	defer f.Close()
-	// The session cancels c.Context on SIGINT and SIGTERM (session.go).
-	ctx := c.Context
-	bar := progress(c.App.ErrWriter, st.Size(), "encoding "+filepath.Base(inPath))
-	batchSize := c.Int("batch")
-	if plan.Batch > 0 {
-		batchSize = plan.Batch
-	}
-	src, stopSrc, err := newWindows(ctx, tk, io.TeeReader(f, bar), window, batchSize, plan.VocabRows, plan.VocabFrom)
-	if err != nil {
-		return badInput(err)
-	}
-	defer stopSrc()
-
-	rep := runReport{Model: m.displayName(), Weights: weightsOf(m), Backend: choice.Backend.Name(), Level: choice.Probe.Level, Why: choice.Why,
-		Threads: choice.Probe.Threads, Precision: reportedPrecision(choice.Backend.Name(), prec), Input: inPath, Tokenizer: tk.describe(), Feeds: plan.Feeds, Pool: pool.describe(),
-		Window: window, Outputs: map[string][]int{}, tokDoc: tk.doc(), seqOutputs: seqAligned(m.Graph, plan.Seq)}
-	if pool.mode != poolNone {
-		rep.seqOutputs[poolOutputName] = false
-	}
-	if c.Int("threads") > 0 && c.Int("threads") < rep.Threads {
-		rep.Threads = c.Int("threads")
-	}
-	// Windows are laid out at the longest window, which the first batch holds (every window
-	// but the last is full), or at the inputs' static length.
-	first, firstErr := src.Next()
-	if firstErr != nil && firstErr != io.EOF {
-		return failed(fmt.Errorf("input %s: %w", inPath, firstErr))
-	}
-	layoutN := window
-	if first != nil {
-		layoutN = first.N
-	}
-	if plan.Seq > 0 {
-		layoutN = plan.Seq
-	}
-	if sink != nil {
-		defer sink.close()
-		if err := sink.begin(m, rep, total, layoutN); err != nil {
-			return badInput(err)
+		if zooroot.IsInput(err) || errors.Is(err, context.Canceled) {
+			return err
 		}
-	}
-	for batch, err := first, firstErr; rep.Windows < total; batch, err = src.Next() {
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return failed(fmt.Errorf("input %s: %w", inPath, err))
-		}
-		if keep := total - rep.Windows; batch.B > keep {
-			batch = truncateBatch(batch, keep)
-		}
-		if plan.Seq > 0 {
-			batch = padBatch(batch, plan.Seq, tk.padID())
-		}
-		inputs, err := plan.tensors(batch, tk.padID())
-		if err != nil {
-			return failed(fmt.Errorf("feed %s: %w", m.displayName(), err))
-		}
-		outs, err := prog.Run(ctx, inputs)
-		if err != nil {
-			return failed(fmt.Errorf("run %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
-		}
-		outs = cropRows(outs, batch.B)
-		if err := pool.add(outs, batch); err != nil {
-			return failed(err)
-		}
-		for name, t := range outs {
-			rep.Outputs[name] = t.Shape
-		}
-		if sink != nil {
-			if err := sink.add(batch, outs); err != nil {
-				return failed(err)
-			}
-		}
-		rep.Windows += batch.B
-		rep.Batches++
-		for _, l := range batch.Lengths {
-			rep.Tokens += int64(l)
-		}
+		return failed(fmt.Errorf("input %s: %w", inPath, err))
 	}
 	bar.Finish()
 	t3 := time.Now()
 	rep.BuildMS, rep.CompileMS, rep.RunMS = format.MS(t1.Sub(t0)), format.MS(t2.Sub(t1)), format.MS(t3.Sub(t2))
 	rep.TokensPS = float64(rep.Tokens) / t3.Sub(t2).Seconds()
 	if sink != nil {
-		written, err := sink.finish(outPath)
-		if err != nil {
-			return failed(err)
+		if err := rep.finish(sink, outPath, enc.Window()); err != nil {
+			return err
 		}
-		rep.Written = written
-		rep.Outputs = sink.shapes()
 	}
 	if c.Bool(flagJSON.Name) {
 		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	printRunReport(c.App.Writer, rep)
+	printRunReport(c.App.Writer, *rep)
 	return nil
 }
 
-// chooseWindow returns the window length: --window when given, else the inputs' static
-// length, else min(512, the maximum length: max_len of a variant or zoo file, else the rows
-// of the graph's position table).
-func chooseWindow(m *model, plan *feedPlan, requested int) (int, error) {
-	maxLen, from := 0, ""
-	if p := m.Desc.Caps.MaxLenParam; p != "" {
-		maxLen, from = m.Config.Int(p), "max_len"
-	} else if plan.MaxLen > 0 {
-		maxLen, from = plan.MaxLen, "the rows of its position table "+plan.MaxLenFrom
-	}
-	if requested < 0 {
-		return 0, fmt.Errorf("--window must be positive, got %d", requested)
-	}
-	if plan.Seq > 0 {
-		if requested > plan.Seq {
-			return 0, fmt.Errorf("--window %d is longer than the %d tokens %s's inputs are fixed at", requested, plan.Seq, m.displayName())
+// openInput opens run's --input: a file, or standard input for "-". A missing file, a
+// directory or an empty input is bad input; size is the file's (-1 for standard input).
+func openInput(path string, stdin io.Reader) (io.ReadCloser, int64, error) {
+	if path == "-" {
+		if stdin == nil {
+			stdin = os.Stdin
 		}
-		if requested == 0 {
-			return plan.Seq, nil
+		br := bufio.NewReader(stdin)
+		if _, err := br.Peek(1); err != nil {
+			return nil, 0, badInputf("input - (standard input) is empty: nothing to encode")
 		}
-		return requested, nil
+		return io.NopCloser(br), -1, nil
 	}
-	if requested == 0 {
-		requested = 512
-		if maxLen > 0 && maxLen < requested {
-			requested = maxLen
-		}
-		return requested, nil
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil, 0, badInputf("input %s: %w", path, errors.Unwrap(err))
+	case st.IsDir():
+		return nil, 0, badInputf("input %s is a directory; give a text file", path)
+	case st.Size() == 0:
+		return nil, 0, badInputf("input %s is empty (0 bytes): nothing to encode", path)
 	}
-	if maxLen > 0 && requested > maxLen {
-		return 0, fmt.Errorf("--window %d is longer than %s's maximum length %d (%s)", requested, m.displayName(), maxLen, from)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, badInputf("input %s: %w", path, err)
 	}
-	return requested, nil
+	return f, st.Size(), nil
 }
 
-// padBatch returns b with every row padded to n tokens (a model with a static length).
-func padBatch(b *tokenize.Batch, n int, pad int64) *tokenize.Batch {
-	if b.N >= n {
-		return b
+// runSink checks run's output flags and returns the sink of --output (nil for none).
+func runSink(c *cli.Context, outPath string) (*stream, error) {
+	if c.IsSet("select") && !strings.EqualFold(filepath.Ext(outPath), ".npy") {
+		return nil, badInputf("--select applies to a .npy --output, which holds one output; .json and .safetensors files hold every output")
 	}
-	p := &tokenize.Batch{B: b.B, N: n, Tokens: make([]int64, b.B*n), Mask: make([]bool, b.B*n), Lengths: b.Lengths, Offsets: b.Offsets}
-	for i := 0; i < b.B; i++ {
-		copy(p.Tokens[i*n:], b.Tokens[i*b.N:(i+1)*b.N])
-		copy(p.Mask[i*n:], b.Mask[i*b.N:(i+1)*b.N])
-		for j := b.N; j < n; j++ {
-			p.Tokens[i*n+j], p.Mask[i*n+j] = pad, true
-		}
+	if c.Int("max-windows") < 0 || c.Int("threads") < 0 {
+		return nil, badInputf("--max-windows and --threads must not be negative")
 	}
-	return p
+	if c.Int("batch") < 1 {
+		return nil, badInputf("--batch must be at least 1, got %d", c.Int("batch"))
+	}
+	if outPath == "" {
+		return nil, nil
+	}
+	sink, err := newSink(outPath, "")
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if err := checkOutputPath(outPath); err != nil {
+		return nil, badInput(err)
+	}
+	return sink, nil
 }
 
-// truncateBatch keeps the first keep rows of b.
-func truncateBatch(b *tokenize.Batch, keep int) *tokenize.Batch {
-	return &tokenize.Batch{B: keep, N: b.N, Tokens: b.Tokens[:keep*b.N], Mask: b.Mask[:keep*b.N],
-		Lengths: b.Lengths[:keep], Offsets: b.Offsets[:keep]}
+// runLoadOptions are the model flags with --precision and --threads.
+func runLoadOptions(c *cli.Context) (zooroot.LoadOptions, error) {
+	opts, err := loadOptions(c.Context, c)
+	if err != nil {
+		return opts, err
+	}
+	if opts.Precision, err = precisionOf(c); err != nil {
+		return opts, err
+	}
+	opts.Threads = c.Int("threads")
+	return opts, nil
+}
+
+// encoderOptions turns run's text flags into the encoder's options; --batch counts only when
+// given, so that a model with a static batch keeps its own.
+func encoderOptions(c flags) zooroot.EncoderOptions {
+	opts := zooroot.EncoderOptions{Window: c.Int("window"), Pool: zooroot.Pool(c.String("pool")), Normalize: c.Bool("normalize"),
+		Feeds: c.StringSlice(flagFeed.Name), MaxWindows: c.Int("max-windows")}
+	if c.IsSet("batch") {
+		opts.Batch = c.Int("batch")
+	}
+	return opts
+}
+
+// windowBound is how many windows a text of size bytes gives at most: exact for the byte
+// tokenizer; for the others, whose tokens are at most one per byte plus the special tokens of
+// each window, a bound. Standard input (size < 0) is unbounded.
+func windowBound(enc *zooroot.Encoder, size int64, maxWindows int) int {
+	total := 1<<31 - 1
+	if size >= 0 {
+		span := int64(enc.Window())
+		extra := int64(0)
+		if tk := enc.Tokenizer(); !tk.IsBytes() {
+			p, s := tk.Affixes()
+			span, extra = int64(max(1, enc.Window()-len(p.IDs)-len(s.IDs))), 1
+		}
+		total = int(min((size+span-1)/span+extra, int64(1<<31-1)))
+	}
+	if maxWindows > 0 && maxWindows < total {
+		total = maxWindows
+	}
+	return total
+}
+
+// newRunReport starts the report of a run.
+func newRunReport(m *zooroot.Model, enc *zooroot.Encoder, choice backends.Choice, opts zooroot.LoadOptions, inPath string) *runReport {
+	rep := &runReport{Model: m.Name(), Weights: m.Weights(), Backend: choice.Backend.Name(), Level: choice.Probe.Level, Why: choice.Why,
+		Threads: choice.Probe.Threads, Precision: reportedPrecision(choice.Backend.Name(), opts.Precision), Input: inPath,
+		Tokenizer: flagNames(enc.Tokenizer().Describe()), Feeds: enc.Plan().Feeds, Pool: enc.Pooling(),
+		Window: enc.Window(), Outputs: map[string][]int{}, tokDoc: enc.Tokenizer().Doc(), seqOutputs: enc.SeqOutputs()}
+	if opts.Threads > 0 && opts.Threads < rep.Threads {
+		rep.Threads = opts.Threads
+	}
+	return rep
+}
+
+// add counts one batch and hands it to the sink, which it begins at the first batch: windows
+// are laid out at the longest window, which the first batch holds (every window but the last
+// is full), or at the inputs' static length.
+func (rep *runReport) add(b zooroot.Batch, sink *stream, enc *zooroot.Encoder) error {
+	if sink != nil && rep.Batches == 0 {
+		if err := sink.begin(*rep, b.Windows.N); err != nil {
+			return badInput(err)
+		}
+	}
+	for name, t := range b.Outputs {
+		rep.Outputs[name] = t.Shape
+	}
+	if sink != nil {
+		if err := sink.add(b.Windows, b.Outputs); err != nil {
+			return failed(err)
+		}
+	}
+	rep.Windows += b.Windows.B
+	rep.Batches++
+	for _, l := range b.Windows.Lengths {
+		rep.Tokens += int64(l)
+	}
+	return nil
+}
+
+// finish writes the sink's file and records it in the report.
+func (rep *runReport) finish(sink *stream, outPath string, window int) error {
+	defer sink.close()
+	if rep.Batches == 0 {
+		if err := sink.begin(*rep, window); err != nil {
+			return badInput(err)
+		}
+	}
+	written, err := sink.finish(outPath)
+	if err != nil {
+		return failed(err)
+	}
+	rep.Written = written
+	rep.Outputs = sink.shapes()
+	return nil
+}
+
+// selectOutput returns the output a .npy file holds: --select when given (an output of g, or
+// embedding when pooled), else the pooled embedding, else hidden, else g's only output.
+func selectOutput(g *graph.Graph, selected string, pooled bool) (string, error) {
+	var names []string
+	for _, o := range g.Outputs {
+		names = append(names, o.Name)
+	}
+	if pooled {
+		names = append(names, zooroot.PoolOutput)
+	}
+	switch {
+	case selected != "" && slices.Contains(names, selected):
+		return selected, nil
+	case selected != "":
+		return "", fmt.Errorf("--select %q: model %s has no such output (outputs: %s)", selected, g.Name, strings.Join(names, ", "))
+	case pooled:
+		return zooroot.PoolOutput, nil
+	case slices.Contains(names, variant.OutputHidden):
+		return variant.OutputHidden, nil
+	case len(names) == 1:
+		return names[0], nil
+	}
+	return "", fmt.Errorf("a .npy file holds one output and model %s has %d (%s): choose one with --select NAME", g.Name, len(names), strings.Join(names, ", "))
 }
 
 // progress returns a byte-progress bar on w when w is a terminal, and a no-op writer otherwise
@@ -397,8 +384,13 @@ func outputShapes(outputs map[string][]int) string {
 
 // printCompileReport writes the backend's compile report (its steps, which fusions applied
 // and why the others did not) to w under --verbose, when the program has one.
-func printCompileReport(ctx context.Context, w io.Writer, prog backends.Program) {
-	if r, ok := prog.(backends.CompileReporter); ok && verboseOf(ctx) {
-		fmt.Fprint(w, r.CompileReport())
+func printCompileReport(ctx context.Context, w io.Writer, m *zooroot.Model) {
+	if !verboseOf(ctx) {
+		return
+	}
+	if prog, err := m.Program(ctx); err == nil {
+		if r, ok := prog.(backends.CompileReporter); ok {
+			fmt.Fprint(w, r.CompileReport())
+		}
 	}
 }

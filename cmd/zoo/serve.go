@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	zooroot "github.com/zoo-dev/zoo"
+
 	"github.com/urfave/cli/v2"
 	"google.golang.org/grpc"
 
@@ -109,7 +111,7 @@ func serveAction(c *cli.Context) error {
 	served := make([]string, len(refs))
 	for i, ref := range refs {
 		served[i] = ref
-		if isONNXPath(ref) {
+		if zooroot.IsONNXPath(ref) {
 			served[i] = strings.TrimSuffix(filepath.Base(ref), filepath.Ext(ref))
 		}
 		if i < len(names) {
@@ -132,7 +134,7 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	if err := checkPrecision(choice, prec); err != nil {
+	if err := zooroot.CheckPrecision(choice, prec); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil))
@@ -243,41 +245,37 @@ func perModel(flag string, flags, served []string) (map[string]string, error) {
 // --tokenizer: "" for the default), compiles it with Options.Precision prec and wraps it for
 // the server; the returned func closes the program.
 func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backends.Backend, prec string) (*serve.Model, func(), error) {
-	tk, err := chooseTokenizer(tokenizer, ref, isONNXPath(ref))
+	tk, err := zooroot.ChooseTokenizer(tokenizer, ref, zooroot.IsONNXPath(ref))
 	if err != nil {
 		return nil, nil, badInput(err)
 	}
-	vocab := 0
-	if tk.path != "" {
-		vocab = tk.tok.VocabSize()
-	}
-	m, err := loadModelVocab(c, ref, vocab)
+	opts, err := loadOptions(c.Context, c)
 	if err != nil {
 		return nil, nil, err
 	}
-	if weights != "" {
-		if err := loadWeightsFile(m, weights); err != nil {
-			return nil, nil, badInput(err)
-		}
+	opts.Weights, opts.Tokenizer = weights, tokenizer
+	m, err := loadWith(c.Context, c, ref, opts)
+	if err != nil {
+		return nil, nil, err
 	}
-	plan, err := planFeeds(m.Graph, nil)
+	plan, err := zooroot.PlanFeeds(m.Graph(), nil)
 	if err != nil {
 		return nil, nil, badInput(err)
 	}
-	maxLen, err := chooseWindow(m, plan, 0)
+	maxLen, err := zooroot.ChooseWindow(m.Name(), m.MaxLen(), plan, 0)
 	if err != nil {
 		return nil, nil, badInput(err)
 	}
-	limit := tk.tok.VocabSize()
+	limit := tk.Tokenizer.VocabSize()
 	if plan.VocabRows > 0 {
 		limit = plan.VocabRows
-	} else if v := m.Config.Int(vocabParam); v > 0 {
+	} else if v := m.Config().Int("vocab"); v > 0 {
 		limit = v
 	}
-	pad := tk.padID()
-	seq := seqAligned(m.Graph, plan.Seq)
+	pad := tk.PadID()
+	seq := zooroot.SeqAligned(m.Graph(), plan.Seq)
 	var outputs []serve.Output
-	for _, o := range m.Graph.Outputs {
+	for _, o := range m.Graph().Outputs {
 		if o.DType != tensor.Float32 {
 			continue
 		}
@@ -293,30 +291,27 @@ func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backend
 		}
 		outputs = append(outputs, serve.Output{Name: o.Name, Shape: shape, Seq: seq[o.Name]})
 	}
-	from := &pooler{mode: poolMean}
-	if err := from.resolve(m.Graph); err != nil {
-		from.from = ""
-	}
+	poolFrom := zooroot.PooledOutput(m.Graph())
 	// The memory guard of zoo run, at start for the weights (one token), then per request
 	// and per batch (serve.Model.Fits).
-	if err := guardMemory(m.displayName(), m.Graph, memRun{batch: 1, n: 1, shapes: plan.shapes}); err != nil {
+	if err := zooroot.GuardMemory(m.Name(), m.Graph(), zooroot.MemoryRun{Batch: 1, N: 1, Shapes: plan.Shapes}); err != nil {
 		return nil, nil, err
 	}
-	prog, err := be.Compile(m.Graph, backends.Options{Threads: c.Int("threads"), Precision: prec})
+	prog, err := be.Compile(m.Graph(), backends.Options{Threads: c.Int("threads"), Precision: prec})
 	if err != nil {
-		return nil, nil, failed(fmt.Errorf("compile %s on %s: %w", m.displayName(), be.Name(), err))
+		return nil, nil, failed(fmt.Errorf("compile %s on %s: %w", m.Name(), be.Name(), err))
 	}
-	g := m.Graph
-	sm := &serve.Model{Name: name, Outputs: outputs, Vocab: limit, MaxLen: maxLen, MaxBatch: plan.Batch, Pad: pad, PoolFrom: from.from,
+	g := m.Graph()
+	sm := &serve.Model{Name: name, Outputs: outputs, Vocab: limit, MaxLen: maxLen, MaxBatch: plan.Batch, Pad: pad, PoolFrom: poolFrom,
 		Fits: func(batch, n int) error {
-			short, err := checkMemory(g, memRun{batch: batch, n: n, shapes: plan.shapes})
-			if err != nil || short == nil {
+			short, err := zooroot.MemoryShortfall(g, zooroot.MemoryRun{Batch: batch, N: n, Shapes: plan.Shapes})
+			if err != nil || short == "" {
 				return err
 			}
-			return fmt.Errorf("a batch of %d × %d tokens needs %s", batch, n, short.String(1))
+			return fmt.Errorf("a batch of %d × %d tokens needs %s", batch, n, short)
 		},
 		Tokenize: func(text string) ([]int64, error) {
-			ids, _, err := tk.tok.Encode(text)
+			ids, _, err := tk.Tokenizer.Encode(text)
 			if err != nil {
 				return nil, err
 			}
@@ -329,9 +324,9 @@ func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backend
 		},
 		Run: func(ctx context.Context, b *tokenize.Batch) (map[string]*tensor.Tensor, error) {
 			if plan.Seq > 0 {
-				b = padBatch(b, plan.Seq, pad)
+				b = zooroot.PadBatch(b, plan.Seq, pad)
 			}
-			inputs, err := plan.tensors(b, pad)
+			inputs, err := plan.Tensors(b, pad)
 			if err != nil {
 				return nil, err
 			}
@@ -339,16 +334,10 @@ func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backend
 			if err != nil {
 				return nil, err
 			}
-			return cropRows(outs, b.B), nil
+			return zooroot.CropRows(outs, b.B), nil
 		},
 		Pool: func(hidden *tensor.Tensor, mode string, normalize bool) (*tensor.Tensor, error) {
-			p := &pooler{mode: mode, normalize: normalize, from: "hidden"}
-			l := hidden.Shape[1]
-			outs := map[string]*tensor.Tensor{"hidden": hidden}
-			if err := p.add(outs, &tokenize.Batch{B: 1, N: l, Lengths: []int{l}}); err != nil {
-				return nil, err
-			}
-			return outs[poolOutputName], nil
+			return zooroot.PoolTensor(hidden, zooroot.Pool(mode), normalize)
 		},
 	}
 	return sm, func() { prog.Close() }, nil

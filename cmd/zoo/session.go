@@ -320,13 +320,10 @@ type pluginVariant struct {
 	desc variant.Description
 }
 
-// variantFor returns the variant of a registry entry. A third-party plugin starts here (its
-// Describe is needed to resolve the config); a built-in starts at its first Build.
-func variantFor(ctx context.Context, e registry.Entry) (variant.Variant, error) {
-	s, err := sessionOf(ctx)
-	if err != nil {
-		return nil, err
-	}
+// Variant returns the variant of a registry entry (the session is the library's
+// VariantSource). A third-party plugin starts here (its Describe is needed to resolve the
+// config); a built-in starts at its first Build.
+func (s *session) Variant(ctx context.Context, e registry.Entry) (variant.Variant, error) {
 	if e.IsBuiltin() {
 		v, ok := variants.Builtin()[e.Name]
 		if !ok {

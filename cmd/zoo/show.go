@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	zooroot "github.com/zoo-dev/zoo"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
@@ -56,22 +58,22 @@ type showCost struct {
 }
 
 type showResult struct {
-	Model      string            `json:"model"`
-	Version    string            `json:"version"`
-	Summary    string            `json:"summary"`
-	Paper      string            `json:"paper"`
-	Complexity string            `json:"complexity"`
-	Seed       uint64            `json:"seed"`
-	Weights    weightsReport     `json:"weights"`
-	Hyper      []showParam       `json:"hyperparameters"`
-	Parameters []showTensor      `json:"parameters"`
-	ParamCount int64             `json:"parameter_count"`
-	ParamBytes int64             `json:"parameter_bytes"`
-	Costs      []showCost        `json:"costs"`
-	Ops        []string          `json:"ops"`
-	Feeds      *feedPlan         `json:"text_inputs,omitempty"`
-	FeedsError string            `json:"text_inputs_error,omitempty"`
-	Meta       map[string]string `json:"-"`
+	Model      string                `json:"model"`
+	Version    string                `json:"version"`
+	Summary    string                `json:"summary"`
+	Paper      string                `json:"paper"`
+	Complexity string                `json:"complexity"`
+	Seed       uint64                `json:"seed"`
+	Weights    zooroot.WeightsSource `json:"weights"`
+	Hyper      []showParam           `json:"hyperparameters"`
+	Parameters []showTensor          `json:"parameters"`
+	ParamCount int64                 `json:"parameter_count"`
+	ParamBytes int64                 `json:"parameter_bytes"`
+	Costs      []showCost            `json:"costs"`
+	Ops        []string              `json:"ops"`
+	Feeds      *zooroot.FeedPlan     `json:"text_inputs,omitempty"`
+	FeedsError string                `json:"text_inputs_error,omitempty"`
+	Meta       map[string]string     `json:"-"`
 }
 
 func parseSeq(s string) ([]int, error) {
@@ -94,16 +96,16 @@ func showAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	m, err := loadModel(c, c.Args().First())
+	m, err := loadModel(c.Context, c, c.Args().First())
 	if err != nil {
 		return err
 	}
-	res := showResult{Model: m.displayName(), Version: m.Desc.Version, Summary: m.Desc.Summary, Paper: m.Desc.Paper,
-		Complexity: m.Desc.Complexity, Seed: m.Seed, Weights: weightsOf(m), ParamCount: m.Graph.ParamCount(), Ops: m.Graph.OpTypes()}
-	for _, p := range m.Desc.Params {
-		res.Hyper = append(res.Hyper, showParam{Name: p.Name, Kind: string(p.Kind), Value: m.Config[p.Name], Default: p.Default, Doc: p.Doc})
+	res := showResult{Model: m.Name(), Version: m.Description().Version, Summary: m.Description().Summary, Paper: m.Description().Paper,
+		Complexity: m.Description().Complexity, Seed: m.Seed(), Weights: m.Weights(), ParamCount: m.Graph().ParamCount(), Ops: m.Graph().OpTypes()}
+	for _, p := range m.Description().Params {
+		res.Hyper = append(res.Hyper, showParam{Name: p.Name, Kind: string(p.Kind), Value: m.Config()[p.Name], Default: p.Default, Doc: p.Doc})
 	}
-	for _, in := range m.Graph.Initializers {
+	for _, in := range m.Graph().Initializers {
 		if graph.IsConstName(in.Name) {
 			continue
 		}
@@ -112,7 +114,7 @@ func showAction(c *cli.Context) error {
 			res.ParamBytes += int64(in.Tensor.Bytes())
 		}
 	}
-	plan, planErr := planFeeds(m.Graph, c.StringSlice(flagFeed.Name))
+	plan, planErr := zooroot.PlanFeeds(m.Graph(), c.StringSlice(flagFeed.Name))
 	if planErr != nil && c.IsSet(flagFeed.Name) {
 		return badInput(planErr)
 	}
@@ -121,8 +123,8 @@ func showAction(c *cli.Context) error {
 		res.FeedsError = planErr.Error()
 	}
 	maxLen := 0
-	if p := m.Desc.Caps.MaxLenParam; p != "" {
-		maxLen = m.Config.Int(p)
+	if p := m.Description().Caps.MaxLenParam; p != "" {
+		maxLen = m.Config().Int(p)
 	} else if plan != nil {
 		maxLen = plan.MaxLen
 		if plan.Seq > 0 {
@@ -130,23 +132,23 @@ func showAction(c *cli.Context) error {
 		}
 	}
 	if !c.IsSet("seq") {
-		seqs = clampSeqs(c.App.ErrWriter, seqs, maxLen, m.displayName())
+		seqs = clampSeqs(c.App.ErrWriter, seqs, maxLen, m.Name())
 	}
-	d := int64(m.Config.Int("d_model"))
+	d := int64(m.Config().Int("d_model"))
 	for _, n := range seqs {
 		if maxLen > 0 && n > maxLen {
-			return badInputf("--seq %d is longer than %s's maximum length %d (max_len)", n, m.displayName(), maxLen)
+			return badInputf("--seq %d is longer than %s's maximum length %d (max_len)", n, m.Name(), maxLen)
 		}
 		shapes := map[string][]int{variant.InputTokens: {1, n}, variant.InputKeyPadding: {1, n}}
 		if plan != nil {
-			shapes = plan.shapes(1, n)
+			shapes = plan.Shapes(1, n)
 		}
-		cost, err := m.Graph.Cost(shapes)
+		cost, err := m.Graph().Cost(shapes)
 		if err != nil {
-			return failed(fmt.Errorf("count FLOPs of %s at n=%d: %w", m.displayName(), n, err))
+			return failed(fmt.Errorf("count FLOPs of %s at n=%d: %w", m.Name(), n, err))
 		}
 		res.Costs = append(res.Costs, showCost{N: n, FLOPs: cost.FLOPs, ByOp: cost.ByOp, ActivationBytes: cost.ActivationBytes,
-			SeedFLOPs: int64(m.Config.Int("layers")) * graph.SeedFLOPs(int64(n), d)})
+			SeedFLOPs: int64(m.Config().Int("layers")) * graph.SeedFLOPs(int64(n), d)})
 	}
 	if c.Bool(flagJSON.Name) {
 		return format.WriteJSON(c.App.Writer, res)
@@ -205,7 +207,7 @@ func renderShow(w io.Writer, r showResult) {
 	tw.Flush()
 	if r.Feeds != nil {
 		fmt.Fprintln(w, "\ntext inputs (how `zoo run` and `zoo parity` feed the model; override with --feed NAME=ROLE)")
-		for _, l := range r.Feeds.describe() {
+		for _, l := range r.Feeds.Describe() {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
 		if r.Feeds.MaxLen > 0 {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	zooroot "github.com/zoo-dev/zoo"
+
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -363,7 +365,7 @@ func trainAction(c *cli.Context) error {
 		defer logw.close()
 	}
 	recJSON, _ := json.Marshal(st)
-	meta := map[string]string{trainMetaKey: string(recJSON), "variant": job.model.Name, "config": job.model.Config.JSON(), "seed": fmt.Sprint(job.model.Seed)}
+	meta := map[string]string{trainMetaKey: string(recJSON), "variant": job.model.Name(), "config": job.model.Config().JSON(), "seed": fmt.Sprint(job.model.Seed())}
 	layout := job.opt.Layout()
 	loop := &trainLoop{
 		eng: job.engine, opt: job.opt, sched: st.schedule(), clip: st.Clip, par: job.par,
@@ -401,7 +403,7 @@ func trainAction(c *cli.Context) error {
 		}
 	}
 	if p := c.String("plot"); p != "" && len(loop.history) > 0 {
-		title := fmt.Sprintf("zoo train %s — %s, %s, batch %d × %d tokens", job.model.displayName(), st.Objective, st.Optimizer, st.Batch, job.window)
+		title := fmt.Sprintf("zoo train %s — %s, %s, batch %d × %d tokens", job.model.Name(), st.Objective, st.Optimizer, st.Batch, job.window)
 		if err := tensorio.AtomicWriteFile(p, func(w io.Writer) error { return renderTrainPlot(w, loop.history, title) }); err != nil && runErr == nil {
 			runErr = failed(err)
 		}
@@ -409,7 +411,7 @@ func trainAction(c *cli.Context) error {
 	if runErr != nil {
 		return runErr
 	}
-	rep := trainReport{Model: job.model.displayName(), Backend: job.choice.Backend.Name(), Level: job.choice.Probe.Level,
+	rep := trainReport{Model: job.model.Name(), Backend: job.choice.Backend.Name(), Level: job.choice.Probe.Level,
 		Threads: job.threads, Precision: reportedPrecision(job.choice.Backend.Name(), st.Precision), Objective: st.Objective,
 		Optimizer: st.Optimizer, Params: layout.Size(), StartStep: from, Steps: st.Steps, Tokens: loop.tokens, Seconds: time.Since(t0).Seconds(),
 		Written: []string{outPath, optim.OptimPath(outPath)}}
@@ -525,10 +527,10 @@ func readResume(path string) (*resumeState, error) {
 
 // trainJob is a model prepared for training.
 type trainJob struct {
-	model *model
+	model *zooroot.Model
 	// infer is the inference build of the same config (nil without held-out data); its
 	// parameters are the initial ones, not the trained: use stateDict for those.
-	infer   *model
+	infer   *zooroot.Model
 	choice  backends.Choice
 	threads int
 	window  int

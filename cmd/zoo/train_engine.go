@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	zooroot "github.com/zoo-dev/zoo"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/backends"
@@ -85,27 +87,27 @@ func liftKeeping(g *graph.Graph, params []string, keep []string) (*graph.Graph, 
 // m, whose parameters live in params (layout).
 // With recompute, the backward pass recomputes each layer's activations from the layer's
 // input instead of keeping them (autodiff.Checkpoint): the same numbers, less memory.
-func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, data trainData, choice backends.Choice, threads int,
+func newGraphEngine(ctx context.Context, m, infer *zooroot.Model, st trainSettings, data trainData, choice backends.Choice, threads int,
 	recompute bool, layout *optim.Layout, params []float32) (*graphEngine, error) {
-	tokName, maskName, err := tokenInputs(withoutDropoutInputs(m.Graph))
+	tokName, maskName, err := zooroot.TokenInputs(withoutDropoutInputs(m.Graph()))
 	if err != nil {
 		return nil, badInput(err)
 	}
 	vocab := 0
-	for _, o := range m.Graph.Outputs {
+	for _, o := range m.Graph().Outputs {
 		if o.Name == variant.OutputLogits && len(o.Shape) == 3 && o.Shape[2].Known() {
 			vocab = int(o.Shape[2].Size)
 		}
 	}
 	if vocab == 0 {
-		return nil, badInputf("%s has no (batch, seq, vocab) logits output to train", m.displayName())
+		return nil, badInputf("%s has no (batch, seq, vocab) logits output to train", m.Name())
 	}
 	obj, err := lmdata.ParseObjective(st.Objective)
 	if err != nil {
 		return nil, badInput(err)
 	}
 	e := &graphEngine{layout: layout, tokName: tokName, maskName: maskName, vocab: vocab, batch: st.Batch,
-		feed: map[string]*tensor.Tensor{}, smoothing: st.LabelSmoothing, model: m.Graph, seed: st.Seed}
+		feed: map[string]*tensor.Tensor{}, smoothing: st.LabelSmoothing, model: m.Graph(), seed: st.Seed}
 	if e.train, err = loaderFor(data.train, st.Window, lmdata.ByteOptions(obj, st.Batch, st.Seed), st.Shuffle); err != nil {
 		return nil, err
 	}
@@ -115,7 +117,7 @@ func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, data
 		}
 	}
 
-	lossG, err := autodiff.WithCrossEntropy(m.Graph, autodiff.LossOptions{LabelSmoothing: float32(st.LabelSmoothing), IgnoreIndex: lmdata.IgnoreIndex})
+	lossG, err := autodiff.WithCrossEntropy(m.Graph(), autodiff.LossOptions{LabelSmoothing: float32(st.LabelSmoothing), IgnoreIndex: lmdata.IgnoreIndex})
 	if err != nil {
 		return nil, failed(err)
 	}
@@ -130,9 +132,9 @@ func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, data
 	}
 	// The step keeps the forward activations for the backward pass; the guard counts both.
 	shapes := func(b, n int) map[string][]int {
-		s := tokenShapes(tokName, maskName)(b, n)
+		s := zooroot.TokenShapes(tokName, maskName)(b, n)
 		s[autodiff.InputTargets] = []int{b, n}
-		for _, in := range m.Graph.Inputs {
+		for _, in := range m.Graph().Inputs {
 			if variant.IsDropoutInput(in.Name) && len(in.Shape) == 3 {
 				s[in.Name] = []int{b, n, int(in.Shape[2].Size)}
 			}
@@ -167,29 +169,29 @@ func newGraphEngine(ctx context.Context, m, infer *model, st trainSettings, data
 		return s
 	}
 	if e.step_, err = choice.Backend.Compile(stepG, opts); err != nil {
-		return nil, failed(fmt.Errorf("compile the training step of %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+		return nil, failed(fmt.Errorf("compile the training step of %s on %s: %w", m.Name(), choice.Backend.Name(), err))
 	}
 	// The guard counts the step as compiled where the backend can: the CPU's fused
 	// attention keeps no n×n probabilities for the backward pass, which the graph's own
 	// count charges to every layer. Compiling allocates little (the weights are inputs).
-	r := memRun{batch: st.Batch, n: st.Window, shapes: shapes, batchFlag: "--batch", nFlag: "--window"}
+	r := zooroot.MemoryRun{Batch: st.Batch, N: st.Window, Shapes: shapes, BatchOption: "--batch", NOption: "--window"}
 	guarded := trainG
 	if est, ok := e.step_.(backends.ActivationEstimator); ok {
-		guarded, r.shapes, r.est, r.weights = stepG, e.stepShapes, est, layout.Names
+		guarded, r.Shapes, r.Estimator, r.Weights = stepG, e.stepShapes, est, layout.Names
 	}
-	if err := guardMemory("the training step of "+m.displayName(), guarded, r); err != nil {
+	if err := zooroot.GuardMemory("the training step of "+m.Name(), guarded, r); err != nil {
 		e.close()
 		return nil, err
 	}
 	if e.held != nil {
-		evalG, err := liftKeeping(infer.Graph, layout.Names, []string{variant.OutputLogits})
+		evalG, err := liftKeeping(infer.Graph(), layout.Names, []string{variant.OutputLogits})
 		if err != nil {
 			e.close()
 			return nil, failed(err)
 		}
 		if e.eval_, err = choice.Backend.Compile(evalG, opts); err != nil {
 			e.close()
-			return nil, failed(fmt.Errorf("compile the evaluation of %s on %s: %w", m.displayName(), choice.Backend.Name(), err))
+			return nil, failed(fmt.Errorf("compile the evaluation of %s on %s: %w", m.Name(), choice.Backend.Name(), err))
 		}
 	}
 	for i, t := range layout.Tensors(params) {
@@ -365,55 +367,37 @@ func (e *graphEngine) eval(ctx context.Context, params []float32) (float64, floa
 // values and, for clm, causal on. It returns the training build (variant.WithTraining:
 // dropout sites are graph inputs) and, when infer is set, the inference build of the same
 // config (for evaluation), both from the run's seed.
-func buildTrainModel(c *cli.Context, st trainSettings, infer bool) (train, inference *model, err error) {
-	reg, err := loadRegistry(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	if isONNXPath(st.Model) {
+func buildTrainModel(ctx context.Context, c flags, st trainSettings, infer bool) (train, inference *zooroot.Model, err error) {
+	if zooroot.IsONNXPath(st.Model) {
 		return nil, nil, badInputf("train: %s is an ONNX file; zoo trains its variants (see `zoo list`), whose parameters it knows by name", st.Model)
-	}
-	entry, preset, err := reg.Lookup(st.Model)
-	if err != nil {
-		return nil, nil, badInput(err)
-	}
-	v, err := variantFor(c.Context, entry)
-	if err != nil {
-		return nil, nil, err
-	}
-	layers := []map[string]any{entry.Defaults}
-	if preset != "" {
-		values, ok := entry.Presets[preset]
-		if !ok {
-			return nil, nil, badInputf("variant %s has no preset %q (presets: %s)", entry.Name, preset, strings.Join(entry.PresetNames(), ", "))
-		}
-		layers = append(layers, values)
 	}
 	sets, err := parseSets(st.Sets)
 	if err != nil {
 		return nil, nil, badInput(err)
 	}
-	layers = append(layers, sets)
-	desc := v.Describe()
-	if st.Objective == objectiveCLM {
-		if _, ok := desc.Param("causal"); !ok {
-			return nil, nil, badInputf("--objective clm: %s has no causal hyperparameter (its attention cannot hide later positions, so every position would see its target); use --objective mlm", entry.Name)
-		}
-		if v, ok := sets["causal"]; ok && strings.TrimSpace(fmt.Sprint(v)) != "true" {
-			return nil, nil, badInputf("--objective clm needs causal=true; drop --set causal=%v", v)
-		}
-		layers = append(layers, map[string]any{"causal": "true"})
-	}
-	cfg, err := variant.Resolve(desc, layers...)
+	opts, err := loadOptions(ctx, c)
 	if err != nil {
-		return nil, nil, badInput(err)
-	}
-	if train, err = buildModel(c.Context, v, entry, preset, variant.WithTraining(cfg), st.Seed); err != nil {
 		return nil, nil, err
 	}
-	train.Config = cfg // the config users see and checkpoints record, without the build flag
+	opts = zooroot.LoadOptions{Set: sets, Seed: st.Seed, Registries: opts.Registries, Plugins: opts.Plugins, Training: true}
+	if st.Objective == objectiveCLM {
+		opts.Configure = func(desc variant.Description, cfg variant.Config) error {
+			if _, ok := desc.Param("causal"); !ok {
+				return badInputf("--objective clm: %s has no causal hyperparameter (its attention cannot hide later positions, so every position would see its target); use --objective mlm", desc.Name)
+			}
+			if v, ok := sets["causal"]; ok && strings.TrimSpace(v) != "true" {
+				return badInputf("--objective clm needs causal=true; drop --set causal=%v", v)
+			}
+			cfg["causal"] = true
+			return nil
+		}
+	}
+	if train, err = zooroot.Load(ctx, st.Model, opts); err != nil {
+		return nil, nil, err
+	}
 	if infer {
-		if inference, err = buildModel(c.Context, v, entry, preset, cfg, st.Seed); err != nil {
+		opts.Training = false
+		if inference, err = zooroot.Load(ctx, st.Model, opts); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -425,18 +409,18 @@ func buildTrainModel(c *cli.Context, st trainSettings, infer bool) (train, infer
 // (--backend) and compiles the step and, when data has a held-out part, the eval program
 // (--threads workers).
 func prepareTraining(c *cli.Context, st trainSettings, rs *resumeState, data trainData) (*trainJob, error) {
-	m, infer, err := buildTrainModel(c, st, data.hasHeld())
+	m, infer, err := buildTrainModel(c.Context, c, st, data.hasHeld())
 	if err != nil {
 		return nil, err
 	}
 	if st.Weights != "" && rs == nil {
-		if err := loadWeightsFile(m, st.Weights); err != nil {
-			return nil, badInput(err)
+		if err := m.LoadWeights(st.Weights); err != nil {
+			return nil, err
 		}
 	}
-	layout, err := trainableLayout(m.Graph)
+	layout, err := trainableLayout(m.Graph())
 	if err != nil {
-		return nil, badInputf("train %s: %w", m.displayName(), err)
+		return nil, badInputf("train %s: %w", m.Name(), err)
 	}
 	threads := c.Int("threads")
 	par := parallelFor(threads)
@@ -453,32 +437,31 @@ func prepareTraining(c *cli.Context, st trainSettings, rs *resumeState, data tra
 		for _, nt := range list {
 			tensors[nt.Name] = nt.Tensor
 		}
-		if err := graph.LoadStateDict(m.Graph, tensors); err != nil {
-			return nil, badInputf("--resume %s does not fit %s: %w", rs.path, m.displayName(), err)
+		if err := m.LoadStateDict(tensors, "--resume "+rs.path); err != nil {
+			return nil, err
 		}
-		m.WeightsFile = rs.path
 	}
 	if infer != nil {
 		// The evaluation build gets the same state: buffers loaded with --weights or --resume
 		// too (its parameters are fed from the training buffer).
-		if err := graph.LoadStateDict(infer.Graph, m.Graph.StateDict()); err != nil {
-			return nil, failed(fmt.Errorf("the evaluation build of %s differs from the training build: %w", m.displayName(), err))
+		if err := graph.LoadStateDict(infer.Graph(), m.Graph().StateDict()); err != nil {
+			return nil, failed(fmt.Errorf("the evaluation build of %s differs from the training build: %w", m.Name(), err))
 		}
 	}
-	window, err := chooseWindow(m, &feedPlan{}, st.Window)
+	window, err := zooroot.ChooseWindow(m.Name(), m.MaxLen(), &zooroot.FeedPlan{}, st.Window)
 	if err != nil {
 		return nil, badInput(err)
 	}
 	st.Window = window
-	params, state, err := flattenParams(m.Graph, layout)
+	params, state, err := flattenParams(m.Graph(), layout)
 	if err != nil {
 		return nil, failed(err)
 	}
-	choice, err := backends.Select(c.String(flagBackend.Name))
+	choice, err := m.SelectBackend()
 	if err != nil {
-		return nil, badInput(err)
+		return nil, err
 	}
-	if err := checkPrecision(choice, st.Precision); err != nil {
+	if err := zooroot.CheckPrecision(choice, st.Precision); err != nil {
 		return nil, err
 	}
 	eng, err := newGraphEngine(c.Context, m, infer, st, data, choice, threads, c.Bool(flagCheckpointActivations.Name), layout, params)

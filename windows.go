@@ -1,4 +1,4 @@
-package main
+package zoo
 
 import (
 	"context"
@@ -10,43 +10,42 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
-// flagTokenizer is the tokenizer of run and parity.
-var flagTokenizer = &cli.StringFlag{Name: "tokenizer", Aliases: []string{"t"},
-	Usage: "tokenizer `FILE` (tokenizer.json, SentencePiece .model or vocab.txt); default: for an .onnx file the one next to it, else bytes"}
-
-// textTokenizer is the tokenizer a run uses, and how it was chosen.
-type textTokenizer struct {
-	tok  tokenize.Tokenizer
-	path string // "" for the byte tokenizer
-	why  string
+// Tokenizer is the tokenizer a model's text goes through, with where it came from.
+type Tokenizer struct {
+	tokenize.Tokenizer
+	// Path is the tokenizer file ("" for zoo's byte tokenizer).
+	Path string
+	// Why says how it was chosen ("LoadOptions.Tokenizer", "found next to the model", ...).
+	Why string
 }
+
+// ByteTokenizerDoc documents the byte tokenizer's id mapping in output files.
+const ByteTokenizerDoc = "byte-level: id 0 = padding, byte b = id b+1 (vocab 257)"
 
 // tokenizerNames are the files looked for next to a model, in this order (then a single
 // *.model file).
 var tokenizerNames = []string{"tokenizer.json", "vocab.txt", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model"}
 
-// chooseTokenizer returns --tokenizer's tokenizer; without it, for an ONNX file the tokenizer
-// next to it (tokenizer.json, vocab.txt or a SentencePiece .model in its folder), else the byte
-// tokenizer. A tokenizer file that cannot be used, or several .model files with no telling
-// which, is an error naming the file.
-func chooseTokenizer(flag, modelPath string, fromFile bool) (textTokenizer, error) {
-	load := func(path, why string) (textTokenizer, error) {
+// ChooseTokenizer returns the tokenizer at path; without one, for an ONNX file (fromFile) the
+// tokenizer next to modelPath (tokenizer.json, vocab.txt or a SentencePiece .model in its
+// folder), else the byte tokenizer. A tokenizer file that cannot be used, or several .model
+// files with no telling which, is an *InputError naming the file.
+func ChooseTokenizer(path, modelPath string, fromFile bool) (*Tokenizer, error) {
+	load := func(path, why string) (*Tokenizer, error) {
 		t, err := tokenize.Load(path)
 		if err != nil {
-			return textTokenizer{}, err
+			return nil, inputErr(optTokenizer, err)
 		}
-		return textTokenizer{tok: t, path: path, why: why}, nil
+		return &Tokenizer{Tokenizer: t, Path: path, Why: why}, nil
 	}
-	if flag != "" {
-		return load(flag, "--tokenizer")
+	if path != "" {
+		return load(path, optTokenizer)
 	}
 	if !fromFile {
-		return textTokenizer{tok: tokenize.Bytes{}, why: "zoo's byte tokenizer, the default for zoo's variants"}, nil
+		return &Tokenizer{Tokenizer: tokenize.Bytes{}, Why: "zoo's byte tokenizer, the default for zoo's variants"}, nil
 	}
 	dir := filepath.Dir(modelPath)
 	for _, name := range tokenizerNames {
@@ -61,9 +60,9 @@ func chooseTokenizer(flag, modelPath string, fromFile bool) (textTokenizer, erro
 		return load(models[0], "found next to the model")
 	default:
 		sort.Strings(models)
-		return textTokenizer{}, fmt.Errorf("several SentencePiece models next to %s (%s); choose one with --tokenizer FILE", modelPath, strings.Join(models, ", "))
+		return nil, inputErrf(optTokenizer, "several SentencePiece models next to %s (%s); choose one with %s", modelPath, strings.Join(models, ", "), optTokenizer)
 	}
-	return textTokenizer{tok: tokenize.Bytes{}, why: "no tokenizer.json, vocab.txt or .model next to the model: zoo's byte tokenizer (give the model's own with --tokenizer FILE)"}, nil
+	return &Tokenizer{Tokenizer: tokenize.Bytes{}, Why: "no tokenizer.json, vocab.txt or .model next to the model: zoo's byte tokenizer (give the model's own with " + optTokenizer + ")"}, nil
 }
 
 func isFile(p string) bool {
@@ -71,63 +70,69 @@ func isFile(p string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// padID is the id written at padded positions: the tokenizer's [PAD] where it has one, else 0.
-func (t textTokenizer) padID() int64 {
-	if p := t.tok.Special().Pad; p >= 0 {
+// IsBytes reports whether t is zoo's byte tokenizer.
+func (t *Tokenizer) IsBytes() bool {
+	_, ok := t.Tokenizer.(tokenize.Bytes)
+	return ok
+}
+
+// PadID is the id written at padded positions: the tokenizer's [PAD] where it has one, else 0.
+func (t *Tokenizer) PadID() int64 {
+	if p := t.Special().Pad; p >= 0 {
 		return p
 	}
 	return tokenize.PadID
 }
 
-// describe is the tokenizer's line in a report.
-func (t textTokenizer) describe() string {
-	if t.path == "" {
-		return t.why
+// Describe is the tokenizer's line in a report.
+func (t *Tokenizer) Describe() string {
+	if t.Path == "" {
+		return t.Why
 	}
-	return fmt.Sprintf("%s, %s (%s, vocabulary %d)", t.path, t.why, t.tok.Kind(), t.tok.VocabSize())
+	return fmt.Sprintf("%s, %s (%s, vocabulary %d)", t.Path, t.Why, t.Kind(), t.VocabSize())
 }
 
-// doc is the tokenizer's entry in JSON and safetensors outputs.
-func (t textTokenizer) doc() map[string]any {
-	if _, ok := t.tok.(tokenize.Bytes); ok {
-		return map[string]any{"kind": "bytes", "pad_id": tokenize.PadID, "vocab": tokenize.VocabSize, "mapping": tokenizerDoc}
+// Doc is the tokenizer's entry in JSON and safetensors outputs.
+func (t *Tokenizer) Doc() map[string]any {
+	if t.IsBytes() {
+		return map[string]any{"kind": "bytes", "pad_id": tokenize.PadID, "vocab": tokenize.VocabSize, "mapping": ByteTokenizerDoc}
 	}
-	p, s := t.tok.Affixes()
-	return map[string]any{"kind": t.tok.Kind(), "file": t.path, "pad_id": t.padID(), "vocab": t.tok.VocabSize(),
+	p, s := t.Affixes()
+	return map[string]any{"kind": t.Kind(), "file": t.Path, "pad_id": t.PadID(), "vocab": t.VocabSize(),
 		"prefix": append([]int64{}, p.IDs...), "suffix": append([]int64{}, s.IDs...),
 		"mapping": "ids of the tokenizer file; every window holds the tokenizer's prefix, the text's tokens, its suffix; offsets count the text's tokens (without prefix and suffix) before each window"}
 }
 
-// windowSource yields batches of windows; io.EOF ends it.
-type windowSource interface {
+// Windows yields batches of windows; io.EOF ends it.
+type Windows interface {
 	Next() (*tokenize.Batch, error)
 }
 
-// newWindows cuts r into windows of at most window ids, batch windows at a time. The byte
+// NewWindows cuts r into windows of at most window ids, batch windows at a time. The byte
 // tokenizer cuts at byte offsets; any other tokenizer encodes the text as one sequence (without
 // its special tokens), cuts that into runs of window − len(prefix) − len(suffix) ids and puts
 // the prefix and suffix around each run, so every window is what the tokenizer would give for
-// its piece of text. vocabRows > 0 bounds the ids (the model's embedding rows): a larger id is
-// bad input. stop ends the tokenizing goroutine; call it when done.
-func newWindows(ctx context.Context, t textTokenizer, r io.Reader, window, batch, vocabRows int, table string) (src windowSource, stop func(), err error) {
-	if _, ok := t.tok.(tokenize.Bytes); ok {
+// its piece of text. vocabRows > 0 bounds the ids (the model's embedding rows, table names it):
+// a larger id is an *InputError. stop ends the tokenizing goroutine; call it when done.
+func NewWindows(ctx context.Context, t *Tokenizer, r io.Reader, window, batch, vocabRows int, table string) (src Windows, stop func(), err error) {
+	if t.IsBytes() {
 		if vocabRows > 0 && vocabRows < tokenize.VocabSize {
-			return nil, nil, badInputf("the byte tokenizer's ids run to %d, but the model's embedding table %s has %d rows: give the model's tokenizer with --tokenizer FILE", tokenize.VocabSize-1, table, vocabRows)
+			return nil, nil, inputErrf(optTokenizer, "the byte tokenizer's ids run to %d, but the model's embedding table %s has %d rows: give the model's tokenizer with %s", tokenize.VocabSize-1, table, vocabRows, optTokenizer)
 		}
 		wd, err := tokenize.NewWindower(r, window, batch)
 		return wd, func() {}, err
 	}
-	prefix, suffix := t.tok.Affixes()
+	prefix, suffix := t.Affixes()
 	span := window - len(prefix.IDs) - len(suffix.IDs)
 	if span < 1 {
-		return nil, nil, badInputf("a window of %d tokens leaves no room for text between the tokenizer's %d special tokens", window, len(prefix.IDs)+len(suffix.IDs))
+		return nil, nil, inputErrf(optWindow, "a window of %d tokens leaves no room for text between the tokenizer's %d special tokens", window, len(prefix.IDs)+len(suffix.IDs))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	ch, errc := make(chan []int64, 4), make(chan error, 1)
 	w := &tokenWindower{ch: ch, errc: errc, prefix: prefix.IDs, suffix: suffix.IDs,
-		span: span, batch: batch, pad: t.padID(), rows: vocabRows, table: table, tok: t}
+		span: span, batch: batch, pad: t.PadID(), rows: vocabRows, table: table, tok: t}
 	go func() {
-		errc <- tokenize.Stream(ctx, rawTokenizer{t.tok}, r, func(ids []int64, _ []string) error {
+		errc <- tokenize.Stream(ctx, rawTokenizer{t.Tokenizer}, r, func(ids []int64, _ []string) error {
 			select {
 			case ch <- append([]int64(nil), ids...):
 				return nil
@@ -158,7 +163,7 @@ func (r rawTokenizer) StreamSafe() bool {
 type tokenWindower struct {
 	ch             <-chan []int64
 	errc           <-chan error
-	tok            textTokenizer
+	tok            *Tokenizer
 	prefix, suffix []int64
 	span, batch    int
 	pad            int64
@@ -182,7 +187,7 @@ func (w *tokenWindower) Next() (*tokenize.Batch, error) {
 				if errors.Is(err, context.Canceled) {
 					w.err = err
 				} else {
-					w.err = badInput(err)
+					w.err = inputErr("", err)
 				}
 				return nil, w.err
 			}
@@ -191,7 +196,7 @@ func (w *tokenWindower) Next() (*tokenize.Batch, error) {
 		if w.rows > 0 {
 			for _, id := range ids {
 				if id >= int64(w.rows) || id < 0 {
-					w.err = badInputf("the tokenizer %s gives id %d, but the model's embedding table %s has %d rows: the tokenizer's vocabulary (%d) does not fit the model; give the model's own tokenizer with --tokenizer FILE", w.tok.path, id, w.table, w.rows, w.tok.tok.VocabSize())
+					w.err = inputErrf(optTokenizer, "the tokenizer %s gives id %d, but the model's embedding table %s has %d rows: the tokenizer's vocabulary (%d) does not fit the model; give the model's own tokenizer with %s", w.tok.Path, id, w.table, w.rows, w.tok.VocabSize(), optTokenizer)
 					return nil, w.err
 				}
 			}

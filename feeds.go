@@ -1,4 +1,4 @@
-package main
+package zoo
 
 import (
 	"fmt"
@@ -9,38 +9,38 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
-// role is what zoo feeds a text model's input.
-type role string
+// Role is what zoo feeds a text model's input.
+type Role string
 
 // The roles. A mask comes in either polarity: Hugging Face's attention_mask is 1 (or true)
 // where a token is real; zoo's and PyTorch's key_padding_mask is true where a position is
 // padding.
 const (
-	roleIDs       role = "ids"       // token ids
-	roleMask      role = "mask"      // 1 = real token, 0 = padding (Hugging Face)
-	rolePadding   role = "padding"   // 1 = padding, 0 = real token (zoo, PyTorch)
-	roleTypes     role = "types"     // token type (segment) ids: zeros
-	rolePositions role = "positions" // position ids: 0 .. n-1 in every window
+	RoleIDs       Role = "ids"       // token ids
+	RoleMask      Role = "mask"      // 1 = real token, 0 = padding (Hugging Face)
+	RolePadding   Role = "padding"   // 1 = padding, 0 = real token (zoo, PyTorch)
+	RoleTypes     Role = "types"     // token type (segment) ids: zeros
+	RolePositions Role = "positions" // position ids: 0 .. n-1 in every window
 )
 
-var roles = []role{roleIDs, roleMask, rolePadding, roleTypes, rolePositions}
+var roles = []Role{RoleIDs, RoleMask, RolePadding, RoleTypes, RolePositions}
 
 const roleList = "ids, mask (1 = keep), padding (1 = padding), types, positions"
 
-// feed is one graph input and the role it is fed.
-type feed struct {
+// Feed is one graph input and the role it is fed.
+type Feed struct {
 	Name  string       `json:"name"`
-	Role  role         `json:"role"`
+	Role  Role         `json:"role"`
 	DType tensor.DType `json:"-"`
 	Type  string       `json:"dtype"`
 	Shape string       `json:"shape"`
 	Why   string       `json:"why"`
 }
 
-// feedPlan is how zoo feeds a text model: each input's role, the static sizes the inputs
+// FeedPlan is how zoo feeds a text model: each input's role, the static sizes the inputs
 // demand, and what the graph says about its limits.
-type feedPlan struct {
-	Feeds []feed `json:"feeds"`
+type FeedPlan struct {
+	Feeds []Feed `json:"feeds"`
 	// Batch and Seq are the inputs' static batch and sequence sizes (0: dynamic); windows
 	// and batches are padded to them.
 	Batch int `json:"static_batch,omitempty"`
@@ -53,18 +53,18 @@ type feedPlan struct {
 	VocabFrom string `json:"vocab_from,omitempty"`
 }
 
-// ids returns the name of the token-ids input.
-func (p *feedPlan) ids() string {
+// IDs returns the name of the token-ids input.
+func (p *FeedPlan) IDs() string {
 	for _, f := range p.Feeds {
-		if f.Role == roleIDs {
+		if f.Role == RoleIDs {
 			return f.Name
 		}
 	}
 	return ""
 }
 
-// shapes returns every input's shape for a batch of b windows of n tokens (memory checks).
-func (p *feedPlan) shapes(b, n int) map[string][]int {
+// Shapes returns every input's shape for a batch of b windows of n tokens (memory checks).
+func (p *FeedPlan) Shapes(b, n int) map[string][]int {
 	if p.Batch > 0 {
 		b = p.Batch
 	}
@@ -79,67 +79,67 @@ func (p *feedPlan) shapes(b, n int) map[string][]int {
 }
 
 // guessRole names an input's role from its name, then from its type; "" when neither tells.
-func guessRole(in graph.ValueInfo) (role, string) {
+func guessRole(in graph.ValueInfo) (Role, string) {
 	n := strings.ToLower(in.Name)
 	isInt := in.DType == tensor.Int64 || in.DType == tensor.Int32
 	switch {
 	case strings.Contains(n, "type") || strings.Contains(n, "segment"):
-		return roleTypes, "guessed from its name"
+		return RoleTypes, "guessed from its name"
 	case strings.Contains(n, "position") || n == "pos_ids":
-		return rolePositions, "guessed from its name"
+		return RolePositions, "guessed from its name"
 	case strings.Contains(n, "pad") && strings.Contains(n, "mask"):
-		return rolePadding, "guessed from its name"
+		return RolePadding, "guessed from its name"
 	case strings.Contains(n, "mask") && in.DType == tensor.Bool:
-		return rolePadding, "guessed from its name; a bool mask is true = padding, as in PyTorch"
+		return RolePadding, "guessed from its name; a bool mask is true = padding, as in PyTorch"
 	case strings.Contains(n, "mask"):
-		return roleMask, "guessed from its name; a numeric mask is 1 = keep, as in Hugging Face"
+		return RoleMask, "guessed from its name; a numeric mask is 1 = keep, as in Hugging Face"
 	case isInt && (strings.Contains(n, "ids") || strings.Contains(n, "token") || strings.Contains(n, "input")):
-		return roleIDs, "guessed from its name"
+		return RoleIDs, "guessed from its name"
 	case in.DType == tensor.Bool:
-		return rolePadding, "guessed from its type: a bool input is a padding mask, true = padding"
+		return RolePadding, "guessed from its type: a bool input is a padding mask, true = padding"
 	}
 	return "", ""
 }
 
-// planFeeds decides how to feed g text: the role of each input (overrides, NAME=ROLE, win over
+// PlanFeeds decides how to feed g text: the role of each input (overrides, NAME=ROLE, win over
 // the guess), the static sizes, and the position and token tables. It returns an error naming
 // the input at fault when an input's role cannot be told or does not fit its type, when an
 // override names no input or no role, or when no input takes token ids.
-func planFeeds(g *graph.Graph, overrides []string) (*feedPlan, error) {
-	forced := map[string]role{}
+func PlanFeeds(g *graph.Graph, overrides []string) (*FeedPlan, error) {
+	forced := map[string]Role{}
 	for _, o := range overrides {
 		name, r, ok := strings.Cut(o, "=")
 		if !ok || name == "" {
-			return nil, fmt.Errorf("--feed %q: want NAME=ROLE (roles: %s)", o, roleList)
+			return nil, fmt.Errorf(optFeeds+" %q: want NAME=ROLE (roles: %s)", o, roleList)
 		}
-		if !validRole(role(r)) {
-			return nil, fmt.Errorf("--feed %q: unknown role %q (roles: %s)", o, r, roleList)
+		if !validRole(Role(r)) {
+			return nil, fmt.Errorf(optFeeds+" %q: unknown role %q (roles: %s)", o, r, roleList)
 		}
 		if !hasInput(g, name) {
-			return nil, fmt.Errorf("--feed %q: model %s has no input %q (inputs: %s)", o, g.Name, name, inputList(g))
+			return nil, fmt.Errorf(optFeeds+" %q: model %s has no input %q (inputs: %s)", o, g.Name, name, inputList(g))
 		}
-		forced[name] = role(r)
+		forced[name] = Role(r)
 	}
-	p := &feedPlan{}
+	p := &FeedPlan{}
 	for _, in := range g.Inputs {
-		f := feed{Name: in.Name, DType: in.DType, Type: in.DType.String(), Shape: in.Shape.String()}
+		f := Feed{Name: in.Name, DType: in.DType, Type: in.DType.String(), Shape: in.Shape.String()}
 		if r, ok := forced[in.Name]; ok {
-			f.Role, f.Why = r, "given by --feed"
+			f.Role, f.Why = r, "given by "+optFeeds
 		} else {
 			f.Role, f.Why = guessRole(in)
 		}
-		if f.Role == "" && (in.DType == tensor.Int64 || in.DType == tensor.Int32) && p.ids() == "" {
-			f.Role, f.Why = roleIDs, "guessed from its type: the first integer input"
+		if f.Role == "" && (in.DType == tensor.Int64 || in.DType == tensor.Int32) && p.IDs() == "" {
+			f.Role, f.Why = RoleIDs, "guessed from its type: the first integer input"
 		}
 		if f.Role == "" {
-			return nil, fmt.Errorf("model %s does not take text as zoo knows it: cannot tell what input %q %s %s takes; name its role with --feed %s=ROLE (roles: %s)", g.Name, in.Name, in.DType, in.Shape, in.Name, roleList)
+			return nil, fmt.Errorf("model %s does not take text as zoo knows it: cannot tell what input %q %s %s takes; name its role with "+optFeeds+" %s=ROLE (roles: %s)", g.Name, in.Name, in.DType, in.Shape, in.Name, roleList)
 		}
 		if err := checkFeed(in, f.Role); err != nil {
 			return nil, fmt.Errorf("model %s: %w", g.Name, err)
 		}
 		for _, o := range p.Feeds {
-			if o.Role == f.Role && f.Role != roleMask && f.Role != rolePadding {
-				return nil, fmt.Errorf("model %s: inputs %q and %q both take %s; name one's role with --feed NAME=ROLE (roles: %s)", g.Name, o.Name, in.Name, f.Role, roleList)
+			if o.Role == f.Role && f.Role != RoleMask && f.Role != RolePadding {
+				return nil, fmt.Errorf("model %s: inputs %q and %q both take %s; name one's role with "+optFeeds+" NAME=ROLE (roles: %s)", g.Name, o.Name, in.Name, f.Role, roleList)
 			}
 		}
 		p.Feeds = append(p.Feeds, f)
@@ -156,8 +156,8 @@ func planFeeds(g *graph.Graph, overrides []string) (*feedPlan, error) {
 			}
 		}
 	}
-	if p.ids() == "" {
-		return nil, fmt.Errorf("model %s does not take text: no input takes token ids (inputs: %s); name it with --feed NAME=ids", g.Name, inputList(g))
+	if p.IDs() == "" {
+		return nil, fmt.Errorf("model %s does not take text: no input takes token ids (inputs: %s); name it with "+optFeeds+" NAME=ids", g.Name, inputList(g))
 	}
 	p.findTables(g)
 	if p.Seq > 0 && p.MaxLen > 0 && p.Seq > p.MaxLen {
@@ -166,7 +166,7 @@ func planFeeds(g *graph.Graph, overrides []string) (*feedPlan, error) {
 	return p, nil
 }
 
-func validRole(r role) bool {
+func validRole(r Role) bool {
 	for _, k := range roles {
 		if k == r {
 			return true
@@ -193,12 +193,12 @@ func inputList(g *graph.Graph) string {
 }
 
 // checkFeed refuses a role the input's type or rank cannot take.
-func checkFeed(in graph.ValueInfo, r role) error {
+func checkFeed(in graph.ValueInfo, r Role) error {
 	if len(in.Shape) != 2 {
 		return fmt.Errorf("input %q %s is fed %s, which zoo feeds as (batch, seq); its shape %s has rank %d", in.Name, in.DType, r, in.Shape, len(in.Shape))
 	}
 	ok := in.DType == tensor.Int64 || in.DType == tensor.Int32
-	if r == roleMask || r == rolePadding {
+	if r == RoleMask || r == RolePadding {
 		ok = ok || in.DType == tensor.Bool || in.DType == tensor.Float32
 	}
 	if !ok {
@@ -213,24 +213,24 @@ func checkFeed(in graph.ValueInfo, r role) error {
 // position-ids buffer) or are computed from the ids or the mask, the one with the most rows is
 // the position table (a token-type table indexed by a buffer of zeros has as few rows as there
 // are types; one indexed by the types input is skipped). A dependency through Shape does not count: Shape reads sizes, not values.
-func (p *feedPlan) findTables(g *graph.Graph) {
+func (p *FeedPlan) findTables(g *graph.Graph) {
 	producer := map[string]*graph.Node{}
 	for _, n := range g.Nodes {
 		for _, o := range n.Outputs {
 			producer[o] = n
 		}
 	}
-	roleOf := map[string]role{}
+	roleOf := map[string]Role{}
 	for _, f := range p.Feeds {
 		roleOf[f.Name] = f.Role
 	}
-	memo := map[string]map[role]bool{}
-	var deps func(v string) map[role]bool
-	deps = func(v string) map[role]bool {
+	memo := map[string]map[Role]bool{}
+	var deps func(v string) map[Role]bool
+	deps = func(v string) map[Role]bool {
 		if d, ok := memo[v]; ok {
 			return d
 		}
-		d := map[role]bool{}
+		d := map[Role]bool{}
 		memo[v] = d
 		if r, ok := roleOf[v]; ok {
 			d[r] = true
@@ -251,7 +251,7 @@ func (p *feedPlan) findTables(g *graph.Graph) {
 	// position table.
 	var isIDs func(v string) bool
 	isIDs = func(v string) bool {
-		if roleOf[v] == roleIDs {
+		if roleOf[v] == RoleIDs {
 			return true
 		}
 		n := producer[v]
@@ -272,7 +272,7 @@ func (p *feedPlan) findTables(g *graph.Graph) {
 			if p.VocabRows == 0 {
 				p.VocabRows, p.VocabFrom = t.Shape[0], n.Input(0)
 			}
-		case d[roleTypes]:
+		case d[RoleTypes]:
 		case t.Shape[0] > p.MaxLen:
 			p.MaxLen, p.MaxLenFrom = t.Shape[0], n.Input(0)
 		}
@@ -282,10 +282,10 @@ func (p *feedPlan) findTables(g *graph.Graph) {
 // passThrough are the ops that keep their first input's values (as token ids).
 var passThrough = map[string]bool{"Cast": true, "Identity": true, "Reshape": true, "Unsqueeze": true, "Squeeze": true, "Flatten": true}
 
-// seqAligned tells, for each of g's outputs, whether its axis 1 is the sequence axis (one value
+// SeqAligned tells, for each of g's outputs, whether its axis 1 is the sequence axis (one value
 // per token): the declared dim is symbolic, or equals the inputs' static length. An output
 // without a declared shape is decided from its first batch (absent from the map).
-func seqAligned(g *graph.Graph, staticSeq int) map[string]bool {
+func SeqAligned(g *graph.Graph, staticSeq int) map[string]bool {
 	out := map[string]bool{}
 	for _, o := range g.Outputs {
 		if o.Shape == nil {
@@ -296,9 +296,9 @@ func seqAligned(g *graph.Graph, staticSeq int) map[string]bool {
 	return out
 }
 
-// tensors builds the inputs for a batch: every input by its role, padded to the static batch
+// Tensors builds the inputs for a batch: every input by its role, padded to the static batch
 // and length (extra rows are all padding). pad is the id written at padded positions.
-func (p *feedPlan) tensors(b *tokenize.Batch, pad int64) (map[string]*tensor.Tensor, error) {
+func (p *FeedPlan) Tensors(b *tokenize.Batch, pad int64) (map[string]*tensor.Tensor, error) {
 	rows, n := b.B, b.N
 	if p.Batch > 0 {
 		if b.B > p.Batch {
@@ -327,16 +327,16 @@ func (p *feedPlan) tensors(b *tokenize.Batch, pad int64) (map[string]*tensor.Ten
 				real := j < l
 				var v int64
 				switch f.Role {
-				case roleIDs:
+				case RoleIDs:
 					v = pad
 					if real {
 						v = b.Tokens[i*b.N+j]
 					}
-				case roleMask:
+				case RoleMask:
 					v = b2i(real)
-				case rolePadding:
+				case RolePadding:
 					v = b2i(!real)
-				case rolePositions:
+				case RolePositions:
 					v = int64(j)
 				}
 				k := i*n + j
@@ -362,10 +362,10 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-// valid returns the valid-position mask of the inputs tensors built for b: (rows, n) of the
+// Valid returns the valid-position mask of the inputs tensors built for b: (rows, n) of the
 // padded tensors, true at real tokens.
-func (p *feedPlan) valid(b *tokenize.Batch, inputs map[string]*tensor.Tensor) []bool {
-	t := inputs[p.ids()]
+func (p *FeedPlan) Valid(b *tokenize.Batch, inputs map[string]*tensor.Tensor) []bool {
+	t := inputs[p.IDs()]
 	rows, n := t.Shape[0], t.Shape[1]
 	v := make([]bool, rows*n)
 	for i := 0; i < b.B; i++ {
@@ -376,9 +376,9 @@ func (p *feedPlan) valid(b *tokenize.Batch, inputs map[string]*tensor.Tensor) []
 	return v
 }
 
-// cropRows returns outs with every output cut to its first b rows (the real windows of a
+// CropRows returns outs with every output cut to its first b rows (the real windows of a
 // batch padded to a static batch size).
-func cropRows(outs map[string]*tensor.Tensor, b int) map[string]*tensor.Tensor {
+func CropRows(outs map[string]*tensor.Tensor, b int) map[string]*tensor.Tensor {
 	cropped := make(map[string]*tensor.Tensor, len(outs))
 	for name, t := range outs {
 		if len(t.Shape) == 0 || t.Shape[0] <= b {
@@ -400,8 +400,8 @@ func cropRows(outs map[string]*tensor.Tensor, b int) map[string]*tensor.Tensor {
 	return cropped
 }
 
-// describe prints the plan, one line per input, for `zoo show`.
-func (p *feedPlan) describe() []string {
+// Describe is the plan, one line per input, for `zoo show`.
+func (p *FeedPlan) Describe() []string {
 	var lines []string
 	for _, f := range p.Feeds {
 		lines = append(lines, fmt.Sprintf("%s %s %s: %s (%s)", f.Name, f.Type, f.Shape, f.Role, f.Why))
