@@ -338,10 +338,22 @@ func (e *Encoder) windowOf(ctx context.Context, i int, text string) (window, err
 			if err != nil {
 				return window{}, err
 			}
-			return window{}, inputErrf(optTruncate, "text %d (%s) is longer than the window of %d tokens (%s, at most the model's maximum length); cut it with %s", i, quoteStart(text), e.window, optWindow, optTruncate)
+			return window{}, &InputError{Option: optTruncate, Err: &TooLongError{Index: i, Text: text, Window: e.window}}
 		}
 	}
 	return window{ids: append([]int64(nil), b.Tokens[:b.Lengths[0]]...), offset: b.Offsets[0]}, nil
+}
+
+// TooLongError is a text longer than an Encoder's window (wrapped in an *InputError).
+type TooLongError struct {
+	Index  int    // the text's index among those passed
+	Text   string // the text
+	Window int    // the window, in tokens
+}
+
+func (e *TooLongError) Error() string {
+	return fmt.Sprintf("text %d (%s) is longer than the window of %d tokens (%s, at most the model's maximum length); cut it with %s",
+		e.Index, quoteStart(e.Text), e.Window, optWindow, optTruncate)
 }
 
 // quoteStart quotes the first 40 characters of a text, for errors.

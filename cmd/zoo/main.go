@@ -44,6 +44,7 @@ func commands() []*cli.Command {
 		listCommand(),
 		showCommand(),
 		runCommand(),
+		embedCommand(),
 		tokenizeCommand(),
 		evalCommand(),
 		trainCommand(),

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	zooroot "github.com/zoo-dev/zoo"
+	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/tensorio"
+)
+
+func embedCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "embed",
+		Usage:     "one embedding per line of a text file, as sentence-transformers' encode(list) gives",
+		ArgsUsage: "NAME[.PRESET]|FILE.onnx",
+		Description: "Each line (without its line break; empty lines are skipped) is one text: tokenized with the model's\n" +
+			"tokenizer and its special tokens, run in batches, pooled (--pool mean or cls) and, with --normalize,\n" +
+			"L2-normalised. A line longer than the window is an error naming it, unless --truncate. The embeddings\n" +
+			"are written as an (N, d) array: .npy, .safetensors (tensor embedding) or .json; --json prints them." +
+			examples("zoo embed vanilla.tiny -i sentences.txt -o emb.npy",
+				"zoo embed model.onnx -i sentences.txt --normalize --json", "cat sentences.txt | zoo embed vanilla.tiny -i - -o emb.json"),
+		Flags: append(modelFlags(),
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE`, one text per line (- for standard input)", Required: true},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the (N, d) embeddings to `FILE`.npy, .safetensors or .json"},
+			flagTokenizer, flagFeed,
+			&cli.StringFlag{Name: "pool", Value: string(zooroot.PoolMean), Usage: "mean (over real tokens) or cls (the first token)"},
+			&cli.BoolFlag{Name: "normalize", Usage: "L2-normalise the embeddings"},
+			&cli.BoolFlag{Name: "truncate", Usage: "cut a line longer than the window to its first window instead of refusing it"},
+			&cli.IntFlag{Name: "window", Usage: "tokens per line at most, special tokens included (default: min(512, the model's maximum length))"},
+			&cli.IntFlag{Name: "batch", Value: 32, Usage: "lines per batch"},
+			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
+			flagPrecision(), flagBackend, flagJSON,
+		),
+		Action: embedAction,
+	}
+}
+
+func embedAction(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return badInputf("embed: want one model name (see `zoo list`) or .onnx file, got %d arguments", c.NArg())
+	}
+	inPath, outPath := c.String("input"), c.String("output")
+	if ext := strings.ToLower(filepath.Ext(outPath)); outPath != "" && ext != ".npy" && ext != ".json" && ext != ".safetensors" {
+		return badInputf("output %s: unknown format %q; use .npy, .safetensors or .json", outPath, ext)
+	}
+	in, _, err := openInput(inPath, c.App.Reader)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	lines, numbers, err := readLines(in)
+	if err != nil {
+		return badInputf("input %s: %w", inPath, err)
+	}
+	opts, err := runLoadOptions(c)
+	if err != nil {
+		return err
+	}
+	m, err := loadWith(c.Context, c, c.Args().First(), opts)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	enc, err := m.NewEncoder(zooroot.EncoderOptions{Window: c.Int("window"), Batch: c.Int("batch"), Pool: zooroot.Pool(c.String("pool")),
+		Normalize: c.Bool("normalize"), Truncate: c.Bool("truncate"), Feeds: c.StringSlice(flagFeed.Name)})
+	if err != nil {
+		return err
+	}
+	vecs, err := enc.Embed(c.Context, lines...)
+	var long *zooroot.TooLongError
+	if errors.As(err, &long) {
+		return badInputf("input %s line %d is longer than the window of %d tokens (%s's maximum length is %d); cut it with --truncate",
+			inPath, numbers[long.Index], long.Window, m.Name(), m.Info().MaxLen)
+	}
+	if err != nil {
+		return err
+	}
+	return writeEmbeddings(c.App.Writer, outPath, c.Bool(flagJSON.Name), m.Name(), vecs)
+}
+
+// readLines returns the non-empty lines of r (without their line breaks) and each one's line
+// number.
+func readLines(r io.Reader) ([]string, []int, error) {
+	var lines []string
+	var numbers []int
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<16), 1<<30)
+	for n := 1; sc.Scan(); n++ {
+		if line := strings.TrimRight(sc.Text(), "\r"); strings.TrimSpace(line) != "" {
+			lines, numbers = append(lines, line), append(numbers, n)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, err
+	}
+	if len(lines) == 0 {
+		return nil, nil, fmt.Errorf("no text: every line is empty")
+	}
+	return lines, numbers, nil
+}
+
+// writeEmbeddings writes the (N, d) embeddings to path (when given) and prints them as JSON
+// (asJSON) or a one-line summary.
+func writeEmbeddings(w io.Writer, path string, asJSON bool, model string, vecs [][]float32) error {
+	d := len(vecs[0])
+	t := &tensor.Tensor{DType: tensor.Float32, Shape: []int{len(vecs), d}, F32: make([]float32, 0, len(vecs)*d)}
+	for _, v := range vecs {
+		t.F32 = append(t.F32, v...)
+	}
+	if path != "" {
+		if err := checkOutputPath(path); err != nil {
+			return badInput(err)
+		}
+		arrays := []tensorio.Named{{Name: zooroot.PoolOutput, Tensor: t}}
+		if err := writeArrays(path, arrays, map[string]string{"model": model}); err != nil {
+			return failed(err)
+		}
+	}
+	if asJSON {
+		return json.NewEncoder(w).Encode(map[string]any{"model": model, "shape": t.Shape, "embeddings": vecs})
+	}
+	noun := "embeddings"
+	if len(vecs) == 1 {
+		noun = "embedding"
+	}
+	fmt.Fprintf(w, "%s: %d %s of %d\n", model, len(vecs), noun, d)
+	if path != "" {
+		fmt.Fprintf(w, "wrote %s\n", path)
+	}
+	return nil
+}
