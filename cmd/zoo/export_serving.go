@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/zoo-dev/zoo/cmd/zoo/internal/serve"
+	"github.com/zoo-dev/zoo/serve"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/zoo-dev/zoo/backends"
-	"github.com/zoo-dev/zoo/cmd/zoo/internal/serve"
+	"github.com/zoo-dev/zoo/serve"
 	"github.com/zoo-dev/zoo/internal/memlimit"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tokenize"

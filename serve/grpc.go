@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/zoo-dev/zoo/cmd/zoo/internal/serve/inferencepb"
+	pb "github.com/zoo-dev/zoo/serve/inferencepb"
 )
 
 // GRPC returns a gRPC server of the Open Inference Protocol's GRPCInferenceService for s,
