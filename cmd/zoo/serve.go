@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/zoo-dev/zoo/backends"
-	"github.com/zoo-dev/zoo/serve"
 	"github.com/zoo-dev/zoo/internal/memlimit"
+	"github.com/zoo-dev/zoo/serve"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
@@ -136,7 +136,7 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil))
-	var models []*serve.Model
+	var models []serve.Encoder
 	for i, ref := range refs {
 		m, closeProg, err := loadServed(c, ref, served[i], weights[served[i]], tokenizers[served[i]], choice.Backend, prec)
 		if err != nil {
@@ -149,6 +149,9 @@ func serveAction(c *cli.Context) error {
 	}
 	srv, err := serve.New(serve.Config{MaxBatch: c.Int("max-batch"), MaxDelay: c.Duration("max-delay"), MaxBody: maxBody,
 		Queue: c.Int("queue"), Logger: log, Version: version}, models)
+	if dup := (*serve.DuplicateNameError)(nil); errors.As(err, &dup) {
+		err = fmt.Errorf("%w (rename one with --name)", err)
+	}
 	if err != nil {
 		return badInput(err)
 	}
@@ -242,7 +245,7 @@ func perModel(flag string, flags, served []string) (map[string]string, error) {
 // loadServed builds ref, loads its weights and its tokenizer (tokenizer as zoo run's
 // --tokenizer: "" for the default), compiles it with Options.Precision prec and wraps it for
 // the server; the returned func closes the program.
-func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backends.Backend, prec string) (*serve.Model, func(), error) {
+func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backends.Backend, prec string) (*serve.Funcs, func(), error) {
 	tk, err := chooseTokenizer(tokenizer, ref, isONNXPath(ref))
 	if err != nil {
 		return nil, nil, badInput(err)
@@ -298,7 +301,7 @@ func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backend
 		from.from = ""
 	}
 	// The memory guard of zoo run, at start for the weights (one token), then per request
-	// and per batch (serve.Model.Fits).
+	// and per batch (serve.Funcs.FitsFunc).
 	if err := guardMemory(m.displayName(), m.Graph, memRun{batch: 1, n: 1, shapes: plan.shapes}); err != nil {
 		return nil, nil, err
 	}
@@ -307,15 +310,15 @@ func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backend
 		return nil, nil, failed(fmt.Errorf("compile %s on %s: %w", m.displayName(), be.Name(), err))
 	}
 	g := m.Graph
-	sm := &serve.Model{Name: name, Outputs: outputs, Vocab: limit, MaxLen: maxLen, MaxBatch: plan.Batch, Pad: pad, PoolFrom: from.from,
-		Fits: func(batch, n int) error {
+	sm := &serve.Funcs{Name: name, Outputs: outputs, Vocab: limit, MaxLen: maxLen, MaxBatch: plan.Batch, Pad: pad, PoolFrom: from.from,
+		FitsFunc: func(batch, n int) error {
 			short, err := checkMemory(g, memRun{batch: batch, n: n, shapes: plan.shapes})
 			if err != nil || short == nil {
 				return err
 			}
 			return fmt.Errorf("a batch of %d × %d tokens needs %s", batch, n, short.String(1))
 		},
-		Tokenize: func(text string) ([]int64, error) {
+		TokenizeFunc: func(text string) ([]int64, error) {
 			ids, _, err := tk.tok.Encode(text)
 			if err != nil {
 				return nil, err
@@ -327,7 +330,7 @@ func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backend
 			}
 			return ids, nil
 		},
-		Run: func(ctx context.Context, b *tokenize.Batch) (map[string]*tensor.Tensor, error) {
+		RunFunc: func(ctx context.Context, b *tokenize.Batch) (map[string]*tensor.Tensor, error) {
 			if plan.Seq > 0 {
 				b = padBatch(b, plan.Seq, pad)
 			}
@@ -341,7 +344,7 @@ func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backend
 			}
 			return cropRows(outs, b.B), nil
 		},
-		Pool: func(hidden *tensor.Tensor, mode string, normalize bool) (*tensor.Tensor, error) {
+		PoolFunc: func(hidden *tensor.Tensor, mode string, normalize bool) (*tensor.Tensor, error) {
 			p := &pooler{mode: mode, normalize: normalize, from: "hidden"}
 			l := hidden.Shape[1]
 			outs := map[string]*tensor.Tensor{"hidden": hidden}
