@@ -45,9 +45,12 @@ const (
 // Output describes one output of a model: its name, its shape with -1 for a dynamic axis,
 // and whether axis 1 is the sequence (then each sequence's rows are its first l positions).
 type Output struct {
-	Name  string
+	// Name is the output's name in requests and answers.
+	Name string
+	// Shape is the output's shape, batch axis first, -1 for a dynamic axis.
 	Shape []int64
-	Seq   bool
+	// Seq says that axis 1 is the sequence: the output is per token.
+	Seq bool
 }
 
 // Info describes an encoder to the server. New reads it once, through Encoder.Info.
@@ -82,8 +85,9 @@ type Encoder interface {
 	// Tokenize encodes a text with the tokenizer's special tokens into ids in [0, Vocab).
 	// An error is the text's fault: the request is answered 400 with it.
 	Tokenize(text string) ([]int64, error)
-	// Run runs one batch padded to its longest sequence: b.B rows of b.N tokens (b.Tokens
-	// row-major, Info.Pad and b.Mask true past each row's b.Lengths). It returns every one of
+	// Run runs one batch padded to its longest sequence: b.B rows of b.N tokens, b.Tokens
+	// row-major with b.Lengths real tokens per row, then Info.Pad where b.Mask is true (the
+	// server reads b after Run returns: Run must not change it). It returns every one of
 	// Info.Outputs as a float32 tensor with b.B rows (and, for a per-token output, at least
 	// b.N positions). An error, or a missing or misshapen output, fails the batch's requests
 	// with 500. Run should return when ctx ends.
@@ -173,6 +177,7 @@ type DuplicateNameError struct {
 	Name string
 }
 
+// Error says which name two encoders share.
 func (e *DuplicateNameError) Error() string { return fmt.Sprintf("serve: two models named %s", e.Name) }
 
 // model is an encoder as the server holds it: its Info, read once, and the encoder.
