@@ -14,6 +14,21 @@ const module = "github.com/zoo-dev/zoo"
 // as go list reports them, keyed by the importing package.
 func deps(t *testing.T, dir string, patterns ...string) map[string][]string {
 	t.Helper()
+	got := map[string][]string{}
+	for pkg, ds := range allDeps(t, dir, patterns...) {
+		for _, d := range ds {
+			if strings.HasPrefix(d, module+"/") {
+				got[pkg] = append(got[pkg], strings.TrimPrefix(d, module+"/"))
+			}
+		}
+	}
+	return got
+}
+
+// allDeps lists every package (in the module or not, the standard library included) that the
+// packages matching pattern link (tests excluded), keyed by the importing package.
+func allDeps(t *testing.T, dir string, patterns ...string) map[string][]string {
+	t.Helper()
 	args := append([]string{"list", "-deps=false", "-f", `{{.ImportPath}}:{{join .Deps " "}}`}, patterns...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
@@ -28,11 +43,7 @@ func deps(t *testing.T, dir string, patterns ...string) map[string][]string {
 	got := map[string][]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		pkg, list, _ := strings.Cut(line, ":")
-		for _, d := range strings.Fields(list) {
-			if strings.HasPrefix(d, module+"/") {
-				got[pkg] = append(got[pkg], strings.TrimPrefix(d, module+"/"))
-			}
-		}
+		got[pkg] = strings.Fields(list)
 	}
 	return got
 }
@@ -40,7 +51,7 @@ func deps(t *testing.T, dir string, patterns ...string) map[string][]string {
 // TestLayers checks that dependencies point one way: the library core links nothing of the
 // ONNX codec, the backends, the plugin host, the variants or the CLI; a variant and the plugin
 // SDK link no backend (so a third-party plugin binary carries none); the backends and the codec
-// link no plugin layer.
+// link no plugin layer; the serving package links none of them.
 func TestLayers(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the go command is not on PATH")
@@ -62,6 +73,9 @@ func TestLayers(t *testing.T) {
 			skip: []string{"plugin/conformance", "plugin/plugintest"}},
 		// A variant never imports a backend. Their parity helpers (test-only) run the CPU backend.
 		{pattern: "./variants/...", never: []string{"backends", "cmd"}, skip: []string{"variants/internal/paritytest"}},
+		// The serving package depends on its Encoder interface: a program that serves its own
+		// model links none of zoo's backends, variants, codec, plugin host or CLI.
+		{pattern: "./serve/...", never: []string{"backends", "variants", "onnx", "plugin", "cmd"}},
 	}
 	for _, r := range rules {
 		for pkg, ds := range deps(t, ".", r.pattern) {
@@ -75,6 +89,31 @@ func TestLayers(t *testing.T) {
 						t.Errorf("%s links %s: %s must not depend on %s/", rel, d, r.pattern, n)
 					}
 				}
+			}
+		}
+	}
+}
+
+// cliModule is the CLI framework only cmd/ may link.
+const cliModule = "github.com/urfave/cli/v2"
+
+// TestOnlyCmdLinksCLI checks that no package of the module outside cmd/ links the CLI
+// framework: the library never reads flags.
+func TestOnlyCmdLinksCLI(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	all := allDeps(t, ".", "./...")
+	if len(all) == 0 {
+		t.Fatal("go list ./... listed no packages")
+	}
+	for pkg, ds := range all {
+		if strings.HasPrefix(pkg, module+"/cmd/") {
+			continue
+		}
+		for _, d := range ds {
+			if d == cliModule || strings.HasPrefix(d, cliModule+"/") {
+				t.Errorf("%s links %s: only cmd/ may depend on the CLI framework", strings.TrimPrefix(pkg, module+"/"), d)
 			}
 		}
 	}

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	zooroot "github.com/zoo-dev/zoo"
-
-	"github.com/zoo-dev/zoo/cmd/zoo/internal/serve"
+	"github.com/zoo-dev/zoo/serve"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"

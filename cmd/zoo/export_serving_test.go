@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"gopkg.in/yaml.v3"
 
-	"github.com/zoo-dev/zoo/cmd/zoo/internal/serve/tritonpb"
+	"github.com/zoo-dev/zoo/serve/tritonpb"
 )
 
 // TestExportTriton writes a Triton model repository and parses its config.pbtxt with

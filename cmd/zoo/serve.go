@@ -19,10 +19,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/zoo-dev/zoo/backends"
-	"github.com/zoo-dev/zoo/cmd/zoo/internal/serve"
 	"github.com/zoo-dev/zoo/internal/memlimit"
-	"github.com/zoo-dev/zoo/zoo/tensor"
-	"github.com/zoo-dev/zoo/zoo/tokenize"
+	"github.com/zoo-dev/zoo/serve"
 )
 
 // flagServeWeights is serve's --weights: one FILE for every model, or NAME=FILE per model.
@@ -138,19 +136,23 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil))
-	var models []*serve.Model
+	var models []serve.Encoder
 	for i, ref := range refs {
-		m, closeProg, err := loadServed(c, ref, served[i], weights[served[i]], tokenizers[served[i]], choice.Backend, prec)
+		enc, closeModel, err := loadServed(c.Context, c, ref, served[i], weights[served[i]], tokenizers[served[i]], prec)
 		if err != nil {
 			return err
 		}
-		defer closeProg()
-		models = append(models, m)
-		log.Info("model", "name", m.Name, "ref", ref, "backend", choice.Backend.Name(),
-			"precision", reportedPrecision(choice.Backend.Name(), prec), "max_len", m.MaxLen, "vocab", m.Vocab)
+		defer closeModel()
+		models = append(models, enc)
+		info := enc.Info()
+		log.Info("model", "name", info.Name, "ref", ref, "backend", choice.Backend.Name(),
+			"precision", reportedPrecision(choice.Backend.Name(), prec), "max_len", info.MaxLen, "vocab", info.Vocab)
 	}
 	srv, err := serve.New(serve.Config{MaxBatch: c.Int("max-batch"), MaxDelay: c.Duration("max-delay"), MaxBody: maxBody,
 		Queue: c.Int("queue"), Logger: log, Version: version}, models)
+	if dup := (*serve.DuplicateNameError)(nil); errors.As(err, &dup) {
+		err = fmt.Errorf("%w (rename one with --name)", err)
+	}
 	if err != nil {
 		return badInput(err)
 	}
@@ -241,104 +243,23 @@ func perModel(flag string, flags, served []string) (map[string]string, error) {
 	return out, nil
 }
 
-// loadServed builds ref, loads its weights and its tokenizer (tokenizer as zoo run's
-// --tokenizer: "" for the default), compiles it with Options.Precision prec and wraps it for
-// the server; the returned func closes the program.
-func loadServed(c *cli.Context, ref, name, weights, tokenizer string, be backends.Backend, prec string) (*serve.Model, func(), error) {
-	tk, err := zooroot.ChooseTokenizer(tokenizer, ref, zooroot.IsONNXPath(ref))
-	if err != nil {
-		return nil, nil, badInput(err)
-	}
-	opts, err := loadOptions(c.Context, c)
+// loadServed builds ref with its weights and its tokenizer (as zoo run's --weights and
+// --tokenizer: "" for the default), compiles it with --precision prec and --threads, and
+// returns it as the server's encoder; the returned func closes the model.
+func loadServed(ctx context.Context, c flags, ref, name, weights, tokenizer string, prec string) (serve.Encoder, func(), error) {
+	opts, err := loadOptions(ctx, c)
 	if err != nil {
 		return nil, nil, err
 	}
-	opts.Weights, opts.Tokenizer = weights, tokenizer
-	m, err := loadWith(c.Context, c, ref, opts)
+	opts.Weights, opts.Tokenizer, opts.Precision, opts.Threads = weights, tokenizer, prec, c.Int("threads")
+	m, err := loadWith(ctx, c, ref, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	plan, err := zooroot.PlanFeeds(m.Graph(), nil)
+	enc, err := m.ServeEncoder(ctx, name)
 	if err != nil {
-		return nil, nil, badInput(err)
-	}
-	maxLen, err := zooroot.ChooseWindow(m.Name(), m.MaxLen(), plan, 0)
-	if err != nil {
-		return nil, nil, badInput(err)
-	}
-	limit := tk.Tokenizer.VocabSize()
-	if plan.VocabRows > 0 {
-		limit = plan.VocabRows
-	} else if v := m.Config().Int("vocab"); v > 0 {
-		limit = v
-	}
-	pad := tk.PadID()
-	seq := zooroot.SeqAligned(m.Graph(), plan.Seq)
-	var outputs []serve.Output
-	for _, o := range m.Graph().Outputs {
-		if o.DType != tensor.Float32 {
-			continue
-		}
-		shape := []int64{-1, -1}
-		if o.Shape != nil {
-			shape = make([]int64, len(o.Shape))
-			for i, d := range o.Shape {
-				shape[i] = -1
-				if d.Known() {
-					shape[i] = d.Size
-				}
-			}
-		}
-		outputs = append(outputs, serve.Output{Name: o.Name, Shape: shape, Seq: seq[o.Name]})
-	}
-	poolFrom := zooroot.PooledOutput(m.Graph())
-	// The memory guard of zoo run, at start for the weights (one token), then per request
-	// and per batch (serve.Model.Fits).
-	if err := zooroot.GuardMemory(m.Name(), m.Graph(), zooroot.MemoryRun{Batch: 1, N: 1, Shapes: plan.Shapes}); err != nil {
+		m.Close()
 		return nil, nil, err
 	}
-	prog, err := be.Compile(m.Graph(), backends.Options{Threads: c.Int("threads"), Precision: prec})
-	if err != nil {
-		return nil, nil, failed(fmt.Errorf("compile %s on %s: %w", m.Name(), be.Name(), err))
-	}
-	g := m.Graph()
-	sm := &serve.Model{Name: name, Outputs: outputs, Vocab: limit, MaxLen: maxLen, MaxBatch: plan.Batch, Pad: pad, PoolFrom: poolFrom,
-		Fits: func(batch, n int) error {
-			short, err := zooroot.MemoryShortfall(g, zooroot.MemoryRun{Batch: batch, N: n, Shapes: plan.Shapes})
-			if err != nil || short == "" {
-				return err
-			}
-			return fmt.Errorf("a batch of %d × %d tokens needs %s", batch, n, short)
-		},
-		Tokenize: func(text string) ([]int64, error) {
-			ids, _, err := tk.Tokenizer.Encode(text)
-			if err != nil {
-				return nil, err
-			}
-			for _, id := range ids {
-				if id < 0 || id >= int64(limit) {
-					return nil, fmt.Errorf("the tokenizer's id %d is outside model %s's vocabulary of %d", id, name, limit)
-				}
-			}
-			return ids, nil
-		},
-		Run: func(ctx context.Context, b *tokenize.Batch) (map[string]*tensor.Tensor, error) {
-			if plan.Seq > 0 {
-				b = zooroot.PadBatch(b, plan.Seq, pad)
-			}
-			inputs, err := plan.Tensors(b, pad)
-			if err != nil {
-				return nil, err
-			}
-			outs, err := prog.Run(ctx, inputs)
-			if err != nil {
-				return nil, err
-			}
-			return zooroot.CropRows(outs, b.B), nil
-		},
-		Pool: func(hidden *tensor.Tensor, mode string, normalize bool) (*tensor.Tensor, error) {
-			return zooroot.PoolTensor(hidden, zooroot.Pool(mode), normalize)
-		},
-	}
-	return sm, func() { prog.Close() }, nil
+	return enc, func() { m.Close() }, nil
 }

@@ -23,7 +23,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/zoo-dev/zoo/cmd/zoo/internal/serve/inferencepb"
+	pb "github.com/zoo-dev/zoo/serve/inferencepb"
 )
 
 // serveRefs are zoo run's outputs on the texts the serve tests send: mean-pooled, and

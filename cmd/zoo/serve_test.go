@@ -26,7 +26,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/zoo-dev/zoo/cmd/zoo/internal/serve/inferencepb"
+	pb "github.com/zoo-dev/zoo/serve/inferencepb"
 )
 
 // serveProc is `zoo serve` running as a real process (this test binary as zoo).

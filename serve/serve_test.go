@@ -33,17 +33,17 @@ type fakeModel struct {
 	fits  func(batch, n int) error
 }
 
-func (f *fakeModel) model() *Model {
-	return &Model{Name: "fake", Vocab: 50, MaxLen: 64, Pad: 0, PoolFrom: "hidden", Fits: f.fits,
+func (f *fakeModel) model() *Funcs {
+	return &Funcs{Name: "fake", Vocab: 50, MaxLen: 64, Pad: 0, PoolFrom: "hidden", FitsFunc: f.fits,
 		Outputs: []Output{{Name: "hidden", Shape: []int64{-1, -1, fakeD}, Seq: true}, {Name: "cls", Shape: []int64{-1, 2}}},
-		Tokenize: func(text string) ([]int64, error) {
+		TokenizeFunc: func(text string) ([]int64, error) {
 			ids := []int64{1}
 			for _, c := range []byte(text) {
 				ids = append(ids, int64(c%40)+2)
 			}
 			return ids, nil
 		},
-		Run: func(ctx context.Context, b *tokenize.Batch) (map[string]*tensor.Tensor, error) {
+		RunFunc: func(ctx context.Context, b *tokenize.Batch) (map[string]*tensor.Tensor, error) {
 			if f.ran != nil {
 				f.ran <- struct{}{}
 			}
@@ -65,7 +65,7 @@ func (f *fakeModel) model() *Model {
 			}
 			return map[string]*tensor.Tensor{"hidden": h, "cls": c}, nil
 		},
-		Pool: func(h *tensor.Tensor, mode string, normalize bool) (*tensor.Tensor, error) {
+		PoolFunc: func(h *tensor.Tensor, mode string, normalize bool) (*tensor.Tensor, error) {
 			l, d := h.Shape[1], h.Shape[2]
 			e := &tensor.Tensor{DType: tensor.Float32, Shape: []int{1, d}, F32: make([]float32, d)}
 			if mode == "cls" {
@@ -112,7 +112,7 @@ func newTestServer(t *testing.T, f *fakeModel, cfg Config) (*Server, *httptest.S
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = 1 << 16
 	}
-	s, err := New(cfg, []*Model{f.model()})
+	s, err := New(cfg, []Encoder{f.model()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +472,10 @@ func FuzzDecodeInferRequest(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	m := (&fakeModel{}).model()
+	m, err := newModel((&fakeModel{}).model())
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := decodeInferRequest(body, m)
 		if err != nil {
@@ -588,7 +591,7 @@ func TestMemoryGuard(t *testing.T) {
 		}
 		return nil
 	}
-	s2, err := New(Config{MaxBatch: 8, Queue: 4, MaxBody: 1 << 16, MaxDelay: time.Millisecond}, []*Model{func() *Model { m := f.model(); m.Fits = guard; return m }()})
+	s2, err := New(Config{MaxBatch: 8, Queue: 4, MaxBody: 1 << 16, MaxDelay: time.Millisecond}, []Encoder{func() *Funcs { m := f.model(); m.FitsFunc = guard; return m }()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@
 //	apt-get install -y protobuf-compiler   # protoc 3.21.12 on Debian 12
 //	go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 //	go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
-//	go generate ./cmd/zoo/internal/serve/inferencepb
+//	go generate ./serve/inferencepb
 package inferencepb
 
 //go:generate protoc --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative grpc_predict_v2.proto

@@ -70,7 +70,7 @@ func decodeJSON(body []byte, v any) error {
 // an unknown input or output, a wrong datatype or shape, data that does not fill the shape,
 // a token id outside m's vocabulary, a mask that is not trailing padding, a sequence longer
 // than m's maximum length, or a text the tokenizer refuses.
-func decodeInferRequest(body []byte, m *Model) (*request, error) {
+func decodeInferRequest(body []byte, m *model) (*request, error) {
 	var w wireRequest
 	if err := decodeJSON(body, &w); err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func decodeInferRequest(body []byte, m *Model) (*request, error) {
 
 // decodeWire checks a decoded inference request for m, as decodeInferRequest does; the gRPC
 // side hands its requests over in this form.
-func decodeWire(w *wireRequest, m *Model) (*request, error) {
+func decodeWire(w *wireRequest, m *model) (*request, error) {
 	r := &request{ID: w.ID}
 	var tokens, mask, text *wireTensor
 	for i := range w.Inputs {
@@ -133,7 +133,7 @@ func decodeWire(w *wireRequest, m *Model) (*request, error) {
 
 // chooseOutputs sets the answered outputs and the pooling from the requested names (none:
 // every output) and the request's parameters pool (mean, cls or none) and normalize.
-func (r *request) chooseOutputs(m *Model, names []string, params map[string]any) error {
+func (r *request) chooseOutputs(m *model, names []string, params map[string]any) error {
 	pool := ""
 	if v, ok := params["pool"]; ok {
 		s, ok := v.(string)
@@ -184,7 +184,7 @@ func (r *request) chooseOutputs(m *Model, names []string, params map[string]any)
 	return nil
 }
 
-func outputNames(m *Model) string {
+func outputNames(m *model) string {
 	s := ""
 	for _, o := range m.Outputs {
 		s += o.Name + ", "
@@ -265,7 +265,7 @@ func flatData(t *wireTensor, count int) ([]any, error) {
 	return out, nil
 }
 
-func (r *request) decodeTokens(tokens, mask *wireTensor, m *Model) error {
+func (r *request) decodeTokens(tokens, mask *wireTensor, m *model) error {
 	count, err := checkShape(tokens, 2)
 	if err != nil {
 		return err
@@ -334,7 +334,7 @@ func (r *request) decodeTokens(tokens, mask *wireTensor, m *Model) error {
 	return nil
 }
 
-func (r *request) decodeText(t *wireTensor, m *Model) error {
+func (r *request) decodeText(t *wireTensor, m *model) error {
 	count, err := checkShape(t, 1)
 	if err != nil {
 		return err
@@ -364,13 +364,13 @@ func (r *request) decodeText(t *wireTensor, m *Model) error {
 
 // tokenizeAll encodes texts with m's tokenizer; a text longer than m's maximum length is an
 // error unless truncate cuts it there.
-func tokenizeAll(m *Model, texts []string, truncate bool) ([][]int64, error) {
+func tokenizeAll(m *model, texts []string, truncate bool) ([][]int64, error) {
 	if len(texts) == 0 {
 		return nil, badRequest("no texts")
 	}
 	seqs := make([][]int64, len(texts))
 	for i, s := range texts {
-		ids, err := m.Tokenize(s)
+		ids, err := m.enc.Tokenize(s)
 		if err != nil {
 			var he *httpError
 			if errors.As(err, &he) {

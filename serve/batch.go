@@ -30,14 +30,14 @@ type job struct {
 // batcher merges a model's queued jobs into batches of up to max sequences, waiting at most
 // delay after the first, and runs them one at a time.
 type batcher struct {
-	m     *Model
+	m     *model
 	q     chan *job
 	max   int
 	delay time.Duration
 	obs   *metrics
 }
 
-func newBatcher(m *Model, maxBatch, queue int, delay time.Duration, obs *metrics) *batcher {
+func newBatcher(m *model, maxBatch, queue int, delay time.Duration, obs *metrics) *batcher {
 	if m.MaxBatch > 0 && m.MaxBatch < maxBatch {
 		maxBatch = m.MaxBatch
 	}
@@ -155,18 +155,16 @@ func (b *batcher) run(ctx context.Context, pending []*job) {
 // a single sequence that does not fit (memory has shrunk since its request was let in) is
 // answered 503, to be retried.
 func (b *batcher) runFitting(ctx context.Context, refs []seqRef) {
-	if b.m.Fits != nil {
-		n := len(refs[0].j.seqs[refs[0].i])
-		if err := b.m.Fits(len(refs), n); err != nil {
-			if len(refs) > 1 {
-				half := len(refs) / 2
-				b.runFitting(ctx, refs[:half])
-				b.runFitting(ctx, refs[half:])
-				return
-			}
-			b.finish(refs, nil, &httpError{code: 503, msg: fmt.Sprintf("model %s: not enough memory for a sequence of %d tokens just now: %v", b.m.Name, n, err)})
+	n := len(refs[0].j.seqs[refs[0].i])
+	if err := b.m.enc.Fits(len(refs), n); err != nil {
+		if len(refs) > 1 {
+			half := len(refs) / 2
+			b.runFitting(ctx, refs[:half])
+			b.runFitting(ctx, refs[half:])
 			return
 		}
+		b.finish(refs, nil, &httpError{code: 503, msg: fmt.Sprintf("model %s: not enough memory for a sequence of %d tokens just now: %v", b.m.Name, n, err)})
+		return
 	}
 	b.runBatch(ctx, refs)
 }
@@ -187,7 +185,7 @@ func (b *batcher) runBatch(ctx context.Context, refs []seqRef) {
 		tokens += len(s)
 	}
 	t0 := time.Now()
-	outs, err := b.m.Run(ctx, batch)
+	outs, err := b.m.enc.Run(ctx, batch)
 	if err == nil {
 		err = b.checkOutputs(outs, batch)
 	}
@@ -235,7 +233,7 @@ func (b *batcher) checkOutputs(outs map[string]*tensor.Tensor, batch *tokenize.B
 // rowsOf copies row r of every output: the first l positions of a per-token output (whose
 // axis 1 may be longer than the batch's, for a model with a static length), the whole row of
 // the others.
-func rowsOf(m *Model, outs map[string]*tensor.Tensor, r, l int) map[string][]float32 {
+func rowsOf(m *model, outs map[string]*tensor.Tensor, r, l int) map[string][]float32 {
 	rows := make(map[string][]float32, len(m.Outputs))
 	for _, o := range m.Outputs {
 		t := outs[o.Name]

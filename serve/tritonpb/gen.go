@@ -7,7 +7,7 @@
 //
 //	apt-get install -y protobuf-compiler   # protoc 3.21.12 on Debian 12
 //	go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
-//	go generate ./cmd/zoo/internal/serve/tritonpb
+//	go generate ./serve/tritonpb
 package tritonpb
 
 //go:generate protoc --go_out=. --go_opt=paths=source_relative model_config.proto

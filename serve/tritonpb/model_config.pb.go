@@ -4034,7 +4034,7 @@ const file_model_config_proto_rawDesc = "" +
 	"\tTYPE_FP32\x10\v\x12\r\n" +
 	"\tTYPE_FP64\x10\f\x12\x0f\n" +
 	"\vTYPE_STRING\x10\r\x12\r\n" +
-	"\tTYPE_BF16\x10\x0eB8Z6github.com/zoo-dev/zoo/cmd/zoo/internal/serve/tritonpbb\x06proto3"
+	"\tTYPE_BF16\x10\x0eB'Z%github.com/zoo-dev/zoo/serve/tritonpbb\x06proto3"
 
 var (
 	file_model_config_proto_rawDescOnce sync.Once

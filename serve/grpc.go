@@ -13,14 +13,24 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/zoo-dev/zoo/cmd/zoo/internal/serve/inferencepb"
+	pb "github.com/zoo-dev/zoo/serve/inferencepb"
 )
 
-// GRPC returns a gRPC server of the Open Inference Protocol's GRPCInferenceService for s,
-// taking messages up to the body limit; the caller serves it on a listener. A connection
-// must finish its HTTP/2 handshake within handshake (gRPC's own default is 120s, long enough
-// for a client dribbling bytes to hold a goroutine for two minutes), and one idle for idle
-// is closed (gRPC's default is never). Zero leaves gRPC's default.
+// RegisterGRPC registers the Open Inference Protocol's GRPCInferenceService
+// (inference.GRPCInferenceService of grpc_predict_v2.proto) for s on r, a program's own gRPC
+// server, with the REST side's decoding, batching and errors (as gRPC status codes:
+// InvalidArgument, NotFound, ResourceExhausted, Unavailable, Internal). gRPC takes messages
+// of 4 MiB by default: set grpc.MaxRecvMsgSize on that server for larger requests. It panics,
+// as grpc.Server.RegisterService does, when r already has the service.
+func (s *Server) RegisterGRPC(r grpc.ServiceRegistrar) {
+	pb.RegisterGRPCInferenceServiceServer(r, &grpcService{s: s})
+}
+
+// GRPC returns a new gRPC server with s's GRPCInferenceService (RegisterGRPC), taking
+// messages up to Config.MaxBody; the caller serves it on a listener. A connection must finish
+// its HTTP/2 handshake within handshake (gRPC's own default is 120s, long enough for a client
+// dribbling bytes to hold a goroutine for two minutes), and one idle for idle is closed
+// (gRPC's default is never). Zero leaves gRPC's default.
 func (s *Server) GRPC(handshake, idle time.Duration) *grpc.Server {
 	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(min(s.cfg.MaxBody, 1<<31-1)))}
 	if handshake > 0 {
@@ -30,7 +40,7 @@ func (s *Server) GRPC(handshake, idle time.Duration) *grpc.Server {
 		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: idle}))
 	}
 	g := grpc.NewServer(opts...)
-	pb.RegisterGRPCInferenceServiceServer(g, &grpcService{s: s})
+	s.RegisterGRPC(g)
 	return g
 }
 

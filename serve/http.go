@@ -17,49 +17,84 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
-// Config is how a server batches and what it accepts.
+// Config is how a server batches and what it accepts. The zero Config is usable: a zero
+// number takes the default given with it.
 type Config struct {
-	MaxBatch int           // sequences per batch, at least 1
-	MaxDelay time.Duration // longest wait for a batch to fill after its first request
-	MaxBody  int64         // largest request body in bytes
-	Queue    int           // requests queued per model before 503
-	Logger   *slog.Logger  // request logs; nil: none
-	Version  string        // the server's version in /v2
+	// MaxBatch is the most sequences per batch (0: 32).
+	MaxBatch int
+	// MaxDelay is the longest wait for a batch to fill after its first request (0: none;
+	// requests already queued still join).
+	MaxDelay time.Duration
+	// MaxBody is the largest request body in bytes, and the largest gRPC message Server.GRPC
+	// takes (0: 16 MiB); a larger one is answered 413.
+	MaxBody int64
+	// Queue is the most requests waiting per model (0: 256); one more is answered 503 with
+	// Retry-After.
+	Queue int
+	// Logger receives a line per request, at level Info (nil: none).
+	Logger *slog.Logger
+	// Version is the server's version in GET /v2 and ServerMetadata.
+	Version string
 }
 
-// Server answers the endpoints for a set of models.
+// The defaults of Config's zero numbers.
+const (
+	defaultMaxBatch = 32
+	defaultMaxBody  = 16 << 20
+	defaultQueue    = 256
+)
+
+// Server answers the endpoints for a set of encoders. Its life: New returns it not ready
+// (inference answers 503); Start runs its batchers and marks it ready; SetReady(false) drains
+// (readiness and inference answer 503 while requests in flight finish); once the caller's
+// HTTP and gRPC servers have shut down, Stop ends the batchers. Its methods are safe for
+// concurrent use.
 type Server struct {
 	cfg     Config
-	models  map[string]*Model
+	models  map[string]*model
 	order   []string
 	batch   map[string]*batcher
 	obs     *metrics
 	log     *slog.Logger
 	ready   atomic.Bool
+	mu      sync.Mutex // guards stop
 	stop    context.CancelFunc
 	stopped sync.WaitGroup
 }
 
-// New returns a server for models, not yet ready; it is an error when cfg's numbers are not
-// positive, a model lacks what the server needs, or two models share a name.
-func New(cfg Config, models []*Model) (*Server, error) {
-	if cfg.MaxBatch < 1 || cfg.Queue < 1 || cfg.MaxBody < 1 || cfg.MaxDelay < 0 {
-		return nil, fmt.Errorf("serve: max batch, queue and max body must be positive and max delay not negative")
+// New returns a server for encoders, served under their Info names in the order given (the
+// embeddings endpoints use the only one when a request names none). It returns an error when
+// a number of cfg is negative, there are no encoders, an encoder is nil or lacks what the
+// server needs (a name, a vocabulary size; a Funcs without TokenizeFunc, RunFunc or
+// PoolFunc), or two share a name (a *DuplicateNameError).
+func New(cfg Config, encoders []Encoder) (*Server, error) {
+	if cfg.MaxBatch < 0 || cfg.Queue < 0 || cfg.MaxBody < 0 || cfg.MaxDelay < 0 {
+		return nil, fmt.Errorf("serve: Config.MaxBatch, Queue, MaxBody and MaxDelay must not be negative")
 	}
-	if len(models) == 0 {
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = defaultMaxBatch
+	}
+	if cfg.Queue == 0 {
+		cfg.Queue = defaultQueue
+	}
+	if cfg.MaxBody == 0 {
+		cfg.MaxBody = defaultMaxBody
+	}
+	if len(encoders) == 0 {
 		return nil, fmt.Errorf("serve: no models")
 	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, models: map[string]*Model{}, batch: map[string]*batcher{}, obs: newMetrics(), log: log}
-	for _, m := range models {
-		if err := m.check(); err != nil {
+	s := &Server{cfg: cfg, models: map[string]*model{}, batch: map[string]*batcher{}, obs: newMetrics(), log: log}
+	for _, enc := range encoders {
+		m, err := newModel(enc)
+		if err != nil {
 			return nil, err
 		}
 		if s.models[m.Name] != nil {
-			return nil, fmt.Errorf("serve: two models named %s (rename one with --name)", m.Name)
+			return nil, &DuplicateNameError{Name: m.Name}
 		}
 		s.models[m.Name] = m
 		s.order = append(s.order, m.Name)
@@ -70,8 +105,14 @@ func New(cfg Config, models []*Model) (*Server, error) {
 	return s, nil
 }
 
-// Start starts the batchers and marks the server ready.
+// Start starts the batchers and marks the server ready. Calling it while the server runs
+// does nothing.
 func (s *Server) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	for _, b := range s.batch {
@@ -84,19 +125,32 @@ func (s *Server) Start() {
 	s.ready.Store(true)
 }
 
-// SetReady marks the server ready or not (draining); inference answers 503 while it is not.
+// SetReady marks the server ready or not (draining); readiness and inference answer 503
+// while it is not.
 func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
 
-// Stop stops the batchers once the HTTP server has finished its requests.
+// Stop marks the server not ready, stops the batchers and waits for them; requests still
+// queued are answered with an error. Call it once the HTTP and gRPC servers have
+// finished their requests. Stop on a server not started does nothing.
 func (s *Server) Stop() {
 	s.ready.Store(false)
-	if s.stop != nil {
-		s.stop()
+	s.mu.Lock()
+	stop := s.stop
+	s.stop = nil
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
 	}
 	s.stopped.Wait()
 }
 
-// Handler returns the HTTP handler of every endpoint.
+// Handler returns an http.Handler of every endpoint, to serve as it is or mount in a
+// program's own mux (under a prefix with http.StripPrefix): GET /v2/health/live,
+// /v2/health/ready, /v2, /v2/models/NAME and /v2/models/NAME/ready; POST
+// /v2/models/NAME/infer, /v1/embeddings and /embed; GET /metrics (Prometheus). Every other
+// path is answered 404. A bad request is answered with its status (400, 404, 408, 413) and
+// {"error": "..."} naming what is wrong; a full queue or a server not ready with 503 and
+// Retry-After; a failed run with 500.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	handle := func(pattern, endpoint string, h func(w http.ResponseWriter, r *http.Request) error) {
@@ -183,7 +237,7 @@ func writeError(w http.ResponseWriter, err error) {
 	_ = writeJSON(w, code, map[string]string{"error": err.Error()})
 }
 
-func (s *Server) model(name string) (*Model, error) {
+func (s *Server) model(name string) (*model, error) {
 	if m := s.models[name]; m != nil {
 		return m, nil
 	}
@@ -221,7 +275,7 @@ type ioMeta struct {
 	Shape    []int64 `json:"shape"`
 }
 
-func metadata(m *Model) map[string]any {
+func metadata(m *model) map[string]any {
 	n := int64(-1)
 	inputs := []ioMeta{{InputTokens, "INT64", []int64{-1, n}}, {InputPadding, "BOOL", []int64{-1, n}}, {InputText, "BYTES", []int64{-1}}}
 	var outputs []ioMeta
@@ -273,7 +327,7 @@ func (s *Server) infer(w http.ResponseWriter, r *http.Request) error {
 }
 
 // run runs a decoded request through m's batcher and lays out the outputs it asks for.
-func (s *Server) run(ctx context.Context, m *Model, req *request) ([]wireOutput, error) {
+func (s *Server) run(ctx context.Context, m *model, req *request) ([]wireOutput, error) {
 	if err := m.fitsAlone(req.Seqs); err != nil {
 		return nil, err
 	}
@@ -299,7 +353,7 @@ func (s *Server) run(ctx context.Context, m *Model, req *request) ([]wireOutput,
 
 // assemble lays one output's rows out as (B, Width, ...) for a per-token output, zeros past
 // each sequence's length, or (B, ...) for the others.
-func assemble(m *Model, name string, req *request, rows []map[string][]float32) wireOutput {
+func assemble(m *model, name string, req *request, rows []map[string][]float32) wireOutput {
 	o, _ := m.output(name)
 	b := len(req.Seqs)
 	if !o.Seq {
@@ -339,13 +393,13 @@ func shapeTail(shape []int64, per int) []int {
 }
 
 // pooledRows pools each sequence's per-token rows into one embedding.
-func pooledRows(m *Model, seqs [][]int64, rows []map[string][]float32, mode string, normalize bool) ([][]float32, error) {
+func pooledRows(m *model, seqs [][]int64, rows []map[string][]float32, mode string, normalize bool) ([][]float32, error) {
 	out := make([][]float32, len(rows))
 	for i, r := range rows {
 		h := r[m.PoolFrom]
 		l := len(seqs[i])
 		t := &tensor.Tensor{DType: tensor.Float32, Shape: []int{1, l, len(h) / l}, F32: h}
-		e, err := m.Pool(t, mode, normalize)
+		e, err := m.enc.Pool(t, mode, normalize)
 		if err != nil {
 			return nil, fmt.Errorf("pool %s: %w", m.Name, err)
 		}
@@ -354,7 +408,7 @@ func pooledRows(m *Model, seqs [][]int64, rows []map[string][]float32, mode stri
 	return out, nil
 }
 
-func pooled(m *Model, req *request, rows []map[string][]float32) (wireOutput, error) {
+func pooled(m *model, req *request, rows []map[string][]float32) (wireOutput, error) {
 	embs, err := pooledRows(m, req.Seqs, rows, req.Pool, req.Normalize)
 	if err != nil {
 		return wireOutput{}, err
@@ -381,7 +435,7 @@ func texts(raw json.RawMessage, field string) ([]string, error) {
 }
 
 // embed reads an embeddings request's texts, runs them and pools them by the mean.
-func (s *Server) embed(w http.ResponseWriter, r *http.Request, body []byte, name string, list []string, normalize, truncate bool) (*Model, [][]float32, int, error) {
+func (s *Server) embed(w http.ResponseWriter, r *http.Request, body []byte, name string, list []string, normalize, truncate bool) (*model, [][]float32, int, error) {
 	if name == "" {
 		if len(s.order) != 1 {
 			return nil, nil, 0, badRequest("model: name one of %v", s.order)
