@@ -189,6 +189,9 @@ func (e *Encoder) Stream(ctx context.Context, r io.Reader, fn func(Batch) error)
 		if err == io.EOF {
 			return nil
 		}
+		if errors.Is(err, tokenize.ErrEmpty) {
+			return inputErr("", err)
+		}
 		if err != nil {
 			return err
 		}
@@ -327,7 +330,7 @@ func (e *Encoder) windowOf(ctx context.Context, i int, text string) (window, err
 	}
 	defer stop()
 	b, err := src.Next()
-	if err == io.EOF {
+	if err == io.EOF || errors.Is(err, tokenize.ErrEmpty) {
 		return window{}, inputErrf("", "text %d is empty: nothing to encode", i)
 	}
 	if err != nil {

@@ -56,3 +56,56 @@ func ExampleEncoder_Embed() {
 	// Output:
 	// 2 vectors of 64, norm 1.000, cosine 0.91
 }
+
+// An .onnx file exported from PyTorch (a small BERT) runs with its Hugging Face tokenizer:
+// [CLS] and [SEP] in every window, token types and an attention mask fed by role.
+func ExampleEncoder_Embed_onnx() {
+	ctx := context.Background()
+	m, err := zoo.Load(ctx, "cmd/zoo/testdata/bert/bert-opset17.onnx", zoo.LoadOptions{
+		Tokenizer: "zoo/tokenize/testdata/minilm.tokenizer.json", // found by itself when it lies next to the model
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	enc, err := m.NewEncoder(zoo.EncoderOptions{Pool: zoo.PoolCLS})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, in := range m.Info().Inputs {
+		fmt.Println(in.Name, "←", in.Role)
+	}
+	vecs, err := enc.Embed(ctx, "Attention is all you need.")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%d vector of %d\n", len(vecs), len(vecs[0]))
+	// Output:
+	// input_ids ← ids
+	// attention_mask ← mask
+	// token_type_ids ← types
+	// 1 vector of 32
+}
+
+// Encode gives every token's output, with the window's ids.
+func ExampleEncoder_Encode() {
+	ctx := context.Background()
+	m, err := zoo.Load(ctx, "vanilla.tiny", zoo.LoadOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	enc, err := m.NewEncoder(zoo.EncoderOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := enc.Encode(ctx, "héllo")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("ids", out[0].IDs)
+	fmt.Println("hidden", out[0].Outputs["hidden"].Shape, "logits", out[0].Outputs["logits"].Shape)
+	// Output:
+	// ids [105 196 170 109 109 112]
+	// hidden [6 64] logits [6 257]
+}

@@ -60,7 +60,7 @@ func embedAction(c *cli.Context) error {
 	if err != nil {
 		return badInputf("input %s: %w", inPath, err)
 	}
-	opts, err := runLoadOptions(c)
+	opts, err := runLoadOptions(c.Context, c)
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	zooroot "github.com/zoo-dev/zoo"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	zooroot "github.com/zoo-dev/zoo"
 
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )

@@ -98,13 +98,13 @@ func runAction(c *cli.Context) error {
 	}
 	defer in.Close()
 	if isTensorFile(inPath) {
-		return runTensorsAction(c, ref, inPath, outPath)
+		return runArrays(c.Context, c, c.App.Writer, c.App.ErrWriter, ref, inPath, outPath)
 	}
 	sink, err := runSink(c, outPath)
 	if err != nil {
 		return err
 	}
-	opts, err := runLoadOptions(c)
+	opts, err := runLoadOptions(c.Context, c)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func openInput(path string, stdin io.Reader) (io.ReadCloser, int64, error) {
 }
 
 // runSink checks run's output flags and returns the sink of --output (nil for none).
-func runSink(c *cli.Context, outPath string) (*stream, error) {
+func runSink(c flags, outPath string) (*stream, error) {
 	if c.IsSet("select") && !strings.EqualFold(filepath.Ext(outPath), ".npy") {
 		return nil, badInputf("--select applies to a .npy --output, which holds one output; .json and .safetensors files hold every output")
 	}
@@ -215,8 +215,8 @@ func runSink(c *cli.Context, outPath string) (*stream, error) {
 }
 
 // runLoadOptions are the model flags with --precision and --threads.
-func runLoadOptions(c *cli.Context) (zooroot.LoadOptions, error) {
-	opts, err := loadOptions(c.Context, c)
+func runLoadOptions(ctx context.Context, c flags) (zooroot.LoadOptions, error) {
+	opts, err := loadOptions(ctx, c)
 	if err != nil {
 		return opts, err
 	}

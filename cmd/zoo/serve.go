@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	zooroot "github.com/zoo-dev/zoo"
 
 	"github.com/urfave/cli/v2"
-	"google.golang.org/grpc"
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/internal/memlimit"
@@ -87,68 +85,24 @@ func serveCommand() *cli.Command {
 }
 
 func serveAction(c *cli.Context) error {
-	if c.NArg() < 1 {
-		return badInputf("serve: want one or more model names (see `zoo list`) or .onnx files")
-	}
-	refs := c.Args().Slice()
-	names := c.StringSlice("name")
-	if len(names) > len(refs) {
-		return badInputf("--name given %d times for %d models", len(names), len(refs))
-	}
-	maxBody, err := memlimit.ParseBytes(c.String("max-body"))
-	if err != nil || maxBody < 1 {
-		return badInputf("--max-body %q: want a size such as 16MiB or 1000000", c.String("max-body"))
-	}
-	if c.Int("max-batch") < 1 || c.Int("queue") < 1 || c.Int("threads") < 0 || c.Duration("max-delay") < 0 {
-		return badInputf("--max-batch and --queue must be at least 1, --threads and --max-delay not negative")
-	}
-	readTimeout, writeTimeout := c.Duration("read-timeout"), c.Duration("write-timeout")
-	if readTimeout <= 0 || writeTimeout < readTimeout {
-		return badInputf("--read-timeout %s, --write-timeout %s: want a positive read timeout and a write timeout at least as long", readTimeout, writeTimeout)
-	}
-	served := make([]string, len(refs))
-	for i, ref := range refs {
-		served[i] = ref
-		if zooroot.IsONNXPath(ref) {
-			served[i] = strings.TrimSuffix(filepath.Base(ref), filepath.Ext(ref))
-		}
-		if i < len(names) {
-			served[i] = names[i]
-		}
-	}
-	weights, err := perModel(flagServeWeights.Name, c.StringSlice(flagServeWeights.Name), served)
+	st, err := serveSettingsOf(c)
 	if err != nil {
-		return badInput(err)
-	}
-	tokenizers, err := perModel(flagServeTokenizer.Name, c.StringSlice(flagServeTokenizer.Name), served)
-	if err != nil {
-		return badInput(err)
-	}
-	prec, err := precisionOf(c)
-	if err != nil {
-		return err
-	}
-	choice, err := backends.Select(c.String(flagBackend.Name))
-	if err != nil {
-		return badInput(err)
-	}
-	if err := zooroot.CheckPrecision(choice, prec); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil))
 	var models []serve.Encoder
-	for i, ref := range refs {
-		enc, closeModel, err := loadServed(c.Context, c, ref, served[i], weights[served[i]], tokenizers[served[i]], prec)
+	for i, ref := range st.refs {
+		enc, closeModel, err := loadServed(c.Context, c, ref, st.served[i], st.weights[st.served[i]], st.tokenizers[st.served[i]], st.prec)
 		if err != nil {
 			return err
 		}
 		defer closeModel()
 		models = append(models, enc)
 		info := enc.Info()
-		log.Info("model", "name", info.Name, "ref", ref, "backend", choice.Backend.Name(),
-			"precision", reportedPrecision(choice.Backend.Name(), prec), "max_len", info.MaxLen, "vocab", info.Vocab)
+		log.Info("model", "name", info.Name, "ref", ref, "backend", st.choice.Backend.Name(),
+			"precision", reportedPrecision(st.choice.Backend.Name(), st.prec), "max_len", info.MaxLen, "vocab", info.Vocab)
 	}
-	srv, err := serve.New(serve.Config{MaxBatch: c.Int("max-batch"), MaxDelay: c.Duration("max-delay"), MaxBody: maxBody,
+	srv, err := serve.New(serve.Config{MaxBatch: c.Int("max-batch"), MaxDelay: c.Duration("max-delay"), MaxBody: st.maxBody,
 		Queue: c.Int("queue"), Logger: log, Version: version}, models)
 	if dup := (*serve.DuplicateNameError)(nil); errors.As(err, &dup) {
 		err = fmt.Errorf("%w (rename one with --name)", err)
@@ -156,65 +110,103 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	ln, err := net.Listen("tcp", c.String("addr"))
+	ln, gln, err := serveListeners(c.String("addr"), c.String("grpc-addr"))
 	if err != nil {
-		return badInputf("--addr %s: %w", c.String("addr"), err)
+		return err
 	}
 	if s, err := sessionOf(c.Context); err == nil {
 		s.drainOnSignal()
 	}
-	var gs *grpc.Server
-	gln := net.Listener(nil)
-	if a := c.String("grpc-addr"); a != "off" {
-		if gln, err = net.Listen("tcp", a); err != nil {
-			ln.Close()
-			return badInputf("--grpc-addr %s: %w", a, err)
-		}
-		gs = srv.GRPC(min(headerTimeout, readTimeout), idleTimeout)
-	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: min(headerTimeout, readTimeout), ReadTimeout: readTimeout,
-		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	srv.Start()
-	defer srv.Stop()
-	served0 := make(chan error, 1)
-	go func() { served0 <- hs.Serve(ln) }()
-	grpcServed := make(chan error, 1)
 	where := ""
-	if gs != nil {
-		go func() { grpcServed <- gs.Serve(gln) }()
+	if gln != nil {
 		where = fmt.Sprintf(" and grpc://%s", gln.Addr())
 	}
-	fmt.Fprintf(c.App.ErrWriter, "zoo serve: listening on http://%s%s (%s)\n", ln.Addr(), where, strings.Join(served, ", "))
-	select {
-	case err := <-served0:
-		return failed(fmt.Errorf("serve: %w", err))
-	case err := <-grpcServed:
-		return failed(fmt.Errorf("serve gRPC: %w", err))
-	case <-c.Context.Done():
+	fmt.Fprintf(c.App.ErrWriter, "zoo serve: listening on http://%s%s (%s)\n", ln.Addr(), where, strings.Join(st.served, ", "))
+	t := serve.Timeouts{Header: headerTimeout, Read: st.readTimeout, Write: st.writeTimeout, Idle: idleTimeout, Grace: shutdownGrace}
+	if err := srv.Serve(c.Context, ln, gln, t); err != nil {
+		return failed(err)
 	}
-	log.Info("draining", "cause", context.Cause(c.Context).Error())
-	srv.SetReady(false)
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if gs != nil {
-		stopped := make(chan struct{})
-		go func() { gs.GracefulStop(); close(stopped) }()
-		defer func() {
-			select {
-			case <-stopped:
-			case <-ctx.Done():
-				gs.Stop()
-			}
-		}()
-	}
-	if err := hs.Shutdown(ctx); err != nil {
-		return failed(fmt.Errorf("serve: requests still in flight after %s: %w", shutdownGrace, err))
-	}
-	if err := <-served0; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return failed(fmt.Errorf("serve: %w", err))
-	}
-	log.Info("stopped")
 	return nil
+}
+
+// serveSettings are zoo serve's flags, checked.
+type serveSettings struct {
+	refs, served              []string          // the models, and the names they are served under
+	weights, tokenizers       map[string]string // by served name
+	maxBody                   int64
+	readTimeout, writeTimeout time.Duration
+	prec                      string
+	choice                    backends.Choice
+}
+
+// serveSettingsOf checks zoo serve's flags (bad ones are bad input) and resolves each model's
+// served name, weights and tokenizer, the precision and the backend.
+func serveSettingsOf(c serveFlags) (serveSettings, error) {
+	st := serveSettings{refs: c.Args().Slice()}
+	if len(st.refs) < 1 {
+		return st, badInputf("serve: want one or more model names (see `zoo list`) or .onnx files")
+	}
+	names := c.StringSlice("name")
+	if len(names) > len(st.refs) {
+		return st, badInputf("--name given %d times for %d models", len(names), len(st.refs))
+	}
+	maxBody, err := memlimit.ParseBytes(c.String("max-body"))
+	if err != nil || maxBody < 1 {
+		return st, badInputf("--max-body %q: want a size such as 16MiB or 1000000", c.String("max-body"))
+	}
+	st.maxBody = maxBody
+	if c.Int("max-batch") < 1 || c.Int("queue") < 1 || c.Int("threads") < 0 || c.Duration("max-delay") < 0 {
+		return st, badInputf("--max-batch and --queue must be at least 1, --threads and --max-delay not negative")
+	}
+	st.readTimeout, st.writeTimeout = c.Duration("read-timeout"), c.Duration("write-timeout")
+	if st.readTimeout <= 0 || st.writeTimeout < st.readTimeout {
+		return st, badInputf("--read-timeout %s, --write-timeout %s: want a positive read timeout and a write timeout at least as long", st.readTimeout, st.writeTimeout)
+	}
+	st.served = make([]string, len(st.refs))
+	for i, ref := range st.refs {
+		st.served[i] = ref
+		if zooroot.IsONNXPath(ref) {
+			st.served[i] = strings.TrimSuffix(filepath.Base(ref), filepath.Ext(ref))
+		}
+		if i < len(names) {
+			st.served[i] = names[i]
+		}
+	}
+	if st.weights, err = perModel(flagServeWeights.Name, c.StringSlice(flagServeWeights.Name), st.served); err != nil {
+		return st, badInput(err)
+	}
+	if st.tokenizers, err = perModel(flagServeTokenizer.Name, c.StringSlice(flagServeTokenizer.Name), st.served); err != nil {
+		return st, badInput(err)
+	}
+	if st.prec, err = precisionOf(c); err != nil {
+		return st, err
+	}
+	if st.choice, err = backends.Select(c.String(flagBackend.Name)); err != nil {
+		return st, badInput(err)
+	}
+	return st, zooroot.CheckPrecision(st.choice, st.prec)
+}
+
+// serveFlags are the flags zoo serve reads, with its arguments.
+type serveFlags interface {
+	flags
+	Duration(name string) time.Duration
+	Args() cli.Args
+}
+
+// serveListeners listens on --addr and, unless it is "off", --grpc-addr (nil then).
+func serveListeners(addr, grpcAddr string) (ln, gln net.Listener, err error) {
+	if ln, err = net.Listen("tcp", addr); err != nil {
+		return nil, nil, badInputf("--addr %s: %w", addr, err)
+	}
+	if grpcAddr == "off" {
+		return ln, nil, nil
+	}
+	if gln, err = net.Listen("tcp", grpcAddr); err != nil {
+		ln.Close()
+		return nil, nil, badInputf("--grpc-addr %s: %w", grpcAddr, err)
+	}
+	return ln, gln, nil
 }
 
 // perModel maps each served name to its file from a repeatable flag's values (--weights,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,8 +10,6 @@ import (
 	"time"
 
 	zooroot "github.com/zoo-dev/zoo"
-
-	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/graph"
@@ -49,9 +48,9 @@ type tensorRunReport struct {
 	Written   []string              `json:"written,omitempty"`
 }
 
-// runTensorsAction is `zoo run` with --input a .npy, .npz or .safetensors file: one run of
+// runArrays is `zoo run` with --input a .npy, .npz or .safetensors file: one run of
 // the graph on those arrays, every output reported and, with --output, written.
-func runTensorsAction(c *cli.Context, ref, inPath, outPath string) error {
+func runArrays(ctx context.Context, c flags, stdout, stderr io.Writer, ref, inPath, outPath string) error {
 	for _, f := range textOnlyFlags {
 		if c.IsSet(f) {
 			return badInputf("--%s does not apply to --input %s: arrays are fed to the inputs as they are (it shapes text into windows)", f, inPath)
@@ -74,12 +73,12 @@ func runTensorsAction(c *cli.Context, ref, inPath, outPath string) error {
 		return err
 	}
 	t0 := time.Now()
-	opts, err := loadOptions(c.Context, c)
+	opts, err := loadOptions(ctx, c)
 	if err != nil {
 		return err
 	}
 	opts.Precision, opts.Threads = prec, c.Int("threads")
-	m, err := loadWith(c.Context, c, ref, opts)
+	m, err := loadWith(ctx, c, ref, opts)
 	if err != nil {
 		return err
 	}
@@ -102,13 +101,13 @@ func runTensorsAction(c *cli.Context, ref, inPath, outPath string) error {
 		return err
 	}
 	t1 := time.Now()
-	choice, err := m.Compile(c.Context)
+	choice, err := m.Compile(ctx)
 	if err != nil {
 		return err
 	}
 	t2 := time.Now()
-	printCompileReport(c.Context, c.App.ErrWriter, m)
-	outs, err := m.Run(c.Context, inputs)
+	printCompileReport(ctx, stderr, m)
+	outs, err := m.Run(ctx, inputs)
 	if err != nil {
 		return failed(err)
 	}
@@ -137,11 +136,11 @@ func runTensorsAction(c *cli.Context, ref, inPath, outPath string) error {
 		rep.Written = []string{outPath}
 	}
 	if c.Bool(flagJSON.Name) {
-		enc := json.NewEncoder(c.App.Writer)
+		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	printTensorRunReport(c.App.Writer, rep)
+	printTensorRunReport(stdout, rep)
 	return nil
 }
 
