@@ -297,7 +297,7 @@ func vanillaQKV(c *cli.Context, m *zooroot.Model, text []byte) ([]headQKV, error
 		}
 		keep = append(keep, qk.Inputs[0], producer[qk.Inputs[1]].Inputs[0], pv.Inputs[1], pv.Outputs[0])
 	}
-	plan, err := zooroot.PlanFeeds(m.Graph(), nil)
+	plan, err := planFeeds(m.Graph(), nil)
 	if err != nil {
 		return nil, badInput(err)
 	}

@@ -237,7 +237,7 @@ func attentionAction(c *cli.Context) error {
 	if layer >= 0 {
 		sites = sites[layer : layer+1]
 	}
-	plan, err := zooroot.PlanFeeds(m.Graph(), nil)
+	plan, err := planFeeds(m.Graph(), nil)
 	if err != nil {
 		return badInput(err)
 	}

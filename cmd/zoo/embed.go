@@ -26,7 +26,7 @@ func embedCommand() *cli.Command {
 			"L2-normalised. A line longer than the window is an error naming it, unless --truncate. The embeddings\n" +
 			"are written as an (N, d) array: .npy, .safetensors (tensor embedding) or .json; --json prints them." +
 			examples("zoo embed vanilla.tiny -i sentences.txt -o emb.npy",
-				"zoo embed model.onnx -i sentences.txt --normalize --json", "cat sentences.txt | zoo embed vanilla.tiny -i - -o emb.json"),
+				"zoo embed model.onnx -i sentences.txt --normalize --json", "zoo embed vanilla.tiny --input sentences.txt -o emb.json"),
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE`, one text per line (- for standard input)", Required: true},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the (N, d) embeddings to `FILE`.npy, .safetensors or .json"},

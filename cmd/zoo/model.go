@@ -9,6 +9,7 @@ import (
 
 	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/registry"
 )
 
@@ -129,3 +130,25 @@ var (
 		Usage: "tokenizer `FILE` (tokenizer.json, SentencePiece .model or vocab.txt); default: for an .onnx file the one next to it, else bytes"}
 	flagFeed = &cli.StringSliceFlag{Name: "feed", Usage: "feed input NAME the role ROLE, `NAME=ROLE` (repeatable; roles: ids, mask (1 = keep), padding (1 = padding), types, positions)"}
 )
+
+// planFeeds is zooroot.PlanFeeds with --feed's name where the library says
+// EncoderOptions.Feeds (in the reasons and the error).
+func planFeeds(g *graph.Graph, overrides []string) (*zooroot.FeedPlan, error) {
+	p, err := zooroot.PlanFeeds(g, overrides)
+	if err != nil {
+		return nil, err
+	}
+	c := *p
+	c.Feeds = cliFeeds(p.Feeds)
+	return &c, nil
+}
+
+// cliFeeds returns feeds with their reasons naming flags, for reports.
+func cliFeeds(feeds []zooroot.Feed) []zooroot.Feed {
+	out := make([]zooroot.Feed, len(feeds))
+	for i, f := range feeds {
+		f.Why = flagNames(f.Why)
+		out[i] = f
+	}
+	return out
+}

@@ -105,7 +105,7 @@ func parityAction(c *cli.Context) error {
 	if err != nil {
 		return badInputf("model %s: %w", ref, err)
 	}
-	plan, planErr := zooroot.PlanFeeds(g, c.StringSlice(flagFeed.Name))
+	plan, planErr := planFeeds(g, c.StringSlice(flagFeed.Name))
 	if planErr != nil && len(c.StringSlice(flagFeed.Name)) > 0 {
 		return badInput(planErr)
 	}

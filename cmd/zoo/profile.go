@@ -159,7 +159,7 @@ func profileAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	plan, err := zooroot.PlanFeeds(m.Graph(), c.StringSlice(flagFeed.Name))
+	plan, err := planFeeds(m.Graph(), c.StringSlice(flagFeed.Name))
 	if err != nil {
 		return badInput(err)
 	}

@@ -262,7 +262,7 @@ func windowBound(enc *zooroot.Encoder, size int64, maxWindows int) int {
 func newRunReport(m *zooroot.Model, enc *zooroot.Encoder, choice backends.Choice, opts zooroot.LoadOptions, inPath string) *runReport {
 	rep := &runReport{Model: m.Name(), Weights: m.Weights(), Backend: choice.Backend.Name(), Level: choice.Probe.Level, Why: choice.Why,
 		Threads: choice.Probe.Threads, Precision: reportedPrecision(choice.Backend.Name(), opts.Precision), Input: inPath,
-		Tokenizer: flagNames(enc.Tokenizer().Describe()), Feeds: enc.Plan().Feeds, Pool: enc.Pooling(),
+		Tokenizer: flagNames(enc.Tokenizer().Describe()), Feeds: cliFeeds(enc.Plan().Feeds), Pool: enc.Pooling(),
 		Window: enc.Window(), Outputs: map[string][]int{}, tokDoc: enc.Tokenizer().Doc(), seqOutputs: enc.SeqOutputs()}
 	if opts.Threads > 0 && opts.Threads < rep.Threads {
 		rep.Threads = opts.Threads

@@ -114,7 +114,7 @@ func showAction(c *cli.Context) error {
 			res.ParamBytes += int64(in.Tensor.Bytes())
 		}
 	}
-	plan, planErr := zooroot.PlanFeeds(m.Graph(), c.StringSlice(flagFeed.Name))
+	plan, planErr := planFeeds(m.Graph(), c.StringSlice(flagFeed.Name))
 	if planErr != nil && c.IsSet(flagFeed.Name) {
 		return badInput(planErr)
 	}
@@ -208,6 +208,7 @@ func renderShow(w io.Writer, r showResult) {
 	if r.Feeds != nil {
 		fmt.Fprintln(w, "\ntext inputs (how `zoo run` and `zoo parity` feed the model; override with --feed NAME=ROLE)")
 		for _, l := range r.Feeds.Describe() {
+			l = flagNames(l)
 			fmt.Fprintf(w, "  %s\n", l)
 		}
 		if r.Feeds.MaxLen > 0 {
