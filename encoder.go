@@ -67,7 +67,7 @@ func (m *Model) NewEncoder(opts EncoderOptions) (*Encoder, error) {
 	case opts.Batch < 0:
 		return nil, inputErrf(optBatch, "%s must be at least 1, got %d", optBatch, opts.Batch)
 	case opts.MaxWindows < 0:
-		return nil, inputErrf("EncoderOptions.MaxWindows", "EncoderOptions.MaxWindows must not be negative, got %d", opts.MaxWindows)
+		return nil, inputErrf(optMaxWin, "%s must not be negative, got %d", optMaxWin, opts.MaxWindows)
 	case plan.Batch > 0 && opts.Batch > 0 && opts.Batch != plan.Batch:
 		return nil, inputErrf(optBatch, "%s %d: %s's inputs are fixed at batch %d (omit %s)", optBatch, opts.Batch, m.Name(), plan.Batch, optBatch)
 	}

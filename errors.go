@@ -57,11 +57,13 @@ const (
 	optWindow    = "EncoderOptions.Window"
 	optBatch     = "EncoderOptions.Batch"
 	optTruncate  = "EncoderOptions.Truncate"
+	optRegistry  = "LoadOptions.Registries"
+	optMaxWin    = "EncoderOptions.MaxWindows"
 )
 
 // OptionNames lists every option name that messages may carry, for front ends that render them
 // with their own names (zoo's CLI maps each to its flag).
 func OptionNames() []string {
 	return []string{optPreset, optSet, optSeed, optWeights, optTokenizer, optBackend, optPrecision,
-		optThreads, optFeeds, optPool, optNormalize, optWindow, optBatch, optTruncate}
+		optThreads, optFeeds, optPool, optNormalize, optWindow, optBatch, optTruncate, optRegistry, optMaxWin}
 }

@@ -37,7 +37,7 @@ func Registry(extra ...string) (*registry.Registry, error) {
 	for _, path := range extra {
 		r, err := registry.LoadFile(path)
 		if err != nil {
-			return nil, inputErr("LoadOptions.Registries", err)
+			return nil, inputErr(optRegistry, err)
 		}
 		layers = append(layers, r)
 	}

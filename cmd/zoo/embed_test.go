@@ -109,3 +109,12 @@ func TestEmbedBadInput(t *testing.T) {
 		t.Errorf("--truncate: exit %d, %q %q", code, out, errs)
 	}
 }
+
+// TestOptionFlags: every option name the library's messages carry renders as a flag.
+func TestOptionFlags(t *testing.T) {
+	for _, name := range zooroot.OptionNames() {
+		if got := flagNames("bad " + name + " value"); !strings.Contains(got, "bad --") {
+			t.Errorf("%s renders as %q, want a flag", name, got)
+		}
+	}
+}
