@@ -53,7 +53,7 @@ func compareCommand() *cli.Command {
 			&cli.Float64Flag{Name: "holdout", Value: compareHoldout, Usage: "without --eval: the share `X` of --input's bytes, from its end, held out for evaluation"},
 			&cli.IntFlag{Name: "steps", Value: 1000, Usage: "optimizer steps `N` per variant"},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per step"},
-			&cli.IntFlag{Name: "window", Usage: "tokens per window (default: min(512, the smallest max_len of the variants))"},
+			&cli.IntFlag{Name: "window", Usage: "tokens per window (0: min(512, the smallest max_len of the variants))"},
 			&cli.StringFlag{Name: "objective", Value: objectiveMLM, Usage: "mlm (masked tokens, BERT's 15 % with 80/10/10) or clm (next token; turns causal on)"},
 		}, optimizerFlags(), []cli.Flag{
 			&cli.BoolFlag{Name: "shuffle", Usage: "visit the windows in a seeded random order"},

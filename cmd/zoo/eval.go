@@ -40,7 +40,7 @@ func evalCommand() *cli.Command {
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "held-out text `FILE`", Required: true},
 			flagObjective, flagLabelSmoothing,
-			&cli.IntFlag{Name: "window", Usage: "tokens per window (default: min(512, the model's maximum length))"},
+			&cli.IntFlag{Name: "window", Usage: "tokens per window (0: min(512, the model's maximum length))"},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per batch"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
 			flagPrecision(), flagBackend, flagJSON,

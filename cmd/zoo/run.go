@@ -45,7 +45,7 @@ func runCommand() *cli.Command {
 			flagTokenizer, flagFeed,
 			&cli.StringFlag{Name: "pool", Value: poolNone, Usage: "sentence embeddings, output embedding (windows, d): mean (over real tokens), cls (the first token) or none"},
 			&cli.BoolFlag{Name: "normalize", Usage: "L2-normalise the pooled embeddings"},
-			&cli.IntFlag{Name: "window", Usage: "tokens per window (default: min(512, the model's maximum length))"},
+			&cli.IntFlag{Name: "window", Usage: "tokens per window (0: min(512, the model's maximum length))"},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per batch"},
 			&cli.IntFlag{Name: "max-windows", Usage: "stop after `N` windows (0: the whole input)"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},

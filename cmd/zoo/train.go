@@ -57,7 +57,7 @@ func trainCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the trained state_dict to `FILE`.safetensors (and the optimizer state to FILE.optim.safetensors)"},
 			&cli.IntFlag{Name: "steps", Value: 1000, Usage: "optimizer steps `N` in all (a resumed run counts the steps already taken)"},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per step"},
-			&cli.IntFlag{Name: "window", Usage: "tokens per window (default: min(512, the model's maximum length))"},
+			&cli.IntFlag{Name: "window", Usage: "tokens per window (0: min(512, the model's maximum length))"},
 			&cli.StringFlag{Name: "objective", Value: objectiveMLM, Usage: "mlm (masked tokens, BERT's 15 % with 80/10/10) or clm (next token within each window; turns causal on)"},
 		}, optimizerFlags(), []cli.Flag{
 			&cli.IntFlag{Name: "save-every", Usage: "also write the checkpoint every `N` steps (0: only at the end)"},
