@@ -298,7 +298,7 @@ func attentionAction(c *cli.Context) error {
 		}
 	}
 	if outPath != "" {
-		title := fmt.Sprintf("%s on %d tokens of %s", doc.Model, len(ids), filepath.Base(c.String("input")))
+		title := fmt.Sprintf("%s on %s of %s", doc.Model, format.Plural(len(ids), "token"), filepath.Base(c.String("input")))
 		if err := tensorio.AtomicWriteFile(outPath, func(w io.Writer) error { return drawAttention(w, doc, title) }); err != nil {
 			return failed(fmt.Errorf("-o %s: %w", outPath, err))
 		}

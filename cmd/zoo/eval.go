@@ -223,7 +223,7 @@ func logitsWidth(m *model) (int, error) {
 func printEvalReport(w io.Writer, r evalReport) {
 	fmt.Fprintf(w, "model          %s\n", r.Model)
 	fmt.Fprintf(w, "weights        %s\n", r.Weights)
-	fmt.Fprintf(w, "input          %s: %d windows of ≤%d, %s, %d tokens scored\n", r.Input, r.Windows, r.Window, r.Objective, r.Tokens)
+	fmt.Fprintf(w, "input          %s: %s of ≤%d, %s, %s scored\n", r.Input, format.Plural(r.Windows, "window"), r.Window, r.Objective, format.Plural(r.Tokens, "token"))
 	if r.LabelSmoothing > 0 {
 		fmt.Fprintf(w, "loss           %.6f (label smoothing %g)\n", r.Loss, r.LabelSmoothing)
 	} else {

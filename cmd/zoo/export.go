@@ -69,10 +69,10 @@ func (r *exportReport) say(c *cli.Context, f exportFile) {
 		return
 	}
 	if f.Kind == "weights" {
-		fmt.Fprintf(c.App.Writer, "wrote %s (%d tensors, %s parameters)\n", f.Path, f.Tensors, format.HumanCount(f.Parameters))
+		fmt.Fprintf(c.App.Writer, "wrote %s (%s, %s parameters)\n", f.Path, format.Plural(f.Tensors, "tensor"), format.HumanCount(f.Parameters))
 		return
 	}
-	fmt.Fprintf(c.App.Writer, "wrote %s (%s, opset %d, %d nodes)\n", f.Path, format.HumanBytes(f.Bytes), f.Opset, f.Nodes)
+	fmt.Fprintf(c.App.Writer, "wrote %s (%s, opset %d, %s)\n", f.Path, format.HumanBytes(f.Bytes), f.Opset, format.Plural(f.Nodes, "node"))
 }
 
 func (r *exportReport) finish(c *cli.Context) error {

@@ -365,9 +365,9 @@ func progress(w io.Writer, size int64, what string) *progressbar.ProgressBar {
 func printRunReport(w io.Writer, r runReport) {
 	fmt.Fprintf(w, "model     %s\n", r.Model)
 	fmt.Fprintf(w, "weights   %s\n", r.Weights)
-	fmt.Fprintf(w, "backend   %s (%s, %d threads; %s)\n", r.Backend, r.Level, r.Threads, r.Why)
+	fmt.Fprintf(w, "backend   %s (%s, %s; %s)\n", r.Backend, r.Level, format.Plural(r.Threads, "thread"), r.Why)
 	fmt.Fprintf(w, "precision %s\n", r.Precision)
-	fmt.Fprintf(w, "input     %s: %d tokens in %d windows of ≤%d, %d batches\n", r.Input, r.Tokens, r.Windows, r.Window, r.Batches)
+	fmt.Fprintf(w, "input     %s: %s in %s of ≤%d, %s\n", r.Input, format.Plural(r.Tokens, "token"), format.Plural(r.Windows, "window"), r.Window, format.Plural(r.Batches, "batch"))
 	fmt.Fprintf(w, "tokenizer %s\n", r.Tokenizer)
 	var feeds []string
 	for _, f := range r.Feeds {

@@ -446,8 +446,8 @@ func trainAction(c *cli.Context) error {
 // trainSummary is the one line zoo train prints when it is done.
 func trainSummary(r trainReport) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "trained %s (%s, %s, %s params) steps %d–%d of %d on %s (%s, %d threads, %s)", r.Model, r.Objective, r.Optimizer,
-		format.HumanCount(int64(r.Params)), r.StartStep+1, r.Steps, r.Steps, r.Backend, r.Level, r.Threads, r.Precision)
+	fmt.Fprintf(&b, "trained %s (%s, %s, %s params) steps %d–%d of %d on %s (%s, %s, %s)", r.Model, r.Objective, r.Optimizer,
+		format.HumanCount(int64(r.Params)), r.StartStep+1, r.Steps, r.Steps, r.Backend, r.Level, format.Plural(r.Threads, "thread"), r.Precision)
 	if r.FirstLoss != nil && r.FinalLoss != nil {
 		fmt.Fprintf(&b, ": loss %.4f → %.4f", *r.FirstLoss, *r.FinalLoss)
 	}
