@@ -283,16 +283,15 @@ func compareOne(c *cli.Context, p comparePlan, data trainData, seqs []int, reps,
 		// compare keeps no checkpoint: the trained weights live on in the inference build.
 		save: func(int) error { return nil },
 	}
-	bar := trainBar(c.App.ErrWriter, st.Steps, 0)
+	bar := trainBar(c.App.ErrWriter, fmt.Sprintf("compare %s %s: ", which, p.name), st.Steps, 0)
 	if bar != nil {
 		loop.progress = func(k int, loss, _, tps float64, _ time.Duration) {
-			_ = bar.Set(k)
-			bar.Describe(fmt.Sprintf("compare %s %s: step %d/%d loss %.4f %.0f tok/s", which, p.name, k, st.Steps, loss, tps))
+			bar.update(k, fmt.Sprintf("loss %.4f %.0f tok/s", loss, tps))
 		}
 	}
 	runErr := loop.run(ctx, 0, st.Steps)
 	if bar != nil {
-		_ = bar.Finish()
+		bar.finish()
 	}
 	if runErr != nil {
 		return r, fmt.Errorf("compare %s: %w", p.name, runErr)
