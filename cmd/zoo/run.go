@@ -39,7 +39,7 @@ func runCommand() *cli.Command {
 			examples("zoo run linformer --input text.txt", "zoo run model.onnx --input text.txt --pool mean --json",
 				"zoo run vit.onnx --input pixels.npy -o out.safetensors"),
 		Flags: append(modelFlags(),
-			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (any bytes), or arrays to feed: .npy, .npz, .safetensors", Required: true},
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (any bytes; - for stdin), or arrays to feed: .npy, .npz, .safetensors", Required: true},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write outputs to `FILE`.json, .npy or .safetensors"},
 			&cli.StringFlag{Name: "select", Usage: "output written to a .npy file (default: hidden, else embedding with --pool, else the only output; for array inputs the only output)"},
 			flagTokenizer, flagFeed,
@@ -88,8 +88,12 @@ func runAction(c *cli.Context) error {
 		return badInputf("run: want one model name (see `zoo list`) or .onnx file, got %d arguments", c.NArg())
 	}
 	ref := c.Args().First()
-	inPath := c.String("input")
-	st, err := os.Stat(inPath)
+	inPath, inFile, cleanup, err := inputFile(c.Context, c.String("input"), os.Stdin, c.App.ErrWriter)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	st, err := os.Stat(inFile)
 	switch {
 	case err != nil:
 		return badInputf("input %s: %w", inPath, errors.Unwrap(err))
@@ -187,7 +191,7 @@ func runAction(c *cli.Context) error {
 	t2 := time.Now()
 	printCompileReport(c.Context, c.App.ErrWriter, prog)
 
-	f, err := os.Open(inPath)
+	f, err := os.Open(inFile)
 	if err != nil {
 		return badInputf("input %s: %w", inPath, err)
 	}
