@@ -1,9 +1,12 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/zoo-dev/zoo/internal/suggest"
 )
 
 // reorderArgs moves a command's flags in front of its positional arguments. urfave/cli/v2
@@ -146,4 +149,124 @@ func flagList(cmd *cli.Command) string {
 		return " (it takes no flags)"
 	}
 	return " (its flags: " + strings.Join(names, ", ") + ")"
+}
+
+// flagUsageError is every command's OnUsageError (the app's too): urfave/cli's complaint about
+// the flags becomes zoo's one line, exit 2. An unknown flag ("flag provided but not defined",
+// from Go's flag package) is named as users type it, with the closest flag of the command
+// that refused it: `run: unknown flag --inptu; did you mean --input?`.
+func flagUsageError(c *cli.Context, err error, _ bool) error {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok || c == nil || c.Command == nil {
+		return badInput(err)
+	}
+	path := commandPath(c)
+	prefix := ""
+	if path != "" {
+		prefix = path + ": "
+	}
+	var names []string
+	for _, f := range c.Command.Flags {
+		names = append(names, f.Names()...)
+	}
+	if len(name) > 1 {
+		if near := suggest.Closest(name, longNames(names)); near != "" {
+			return badInputf("%sunknown flag %s; did you mean %s?", prefix, dashed(name), dashed(near))
+		}
+	}
+	return badInputf("%sunknown flag %s (see %s)", prefix, dashed(name), strings.TrimSpace("zoo help "+path))
+}
+
+// commandPath is the command c runs, as typed after "zoo" ("run", "plugin new"); "" for
+// the app itself.
+func commandPath(c *cli.Context) string {
+	lineage := c.Lineage() // c, its parent, ..., the app's contexts (whose Command is the app, named zoo)
+	var names []string
+	for i := len(lineage) - 1; i >= 0; i-- {
+		if cmd := lineage[i].Command; cmd != nil && cmd.Name != c.App.Name {
+			names = append(names, cmd.Name)
+		}
+	}
+	return strings.Join(names, " ")
+}
+
+// longNames keeps the names of more than one letter: a one-letter flag is one edit away
+// from every other one, so it is never a useful suggestion.
+func longNames(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if len(n) > 1 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// dashed writes a flag name as users type it: --input, -i.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// requiredFlagsError rewrites urfave/cli's `Required flag "input" not set` (or `Required
+// flags "weights, input" not set`), which names neither the command nor the flag as typed,
+// into `run: --input is required (see zoo help run)`, exit 2. args are the arguments the app
+// ran with, which name the command: urfave/cli checks required flags only once the flags
+// parsed, so everything before the command is a flag of the app's, without a value (the
+// common flags that take one were moved after the command by hoistCommonFlags). Other
+// errors come back unchanged.
+func requiredFlagsError(app *cli.App, args []string, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, "Required flag ")
+	if !ok {
+		if rest, ok = strings.CutPrefix(msg, "Required flags "); !ok {
+			return err
+		}
+	}
+	quoted, ok := strings.CutSuffix(rest, " not set")
+	list, uerr := strconv.Unquote(quoted)
+	if !ok || uerr != nil {
+		return err
+	}
+	var flags []string
+	for _, n := range strings.Split(list, ", ") {
+		flags = append(flags, dashed(n))
+	}
+	path := ""
+	i := 1
+	for i < len(args) && strings.HasPrefix(args[i], "-") {
+		i++
+	}
+	if i < len(args) {
+		if cmd := app.Command(args[i]); cmd != nil {
+			path = cmd.Name
+			if i+1 < len(args) {
+				if sub := cmd.Command(args[i+1]); sub != nil {
+					path += " " + sub.Name
+				}
+			}
+		}
+	}
+	prefix := ""
+	if path != "" {
+		prefix = path + ": "
+	}
+	verb := "is"
+	if len(flags) > 1 {
+		verb = "are"
+	}
+	return badInputf("%s%s %s required (see %s)", prefix, andList(flags), verb, strings.TrimSpace("zoo help "+path))
+}
+
+// andList joins items as prose: "a", "a and b", "a, b and c".
+func andList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/bench"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/internal/benchplot"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/onnx/ort"
@@ -415,7 +416,7 @@ func writeBenchPlot(path string, d *bench.Doc) error {
 	}
 	var title []string
 	for _, b := range d.Machine.Backends {
-		title = append(title, fmt.Sprintf("%s (%s, %d threads)", b.Name, b.Level, b.Threads))
+		title = append(title, fmt.Sprintf("%s (%s, %s)", b.Name, b.Level, format.Plural(b.Threads, "thread")))
 	}
 	opts := benchplot.Options{Title: "zoo bench on " + strings.Join(title, ", "), MemLabel: "peak RSS growth (MiB)"}
 	return tensorio.AtomicWriteFile(path, func(w io.Writer) error {

@@ -232,3 +232,24 @@ func TestRunExportedFile(t *testing.T) {
 		t.Errorf("float-input model: exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestReportSingular: counts of one read as one (1 window, 1 batch, 1 thread, 1 token), not
+// "1 windows".
+func TestReportSingular(t *testing.T) {
+	dir := t.TempDir()
+	hello, h := filepath.Join(dir, "hello.txt"), filepath.Join(dir, "h.txt")
+	os.WriteFile(hello, []byte("hello"), 0o644)
+	os.WriteFile(h, []byte("h"), 0o644)
+	code, out, errs := zoo(t, "run", "vanilla.tiny", "--input", hello, "--threads", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"input     " + hello + ": 5 tokens in 1 window of ≤512, 1 batch\n", ", 1 thread; "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run report lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errs := zoo(t, "tokenize", "--input", h); code != 0 || errs != "zoo: 1 token (bytes, vocabulary 257)\n" {
+		t.Errorf("tokenize of one byte: exit %d, stderr %q", code, errs)
+	}
+}

@@ -55,7 +55,7 @@ func compareCommand() *cli.Command {
 			&cli.Float64Flag{Name: "holdout", Value: compareHoldout, Usage: "without --eval: the share `X` of --input's bytes, from its end, held out for evaluation"},
 			&cli.IntFlag{Name: "steps", Value: 1000, Usage: "optimizer steps `N` per variant"},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per step"},
-			&cli.IntFlag{Name: "window", Usage: "tokens per window (default: min(512, the smallest max_len of the variants))"},
+			&cli.IntFlag{Name: "window", Usage: "tokens per window (0: min(512, the smallest max_len of the variants))"},
 			&cli.StringFlag{Name: "objective", Value: objectiveMLM, Usage: "mlm (masked tokens, BERT's 15 % with 80/10/10) or clm (next token; turns causal on)"},
 		}, optimizerFlags(), []cli.Flag{
 			&cli.BoolFlag{Name: "shuffle", Usage: "visit the windows in a seeded random order"},
@@ -285,16 +285,15 @@ func compareOne(c *cli.Context, p comparePlan, data trainData, seqs []int, reps,
 		// compare keeps no checkpoint: the trained weights live on in the inference build.
 		save: func(int) error { return nil },
 	}
-	bar := trainBar(c.App.ErrWriter, st.Steps, 0)
+	bar := trainBar(c.App.ErrWriter, fmt.Sprintf("compare %s %s: ", which, p.name), st.Steps, 0)
 	if bar != nil {
 		loop.progress = func(k int, loss, _, tps float64, _ time.Duration) {
-			_ = bar.Set(k)
-			bar.Describe(fmt.Sprintf("compare %s %s: step %d/%d loss %.4f %.0f tok/s", which, p.name, k, st.Steps, loss, tps))
+			bar.update(k, fmt.Sprintf("loss %.4f %.0f tok/s", loss, tps))
 		}
 	}
 	runErr := loop.run(ctx, 0, st.Steps)
 	if bar != nil {
-		_ = bar.Finish()
+		bar.finish()
 	}
 	if runErr != nil {
 		return r, fmt.Errorf("compare %s: %w", p.name, runErr)

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	zooroot "github.com/zoo-dev/zoo"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
@@ -34,7 +35,7 @@ func embedCommand() *cli.Command {
 			&cli.StringFlag{Name: "pool", Value: string(zooroot.PoolMean), Usage: "mean (over real tokens) or cls (the first token)"},
 			&cli.BoolFlag{Name: "normalize", Usage: "L2-normalise the embeddings"},
 			&cli.BoolFlag{Name: "truncate", Usage: "cut a line longer than the window to its first window instead of refusing it"},
-			&cli.IntFlag{Name: "window", Usage: "tokens per line at most, special tokens included (default: min(512, the model's maximum length))"},
+			&cli.IntFlag{Name: "window", Usage: "tokens per line at most, special tokens included (0: min(512, the model's maximum length))"},
 			&cli.IntFlag{Name: "batch", Value: 32, Usage: "lines per batch"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
 			flagPrecision(), flagBackend, flagJSON,
@@ -51,7 +52,7 @@ func embedAction(c *cli.Context) error {
 	if ext := strings.ToLower(filepath.Ext(outPath)); outPath != "" && ext != ".npy" && ext != ".json" && ext != ".safetensors" {
 		return badInputf("output %s: unknown format %q; use .npy, .safetensors or .json", outPath, ext)
 	}
-	in, _, err := openInput(inPath, c.App.Reader)
+	inPath, in, _, err := openInput(inPath, c.App.Reader, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
@@ -127,11 +128,7 @@ func writeEmbeddings(w io.Writer, path string, asJSON bool, model string, vecs [
 	if asJSON {
 		return json.NewEncoder(w).Encode(map[string]any{"model": model, "shape": t.Shape, "embeddings": vecs})
 	}
-	noun := "embeddings"
-	if len(vecs) == 1 {
-		noun = "embedding"
-	}
-	fmt.Fprintf(w, "%s: %d %s of %d\n", model, len(vecs), noun, d)
+	fmt.Fprintf(w, "%s: %s of %d\n", model, format.Plural(len(vecs), "embedding"), d)
 	if path != "" {
 		fmt.Fprintf(w, "wrote %s\n", path)
 	}

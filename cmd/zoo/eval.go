@@ -42,7 +42,7 @@ func evalCommand() *cli.Command {
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "held-out text `FILE`", Required: true},
 			flagObjective, flagLabelSmoothing,
-			&cli.IntFlag{Name: "window", Usage: "tokens per window (default: min(512, the model's maximum length))"},
+			&cli.IntFlag{Name: "window", Usage: "tokens per window (0: min(512, the model's maximum length))"},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per batch"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
 			flagPrecision(), flagBackend, flagJSON,
@@ -231,7 +231,7 @@ func logitsWidth(m *zooroot.Model) (int, error) {
 func printEvalReport(w io.Writer, r evalReport) {
 	fmt.Fprintf(w, "model          %s\n", r.Model)
 	fmt.Fprintf(w, "weights        %s\n", r.Weights)
-	fmt.Fprintf(w, "input          %s: %d windows of ≤%d, %s, %d tokens scored\n", r.Input, r.Windows, r.Window, r.Objective, r.Tokens)
+	fmt.Fprintf(w, "input          %s: %s of ≤%d, %s, %s scored\n", r.Input, format.Plural(r.Windows, "window"), r.Window, r.Objective, format.Plural(r.Tokens, "token"))
 	if r.LabelSmoothing > 0 {
 		fmt.Fprintf(w, "loss           %.6f (label smoothing %g)\n", r.Loss, r.LabelSmoothing)
 	} else {

@@ -32,7 +32,8 @@ func exportCommand() *cli.Command {
 				"zoo export vanilla.tiny --triton models --kserve deploy"),
 		Flags: append(variantFlags(), flagFromWeights, flagJSON,
 			&cli.BoolFlag{Name: "onnx", Usage: "write an ONNX model"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "ONNX `FILE`.onnx (default: NAME[.PRESET].onnx); with no name, the directory to write into (default: .)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "ONNX `FILE`.onnx; with no name, the directory to write into",
+				DefaultText: "NAME[.PRESET].onnx; with no name, the current directory"},
 			&cli.IntFlag{Name: "opset", Value: graph.DefaultOpset, Usage: fmt.Sprintf("ai.onnx opset (%d to %d), with --onnx", onnx.MinOpset, onnx.MaxOpset)},
 			&cli.StringFlag{Name: "weights", Usage: "write every parameter and buffer, by PyTorch state_dict name, to `FILE`.safetensors"},
 			&cli.StringFlag{Name: "triton", Usage: "write a Triton model repository into `DIR`: DIR/NAME/1/model.onnx and DIR/NAME/config.pbtxt (ONNX Runtime, dynamic batching)"},
@@ -70,10 +71,10 @@ func (r *exportReport) say(c *cli.Context, f exportFile) {
 		return
 	}
 	if f.Kind == "weights" {
-		fmt.Fprintf(c.App.Writer, "wrote %s (%d tensors, %s parameters)\n", f.Path, f.Tensors, format.HumanCount(f.Parameters))
+		fmt.Fprintf(c.App.Writer, "wrote %s (%s, %s parameters)\n", f.Path, format.Plural(f.Tensors, "tensor"), format.HumanCount(f.Parameters))
 		return
 	}
-	fmt.Fprintf(c.App.Writer, "wrote %s (%s, opset %d, %d nodes)\n", f.Path, format.HumanBytes(f.Bytes), f.Opset, f.Nodes)
+	fmt.Fprintf(c.App.Writer, "wrote %s (%s, opset %d, %s)\n", f.Path, format.HumanBytes(f.Bytes), f.Opset, format.Plural(f.Nodes, "node"))
 }
 
 func (r *exportReport) finish(c *cli.Context) error {

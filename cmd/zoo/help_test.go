@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -342,6 +343,76 @@ func TestEnvironmentRealProcess(t *testing.T) {
 		}
 		if code != c.code || stderr.String() != c.want || (code == 0) != (stdout.Len() > 0) {
 			t.Errorf("%v zoo list: exit %d, stderr %q, %d bytes on stdout; want exit %d and %q", c.env, code, stderr.String(), stdout.Len(), c.code, c.want)
+		}
+	}
+}
+
+// TestHelpFlagLines renders `zoo help VERB` (and `zoo help VERB SUB`) for every command and
+// checks each flag line: its value placeholder is an upper-case word (FILE, NAME, N,N,...,
+// KEY=VALUE, FILE.png; urfave/cli's own "value" where the usage names none), not text that
+// a backtick pair in the usage meant as a quote (`zoo backends`); and it states its default
+// at most once (a usage that says the default and a flag value printed again after it).
+func TestHelpFlagLines(t *testing.T) {
+	placeholder := regexp.MustCompile(`^(value|[A-Z][A-Z0-9_]*([=,.:\[\]]+[A-Z0-9_]*)*(\.[a-z]+)?)$`)
+	var walk func(cmds []*cli.Command, path []string)
+	checked := 0
+	walk = func(cmds []*cli.Command, path []string) {
+		for _, c := range cmds {
+			if c.Hidden {
+				continue
+			}
+			args := append(append([]string{"help"}, path...), c.Name)
+			code, out, errs := zoo(t, args...)
+			if code != 0 {
+				t.Errorf("zoo %s: exit %d, stderr %q", strings.Join(args, " "), code, errs)
+				continue
+			}
+			checkFlagLines(t, strings.Join(args[1:], " "), out, placeholder)
+			checked++
+			walk(c.Subcommands, append(path, c.Name))
+		}
+	}
+	walk(commands(), nil)
+	_, out, _ := zoo(t, "--help")
+	checkFlagLines(t, "zoo", out, placeholder)
+	if checked < len(commands()) {
+		t.Errorf("checked the help of %d commands, want at least %d", checked, len(commands()))
+	}
+	// The man page prints each flag's usage and default its own way (\fB--name\fP="": usage (default: X)).
+	_, page, _ := zoo(t, "man")
+	for _, line := range strings.Split(page, "\n") {
+		if strings.HasPrefix(line, `\fB-`) && strings.Count(strings.ToLower(line), "default:") > 1 {
+			t.Errorf("zoo man: flag line states its default twice:\n%s", line)
+		}
+	}
+}
+
+// checkFlagLines checks the OPTIONS lines of one help text (see TestHelpFlagLines).
+func checkFlagLines(t *testing.T, what, help string, placeholder *regexp.Regexp) {
+	t.Helper()
+	inOptions := false
+	for _, line := range strings.Split(help, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasSuffix(line, "OPTIONS:"):
+			inOptions = true
+			continue
+		case trimmed == "" || !strings.HasPrefix(line, " "):
+			inOptions = false
+		}
+		if !inOptions || !strings.HasPrefix(trimmed, "-") {
+			continue
+		}
+		// "--name PH, -n PH [ --name PH ]   usage": the names end at the first run of two spaces.
+		names, usage, _ := strings.Cut(trimmed, "  ")
+		names, _, _ = strings.Cut(names, " [ ")
+		for _, name := range strings.Split(names, ", ") {
+			if _, ph, ok := strings.Cut(name, " "); ok && !placeholder.MatchString(ph) {
+				t.Errorf("zoo help %s: flag %q: placeholder %q is not an upper-case word (a backtick pair in its usage?)\n%s", what, name, ph, line)
+			}
+		}
+		if n := strings.Count(strings.ToLower(usage), "default:"); n > 1 {
+			t.Errorf("zoo help %s: flag line states its default %d times:\n%s", what, n, line)
 		}
 	}
 }

@@ -118,7 +118,6 @@ func failed(err error) error {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	usageError := func(_ *cli.Context, err error, _ bool) error { return badInput(err) }
 	app := &cli.App{
 		Name:    "zoo",
 		Usage:   "run, compare, verify and ship Transformer encoder variants",
@@ -133,7 +132,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Flags:                  globalFlags(),
 		UseShortOptionHandling: true,
 		ExitErrHandler:         func(*cli.Context, error) {},
-		OnUsageError:           usageError,
+		OnUsageError:           flagUsageError,
 		Commands:               commands(),
 		Action:                 unknownCommandAction,
 	}
@@ -141,7 +140,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	setup = func(cmds []*cli.Command) {
 		for _, c := range cmds {
 			if c.OnUsageError == nil {
-				c.OnUsageError = usageError
+				c.OnUsageError = flagUsageError
 			}
 			if len(c.Subcommands) > 0 && c.Action == nil {
 				c.Action = unknownCommandAction
@@ -176,7 +175,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	app := newApp(stdout, s.stderr)
 	args, err := hoistCommonFlags(app, helpArgs(app, args))
 	if err == nil {
-		err = app.RunContext(s.ctx, reorderCommandArgs(app, args))
+		err = requiredFlagsError(app, args, app.RunContext(s.ctx, reorderCommandArgs(app, args)))
 	}
 	if code, ok := s.interrupted(); ok {
 		return code

@@ -20,7 +20,7 @@ var (
 	flagSeed     = &cli.Uint64Flag{Name: "seed", Value: 0, Usage: "seed of the deterministic weight initialisation"}
 	flagRegistry = &cli.StringFlag{Name: "registry", Usage: "extra registry `FILE` whose entries add to or override the built-in ones"}
 	flagJSON     = &cli.BoolFlag{Name: "json", Usage: "print the result as JSON on stdout"}
-	flagBackend  = &cli.StringFlag{Name: "backend", Usage: "backend to run on (see `zoo backends`); default: ZOO_BACKEND, then the fastest available"}
+	flagBackend  = &cli.StringFlag{Name: "backend", Usage: "backend `NAME` to run on (see zoo backends); default: ZOO_BACKEND, then the fastest available"}
 )
 
 // modelFlags are the flags of a verb that builds a model: variantFlags and --weights.

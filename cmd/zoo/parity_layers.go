@@ -104,7 +104,7 @@ func renderLayers(w io.Writer, layers, outputs []parity.Result, opts parity.Rend
 			parity.Report
 		}{layers, parity.NewReport(outputs, opts)})
 	}
-	fmt.Fprintf(w, "Per-layer comparison (%d values)\n", len(layers))
+	fmt.Fprintf(w, "Per-layer comparison (%s)\n", format.Plural(len(layers), "value"))
 	first := ""
 	for _, r := range layers {
 		verdict := "PASSED"

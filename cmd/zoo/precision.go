@@ -18,7 +18,7 @@ const precisionFlagName = "precision"
 // model shares (run, bench, parity, train, serve, eval, profile).
 func flagPrecision() cli.Flag {
 	return &cli.StringFlag{Name: precisionFlagName, Value: precisions[0],
-		Usage: "matrix products in `fp32|bf16`: fp32 is strict IEEE; bf16 rounds their inputs to bf16 and accumulates " +
+		Usage: "matrix products in `TYPE`, fp32 or bf16: fp32 is strict IEEE; bf16 rounds their inputs to bf16 and accumulates " +
 			"in fp32, the rest staying fp32 (needs the backend's bf16 path: see zoo backends)"}
 }
 

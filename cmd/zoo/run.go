@@ -43,13 +43,13 @@ func runCommand() *cli.Command {
 			examples("zoo run linformer --input text.txt", "zoo run model.onnx --input text.txt --pool mean --json",
 				"zoo run vit.onnx --input pixels.npy -o out.safetensors"),
 		Flags: append(modelFlags(),
-			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (any bytes), or arrays to feed: .npy, .npz, .safetensors", Required: true},
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` to encode (any bytes; - for stdin), or arrays to feed: .npy, .npz, .safetensors", Required: true},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write outputs to `FILE`.json, .npy or .safetensors"},
 			&cli.StringFlag{Name: "select", Usage: "output written to a .npy file (default: hidden, else embedding with --pool, else the only output; for array inputs the only output)"},
 			flagTokenizer, flagFeed,
 			&cli.StringFlag{Name: "pool", Value: string(zooroot.PoolNone), Usage: "sentence embeddings, output embedding (windows, d): mean (over real tokens), cls (the first token) or none"},
 			&cli.BoolFlag{Name: "normalize", Usage: "L2-normalise the pooled embeddings"},
-			&cli.IntFlag{Name: "window", Usage: "tokens per window (default: min(512, the model's maximum length))"},
+			&cli.IntFlag{Name: "window", Usage: "tokens per window (0: min(512, the model's maximum length))"},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per batch"},
 			&cli.IntFlag{Name: "max-windows", Usage: "stop after `N` windows (0: the whole input)"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
@@ -91,8 +91,8 @@ func runAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return badInputf("run: want one model name (see `zoo list`) or .onnx file, got %d arguments", c.NArg())
 	}
-	ref, inPath, outPath := c.Args().First(), c.String("input"), c.String("output")
-	in, size, err := openInput(inPath, c.App.Reader)
+	ref, outPath := c.Args().First(), c.String("output")
+	inPath, in, size, err := openInput(c.String("input"), c.App.Reader, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,11 @@ func runAction(c *cli.Context) error {
 		}
 	}
 	total := windowBound(enc, size, c.Int("max-windows"))
-	if err := enc.CheckMemory(min(enc.Batch(), total), int(min(size+2, int64(enc.Window())))); err != nil {
+	n := enc.Window()
+	if size >= 0 {
+		n = int(min(size+2, int64(n)))
+	}
+	if err := enc.CheckMemory(min(enc.Batch(), total), n); err != nil {
 		return err
 	}
 	t1 := time.Now()
@@ -161,33 +165,39 @@ func runAction(c *cli.Context) error {
 	return nil
 }
 
-// openInput opens run's --input: a file, or standard input for "-". A missing file, a
-// directory or an empty input is bad input; size is the file's (-1 for standard input).
-func openInput(path string, stdin io.Reader) (io.ReadCloser, int64, error) {
-	if path == "-" {
+// openInput opens run's --input: a file, or standard input for "-" (read as it comes, with
+// bounded memory, and named "stdin"). A missing file, a directory or an empty input is bad
+// input; size is the file's (-1 for standard input).
+func openInput(path string, stdin io.Reader, stderr io.Writer) (name string, in io.ReadCloser, size int64, err error) {
+	if path == stdinArg {
 		if stdin == nil {
 			stdin = os.Stdin
 		}
-		br := bufio.NewReader(stdin)
-		if _, err := br.Peek(1); err != nil {
-			return nil, 0, badInputf("input - (standard input) is empty: nothing to encode")
+		if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			fmt.Fprintln(stderr, "zoo: reading the input from the terminal; end it with Ctrl-D")
 		}
-		return io.NopCloser(br), -1, nil
+		br := bufio.NewReaderSize(stdin, 1<<16)
+		if _, err := br.Peek(1); err == io.EOF {
+			return "", nil, 0, badInputf("input %s is empty (0 bytes): nothing to encode", stdinName)
+		} else if err != nil {
+			return "", nil, 0, badInputf("input -: reading standard input: %w", err)
+		}
+		return stdinName, io.NopCloser(br), -1, nil
 	}
 	st, err := os.Stat(path)
 	switch {
 	case err != nil:
-		return nil, 0, badInputf("input %s: %w", path, errors.Unwrap(err))
+		return "", nil, 0, badInputf("input %s: %w", path, errors.Unwrap(err))
 	case st.IsDir():
-		return nil, 0, badInputf("input %s is a directory; give a text file", path)
+		return "", nil, 0, badInputf("input %s is a directory; give a text file", path)
 	case st.Size() == 0:
-		return nil, 0, badInputf("input %s is empty (0 bytes): nothing to encode", path)
+		return "", nil, 0, badInputf("input %s is empty (0 bytes): nothing to encode", path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, 0, badInputf("input %s: %w", path, err)
+		return "", nil, 0, badInputf("input %s: %w", path, err)
 	}
-	return f, st.Size(), nil
+	return path, f, st.Size(), nil
 }
 
 // runSink checks run's output flags and returns the sink of --output (nil for none).
@@ -352,9 +362,9 @@ func progress(w io.Writer, size int64, what string) *progressbar.ProgressBar {
 func printRunReport(w io.Writer, r runReport) {
 	fmt.Fprintf(w, "model     %s\n", r.Model)
 	fmt.Fprintf(w, "weights   %s\n", r.Weights)
-	fmt.Fprintf(w, "backend   %s (%s, %d threads; %s)\n", r.Backend, r.Level, r.Threads, r.Why)
+	fmt.Fprintf(w, "backend   %s (%s, %s; %s)\n", r.Backend, r.Level, format.Plural(r.Threads, "thread"), r.Why)
 	fmt.Fprintf(w, "precision %s\n", r.Precision)
-	fmt.Fprintf(w, "input     %s: %d tokens in %d windows of ≤%d, %d batches\n", r.Input, r.Tokens, r.Windows, r.Window, r.Batches)
+	fmt.Fprintf(w, "input     %s: %s in %s of ≤%d, %s\n", r.Input, format.Plural(r.Tokens, "token"), format.Plural(r.Windows, "window"), r.Window, format.Plural(r.Batches, "batch"))
 	fmt.Fprintf(w, "tokenizer %s\n", r.Tokenizer)
 	var feeds []string
 	for _, f := range r.Feeds {

@@ -240,7 +240,7 @@ func writeArraysJSON(w io.Writer, arrays []tensorio.Named, meta map[string]strin
 func printTensorRunReport(w io.Writer, r tensorRunReport) {
 	fmt.Fprintf(w, "model     %s\n", r.Model)
 	fmt.Fprintf(w, "weights   %s\n", r.Weights)
-	fmt.Fprintf(w, "backend   %s (%s, %d threads; %s)\n", r.Backend, r.Level, r.Threads, r.Why)
+	fmt.Fprintf(w, "backend   %s (%s, %s; %s)\n", r.Backend, r.Level, format.Plural(r.Threads, "thread"), r.Why)
 	fmt.Fprintf(w, "precision %s\n", r.Precision)
 	var ins []string
 	for _, f := range r.Inputs {

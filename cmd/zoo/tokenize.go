@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
@@ -100,7 +101,7 @@ func tokenizeAction(c *cli.Context) error {
 	if err := w.Flush(); err != nil {
 		return failed(fmt.Errorf("write output: %w", err))
 	}
-	fmt.Fprintf(c.App.ErrWriter, "zoo: %d tokens (%s, vocabulary %d)\n", n, tok.Kind(), tok.VocabSize())
+	fmt.Fprintf(c.App.ErrWriter, "zoo: %s (%s, vocabulary %d)\n", format.Plural(n, "token"), tok.Kind(), tok.VocabSize())
 	return nil
 }
 

@@ -59,7 +59,7 @@ func trainCommand() *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the trained state_dict to `FILE`.safetensors (and the optimizer state to FILE.optim.safetensors)"},
 			&cli.IntFlag{Name: "steps", Value: 1000, Usage: "optimizer steps `N` in all (a resumed run counts the steps already taken)"},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per step"},
-			&cli.IntFlag{Name: "window", Usage: "tokens per window (default: min(512, the model's maximum length))"},
+			&cli.IntFlag{Name: "window", Usage: "tokens per window (0: min(512, the model's maximum length))"},
 			&cli.StringFlag{Name: "objective", Value: objectiveMLM, Usage: "mlm (masked tokens, BERT's 15 % with 80/10/10) or clm (next token within each window; turns causal on)"},
 		}, optimizerFlags(), []cli.Flag{
 			&cli.IntFlag{Name: "save-every", Usage: "also write the checkpoint every `N` steps (0: only at the end)"},
@@ -379,12 +379,11 @@ func trainAction(c *cli.Context) error {
 	if rs != nil && filepath.Clean(resume) == filepath.Clean(outPath) {
 		loop.lastSaved = from
 	}
-	bar := trainBar(c.App.ErrWriter, st.Steps, from)
+	bar := trainBar(c.App.ErrWriter, "", st.Steps, from)
 	if bar != nil {
 		loop.progress = func(k int, loss, lr, tps float64, elapsed time.Duration) {
 			eta := time.Duration(float64(elapsed) / float64(k-from) * float64(st.Steps-k)).Round(time.Second)
-			_ = bar.Set(k)
-			bar.Describe(fmt.Sprintf("step %d/%d loss %.4f lr %.3g %.0f tok/s ETA %s", k, st.Steps, loss, lr, tps, eta))
+			bar.update(k, fmt.Sprintf("loss %.4f lr %.3g %.0f tok/s ETA %s", loss, lr, tps, eta))
 		}
 	}
 	if s, err := sessionOf(c.Context); err == nil {
@@ -392,7 +391,7 @@ func trainAction(c *cli.Context) error {
 	}
 	runErr := loop.run(c.Context, from, st.Steps)
 	if bar != nil {
-		_ = bar.Finish()
+		bar.finish()
 	}
 	var stop *stoppedError
 	if errors.As(runErr, &stop) {
@@ -448,8 +447,8 @@ func trainAction(c *cli.Context) error {
 // trainSummary is the one line zoo train prints when it is done.
 func trainSummary(r trainReport) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "trained %s (%s, %s, %s params) steps %d–%d of %d on %s (%s, %d threads, %s)", r.Model, r.Objective, r.Optimizer,
-		format.HumanCount(int64(r.Params)), r.StartStep+1, r.Steps, r.Steps, r.Backend, r.Level, r.Threads, r.Precision)
+	fmt.Fprintf(&b, "trained %s (%s, %s, %s params) steps %d–%d of %d on %s (%s, %s, %s)", r.Model, r.Objective, r.Optimizer,
+		format.HumanCount(int64(r.Params)), r.StartStep+1, r.Steps, r.Steps, r.Backend, r.Level, format.Plural(r.Threads, "thread"), r.Precision)
 	if r.FirstLoss != nil && r.FinalLoss != nil {
 		fmt.Fprintf(&b, ": loss %.4f → %.4f", *r.FirstLoss, *r.FinalLoss)
 	}
@@ -478,18 +477,59 @@ func checkTextFile(flag, path string) error {
 	return nil
 }
 
-// trainBar returns a step progress bar on w when w is a terminal, else nil.
-func trainBar(w io.Writer, steps, from int) *progressbar.ProgressBar {
+// trainBar returns a step progress bar on w when w is a terminal, else nil. prefix starts its
+// line ("" for zoo train, "compare clm vanilla.tiny: " for zoo compare).
+func trainBar(w io.Writer, prefix string, steps, from int) *stepBar {
 	f, ok := underlying(w).(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	bar := progressbar.NewOptions(steps, progressbar.OptionSetWriter(w), progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(false), progressbar.OptionFullWidth(),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }), progressbar.OptionClearOnFinish())
-	_ = bar.Set(from)
-	return bar
+	return newStepBar(w, prefix, steps, from)
 }
+
+// stepBarInterval is the least time between two redraws of a stepBar (a variable for tests).
+var stepBarInterval = 100 * time.Millisecond
+
+// stepBar is the progress line of a training loop: "step 3/15 loss 5.1234 … 20% |██    |".
+// The step count is written once, in the description: the bar shows no counter of its own
+// (it repeated the count, and disagreed with it whenever the bar redrew between setting the
+// step and describing it). update sets both, then redraws: at most every stepBarInterval,
+// and always for the last step.
+type stepBar struct {
+	bar    *progressbar.ProgressBar
+	prefix string
+	steps  int
+	drawn  time.Time
+}
+
+func newStepBar(w io.Writer, prefix string, steps, from int) *stepBar {
+	b := &stepBar{prefix: prefix, steps: steps}
+	b.bar = progressbar.NewOptions(steps, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(b.describe(from, "")),
+		progressbar.OptionSetPredictTime(false), progressbar.OptionFullWidth(),
+		progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }), progressbar.OptionClearOnFinish())
+	_ = b.bar.Set(from)
+	b.drawn = time.Now()
+	return b
+}
+
+func (b *stepBar) describe(step int, detail string) string {
+	return strings.TrimSpace(fmt.Sprintf("%sstep %d/%d %s", b.prefix, step, b.steps, detail))
+}
+
+// update shows step (done of b.steps) and detail (loss, rate, ...) on the line.
+func (b *stepBar) update(step int, detail string) {
+	if step < b.steps && time.Since(b.drawn) < stepBarInterval {
+		return
+	}
+	b.drawn = time.Now()
+	// progressbar draws on each call, so the line is drawn with the new description and the
+	// old step, then at once with both new.
+	b.bar.Describe(b.describe(step, detail))
+	_ = b.bar.Set(step)
+}
+
+// finish ends the line.
+func (b *stepBar) finish() { _ = b.bar.Finish() }
 
 // resumeState is a checkpoint read for --resume.
 type resumeState struct {

@@ -78,14 +78,14 @@ func (r *Renderer) Begin(d *Doc) error {
 		return nil
 	}
 	m := d.Machine
-	fmt.Fprintf(r.w, "zoo %s, %s, %s/%s, %s (%d cores)\n", m.ZooVersion, m.GoVersion, m.OS, m.Arch, m.CPU, m.Cores)
+	fmt.Fprintf(r.w, "zoo %s, %s, %s/%s, %s (%s)\n", m.ZooVersion, m.GoVersion, m.OS, m.Arch, m.CPU, format.Plural(m.Cores, "core"))
 	for _, b := range m.Backends {
 		prec := ""
 		if b.Precision != "" {
 			prec = ", precision " + b.Precision
 		}
-		fmt.Fprintf(r.w, "backend %s: %s, %d threads%s; measured SGEMM peak %.1f GFLOP/s (%d×%d×%d MatMul, best of 5: %.2f ms)\n",
-			b.Name, b.Level, b.Threads, prec, b.PeakGFLOPS, b.PeakSize, b.PeakSize, b.PeakSize, b.PeakMS)
+		fmt.Fprintf(r.w, "backend %s: %s, %s%s; measured SGEMM peak %.1f GFLOP/s (%d×%d×%d MatMul, best of 5: %.2f ms)\n",
+			b.Name, b.Level, format.Plural(b.Threads, "thread"), prec, b.PeakGFLOPS, b.PeakSize, b.PeakSize, b.PeakSize, b.PeakMS)
 	}
 	if m.ONNXRuntime != "" {
 		fmt.Fprintf(r.w, "against onnxruntime %s (same threads; zoo runs the same exported graph); zoo/ORT = median over interleaved pairs of ORT time / zoo time\n", m.ONNXRuntime)
@@ -212,10 +212,11 @@ func (r *Renderer) End(d *Doc) error {
 	for _, s := range d.Skipped {
 		fmt.Fprintf(w, "note: %s batch %d n=%d skipped: %s\n", s.Variant, s.Batch, s.N, s.Reason)
 	}
-	fmt.Fprintf(w, "ms: mean ± sample stddev of one run's wall time over %d repetitions after %d warm-up runs; tokens/s = batch·n / mean;\n"+
+	fmt.Fprintf(w, "ms: mean ± sample stddev of one run's wall time over %s after %s; tokens/s = batch·n / mean;\n"+
 		"GFLOP/s: the graph's FLOPs (as `zoo show` counts them) / mean; %% SGEMM peak: of the best SGEMM peak measured up to the row.\n"+
 		"mem: peak RSS growth during the row's runs (VmHWM after − VmRSS before; free memory returned to the OS and the peak\n"+
-		"mark reset first): Go heap with uncollected garbage, C memory, stacks; the compiled weights are not counted.\n", r.lay.Reps, r.lay.Warmup)
+		"mark reset first): Go heap with uncollected garbage, C memory, stacks; the compiled weights are not counted.\n",
+		format.Plural(r.lay.Reps, "repetition"), format.Plural(r.lay.Warmup, "warm-up run"))
 	return nil
 }
 

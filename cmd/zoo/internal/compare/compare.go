@@ -143,8 +143,8 @@ func (t *Table) Begin(s Setup) {
 
 // SetupLine describes the shared budget in one line.
 func SetupLine(s Setup) string {
-	return fmt.Sprintf("zoo compare: %s, %d steps × batch %d × window %d, %s lr %g (%s, warm-up %d), seed %d; held out: %s; %s (%s, %d threads)",
-		s.Objective, s.Steps, s.Batch, s.Window, s.Optimizer, s.LR, s.Schedule, s.Warmup, s.Seed, s.Eval, s.Backend, s.Level, s.Threads)
+	return fmt.Sprintf("zoo compare: %s, %s × batch %d × window %d, %s lr %g (%s, warm-up %d), seed %d; held out: %s; %s (%s, %s)",
+		s.Objective, format.Plural(s.Steps, "step"), s.Batch, s.Window, s.Optimizer, s.LR, s.Schedule, s.Warmup, s.Seed, s.Eval, s.Backend, s.Level, format.Plural(s.Threads, "thread"))
 }
 
 // Row prints one variant's line.
@@ -165,9 +165,9 @@ func (t *Table) End(results []Result, s Setup) {
 func Legend(s Setup) string {
 	return fmt.Sprintf("TRAIN TOK/S: tokens of the training batches / time in training steps. EVAL LOSS: mean cross-entropy (nats) of the\n"+
 		"held-out text after the last step; BITS/BYTE: its plain cross-entropy in bits per byte (ln 257 = %.4f nats is chance).\n"+
-		"MS@n, MEM@n: inference of the trained model at batch 1 and length n, as `zoo bench` measures it (%d reps after %d warm-up;\n"+
+		"MS@n, MEM@n: inference of the trained model at batch 1 and length n, as `zoo bench` measures it (%s after %s;\n"+
 		"mem = peak RSS growth during the runs). K TIME, K MEM: least-squares slope of log time (log mem) against log n.",
-		math.Log(257), s.Reps, s.InferWarmup)
+		math.Log(257), format.Plural(s.Reps, "rep"), format.Plural(s.InferWarmup, "warm-up run"))
 }
 
 // Cells formats one variant's table cells, in the order of the header.

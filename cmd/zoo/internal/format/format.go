@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -41,6 +42,31 @@ func HumanBytes(n int64) string {
 		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// Plural returns n followed by noun, in the plural unless n is 1: Plural(1, "window") is
+// "1 window", Plural(3, "batch") "3 batches", Plural(0, "warm-up run") "0 warm-up runs". The
+// last word takes the regular English plural (-es after s, x, z, ch and sh; -ies for a y after
+// a consonant; else -s), which every count zoo prints needs; nouns with another plural are
+// not for this function.
+func Plural[N ~int | ~int32 | ~int64 | ~uint | ~uint32 | ~uint64](n N, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %s", n, plural(noun))
+}
+
+func plural(noun string) string {
+	switch {
+	case noun == "":
+		return noun
+	case strings.HasSuffix(noun, "s"), strings.HasSuffix(noun, "x"), strings.HasSuffix(noun, "z"),
+		strings.HasSuffix(noun, "ch"), strings.HasSuffix(noun, "sh"):
+		return noun + "es"
+	case len(noun) > 1 && noun[len(noun)-1] == 'y' && !strings.ContainsRune("aeiou", rune(noun[len(noun)-2])):
+		return noun[:len(noun)-1] + "ies"
+	}
+	return noun + "s"
 }
 
 // MS returns d in milliseconds with microsecond resolution (reports print it as a float).

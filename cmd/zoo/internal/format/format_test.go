@@ -56,3 +56,37 @@ func TestWriteJSON(t *testing.T) {
 		t.Error("WriteJSON of a func: want an error")
 	}
 }
+
+func TestPlural(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		noun string
+		want string
+	}{
+		{1, "window", "1 window"},
+		{0, "window", "0 windows"},
+		{6, "window", "6 windows"},
+		{1, "batch", "1 batch"},
+		{2, "batch", "2 batches"},
+		{1, "warm-up run", "1 warm-up run"},
+		{3, "warm-up run", "3 warm-up runs"},
+		{2, "repetition", "2 repetitions"},
+		{-1, "step", "-1 steps"},
+		{2, "pass", "2 passes"},
+		{2, "box", "2 boxes"},
+		{2, "mesh", "2 meshes"},
+		{2, "entry", "2 entries"},
+		{2, "day", "2 days"},
+		{1, "thread", "1 thread"},
+	} {
+		if got := Plural(c.n, c.noun); got != c.want {
+			t.Errorf("Plural(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
+		}
+	}
+	if got := Plural(int64(1), "token"); got != "1 token" {
+		t.Errorf("Plural(int64(1), token) = %q", got)
+	}
+	if got := Plural(uint64(592), "token"); got != "592 tokens" {
+		t.Errorf("Plural(uint64(592), token) = %q", got)
+	}
+}
