@@ -15,7 +15,7 @@ import (
 // same build, layout, backend and step program) on b windows of n tokens of the sample
 // text, and profiles the step program on step 1's batch. The optimizer is built but never
 // steps, so every profiled run sees the initial weights.
-func profileTrain(c *cli.Context, ref string, b, n int, prec string) error {
+func profileTrain(c *cli.Context, ref string, b, n int, prec string, po profileOutput) error {
 	if zooroot.IsONNXPath(ref) {
 		return badInputf("profile --train: %s is an ONNX file; zoo trains its variants (see `zoo list`), whose parameters it knows by name", ref)
 	}
@@ -50,12 +50,12 @@ func profileTrain(c *cli.Context, ref string, b, n int, prec string) error {
 		return failed(fmt.Errorf("the first batch of %s: %w", job.model.Name(), err))
 	}
 	defer done()
-	runs, err := profileRuns(c, eng.step_, profiler, eng.feed)
+	runs, err := profileRuns(c.Context, po, eng.step_, profiler, eng.feed)
 	if err != nil {
 		return failed(fmt.Errorf("the training step of %s on %s: %w", job.model.Name(), job.choice.Backend.Name(), err))
 	}
 	rep := profileReport{Model: job.model.Name(), Weights: job.model.Weights(), Train: true, Backend: job.choice.Backend.Name(),
 		Level: job.choice.Probe.Level, Threads: job.choice.Probe.Threads, Precision: reportedPrecision(job.choice.Backend.Name(), prec),
 		Batch: batch.B, N: batch.N}
-	return reportProfile(c, &rep, runs, eng.stepGraph, eng.stepShapes(batch.B, batch.N), eng.step_)
+	return reportProfile(po, &rep, runs, eng.stepGraph, eng.stepShapes(batch.B, batch.N), eng.step_)
 }
