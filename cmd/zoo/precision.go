@@ -26,7 +26,7 @@ func flagPrecision() cli.Flag {
 // --precision was not given, so the backend keeps its default (fp32; on cuda
 // ZOO_CUDA_PRECISION may set another), else "fp32" or "bf16" (case and surrounding space
 // ignored). Any other value is bad input (exit 2), naming the values.
-func precisionOf(c *cli.Context) (string, error) {
+func precisionOf(c flags) (string, error) {
 	if !c.IsSet(precisionFlagName) {
 		return "", nil
 	}

@@ -151,7 +151,7 @@ func profileAction(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("train") {
-		return profileTrain(c, ref, b, n, prec, po)
+		return profileTrain(c.Context, c, ref, b, n, prec, po)
 	}
 	if c.Bool(flagCheckpointActivations.Name) {
 		return badInputf("--checkpoint-activations changes only a training step; add --train")
