@@ -131,7 +131,8 @@ const (
 func OptionNames() []string {
 	return []string{optSteps, optBatch, optWindow, optShuffle, optObjective, optOptimizer, optLR, optWeightDecay, optEps,
 		optBetas, optMomentum, optWarmup, optSchedule, optLabelSmoothing, optClip, optPrecision, optSeed, optThreads,
-		optEvalEvery, optSaveEvery, optCheckpointActivations, optOutput, optResume, optTrain, optHeld}
+		optEvalEvery, optSaveEvery, optCheckpointActivations, optOutput, optResume, optTrain, optHeld,
+		optEvalObjective, optEvalLabelSmoothing, optEvalWindow, optEvalBatch, optEvalSeed, optEvalThreads, optEvalPrecision}
 }
 
 // Validate checks the settings that need no model; the error, an *zoo.InputError, names the

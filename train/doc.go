@@ -18,9 +18,9 @@
 // it, the optimizer's moments and step count; Config.Resume continues such a checkpoint
 // (ReadCheckpoint, Checkpoint.Continue) so that its losses equal an uninterrupted run's bit
 // for bit. Run stops when its context ends, saving the last finished step first
-// (*StoppedError).
+// (*StoppedError). Evaluate scores any model, a variant or an .onnx file, on a text.
 //
 // Errors the caller can fix are *zoo.InputError naming the option at fault (Config.Batch,
-// Data.Train, or package zoo's LoadOptions.X); OptionNames lists them.
+// Data.Train, EvalConfig.Window, or package zoo's LoadOptions.X); OptionNames lists them.
 // The package never prints, never exits and reads no flags.
 package train

@@ -11,9 +11,35 @@ import (
 	"github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/train"
 	"github.com/zoo-dev/zoo/zoo/optim"
+	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 const corpus = "../examples/corpus/kjv-ruth.txt"
+
+// TestEvalHook: clm turns causal on, and names a variant that has no causal hyperparameter
+// and a Set that turns it off; mlm leaves the config alone.
+func TestEvalHook(t *testing.T) {
+	with := variant.Description{Name: "v", Params: []variant.Param{{Name: "causal", Kind: variant.KindBool, Default: false}}}
+	without := variant.Description{Name: "w"}
+	for _, tc := range []struct {
+		d      variant.Description
+		obj    string
+		set    map[string]string
+		causal any
+		err    string
+	}{
+		{with, train.CLM, nil, true, ""},
+		{without, train.CLM, nil, false, "w has no causal hyperparameter, which EvalConfig.Objective clm needs"},
+		{with, train.CLM, map[string]string{"causal": "false"}, false, "EvalConfig.Objective clm needs causal=true; drop LoadOptions.Set causal=false"},
+		{without, train.MLM, nil, false, ""},
+	} {
+		cfg := variant.Config{"causal": false}
+		err := train.EvalHook(tc.obj, tc.set)(tc.d, cfg)
+		if (err == nil) != (tc.err == "") || (err != nil && (!strings.Contains(err.Error(), tc.err) || !zoo.IsInput(err))) || cfg["causal"] != tc.causal {
+			t.Errorf("%s on %s with %v: %v, config %v; want %q and causal %v", tc.obj, tc.d.Name, tc.set, err, cfg, tc.err, tc.causal)
+		}
+	}
+}
 
 // TestLoadCLM: Load turns causal on for clm, refuses a variant that cannot hide later
 // positions and an .onnx file, and New refuses clm on a model that is not causal.
@@ -159,5 +185,27 @@ func TestResumeBitExact(t *testing.T) {
 	var ie *zoo.InputError
 	if _, err := train.New(ctx, m, data, changed); !errors.As(err, &ie) || ie.Option != "Config.LR" {
 		t.Errorf("a changed learning rate: %v", err)
+	}
+}
+
+// TestEvaluate scores the tiny encoder's seed weights on a text: about ln 257 nats per
+// token, and bits per byte that are that loss in bits (one token per byte).
+func TestEvaluate(t *testing.T) {
+	ctx := context.Background()
+	m, err := zoo.Load(ctx, "vanilla.tiny", zoo.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	r, err := train.Evaluate(ctx, m, train.File(corpus), train.EvalConfig{Objective: train.MLM, Window: 128, Batch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Window != 128 || r.Tokens == 0 || math.Abs(r.Loss-math.Log(257)) > 1.5 || math.Abs(r.BitsPerByte-r.Loss/math.Ln2) > 1e-9 {
+		t.Errorf("%+v", r)
+	}
+	_, err = train.Evaluate(ctx, m, train.File(corpus), train.EvalConfig{Objective: train.CLM, Batch: 4})
+	if !zoo.IsInput(err) || !strings.Contains(err.Error(), "EvalConfig.Objective clm needs") {
+		t.Errorf("clm on a model built without causal: %v", err)
 	}
 }

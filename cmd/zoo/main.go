@@ -86,7 +86,8 @@ func badInput(err error) error {
 
 // optionFlagNames pairs the libraries' option names with the flags that set them, for
 // messages: package zoo names an option as LoadOptions.X or EncoderOptions.X, package train
-// as Config.X or Data.X, the CLI by its flag.
+// as Config.X, Data.X or EvalConfig.X, the CLI by its flag. EvalConfig.X comes before
+// Config.X, which its name contains.
 var optionFlagNames = []string{
 	"LoadOptions.Preset", "--preset", "LoadOptions.Set", "--set", "LoadOptions.Seed", "--seed",
 	"LoadOptions.Weights", "--weights", "LoadOptions.Tokenizer", "--tokenizer", "LoadOptions.Backend", "--backend",
@@ -94,6 +95,8 @@ var optionFlagNames = []string{
 	"EncoderOptions.Feeds", "--feed", "EncoderOptions.Pool", "--pool", "EncoderOptions.Normalize", "--normalize",
 	"EncoderOptions.Window", "--window", "EncoderOptions.Batch", "--batch", "EncoderOptions.Truncate", "--truncate",
 	"EncoderOptions.MaxWindows", "--max-windows",
+	"EvalConfig.Objective", "--objective", "EvalConfig.LabelSmoothing", "--label-smoothing", "EvalConfig.Window", "--window",
+	"EvalConfig.Batch", "--batch", "EvalConfig.Seed", "--seed", "EvalConfig.Threads", "--threads", "EvalConfig.Precision", "--precision",
 	"Config.Steps", "--steps", "Config.Batch", "--batch", "Config.Window", "--window", "Config.Shuffle", "--shuffle",
 	"Config.Objective", "--objective", "Config.Optimizer", "--optimizer", "Config.LR", "--lr", "Config.WeightDecay", "--weight-decay",
 	"Config.Eps", "--eps", "Config.Betas", "--betas", "Config.Momentum", "--momentum", "Config.Warmup", "--warmup",

@@ -495,4 +495,7 @@ func TestTrainOptionsRenderAsFlags(t *testing.T) {
 			t.Errorf("%s renders as %q (flagOf %q): want a flag some command defines", opt, got, flagOf(opt))
 		}
 	}
+	if got := flagNames("EvalConfig.Batch and Config.Batch"); got != "--batch and --batch" {
+		t.Errorf("EvalConfig.Batch and Config.Batch render as %q", got)
+	}
 }
