@@ -62,6 +62,8 @@ func TestLayers(t *testing.T) {
 			skip: []string{"plugin/conformance", "plugin/plugintest"}},
 		// A variant never imports a backend. Their parity helpers (test-only) run the CPU backend.
 		{pattern: "./variants/...", never: []string{"backends", "cmd"}, skip: []string{"variants/internal/paritytest"}},
+		// Training is a library: the CLI calls it, never the other way round.
+		{pattern: "./train/...", never: []string{"cmd"}},
 	}
 	for _, r := range rules {
 		for pkg, ds := range deps(t, ".", r.pattern) {
