@@ -85,15 +85,41 @@ func badInput(err error) error {
 	return &exitError{code: 2, err: err}
 }
 
-// optionFlags are the flags that set the library's options, for messages: the library names
-// an option as LoadOptions.X or EncoderOptions.X, the CLI by its flag.
-var optionFlags = strings.NewReplacer(
+// optionFlagNames pairs the libraries' option names with the flags that set them, for
+// messages: package zoo names an option as LoadOptions.X or EncoderOptions.X, package train
+// as Config.X, Data.X or EvalConfig.X, the CLI by its flag. EvalConfig.X comes before
+// Config.X, which its name contains.
+var optionFlagNames = []string{
 	"LoadOptions.Preset", "--preset", "LoadOptions.Set", "--set", "LoadOptions.Seed", "--seed",
 	"LoadOptions.Weights", "--weights", "LoadOptions.Tokenizer", "--tokenizer", "LoadOptions.Backend", "--backend",
 	"LoadOptions.Precision", "--precision", "LoadOptions.Threads", "--threads", "LoadOptions.Registries", "--registry",
 	"EncoderOptions.Feeds", "--feed", "EncoderOptions.Pool", "--pool", "EncoderOptions.Normalize", "--normalize",
 	"EncoderOptions.Window", "--window", "EncoderOptions.Batch", "--batch", "EncoderOptions.Truncate", "--truncate",
-	"EncoderOptions.MaxWindows", "--max-windows")
+	"EncoderOptions.MaxWindows", "--max-windows",
+	"EvalConfig.Objective", "--objective", "EvalConfig.LabelSmoothing", "--label-smoothing", "EvalConfig.Window", "--window",
+	"EvalConfig.Batch", "--batch", "EvalConfig.Seed", "--seed", "EvalConfig.Threads", "--threads", "EvalConfig.Precision", "--precision",
+	"Config.Steps", "--steps", "Config.Batch", "--batch", "Config.Window", "--window", "Config.Shuffle", "--shuffle",
+	"Config.Objective", "--objective", "Config.Optimizer", "--optimizer", "Config.LR", "--lr", "Config.WeightDecay", "--weight-decay",
+	"Config.Eps", "--eps", "Config.Betas", "--betas", "Config.Momentum", "--momentum", "Config.Warmup", "--warmup",
+	"Config.Schedule", "--schedule", "Config.LabelSmoothing", "--label-smoothing", "Config.Clip", "--clip",
+	"Config.Precision", "--precision", "Config.Seed", "--seed", "Config.Threads", "--threads", "Config.EvalEvery", "--eval-every",
+	"Config.SaveEvery", "--save-every", "Config.CheckpointActivations", "--checkpoint-activations", "Config.Output", "-o",
+	"Config.Resume", "--resume", "Data.Train", "--input", "Data.Held", "--eval",
+}
+
+// optionFlags renders the option names in a message as flags.
+var optionFlags = strings.NewReplacer(optionFlagNames...)
+
+// flagOf returns the name of the flag that sets a library option ("Config.LR": "lr"), or ""
+// for an option no flag sets.
+func flagOf(option string) string {
+	for i := 0; i < len(optionFlagNames); i += 2 {
+		if optionFlagNames[i] == option {
+			return strings.TrimLeft(optionFlagNames[i+1], "-")
+		}
+	}
+	return ""
+}
 
 // flagNames renders the library's option names in s as the flags that set them.
 func flagNames(s string) string { return optionFlags.Replace(s) }

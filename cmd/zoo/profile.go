@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -136,8 +137,8 @@ func profileAction(c *cli.Context) error {
 	case warmup < 0 || top < 0 || c.Int("threads") < 0:
 		return badInputf("--warmup, --top and --threads must not be negative")
 	}
-	tracePath := c.String("trace")
-	if tracePath != "" {
+	po := profileOutput{w: c.App.Writer, reps: reps, warmup: warmup, top: top, threads: c.Int("threads"), trace: c.String("trace"), json: c.Bool(flagJSON.Name)}
+	if tracePath := po.trace; tracePath != "" {
 		if err := checkExtension("--trace", tracePath, ".json"); err != nil {
 			return badInput(err)
 		}
@@ -150,7 +151,7 @@ func profileAction(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("train") {
-		return profileTrain(c, ref, b, n, prec)
+		return profileTrain(c.Context, c, ref, b, n, prec, po)
 	}
 	if c.Bool(flagCheckpointActivations.Name) {
 		return badInputf("--checkpoint-activations changes only a training step; add --train")
@@ -173,7 +174,7 @@ func profileAction(c *cli.Context) error {
 	if err := zooroot.GuardMemory(m.Name(), m.Graph(), zooroot.MemoryRun{Batch: b, N: n, Shapes: plan.Shapes, BatchOption: "--batch", NOption: "--seq"}); err != nil {
 		return err
 	}
-	choice, prog, err := compileModel(m, backends.Options{Threads: c.Int("threads"), Precision: prec})
+	choice, prog, err := compileModel(m, backends.Options{Threads: po.threads, Precision: prec})
 	if err != nil {
 		return err
 	}
@@ -182,24 +183,32 @@ func profileAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	runs, err := profileRuns(c, prog, profiler, inputs)
+	runs, err := profileRuns(c.Context, po, prog, profiler, inputs)
 	if err != nil {
 		return failed(fmt.Errorf("run %s on %s: %w", m.Name(), choice.Backend.Name(), err))
 	}
 	rep := profileReport{Model: m.Name(), Weights: m.Weights(), Backend: choice.Backend.Name(), Level: choice.Probe.Level,
 		Threads: choice.Probe.Threads, Precision: reportedPrecision(choice.Backend.Name(), prec), Batch: b, N: n}
-	return reportProfile(c, &rep, runs, m.Graph(), plan.Shapes(b, n), prog)
+	return reportProfile(po, &rep, runs, m.Graph(), plan.Shapes(b, n), prog)
+}
+
+// profileOutput is what the flags say of the profiled runs and their report: --reps,
+// --warmup, --top, --threads, --trace and --json, and where the report goes.
+type profileOutput struct {
+	w                          io.Writer
+	reps, warmup, top, threads int
+	trace                      string
+	json                       bool
 }
 
 // profileRuns runs prog --warmup times untimed and then --reps times profiled on inputs.
-func profileRuns(c *cli.Context, prog backends.Program, profiler backends.Profiler, inputs map[string]*tensor.Tensor) ([]traceRun, error) {
-	ctx := c.Context
-	for i := 0; i < c.Int("warmup"); i++ {
+func profileRuns(ctx context.Context, po profileOutput, prog backends.Program, profiler backends.Profiler, inputs map[string]*tensor.Tensor) ([]traceRun, error) {
+	for i := 0; i < po.warmup; i++ {
 		if _, err := prog.Run(ctx, inputs); err != nil {
 			return nil, err
 		}
 	}
-	reps := c.Int("reps")
+	reps := po.reps
 	runs := make([]traceRun, 0, reps)
 	first := time.Now()
 	for i := 0; i < reps; i++ {
@@ -216,9 +225,9 @@ func profileRuns(c *cli.Context, prog backends.Program, profiler backends.Profil
 // reportProfile completes rep (filled up to its shape) from the profiled runs of prog, the
 // graph it was compiled from and that graph's input shapes, writes --trace and prints the
 // report (--json: as JSON).
-func reportProfile(c *cli.Context, rep *profileReport, runs []traceRun, g *graph.Graph, shapes map[string][]int, prog backends.Program) error {
-	rep.Reps, rep.Warmup, rep.Trace = c.Int("reps"), c.Int("warmup"), c.String("trace")
-	if t := c.Int("threads"); t > 0 && t < rep.Threads {
+func reportProfile(po profileOutput, rep *profileReport, runs []traceRun, g *graph.Graph, shapes map[string][]int, prog backends.Program) error {
+	rep.Reps, rep.Warmup, rep.Trace = po.reps, po.warmup, po.trace
+	if t := po.threads; t > 0 && t < rep.Threads {
 		rep.Threads = t
 	}
 	costs, err := newStepCosts(g, shapes)
@@ -242,10 +251,10 @@ func reportProfile(c *cli.Context, rep *profileReport, runs []traceRun, g *graph
 			return failed(fmt.Errorf("--trace: %w", err))
 		}
 	}
-	if c.Bool(flagJSON.Name) {
-		return format.WriteJSON(c.App.Writer, rep)
+	if po.json {
+		return format.WriteJSON(po.w, rep)
 	}
-	printProfile(c.App.Writer, *rep, c.Int("top"))
+	printProfile(po.w, *rep, po.top)
 	return nil
 }
 
