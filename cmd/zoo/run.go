@@ -22,6 +22,7 @@ import (
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/runout"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/variant"
@@ -119,9 +120,11 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	if sink != nil && strings.EqualFold(filepath.Ext(outPath), ".npy") {
-		if sink.only, err = selectOutput(m.Graph(), c.String("select"), enc.Pooling() != ""); err != nil {
+		only, err := selectOutput(m.Graph(), c.String("select"), enc.Pooling() != "")
+		if err != nil {
 			return badInput(err)
 		}
+		sink.Select(only)
 	}
 	total := windowBound(enc, size, c.Int("max-windows"))
 	n := enc.Window()
@@ -201,7 +204,7 @@ func openInput(path string, stdin io.Reader, stderr io.Writer) (name string, in 
 }
 
 // runSink checks run's output flags and returns the sink of --output (nil for none).
-func runSink(c flags, outPath string) (*stream, error) {
+func runSink(c flags, outPath string) (*runout.Stream, error) {
 	if c.IsSet("select") && !strings.EqualFold(filepath.Ext(outPath), ".npy") {
 		return nil, badInputf("--select applies to a .npy --output, which holds one output; .json and .safetensors files hold every output")
 	}
@@ -214,7 +217,7 @@ func runSink(c flags, outPath string) (*stream, error) {
 	if outPath == "" {
 		return nil, nil
 	}
-	sink, err := newSink(outPath, "")
+	sink, err := runout.New(outPath, "")
 	if err != nil {
 		return nil, badInput(err)
 	}
@@ -283,9 +286,9 @@ func newRunReport(m *zooroot.Model, enc *zooroot.Encoder, choice backends.Choice
 // add counts one batch and hands it to the sink, which it begins at the first batch: windows
 // are laid out at the longest window, which the first batch holds (every window but the last
 // is full), or at the inputs' static length.
-func (rep *runReport) add(b zooroot.Batch, sink *stream, enc *zooroot.Encoder) error {
+func (rep *runReport) add(b zooroot.Batch, sink *runout.Stream, enc *zooroot.Encoder) error {
 	if sink != nil && rep.Batches == 0 {
-		if err := sink.begin(*rep, b.Windows.N); err != nil {
+		if err := sink.Begin(rep.meta(), b.Windows.N); err != nil {
 			return badInput(err)
 		}
 	}
@@ -293,7 +296,7 @@ func (rep *runReport) add(b zooroot.Batch, sink *stream, enc *zooroot.Encoder) e
 		rep.Outputs[name] = t.Shape
 	}
 	if sink != nil {
-		if err := sink.add(b.Windows, b.Outputs); err != nil {
+		if err := sink.Add(b.Windows, b.Outputs); err != nil {
 			return failed(err)
 		}
 	}
@@ -305,20 +308,25 @@ func (rep *runReport) add(b zooroot.Batch, sink *stream, enc *zooroot.Encoder) e
 	return nil
 }
 
+// meta is what the run's output file records besides the arrays.
+func (rep *runReport) meta() runout.Meta {
+	return runout.Meta{Model: rep.Model, Backend: rep.Backend + " (" + rep.Level + ")", Tokenizer: rep.tokDoc, Seq: rep.seqOutputs}
+}
+
 // finish writes the sink's file and records it in the report.
-func (rep *runReport) finish(sink *stream, outPath string, window int) error {
-	defer sink.close()
+func (rep *runReport) finish(sink *runout.Stream, outPath string, window int) error {
+	defer sink.Close()
 	if rep.Batches == 0 {
-		if err := sink.begin(*rep, window); err != nil {
+		if err := sink.Begin(rep.meta(), window); err != nil {
 			return badInput(err)
 		}
 	}
-	written, err := sink.finish(outPath)
+	written, err := sink.Finish(outPath)
 	if err != nil {
 		return failed(err)
 	}
 	rep.Written = written
-	rep.Outputs = sink.shapes()
+	rep.Outputs = sink.Shapes()
 	return nil
 }
 
