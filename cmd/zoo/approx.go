@@ -104,7 +104,7 @@ func approxAction(c *cli.Context) error {
 	if !ok {
 		return badInputf("approx: no approximation of %s is known (variants: linformer, performer, nystrom, sparse, linear, vanilla); its attention is exact softmax attention or not an approximation of it", entry.Name)
 	}
-	text, err := readHead(c.String("input"), ntok)
+	text, err := format.ReadHead(c.String("input"), ntok)
 	if err != nil {
 		return badInput(err)
 	}
@@ -215,7 +215,7 @@ func approxValues(flag, variant string, n, block int) ([]int, error) {
 		return []int{0}, nil
 	}
 	if flag != "" {
-		vals, err := parseCounts("values", flag)
+		vals, err := format.ParseCounts("values", flag)
 		if variant == "sparse" && err != nil {
 			// a window of 0 blocks (the query's own block) is a valid point
 			vals = nil

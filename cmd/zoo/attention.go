@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -201,7 +200,7 @@ func attentionAction(c *cli.Context) error {
 	if ntok < 1 || c.Int("threads") < 0 {
 		return badInputf("--tokens must be at least 1 and --threads not negative (got %d, %d)", ntok, c.Int("threads"))
 	}
-	text, err := readHead(c.String("input"), ntok)
+	text, err := format.ReadHead(c.String("input"), ntok)
 	if err != nil {
 		return badInput(err)
 	}
@@ -321,27 +320,6 @@ func fitMaxLen(c *cli.Context, m *model, text []byte) ([]byte, error) {
 		return nil, badInputf("--tokens %d is longer than %s's maximum length %d (max_len)", c.Int("tokens"), m.displayName(), m.Config.Int(p))
 	}
 	return text[:m.Config.Int(p)], nil
-}
-
-// readHead returns the first n bytes of the file at path; an empty file or a directory is
-// an error naming it.
-func readHead(path string, n int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("input %s: %w", path, errors.Unwrap(err))
-	}
-	defer f.Close()
-	buf := make([]byte, n)
-	k, err := io.ReadFull(f, buf)
-	if k == 0 {
-		if err == io.EOF {
-			return nil, fmt.Errorf("input %s is empty (0 bytes): nothing to encode", path)
-		}
-		if err != nil && err != io.ErrUnexpectedEOF {
-			return nil, fmt.Errorf("input %s: %w", path, err)
-		}
-	}
-	return buf[:k], nil
 }
 
 // attentionSites finds each layer's attention softmax: the one Softmax node under the scope

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -17,6 +16,7 @@ import (
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/bench"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/internal/benchplot"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/onnx/ort"
@@ -65,19 +65,6 @@ func benchCommand() *cli.Command {
 	}
 }
 
-// parseCounts parses "1,8" into positive integers for flag.
-func parseCounts(flag, s string) ([]int, error) {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("--%s %q: want positive integers separated by commas", flag, s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
 // benchModel is a loaded model with what bench needs to feed and cost it.
 type benchModel struct {
 	*model
@@ -94,11 +81,11 @@ func benchAction(c *cli.Context) error {
 	if c.NArg() < 1 {
 		return badInputf("bench: want at least one model name (see `zoo list`)")
 	}
-	seqs, err := parseCounts("seq", c.String("seq"))
+	seqs, err := format.ParseCounts("seq", c.String("seq"))
 	if err != nil {
 		return badInput(err)
 	}
-	batches, err := parseCounts("batch", c.String("batch"))
+	batches, err := format.ParseCounts("batch", c.String("batch"))
 	if err != nil {
 		return badInput(err)
 	}

@@ -98,7 +98,7 @@ func compareAction(c *cli.Context) error {
 	if c.String("input") == "" {
 		return badInputf("compare: --input FILE is required (the text to train on)")
 	}
-	seqs, err := parseCounts("seq", c.String("seq"))
+	seqs, err := format.ParseCounts("seq", c.String("seq"))
 	if err != nil {
 		return badInput(err)
 	}

@@ -74,23 +74,11 @@ type showResult struct {
 	Meta       map[string]string `json:"-"`
 }
 
-func parseSeq(s string) ([]int, error) {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("--seq %q: want positive integers separated by commas", s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
 func showAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return badInputf("show: want one model name (see `zoo list`), got %d arguments", c.NArg())
 	}
-	seqs, err := parseSeq(c.String("seq"))
+	seqs, err := format.ParseCounts("seq", c.String("seq"))
 	if err != nil {
 		return badInput(err)
 	}
