@@ -19,6 +19,7 @@ import (
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/approx"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/variants/sparse"
+	"github.com/zoo-dev/zoo/zoo/attnmap"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
@@ -119,7 +120,7 @@ func approxAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if text, err = fitMaxLen(c, m, text); err != nil {
+	if text, err = fitMaxLen(text, m, ntok, c.IsSet("tokens")); err != nil {
 		return err
 	}
 	n := len(text)
@@ -258,7 +259,7 @@ func approxValues(flag, variant string, n, block int) ([]int, error) {
 // layer's attention softmax: the product it reads is Q·Kᵀ (Kᵀ a Transpose of K), and the
 // product that reads it multiplies by V.
 func vanillaQKV(c *cli.Context, m *model, text []byte) ([]headQKV, error) {
-	sites, err := attentionSites(m.Graph)
+	sites, err := attnmap.Sites(m.Graph)
 	if err != nil {
 		return nil, badInputf("approx: %s: %w", m.displayName(), err)
 	}
@@ -273,7 +274,7 @@ func vanillaQKV(c *cli.Context, m *model, text []byte) ([]headQKV, error) {
 	}
 	var keep []string
 	for _, s := range sites {
-		sm := producer[s.value]
+		sm := producer[s.Value]
 		x := sm.Inputs[0]
 		// Back through the score ops (scale, mask bias) to the product.
 		for producer[x] != nil && producer[x].Op != "MatMul" && (producer[x].Op == "Div" || producer[x].Op == "Mul" || producer[x].Op == "Add") {
@@ -281,16 +282,16 @@ func vanillaQKV(c *cli.Context, m *model, text []byte) ([]headQKV, error) {
 		}
 		qk := producer[x]
 		if qk == nil || qk.Op != "MatMul" || producer[qk.Inputs[1]] == nil || producer[qk.Inputs[1]].Op != "Transpose" {
-			return nil, failed(fmt.Errorf("approx: %s layer %d: the softmax's scores are not MatMul(Q, Transpose(K))", m.displayName(), s.layer))
+			return nil, failed(fmt.Errorf("approx: %s layer %d: the softmax's scores are not MatMul(Q, Transpose(K))", m.displayName(), s.Layer))
 		}
 		var pv *graph.Node
-		for _, r := range readers[s.value] {
-			if r.Op == "MatMul" && r.Inputs[0] == s.value {
+		for _, r := range readers[s.Value] {
+			if r.Op == "MatMul" && r.Inputs[0] == s.Value {
 				pv = r
 			}
 		}
 		if pv == nil {
-			return nil, failed(fmt.Errorf("approx: %s layer %d: no MatMul(softmax, V) reads the softmax", m.displayName(), s.layer))
+			return nil, failed(fmt.Errorf("approx: %s layer %d: no MatMul(softmax, V) reads the softmax", m.displayName(), s.Layer))
 		}
 		keep = append(keep, qk.Inputs[0], producer[qk.Inputs[1]].Inputs[0], pv.Inputs[1], pv.Outputs[0])
 	}
@@ -334,7 +335,11 @@ func vanillaQKV(c *cli.Context, m *model, text []byte) ([]headQKV, error) {
 // perHead splits a (1, h, n, d) float32 tensor into h n×d float64 matrices.
 func perHead(t *tensor.Tensor, n int) ([][][]float64, error) {
 	if t == nil || t.DType != tensor.Float32 || len(t.Shape) != 4 || t.Shape[0] != 1 || t.Shape[2] != n {
-		return nil, fmt.Errorf("want a float32 (1, heads, %d, d) value, got shape %v", n, shapeOf(t))
+		var shape []int
+		if t != nil {
+			shape = t.Shape
+		}
+		return nil, fmt.Errorf("want a float32 (1, heads, %d, d) value, got shape %v", n, shape)
 	}
 	h, d := t.Shape[1], t.Shape[3]
 	out := make([][][]float64, h)
