@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/cpu"
@@ -341,18 +340,18 @@ func compareOne(c *cli.Context, p comparePlan, data trainData, seqs []int, reps,
 	}
 	defer prog.Close()
 	status := newCompareStatus(c.App.ErrWriter)
-	defer status.done()
+	defer status.Done()
 	var rows []bench.Row
 	for _, n := range lengths {
-		status.say("%s %s: inference at n=%d", which, p.name, n)
-		row, err := benchOne(ctx, bm, prog, nil, bb, 1, n, reps, warmup)
+		status.Say("%s %s: inference at n=%d", which, p.name, n)
+		row, err := bench.RunOne(ctx, bm.target(), prog, nil, bb, 1, n, reps, warmup)
 		if err != nil {
-			return r, err
+			return r, failed(err)
 		}
 		rows = append(rows, row)
 		r.Inference = append(r.Inference, compare.Inference{N: n, MS: row.MSMean, MemBytes: row.PeakRSSGrowth})
 	}
-	status.done()
+	status.Done()
 	r.SetFit(bench.FitRows(rows))
 	if r.Inference == nil {
 		r.Inference = []compare.Inference{}
@@ -362,9 +361,8 @@ func compareOne(c *cli.Context, p comparePlan, data trainData, seqs []int, reps,
 
 // newCompareStatus is zoo bench's one-line status on stderr, shown only when stderr (behind
 // the session's synchronised writer) is a terminal.
-func newCompareStatus(w io.Writer) *benchProgress {
-	f, ok := underlying(w).(*os.File)
-	return &benchProgress{w: w, active: ok && term.IsTerminal(int(f.Fd())), verb: "compare"}
+func newCompareStatus(w io.Writer) *bench.Progress {
+	return bench.NewProgress(w, "compare", isTerminal(underlying(w)))
 }
 
 // commandLine is the comparison as a command line: the variants and every flag given, in
