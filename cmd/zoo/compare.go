@@ -1,13 +1,13 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +19,9 @@ import (
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/compare"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/registry"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
+	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 // compareHoldout is the share of --input held out for evaluation when no --eval is given.
@@ -79,34 +81,21 @@ type comparePlan struct {
 	maxLen int
 }
 
+// trainCalls are the training layer's entry points as compare calls them, bound by the
+// Action to the command's flags.
+type trainCalls struct {
+	settings func(name string) (trainSettings, error)
+	resolve  func(name string) (variant.Variant, registry.Entry, string, variant.Config, error)
+	build    func(st trainSettings) error
+	prepare  func(st trainSettings, data trainData) (*trainJob, error)
+}
+
 func compareAction(c *cli.Context) error {
 	names := c.Args().Slice()
-	if len(names) == 0 {
-		return badInputf("compare: want the variants to compare (see `zoo list`), e.g. zoo compare vanilla linformer --preset tiny --input corpus.txt")
-	}
-	seen := map[string]bool{}
-	for _, n := range names {
-		if isONNXPath(n) {
-			return badInputf("compare: %s is an ONNX file; zoo compare trains variants (see `zoo list`)", n)
-		}
-		if seen[n] {
-			return badInputf("compare: %s is named twice", n)
-		}
-		seen[n] = true
-	}
-	if c.String("input") == "" {
-		return badInputf("compare: --input FILE is required (the text to train on)")
-	}
-	seqs, err := format.ParseCounts("seq", c.String("seq"))
+	seqs, err := compare.Check(names, isONNXPath, compare.Flags{Input: c.String("input"), Seq: c.String("seq"), Reps: c.Int("reps"),
+		Warmup: c.Int("infer-warmup"), Threads: c.Int("threads"), EvalEvery: c.Int("eval-every")})
 	if err != nil {
 		return badInput(err)
-	}
-	reps, warmup, threads := c.Int("reps"), c.Int("infer-warmup"), c.Int("threads")
-	if reps < 1 || warmup < 0 || threads < 0 {
-		return badInputf("--reps must be at least 1, --infer-warmup and --threads not negative (got %d, %d, %d)", reps, warmup, threads)
-	}
-	if n := c.Int("eval-every"); n < 0 {
-		return badInputf("--eval-every must not be negative, got %d", n)
 	}
 	reportPath := c.String("report")
 	if reportPath != "" {
@@ -117,11 +106,19 @@ func compareAction(c *cli.Context) error {
 			return badInputf("--report: %w", err)
 		}
 	}
-	data, heldDoc, err := compareData(c)
+	data, heldDoc, err := compareData(c.String("input"), c.String("eval"), c.Float64("holdout"), c.IsSet("holdout"))
 	if err != nil {
 		return err
 	}
-	plans, err := planCompare(c, names, slices.Max(seqs))
+	calls := trainCalls{
+		settings: func(name string) (trainSettings, error) { return settingsFromFlags(c, name) },
+		resolve: func(name string) (variant.Variant, registry.Entry, string, variant.Config, error) {
+			return resolveVariant(c, name)
+		},
+		build:   func(st trainSettings) error { _, _, err := buildTrainModel(c, st, false); return err },
+		prepare: func(st trainSettings, data trainData) (*trainJob, error) { return prepareTraining(c, st, nil, data) },
+	}
+	plans, err := planCompare(calls, names, c.StringSlice(flagSet.Name), slices.Max(seqs))
 	if err != nil {
 		return err
 	}
@@ -129,45 +126,29 @@ func compareAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	// The window every variant trains with: the first variant's choice (chooseWindow,
-	// min(512, max_len) by default) must fit every other, so the smallest limit decides it.
-	window := c.Int("window")
-	if window == 0 {
-		window = 512
-		for _, p := range plans {
-			if p.maxLen > 0 {
-				window = min(window, p.maxLen)
-			}
-		}
-	}
-	for i := range plans {
-		plans[i].st.Window = window
-	}
-
-	nThreads := choice.Probe.Threads
-	if threads > 0 {
-		nThreads = threads
-	}
+	window := setWindow(plans, c.Int("window"))
+	run := compareRun{stderr: c.App.ErrWriter, evalEvery: c.Int("eval-every"), threads: c.Int("threads"), reps: c.Int("reps"),
+		warmup: c.Int("infer-warmup"), seqs: seqs, data: data, prepare: calls.prepare}
 	st0 := plans[0].st
 	setup := compare.Setup{Input: data.train.describe(), Eval: heldDoc, Objective: st0.Objective, Steps: st0.Steps, Batch: st0.Batch,
 		Window: window, Optimizer: st0.Optimizer, LR: st0.LR, Warmup: st0.Warmup, Schedule: st0.Schedule, Seed: st0.Seed,
-		Backend: choice.Backend.Name(), Level: choice.Probe.Level, Threads: nThreads, Seqs: seqs, Reps: reps, InferWarmup: warmup,
-		CPU: cpu.CPUModel(), Cores: runtime.NumCPU(), Zoo: version, GoVer: runtime.Version(), Command: commandLine(c),
+		Backend: choice.Backend.Name(), Level: choice.Probe.Level, Threads: cmp.Or(run.threads, choice.Probe.Threads), Seqs: seqs, Reps: run.reps,
+		InferWarmup: run.warmup, CPU: cpu.CPUModel(), Cores: runtime.NumCPU(), Zoo: version, GoVer: runtime.Version(),
+		Command:   compare.CommandLine(names, givenFlags(c.Command.Flags, c.IsSet, c.Value, c.StringSlice)),
 		TimingDoc: bench.TimingDoc, MemDoc: bench.MemoryDoc}
 	asJSON := c.Bool(flagJSON.Name)
-	var table *compare.Table
+	table := compare.NewTable(c.App.Writer, names, seqs)
 	if !asJSON {
-		table = compare.NewTable(c.App.Writer, names, seqs)
 		table.Begin(setup)
 	}
 	var results []compare.Result
 	for i, p := range plans {
-		r, err := compareOne(c, p, data, seqs, reps, warmup, fmt.Sprintf("(%d/%d)", i+1, len(plans)))
+		r, err := run.one(c.Context, p, fmt.Sprintf("(%d/%d)", i+1, len(plans)))
 		if err != nil {
 			return err
 		}
 		results = append(results, r)
-		if table != nil {
+		if !asJSON {
 			table.Row(r)
 		}
 	}
@@ -186,15 +167,29 @@ func compareAction(c *cli.Context) error {
 	return nil
 }
 
+// setWindow sets the window every variant trains with, flag when given, and returns it: it
+// must fit every variant, so the smallest limit decides (compare.Window).
+func setWindow(plans []comparePlan, flag int) int {
+	var maxLens []int
+	for _, p := range plans {
+		maxLens = append(maxLens, p.maxLen)
+	}
+	window := compare.Window(flag, maxLens)
+	for i := range plans {
+		plans[i].st.Window = window
+	}
+	return window
+}
+
 // compareData returns what every variant trains and evaluates on, and a description of the
-// held-out text: --eval FILE, or the tail of --input (--holdout of its bytes).
-func compareData(c *cli.Context) (trainData, string, error) {
-	in, evalPath := c.String("input"), c.String("eval")
+// held-out text: the --eval file evalPath, or the tail of --input (frac of its bytes;
+// fracSet: --holdout was given).
+func compareData(in, evalPath string, frac float64, fracSet bool) (trainData, string, error) {
 	if err := checkTextFile("--input", in); err != nil {
 		return trainData{}, "", badInput(err)
 	}
 	if evalPath != "" {
-		if c.IsSet("holdout") {
+		if fracSet {
 			return trainData{}, "", badInputf("--holdout splits --input when there is no --eval file; give one of them")
 		}
 		if err := checkTextFile("--eval", evalPath); err != nil {
@@ -202,59 +197,52 @@ func compareData(c *cli.Context) (trainData, string, error) {
 		}
 		return trainData{train: wholeFile("--input", in), held: wholeFile("--eval", evalPath)}, "--eval " + evalPath, nil
 	}
-	frac := c.Float64("holdout")
-	if !(frac > 0 && frac < 1) {
-		return trainData{}, "", badInputf("--holdout must be between 0 and 1 (exclusive), got %g", frac)
-	}
 	fi, err := os.Stat(in)
 	if err != nil {
 		return trainData{}, "", badInputf("--input %s: %w", in, err)
 	}
-	size := fi.Size()
-	held := int64(math.Ceil(float64(size) * frac))
-	if held < 2 || size-held < 2 {
-		return trainData{}, "", badInputf("--input %s has %d bytes, too few to hold out %g of them; give a longer text or --eval FILE", in, size, frac)
+	cut, desc, err := compare.Holdout(in, fi.Size(), frac)
+	if err != nil {
+		return trainData{}, "", badInput(err)
 	}
-	cut := size - held
-	data := trainData{train: textSource{flag: "--input", path: in, size: cut}, held: textSource{flag: "--input", path: in, off: cut, size: held}}
-	return data, fmt.Sprintf("the last %g %% of --input %s (bytes %d–%d; training uses bytes 0–%d)", 100*frac, in, cut, size-1, cut-1), nil
+	held := fi.Size() - cut
+	return trainData{train: textSource{flag: "--input", path: in, size: cut}, held: textSource{flag: "--input", path: in, off: cut, size: held}}, desc, nil
 }
 
 // planCompare resolves and builds every variant with the shared flags (so that a config a
-// variant refuses, such as clm where it cannot hide later positions, fails at once), and raises a max_len below the longest inference length
-// (unless --set gives max_len, which then skips the longer lengths).
-func planCompare(c *cli.Context, names []string, longest int) ([]comparePlan, error) {
+// variant refuses, such as clm where it cannot hide later positions, fails at once), and
+// raises a max_len below the longest inference length (unless sets, the --set values, give
+// max_len, which then skips the longer lengths).
+func planCompare(calls trainCalls, names, sets []string, longest int) ([]comparePlan, error) {
 	userSets := map[string]bool{}
-	for _, s := range c.StringSlice(flagSet.Name) {
+	for _, s := range sets {
 		k, _, _ := strings.Cut(s, "=")
 		userSets[strings.TrimSpace(k)] = true
 	}
 	var plans []comparePlan
 	for _, name := range names {
-		st, err := settingsFromFlags(c, name)
+		st, err := calls.settings(name)
 		if err != nil {
 			return nil, badInput(err)
 		}
 		if err := st.validate(); err != nil {
 			return nil, badInput(err)
 		}
-		v, _, _, cfg, err := resolveVariant(c, name)
+		v, _, _, cfg, err := calls.resolve(name)
 		if err != nil {
 			return nil, err
 		}
-		desc := v.Describe()
 		p := comparePlan{name: name, st: st}
-		if mp := desc.Caps.MaxLenParam; mp != "" {
-			p.maxLen = cfg.Int(mp)
-			if p.maxLen < longest && !userSets[mp] {
-				p.st.Sets = append(slices.Clone(p.st.Sets), fmt.Sprintf("%s=%d", mp, longest))
-				p.notes = append(p.notes, fmt.Sprintf("built with %s=%d (its own is %d) to reach --seq %d", mp, longest, p.maxLen, longest))
-				p.maxLen = longest
+		if mp := v.Describe().Caps.MaxLenParam; mp != "" {
+			var raise, note string
+			if p.maxLen, raise, note = compare.MaxLen(mp, cfg.Int(mp), longest, userSets[mp]); raise != "" {
+				p.st.Sets = append(slices.Clone(p.st.Sets), raise)
+				p.notes = append(p.notes, note)
 			}
 		}
 		// Build it once now: a config the variant refuses (clm on linformer, whose
 		// projections mix every position) fails here, before the first variant trains.
-		if _, _, err := buildTrainModel(c, p.st, false); err != nil {
+		if err := calls.build(p.st); err != nil {
 			return nil, fmt.Errorf("compare %s: %w", name, err)
 		}
 		plans = append(plans, p)
@@ -262,11 +250,23 @@ func planCompare(c *cli.Context, names []string, longest int) ([]comparePlan, er
 	return plans, nil
 }
 
-// compareOne trains one variant and measures its trained model's inference.
-func compareOne(c *cli.Context, p comparePlan, data trainData, seqs []int, reps, warmup int, which string) (compare.Result, error) {
-	ctx := c.Context
+// compareRun is what every variant of a comparison shares: the data, the inference
+// lengths and runs, the flags of the training loop, stderr for progress, and the training
+// layer's prepare (bound to the command's flags).
+type compareRun struct {
+	stderr             io.Writer
+	evalEvery, threads int
+	reps, warmup       int
+	seqs               []int
+	data               trainData
+	prepare            func(st trainSettings, data trainData) (*trainJob, error)
+}
+
+// one trains one variant and measures its trained model's inference; which says which
+// of how many it is ("(1/3)").
+func (cr compareRun) one(ctx context.Context, p comparePlan, which string) (compare.Result, error) {
 	r := compare.Result{Variant: p.name, Notes: p.notes}
-	job, err := prepareTraining(c, p.st, nil, data)
+	job, err := cr.prepare(p.st, cr.data)
 	if err != nil {
 		return r, err
 	}
@@ -278,11 +278,11 @@ func compareOne(c *cli.Context, p comparePlan, data trainData, seqs []int, reps,
 	loop := &trainLoop{
 		eng: job.engine, opt: job.opt, sched: st.schedule(), clip: st.Clip, par: job.par,
 		params: job.params, grads: make([]float32, layout.Size()),
-		evalEvery: c.Int("eval-every"), hasEval: true, lastSaved: -1,
+		evalEvery: cr.evalEvery, hasEval: true, lastSaved: -1,
 		// compare keeps no checkpoint: the trained weights live on in the inference build.
 		save: func(int) error { return nil },
 	}
-	bar := trainBar(c.App.ErrWriter, st.Steps, 0)
+	bar := trainBar(cr.stderr, st.Steps, 0)
 	if bar != nil {
 		loop.progress = func(k int, loss, _, tps float64, _ time.Duration) {
 			_ = bar.Set(k)
@@ -322,77 +322,45 @@ func compareOne(c *cli.Context, p comparePlan, data trainData, seqs []int, reps,
 	if bm.tok, bm.mask, err = tokenInputs(infer.Graph); err != nil {
 		return r, badInput(err)
 	}
-	var lengths []int
-	for _, n := range seqs {
-		if bm.fits(n) {
-			lengths = append(lengths, n)
-		} else {
-			r.Notes = append(r.Notes, fmt.Sprintf("n=%d skipped: longer than its max_len %d", n, p.maxLen))
-		}
-	}
+	lengths, notes := compare.Lengths(cr.seqs, p.maxLen)
+	r.Notes = append(r.Notes, notes...)
 	if err := guardBench(bm, []int{1}, lengths, false); err != nil {
 		return r, err
 	}
 	bb := bench.Backend{Name: job.choice.Backend.Name(), Level: job.choice.Probe.Level, Threads: job.threads}
-	prog, err := job.choice.Backend.Compile(infer.Graph, backends.Options{Threads: c.Int("threads")})
+	prog, err := job.choice.Backend.Compile(infer.Graph, backends.Options{Threads: cr.threads})
 	if err != nil {
 		return r, failed(fmt.Errorf("compile %s on %s: %w", infer.displayName(), bb.Name, err))
 	}
 	defer prog.Close()
-	status := newCompareStatus(c.App.ErrWriter)
+	status := bench.NewProgress(cr.stderr, "compare", isTerminal(underlying(cr.stderr)))
 	defer status.Done()
-	var rows []bench.Row
-	for _, n := range lengths {
-		status.Say("%s %s: inference at n=%d", which, p.name, n)
-		row, err := bench.RunOne(ctx, bm.target(), prog, nil, bb, 1, n, reps, warmup)
-		if err != nil {
-			return r, failed(err)
-		}
-		rows = append(rows, row)
-		r.Inference = append(r.Inference, compare.Inference{N: n, MS: row.MSMean, MemBytes: row.PeakRSSGrowth})
+	var fit bench.Fit
+	if r.Inference, fit, err = compare.Infer(ctx, bm.target(), prog, bb, lengths, cr.reps, cr.warmup, status, which+" "+p.name); err != nil {
+		return r, failed(err)
 	}
-	status.Done()
-	r.SetFit(bench.FitRows(rows))
-	if r.Inference == nil {
-		r.Inference = []compare.Inference{}
-	}
+	r.SetFit(fit)
 	return r, nil
 }
 
-// newCompareStatus is zoo bench's one-line status on stderr, shown only when stderr (behind
-// the session's synchronised writer) is a terminal.
-func newCompareStatus(w io.Writer) *bench.Progress {
-	return bench.NewProgress(w, "compare", isTerminal(underlying(w)))
-}
-
-// commandLine is the comparison as a command line: the variants and every flag given, in
-// the order the command defines them, for the report.
-func commandLine(c *cli.Context) string {
-	quote := func(a string) string {
-		if a == "" || strings.ContainsAny(a, " \t'\"$\\") {
-			return strconv.Quote(a)
-		}
-		return a
-	}
-	parts := []string{"zoo", "compare"}
-	for _, n := range c.Args().Slice() {
-		parts = append(parts, quote(n))
-	}
-	for _, f := range c.Command.Flags {
+// givenFlags lists the flags of a command given on its command line, in the order the
+// command defines them, with their values as typed (isSet, value and slice are the
+// context's IsSet, Value and StringSlice).
+func givenFlags(flags []cli.Flag, isSet func(string) bool, value func(string) any, slice func(string) []string) []compare.Flag {
+	var out []compare.Flag
+	for _, f := range flags {
 		name := f.Names()[0]
-		if !c.IsSet(name) {
+		if !isSet(name) {
 			continue
 		}
 		switch f.(type) {
 		case *cli.BoolFlag:
-			parts = append(parts, "--"+name)
+			out = append(out, compare.Flag{Name: name, Bool: true})
 		case *cli.StringSliceFlag:
-			for _, v := range c.StringSlice(name) {
-				parts = append(parts, "--"+name, quote(v))
-			}
+			out = append(out, compare.Flag{Name: name, Values: slice(name)})
 		default:
-			parts = append(parts, "--"+name, quote(fmt.Sprint(c.Value(name))))
+			out = append(out, compare.Flag{Name: name, Values: []string{fmt.Sprint(value(name))}})
 		}
 	}
-	return strings.Join(parts, " ")
+	return out
 }
