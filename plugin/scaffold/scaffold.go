@@ -155,6 +155,7 @@ func goMod(module, src string) ([]byte, error) {
 // NotCheckoutError says that the directory given as the zoo checkout is not one.
 type NotCheckoutError struct{ Dir string }
 
+// Error says which directory is not a zoo checkout.
 func (e *NotCheckoutError) Error() string {
 	return fmt.Sprintf("%s is not a zoo checkout (no go.mod with module %s)", e.Dir, ZooModule)
 }

@@ -53,7 +53,10 @@ func (r Request) Check(isSet func(string) bool) error {
 // directory that cannot be made), as opposed to a failed write.
 type InputError struct{ Err error }
 
+// Error returns the wrapped error's message.
 func (e *InputError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *InputError) Unwrap() error { return e.Err }
 
 // File is one file export wrote; --json prints them as {"written": [...]}.

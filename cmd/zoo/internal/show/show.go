@@ -125,7 +125,10 @@ func Costs(model string, g *graph.Graph, seqs []int, maxLen int, shapes func(n i
 // LengthError is Costs' error for a length the model cannot take (the user's input).
 type LengthError struct{ Err error }
 
+// Error returns the wrapped error's message.
 func (e *LengthError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *LengthError) Unwrap() error { return e.Err }
 
 // ClampSeqs fits the default --seq list to a model's maximum length: a length beyond

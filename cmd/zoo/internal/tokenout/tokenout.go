@@ -17,7 +17,10 @@ import (
 // WriteError is a failed write of the output (as opposed to an input the tokenizer refused).
 type WriteError struct{ Err error }
 
+// Error returns the wrapped error's message.
 func (e *WriteError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *WriteError) Unwrap() error { return e.Err }
 
 // Write tokenizes everything r holds as one sequence with tok and writes the tokens to w
