@@ -63,6 +63,22 @@ func reorderArgs(app *cli.App, args []string) []string {
 	return append(out, positional...)
 }
 
+// reorderCommandArgs is reorderArgs that also handles commands with subcommands
+// (`zoo plugin test PATH --json`): flags are moved before the subcommand's arguments.
+func reorderCommandArgs(app *cli.App, args []string) []string {
+	i := 1
+	for i < len(args) && strings.HasPrefix(args[i], "-") {
+		i++
+	}
+	if i < len(args) {
+		if cmd := app.Command(args[i]); cmd != nil && len(cmd.Subcommands) > 0 {
+			sub := &cli.App{Commands: cmd.Subcommands}
+			return append(append([]string{}, args[:i]...), reorderArgs(sub, args[i:])...)
+		}
+	}
+	return reorderArgs(app, args)
+}
+
 // commonFlags are the flags accepted before the verb too (`zoo --registry r.yaml list`); the
 // value says whether the flag takes a value. --verbose, accepted anywhere, is stripped
 // earlier (stripVerbose). They are moved after the verb (or its subcommand), where the verb's

@@ -94,7 +94,7 @@ func compareAction(c *cli.Context) error {
 	if err := checkCompareNames(names, c.String("input")); err != nil {
 		return err
 	}
-	seqs, err := parseCounts("seq", c.String("seq"))
+	seqs, err := format.ParseCounts("seq", c.String("seq"))
 	if err != nil {
 		return badInput(err)
 	}
@@ -371,18 +371,18 @@ func compareOne(ctx context.Context, c flags, p comparePlan, data train.Data, ci
 	}
 	defer prog.Close()
 	status := newCompareStatus(stderr)
-	defer status.done()
+	defer status.Done()
 	var rows []bench.Row
 	for _, n := range lengths {
-		status.say("%s %s: inference at n=%d", which, p.name, n)
-		row, err := benchOne(ctx, bm, prog, nil, bb, 1, n, ci.reps, ci.warmup)
+		status.Say("%s %s: inference at n=%d", which, p.name, n)
+		row, err := bench.RunOne(ctx, bm.target(), prog, nil, bb, 1, n, ci.reps, ci.warmup)
 		if err != nil {
 			return r, err
 		}
 		rows = append(rows, row)
 		r.Inference = append(r.Inference, compare.Inference{N: n, MS: row.MSMean, MemBytes: row.PeakRSSGrowth})
 	}
-	status.done()
+	status.Done()
 	r.SetFit(bench.FitRows(rows))
 	if r.Inference == nil {
 		r.Inference = []compare.Inference{}
@@ -390,11 +390,11 @@ func compareOne(ctx context.Context, c flags, p comparePlan, data train.Data, ci
 	return r, nil
 }
 
-// newCompareStatus is zoo bench's one-line status on stderr, shown only when stderr (behind
+// newCompareStatus is zoo compare's one-line status on stderr, shown only when stderr (behind
 // the session's synchronised writer) is a terminal.
-func newCompareStatus(w io.Writer) *benchProgress {
+func newCompareStatus(w io.Writer) *bench.Progress {
 	f, ok := underlying(w).(*os.File)
-	return &benchProgress{w: w, active: ok && term.IsTerminal(int(f.Fd())), verb: "compare"}
+	return bench.NewProgress(w, "compare", ok && term.IsTerminal(int(f.Fd())))
 }
 
 // commandLine is the comparison as a command line: the variants and every flag given (c),

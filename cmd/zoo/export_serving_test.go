@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"gopkg.in/yaml.v3"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/export"
 	"github.com/zoo-dev/zoo/serve/tritonpb"
 )
 
@@ -33,8 +34,8 @@ func TestExportTriton(t *testing.T) {
 	if err := (prototext.UnmarshalOptions{}).Unmarshal(text, &cfg); err != nil {
 		t.Fatalf("config.pbtxt: %v\n%s", err, text)
 	}
-	if cfg.Name != "vanilla.tiny" || cfg.Platform != "onnxruntime_onnx" || cfg.Backend != "onnxruntime" || cfg.MaxBatchSize != tritonMaxBatch ||
-		cfg.GetDynamicBatching().GetMaxQueueDelayMicroseconds() != uint64(tritonDelay.Microseconds()) {
+	if cfg.Name != "vanilla.tiny" || cfg.Platform != "onnxruntime_onnx" || cfg.Backend != "onnxruntime" || cfg.MaxBatchSize != export.TritonMaxBatch ||
+		cfg.GetDynamicBatching().GetMaxQueueDelayMicroseconds() != uint64(export.TritonDelay.Microseconds()) {
 		t.Errorf("config %v", &cfg)
 	}
 	if g := cfg.InstanceGroup; len(g) != 1 || g[0].Kind != tritonpb.ModelInstanceGroup_KIND_CPU || g[0].Count != 1 {

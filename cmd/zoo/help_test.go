@@ -138,7 +138,7 @@ func checkExample(t *testing.T, app *cli.App, verb, line string) {
 		t.Errorf("%s: example %q is about another command", verb, line)
 	}
 	for _, w := range words {
-		if strings.HasPrefix(w, "-") && findFlag(cmd.Flags, w) == nil {
+		if name, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "="); strings.HasPrefix(w, "-") && !definesFlag(cmd, name) {
 			t.Errorf("%s: example %q: the command has no flag %s", verb, line, w)
 		}
 	}

@@ -1,24 +1,21 @@
-package main
+package export
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
-	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/serve"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
-	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
 // Triton's batching of an exported model: zoo serve's defaults.
 const (
-	tritonMaxBatch = 32
-	tritonDelay    = 5 * time.Millisecond
+	TritonMaxBatch = 32
+	TritonDelay    = 5 * time.Millisecond
 )
 
 // tritonType is a dtype's Triton data type.
@@ -36,9 +33,9 @@ func tritonType(d tensor.DType) (string, error) {
 	return "", fmt.Errorf("no Triton data type for %s", d)
 }
 
-// tritonSpecs states vs for Triton: the axes after the batch axis, -1 where dynamic. A
-// value whose first axis is not a dynamic batch cannot be batched by Triton.
-func tritonSpecs(model string, vs []graph.ValueInfo) ([]serve.TensorSpec, error) {
+// TritonSpecs states vs, values of model, for Triton: the axes after the batch axis, -1
+// where dynamic. A value whose first axis is not a dynamic batch cannot be batched by Triton.
+func TritonSpecs(model string, vs []graph.ValueInfo) ([]serve.TensorSpec, error) {
 	var out []serve.TensorSpec
 	for _, v := range vs {
 		t, err := tritonType(v.DType)
@@ -61,56 +58,53 @@ func tritonSpecs(model string, vs []graph.ValueInfo) ([]serve.TensorSpec, error)
 	return out, nil
 }
 
-// writeTriton writes m as a Triton model repository entry under dir: NAME/1/model.onnx and
-// NAME/config.pbtxt.
-func writeTriton(dir string, m *zooroot.Model, opset int) ([]exportFile, error) {
-	name := m.Name()
-	in, err := tritonSpecs(name, m.Graph().Inputs)
+// WriteTriton writes the model name (graph g, exported at opset by producer) as a Triton
+// model repository entry under dir: NAME/1/model.onnx and NAME/config.pbtxt. A model Triton
+// cannot batch, or a directory that cannot be made, is an *InputError.
+func WriteTriton(dir, name string, g *graph.Graph, opset int, producer string) ([]File, error) {
+	in, err := TritonSpecs(name, g.Inputs)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, &InputError{err}
 	}
-	outs, err := tritonSpecs(name, m.Graph().Outputs)
+	outs, err := TritonSpecs(name, g.Outputs)
 	if err != nil {
-		return nil, badInput(err)
+		return nil, &InputError{err}
 	}
 	version := filepath.Join(dir, name, "1")
 	if err := os.MkdirAll(version, 0o755); err != nil {
-		return nil, badInputf("--triton %s: %w", dir, err)
+		return nil, &InputError{fmt.Errorf("--triton %s: %w", dir, err)}
 	}
-	f, err := writeONNXFile(filepath.Join(version, "model.onnx"), m, opset)
+	f, err := WriteONNX(filepath.Join(version, "model.onnx"), name, g, opset, producer)
 	if err != nil {
-		return nil, failed(err)
+		return nil, err
 	}
 	cfg := filepath.Join(dir, name, "config.pbtxt")
-	text := serve.TritonConfig(name, tritonMaxBatch, tritonDelay, in, outs)
+	text := serve.TritonConfig(name, TritonMaxBatch, TritonDelay, in, outs)
 	if err := writeText(cfg, text); err != nil {
-		return nil, failed(err)
+		return nil, err
 	}
-	return []exportFile{f, {Model: name, Path: cfg, Kind: "config", Bytes: int64(len(text))}}, nil
+	return []File{f, {Model: name, Path: cfg, Kind: "config", Bytes: int64(len(text))}}, nil
 }
 
-// writeKServe writes the KServe manifests and the Dockerfile for m into dir.
-func writeKServe(dir string, m *zooroot.Model) ([]exportFile, error) {
+// WriteKServe writes the KServe manifests and the Dockerfile for the model name into dir
+// (a directory that cannot be made is an *InputError).
+func WriteKServe(dir, name string) ([]File, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, badInputf("--kserve %s: %w", dir, err)
+		return nil, &InputError{fmt.Errorf("--kserve %s: %w", dir, err)}
 	}
-	files := serve.KServeFiles(m.Name(), "zoo:latest", "pvc://zoo-models/triton")
+	files := serve.KServeFiles(name, "zoo:latest", "pvc://zoo-models/triton")
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	var out []exportFile
+	var out []File
 	for _, n := range names {
 		p := filepath.Join(dir, n)
 		if err := writeText(p, files[n]); err != nil {
-			return nil, failed(err)
+			return nil, err
 		}
-		out = append(out, exportFile{Model: m.Name(), Path: p, Kind: "config", Bytes: int64(len(files[n]))})
+		out = append(out, File{Model: name, Path: p, Kind: "config", Bytes: int64(len(files[n]))})
 	}
 	return out, nil
-}
-
-func writeText(path, text string) error {
-	return tensorio.AtomicWriteFile(path, func(w io.Writer) error { _, err := io.WriteString(w, text); return err })
 }
