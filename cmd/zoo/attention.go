@@ -37,8 +37,8 @@ func attentionCommand() *cli.Command {
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "text `FILE` whose first tokens are drawn", Required: true},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the heat maps to `FILE.png`"},
 			&cli.IntFlag{Name: "tokens", Value: 32, Usage: "tokens (bytes) of the input to encode, at most the model's maximum length"},
-			&cli.IntFlag{Name: "layer", Value: -1, Usage: "draw layer `L` only (from 0; default: every layer)"},
-			&cli.IntFlag{Name: "head", Value: -1, Usage: "draw head `H` only (from 0; default: every head)"},
+			&cli.IntFlag{Name: "layer", Value: -1, Usage: "draw layer `L` only (from 0; -1: every layer)"},
+			&cli.IntFlag{Name: "head", Value: -1, Usage: "draw head `H` only (from 0; -1: every head)"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
 			flagBackend, flagJSON,
 		),
@@ -114,7 +114,7 @@ func attentionAction(c *cli.Context) error {
 		return failed(fmt.Errorf("attention of %s, %w", m.Name(), err))
 	}
 	if outPath != "" {
-		title := fmt.Sprintf("%s on %d tokens of %s", doc.Model, len(ids), filepath.Base(c.String("input")))
+		title := fmt.Sprintf("%s on %s of %s", doc.Model, format.Plural(len(ids), "token"), filepath.Base(c.String("input")))
 		if err := tensorio.AtomicWriteFile(outPath, func(w io.Writer) error { return attention.Draw(w, *doc, title) }); err != nil {
 			return failed(fmt.Errorf("-o %s: %w", outPath, err))
 		}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"gopkg.in/yaml.v3"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/cliargs"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/export"
 	"github.com/zoo-dev/zoo/serve/tritonpb"
 )
@@ -155,7 +156,7 @@ func TestExportKServe(t *testing.T) {
 		t.Fatalf("args %v", args)
 	}
 	for _, a := range args[2:] {
-		if strings.HasPrefix(a, "--") && !definesFlag(serveCommand(), strings.TrimPrefix(a, "--")) {
+		if strings.HasPrefix(a, "--") && !cliargs.DefinesFlag(serveCommand(), strings.TrimPrefix(a, "--")) {
 			t.Errorf("args: zoo serve has no flag %s", a)
 		}
 	}

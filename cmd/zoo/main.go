@@ -34,6 +34,7 @@ import (
 	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/backends/cpu"
 	_ "github.com/zoo-dev/zoo/backends/cuda"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/cliargs"
 	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/internal/memlimit"
 )
@@ -199,9 +200,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	s := newSession(stderr, verbose)
 	defer s.end()
 	app := newApp(stdout, s.stderr)
-	args, err := hoistCommonFlags(app, helpArgs(app, args))
+	args, err := cliargs.Hoist(app, helpArgs(app, args), commonFlags)
 	if err == nil {
-		err = requiredFlagsError(app, args, app.RunContext(s.ctx, reorderCommandArgs(app, args)))
+		err = cliargs.RequiredFlags(app, args, app.RunContext(s.ctx, cliargs.ReorderCommand(app, args)))
 	}
 	if code, ok := s.interrupted(); ok {
 		return code
@@ -243,7 +244,7 @@ func report(stderr io.Writer, err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
-	} else if zooroot.IsInput(err) || isUsage(err) {
+	} else if zooroot.IsInput(err) || isUsage(err) || errors.As(err, new(*cliargs.UsageError)) {
 		code = 2
 	}
 	fmt.Fprintf(stderr, "zoo: %s\n", oneLine(flagNames(err.Error())))

@@ -13,8 +13,6 @@ import (
 
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/runout"
-	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
@@ -30,24 +28,6 @@ func isTensorFile(path string) bool {
 
 // textOnlyFlags are run's flags that shape text into windows; they do not apply to arrays.
 var textOnlyFlags = []string{flagTokenizer.Name, flagFeed.Name, "pool", "normalize", "window", "batch", "max-windows"}
-
-// tensorRunReport is what `zoo run` prints for array inputs; --json prints it as JSON.
-type tensorRunReport struct {
-	Model     string                `json:"model"`
-	Weights   zooroot.WeightsSource `json:"weights"`
-	Backend   string                `json:"backend"`
-	Level     string                `json:"kernel_level"`
-	Why       string                `json:"backend_reason"`
-	Threads   int                   `json:"threads"`
-	Precision string                `json:"precision"`
-	Input     string                `json:"input"`
-	Inputs    []zooroot.ArrayFeed   `json:"inputs"`
-	Outputs   map[string][]int      `json:"outputs"`
-	BuildMS   float64               `json:"build_ms"`
-	CompileMS float64               `json:"compile_ms"`
-	RunMS     float64               `json:"run_ms"`
-	Written   []string              `json:"written,omitempty"`
-}
 
 // runArrays is `zoo run` with --input a .npy, .npz or .safetensors file: one run of
 // the graph on those arrays, every output reported and, with --output, written.
@@ -86,7 +66,7 @@ func runArrays(ctx context.Context, c flags, stdout, stderr io.Writer, ref, inPa
 	defer m.Close()
 	only := ""
 	if ext == ".npy" {
-		if only, err = selectArrayOutput(m.Graph(), c.String("select")); err != nil {
+		if only, err = runout.SelectArrayOutput(m.Graph(), c.String("select")); err != nil {
 			return badInput(err)
 		}
 	}
@@ -113,7 +93,7 @@ func runArrays(ctx context.Context, c flags, stdout, stderr io.Writer, ref, inPa
 		return failed(err)
 	}
 	t3 := time.Now()
-	rep := tensorRunReport{Model: m.Name(), Weights: m.Weights(), Backend: choice.Backend.Name(), Level: choice.Probe.Level,
+	rep := runout.ArrayReport{Model: m.Name(), Weights: m.Weights(), Backend: choice.Backend.Name(), Level: choice.Probe.Level,
 		Why: choice.Why, Threads: choice.Probe.Threads, Precision: reportedPrecision(choice.Backend.Name(), prec), Input: inPath, Inputs: feeds, Outputs: map[string][]int{},
 		BuildMS: format.MS(t1.Sub(t0)), CompileMS: format.MS(t2.Sub(t1)), RunMS: format.MS(t3.Sub(t2))}
 	if c.Int("threads") > 0 && c.Int("threads") < rep.Threads {
@@ -141,45 +121,6 @@ func runArrays(ctx context.Context, c flags, stdout, stderr io.Writer, ref, inPa
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	printTensorRunReport(stdout, rep)
+	runout.PrintArrays(stdout, rep)
 	return nil
-}
-
-// selectArrayOutput is the output a .npy file holds: --select, else the graph's only output.
-func selectArrayOutput(g *graph.Graph, sel string) (string, error) {
-	var names []string
-	for _, o := range g.Outputs {
-		names = append(names, o.Name)
-		if sel != "" && o.Name == sel {
-			return sel, nil
-		}
-	}
-	switch {
-	case sel != "":
-		return "", fmt.Errorf("--select %s: the model has no such output (outputs: %s)", sel, strings.Join(names, ", "))
-	case len(names) == 1:
-		return names[0], nil
-	}
-	return "", fmt.Errorf("a .npy file holds one output and the model has %d (%s); name one with --select, or write .safetensors or .json", len(names), strings.Join(names, ", "))
-}
-
-func printTensorRunReport(w io.Writer, r tensorRunReport) {
-	fmt.Fprintf(w, "model     %s\n", r.Model)
-	fmt.Fprintf(w, "weights   %s\n", r.Weights)
-	fmt.Fprintf(w, "backend   %s (%s, %s; %s)\n", r.Backend, r.Level, format.Plural(r.Threads, "thread"), r.Why)
-	fmt.Fprintf(w, "precision %s\n", r.Precision)
-	var ins []string
-	for _, f := range r.Inputs {
-		s := f.Name + " " + f.DType + " " + tensor.ShapeString(f.Shape)
-		if f.From != f.DType {
-			s += " (from " + f.From + ")"
-		}
-		ins = append(ins, s)
-	}
-	fmt.Fprintf(w, "input     %s: %s\n", r.Input, strings.Join(ins, ", "))
-	fmt.Fprintf(w, "outputs   %s\n", outputShapes(r.Outputs))
-	fmt.Fprintf(w, "time      build %.1f ms, compile %.1f ms, run %.1f ms\n", r.BuildMS, r.CompileMS, r.RunMS)
-	for _, p := range r.Written {
-		fmt.Fprintf(w, "wrote     %s\n", p)
-	}
 }

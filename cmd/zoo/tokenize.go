@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/tokenout"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
@@ -61,6 +62,6 @@ func tokenizeAction(c *cli.Context) error {
 	case err != nil:
 		return badInputf("input %s: %v", name, err)
 	}
-	fmt.Fprintf(c.App.ErrWriter, "zoo: %d tokens (%s, vocabulary %d)\n", n, tok.Kind(), tok.VocabSize())
+	fmt.Fprintf(c.App.ErrWriter, "zoo: %s (%s, vocabulary %d)\n", format.Plural(n, "token"), tok.Kind(), tok.VocabSize())
 	return nil
 }

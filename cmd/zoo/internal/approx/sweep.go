@@ -285,7 +285,7 @@ func PerHead(t *tensor.Tensor, n int) ([][][]float64, error) {
 // Print renders the sweep: one row per knob value, the mean error over heads per layer, and
 // the mean and worst over all; then "plot: PATH" when plotPath is not "".
 func Print(w io.Writer, doc Doc, plotPath string) {
-	fmt.Fprintf(w, "%s vs exact softmax attention on %s's Q, K, V over %d tokens (relative error ‖O − O_exact‖/‖O_exact‖)\n", doc.Variant, doc.Vanilla, doc.N)
+	fmt.Fprintf(w, "%s vs exact softmax attention on %s's Q, K, V over %s (relative error ‖O − O_exact‖/‖O_exact‖)\n", doc.Variant, doc.Vanilla, format.Plural(doc.N, "token"))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	knob := doc.Knob
 	if knob == "" {

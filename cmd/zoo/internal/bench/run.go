@@ -360,7 +360,7 @@ func WritePlot(path string, d *Doc) error {
 	}
 	var title []string
 	for _, b := range d.Machine.Backends {
-		title = append(title, fmt.Sprintf("%s (%s, %d threads)", b.Name, b.Level, b.Threads))
+		title = append(title, fmt.Sprintf("%s (%s, %s)", b.Name, b.Level, format.Plural(b.Threads, "thread")))
 	}
 	opts := benchplot.Options{Title: "zoo bench on " + strings.Join(title, ", "), MemLabel: "peak RSS growth (MiB)"}
 	return tensorio.AtomicWriteFile(path, func(w io.Writer) error {

@@ -92,9 +92,9 @@ func (r *Report) Say(files ...File) {
 		case "config":
 			fmt.Fprintf(r.w, "wrote %s\n", f.Path)
 		case "weights":
-			fmt.Fprintf(r.w, "wrote %s (%d tensors, %s parameters)\n", f.Path, f.Tensors, format.HumanCount(f.Parameters))
+			fmt.Fprintf(r.w, "wrote %s (%s, %s parameters)\n", f.Path, format.Plural(f.Tensors, "tensor"), format.HumanCount(f.Parameters))
 		default:
-			fmt.Fprintf(r.w, "wrote %s (%s, opset %d, %d nodes)\n", f.Path, format.HumanBytes(f.Bytes), f.Opset, f.Nodes)
+			fmt.Fprintf(r.w, "wrote %s (%s, opset %d, %s)\n", f.Path, format.HumanBytes(f.Bytes), f.Opset, format.Plural(f.Nodes, "node"))
 		}
 	}
 }

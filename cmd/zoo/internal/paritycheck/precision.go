@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/internal/parity"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -114,7 +115,7 @@ func HiddenOutput(g *graph.Graph, names []string) (string, error) {
 // PrintPrecision renders the report as one block.
 func PrintPrecision(w io.Writer, r PrecisionReport) {
 	fmt.Fprintf(w, "%s against %s on %s: zoo %s (%s; bf16 path %s)\n", r.Precision, r.Reference, r.Model, r.Backend, r.Level, r.BF16Path)
-	fmt.Fprintf(w, "  output          %s %s, %d valid positions of %d values\n", r.Output, tensor.ShapeString(r.Shape), r.Positions, r.Width)
+	fmt.Fprintf(w, "  output          %s %s, %s of %s\n", r.Output, tensor.ShapeString(r.Shape), format.Plural(r.Positions, "valid position"), format.Plural(r.Width, "value"))
 	fmt.Fprintf(w, "  relative error  max %.3g at %v, mean %.3g  (|%s - %s| / max|%s| of the position's vector)\n",
 		r.MaxRel, r.MaxRelAt, r.MeanRel, r.Precision, r.Reference, r.Reference)
 	fmt.Fprintf(w, "  cosine          min %.7f (1 - %.2g), mean %.7f (1 - %.2g)  (per position)\n",

@@ -418,8 +418,9 @@ func Print(w io.Writer, rep Report, top int) {
 	if rep.Train {
 		what = " training step (loss and gradients)"
 	}
-	fmt.Fprintf(w, "%s%s on %s (%s, %d threads, %s), batch %d × n %d: %d profiled runs after %d warm-up\n",
-		rep.Model, what, rep.Backend, rep.Level, rep.Threads, rep.Precision, rep.Batch, rep.N, rep.Reps, rep.Warmup)
+	fmt.Fprintf(w, "%s%s on %s (%s, %s, %s), batch %d × n %d: %s after %s\n",
+		rep.Model, what, rep.Backend, rep.Level, format.Plural(rep.Threads, "thread"), rep.Precision, rep.Batch, rep.N,
+		format.Plural(rep.Reps, "profiled run"), format.Plural(rep.Warmup, "warm-up run"))
 	fmt.Fprintf(w, "run %.3f ms, steps %.3f ms (%.1f %% of the run)", rep.RunMS, rep.StepsMS, 100*rep.Accounted)
 	if rep.NoCost == "" {
 		fmt.Fprintf(w, ", %s FLOP, %.2f GFLOP/s", format.HumanCount(rep.FLOPs), rep.GFLOPS)
@@ -458,7 +459,7 @@ func Print(w io.Writer, rep Report, top int) {
 	for _, s := range list {
 		name := s.Name
 		if s.Fused {
-			name += fmt.Sprintf(" (fused, %d nodes)", len(s.Covers))
+			name += " (fused, " + format.Plural(len(s.Covers), "node") + ")"
 		}
 		fmt.Fprintf(tw, "%.3f\t%.1f\t%s\t%s\t  %s\t  %s\n", s.MS, s.Percent, cell(s.FLOPs, s.GFLOPS), format.HumanBytes(s.Bytes), name, s.Kind)
 	}
