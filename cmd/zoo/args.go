@@ -37,7 +37,7 @@ func flagUsageError(c *cli.Context, err error, _ bool) error {
 	if !ok || c == nil || c.Command == nil {
 		return badInput(err)
 	}
-	path := commandPath(c)
+	path := commandPath(c.Lineage(), c.App.Name)
 	prefix := ""
 	if path != "" {
 		prefix = path + ": "
@@ -56,11 +56,11 @@ func flagUsageError(c *cli.Context, err error, _ bool) error {
 
 // commandPath is the command c runs, as typed after "zoo" ("run", "plugin new"); "" for
 // the app itself.
-func commandPath(c *cli.Context) string {
-	lineage := c.Lineage() // c, its parent, ..., the app's contexts (whose Command is the app, named zoo)
+func commandPath(lineage []*cli.Context, app string) string {
+	// lineage is c, its parent, ..., the app's contexts (whose Command is the app, named zoo)
 	var names []string
 	for i := len(lineage) - 1; i >= 0; i-- {
-		if cmd := lineage[i].Command; cmd != nil && cmd.Name != c.App.Name {
+		if cmd := lineage[i].Command; cmd != nil && cmd.Name != app {
 			names = append(names, cmd.Name)
 		}
 	}

@@ -107,11 +107,7 @@ func parityAction(c *cli.Context) error {
 	if k.Inputs, k.Valid, err = parityInputs(c.Context, g, plan, planErr, tk, input, fl.TextWindow(), c.Uint64(flagSeed.Name)); err != nil {
 		return badInput(err)
 	}
-	window := ""
-	if input != "" {
-		window = "--window"
-	}
-	if err := zooroot.GuardInputs(name, g, k.Inputs, window, 2); err != nil {
+	if err := guardParity(name, g, k.Inputs, input != ""); err != nil {
 		return err
 	}
 	if prec != "" && prec != "fp32" {
@@ -299,4 +295,14 @@ func sampleWindows(ctx context.Context, tk *zooroot.Tokenizer, plan *zooroot.Fee
 	}
 	_, suffix := tk.Tokenizer.Affixes()
 	return paritycheck.CutRows(full, lengths, suffix.IDs, tk.PadID()), nil
+}
+
+// guardParity checks a parity run (ONNX Runtime and zoo, each holding the model) at its
+// inputs' shapes; the advice names --window when the tokens come from --input.
+func guardParity(name string, g *graph.Graph, inputs map[string]*tensor.Tensor, fromText bool) error {
+	window := ""
+	if fromText {
+		window = "--window"
+	}
+	return zooroot.GuardInputs(name, g, inputs, window, 2)
 }
