@@ -438,8 +438,11 @@ func sendMixed(p *serveProc, client *http.Client, c mixedCase) error {
 	if c.check != nil {
 		return c.check(body)
 	}
-	var e struct{ Error string }
-	if err := json.Unmarshal(body, &e); err != nil || e.Error == "" || !bytes.HasPrefix(body, []byte("{")) {
+	// {"error": "..."}, or OpenAI's {"error": {"message": "..."}} on /v1/.
+	var e struct{ Error json.RawMessage }
+	var msg struct{ Message string }
+	if err := json.Unmarshal(body, &e); err != nil || !bytes.HasPrefix(body, []byte("{")) ||
+		(json.Unmarshal(e.Error, new(string)) != nil && (!strings.HasPrefix(c.path, "/v1/") || json.Unmarshal(e.Error, &msg) != nil || msg.Message == "")) {
 		return fmt.Errorf("answer %.200q is not {\"error\": ...}", body)
 	}
 	return nil
