@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/internal/memlimit"
 	"github.com/zoo-dev/zoo/serve"
 )
@@ -47,34 +50,61 @@ const (
 	idleTimeout   = 2 * time.Minute
 )
 
+// drainArrival is how long, after SIGTERM, a request still arriving may take to arrive
+// before its connection is cut (running requests get shutdownGrace).
+const drainArrival = 2 * time.Second
+
 func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "serve",
-		Usage:     "serve models over HTTP: the Open Inference Protocol (KServe v2), OpenAI's /v1/embeddings and text-embeddings-inference's /embed",
+		Usage:     "serve models over HTTP and gRPC: the Open Inference Protocol (KServe v2), OpenAI's embeddings API and text-embeddings-inference's API, rerank included",
 		ArgsUsage: "MODEL[.PRESET]|FILE.onnx...",
 		Description: "Each model is built (or imported), loaded with its weights and compiled once, then served under its name as given\n" +
-			"(an .onnx file by its base name; --name renames, in order). Endpoints: GET /v2/health/live, /v2/health/ready,\n" +
-			"/v2/models/NAME, /v2/models/NAME/ready; POST /v2/models/NAME/infer (inputs tokens INT64 (B, n) with an optional\n" +
-			"key_padding_mask BOOL, or text BYTES (B); parameters pool and normalize; outputs the model's and embedding);\n" +
-			"POST /v1/embeddings and /embed (mean-pooled, normalised unless \"normalize\": false); GET /metrics (Prometheus);\n" +
-			"the protocol's gRPC service (inference.GRPCInferenceService of grpc_predict_v2.proto) on --grpc-addr.\n" +
+			"(an .onnx file by its base name; --name renames, in order). Endpoints:\n" +
+			"  Open Inference Protocol: GET /v2/health/live, /v2/health/ready, /v2, /v2/models/NAME, /v2/models/NAME/ready;\n" +
+			"    POST /v2/models/NAME/infer (inputs tokens INT64 (B, n) with an optional key_padding_mask BOOL, or text BYTES (B);\n" +
+			"    parameters pool, normalize and truncate; outputs the model's and embedding); its gRPC service on --grpc-addr.\n" +
+			"  OpenAI: POST /v1/embeddings (encoding_format float or base64, dimensions, usage), GET /v1/models, /v1/models/NAME.\n" +
+			"  text-embeddings-inference: GET /health, /info; POST /embed (normalize, truncate), /tokenize, /rerank (a\n" +
+			"    cross-encoder: a model with a logits output (batch, 1|2) and a tokenizer with a pair template).\n" +
+			"  GET /metrics (Prometheus), GET / (the models and endpoints).\n" +
+			"Embeddings are the model's own embedding output when it has one (sentence_embedding, embeddings or embedding),\n" +
+			"else the mean of its per-token output, never BERT's pooler_output; --embedding-output chooses another. The start-up\n" +
+			"line and GET /info say which. A text over --max-tokens (default: the model's maximum length) is answered 413 naming\n" +
+			"the limit, unless the request asks to truncate or the server runs with --truncate. A request of more than\n" +
+			"--max-sequences texts or --max-request-tokens tokens, or whose answer would hold more than --max-answer values,\n" +
+			"is answered 413 before it runs. With --api-key (or ZOO_API_KEY), every request but the health probes must carry\n" +
+			"Authorization: Bearer KEY (401 otherwise). No line is logged per request unless --access-log FILE (- for stderr).\n" +
 			"Concurrent requests are merged into batches of up to --max-batch sequences within --max-delay; a full queue answers\n" +
 			"503 with Retry-After. A request must arrive within --read-timeout (headers within 10s) and be answered within\n" +
 			"--write-timeout of its headers; slower clients are cut off (on the gRPC port: the HTTP/2 handshake within the header\n" +
-			"timeout); connections idle for 2 minutes are closed. zoo run's memory guard (ZOO_MEMORY_LIMIT) applies to each\n" +
-			"request (a sequence that would not fit alone: 413) and batch (run in smaller batches when it would not fit).\n" +
-			"The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting, finishes the requests\n" +
-			"in flight and exits 0." +
+			"timeout, a call's message within --read-timeout, at most --max-streams streams per connection); connections idle\n" +
+			"for 2 minutes are closed. zoo run's memory guard (ZOO_MEMORY_LIMIT) applies to each request (a sequence that would\n" +
+			"not fit alone: 413) and batch (run in smaller batches when it would not fit).\n" +
+			"The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting, lets the requests\n" +
+			"that are running finish (30s at most) and those still arriving arrive (2s at most; then their connections are\n" +
+			"cut), and exits 0." +
 			examples("zoo serve vanilla.tiny", "zoo serve vanilla.tiny linformer --addr 127.0.0.1:9000 --max-batch 16",
-				"zoo serve model.onnx vanilla.tiny --name encoder --tokenizer encoder=tokenizer.json --weights vanilla.tiny=trained.safetensors"),
+				"zoo serve model.onnx vanilla.tiny --name encoder --tokenizer encoder=tokenizer.json --weights vanilla.tiny=trained.safetensors",
+				"zoo serve cross.onnx --tokenizer tokenizer.json --api-key $KEY --access-log -"),
 		Flags: append(variantFlags(), flagServeWeights, flagServeTokenizer,
 			&cli.StringSliceFlag{Name: "name", Usage: "serve the models under these names, in order (repeatable)"},
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8000", Usage: "listen for HTTP on `HOST:PORT` (port 0: any free port)"},
 			&cli.StringFlag{Name: "grpc-addr", Value: "127.0.0.1:8001", Usage: "listen for the protocol's gRPC on `HOST:PORT` (port 0: any free port; off: none)"},
+			&cli.StringSliceFlag{Name: "embedding-output", Usage: "answer embeddings from output `NAME` of every model, or MODEL=NAME of one (repeatable; a per-token output is mean-pooled)",
+				DefaultText: "the model's own sentence_embedding, embeddings or embedding, else the mean of its per-token output"},
+			&cli.IntFlag{Name: "max-tokens", Usage: "tokens per text at most, special tokens included (`N`; longer: 413 unless truncated)", DefaultText: "the model's maximum length"},
+			&cli.BoolFlag{Name: "truncate", Usage: "cut texts over --max-tokens when a request does not say (\"truncate\" of /embed and /rerank)"},
+			&cli.IntFlag{Name: "max-sequences", Value: 2048, Usage: "texts (or rows, or pairs) per request at most (`N`)"},
+			&cli.IntFlag{Name: "max-request-tokens", Value: 1 << 18, Usage: "tokens per request at most, all texts together (`N`)"},
+			&cli.IntFlag{Name: "max-answer", Value: 8 << 20, Usage: "values per answer at most (`N` float32s; every per-token output of every text counts)"},
+			&cli.StringFlag{Name: "api-key", Usage: "require Authorization: Bearer `KEY` on every request but the health probes (also ZOO_API_KEY)"},
+			&cli.StringFlag{Name: "access-log", Usage: "log one JSON line per request to `FILE` (- for stderr)", DefaultText: "none"},
 			&cli.IntFlag{Name: "max-batch", Value: 32, Usage: "sequences per batch, at most `N`"},
 			&cli.DurationFlag{Name: "max-delay", Value: 5 * time.Millisecond, Usage: "wait at most this long for a batch to fill"},
 			&cli.StringFlag{Name: "max-body", Value: "16MiB", Usage: "largest request body (`SIZE`); larger ones get 413"},
 			&cli.IntFlag{Name: "queue", Value: 256, Usage: "requests waiting per model before 503"},
+			&cli.IntFlag{Name: "max-streams", Value: 100, Usage: "concurrent gRPC streams per connection, at most `N`"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
 			&cli.DurationFlag{Name: "read-timeout", Value: 30 * time.Second, Usage: "a request, headers and body, must arrive within this long (headers within 10s)"},
 			&cli.DurationFlag{Name: "write-timeout", Value: 2 * time.Minute, Usage: "from a request's headers to the end of its answer, at most this long (at least --read-timeout)"},
@@ -90,20 +120,33 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil))
+	access, closeAccess, err := accessLog(st.accessLog, c.App.ErrWriter)
+	if err != nil {
+		return err
+	}
+	defer closeAccess()
 	var models []serve.Encoder
 	for i, ref := range st.refs {
-		enc, closeModel, err := loadServed(c.Context, c, ref, st.served[i], st.weights[st.served[i]], st.tokenizers[st.served[i]], st.prec)
+		name := st.served[i]
+		enc, closeModel, err := loadServed(c.Context, c, ref, name, st.weights[name], st.tokenizers[name], st.prec,
+			zooroot.ServeOptions{EmbeddingOutput: st.embeddings[name], MaxTokens: st.maxTokens})
 		if err != nil {
 			return err
 		}
 		defer closeModel()
 		models = append(models, enc)
 		info := enc.Info()
-		log.Info("model", "name", info.Name, "ref", ref, "backend", st.choice.Backend.Name(),
-			"precision", reportedPrecision(st.choice.Backend.Name(), st.prec), "max_len", info.MaxLen, "vocab", info.Vocab)
+		attrs := []any{"name", info.Name, "ref", ref, "backend", st.choice.Backend.Name(),
+			"precision", reportedPrecision(st.choice.Backend.Name(), st.prec), "max_tokens", info.MaxLen, "vocab", info.Vocab, "embedding", servedEmbedding(info)}
+		if info.Score != "" {
+			attrs = append(attrs, "rerank", info.Score)
+		}
+		log.Info("model", attrs...)
 	}
 	srv, err := serve.New(serve.Config{MaxBatch: c.Int("max-batch"), MaxDelay: c.Duration("max-delay"), MaxBody: st.maxBody,
-		Queue: c.Int("queue"), Logger: log, Version: version}, models)
+		Queue: c.Int("queue"), MaxStreams: c.Int("max-streams"), MaxSequences: c.Int("max-sequences"), MaxTokens: c.Int("max-request-tokens"),
+		MaxAnswer: int64(c.Int("max-answer")), Truncate: c.Bool("truncate"), APIKey: st.apiKey,
+		Logger: log, AccessLog: access, Version: version}, models)
 	if dup := (*serve.DuplicateNameError)(nil); errors.As(err, &dup) {
 		err = fmt.Errorf("%w (rename one with --name)", err)
 	}
@@ -122,21 +165,49 @@ func serveAction(c *cli.Context) error {
 		where = fmt.Sprintf(" and grpc://%s", gln.Addr())
 	}
 	fmt.Fprintf(c.App.ErrWriter, "zoo serve: listening on http://%s%s (%s)\n", ln.Addr(), where, strings.Join(st.served, ", "))
-	t := serve.Timeouts{Header: headerTimeout, Read: st.readTimeout, Write: st.writeTimeout, Idle: idleTimeout, Grace: shutdownGrace}
+	t := serve.Timeouts{Header: headerTimeout, Read: st.readTimeout, Write: st.writeTimeout, Idle: idleTimeout, Grace: shutdownGrace, Arrival: drainArrival}
 	if err := srv.Serve(c.Context, ln, gln, t); err != nil {
 		return failed(err)
 	}
 	return nil
 }
 
+// servedEmbedding says where a served model's embeddings come from, for the start-up line.
+func servedEmbedding(info serve.Info) string {
+	switch {
+	case info.Embedding != "":
+		return "output " + info.Embedding + " (the model's own)"
+	case info.PoolFrom != "":
+		return "mean of " + info.PoolFrom
+	}
+	return "none"
+}
+
+// accessLog opens --access-log: "" for none, - for w (stderr), else FILE appended to.
+func accessLog(path string, w io.Writer) (*slog.Logger, func(), error) {
+	switch path {
+	case "":
+		return nil, func() {}, nil
+	case "-":
+		return slog.New(slog.NewJSONHandler(w, nil)), func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, badInputf("--access-log %s: %w", path, err)
+	}
+	return slog.New(slog.NewJSONHandler(f, nil)), func() { f.Close() }, nil
+}
+
 // serveSettings are zoo serve's flags, checked.
 type serveSettings struct {
-	refs, served              []string          // the models, and the names they are served under
-	weights, tokenizers       map[string]string // by served name
-	maxBody                   int64
-	readTimeout, writeTimeout time.Duration
-	prec                      string
-	choice                    backends.Choice
+	refs, served                    []string          // the models, and the names they are served under
+	weights, tokenizers, embeddings map[string]string // by served name
+	maxTokens                       int
+	apiKey, accessLog               string
+	maxBody                         int64
+	readTimeout, writeTimeout       time.Duration
+	prec                            string
+	choice                          backends.Choice
 }
 
 // serveSettingsOf checks zoo serve's flags (bad ones are bad input) and resolves each model's
@@ -158,6 +229,22 @@ func serveSettingsOf(c serveFlags) (serveSettings, error) {
 	if c.Int("max-batch") < 1 || c.Int("queue") < 1 || c.Int("threads") < 0 || c.Duration("max-delay") < 0 {
 		return st, badInputf("--max-batch and --queue must be at least 1, --threads and --max-delay not negative")
 	}
+	for _, f := range []string{"max-sequences", "max-request-tokens", "max-answer", "max-streams"} {
+		if c.Int(f) < 1 {
+			return st, badInputf("--%s must be at least 1, got %d", f, c.Int(f))
+		}
+	}
+	if st.maxTokens = c.Int("max-tokens"); st.maxTokens < 0 {
+		return st, badInputf("--max-tokens must not be negative, got %d", st.maxTokens)
+	}
+	st.accessLog = c.String("access-log")
+	if st.apiKey = c.String("api-key"); st.apiKey == "" {
+		key, err := env.Get(env.APIKey)
+		if err != nil {
+			return st, badInput(err)
+		}
+		st.apiKey = key
+	}
 	st.readTimeout, st.writeTimeout = c.Duration("read-timeout"), c.Duration("write-timeout")
 	if st.readTimeout <= 0 || st.writeTimeout < st.readTimeout {
 		return st, badInputf("--read-timeout %s, --write-timeout %s: want a positive read timeout and a write timeout at least as long", st.readTimeout, st.writeTimeout)
@@ -176,6 +263,9 @@ func serveSettingsOf(c serveFlags) (serveSettings, error) {
 		return st, badInput(err)
 	}
 	if st.tokenizers, err = perModel(flagServeTokenizer.Name, c.StringSlice(flagServeTokenizer.Name), st.served); err != nil {
+		return st, badInput(err)
+	}
+	if st.embeddings, err = perModel("embedding-output", c.StringSlice("embedding-output"), st.served); err != nil {
 		return st, badInput(err)
 	}
 	if st.prec, err = precisionOf(c); err != nil {
@@ -238,7 +328,7 @@ func perModel(flag string, flags, served []string) (map[string]string, error) {
 // loadServed builds ref with its weights and its tokenizer (as zoo run's --weights and
 // --tokenizer: "" for the default), compiles it with --precision prec and --threads, and
 // returns it as the server's encoder; the returned func closes the model.
-func loadServed(ctx context.Context, c flags, ref, name, weights, tokenizer string, prec string) (serve.Encoder, func(), error) {
+func loadServed(ctx context.Context, c flags, ref, name, weights, tokenizer string, prec string, so zooroot.ServeOptions) (serve.Encoder, func(), error) {
 	opts, err := loadOptions(ctx, c)
 	if err != nil {
 		return nil, nil, err
@@ -248,7 +338,7 @@ func loadServed(ctx context.Context, c flags, ref, name, weights, tokenizer stri
 	if err != nil {
 		return nil, nil, err
 	}
-	enc, err := m.ServeEncoder(ctx, name)
+	enc, err := m.ServeEncoderWith(ctx, name, so)
 	if err != nil {
 		m.Close()
 		return nil, nil, err

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/zoo-dev/zoo/internal/env"
 )
 
 type pairGolden struct {
@@ -56,7 +58,7 @@ func TestGoldenPairs(t *testing.T) {
 // there (ZOO_TOKENIZERS_JS: its node_modules folder; .ci/run installs it) and checks that
 // the committed goldens are what it writes today.
 func TestGoldenPairsLive(t *testing.T) {
-	dir := os.Getenv("ZOO_TOKENIZERS_JS")
+	dir, _ := env.Get(env.TokenizersJS)
 	if dir == "" {
 		t.Skip("ZOO_TOKENIZERS_JS is not set: the committed goldens are checked by TestGoldenPairs")
 	}
