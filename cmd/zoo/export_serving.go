@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	zooroot "github.com/zoo-dev/zoo"
@@ -89,18 +90,39 @@ func writeTriton(dir string, m *zooroot.Model, opset int) ([]exportFile, error) 
 	return []exportFile{f, {Model: name, Path: cfg, Kind: "config", Bytes: int64(len(text))}}, nil
 }
 
-// writeKServe writes the KServe manifests and the Dockerfile for m into dir.
+// writeKServe writes the KServe manifests and the Dockerfile for m into dir, and the model
+// they serve into dir/model: model.onnx (its graph with the weights it was exported with,
+// --from-weights included; the default opset) and its tokenizer file, which the Dockerfile
+// puts in the image.
 func writeKServe(dir string, m *zooroot.Model) ([]exportFile, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	modelDir := filepath.Join(dir, "model")
+	if err := os.MkdirAll(modelDir, 0o755); err != nil {
 		return nil, badInputf("--kserve %s: %w", dir, err)
 	}
-	files := serve.KServeFiles(m.Name(), "zoo:latest", "pvc://zoo-models/triton")
+	var out []exportFile
+	f, err := writeONNXFile(filepath.Join(modelDir, filepath.Base(serve.KServeModel)), m, graph.DefaultOpset)
+	if err != nil {
+		return nil, failed(err)
+	}
+	out = append(out, f)
+	if tk, err := m.Tokenizer(); err == nil && tk.Path != "" {
+		dst := filepath.Join(modelDir, tokenizerFileName(tk.Path))
+		data, err := os.ReadFile(tk.Path)
+		if err != nil {
+			return nil, failed(err)
+		}
+		if err := tensorio.AtomicWriteFile(dst, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+			return nil, failed(err)
+		}
+		out = append(out, exportFile{Model: m.Name(), Path: dst, Kind: "config", Bytes: int64(len(data))})
+	}
+	image := "zoo-" + serve.K8sName(m.Name()) + ":latest"
+	files := serve.KServeFiles(m.Name(), image, "pvc://zoo-models/triton")
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	var out []exportFile
 	for _, n := range names {
 		p := filepath.Join(dir, n)
 		if err := writeText(p, files[n]); err != nil {
@@ -109,6 +131,18 @@ func writeKServe(dir string, m *zooroot.Model) ([]exportFile, error) {
 		out = append(out, exportFile{Model: m.Name(), Path: p, Kind: "config", Bytes: int64(len(files[n]))})
 	}
 	return out, nil
+}
+
+// tokenizerFileName is the name a tokenizer file takes next to an exported model.onnx, one
+// that zoo serve finds there: tokenizer.json, a SentencePiece .model as it is, else vocab.txt.
+func tokenizerFileName(path string) string {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".json":
+		return "tokenizer.json"
+	case ".model":
+		return filepath.Base(path)
+	}
+	return "vocab.txt"
 }
 
 func writeText(path, text string) error {
