@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/zoo-dev/zoo"
@@ -109,6 +110,10 @@ func TestEmbeddingChoice(t *testing.T) {
 	bert := load(t, "cmd/zoo/testdata/bert/bert-opset17.onnx", zoo.LoadOptions{Tokenizer: minilm})
 	if got, _ := zoo.ChooseEmbedding(bert.Graph(), ""); got.Output != "last_hidden_state" || !got.PerToken {
 		t.Errorf("BERT without a head of its own: %+v, want the mean of last_hidden_state (never pooler_output)", got)
+	}
+	pooled, err := bi.NewEncoder(zoo.EncoderOptions{Pool: zoo.PoolMean})
+	if err != nil || !strings.Contains(pooled.Pooling(), "mean of last_hidden_state → embedding (the model's own sentence embedding is its output sentence_embedding") {
+		t.Errorf("zoo run --pool's line does not name the model's own embedding: %q %v", pooled.Pooling(), err)
 	}
 	var ie *zoo.InputError
 	if _, err := bi.ServeEncoderWith(context.Background(), "bi", zoo.ServeOptions{EmbeddingOutput: "nope"}); !asInput(err, &ie) || ie.Option != "ServeOptions.EmbeddingOutput" {

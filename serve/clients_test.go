@@ -350,3 +350,34 @@ func TestAnswerLimit(t *testing.T) {
 		t.Errorf("a small answer: %d %s", code, b)
 	}
 }
+
+// TestAnswerBudget: the answers being computed at once hold at most 4 × MaxAnswer values; a
+// request past that is a 503 with Retry-After, and the budget comes back when they finish.
+func TestAnswerBudget(t *testing.T) {
+	f := &fakeModel{gate: make(chan struct{}), ran: make(chan struct{}, 64)}
+	s, hs := startServer(t, Config{MaxAnswer: 100}, f.model())
+	body := tokensBody([][]int64{{1, 2, 3, 4, 5, 6}, {1, 2, 3, 4, 5, 6}, {1, 2, 3, 4, 5, 6}}, 6, false) // 72 + 6 values
+	codes := make(chan int, 5)
+	for range 5 {
+		go func() {
+			code, _, _ := post(t, hs.Client(), hs.URL+"/v2/models/fake/infer", body)
+			codes <- code
+		}()
+	}
+	for deadline := time.Now().Add(5 * time.Second); s.answering.Load() < 5*78 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	code, hdr, b := post(t, hs.Client(), hs.URL+"/v2/models/fake/infer", body)
+	if code != 503 || hdr.Get("Retry-After") == "" || !strings.Contains(string(b), "retry later") {
+		t.Errorf("a sixth answer past 400 values in flight: %d %s", code, b)
+	}
+	close(f.gate)
+	for range 5 {
+		if code := <-codes; code != 200 {
+			t.Errorf("an answer within the budget: %d", code)
+		}
+	}
+	if n := s.answering.Load(); n != 0 {
+		t.Errorf("%d values still reserved after the answers", n)
+	}
+}

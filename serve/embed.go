@@ -66,11 +66,15 @@ func (s *Server) embedTexts(ctx context.Context, m *model, list []string, normal
 	for _, q := range seqs {
 		tokens += len(q)
 	}
-	if width > 0 {
-		if err := m.checkAnswer(int64(len(seqs)) * int64(width)); err != nil {
-			return nil, 0, err
-		}
+	values := int64(len(seqs)) * int64(max(width, 1))
+	if err := m.checkAnswer(values); err != nil {
+		return nil, 0, err
 	}
+	release, err := s.reserve(values)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer release()
 	if err := m.fitsAlone(seqs); err != nil {
 		return nil, 0, err
 	}

@@ -45,7 +45,8 @@ type Config struct {
 	MaxSequences, MaxTokens int
 	// MaxAnswer is the most float32 values one answer may hold (0: 8Mi, 32 MiB as float32): a
 	// request for more (many sequences, every per-token output) is answered 413 before it
-	// runs.
+	// runs. The answers being computed at once hold at most 4 × MaxAnswer values: a request
+	// past that is answered 503 with Retry-After.
 	MaxAnswer int64
 	// Truncate cuts a text longer than its model's MaxLen to MaxLen tokens when the request
 	// does not say ("truncate" of /embed and /rerank); without it such a text is answered 413
@@ -94,9 +95,12 @@ type Server struct {
 	// gRPC message) is still on its way. Serve's drain waits for the first, briefly for the
 	// second.
 	running, arriving atomic.Int64
-	mu                sync.Mutex // guards stop
-	stop              context.CancelFunc
-	stopped           sync.WaitGroup
+	// answering counts the values of the answers being computed and written, within
+	// answerBudget.
+	answering atomic.Int64
+	mu        sync.Mutex // guards stop
+	stop      context.CancelFunc
+	stopped   sync.WaitGroup
 }
 
 // New returns a server for encoders, served under their Info names in the order given (the
@@ -278,6 +282,22 @@ func (s *Server) Handler() http.Handler {
 		return &httpError{code: 404, msg: fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path)}
 	})
 	return mux
+}
+
+// answersInFlight is how many answers of Config.MaxAnswer values the server holds at once:
+// a request whose answer would take the values in flight past that waits for none, it is
+// answered 503 with Retry-After, so that the memory the answers take is bounded per server
+// as well as per request.
+const answersInFlight = 4
+
+// reserve takes values off the server's answer budget until release is called; a request
+// that would go over it is answered 503 (retry later).
+func (s *Server) reserve(values int64) (release func(), err error) {
+	if n := s.answering.Add(values); n > answersInFlight*s.cfg.MaxAnswer && n != values {
+		s.answering.Add(-values)
+		return nil, &httpError{code: 503, msg: fmt.Sprintf("the server is computing answers of %d values already; retry later", answersInFlight*s.cfg.MaxAnswer)}
+	}
+	return func() { s.answering.Add(-values) }, nil
 }
 
 // endpoints lists the endpoints for GET /.
@@ -591,6 +611,11 @@ func (s *Server) run(ctx context.Context, m *model, req *request) ([]wireOutput,
 	if err := m.fitsAlone(req.Seqs); err != nil {
 		return nil, err
 	}
+	release, err := s.reserve(values)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	rows, err := s.batch[m.Name].submit(ctx, req.Seqs, nil, want)
 	if err != nil {
 		return nil, err

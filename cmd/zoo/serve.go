@@ -97,7 +97,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "truncate", Usage: "cut texts over --max-tokens when a request does not say (\"truncate\" of /embed and /rerank)"},
 			&cli.IntFlag{Name: "max-sequences", Value: 2048, Usage: "texts (or rows, or pairs) per request at most (`N`)"},
 			&cli.IntFlag{Name: "max-request-tokens", Value: 1 << 18, Usage: "tokens per request at most, all texts together (`N`)"},
-			&cli.IntFlag{Name: "max-answer", Value: 8 << 20, Usage: "values per answer at most (`N` float32s; every per-token output of every text counts)"},
+			&cli.IntFlag{Name: "max-answer", Value: 8 << 20, Usage: "values per answer at most (`N` float32s; every per-token output of every text counts); the answers computed at once hold 4 × N at most (then 503)"},
 			&cli.StringFlag{Name: "api-key", Usage: "require Authorization: Bearer `KEY` on every request but the health probes (also ZOO_API_KEY)"},
 			&cli.StringFlag{Name: "access-log", Usage: "log one JSON line per request to `FILE` (- for stderr)", DefaultText: "none"},
 			&cli.IntFlag{Name: "max-batch", Value: 32, Usage: "sequences per batch, at most `N`"},
