@@ -95,8 +95,8 @@ type Server struct {
 	// gRPC message) is still on its way. Serve's drain waits for the first, briefly for the
 	// second.
 	running, arriving atomic.Int64
-	// answering counts the values of the answers being computed and written, within
-	// answerBudget.
+	// answering counts the values of the answers being computed and written, at most
+	// answersInFlight × Config.MaxAnswer.
 	answering atomic.Int64
 	mu        sync.Mutex // guards stop
 	stop      context.CancelFunc
