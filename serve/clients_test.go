@@ -9,12 +9,20 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	grpcmd "google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/zoo-dev/zoo/serve/inferencepb"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
@@ -379,5 +387,46 @@ func TestAnswerBudget(t *testing.T) {
 	}
 	if n := s.answering.Load(); n != 0 {
 		t.Errorf("%d values still reserved after the answers", n)
+	}
+}
+
+// TestGRPCAPIKey: with a key, ModelInfer and the metadata RPCs need the authorization
+// metadata; the liveness and readiness RPCs do not.
+func TestGRPCAPIKey(t *testing.T) {
+	s, err := New(Config{APIKey: "sekrit", MaxDelay: time.Millisecond}, []Encoder{(&fakeModel{}).model()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	defer s.Stop()
+	g := grpc.NewServer()
+	s.RegisterGRPC(g)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(ln)
+	defer g.Stop()
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := pb.NewGRPCInferenceServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if r, err := c.ServerReady(ctx, &pb.ServerReadyRequest{}); err != nil || !r.Ready {
+		t.Errorf("ServerReady without a key: %v %v", r, err)
+	}
+	req := &pb.ModelInferRequest{ModelName: "fake", Inputs: []*pb.ModelInferRequest_InferInputTensor{
+		{Name: InputTokens, Datatype: "INT64", Shape: []int64{1, 2}, Contents: &pb.InferTensorContents{Int64Contents: []int64{3, 4}}}}}
+	if _, err := c.ModelInfer(ctx, req); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("ModelInfer without a key: %v, want Unauthenticated", err)
+	}
+	if _, err := c.ModelMetadata(grpcmd.AppendToOutgoingContext(ctx, "authorization", "Bearer nope"), &pb.ModelMetadataRequest{Name: "fake"}); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("ModelMetadata with a wrong key: %v, want Unauthenticated", err)
+	}
+	if _, err := c.ModelInfer(grpcmd.AppendToOutgoingContext(ctx, "authorization", "Bearer sekrit"), req); err != nil {
+		t.Errorf("ModelInfer with the key: %v", err)
 	}
 }
