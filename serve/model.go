@@ -1,17 +1,22 @@
 // Package serve serves encoders over HTTP and gRPC: the Open Inference Protocol (KServe v2)
-// REST endpoints, OpenAI's /v1/embeddings and text-embeddings-inference's /embed (http.go),
-// the protocol's gRPC service (grpc.go), the request decoder (decode.go), dynamic batching by
-// length buckets with a bounded queue (batch.go) and Prometheus metrics (metrics.go).
+// REST endpoints (http.go), OpenAI's /v1/embeddings and /v1/models as the official SDKs call
+// them (openai.go), text-embeddings-inference's /embed, /rerank, /tokenize, /info and /health
+// (tei.go), the protocol's gRPC service (grpc.go), the request decoder (decode.go), dynamic
+// batching by length buckets with a bounded queue (batch.go) and Prometheus metrics
+// (metrics.go). Every request is bounded before it runs: tokens per sequence (Info.MaxLen),
+// sequences and tokens per request, values per answer (Config).
 //
 // The package depends on an Encoder, a small interface: it knows nothing of variants,
 // backends, ONNX or tokenizer files. A program builds its encoders (zoo serve loads and
 // compiles zoo's models and hands each over as a Funcs), passes them to New, and mounts
 // Server.Handler in its own HTTP server and Server.RegisterGRPC in its own gRPC server (or
-// uses Server.GRPC). The package never prints, exits or reads flags or the environment;
-// request logs go to Config.Logger when one is set.
+// uses Server.GRPC, or Server.Serve for both with a bounded drain). An Encoder may also be a
+// PairTokenizer (for /rerank), a Truncator and a TokenLister. The package never prints,
+// exits or reads flags or the environment; lifecycle lines go to Config.Logger and request
+// lines to Config.AccessLog when they are set.
 //
 // deploy.go writes the serving configurations of an exported model (Triton's config.pbtxt,
-// KServe's resources).
+// KServe's resources and the image that carries the model).
 package serve
 
 import (
