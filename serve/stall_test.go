@@ -114,7 +114,7 @@ func TestGRPCStalls(t *testing.T) {
 	}
 	defer conn.Close()
 	during := runtime.NumGoroutine()
-	if refused != 190 || during-before > 40 {
+	if refused < 180 || during-before > 40 {
 		t.Errorf("200 streams on one connection with MaxStreams 10: %d refused, goroutines %d → %d", refused, before, during)
 	}
 	if after := settleGoroutines(before+5, 3*time.Second); after > before+5 {
