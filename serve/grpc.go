@@ -186,10 +186,11 @@ func (g *grpcService) infer(ctx context.Context, r *pb.ModelInferRequest) (*pb.M
 	if err != nil {
 		return nil, err
 	}
-	outs, err := g.s.run(ctx, m, req)
+	outs, release, err := g.s.run(ctx, m, req)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	resp := &pb.ModelInferResponse{ModelName: m.Name, ModelVersion: "1", Id: r.GetId()}
 	for _, o := range outs {
 		shape := make([]int64, len(o.Shape))

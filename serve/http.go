@@ -12,6 +12,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,7 +47,8 @@ type Config struct {
 	// MaxAnswer is the most float32 values one answer may hold (0: 8Mi, 32 MiB as float32): a
 	// request for more (many sequences, every per-token output) is answered 413 before it
 	// runs. The answers being computed at once hold at most 4 × MaxAnswer values: a request
-	// past that is answered 503 with Retry-After.
+	// past that is answered 503 with Retry-After. Once an answer of MaxAnswer/4 values or more
+	// is written, the memory it took is returned to the operating system.
 	MaxAnswer int64
 	// Truncate cuts a text longer than its model's MaxLen to MaxLen tokens when the request
 	// does not say ("truncate" of /embed and /rerank); without it such a text is answered 413
@@ -98,7 +100,8 @@ type Server struct {
 	// answering counts the values of the answers being computed and written, at most
 	// answersInFlight × Config.MaxAnswer.
 	answering atomic.Int64
-	mu        sync.Mutex // guards stop
+	lastFree  atomic.Int64 // Unix nanoseconds of the last returnMemory
+	mu        sync.Mutex   // guards stop
 	stop      context.CancelFunc
 	stopped   sync.WaitGroup
 }
@@ -291,13 +294,35 @@ func (s *Server) Handler() http.Handler {
 const answersInFlight = 4
 
 // reserve takes values off the server's answer budget until release is called; a request
-// that would go over it is answered 503 (retry later).
+// that would go over it is answered 503 (retry later). Releasing a large answer (a quarter
+// of MaxAnswer or more) returns the memory it took to the operating system.
 func (s *Server) reserve(values int64) (release func(), err error) {
 	if n := s.answering.Add(values); n > answersInFlight*s.cfg.MaxAnswer && n != values {
 		s.answering.Add(-values)
 		return nil, &httpError{code: 503, msg: fmt.Sprintf("the server is computing answers of %d values already; retry later", answersInFlight*s.cfg.MaxAnswer)}
 	}
-	return func() { s.answering.Add(-values) }, nil
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.answering.Add(-values)
+			if values >= s.cfg.MaxAnswer/4 {
+				s.returnMemory()
+			}
+		})
+	}, nil
+}
+
+// returnMemory returns the memory freed since to the operating system (a garbage collection
+// and runtime/debug.FreeOSMemory), in the background and at most once every 2 seconds:
+// Go's own scavenger returns it over minutes, so a server's resident memory would stay at
+// its largest request's for that long.
+func (s *Server) returnMemory() {
+	now := time.Now().UnixNano()
+	last := s.lastFree.Load()
+	if now-last < int64(2*time.Second) || !s.lastFree.CompareAndSwap(last, now) {
+		return
+	}
+	go debug.FreeOSMemory()
 }
 
 // endpoints lists the endpoints for GET /.
@@ -524,10 +549,11 @@ func (s *Server) infer(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	body = nil
-	outs, err := s.run(r.Context(), m, req)
+	outs, release, err := s.run(r.Context(), m, req)
 	if err != nil {
 		return err
 	}
+	defer release()
 	return writeInfer(w, m.Name, req.ID, outs)
 }
 
@@ -582,8 +608,8 @@ func writeInfer(w http.ResponseWriter, name, id string, outs []wireOutput) error
 
 // run runs a decoded request through m's batcher and lays out the outputs it asks for. The
 // answer's size is checked against the limit before anything runs, and only the outputs
-// asked for are kept per sequence.
-func (s *Server) run(ctx context.Context, m *model, req *request) ([]wireOutput, error) {
+// asked for are kept per sequence. The caller calls release once the answer is written.
+func (s *Server) run(ctx context.Context, m *model, req *request) (outs []wireOutput, release func(), err error) {
 	var values int64
 	var want []string
 	for _, name := range req.Outputs {
@@ -606,21 +632,24 @@ func (s *Server) run(ctx context.Context, m *model, req *request) ([]wireOutput,
 		}
 	}
 	if err := m.checkAnswer(values); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := m.fitsAlone(req.Seqs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	release, err := s.reserve(values)
+	rel, err := s.reserve(values)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer release()
+	defer func() {
+		if err != nil {
+			rel()
+		}
+	}()
 	rows, err := s.batch[m.Name].submit(ctx, req.Seqs, nil, want)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var outs []wireOutput
 	for _, name := range req.Outputs {
 		var o wireOutput
 		if name == OutputPooled {
@@ -629,11 +658,11 @@ func (s *Server) run(ctx context.Context, m *model, req *request) ([]wireOutput,
 			o = assemble(m, name, req, rows)
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		outs = append(outs, o)
 	}
-	return outs, nil
+	return outs, rel, nil
 }
 
 // assemble lays one output's rows out as (B, Width, ...) for a per-token output, zeros past

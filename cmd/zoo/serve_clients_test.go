@@ -364,6 +364,25 @@ func TestServeBoundedMemory(t *testing.T) {
 	if after-before > 200<<20 {
 		t.Errorf("resident memory grew by %d MiB", (after-before)>>20)
 	}
+	// An answer just within the limit (1,000 × 25 tokens, every output: 8.0M values, 89 MB of
+	// JSON) is answered, and the memory it took goes back to the system.
+	ids = strings.TrimSuffix(strings.Repeat("5,", 1000*25), ",")
+	t0 = time.Now()
+	code, body = httpDo(t, "POST", p.url+"/v2/models/"+model+"/infer", fmt.Sprintf(`{"inputs":[{"name":"tokens","datatype":"INT64","shape":[1000,25],"data":[%s]}]}`, ids))
+	if code != 200 || len(body) < 80<<20 {
+		t.Fatalf("an answer of 8.0M values: %d, %d bytes", code, len(body))
+	}
+	took := time.Since(t0)
+	peak := p.rss(t)
+	body = nil
+	settled := peak
+	for deadline := time.Now().Add(10 * time.Second); settled > before+40<<20 && time.Now().Before(deadline); settled = p.rss(t) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("an answer of 8.0M values (%s): resident memory %d MiB before, %d MiB after it, %d MiB once settled", took.Round(time.Millisecond), before>>20, peak>>20, settled>>20)
+	if settled > before+40<<20 {
+		t.Errorf("resident memory still %d MiB 10s after a large answer (%d MiB before)", settled>>20, before>>20)
+	}
 }
 
 // stallGRPC opens a connection to addr and starts n ModelInfer streams on it, each sending its
