@@ -417,8 +417,14 @@ func PadBatch(b *tokenize.Batch, n int, pad int64) *tokenize.Batch {
 		return b
 	}
 	p := &tokenize.Batch{B: b.B, N: n, Tokens: make([]int64, b.B*n), Mask: make([]bool, b.B*n), Lengths: b.Lengths, Offsets: b.Offsets}
+	if b.Types != nil {
+		p.Types = make([]int64, b.B*n)
+	}
 	for i := 0; i < b.B; i++ {
 		copy(p.Tokens[i*n:], b.Tokens[i*b.N:(i+1)*b.N])
+		if b.Types != nil {
+			copy(p.Types[i*n:], b.Types[i*b.N:(i+1)*b.N])
+		}
 		copy(p.Mask[i*n:], b.Mask[i*b.N:(i+1)*b.N])
 		for j := b.N; j < n; j++ {
 			p.Tokens[i*n+j], p.Mask[i*n+j] = pad, true

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -74,12 +75,7 @@ func exportAction(c *cli.Context) error {
 			return badInput(err)
 		}
 	}
-	opts, err := loadOptions(c.Context, c)
-	if err != nil {
-		return err
-	}
-	opts.Weights = c.String(flagFromWeights.Name) // export's --weights is the file it writes
-	m, err := loadWith(c.Context, c, ref, opts)
+	m, err := loadExported(c.Context, c, ref)
 	if err != nil {
 		return err
 	}
@@ -112,7 +108,7 @@ func exportAction(c *cli.Context) error {
 		rep.Say(files...)
 	}
 	if kserve != "" {
-		files, err := export.WriteKServe(kserve, name)
+		files, err := export.WriteKServe(kserve, name, m.Graph(), tokenizerPath(m), version)
 		if err != nil {
 			return exportError(err)
 		}
@@ -189,4 +185,23 @@ func exportAllAction(c *cli.Context) error {
 		rep.Say(f)
 	}
 	return rep.Finish()
+}
+
+// loadExported loads the model export writes: --from-weights loads a state_dict (export's
+// --weights is the file it writes).
+func loadExported(ctx context.Context, c flags, ref string) (*zooroot.Model, error) {
+	opts, err := loadOptions(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	opts.Weights = c.String(flagFromWeights.Name)
+	return loadWith(ctx, c, ref, opts)
+}
+
+// tokenizerPath is the model's tokenizer file, "" for the byte tokenizer (or none that loads).
+func tokenizerPath(m *zooroot.Model) string {
+	if tk, err := m.Tokenizer(); err == nil {
+		return tk.Path
+	}
+	return ""
 }

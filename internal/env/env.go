@@ -37,6 +37,7 @@ const (
 	CUDALibPath        = "ZOO_CUDA_LIB_PATH"
 	Src                = "ZOO_SRC"
 	MemoryLimit        = "ZOO_MEMORY_LIMIT"
+	APIKey             = "ZOO_API_KEY"
 
 	PluginLogLevel = "ZOO_PLUGIN_LOG_LEVEL"
 	PluginCookie   = "ZOO_VARIANT_PLUGIN"
@@ -53,6 +54,8 @@ const (
 	PPOCRDir          = "ZOO_PPOCR_DIR"
 	UpdateRealGraphs  = "ZOO_UPDATE_REALGRAPHS"
 	TestArtifacts     = "ZOO_TEST_ARTIFACTS"
+	OpenAINode        = "ZOO_OPENAI_NODE"
+	TokenizersJS      = "ZOO_TOKENIZERS_JS"
 )
 
 // Scope says who sets a variable.
@@ -128,6 +131,8 @@ var vars = []Var{
 		Doc: "Matrix-product precision of the CUDA backend.", check: oneOf("fp32", "tf32", "bf16")},
 	{Name: CUDALibPath, Syntax: "DIR[:DIR...]", Default: "the standard CUDA and pip-wheel places",
 		Doc: "Extra directories searched first for libcublas and libnvrtc."},
+	{Name: APIKey, Syntax: "KEY", Default: "unset: zoo serve checks no key",
+		Doc: "API key zoo serve requires as Authorization: Bearer KEY, as --api-key (which wins over it)."},
 	{Name: Src, Syntax: "DIR", Default: "the checkout around the current directory, then the one zoo was built from",
 		Doc: "zoo checkout that `zoo plugin new` points the new module's replace directive at."},
 
@@ -160,6 +165,10 @@ var vars = []Var{
 		Doc: "Rewrites the realgraphs fixtures' expected outputs from ONNX Runtime."},
 	{Name: TestArtifacts, Syntax: "DIR", Default: "unset: artefacts go to the test's temporary directory", Scope: Test,
 		Doc: "Where tests keep what a person may want to look at afterwards (the compare report's screenshot)."},
+	{Name: OpenAINode, Syntax: "DIR", Default: "unset: the OpenAI SDK test skips", Scope: Test,
+		Doc: "node_modules holding the official openai npm package, which a zoo serve test drives as a client (.ci/run installs it)."},
+	{Name: TokenizersJS, Syntax: "DIR", Default: "unset: the live pair-encoding check skips", Scope: Test,
+		Doc: "node_modules holding @huggingface/tokenizers, the reference for pair encodings (.ci/run installs it)."},
 }
 
 // All returns the table: user variables first, then internal, then test-only ones.

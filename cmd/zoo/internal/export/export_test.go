@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -69,11 +71,15 @@ func TestWriteTritonRefusesStaticBatch(t *testing.T) {
 
 func TestWriteKServeAndCheckDir(t *testing.T) {
 	dir := t.TempDir()
-	files, err := WriteKServe(filepath.Join(dir, "k"), "vanilla.tiny")
-	if err != nil || len(files) == 0 {
+	m, err := zoo.Load(context.Background(), "vanilla.tiny", zoo.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := WriteKServe(filepath.Join(dir, "k"), "vanilla.tiny", m.Graph(), "", "test")
+	if err != nil || len(files) < 2 || filepath.Base(files[0].Path) != "model.onnx" {
 		t.Fatalf("files %v, %v", files, err)
 	}
-	for _, f := range files {
+	for _, f := range files[1:] {
 		if st, err := os.Stat(f.Path); err != nil || st.Size() != f.Bytes || f.Kind != "config" {
 			t.Errorf("%+v: %v", f, err)
 		}
@@ -81,7 +87,7 @@ func TestWriteKServeAndCheckDir(t *testing.T) {
 	if err := CheckDir(dir); err != nil {
 		t.Errorf("a directory: %v", err)
 	}
-	if err := CheckDir(files[0].Path); err == nil || !strings.Contains(err.Error(), "is not a directory") {
+	if err := CheckDir(files[1].Path); err == nil || !strings.Contains(err.Error(), "is not a directory") {
 		t.Errorf("a file: %v", err)
 	}
 	if err := CheckDir(filepath.Join(dir, "none")); err == nil || !strings.Contains(err.Error(), "no such directory") {

@@ -2,14 +2,17 @@ package export
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/zoo-dev/zoo/serve"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
 // Triton's batching of an exported model: zoo serve's defaults.
@@ -86,19 +89,37 @@ func WriteTriton(dir, name string, g *graph.Graph, opset int, producer string) (
 	return []File{f, {Model: name, Path: cfg, Kind: "config", Bytes: int64(len(text))}}, nil
 }
 
-// WriteKServe writes the KServe manifests and the Dockerfile for the model name into dir
-// (a directory that cannot be made is an *InputError).
-func WriteKServe(dir, name string) ([]File, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// WriteKServe writes the KServe manifests and the Dockerfile for the model name into dir,
+// and the model they serve into dir/model: model.onnx (g, with the weights it was exported
+// with; the default opset) and the tokenizer file at tokenizer ("" for none), which the
+// Dockerfile puts in the image. A directory that cannot be made is an *InputError.
+func WriteKServe(dir, name string, g *graph.Graph, tokenizer, producer string) ([]File, error) {
+	modelDir := filepath.Join(dir, "model")
+	if err := os.MkdirAll(modelDir, 0o755); err != nil {
 		return nil, &InputError{fmt.Errorf("--kserve %s: %w", dir, err)}
 	}
-	files := serve.KServeFiles(name, "zoo:latest", "pvc://zoo-models/triton")
+	f, err := WriteONNX(filepath.Join(modelDir, filepath.Base(serve.KServeModel)), name, g, graph.DefaultOpset, producer)
+	if err != nil {
+		return nil, err
+	}
+	out := []File{f}
+	if tokenizer != "" {
+		dst := filepath.Join(modelDir, tokenizerFileName(tokenizer))
+		data, err := os.ReadFile(tokenizer)
+		if err != nil {
+			return nil, err
+		}
+		if err := tensorio.AtomicWriteFile(dst, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+			return nil, err
+		}
+		out = append(out, File{Model: name, Path: dst, Kind: "config", Bytes: int64(len(data))})
+	}
+	files := serve.KServeFiles(name, "zoo-"+serve.K8sName(name)+":latest", "pvc://zoo-models/triton")
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	var out []File
 	for _, n := range names {
 		p := filepath.Join(dir, n)
 		if err := writeText(p, files[n]); err != nil {
@@ -107,4 +128,16 @@ func WriteKServe(dir, name string) ([]File, error) {
 		out = append(out, File{Model: name, Path: p, Kind: "config", Bytes: int64(len(files[n]))})
 	}
 	return out, nil
+}
+
+// tokenizerFileName is the name a tokenizer file takes next to an exported model.onnx, one
+// that zoo serve finds there: tokenizer.json, a SentencePiece .model as it is, else vocab.txt.
+func tokenizerFileName(path string) string {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".json":
+		return "tokenizer.json"
+	case ".model":
+		return filepath.Base(path)
+	}
+	return "vocab.txt"
 }
