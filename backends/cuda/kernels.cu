@@ -81,9 +81,27 @@ __device__ __forceinline__ float binary_apply(int op, float a, float b) {
     return ZNAN;
 }
 
-// offsets maps flat index i of d's iteration space to operand offsets o[0..nops).
+// offsets maps flat index i of d's iteration space to operand offsets o[0..nops). One
+// dimension (what coalesce makes of same-shape and scalar operands) needs no division; an
+// index under 2^31 divides in 32 bits, which costs a fraction of the 64-bit division (a
+// software routine on the GPU).
 __device__ __forceinline__ void offsets(const Desc& d, long long i, int nops, long long* o) {
+    if (d.nd == 1) {
+        for (int k = 0; k < nops; k++) o[k] = i * d.st[k][0];
+        return;
+    }
     for (int k = 0; k < nops; k++) o[k] = 0;
+    if (i < 0x80000000LL) {
+        // u < 2^31, so a dimension of 2^32 or more (clamped below 2^32) still gives c = u.
+        unsigned u = (unsigned)i;
+        for (int dim = (int)d.nd - 1; dim >= 0; dim--) {
+            unsigned n = d.shape[dim] > 0xffffffffLL ? 0xffffffffu : (unsigned)d.shape[dim];
+            unsigned c = u % n;
+            u /= n;
+            for (int k = 0; k < nops; k++) o[k] += (long long)c * d.st[k][dim];
+        }
+        return;
+    }
     for (int dim = (int)d.nd - 1; dim >= 0; dim--) {
         long long n = d.shape[dim];
         long long c = i % n;
@@ -254,45 +272,75 @@ extern "C" __global__ void zoo_reduce(float* y, const float* x, long long nout, 
     }
 }
 
-// zoo_attention: fused scaled-dot-product attention with an online softmax (flash-attention
-// style); never materialises the n×n score matrix. q: [bh, nq, dh], k and v: [bh, nk, dh],
-// y: [bh, nq, dh], all contiguous. mask (may be null) is an additive float bias indexed
-// mask[(b * mstride_b) + (h * mstride_h) + i * mstride_i + j] for batch b = z / heads and
-// head h = z % heads. One warp per query row; dh <= 256 (8 values per lane).
+// AttDesc describes one fused attention (attention.go): bh = batch·heads problems of nq
+// queries and nk keys of dh features. Problem z is batch z / heads, head z % heads; st[k]
+// gives the element strides over (batch, head, row, column) of q, k, v, y and the additive
+// biases b0, b1 (k = 0..5; a broadcast axis has stride 0; the column stride of q, k, v and
+// y is 1). scores = (q·k)·scale + b0 + b1, then a softmax over the keys, then the product
+// with v. The layout must match attDesc.pack in attention.go.
+struct AttDesc {
+    long long bh, heads, nq, nk, dh, nbias;
+    long long st[6][4];
+    float scale;
+    int pad_;
+};
+
+__device__ __forceinline__ long long att_base(const AttDesc& a, int k, long long z) {
+    return (z / a.heads) * a.st[k][0] + (z % a.heads) * a.st[k][1];
+}
+
+// att_score scales the product s of query row i and key column j and adds the biases,
+// one after the other as the graph adds them; bz[0], bz[1] point at the problem's biases.
+__device__ __forceinline__ float att_score(const AttDesc& a, const float* const* bz, long long i, long long j, float s) {
+    s *= a.scale;
+    if (a.nbias > 0) s += bz[0][i * a.st[4][2] + j * a.st[4][3]];
+    if (a.nbias > 1) s += bz[1][i * a.st[5][2] + j * a.st[5][3]];
+    return s;
+}
+
+__device__ __forceinline__ float4 f4(float x, float y, float z, float w) {
+    float4 r;
+    r.x = x;
+    r.y = y;
+    r.z = z;
+    r.w = w;
+    return r;
+}
+
+// zoo_attention: fused attention for any dh <= 256 with an online softmax, one warp per
+// query row (8 features per lane); the n×n scores are never stored. The tiled kernels
+// below are faster where they apply (dh 32 or 64); this one covers the rest.
 #define ATT_MAXV 8
-extern "C" __global__ void zoo_attention(float* y, const float* q, const float* k, const float* v, const float* mask,
-                                         long long bh, long long heads, long long nq, long long nk, long long dh, float scale,
-                                         long long msb, long long msh, long long msi) {
+extern "C" __global__ void zoo_attention(float* y, const float* q, const float* k, const float* v, const float* b0, const float* b1, AttDesc a) {
     int lane = threadIdx.x & 31;
     long long warps = (long long)gridDim.x * (blockDim.x >> 5);
-    for (long long row = blockIdx.x * (long long)(blockDim.x >> 5) + (threadIdx.x >> 5); row < bh * nq; row += warps) {
-        long long z = row / nq, i = row % nq;
-        const float* qr = q + row * dh;
-        const float* kz = k + z * nk * dh;
-        const float* vz = v + z * nk * dh;
-        const float* mr = mask ? mask + (z / heads) * msb + (z % heads) * msh + i * msi : 0;
+    for (long long row = blockIdx.x * (long long)(blockDim.x >> 5) + (threadIdx.x >> 5); row < a.bh * a.nq; row += warps) {
+        long long z = row / a.nq, i = row % a.nq, dh = a.dh;
+        const float* qr = q + att_base(a, 0, z) + i * a.st[0][2];
+        const float* kz = k + att_base(a, 1, z);
+        const float* vz = v + att_base(a, 2, z);
+        const float* bz[2] = {a.nbias > 0 ? b0 + att_base(a, 4, z) : b0, a.nbias > 1 ? b1 + att_base(a, 5, z) : b1};
         float qv[ATT_MAXV], acc[ATT_MAXV];
         for (int t = 0; t < ATT_MAXV; t++) {
             long long c = lane + 32LL * t;
-            qv[t] = c < dh ? qr[c] * scale : 0.0f;
+            qv[t] = c < dh ? qr[c] : 0.0f;
             acc[t] = 0.0f;
         }
         float m = -ZINF, l = 0.0f;
-        for (long long j = 0; j < nk; j++) {
-            const float* kr = kz + j * dh;
+        for (long long j = 0; j < a.nk; j++) {
+            const float* kr = kz + j * a.st[1][2];
             float s = 0.0f;
             for (int t = 0; t < ATT_MAXV; t++) {
                 long long c = lane + 32LL * t;
                 if (c < dh) s += qv[t] * kr[c];
             }
-            s = warp_sum(s);
-            if (mr) s += mr[j];
+            s = att_score(a, bz, i, j, warp_sum(s));
             if (s == -ZINF) continue;
             float mn = fmaxf(m, s);
             float corr = expf(m - mn);
             float p = expf(s - mn);
             l = l * corr + p;
-            const float* vr = vz + j * dh;
+            const float* vr = vz + j * a.st[2][2];
             for (int t = 0; t < ATT_MAXV; t++) {
                 long long c = lane + 32LL * t;
                 if (c < dh) acc[t] = acc[t] * corr + p * vr[c];
@@ -300,10 +348,166 @@ extern "C" __global__ void zoo_attention(float* y, const float* q, const float* 
             m = mn;
         }
         float inv = 1.0f / l;
-        float* yr = y + row * dh;
+        float* yr = y + att_base(a, 3, z) + i * a.st[3][2];
         for (int t = 0; t < ATT_MAXV; t++) {
             long long c = lane + 32LL * t;
             if (c < dh) yr[c] = acc[t] * inv;
         }
     }
+}
+
+// The tiled kernel (flash-attention style, fp32 on the CUDA cores): a block of 128 threads
+// owns 64 query rows of one problem and walks the keys in tiles of 32, staging Q, K, V and
+// the probabilities in shared memory (44 KB at dh 64). Thread t holds rows 4·(t/8)..+3 and,
+// of the score tile, columns t%8 + 8·jj (jj < 4); of the output, columns 32·g + 4·(t%8)..+3
+// (g < DH/32). The 8 threads of a row group are adjacent lanes, so the row maxima and sums
+// reduce with three shuffles. Needs dh = DH, and every stride of q, k, v and y except the
+// column's a multiple of 4 (16-byte vector loads); attention.go checks both.
+#define AT_BR 64
+#define AT_BC 32
+#define AT_THREADS 128
+
+__device__ __forceinline__ float4 ld4(const float* p) { return *(const float4*)p; }
+__device__ __forceinline__ void st4(float* p, float4 v) { *(float4*)p = v; }
+
+template <int DH>
+__device__ __forceinline__ void attention_tiled(float* y, const float* q, const float* k, const float* v, const float* b0, const float* b1, const AttDesc& a) {
+    // float4 arrays, for 16-byte alignment, seen as rows of floats.
+    __shared__ float4 Q4[AT_BR * (DH + 4) / 4], K4[AT_BC * (DH + 4) / 4], V4[AT_BC * (DH + 4) / 4], P4[AT_BR * (AT_BC + 4) / 4];
+    float(*Qs)[DH + 4] = reinterpret_cast<float(*)[DH + 4]>(Q4);
+    float(*Ks)[DH + 4] = reinterpret_cast<float(*)[DH + 4]>(K4);
+    float(*Vs)[DH + 4] = reinterpret_cast<float(*)[DH + 4]>(V4);
+    float(*Ps)[AT_BC + 4] = reinterpret_cast<float(*)[AT_BC + 4]>(P4);
+    const int t = threadIdx.x, ty = t >> 3, tx = t & 7;
+    const int G = DH / 32;
+    const long long qtiles = (a.nq + AT_BR - 1) / AT_BR;
+    const float4 zero4 = f4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (long long blk = blockIdx.x; blk < a.bh * qtiles; blk += gridDim.x) {
+        const long long z = blk / qtiles, i0 = (blk % qtiles) * AT_BR;
+        const float* qz = q + att_base(a, 0, z);
+        const float* kz = k + att_base(a, 1, z);
+        const float* vz = v + att_base(a, 2, z);
+        const float* bz[2] = {a.nbias > 0 ? b0 + att_base(a, 4, z) : b0, a.nbias > 1 ? b1 + att_base(a, 5, z) : b1};
+        __syncthreads(); // the previous tile's readers of Qs are done
+        for (int e = t; e < AT_BR * DH / 4; e += AT_THREADS) {
+            int r = e / (DH / 4), c = (e % (DH / 4)) * 4;
+            st4(&Qs[r][c], i0 + r < a.nq ? ld4(qz + (i0 + r) * a.st[0][2] + c) : zero4);
+        }
+        float m[4], l[4], o[4][4 * G];
+        #pragma unroll
+        for (int ii = 0; ii < 4; ii++) {
+            m[ii] = -ZINF;
+            l[ii] = 0.0f;
+            #pragma unroll
+            for (int c = 0; c < 4 * G; c++) o[ii][c] = 0.0f;
+        }
+        for (long long j0 = 0; j0 < a.nk; j0 += AT_BC) {
+            __syncthreads(); // Ks, Vs and Ps of the previous key tile are no longer read
+            for (int e = t; e < AT_BC * DH / 4; e += AT_THREADS) {
+                int r = e / (DH / 4), c = (e % (DH / 4)) * 4;
+                bool ok = j0 + r < a.nk;
+                st4(&Ks[r][c], ok ? ld4(kz + (j0 + r) * a.st[1][2] + c) : zero4);
+                st4(&Vs[r][c], ok ? ld4(vz + (j0 + r) * a.st[2][2] + c) : zero4);
+            }
+            __syncthreads();
+            float s[4][4];
+            #pragma unroll
+            for (int ii = 0; ii < 4; ii++) {
+                #pragma unroll
+                for (int jj = 0; jj < 4; jj++) s[ii][jj] = 0.0f;
+            }
+            #pragma unroll
+            for (int d = 0; d < DH; d += 4) {
+                float4 qa[4], kb[4];
+                #pragma unroll
+                for (int ii = 0; ii < 4; ii++) qa[ii] = ld4(&Qs[ty * 4 + ii][d]);
+                #pragma unroll
+                for (int jj = 0; jj < 4; jj++) kb[jj] = ld4(&Ks[tx + 8 * jj][d]);
+                #pragma unroll
+                for (int ii = 0; ii < 4; ii++) {
+                    #pragma unroll
+                    for (int jj = 0; jj < 4; jj++)
+                        s[ii][jj] += qa[ii].x * kb[jj].x + qa[ii].y * kb[jj].y + qa[ii].z * kb[jj].z + qa[ii].w * kb[jj].w;
+                }
+            }
+            #pragma unroll
+            for (int ii = 0; ii < 4; ii++) {
+                long long i = i0 + ty * 4 + ii;
+                float mx = -ZINF;
+                #pragma unroll
+                for (int jj = 0; jj < 4; jj++) {
+                    long long j = j0 + tx + 8 * jj;
+                    float x = -ZINF;
+                    if (j < a.nk) x = i < a.nq ? att_score(a, bz, i, j, s[ii][jj]) : s[ii][jj] * a.scale;
+                    s[ii][jj] = x;
+                    mx = fmaxf(mx, x);
+                }
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+                float mn = fmaxf(m[ii], mx);
+                float corr = 1.0f;
+                if (mn == -ZINF) { // every key so far is masked: nothing to add yet
+                    #pragma unroll
+                    for (int jj = 0; jj < 4; jj++) s[ii][jj] = 0.0f;
+                } else {
+                    corr = expf(m[ii] - mn);
+                    #pragma unroll
+                    for (int jj = 0; jj < 4; jj++) s[ii][jj] = expf(s[ii][jj] - mn);
+                }
+                m[ii] = mn;
+                l[ii] = l[ii] * corr + s[ii][0] + s[ii][1] + s[ii][2] + s[ii][3];
+                #pragma unroll
+                for (int c = 0; c < 4 * G; c++) o[ii][c] *= corr;
+                #pragma unroll
+                for (int jj = 0; jj < 4; jj++) Ps[ty * 4 + ii][tx + 8 * jj] = s[ii][jj];
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int j = 0; j < AT_BC; j += 4) {
+                float4 pa[4];
+                #pragma unroll
+                for (int ii = 0; ii < 4; ii++) pa[ii] = ld4(&Ps[ty * 4 + ii][j]);
+                #pragma unroll
+                for (int jj = 0; jj < 4; jj++) {
+                    #pragma unroll
+                    for (int g = 0; g < G; g++) {
+                        float4 vb = ld4(&Vs[j + jj][32 * g + 4 * tx]);
+                        #pragma unroll
+                        for (int ii = 0; ii < 4; ii++) {
+                            float p = jj == 0 ? pa[ii].x : jj == 1 ? pa[ii].y : jj == 2 ? pa[ii].z : pa[ii].w;
+                            o[ii][4 * g + 0] += p * vb.x;
+                            o[ii][4 * g + 1] += p * vb.y;
+                            o[ii][4 * g + 2] += p * vb.z;
+                            o[ii][4 * g + 3] += p * vb.w;
+                        }
+                    }
+                }
+            }
+        }
+        float* yz = y + att_base(a, 3, z);
+        #pragma unroll
+        for (int ii = 0; ii < 4; ii++) {
+            float sum = l[ii];
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+            float inv = 1.0f / sum;
+            long long i = i0 + ty * 4 + ii;
+            if (i < a.nq) {
+                #pragma unroll
+                for (int g = 0; g < G; g++)
+                    st4(yz + i * a.st[3][2] + 32 * g + 4 * tx,
+                        f4(o[ii][4 * g] * inv, o[ii][4 * g + 1] * inv, o[ii][4 * g + 2] * inv, o[ii][4 * g + 3] * inv));
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(AT_THREADS) zoo_attention_t32(float* y, const float* q, const float* k, const float* v, const float* b0, const float* b1, AttDesc a) {
+    attention_tiled<32>(y, q, k, v, b0, b1, a);
+}
+
+extern "C" __global__ void __launch_bounds__(AT_THREADS) zoo_attention_t64(float* y, const float* q, const float* k, const float* v, const float* b0, const float* b1, AttDesc a) {
+    attention_tiled<64>(y, q, k, v, b0, b1, a);
 }

@@ -16,7 +16,7 @@ var kernelSource string
 // kernelNames are the entry points looked up after loading the module.
 var kernelNames = []string{
 	"zoo_unary", "zoo_binary", "zoo_where", "zoo_copy", "zoo_fill", "zoo_gather",
-	"zoo_softmax", "zoo_layernorm", "zoo_reduce", "zoo_attention",
+	"zoo_softmax", "zoo_layernorm", "zoo_reduce", "zoo_attention", "zoo_attention_t32", "zoo_attention_t64",
 }
 
 // cacheFile returns where the compiled module for (arch, NVRTC version, format) is cached:

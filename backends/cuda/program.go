@@ -5,6 +5,7 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"maps"
 	"unsafe"
 
 	"github.com/zoo-dev/zoo/backends"
@@ -188,7 +189,32 @@ type Program struct {
 	pool    pool
 	stage   staging
 	closed  bool
+
+	// noDownload, set by benchmarks, ends a Run after the last step and a stream sync,
+	// without copying the outputs to the host (Run returns no outputs): device time only.
+	noDownload bool
+
+	// attnKernels counts, per kernel, the fused attention steps run so far ("unfused" for
+	// those that fell back to their original steps).
+	attnKernels map[string]int
 }
+
+// Fusions reports the fused steps of the plan by kind ("attention"); empty with
+// backends.Options.NoFusion or when nothing matched.
+func (p *Program) Fusions() map[string]int {
+	out := map[string]int{}
+	for _, st := range p.plan.Steps {
+		if st.Node.Op == fusedAttentionOp {
+			out["attention"]++
+		}
+	}
+	return out
+}
+
+// AttentionKernels reports how often each kernel ran the fused attention steps in this
+// program's runs so far ("zoo_attention_t64", ...; "unfused" for a fallback to the
+// original steps).
+func (p *Program) AttentionKernels() map[string]int { return maps.Clone(p.attnKernels) }
 
 func newProgram(pr backends.Probe, g *graph.Graph, opts backends.Options) (backends.Program, error) {
 	if !pr.Available {
@@ -205,7 +231,7 @@ func newProgram(pr backends.Probe, g *graph.Graph, opts backends.Options) (backe
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
-	p := &Program{d: d, precision: prec}
+	p := &Program{d: d, precision: prec, attnKernels: map[string]int{}}
 	if err := d.with(func() error { return p.build(g, opts) }); err != nil {
 		p.Close()
 		return nil, err
@@ -217,6 +243,10 @@ func newProgram(pr backends.Probe, g *graph.Graph, opts backends.Options) (backe
 // kernel or must be a host op, and constants fold on the host through graph.EvalNode, the
 // reference evaluator that runs host steps too.
 func planConfig(opts backends.Options) compile.Config[gpuOp] {
+	var fuse func(*compile.Plan[gpuOp])
+	if !opts.NoFusion {
+		fuse = fuseAttention
+	}
 	return compile.Config[gpuOp]{
 		Backend: Name,
 		Kernel: func(n *graph.Node) (gpuOp, error) {
@@ -239,6 +269,7 @@ func planConfig(opts backends.Options) compile.Config[gpuOp] {
 		},
 		KeepIntermediates: opts.KeepIntermediates,
 		FreeInputs:        true, // inputs are uploaded copies
+		Fuse:              fuse,
 	}
 }
 
@@ -427,6 +458,12 @@ func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 			r.release(vals[s])
 			vals[s] = value{}
 		}
+	}
+	if p.noDownload {
+		if err := cuSync(p.stream); err != nil {
+			return nil, fmt.Errorf("cuda: run graph %s: %w", p.plan.Name, err)
+		}
+		return map[string]*tensor.Tensor{}, nil
 	}
 	// Download device outputs through the pinned arena, then copy out after one sync.
 	type pending struct {

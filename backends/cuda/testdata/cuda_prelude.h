@@ -10,3 +10,5 @@ extern zoo_dim3 threadIdx, blockIdx, blockDim, gridDim;
 inline float __int_as_float(int i) { float f; __builtin_memcpy(&f, &i, 4); return f; }
 inline float __shfl_xor_sync(unsigned, float v, int) { return v; }
 inline void __syncthreads() {}
+#define __launch_bounds__(...)
+struct alignas(16) float4 { float x, y, z, w; };
