@@ -6,10 +6,11 @@
 # carried.
 #
 #   1. Here (any Linux machine with Go and a C compiler; no CUDA needed):
-#        scripts/gpu-check.sh build [DIR]
+#        scripts/gpu-check.sh build [DIR [--xz]]
 #      builds into DIR (default .gpu-build, ignored through .git/info/exclude) the zoo binary
-#      and the test binary of backends/cuda, stripped (about 45 MiB), and copies this script
-#      and scripts/gpu/*.py beside them, so DIR is all a run needs besides the repository.
+#      and the test binary of backends/cuda, stripped (about 42 MiB; with --xz compressed to
+#      about 12 MiB, which run unpacks), and copies this script and scripts/gpu/*.py beside
+#      them, so DIR is all a run needs besides the repository.
 #      The per-variant GPU checks live in the test binary (it imports variants.Builtin()).
 #   2. On the GPU machine, from the repository's root (registry.yaml, the seed's modules and
 #      examples/text.txt are read from there), through the device tool:
@@ -17,7 +18,7 @@
 #      or on any GPU machine with the repository checked out: bash scripts/gpu-check.sh run
 #      The log is written to $OUT/gpu-check.log (./gpu-check.log when OUT is unset); every
 #      step has its own time limit and the whole run stops starting steps after
-#      ZOO_GPU_CHECK_BUDGET seconds (default 420), so that it ends inside one device call.
+#      GPU_CHECK_BUDGET seconds (default 360), so that it ends inside one device call.
 #
 # What "run" checks, in order (each step is reported; the exit status is 1 if any failed):
 #   env        nvidia-smi, nvcc, PyTorch, and where libcublas / libnvrtc are;
@@ -61,6 +62,11 @@ build() {
 	go test -c -trimpath -ldflags="-s -w" -o "$bin/cuda.test" ./backends/cuda
 	cp scripts/gpu-check.sh scripts/gpu/*.py "$bin/"
 	git rev-parse HEAD >"$bin/COMMIT" 2>/dev/null || true
+	if [ "${2:-}" = "--xz" ]; then
+		# The device tool carries at most 64 MiB with the working tree: xz shrinks the two
+		# binaries about fourfold; run unpacks them to /tmp.
+		xz -9e -T0 -f "$bin/zoo" "$bin/cuda.test"
+	fi
 	ls -la "$bin"
 	du -sh "$bin"
 }
@@ -105,10 +111,10 @@ chk_conformance() {
 	return $rc
 }
 
-chk_bench_zoo() { ZOO_GPU_BENCH=1 gotest 190 TestBenchVanilla; }
+chk_bench_zoo() { ZOO_GPU_BENCH=1 ZOO_GPU_BENCH_N=${GPU_BENCH_N:-512,2048} gotest 190 TestBenchVanilla; }
 
 chk_bench_torch() {
-	PYTHONUNBUFFERED=1 python3 "$BIN/bench_torch.py" --batch 32 --n "${ZOO_GPU_BENCH_N:-512,2048}" --reps 10 --root "$ROOT"
+	PYTHONUNBUFFERED=1 python3 "$BIN/bench_torch.py" --batch 32 --n "${GPU_BENCH_N:-512,2048}" --reps 10 --root "$ROOT"
 }
 
 # chk_zoo_run: zoo run with no flags chooses cuda, and agrees with --backend cpu.
@@ -146,9 +152,18 @@ run() {
 	# The binaries: beside this script when build copied it there, else .gpu-build.
 	local bin=${ZOO_GPU_BIN:-}
 	if [ -z "$bin" ]; then
-		if [ -x "$self/cuda.test" ]; then bin=$self; else bin=$self/../.gpu-build; fi
+		if [ -e "$self/cuda.test" ] || [ -e "$self/cuda.test.xz" ]; then bin=$self; else bin=$self/../.gpu-build; fi
 	fi
 	bin=$(cd "$bin" && pwd)
+	if [ -f "$bin/zoo.xz" ] && [ ! -x "$bin/zoo" ]; then # packed by build --xz
+		local unpacked=/tmp/zoo-gpu-bin
+		mkdir -p "$unpacked"
+		for f in zoo cuda.test; do
+			python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$bin/$f.xz" "$unpacked/$f" && chmod +x "$unpacked/$f"
+		done
+		cp "$bin"/*.py "$bin"/COMMIT "$unpacked/" 2>/dev/null
+		bin=$unpacked
+	fi
 	# The repository root: the current directory when it holds registry.yaml, else above.
 	local root=$PWD
 	[ -f "$root/registry.yaml" ] || root=$(cd "$self/.." && pwd)
@@ -157,7 +172,7 @@ run() {
 	local log="$out/gpu-check.log"
 	: >"$log"
 	local failed=() skipped=()
-	local t0=$SECONDS budget=${ZOO_GPU_CHECK_BUDGET:-420}
+	local t0=$SECONDS budget=${GPU_CHECK_BUDGET:-360}
 	step() { # step NAME TIMEOUT COMMAND [ARG...]: run with a time limit, log, remember failures
 		local name=$1 limit=$2
 		shift 2
@@ -232,10 +247,10 @@ EOF
 }
 
 case "${1:-}" in
-build) build "${2:-}" ;;
+build) build "${2:-}" "${3:-}" ;;
 run) run ;;
 *)
-	echo "usage: $0 build [DIR] | run (see the header of this script)" >&2
+	echo "usage: $0 build [DIR [--xz]] | run (see the header of this script)" >&2
 	exit 2
 	;;
 esac
