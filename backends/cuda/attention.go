@@ -19,7 +19,8 @@ import (
 // whatever the nodes' names, where every value in between has that one reader and is no
 // output, and replaces it with one step that runs the tiled online-softmax kernel of
 // kernels.cu (zoo_attention_t32 / _t64 for 32 or 64 features per head, zoo_attention for up
-// to 256): the n×n scores are never stored. The Transposes that split heads before the
+// to 256; with Options.Precision "bf16", zoo_attention_bf16_d32 / _d64 on the tensor cores):
+// the n×n scores are never stored. The Transposes that split heads before the
 // products (and Kᵀ itself) and the one that merges them after are absorbed the same way,
 // when they have no other reader: the kernel reads and writes those layouts through strides.
 // A bias is anything that broadcasts to the scores (a key-padding mask, ALiBi's or T5's
@@ -493,10 +494,15 @@ func (a *attention) fused(r *run, in []value) ([]value, bool, error) {
 			tiled = tiled && d.st[k][j]%4 == 0
 		}
 	}
-	if tiled {
+	switch {
+	case tiled && r.p.precision == "bf16":
+		// bf16 products on the tensor cores, as the precision asks of every matrix product.
+		kernel = fmt.Sprintf("zoo_attention_bf16_d%d", dk)
+		grid = int(min(d.bh*((d.nq+63)/64), 1<<20))
+	case tiled:
 		kernel = fmt.Sprintf("zoo_attention_t%d", dk)
 		grid = int(min(d.bh*((d.nq+63)/64), 1<<20))
-	} else {
+	default:
 		grid = int(min((d.bh*d.nq+3)/4, 1<<20))
 	}
 	args := (&kargs{}).ptr(y.buf.ptr).ptr(x[0].buf.ptr).ptr(x[1].buf.ptr).ptr(x[2].buf.ptr).ptr(bp[0]).ptr(bp[1]).put(8, d.pack())

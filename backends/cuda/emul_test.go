@@ -206,6 +206,11 @@ func TestKernelsEmulatedAttention(t *testing.T) {
 		{name: "warp-dh16", b: 2, h: 2, nq: 9, nk: 13, dh: 16, interleaved: true, mask: true, bias: true, kernel: "zoo_attention", grid: 2},
 		{name: "warp-dh100", b: 1, h: 2, nq: 5, nk: 7, dh: 100, mask: true, maskAll: true, kernel: "zoo_attention", grid: 3},
 		{name: "warp-dh64", b: 2, h: 1, nq: 6, nk: 40, dh: 64, interleaved: true, bias: true, kernel: "zoo_attention", grid: 1},
+		// The bf16 tensor-core kernels: the reference rounds q, k and v to bf16 (the scores'
+		// probabilities are rounded in the kernel only, hence the looser tolerance).
+		{name: "bf16-d64", b: 2, h: 2, nq: 70, nk: 130, dh: 64, interleaved: true, mask: true, bias: true, kernel: "zoo_attention_bf16_d64", grid: 3},
+		{name: "bf16-d32", b: 2, h: 3, nq: 33, nk: 97, dh: 32, mask: true, maskAll: true, kernel: "zoo_attention_bf16_d32", grid: 4},
+		{name: "bf16-d64-n1", b: 1, h: 2, nq: 1, nk: 1, dh: 64, kernel: "zoo_attention_bf16_d64", grid: 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -238,12 +243,22 @@ func TestKernelsEmulatedAttention(t *testing.T) {
 				bp[i] = pF(biases[i])
 				a.st[4+i] = bst[i]
 			}
+			bf16 := strings.HasPrefix(c.kernel, "zoo_attention_bf16")
 			y := pF(poison(c.b * c.nq * c.h * c.dh))
 			block := 128
 			if c.kernel == "zoo_attention" {
 				block = 64
 			}
 			emulate(t, c.kernel, c.grid, block, y, pF(q), pF(k), pF(v), bp[0], bp[1], pA(a))
+			tol := 1e-5
+			if bf16 {
+				for _, x := range [][]float32{q, k, v} {
+					for i := range x {
+						x[i] = roundBF16(x[i])
+					}
+				}
+				tol = 4e-3
+			}
 			// The reference, in float64.
 			at := func(x []float32, st [4]int64, bb, hh, i, d int) float64 {
 				return float64(x[int64(bb)*st[0]+int64(hh)*st[1]+int64(i)*st[2]+int64(d)])
@@ -283,7 +298,7 @@ func TestKernelsEmulatedAttention(t *testing.T) {
 								continue
 							}
 							diff := math.Abs(got-want) / math.Max(1, math.Abs(want))
-							if !(diff <= 1e-5) {
+							if !(diff <= tol) {
 								t.Fatalf("b%d h%d row %d col %d: got %v, want %v", bb, hh, i, d, got, want)
 							}
 							worst = math.Max(worst, diff)
@@ -382,6 +397,16 @@ func TestKernelsEmulatedElementwise(t *testing.T) {
 			}
 		}
 	})
+}
+
+// roundBF16 rounds x to bf16 (to nearest, ties to even), as f2bf in kernels.cu does.
+func roundBF16(x float32) float32 {
+	u := math.Float32bits(x)
+	if u&0x7fffffff > 0x7f800000 {
+		return x
+	}
+	u = (u + 0x7fff + (u>>16)&1) &^ 0xffff
+	return math.Float32frombits(u)
 }
 
 func prod(s []int) int {

@@ -298,6 +298,13 @@ __device__ __forceinline__ float att_score(const AttDesc& a, const float* const*
     return s;
 }
 
+__device__ __forceinline__ float2 f2(float x, float y) {
+    float2 r;
+    r.x = x;
+    r.y = y;
+    return r;
+}
+
 __device__ __forceinline__ float4 f4(float x, float y, float z, float w) {
     float4 r;
     r.x = x;
@@ -510,4 +517,186 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS) zoo_attention_t32(float
 
 extern "C" __global__ void __launch_bounds__(AT_THREADS) zoo_attention_t64(float* y, const float* q, const float* k, const float* v, const float* b0, const float* b1, AttDesc a) {
     attention_tiled<64>(y, q, k, v, b0, b1, a);
+}
+
+// bf16 on the tensor cores (Options.Precision "bf16": the inputs of every matrix product
+// rounded to bf16, products accumulated in fp32). The same online softmax as above, with
+// both products as mma.sync.m16n8k16 bf16 → fp32: a block of 4 warps owns 64 query rows (16
+// per warp) and walks the keys in tiles of 64. Q, K and V are rounded to bf16 (to nearest,
+// ties to even) as they are staged in shared memory; the scores stay fp32 in registers, and
+// the probabilities are rounded to bf16 where they become the A operand of P·V, in the
+// registers that held the scores (the accumulator layout of two adjacent 8-key tiles is the
+// A layout of one 16-key step). The row sums are of the fp32 probabilities. Needs dh = DH
+// (32 or 64) and every stride of q, k, v and y except the column's even.
+#define AB_BR 64
+#define AB_BC 64
+#define AB_THREADS 128
+
+__device__ __forceinline__ unsigned short f2bf(float f) {
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0; // NaN stays NaN
+    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// bf2 packs two floats as bf16 into one 32-bit register, lo in the low half (the element of
+// the lower index in an mma fragment).
+__device__ __forceinline__ unsigned bf2(float lo, float hi) { return (unsigned)f2bf(lo) | ((unsigned)f2bf(hi) << 16); }
+
+// mma_bf16: d (16×8 fp32) += a (16×16 bf16, row) · b (16×8 bf16, col), per warp.
+__device__ __forceinline__ void mma_bf16(float* d, const unsigned* a, unsigned b0, unsigned b1) {
+#ifdef ZOO_EMULATE
+    zoo_mma_bf16(d, a, b0, b1);
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+template <int DH>
+__device__ __forceinline__ void attention_bf16(float* y, const float* q, const float* k, const float* v, const float* b0, const float* b1, const AttDesc& a) {
+    // Rows of DH bf16 padded by 8 (4 words), so that the 8 rows a fragment load touches fall
+    // in different banks.
+    const int W = DH / 2 + 4; // 32-bit words per row
+    __shared__ unsigned Qs[AB_BR * (DH / 2 + 4)], Ks[AB_BC * (DH / 2 + 4)], Vs[AB_BC * (DH / 2 + 4)];
+    const unsigned short* Vh = reinterpret_cast<const unsigned short*>(Vs);
+    const int t = threadIdx.x, warp = t >> 5, lane = t & 31, g = lane >> 2, tg = lane & 3;
+    const long long qtiles = (a.nq + AB_BR - 1) / AB_BR;
+    for (long long blk = blockIdx.x; blk < a.bh * qtiles; blk += gridDim.x) {
+        const long long z = blk / qtiles, i0 = (blk % qtiles) * AB_BR;
+        const float* qz = q + att_base(a, 0, z);
+        const float* kz = k + att_base(a, 1, z);
+        const float* vz = v + att_base(a, 2, z);
+        const float* bz[2] = {a.nbias > 0 ? b0 + att_base(a, 4, z) : b0, a.nbias > 1 ? b1 + att_base(a, 5, z) : b1};
+        __syncthreads(); // the previous block's readers of Qs are done
+        for (int e = t; e < AB_BR * DH / 2; e += AB_THREADS) {
+            int r = e / (DH / 2), c = e % (DH / 2);
+            float2 x = f2(0.0f, 0.0f);
+            if (i0 + r < a.nq) x = *(const float2*)(qz + (i0 + r) * a.st[0][2] + 2 * c);
+            Qs[r * W + c] = bf2(x.x, x.y);
+        }
+        __syncthreads();
+        // This warp's rows of Q as A fragments, for the whole block.
+        const int m0 = warp * 16;
+        unsigned qa[DH / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < DH / 16; kk++) {
+            qa[kk][0] = Qs[(m0 + g) * W + 8 * kk + tg];
+            qa[kk][1] = Qs[(m0 + g + 8) * W + 8 * kk + tg];
+            qa[kk][2] = Qs[(m0 + g) * W + 8 * kk + 4 + tg];
+            qa[kk][3] = Qs[(m0 + g + 8) * W + 8 * kk + 4 + tg];
+        }
+        float m[2] = {-ZINF, -ZINF}, l[2] = {0.0f, 0.0f};
+        float o[DH / 8][4];
+#pragma unroll
+        for (int dt = 0; dt < DH / 8; dt++) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) o[dt][i] = 0.0f;
+        }
+        for (long long j0 = 0; j0 < a.nk; j0 += AB_BC) {
+            __syncthreads(); // Ks and Vs of the previous key tile are no longer read
+            for (int e = t; e < AB_BC * DH / 2; e += AB_THREADS) {
+                int r = e / (DH / 2), c = e % (DH / 2);
+                float2 kx = f2(0.0f, 0.0f), vx = f2(0.0f, 0.0f);
+                if (j0 + r < a.nk) {
+                    kx = *(const float2*)(kz + (j0 + r) * a.st[1][2] + 2 * c);
+                    vx = *(const float2*)(vz + (j0 + r) * a.st[2][2] + 2 * c);
+                }
+                Ks[r * W + c] = bf2(kx.x, kx.y);
+                Vs[r * W + c] = bf2(vx.x, vx.y);
+            }
+            __syncthreads();
+            // S = Q·Kᵀ for 8 tiles of 8 keys: key nt*8 + g is the B column of lane g.
+            float s[AB_BC / 8][4];
+#pragma unroll
+            for (int nt = 0; nt < AB_BC / 8; nt++) {
+#pragma unroll
+                for (int i = 0; i < 4; i++) s[nt][i] = 0.0f;
+#pragma unroll
+                for (int kk = 0; kk < DH / 16; kk++)
+                    mma_bf16(s[nt], qa[kk], Ks[(nt * 8 + g) * W + 8 * kk + tg], Ks[(nt * 8 + g) * W + 8 * kk + 4 + tg]);
+            }
+            // Scale, biases, keys past the end; then the online softmax per row (h = 0: row
+            // g, h = 1: row g + 8; the 4 lanes of a group hold a row between them).
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                long long i = i0 + m0 + g + 8 * h;
+                float mx = -ZINF;
+#pragma unroll
+                for (int nt = 0; nt < AB_BC / 8; nt++) {
+#pragma unroll
+                    for (int c = 0; c < 2; c++) {
+                        long long j = j0 + nt * 8 + 2 * tg + c;
+                        float x = -ZINF;
+                        if (j < a.nk) x = i < a.nq ? att_score(a, bz, i, j, s[nt][2 * h + c]) : s[nt][2 * h + c] * a.scale;
+                        s[nt][2 * h + c] = x;
+                        mx = fmaxf(mx, x);
+                    }
+                }
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                float mn = fmaxf(m[h], mx);
+                float corr = 1.0f, sum = 0.0f;
+                if (mn == -ZINF) { // every key so far is masked: nothing to add yet
+#pragma unroll
+                    for (int nt = 0; nt < AB_BC / 8; nt++) s[nt][2 * h] = s[nt][2 * h + 1] = 0.0f;
+                } else {
+                    corr = expf(m[h] - mn);
+#pragma unroll
+                    for (int nt = 0; nt < AB_BC / 8; nt++) {
+#pragma unroll
+                        for (int c = 0; c < 2; c++) {
+                            float p = expf(s[nt][2 * h + c] - mn);
+                            s[nt][2 * h + c] = p;
+                            sum += p;
+                        }
+                    }
+                }
+                m[h] = mn;
+                l[h] = l[h] * corr + sum;
+#pragma unroll
+                for (int dt = 0; dt < DH / 8; dt++) {
+                    o[dt][2 * h] *= corr;
+                    o[dt][2 * h + 1] *= corr;
+                }
+            }
+            // O += P·V, 16 keys per step: P's A fragment is the scores of key tiles 2kk, 2kk+1;
+            // V's B fragment is column dt*8 + g at keys 16kk + 2tg (+1, +8, +9).
+#pragma unroll
+            for (int kk = 0; kk < AB_BC / 16; kk++) {
+                unsigned pa[4] = {bf2(s[2 * kk][0], s[2 * kk][1]), bf2(s[2 * kk][2], s[2 * kk][3]),
+                                  bf2(s[2 * kk + 1][0], s[2 * kk + 1][1]), bf2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+                const int r = 16 * kk + 2 * tg;
+#pragma unroll
+                for (int dt = 0; dt < DH / 8; dt++) {
+                    const int c = dt * 8 + g;
+                    unsigned vb0 = (unsigned)Vh[r * 2 * W + c] | ((unsigned)Vh[(r + 1) * 2 * W + c] << 16);
+                    unsigned vb1 = (unsigned)Vh[(r + 8) * 2 * W + c] | ((unsigned)Vh[(r + 9) * 2 * W + c] << 16);
+                    mma_bf16(o[dt], pa, vb0, vb1);
+                }
+            }
+        }
+        float* yz = y + att_base(a, 3, z);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float sum = l[h];
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            float inv = 1.0f / sum;
+            long long i = i0 + m0 + g + 8 * h;
+            if (i < a.nq) {
+#pragma unroll
+                for (int dt = 0; dt < DH / 8; dt++)
+                    *(float2*)(yz + i * a.st[3][2] + dt * 8 + 2 * tg) = f2(o[dt][2 * h] * inv, o[dt][2 * h + 1] * inv);
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(AB_THREADS) zoo_attention_bf16_d32(float* y, const float* q, const float* k, const float* v, const float* b0, const float* b1, AttDesc a) {
+    attention_bf16<32>(y, q, k, v, b0, b1, a);
+}
+
+extern "C" __global__ void __launch_bounds__(AB_THREADS) zoo_attention_bf16_d64(float* y, const float* q, const float* k, const float* v, const float* b0, const float* b1, AttDesc a) {
+    attention_bf16<64>(y, q, k, v, b0, b1, a);
 }

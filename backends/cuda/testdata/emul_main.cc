@@ -123,6 +123,8 @@ int main(int argc, char** argv) {
         {"zoo_attention", [&] { zoo_attention(a.F(0), a.F(1), a.F(2), a.F(3), a.F(4), a.F(5), a.p[6].a); }},
         {"zoo_attention_t32", [&] { zoo_attention_t32(a.F(0), a.F(1), a.F(2), a.F(3), a.F(4), a.F(5), a.p[6].a); }},
         {"zoo_attention_t64", [&] { zoo_attention_t64(a.F(0), a.F(1), a.F(2), a.F(3), a.F(4), a.F(5), a.p[6].a); }},
+        {"zoo_attention_bf16_d32", [&] { zoo_attention_bf16_d32(a.F(0), a.F(1), a.F(2), a.F(3), a.F(4), a.F(5), a.p[6].a); }},
+        {"zoo_attention_bf16_d64", [&] { zoo_attention_bf16_d64(a.F(0), a.F(1), a.F(2), a.F(3), a.F(4), a.F(5), a.p[6].a); }},
     };
     auto it = ks.find(name);
     if (it == ks.end()) {
