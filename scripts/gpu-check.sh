@@ -19,6 +19,7 @@
 #      The log is written to $OUT/gpu-check.log (./gpu-check.log when OUT is unset); every
 #      step has its own time limit and the whole run stops starting steps after
 #      GPU_CHECK_BUDGET seconds (default 360), so that it ends inside one device call.
+#      GPU_CHECK_STEPS="nvrtc attention ..." runs only the steps named (default: all).
 #
 # What "run" checks, in order (each step is reported; the exit status is 1 if any failed):
 #   env        nvidia-smi, nvcc, PyTorch, and where libcublas / libnvrtc are;
@@ -176,6 +177,10 @@ run() {
 	step() { # step NAME TIMEOUT COMMAND [ARG...]: run with a time limit, log, remember failures
 		local name=$1 limit=$2
 		shift 2
+		if [ -n "${GPU_CHECK_STEPS:-}" ] && [[ " $GPU_CHECK_STEPS " != *" $name "* ]]; then
+			echo "=== $name: not in GPU_CHECK_STEPS" | tee -a "$log"
+			return
+		fi
 		if ((SECONDS - t0 + 10 > budget)); then
 			echo "=== $name: SKIPPED (budget of ${budget}s used)" | tee -a "$log"
 			skipped+=("$name")

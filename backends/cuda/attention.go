@@ -497,8 +497,8 @@ func (a *attention) fused(r *run, in []value) ([]value, bool, error) {
 	switch {
 	case tiled && r.p.precision == "bf16":
 		// bf16 products on the tensor cores, as the precision asks of every matrix product.
-		kernel = fmt.Sprintf("zoo_attention_bf16_d%d", dk)
-		grid = int(min(d.bh*((d.nq+63)/64), 1<<20))
+		kernel, block = fmt.Sprintf("zoo_attention_bf16_d%d", dk), 256
+		grid = int(min(d.bh*((d.nq+127)/128), 1<<20))
 	case tiled:
 		kernel = fmt.Sprintf("zoo_attention_t%d", dk)
 		grid = int(min(d.bh*((d.nq+63)/64), 1<<20))

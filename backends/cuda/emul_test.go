@@ -210,6 +210,7 @@ func TestKernelsEmulatedAttention(t *testing.T) {
 		// probabilities are rounded in the kernel only, hence the looser tolerance).
 		{name: "bf16-d64", b: 2, h: 2, nq: 70, nk: 130, dh: 64, interleaved: true, mask: true, bias: true, kernel: "zoo_attention_bf16_d64", grid: 3},
 		{name: "bf16-d32", b: 2, h: 3, nq: 33, nk: 97, dh: 32, mask: true, maskAll: true, kernel: "zoo_attention_bf16_d32", grid: 4},
+		{name: "bf16-d64-mask", b: 2, h: 2, nq: 150, nk: 100, dh: 64, interleaved: true, mask: true, kernel: "zoo_attention_bf16_d64", grid: 2},
 		{name: "bf16-d64-n1", b: 1, h: 2, nq: 1, nk: 1, dh: 64, kernel: "zoo_attention_bf16_d64", grid: 2},
 	}
 	for _, c := range cases {
@@ -246,8 +247,11 @@ func TestKernelsEmulatedAttention(t *testing.T) {
 			bf16 := strings.HasPrefix(c.kernel, "zoo_attention_bf16")
 			y := pF(poison(c.b * c.nq * c.h * c.dh))
 			block := 128
-			if c.kernel == "zoo_attention" {
+			switch {
+			case c.kernel == "zoo_attention":
 				block = 64
+			case bf16:
+				block = 256
 			}
 			emulate(t, c.kernel, c.grid, block, y, pF(q), pF(k), pF(v), bp[0], bp[1], pA(a))
 			tol := 1e-5

@@ -5,6 +5,7 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -305,6 +306,20 @@ func TestBenchVanilla(t *testing.T) {
 				if !fuse {
 					mode = "unfused"
 				}
+				// One run with a sync after every step: where the time goes, by op.
+				p.noDownload, p.stepTimes = true, map[string]time.Duration{}
+				start := time.Now()
+				if _, err := p.Run(context.Background(), in); err != nil {
+					t.Fatal(err)
+				}
+				total := time.Since(start)
+				ops := slices.SortedFunc(maps.Keys(p.stepTimes), func(a, b string) int { return int(p.stepTimes[b] - p.stepTimes[a]) })
+				var parts []string
+				for _, op := range ops {
+					parts = append(parts, fmt.Sprintf("%s %.2f", op, float64(p.stepTimes[op].Microseconds())/1e3))
+				}
+				t.Logf("PROFILE zoo n=%d %s %s: %.2f ms with a sync per step: %s", n, prec, mode, float64(total.Microseconds())/1e3, strings.Join(parts, ", "))
+				p.stepTimes = nil
 				t.Logf("BENCH zoo n=%d %s %s: device %.2f ms/batch (%.0f tokens/s), e2e %.2f ms/batch; attention kernels %v",
 					n, prec, mode, dev, float64(batch*n)/dev*1e3, e2e, p.AttentionKernels())
 				pr.Close()

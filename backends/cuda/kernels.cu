@@ -521,16 +521,19 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS) zoo_attention_t64(float
 
 // bf16 on the tensor cores (Options.Precision "bf16": the inputs of every matrix product
 // rounded to bf16, products accumulated in fp32). The same online softmax as above, with
-// both products as mma.sync.m16n8k16 bf16 → fp32: a block of 4 warps owns 64 query rows (16
+// both products as mma.sync.m16n8k16 bf16 → fp32: a block of 8 warps owns 128 query rows (16
 // per warp) and walks the keys in tiles of 64. Q, K and V are rounded to bf16 (to nearest,
-// ties to even) as they are staged in shared memory; the scores stay fp32 in registers, and
-// the probabilities are rounded to bf16 where they become the A operand of P·V, in the
-// registers that held the scores (the accumulator layout of two adjacent 8-key tiles is the
-// A layout of one 16-key step). The row sums are of the fp32 probabilities. Needs dh = DH
-// (32 or 64) and every stride of q, k, v and y except the column's even.
-#define AB_BR 64
+// ties to even) as they are staged in shared memory, V transposed so that its B fragments
+// are whole words; the scores stay fp32 in registers, and the probabilities are rounded to
+// bf16 where they become the A operand of P·V, in the registers that held the scores (the
+// accumulator layout of two adjacent 8-key tiles is the A layout of one 16-key step). The
+// row sums are of the fp32 probabilities. A bias that does not depend on the query row (a
+// key-padding mask) is staged per key tile in shared memory, with -inf past the last key;
+// other biases take the general path per score. Needs dh = DH (32 or 64) and every stride
+// of q, k, v and y except the column's even.
+#define AB_BR 128
 #define AB_BC 64
-#define AB_THREADS 128
+#define AB_THREADS 256
 
 __device__ __forceinline__ unsigned short f2bf(float f) {
     unsigned u = __float_as_uint(f);
@@ -540,7 +543,15 @@ __device__ __forceinline__ unsigned short f2bf(float f) {
 
 // bf2 packs two floats as bf16 into one 32-bit register, lo in the low half (the element of
 // the lower index in an mma fragment).
-__device__ __forceinline__ unsigned bf2(float lo, float hi) { return (unsigned)f2bf(lo) | ((unsigned)f2bf(hi) << 16); }
+__device__ __forceinline__ unsigned bf2(float lo, float hi) {
+#ifdef ZOO_EMULATE
+    return (unsigned)f2bf(lo) | ((unsigned)f2bf(hi) << 16);
+#else
+    unsigned d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo)); // a to the high half
+    return d;
+#endif
+}
 
 // mma_bf16: d (16×8 fp32) += a (16×16 bf16, row) · b (16×8 bf16, col), per warp.
 __device__ __forceinline__ void mma_bf16(float* d, const unsigned* a, unsigned b0, unsigned b1) {
@@ -555,13 +566,15 @@ __device__ __forceinline__ void mma_bf16(float* d, const unsigned* a, unsigned b
 
 template <int DH>
 __device__ __forceinline__ void attention_bf16(float* y, const float* q, const float* k, const float* v, const float* b0, const float* b1, const AttDesc& a) {
-    // Rows of DH bf16 padded by 8 (4 words), so that the 8 rows a fragment load touches fall
-    // in different banks.
-    const int W = DH / 2 + 4; // 32-bit words per row
-    __shared__ unsigned Qs[AB_BR * (DH / 2 + 4)], Ks[AB_BC * (DH / 2 + 4)], Vs[AB_BC * (DH / 2 + 4)];
-    const unsigned short* Vh = reinterpret_cast<const unsigned short*>(Vs);
+    // Rows padded by 8 bf16 (4 words), so that the 8 rows a fragment load touches fall in
+    // different banks: Q and K as [row][DH], V as [DH][key].
+    const int W = DH / 2 + 4, WV = AB_BC / 2 + 4; // 32-bit words per row
+    __shared__ unsigned Qs[AB_BR * (DH / 2 + 4)], Ks[AB_BC * (DH / 2 + 4)], Vt[DH * (AB_BC / 2 + 4)];
+    __shared__ float Bs[AB_BC];
+    unsigned short* Vth = reinterpret_cast<unsigned short*>(Vt);
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31, g = lane >> 2, tg = lane & 3;
     const long long qtiles = (a.nq + AB_BR - 1) / AB_BR;
+    const bool rowfree = a.nbias == 0 || (a.nbias == 1 && a.st[4][2] == 0);
     for (long long blk = blockIdx.x; blk < a.bh * qtiles; blk += gridDim.x) {
         const long long z = blk / qtiles, i0 = (blk % qtiles) * AB_BR;
         const float* qz = q + att_base(a, 0, z);
@@ -594,16 +607,26 @@ __device__ __forceinline__ void attention_bf16(float* y, const float* q, const f
             for (int i = 0; i < 4; i++) o[dt][i] = 0.0f;
         }
         for (long long j0 = 0; j0 < a.nk; j0 += AB_BC) {
-            __syncthreads(); // Ks and Vs of the previous key tile are no longer read
+            __syncthreads(); // Ks, Vt and Bs of the previous key tile are no longer read
             for (int e = t; e < AB_BC * DH / 2; e += AB_THREADS) {
                 int r = e / (DH / 2), c = e % (DH / 2);
-                float2 kx = f2(0.0f, 0.0f), vx = f2(0.0f, 0.0f);
-                if (j0 + r < a.nk) {
-                    kx = *(const float2*)(kz + (j0 + r) * a.st[1][2] + 2 * c);
-                    vx = *(const float2*)(vz + (j0 + r) * a.st[2][2] + 2 * c);
-                }
-                Ks[r * W + c] = bf2(kx.x, kx.y);
-                Vs[r * W + c] = bf2(vx.x, vx.y);
+                float2 x = f2(0.0f, 0.0f);
+                if (j0 + r < a.nk) x = *(const float2*)(kz + (j0 + r) * a.st[1][2] + 2 * c);
+                Ks[r * W + c] = bf2(x.x, x.y);
+            }
+            for (int e = t; e < AB_BC * DH / 2; e += AB_THREADS) {
+                // Adjacent threads take adjacent keys, so the transposed 16-bit stores are
+                // adjacent too.
+                int key = e % AB_BC, c = e / AB_BC;
+                float2 x = f2(0.0f, 0.0f);
+                if (j0 + key < a.nk) x = *(const float2*)(vz + (j0 + key) * a.st[2][2] + 2 * c);
+                unsigned p = bf2(x.x, x.y);
+                Vth[(2 * c) * 2 * WV + key] = (unsigned short)(p & 0xffffu);
+                Vth[(2 * c + 1) * 2 * WV + key] = (unsigned short)(p >> 16);
+            }
+            if (rowfree && t < AB_BC) {
+                long long j = j0 + t;
+                Bs[t] = j < a.nk ? (a.nbias ? bz[0][j * a.st[4][3]] : 0.0f) : -ZINF;
             }
             __syncthreads();
             // S = Q·Kᵀ for 8 tiles of 8 keys: key nt*8 + g is the B column of lane g.
@@ -616,23 +639,39 @@ __device__ __forceinline__ void attention_bf16(float* y, const float* q, const f
                 for (int kk = 0; kk < DH / 16; kk++)
                     mma_bf16(s[nt], qa[kk], Ks[(nt * 8 + g) * W + 8 * kk + tg], Ks[(nt * 8 + g) * W + 8 * kk + 4 + tg]);
             }
-            // Scale, biases, keys past the end; then the online softmax per row (h = 0: row
-            // g, h = 1: row g + 8; the 4 lanes of a group hold a row between them).
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                long long i = i0 + m0 + g + 8 * h;
-                float mx = -ZINF;
+            // Scale and biases (-inf past the last key).
+            if (rowfree) {
 #pragma unroll
                 for (int nt = 0; nt < AB_BC / 8; nt++) {
+                    float2 bc = *(const float2*)&Bs[nt * 8 + 2 * tg];
+                    s[nt][0] = s[nt][0] * a.scale + bc.x;
+                    s[nt][1] = s[nt][1] * a.scale + bc.y;
+                    s[nt][2] = s[nt][2] * a.scale + bc.x;
+                    s[nt][3] = s[nt][3] * a.scale + bc.y;
+                }
+            } else {
 #pragma unroll
-                    for (int c = 0; c < 2; c++) {
-                        long long j = j0 + nt * 8 + 2 * tg + c;
-                        float x = -ZINF;
-                        if (j < a.nk) x = i < a.nq ? att_score(a, bz, i, j, s[nt][2 * h + c]) : s[nt][2 * h + c] * a.scale;
-                        s[nt][2 * h + c] = x;
-                        mx = fmaxf(mx, x);
+                for (int h = 0; h < 2; h++) {
+                    long long i = i0 + m0 + g + 8 * h;
+#pragma unroll
+                    for (int nt = 0; nt < AB_BC / 8; nt++) {
+#pragma unroll
+                        for (int c = 0; c < 2; c++) {
+                            long long j = j0 + nt * 8 + 2 * tg + c;
+                            float x = -ZINF;
+                            if (j < a.nk) x = i < a.nq ? att_score(a, bz, i, j, s[nt][2 * h + c]) : s[nt][2 * h + c] * a.scale;
+                            s[nt][2 * h + c] = x;
+                        }
                     }
                 }
+            }
+            // The online softmax per row (h = 0: row g, h = 1: row g + 8; the 4 lanes of a
+            // group hold a row between them).
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float mx = -ZINF;
+#pragma unroll
+                for (int nt = 0; nt < AB_BC / 8; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 float mn = fmaxf(m[h], mx);
@@ -641,12 +680,12 @@ __device__ __forceinline__ void attention_bf16(float* y, const float* q, const f
 #pragma unroll
                     for (int nt = 0; nt < AB_BC / 8; nt++) s[nt][2 * h] = s[nt][2 * h + 1] = 0.0f;
                 } else {
-                    corr = expf(m[h] - mn);
+                    corr = __expf(m[h] - mn);
 #pragma unroll
                     for (int nt = 0; nt < AB_BC / 8; nt++) {
 #pragma unroll
                         for (int c = 0; c < 2; c++) {
-                            float p = expf(s[nt][2 * h + c] - mn);
+                            float p = __expf(s[nt][2 * h + c] - mn);
                             s[nt][2 * h + c] = p;
                             sum += p;
                         }
@@ -661,19 +700,14 @@ __device__ __forceinline__ void attention_bf16(float* y, const float* q, const f
                 }
             }
             // O += P·V, 16 keys per step: P's A fragment is the scores of key tiles 2kk, 2kk+1;
-            // V's B fragment is column dt*8 + g at keys 16kk + 2tg (+1, +8, +9).
+            // V's B fragment is column dt*8 + g of Vᵀ's rows at keys 16kk + 2tg (+1, +8, +9).
 #pragma unroll
             for (int kk = 0; kk < AB_BC / 16; kk++) {
                 unsigned pa[4] = {bf2(s[2 * kk][0], s[2 * kk][1]), bf2(s[2 * kk][2], s[2 * kk][3]),
                                   bf2(s[2 * kk + 1][0], s[2 * kk + 1][1]), bf2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-                const int r = 16 * kk + 2 * tg;
 #pragma unroll
-                for (int dt = 0; dt < DH / 8; dt++) {
-                    const int c = dt * 8 + g;
-                    unsigned vb0 = (unsigned)Vh[r * 2 * W + c] | ((unsigned)Vh[(r + 1) * 2 * W + c] << 16);
-                    unsigned vb1 = (unsigned)Vh[(r + 8) * 2 * W + c] | ((unsigned)Vh[(r + 9) * 2 * W + c] << 16);
-                    mma_bf16(o[dt], pa, vb0, vb1);
-                }
+                for (int dt = 0; dt < DH / 8; dt++)
+                    mma_bf16(o[dt], pa, Vt[(dt * 8 + g) * WV + 8 * kk + tg], Vt[(dt * 8 + g) * WV + 8 * kk + 4 + tg]);
             }
         }
         float* yz = y + att_base(a, 3, z);
@@ -693,10 +727,10 @@ __device__ __forceinline__ void attention_bf16(float* y, const float* q, const f
     }
 }
 
-extern "C" __global__ void __launch_bounds__(AB_THREADS) zoo_attention_bf16_d32(float* y, const float* q, const float* k, const float* v, const float* b0, const float* b1, AttDesc a) {
+extern "C" __global__ void __launch_bounds__(AB_THREADS, 2) zoo_attention_bf16_d32(float* y, const float* q, const float* k, const float* v, const float* b0, const float* b1, AttDesc a) {
     attention_bf16<32>(y, q, k, v, b0, b1, a);
 }
 
-extern "C" __global__ void __launch_bounds__(AB_THREADS) zoo_attention_bf16_d64(float* y, const float* q, const float* k, const float* v, const float* b0, const float* b1, AttDesc a) {
+extern "C" __global__ void __launch_bounds__(AB_THREADS, 2) zoo_attention_bf16_d64(float* y, const float* q, const float* k, const float* v, const float* b0, const float* b1, AttDesc a) {
     attention_bf16<64>(y, q, k, v, b0, b1, a);
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 	"unsafe"
 
 	"github.com/zoo-dev/zoo/backends"
@@ -193,6 +194,10 @@ type Program struct {
 	// noDownload, set by benchmarks, ends a Run after the last step and a stream sync,
 	// without copying the outputs to the host (Run returns no outputs): device time only.
 	noDownload bool
+
+	// stepTimes, when set (by benchmarks), sums per op the time of each step, measured
+	// with a stream sync after it: a profile that serialises host and device.
+	stepTimes map[string]time.Duration
 
 	// attnKernels counts, per kernel, the fused attention steps run so far ("unfused" for
 	// those that fell back to their original steps).
@@ -439,8 +444,16 @@ func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 				ins = append(ins, vals[s])
 			}
 		}
+		var t0 time.Time
+		if p.stepTimes != nil {
+			t0 = time.Now()
+		}
 		res, err := r.step(st, ins)
 		r.releaseTemps()
+		if p.stepTimes != nil && err == nil {
+			err = cuSync(p.stream)
+			p.stepTimes[st.Node.Op] += time.Since(t0)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("cuda: run node %q (%s): %w", st.Node.Name, st.Node.Op, err)
 		}

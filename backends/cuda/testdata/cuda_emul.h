@@ -38,6 +38,8 @@ inline float __int_as_float(int i) {
     return f;
 }
 
+inline float __expf(float x) { return expf(x); }
+
 inline unsigned __float_as_uint(float f) {
     unsigned u;
     std::memcpy(&u, &f, 4);
