@@ -345,6 +345,60 @@ func TestKernelsEmulatedElementwise(t *testing.T) {
 			}
 		}
 	})
+	t.Run("binary-rows", func(t *testing.T) {
+		// rowsForm's cases: a full operand, a bias down the rows, a block of rows repeated;
+		// four columns per thread and one; with and without the ReLU.
+		for _, c := range []struct {
+			a, b []int
+			op   int
+			relu bool
+		}{
+			{[]int{3, 5, 8}, []int{8}, 0, true},        // bias + ReLU, vectorised
+			{[]int{3, 5, 7}, []int{1, 1, 7}, 1, false}, // Sub of a bias, 7 columns: scalar
+			{[]int{2, 6, 4}, []int{6, 4}, 3, true},     // Div by a block of rows
+			{[]int{4, 12}, []int{4, 12}, 2, false},     // same shape
+			{[]int{5, 3}, []int{3}, 0, true},           // scalar path with ReLU
+		} {
+			rows, cols, brows, ok := rowsForm(c.a, c.b)
+			if !ok {
+				t.Fatalf("rowsForm(%v, %v) not ok", c.a, c.b)
+			}
+			av, bv := randF32(rng, prod(c.a), 3), randF32(rng, prod(c.b), 3)
+			av[0] = float32(math.NaN())
+			y := pF(poison(prod(c.a)))
+			vec, relu := 0, 0
+			if cols%4 == 0 {
+				vec = 1
+			}
+			if c.relu {
+				relu = 1
+			}
+			emulate(t, "zoo_binary_rows", 2, 64, y, pF(av), pF(bv), pL(int64(rows)), pL(int64(cols)), pL(int64(brows)), pI(c.op), pI(relu), pI(vec))
+			for i := range y.f {
+				x, w := float64(av[i]), float64(bv[i%len(bv)])
+				want := [...]float64{x + w, x - w, x * w, x / w}[c.op]
+				if c.relu && !(want > 0) {
+					want = 0 // the unfused Relu's x > 0 ? x : 0, NaN included
+				}
+				if got := float64(y.f[i]); float32(got) != float32(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+					t.Fatalf("%v op%d %v relu=%v: element %d = %v, want %v", c.a, c.op, c.b, c.relu, i, got, want)
+				}
+			}
+		}
+		if _, _, _, ok := rowsForm([]int{2, 3, 4}, []int{2, 1, 4}); ok {
+			t.Error("rowsForm took a broadcast in the middle")
+		}
+	})
+	t.Run("unary4", func(t *testing.T) {
+		x := randF32(rng, 64, 2)
+		y := pF(poison(64))
+		emulate(t, "zoo_unary4", 2, 32, y, pF(x), pL(16), pI(6 /* U_TANH */), pFv(1))
+		for i, v := range x {
+			if math.Abs(float64(y.f[i])-math.Tanh(float64(v))) > 1e-6 {
+				t.Fatalf("tanh element %d = %v, want %v", i, y.f[i], math.Tanh(float64(v)))
+			}
+		}
+	})
 	t.Run("copy-transpose", func(t *testing.T) {
 		shape := []int{2, 3, 4, 5} // y = transpose(x, 0 2 1 3) of x [2 4 3 5]
 		xs := []int{2, 4, 3, 5}
@@ -376,6 +430,18 @@ func TestKernelsEmulatedElementwise(t *testing.T) {
 		g, b := randF32(rng, cols, 1), randF32(rng, cols, 1)
 		ln, mean, rstd := pF(poison(rows*cols)), pF(poison(rows)), pF(poison(rows))
 		emulate(t, "zoo_layernorm", 3, 64, ln, mean, rstd, pF(x), pF(g), pF(b), pL(rows), pL(cols), pL(cols), pL(cols), pFv(1e-5))
+		lnw, meanw, rstdw := pF(poison(rows*cols)), pF(poison(rows)), pF(poison(rows))
+		emulate(t, "zoo_layernorm_warp", 1, 64, lnw, meanw, rstdw, pF(x), pF(g), pF(b), pL(rows), pL(cols), pL(cols), pL(cols), pFv(1e-5))
+		for i := range lnw.f {
+			if math.Abs(float64(lnw.f[i]-ln.f[i])) > 1e-5 {
+				t.Fatalf("zoo_layernorm_warp element %d = %v, zoo_layernorm %v", i, lnw.f[i], ln.f[i])
+			}
+		}
+		for i := range meanw.f {
+			if math.Abs(float64(meanw.f[i]-mean.f[i])) > 1e-6 || math.Abs(float64(rstdw.f[i]-rstd.f[i])) > 1e-5 {
+				t.Fatalf("zoo_layernorm_warp row %d stats %v %v, zoo_layernorm %v %v", i, meanw.f[i], rstdw.f[i], mean.f[i], rstd.f[i])
+			}
+		}
 		for r := 0; r < rows; r++ {
 			row := x[r*cols : (r+1)*cols]
 			mx, sum, mu, vr := math.Inf(-1), 0.0, 0.0, 0.0

@@ -81,6 +81,22 @@ __device__ __forceinline__ float binary_apply(int op, float a, float b) {
     return ZNAN;
 }
 
+__device__ __forceinline__ float2 f2(float x, float y) {
+    float2 r;
+    r.x = x;
+    r.y = y;
+    return r;
+}
+
+__device__ __forceinline__ float4 f4(float x, float y, float z, float w) {
+    float4 r;
+    r.x = x;
+    r.y = y;
+    r.z = z;
+    r.w = w;
+    return r;
+}
+
 // offsets maps flat index i of d's iteration space to operand offsets o[0..nops). One
 // dimension (what coalesce makes of same-shape and scalar operands) needs no division; an
 // index under 2^31 divides in 32 bits, which costs a fraction of the 64-bit division (a
@@ -140,6 +156,43 @@ extern "C" __global__ void zoo_copy(float* y, long long ybase, const float* x, l
         long long o[2];
         offsets(d, i, 2, o);
         y[ybase + o[1]] = x[xbase + o[0]];
+    }
+}
+
+// zoo_binary_rows: y[r, c] = a[r, c] op b[(r % brows), c] over rows × cols, everything
+// contiguous: b is a full operand (brows = rows) or a row broadcast down the rows (a bias:
+// brows = 1; or several rows repeated). relu != 0 applies max(0, ·) to the result (a
+// linear layer's bias and ReLU in one pass). Four columns per thread when cols % 4 == 0
+// (vec), one otherwise. ReLU is the unfused Relu's (x > 0 ? x : 0).
+extern "C" __global__ void zoo_binary_rows(float* y, const float* a, const float* b, long long rows, long long cols, long long brows, int op, int relu, int vec) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    if (vec) {
+        long long c4 = cols / 4, n4 = rows * c4, bn4 = brows * c4;
+        const float4* a4 = (const float4*)a;
+        const float4* b4 = (const float4*)b;
+        float4* y4 = (float4*)y;
+        for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += stride) {
+            float4 x = a4[i], w = b4[bn4 == n4 ? i : i % bn4];
+            float4 r = f4(binary_apply(op, x.x, w.x), binary_apply(op, x.y, w.y), binary_apply(op, x.z, w.z), binary_apply(op, x.w, w.w));
+            if (relu) r = f4(unary_apply(U_RELU, r.x, 0.0f), unary_apply(U_RELU, r.y, 0.0f), unary_apply(U_RELU, r.z, 0.0f), unary_apply(U_RELU, r.w, 0.0f));
+            y4[i] = r;
+        }
+        return;
+    }
+    long long n = rows * cols, bn = brows * cols;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) {
+        float r = binary_apply(op, a[i], b[bn == n ? i : i % bn]);
+        y[i] = relu ? unary_apply(U_RELU, r, 0.0f) : r;
+    }
+}
+
+// zoo_unary4: zoo_unary four elements per thread, for n % 4 == 0.
+extern "C" __global__ void zoo_unary4(float* y, const float* x, long long n4, int op, float alpha) {
+    const float4* x4 = (const float4*)x;
+    float4* y4 = (float4*)y;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x) {
+        float4 v = x4[i];
+        y4[i] = f4(unary_apply(op, v.x, alpha), unary_apply(op, v.y, alpha), unary_apply(op, v.z, alpha), unary_apply(op, v.w, alpha));
     }
 }
 
@@ -248,6 +301,50 @@ extern "C" __global__ void zoo_layernorm(float* y, float* mean, float* rstd, con
     }
 }
 
+// zoo_layernorm_warp: zoo_layernorm with one warp per row for rows of at most 1024
+// elements, held in registers between the passes (one read of the row instead of three,
+// and no block-wide barriers). Same arguments and semantics as zoo_layernorm.
+#define LNW_MAX 32
+extern "C" __global__ void zoo_layernorm_warp(float* y, float* mean, float* rstd, const float* x, const float* scale, const float* bias,
+                                              long long rows, long long cols, long long ns, long long nb, float eps) {
+    int lane = threadIdx.x & 31;
+    long long warps = (long long)gridDim.x * (blockDim.x >> 5);
+    for (long long r = blockIdx.x * (long long)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows; r += warps) {
+        const float* xr = x + r * cols;
+        float* yr = y + r * cols;
+        float v[LNW_MAX];
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < LNW_MAX; k++) {
+            long long j = lane + 32LL * k;
+            v[k] = j < cols ? xr[j] : 0.0f;
+            s += v[k];
+        }
+        float mu = warp_sum(s) / (float)cols;
+        float q = 0.0f;
+#pragma unroll
+        for (int k = 0; k < LNW_MAX; k++) {
+            long long j = lane + 32LL * k;
+            float d = v[k] - mu;
+            if (j < cols) q += d * d;
+        }
+        float rs = 1.0f / sqrtf(warp_sum(q) / (float)cols + eps);
+#pragma unroll
+        for (int k = 0; k < LNW_MAX; k++) {
+            long long j = lane + 32LL * k;
+            if (j < cols) {
+                float g = scale[ns == 1 ? 0 : j];
+                float b = nb == 0 ? 0.0f : bias[nb == 1 ? 0 : j];
+                yr[j] = (v[k] - mu) * rs * g + b;
+            }
+        }
+        if (lane == 0) {
+            if (mean) mean[r] = mu;
+            if (rstd) rstd[r] = rs;
+        }
+    }
+}
+
 // zoo_reduce: y[i] = reduce over the nred elements of the reduced space, where kept (in k)
 // maps i to the input offset of its first element and red (in r) maps j to the offset
 // within the reduced dimensions.
@@ -296,22 +393,6 @@ __device__ __forceinline__ float att_score(const AttDesc& a, const float* const*
     if (a.nbias > 0) s += bz[0][i * a.st[4][2] + j * a.st[4][3]];
     if (a.nbias > 1) s += bz[1][i * a.st[5][2] + j * a.st[5][3]];
     return s;
-}
-
-__device__ __forceinline__ float2 f2(float x, float y) {
-    float2 r;
-    r.x = x;
-    r.y = y;
-    return r;
-}
-
-__device__ __forceinline__ float4 f4(float x, float y, float z, float w) {
-    float4 r;
-    r.x = x;
-    r.y = y;
-    r.z = z;
-    r.w = w;
-    return r;
 }
 
 // zoo_attention: fused attention for any dh <= 256 with an online softmax, one warp per

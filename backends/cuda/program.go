@@ -204,13 +204,16 @@ type Program struct {
 	attnKernels map[string]int
 }
 
-// Fusions reports the fused steps of the plan by kind ("attention"); empty with
+// Fusions reports the fused steps of the plan by kind ("attention", "binary+relu"); empty with
 // backends.Options.NoFusion or when nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := map[string]int{}
 	for _, st := range p.plan.Steps {
-		if st.Node.Op == fusedAttentionOp {
+		switch st.Node.Op {
+		case fusedAttentionOp:
 			out["attention"]++
+		case fusedBinaryReluOp:
+			out["binary+relu"]++
 		}
 	}
 	return out
@@ -248,9 +251,9 @@ func newProgram(pr backends.Probe, g *graph.Graph, opts backends.Options) (backe
 // kernel or must be a host op, and constants fold on the host through graph.EvalNode, the
 // reference evaluator that runs host steps too.
 func planConfig(opts backends.Options) compile.Config[gpuOp] {
-	var fuse func(*compile.Plan[gpuOp])
+	var fusePass func(*compile.Plan[gpuOp])
 	if !opts.NoFusion {
-		fuse = fuseAttention
+		fusePass = fuse
 	}
 	return compile.Config[gpuOp]{
 		Backend: Name,
@@ -274,7 +277,7 @@ func planConfig(opts backends.Options) compile.Config[gpuOp] {
 		},
 		KeepIntermediates: opts.KeepIntermediates,
 		FreeInputs:        true, // inputs are uploaded copies
-		Fuse:              fuse,
+		Fuse:              fusePass,
 	}
 }
 
