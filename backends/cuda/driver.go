@@ -47,6 +47,7 @@ static CUresult (*p_cuStreamSynchronize)(CUstream);
 static CUresult (*p_cuModuleLoadData)(CUmodule*, const void*);
 static CUresult (*p_cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
 static CUresult (*p_cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**, void**);
+static CUresult (*p_cuFuncGetAttribute)(int*, int, CUfunction);
 
 static nvrtcResult (*p_nvrtcVersion)(int*, int*);
 static nvrtcResult (*p_nvrtcCreateProgram)(nvrtcProgram*, const char*, const char*, int, const char* const*, const char* const*);
@@ -81,6 +82,7 @@ static const char* z_bind_cuda(void* h) {
 	ZLOAD(h, cuMemFreeHost); ZLOAD(h, cuMemcpyHtoD_v2); ZLOAD(h, cuMemcpyHtoDAsync_v2); ZLOAD(h, cuMemcpyDtoHAsync_v2);
 	ZLOAD(h, cuStreamCreate); ZLOAD(h, cuStreamDestroy_v2); ZLOAD(h, cuStreamSynchronize);
 	ZLOAD(h, cuModuleLoadData); ZLOAD(h, cuModuleGetFunction); ZLOAD(h, cuLaunchKernel);
+	ZLOADOPT(h, cuFuncGetAttribute);
 	return NULL;
 }
 
@@ -127,6 +129,10 @@ static CUresult z_cuStreamDestroy(CUstream s) { return p_cuStreamDestroy_v2(s); 
 static CUresult z_cuStreamSynchronize(CUstream s) { return p_cuStreamSynchronize(s); }
 static CUresult z_cuModuleLoadData(CUmodule* m, const void* img) { return p_cuModuleLoadData(m, img); }
 static CUresult z_cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) { return p_cuModuleGetFunction(f, m, name); }
+static CUresult z_cuFuncGetAttribute(int* v, int attr, CUfunction f) {
+	if (p_cuFuncGetAttribute == NULL) return 500; // CUDA_ERROR_NOT_FOUND
+	return p_cuFuncGetAttribute(v, attr, f);
+}
 
 // z_launch passes the arguments packed in buf at offs (cuLaunchKernel copies them).
 static CUresult z_launch(CUfunction f, unsigned gx, unsigned bx, unsigned shmem, CUstream s, char* buf, int* offs, int n) {
@@ -419,6 +425,21 @@ func cuFunc(m cuModule, name string) (cuFunction, error) {
 	var f C.CUfunction
 	err := check("cuModuleGetFunction("+name+")", C.z_cuModuleGetFunction(&f, m, cs))
 	return f, err
+}
+
+// Function attributes (CUfunction_attribute) for cuFuncAttr.
+const (
+	funcMaxThreads   = 0 // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+	funcSharedBytes  = 1 // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES (static)
+	funcLocalBytes   = 3 // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES (per thread: spills and local arrays)
+	funcNumRegisters = 4 // CU_FUNC_ATTRIBUTE_NUM_REGS
+)
+
+// cuFuncAttr reads one attribute of a loaded kernel.
+func cuFuncAttr(f cuFunction, attr int) (int, error) {
+	var v C.int
+	err := check("cuFuncGetAttribute", C.z_cuFuncGetAttribute(&v, C.int(attr), f))
+	return int(v), err
 }
 
 // cuLaunch launches f with a 1-D grid; args holds the packed parameters at offs.
