@@ -161,7 +161,7 @@ run() {
 	# The binaries: beside this script when build copied it there, else .gpu-build.
 	local bin=${ZOO_GPU_BIN:-}
 	if [ -z "$bin" ]; then
-		if [ -e "$self/cuda.test" ] || [ -e "$self/cuda.test.xz" ]; then bin=$self; else bin=$self/../.gpu-build; fi
+		if [ -e "$self/cuda.test" ] || [ -e "$self/zoo" ] || [ -e "$self/bins.tar.xz" ]; then bin=$self; else bin=$self/../.gpu-build; fi
 	fi
 	bin=$(cd "$bin" && pwd)
 	if [ -f "$bin/bins.tar.xz" ] && [ ! -x "$bin/zoo" ] && [ ! -x "$bin/cuda.test" ]; then # packed by build --xz
