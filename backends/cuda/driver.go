@@ -186,13 +186,14 @@ static int z_sgemm(cublasHandle_t h, int ta, int tb, int m, int n, int k, float 
 	                                   &beta, (float*)c, ldc, sc, batch);
 }
 
-// z_gemmEx is cublasGemmStridedBatchedEx on fp32 storage with the given compute type
-// (CUBLAS_COMPUTE_32F_FAST_16BF = 75, CUBLAS_COMPUTE_32F_FAST_TF32 = 77) and the default
-// algorithm (CUBLAS_GEMM_DEFAULT = -1); CUDA_R_32F = 0.
+// z_gemmEx is cublasGemmStridedBatchedEx with A and B of type ab (CUDA_R_32F = 0,
+// CUDA_R_16BF = 14), C fp32, the given compute type (CUBLAS_COMPUTE_32F = 68,
+// CUBLAS_COMPUTE_32F_FAST_16BF = 75, CUBLAS_COMPUTE_32F_FAST_TF32 = 77) and the default
+// algorithm (CUBLAS_GEMM_DEFAULT = -1).
 static int z_gemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, float alpha,
                     CUdeviceptr a, int lda, long long sa, CUdeviceptr b, int ldb, long long sb,
-                    float beta, CUdeviceptr c, int ldc, long long sc, int batch, int compute) {
-	return p_cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &alpha, (const void*)a, 0, lda, sa, (const void*)b, 0, ldb, sb,
+                    float beta, CUdeviceptr c, int ldc, long long sc, int batch, int compute, int ab) {
+	return p_cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &alpha, (const void*)a, ab, lda, sa, (const void*)b, ab, ldb, sb,
 	                                    &beta, (void*)c, 0, ldc, sc, batch, compute, -1);
 }
 */
@@ -215,7 +216,8 @@ const (
 	cublasDefaultMath = 0
 	cublasTF32Math    = 3 // CUBLAS_TF32_TENSOR_OP_MATH
 
-	cublasComputeFast16BF = 75 // CUBLAS_COMPUTE_32F_FAST_16BF
+	cublasCompute32F = 68 // CUBLAS_COMPUTE_32F
+	cudaR16BF        = 14 // CUDA_R_16BF
 
 	propMajor = 0 // MAJOR_VERSION (libraryPropertyType)
 	propMinor = 1
@@ -531,6 +533,7 @@ type gemmArgs struct {
 	sa, sb, sc     int64
 	batch          int
 	computeType    int // 0: cublasSgemmStridedBatched; else cublasGemmStridedBatchedEx compute type
+	bf16           bool // A and B hold bf16 (CUDA_R_16BF); C stays fp32
 }
 
 func cublasGemm(h blasHandle, g gemmArgs) error {
@@ -541,9 +544,13 @@ func cublasGemm(h blasHandle, g gemmArgs) error {
 		return cublasOpN
 	}
 	if g.computeType != 0 {
+		ab := 0
+		if g.bf16 {
+			ab = cudaR16BF
+		}
 		return blasErr("cublasGemmStridedBatchedEx", C.z_gemmEx(h, op(g.transA), op(g.transB), C.int(g.m), C.int(g.n), C.int(g.k),
 			C.float(g.alpha), C.CUdeviceptr(g.a), C.int(g.lda), C.longlong(g.sa), C.CUdeviceptr(g.b), C.int(g.ldb), C.longlong(g.sb),
-			C.float(g.beta), C.CUdeviceptr(g.c), C.int(g.ldc), C.longlong(g.sc), C.int(g.batch), C.int(g.computeType)))
+			C.float(g.beta), C.CUdeviceptr(g.c), C.int(g.ldc), C.longlong(g.sc), C.int(g.batch), C.int(g.computeType), C.int(ab)))
 	}
 	return blasErr("cublasSgemmStridedBatched", C.z_sgemm(h, op(g.transA), op(g.transB), C.int(g.m), C.int(g.n), C.int(g.k),
 		C.float(g.alpha), C.CUdeviceptr(g.a), C.int(g.lda), C.longlong(g.sa), C.CUdeviceptr(g.b), C.int(g.ldb), C.longlong(g.sb),

@@ -389,6 +389,26 @@ func TestKernelsEmulatedElementwise(t *testing.T) {
 			t.Error("rowsForm took a broadcast in the middle")
 		}
 	})
+	t.Run("to-bf16", func(t *testing.T) {
+		for _, n := range []int{64, 7} {
+			x := randF32(rng, n, 3)
+			x[1] = float32(math.Inf(-1))
+			x[2] = 1 + 1.0/256 // a tie: to even, 1
+			x[3] = 1 + 3.0/256 // a tie: to even, 1 + 4/256
+			y := pF(poison((n + 1) / 2))
+			vec := 0
+			if n%4 == 0 {
+				vec = 1
+			}
+			emulate(t, "zoo_to_bf16", 2, 32, y, pF(x), pL(int64(n)), pI(vec))
+			for i, v := range x {
+				bits := math.Float32bits(y.f[i/2]) >> (16 * (i % 2)) & 0xffff
+				if got, want := math.Float32frombits(bits<<16), roundBF16(v); got != want {
+					t.Fatalf("n=%d element %d: bf16(%v) = %v, want %v", n, i, v, got, want)
+				}
+			}
+		}
+	})
 	t.Run("unary4", func(t *testing.T) {
 		x := randF32(rng, 64, 2)
 		y := pF(poison(64))

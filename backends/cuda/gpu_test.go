@@ -246,10 +246,13 @@ func TestPrecisionModes(t *testing.T) {
 					t.Errorf("%s %s: rel L2 %.3g > %.g (%v)", name, prec, r, tol, err)
 				}
 			}
-			// cuBLAS may run its FAST_16BF products as TF32 (as it did on an H200 with cuBLAS
-			// 13.1): then only the bf16 attention kernels tell the two modes apart.
+			// The two modes must differ: bf16 rounds every product's inputs to bf16 (cuBLAS's
+			// FAST_16BF compute type, which the backend used before, ran TF32 on an H200).
 			if r, _, err := relL2(outs["bf16"], outs["tf32"], mask, b, n); err == nil {
 				t.Logf("PRECISION %s bf16 vs tf32: rel L2 %.3g", name, r)
+				if r == 0 {
+					t.Errorf("%s: bf16's output equals tf32's: the products' inputs were not rounded to bf16", name)
+				}
 			}
 		})
 	}

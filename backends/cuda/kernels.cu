@@ -97,6 +97,24 @@ __device__ __forceinline__ float4 f4(float x, float y, float z, float w) {
     return r;
 }
 
+__device__ __forceinline__ unsigned short f2bf(float f) {
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0; // NaN stays NaN
+    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// bf2 packs two floats as bf16 into one 32-bit register, lo in the low half (the element of
+// the lower index in an mma fragment).
+__device__ __forceinline__ unsigned bf2(float lo, float hi) {
+#ifdef ZOO_EMULATE
+    return (unsigned)f2bf(lo) | ((unsigned)f2bf(hi) << 16);
+#else
+    unsigned d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo)); // a to the high half
+    return d;
+#endif
+}
+
 // offsets maps flat index i of d's iteration space to operand offsets o[0..nops). One
 // dimension (what coalesce makes of same-shape and scalar operands) needs no division; an
 // index under 2^31 divides in 32 bits, which costs a fraction of the 64-bit division (a
@@ -194,6 +212,23 @@ extern "C" __global__ void zoo_unary4(float* y, const float* x, long long n4, in
         float4 v = x4[i];
         y4[i] = f4(unary_apply(op, v.x, alpha), unary_apply(op, v.y, alpha), unary_apply(op, v.z, alpha), unary_apply(op, v.w, alpha));
     }
+}
+
+// zoo_to_bf16: y[i] = x[i] rounded to bf16 (to nearest, ties to even), the inputs of a bf16
+// matrix product; four per thread when vec (n % 4 == 0).
+extern "C" __global__ void zoo_to_bf16(unsigned short* y, const float* x, long long n, int vec) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    if (vec) {
+        const float4* x4 = (const float4*)x;
+        unsigned* y2 = (unsigned*)y;
+        for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n / 4; i += stride) {
+            float4 v = x4[i];
+            y2[2 * i] = bf2(v.x, v.y);
+            y2[2 * i + 1] = bf2(v.z, v.w);
+        }
+        return;
+    }
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) y[i] = (unsigned short)(bf2(x[i], 0.0f) & 0xffffu);
 }
 
 extern "C" __global__ void zoo_fill(float* y, long long n, float v) {
@@ -615,24 +650,6 @@ extern "C" __global__ void __launch_bounds__(AT_THREADS) zoo_attention_t64(float
 #define AB_BR 128
 #define AB_BC 64
 #define AB_THREADS 256
-
-__device__ __forceinline__ unsigned short f2bf(float f) {
-    unsigned u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0; // NaN stays NaN
-    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-// bf2 packs two floats as bf16 into one 32-bit register, lo in the low half (the element of
-// the lower index in an mma fragment).
-__device__ __forceinline__ unsigned bf2(float lo, float hi) {
-#ifdef ZOO_EMULATE
-    return (unsigned)f2bf(lo) | ((unsigned)f2bf(hi) << 16);
-#else
-    unsigned d;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo)); // a to the high half
-    return d;
-#endif
-}
 
 // mma_bf16: d (16×8 fp32) += a (16×16 bf16, row) · b (16×8 bf16, col), per warp.
 __device__ __forceinline__ void mma_bf16(float* d, const unsigned* a, unsigned b0, unsigned b1) {

@@ -181,7 +181,9 @@ type Program struct {
 	blas      blasHandle
 	blasReady bool
 	precision string
-	compute   int // cuBLAS compute type for bf16; 0 for plain Sgemm
+	// bf16Weights holds the bf16 copy of each weight a bf16 matrix product has read (made
+	// at its first use, freed at Close); activations are rounded per product.
+	bf16Weights map[*dbuf]uint64
 
 	plan   *compile.Plan[gpuOp]
 	consts []value // per slot: the plan's constants, float ones also on the device
@@ -344,8 +346,6 @@ func (p *Program) ensureBLAS() error {
 	switch p.precision {
 	case "tf32":
 		mode = cublasTF32Math
-	case "bf16":
-		p.compute = cublasComputeFast16BF
 	}
 	if err := cublasSetMathMode(h, mode); err != nil {
 		return err
@@ -370,6 +370,10 @@ func (p *Program) Close() error {
 			cuFree(b.ptr)
 		}
 		p.weights = nil
+		for _, ptr := range p.bf16Weights {
+			cuFree(ptr)
+		}
+		p.bf16Weights = nil
 		if p.blasReady {
 			cublasDestroy(p.blas)
 		}
