@@ -532,7 +532,7 @@ type gemmArgs struct {
 	lda, ldb, ldc  int
 	sa, sb, sc     int64
 	batch          int
-	computeType    int // 0: cublasSgemmStridedBatched; else cublasGemmStridedBatchedEx compute type
+	computeType    int  // 0: cublasSgemmStridedBatched; else cublasGemmStridedBatchedEx compute type
 	bf16           bool // A and B hold bf16 (CUDA_R_16BF); C stays fp32
 }
 
