@@ -159,7 +159,7 @@ PY
 run() {
 	set -o pipefail
 	# The binaries: beside this script when build copied it there, else .gpu-build.
-	local bin=${ZOO_GPU_BIN:-}
+	local bin=${GPU_CHECK_BIN:-}
 	if [ -z "$bin" ]; then
 		if [ -e "$self/cuda.test" ] || [ -e "$self/zoo" ] || [ -e "$self/bins.tar.xz" ]; then bin=$self; else bin=$self/../.gpu-build; fi
 	fi

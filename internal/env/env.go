@@ -45,6 +45,8 @@ const (
 	TorchExports      = "ZOO_TORCH_EXPORTS"
 	BenchNoFusion     = "ZOO_BENCH_NOFUSION"
 	GPUTests          = "ZOO_GPU_TESTS"
+	GPUBench          = "ZOO_GPU_BENCH"
+	GPUBenchN         = "ZOO_GPU_BENCH_N"
 	TestRegistry      = "ZOO_REGISTRY"
 	BenchTestCLI      = "ZOO_BENCH_TEST_CLI"
 	PluginTestMode    = "ZOO_PLUGINTEST_MODE"
@@ -147,6 +149,10 @@ var vars = []Var{
 		Doc: "Runs the unfused encoder benchmark rows under -short too."},
 	{Name: GPUTests, Syntax: "1", Default: "unset: GPU tests skip without a GPU", Scope: Test,
 		Doc: "A missing GPU fails the CUDA tests instead of skipping them."},
+	{Name: GPUBench, Syntax: "1", Default: "unset: the CUDA benchmark skips", Scope: Test,
+		Doc: "Runs TestBenchVanilla (vanilla base on the GPU, each precision, fused and unfused; scripts/gpu-check.sh)."},
+	{Name: GPUBenchN, Syntax: "N[,N...]", Default: "512,2048", Scope: Test,
+		Doc: "Sequence lengths of TestBenchVanilla."},
 	{Name: TestRegistry, Syntax: "FILE", Default: "the repository's registry.yaml", Scope: Test,
 		Doc: "Registry the CUDA variant tests read."},
 	{Name: BenchTestCLI, Syntax: "1", Default: "unset", Scope: Test,
