@@ -77,9 +77,9 @@ func serveCommand() *cli.Command {
 			"The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting, lets the requests\n" +
 			"that are running finish (30s at most) and those still arriving arrive (2s at most; then their connections are\n" +
 			"cut), and exits 0." +
-			examples("zoo serve vanilla.tiny", "zoo serve vanilla.tiny linformer --addr 127.0.0.1:9000 --max-batch 16",
+			examples("zoo serve vanilla.tiny linformer --addr 127.0.0.1:9000 --max-batch 16",
 				"zoo serve model.onnx vanilla.tiny --name encoder --tokenizer encoder=tokenizer.json --weights vanilla.tiny=trained.safetensors",
-				"zoo serve cross.onnx --tokenizer tokenizer.json --api-key $KEY --access-log -"),
+				"zoo serve cross.onnx --tokenizer tokenizer.json --api-key $KEY --access-log access.jsonl"),
 		Flags: append(variantFlags(), flagServeWeights, flagServeTokenizer,
 			&cli.StringSliceFlag{Name: "name", Usage: "serve the models under these names, in order (repeatable)"},
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8000", Usage: "listen for HTTP on `HOST:PORT` (port 0: any free port)"},
