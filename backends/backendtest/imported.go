@@ -33,6 +33,15 @@ func importedCases() []Case {
 			Want: []*tensor.Tensor{u8(S(4), 51, 255, 0, 153), F32(S(), 2.5/255), u8(S(), 51)}},
 		{Name: "MatMulInteger", Op: "MatMulInteger", Args: []Arg{In(u8(S(2, 2), 1, 2, 3, 4)), Const(i8(S(2, 2), 1, -1, 2, 0)), Const(u8(S(), 1)), Const(i8(S(2), 0, 1))},
 			Want: []*tensor.Tensor{i32(S(2, 2), 2, -1, 8, -7)}},
+		// QLinearMatMul: the MatMulInteger case's sums [2 -1; 8 -7] requantized per column:
+		// multipliers 0.5·1/0.25 = 2 and 0.5·0.25/0.25 = 0.5 (-0.5 rounds to even 0), then with
+		// y_scale 0.01 into int8: 50 and 12.5 (-12.5 → -12, 400 saturates at 127).
+		{Name: "QLinearMatMul/uint8", Op: "QLinearMatMul", Args: []Arg{In(u8(S(2, 2), 1, 2, 3, 4)), Const(F32(S(), 0.5)), Const(u8(S(), 1)),
+			Const(i8(S(2, 2), 1, -1, 2, 0)), Const(F32(S(2), 1, 0.25)), Const(i8(S(2), 0, 1)), Const(F32(S(), 0.25)), Const(u8(S(), 10))},
+			Want: []*tensor.Tensor{u8(S(2, 2), 14, 10, 26, 6)}},
+		{Name: "QLinearMatMul/int8 saturating", Op: "QLinearMatMul", Args: []Arg{In(u8(S(2, 2), 1, 2, 3, 4)), Const(F32(S(), 0.5)), Const(u8(S(), 1)),
+			Const(i8(S(2, 2), 1, -1, 2, 0)), Const(F32(S(2), 1, 0.25)), Const(i8(S(2), 0, 1)), Const(F32(S(), 0.01)), Const(i8(S(), 0))},
+			Want: []*tensor.Tensor{i8(S(2, 2), 100, -12, 127, -88)}},
 		// Pad: ONNX's documented reflect example, and a crop through the axes input (numpy.pad's numbers).
 		{Name: "Pad/reflect", Op: "Pad", Attrs: graph.Attrs{"mode": graph.String("reflect")}, Args: []Arg{In(F32(S(3, 2), 1.0, 1.2, 2.3, 3.4, 4.5, 5.7)), Const(I64(S(4), 0, 2, 0, 0))},
 			Want: []*tensor.Tensor{F32(S(3, 4), 1.0, 1.2, 1.0, 1.2, 2.3, 3.4, 2.3, 3.4, 4.5, 5.7, 4.5, 5.7)}},

@@ -11,7 +11,7 @@ import (
 // float ones, so the semantics live in one place; the contrib attentions have SGEMM kernels
 // (imported_attention.go).
 var importedOps = []string{
-	"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "Trilu", "Conv",
+	"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul", "ConvInteger", "Trilu", "Conv",
 	"BatchNormalization", "Clip", "HardSigmoid", "AveragePool", "GlobalAveragePool", "Pad", "Resize",
 	graph.MicrosoftDomain + ".Gelu", graph.MicrosoftDomain + ".BiasGelu", graph.MicrosoftDomain + ".FastGelu",
 	graph.MicrosoftDomain + ".SkipLayerNormalization",

@@ -6,7 +6,7 @@ import "github.com/zoo-dev/zoo/zoo/graph"
 // ops) run on the host through graph.EvalNode until they have device kernels; the keys are
 // the op table's (graph.OpKey).
 func init() {
-	for _, op := range []string{"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "Trilu", "Conv",
+	for _, op := range []string{"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul", "ConvInteger", "Trilu", "Conv",
 		"BatchNormalization", "Clip", "HardSigmoid", "AveragePool", "GlobalAveragePool", "Pad", "Resize"} {
 		hostOps[op] = true
 	}

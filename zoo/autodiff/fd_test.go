@@ -160,7 +160,7 @@ func fdCases() []fdCase {
 
 // notDifferentiable lists the ops declared with graph.NoGrad: their outputs are integers,
 // bools, or constant in their inputs. A new op must be here or have a finite-difference case.
-var notDifferentiable = []string{"And", "Constant", "ConstantOfShape", "ConvInteger", "DynamicQuantizeLinear", "Equal", "Greater", "Less", "MatMulInteger", "Not", "Or", "QuantizeLinear", "Range", "Shape"}
+var notDifferentiable = []string{"And", "Constant", "ConstantOfShape", "ConvInteger", "DynamicQuantizeLinear", "Equal", "Greater", "Less", "MatMulInteger", "Not", "Or", "QLinearMatMul", "QuantizeLinear", "Range", "Shape"}
 
 // noRuleYet lists the differentiable ops declared with graph.NoGradYet: imported models use
 // them, zoo's variants do not, and differentiating through one is an error naming it.

@@ -270,4 +270,17 @@ save("ms_embedlayernorm", [node("EmbedLayerNormalization", ["ids", "seg", "we", 
 save("ms_embedlayernorm_posids", [node("EmbedLayerNormalization", ["ids", "", "we", "pe", "", "g", "be", "", "pos"], ["y", "mi"], domain=MS)],
      {"ids": ids, "pos": np.array([[6, 5, 4, 3, 2]], np.int32)}, [("y", TensorProto.FLOAT), ("mi", TensorProto.INT32)], [emb_inits[0], emb_inits[1], emb_inits[3], emb_inits[4]],
      note="EmbedLayerNormalization without segments, position_ids (1, S)")
+# ---- QLinearMatMul (its own generator, so the cases above keep their values) ----
+qrng = np.random.default_rng(20261202)
+aq = qrng.integers(0, 256, size=(2, 3, 6)).astype(np.uint8)
+bq = qrng.integers(-128, 128, size=(6, 4)).astype(np.int8)
+save("qlinear_matmul", [node("Cast", ["a"], ["a8"], to=TensorProto.UINT8),
+                        node("QLinearMatMul", ["a8", "as", "az", "b", "bs", "bz", "ys", "yz"], ["yq"]),
+                        node("Cast", ["yq"], ["y"], to=TensorProto.INT32)],
+     {"a": aq.astype(np.int32)}, [("y", TensorProto.INT32)],
+     [numpy_helper.from_array(np.array(0.02, np.float32), "as"), numpy_helper.from_array(np.array(131, np.uint8), "az"),
+      numpy_helper.from_array(bq, "b"), numpy_helper.from_array(np.array([0.01, 0.003, 0.02, 0.0071], np.float32), "bs"),
+      numpy_helper.from_array(np.array([0, 0, 0, 0], np.int8), "bz"),
+      numpy_helper.from_array(np.array(0.03, np.float32), "ys"), numpy_helper.from_array(np.array(120, np.uint8), "yz")],
+     note="QLinearMatMul uint8 x int8 with per-column weight scales, requantized to uint8 (some saturate)")
 print("wrote", len([f for f in os.listdir(HERE) if f.endswith(".onnx")]), "graphs")
