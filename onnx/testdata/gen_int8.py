@@ -9,7 +9,7 @@ fixtures nor CI need them), so every quantized file is written with onnx.helper 
 
 The fixtures are one small model, two linear layers (16 -> 32, ReLU, 32 -> 16, biases), input x
 float32 (batch, seq, 16) (the Gemm forms: (batch, 16)), output y, with fixed weights from a seeded
-numpy generator, written in every form an importer meets:
+numpy generator (float.onnx: the float32 model), written in every form an importer meets:
 
   dyn_tensor.onnx   ONNX Runtime's quantize_dynamic default (per_channel=False, weight_type
                     QInt8): x -> DynamicQuantizeLinear -> MatMulInteger(x_q, W_q, x_zp, W_zp) ->
@@ -264,6 +264,7 @@ def main(argv):
     if argv:
         sys.exit(__doc__)
     os.makedirs(OUT, exist_ok=True)
+    save(float_model(), "float.onnx")
     dynamic("dyn_tensor.onnx", per_channel=False)
     dynamic("dyn_channel.onnx", per_channel=True)
     dynamic("dyn_u8w.onnx", per_channel=False, qtype=TensorProto.UINT8)
