@@ -34,8 +34,23 @@ func init() {
 
 func evalDynamicQuantizeLinear(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	x := in[0]
-	var lo, hi float32
-	for _, v := range x.F32 {
+	lo, hi := MinMax0(x.F32)
+	scale, zp := DynamicQuantParams(lo, hi)
+	y, err := newTensor(tensor.Uint8, x.Shape)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range x.F32 {
+		y.I64[i] = int64(DynamicQuantize(v, scale, zp))
+	}
+	zt := &tensor.Tensor{DType: tensor.Uint8, Shape: []int{}, I64: []int64{int64(zp)}}
+	return []*tensor.Tensor{y, tensor.ScalarF(scale), zt}, nil
+}
+
+// MinMax0 returns the range DynamicQuantizeLinear quantizes x over: min(0, min x) and
+// max(0, max x) (a NaN compares false and is passed over).
+func MinMax0(x []float32) (lo, hi float32) {
+	for _, v := range x {
 		if v < lo {
 			lo = v
 		}
@@ -43,21 +58,27 @@ func evalDynamicQuantizeLinear(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, 
 			hi = v
 		}
 	}
-	// float32 arithmetic throughout, as the ONNX definition and ONNX Runtime compute it.
-	scale := (hi - lo) / 255
-	var zp int64
+	return lo, hi
+}
+
+// DynamicQuantParams returns DynamicQuantizeLinear's y_scale and y_zero_point for the range
+// [lo, hi] (MinMax0 of x): scale = (hi − lo) / 255 and zero point round_half_to_even(−lo /
+// scale) clamped to 0..255, in float32 arithmetic as the ONNX definition and ONNX Runtime
+// compute them; scale 0 (x all zeros) gives zero point 0. Kernels that fuse the op call it so
+// that their answer is the op's.
+func DynamicQuantParams(lo, hi float32) (scale float32, zp uint8) {
+	scale = (hi - lo) / 255
 	if scale != 0 {
-		zp = int64(math.RoundToEven(float64(max(0, min(255, 0-lo/scale)))))
+		zp = uint8(math.RoundToEven(float64(max(0, min(255, 0-lo/scale)))))
 	}
-	y, err := newTensor(tensor.Uint8, x.Shape)
-	if err != nil {
-		return nil, err
+	return scale, zp
+}
+
+// DynamicQuantize is DynamicQuantizeLinear's y for one element v: saturate(round half to
+// even(v / scale) + zp) into 0..255 (the division in float32), 0 when scale is 0.
+func DynamicQuantize(v, scale float32, zp uint8) uint8 {
+	if scale == 0 {
+		return 0
 	}
-	for i, v := range x.F32 {
-		if scale != 0 {
-			y.I64[i] = quantize(float64(v/scale), zp, 0, 255)
-		}
-	}
-	zt := &tensor.Tensor{DType: tensor.Uint8, Shape: []int{}, I64: []int64{zp}}
-	return []*tensor.Tensor{y, tensor.ScalarF(scale), zt}, nil
+	return uint8(quantize(float64(v/scale), int64(zp), 0, 255))
 }

@@ -160,11 +160,25 @@ func evalQuantizeLinear(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) 
 		if zp != nil {
 			z = zp.I64[k]
 		}
-		// The division is float32, as ONNX Runtime's and the reference's kernels do it.
-		out.I64[i] = quantize(float64(v/scale.F32[k]), z, lo, hi)
+		out.I64[i] = Quantize(v, scale.F32[k], z, lo, hi)
 	}
 	return []*tensor.Tensor{out}, nil
 }
+
+// Quantize is QuantizeLinear's y for one element v with scale and zero point zp into the
+// range [lo, hi] of its type (QuantRange): saturate(round_half_to_even(v / scale) + zp), the
+// division in float32 as ONNX Runtime's and the reference's kernels do it. Kernels that fuse
+// the op call it so that their answer is the op's.
+func Quantize(v, scale float32, zp int64, lo, hi float64) int64 {
+	return quantize(float64(v/scale), zp, lo, hi)
+}
+
+// QuantRange returns the range of values of an int8, uint8 or int32 tensor (ok false for
+// other types).
+func QuantRange(dt tensor.DType) (lo, hi float64, ok bool) { return quantRange(dt) }
+
+// Dequantize is DequantizeLinear's y for one element x: float32(x − zp) · scale.
+func Dequantize(x, zp int64, scale float32) float32 { return float32(x-zp) * scale }
 
 func evalDequantizeLinear(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	x, scale, zp := in[0], in[1], optIn(in, 2)
@@ -183,7 +197,7 @@ func evalDequantizeLinear(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error
 		if zp != nil {
 			z = zp.I64[k]
 		}
-		out.F32[i] = float32(v-z) * scale.F32[k]
+		out.F32[i] = Dequantize(v, z, scale.F32[k])
 	}
 	return []*tensor.Tensor{out}, nil
 }
