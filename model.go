@@ -46,7 +46,8 @@ type LoadOptions struct {
 	Registries []string
 	// Backend names the backend ("cpu", "cuda"); "" chooses as backends.Select does.
 	Backend string
-	// Precision of matrix products: "" (the backend's default), "fp32" or "bf16".
+	// Precision of matrix products: "" (the backend's default), "fp32", "bf16" or "int8"
+	// (inference only: linear layers' weights in int8, see backends.Options.Precision).
 	Precision string
 	// Threads caps the backend's worker threads (0: every core).
 	Threads int
@@ -63,7 +64,7 @@ type LoadOptions struct {
 }
 
 // precisions are the values LoadOptions.Precision takes besides "".
-var precisions = []string{"fp32", "bf16"}
+var precisions = []string{"fp32", "bf16", "int8"}
 
 // Model is a loaded model: its graph with its weights, its config, its tokenizer and, once
 // compiled, its program on a backend. Its methods are safe for concurrent use, but Run and
@@ -364,8 +365,16 @@ func (m *Model) SelectBackend() (backends.Choice, error) {
 }
 
 // CheckPrecision refuses a precision the chosen backend has no path for on this machine: bf16
-// where its probe names no bf16 path (an *InputError carrying the probe's reason).
+// where its probe names no bf16 path (an *InputError carrying the probe's reason), int8 where
+// it names no int8 path (an *InputError naming the CPU backend's int8 path instead).
 func CheckPrecision(ch backends.Choice, p string) error {
+	if p == "int8" && ch.Probe.Int8 == "" {
+		cpu := "the cpu backend's"
+		if b, ok := backends.Lookup("cpu"); ok && b.Probe().Int8 != "" {
+			cpu += " (" + b.Probe().Int8 + " here)"
+		}
+		return inputErrf(optPrecision, "%s int8: backend %s has no int8 path; int8 runs on %s: add --backend cpu", optPrecision, ch.Backend.Name(), cpu)
+	}
 	if p != "bf16" || ch.Probe.BF16 != "" {
 		return nil
 	}

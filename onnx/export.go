@@ -9,6 +9,7 @@ import (
 
 	"github.com/zoo-dev/zoo/onnx/onnxpb"
 	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/quant"
 )
 
 // IRVersion is the ONNX IR version that Export writes (ONNX 1.12, the newest that PyTorch
@@ -46,6 +47,11 @@ type ExportOptions struct {
 	ProducerVersion string
 	// DocString is written as the model's doc_string; may be empty.
 	DocString string
+	// Precision "int8" writes the linear layers in ONNX Runtime's dynamic-quantization form
+	// (quant.Dynamic: int8 weights per output column, DynamicQuantizeLinear, MatMulInteger and
+	// the scale Muls); "", "fp32" and "bf16" (a run-time precision: the file stays fp32) write
+	// the float graph. Anything else is an error.
+	Precision string
 }
 
 // Export serialises g as an ONNX ModelProto: IR version 8, one ai.onnx opset import, producer
@@ -54,7 +60,8 @@ type ExportOptions struct {
 // value_info and g.Meta as metadata_props (plus BuffersKey). The same graph always gives the
 // same bytes. It returns an error, and no bytes, when g fails graph.Validate, the opset is
 // outside [MinOpset, MaxOpset] or an op does not exist at that opset, or a tensor or
-// attribute cannot be represented.
+// attribute cannot be represented; with Precision "int8", also when g has no linear layer to
+// quantize or a weight holds a NaN or an infinity.
 func Export(g *graph.Graph, opts ExportOptions) ([]byte, error) {
 	m, err := toModelProto(g, opts)
 	if err != nil {
@@ -83,6 +90,17 @@ func toModelProto(g *graph.Graph, opts ExportOptions) (*onnxpb.ModelProto, error
 	}
 	if opset < MinOpset || opset > MaxOpset {
 		return nil, fmt.Errorf("export onnx: opset %d is not supported (zoo writes ai.onnx opsets %d to %d)", opset, MinOpset, MaxOpset)
+	}
+	switch opts.Precision {
+	case "", "fp32", "bf16":
+	case "int8":
+		q, _, err := quant.Dynamic(g, quant.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("export onnx: %w", err)
+		}
+		g = q
+	default:
+		return nil, fmt.Errorf("export onnx: precision %q: zoo writes fp32 or int8 files", opts.Precision)
 	}
 	g, err := lowerForOpset(g, opset)
 	if err != nil {

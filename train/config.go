@@ -55,7 +55,7 @@ type Config struct {
 	// Clip clips the global gradient norm to it (0: no clipping).
 	Clip float64
 	// Precision of the step's matrix products: "" (the backend's default, fp32), "fp32" or
-	// "bf16".
+	// "bf16"; "int8" is refused (training stays fp32; int8 is for inference).
 	Precision string
 	// Seed draws mlm's masks, dropout and Shuffle's order (the model's initial weights are
 	// LoadOptions.Seed's).
@@ -181,6 +181,9 @@ func (c Config) Validate() error {
 		return inputErrf(optMomentum, "%s must be in [0, 1), got %g", optMomentum, c.Momentum)
 	}
 	switch {
+	case c.Precision == "int8":
+		return inputErrf(optPrecision, "%s int8: training stays fp32 (int8 quantizes a trained model's linear layers for inference: "+
+			"run, bench, parity, eval, profile, serve); train with fp32 or bf16", optPrecision)
 	case c.Precision != "" && c.Precision != "fp32" && c.Precision != "bf16":
 		return inputErrf(optPrecision, "%s %q: want fp32 or bf16", optPrecision, c.Precision)
 	case c.Threads < 0:

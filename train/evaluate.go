@@ -30,7 +30,7 @@ type EvalConfig struct {
 	// Seed draws mlm's masks.
 	Seed uint64
 	// Threads caps the backend's worker threads (0: every core); Precision is "" (the
-	// backend's default), "fp32" or "bf16".
+	// backend's default), "fp32", "bf16" or "int8".
 	Threads   int
 	Precision string
 }
@@ -57,8 +57,8 @@ func (c EvalConfig) Validate() error {
 		return inputErrf(optEvalBatch, "%s must be at least 1, got %d", optEvalBatch, c.Batch)
 	case c.Threads < 0:
 		return inputErrf(optEvalThreads, "%s must not be negative, got %d", optEvalThreads, c.Threads)
-	case c.Precision != "" && c.Precision != "fp32" && c.Precision != "bf16":
-		return inputErrf(optEvalPrecision, "%s %q: want fp32 or bf16", optEvalPrecision, c.Precision)
+	case c.Precision != "" && c.Precision != "fp32" && c.Precision != "bf16" && c.Precision != "int8":
+		return inputErrf(optEvalPrecision, "%s %q: want fp32, bf16 or int8", optEvalPrecision, c.Precision)
 	}
 	return nil
 }

@@ -129,7 +129,7 @@ func benchAction(c *cli.Context) error {
 			bm.maxLen = m.Config().Int(p)
 		}
 		if plan.Runtime != nil {
-			if bm.onnx, err = onnx.Export(m.Graph(), onnx.ExportOptions{ProducerVersion: version}); err != nil {
+			if bm.onnx, err = onnx.Export(m.Graph(), onnx.ExportOptions{ProducerVersion: version, Precision: prec}); err != nil {
 				return failed(fmt.Errorf("export %s: %w", m.Name(), err))
 			}
 			if bm.graph, err = onnx.Import(bm.onnx); err != nil {

@@ -28,7 +28,7 @@ func exportCommand() *cli.Command {
 			"replaced atomically, but never a read-only one." +
 			examples("zoo export linformer --onnx -o linformer.onnx", "zoo export vanilla --weights vanilla.safetensors",
 				"zoo export vanilla.tiny --triton models --kserve deploy"),
-		Flags: append(variantFlags(), flagFromWeights, flagJSON,
+		Flags: append(variantFlags(), flagFromWeights, flagJSON, export.PrecisionFlag(),
 			&cli.BoolFlag{Name: "onnx", Usage: "write an ONNX model"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "ONNX `FILE`.onnx; with no name, the directory to write into",
 				DefaultText: "NAME[.PRESET].onnx; with no name, the current directory"},
@@ -46,7 +46,7 @@ func exportAction(c *cli.Context) error {
 		return badInputf("export: want one model name (see `zoo list`), or none with --onnx to export every variant; got %d arguments", c.NArg())
 	}
 	weights, toONNX, triton, kserve, opset := c.String("weights"), c.Bool("onnx"), c.String("triton"), c.String("kserve"), c.Int("opset")
-	req := export.Request{Weights: weights, ONNX: toONNX, Triton: triton, KServe: kserve, Opset: opset, Named: c.NArg() == 1}
+	req := export.Request{Weights: weights, ONNX: toONNX, Triton: triton, KServe: kserve, Opset: opset, Named: c.NArg() == 1, Precision: c.String("precision")}
 	if err := req.Check(c.IsSet); err != nil {
 		return badInput(err)
 	}
@@ -94,14 +94,14 @@ func exportAction(c *cli.Context) error {
 		rep.Say(f)
 	}
 	if toONNX {
-		f, err := export.WriteONNX(out, name, m.Graph(), opset, version)
+		f, err := export.WriteONNX(out, name, m.Graph(), onnx.ExportOptions{Opset: opset, ProducerVersion: version, Precision: req.Precision})
 		if err != nil {
 			return failed(err)
 		}
 		rep.Say(f)
 	}
 	if triton != "" {
-		files, err := export.WriteTriton(triton, name, m.Graph(), opset, version)
+		files, err := export.WriteTriton(triton, name, m.Graph(), onnx.ExportOptions{Opset: opset, ProducerVersion: version, Precision: req.Precision})
 		if err != nil {
 			return exportError(err)
 		}
@@ -178,7 +178,7 @@ func exportAllAction(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		f, err := export.WriteONNX(j.path, m.Name(), m.Graph(), c.Int("opset"), version)
+		f, err := export.WriteONNX(j.path, m.Name(), m.Graph(), onnx.ExportOptions{Opset: c.Int("opset"), ProducerVersion: version, Precision: c.String("precision")})
 		if err != nil {
 			return failed(err)
 		}

@@ -9,6 +9,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/onnx"
@@ -25,6 +28,16 @@ type Request struct {
 	Triton, KServe string
 	Opset          int
 	Named          bool
+	// Precision is --precision: "fp32" (or "") writes the float graph, "int8" the linear
+	// layers in ONNX Runtime's dynamic-quantization form (onnx.ExportOptions.Precision).
+	Precision string
+}
+
+// PrecisionFlag is export's --precision, the type of the ONNX file's linear layers.
+func PrecisionFlag() cli.Flag {
+	return &cli.StringFlag{Name: "precision", Value: "fp32", Usage: "write the ONNX file's linear layers in `TYPE`: fp32, or int8 " +
+		"(ONNX Runtime's quantize_dynamic form: int8 weights per output column, DynamicQuantizeLinear, MatMulInteger, " +
+		"the scale Muls; ONNX Runtime runs it, and zoo runs it on its int8 kernels); with --onnx or --triton"}
 }
 
 // Check refuses a request that writes nothing, or that the flags given (isSet) do not fit;
@@ -35,6 +48,12 @@ func (r Request) Check(isSet func(string) bool) error {
 	}
 	if (r.Triton != "" || r.KServe != "") && !r.Named {
 		return errors.New("--triton and --kserve write one model's files: name the model")
+	}
+	switch p := strings.ToLower(strings.TrimSpace(r.Precision)); {
+	case p == "int8" && !r.ONNX && r.Triton == "":
+		return errors.New("--precision int8 applies to the ONNX file: add --onnx or --triton (--weights writes the fp32 state_dict)")
+	case p != "" && p != "fp32" && p != "int8":
+		return fmt.Errorf("--precision %q: export writes fp32 or int8 files (bf16 is a run-time precision: zoo run --precision bf16)", r.Precision)
 	}
 	if r.Opset < onnx.MinOpset || r.Opset > onnx.MaxOpset {
 		return fmt.Errorf("--opset %d: zoo exports opsets %d to %d", r.Opset, onnx.MinOpset, onnx.MaxOpset)
@@ -69,6 +88,8 @@ type File struct {
 	Nodes      int    `json:"nodes,omitempty"`
 	Tensors    int    `json:"tensors,omitempty"`
 	Parameters int64  `json:"parameters,omitempty"`
+	// Precision is "int8" for a file in ONNX Runtime's dynamic-quantization form.
+	Precision string `json:"precision,omitempty"`
 }
 
 // Report is the files written; it prints each as it is written, or (JSON) all at the end.
@@ -94,7 +115,11 @@ func (r *Report) Say(files ...File) {
 		case "weights":
 			fmt.Fprintf(r.w, "wrote %s (%s, %s parameters)\n", f.Path, format.Plural(f.Tensors, "tensor"), format.HumanCount(f.Parameters))
 		default:
-			fmt.Fprintf(r.w, "wrote %s (%s, opset %d, %s)\n", f.Path, format.HumanBytes(f.Bytes), f.Opset, format.Plural(f.Nodes, "node"))
+			int8 := ""
+			if f.Precision != "" {
+				int8 = ", " + f.Precision
+			}
+			fmt.Fprintf(r.w, "wrote %s (%s, opset %d, %s%s)\n", f.Path, format.HumanBytes(f.Bytes), f.Opset, format.Plural(f.Nodes, "node"), int8)
 		}
 	}
 }
@@ -111,10 +136,14 @@ func (r *Report) Finish() error {
 	return format.WriteJSON(r.w, r)
 }
 
-// WriteONNX exports the model name (graph g) at opset to path (atomically; producer is the
-// exporting program's version) and describes the file.
-func WriteONNX(path, name string, g *graph.Graph, opset int, producer string) (File, error) {
-	data, err := onnx.Export(g, onnx.ExportOptions{Opset: opset, ProducerVersion: producer})
+// WriteONNX exports the model name (graph g) as opts says (opset, producer version,
+// precision) to path (atomically) and describes the file.
+func WriteONNX(path, name string, g *graph.Graph, opts onnx.ExportOptions) (File, error) {
+	opts.Precision = strings.ToLower(strings.TrimSpace(opts.Precision))
+	if opts.Precision == "fp32" {
+		opts.Precision = ""
+	}
+	data, err := onnx.Export(g, opts)
 	if err != nil {
 		return File{}, fmt.Errorf("export %s: %w", name, err)
 	}
@@ -125,7 +154,11 @@ func WriteONNX(path, name string, g *graph.Graph, opset int, producer string) (F
 	if err != nil {
 		return File{}, fmt.Errorf("export %s: %w", name, err)
 	}
-	return File{Model: name, Path: path, Kind: "onnx", Bytes: int64(len(data)), Opset: opset, Nodes: nodes}, nil
+	opset := opts.Opset
+	if opset == 0 {
+		opset = graph.DefaultOpset
+	}
+	return File{Model: name, Path: path, Kind: "onnx", Bytes: int64(len(data)), Opset: opset, Nodes: nodes, Precision: opts.Precision}, nil
 }
 
 // WriteWeights writes the state_dict of the model name (graph g) to path (atomically), with

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/zoo-dev/zoo"
+	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -58,7 +59,7 @@ func TestReport(t *testing.T) {
 
 func TestWriteTritonRefusesStaticBatch(t *testing.T) {
 	g := &graph.Graph{Inputs: []graph.ValueInfo{{Name: "x", DType: tensor.Float32, Shape: graph.Shape{graph.Fixed(1), graph.Fixed(4)}}}}
-	_, err := WriteTriton(t.TempDir(), "m", g, 17, "test")
+	_, err := WriteTriton(t.TempDir(), "m", g, onnx.ExportOptions{Opset: 17, ProducerVersion: "test"})
 	var ie *InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "without a dynamic batch axis first") {
 		t.Errorf("a static batch: %v", err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/serve"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -61,10 +62,10 @@ func TritonSpecs(model string, vs []graph.ValueInfo) ([]serve.TensorSpec, error)
 	return out, nil
 }
 
-// WriteTriton writes the model name (graph g, exported at opset by producer) as a Triton
-// model repository entry under dir: NAME/1/model.onnx and NAME/config.pbtxt. A model Triton
-// cannot batch, or a directory that cannot be made, is an *InputError.
-func WriteTriton(dir, name string, g *graph.Graph, opset int, producer string) ([]File, error) {
+// WriteTriton writes the model name (graph g, exported as opts says) as a Triton model
+// repository entry under dir: NAME/1/model.onnx and NAME/config.pbtxt. A model Triton cannot
+// batch, or a directory that cannot be made, is an *InputError.
+func WriteTriton(dir, name string, g *graph.Graph, opts onnx.ExportOptions) ([]File, error) {
 	in, err := TritonSpecs(name, g.Inputs)
 	if err != nil {
 		return nil, &InputError{err}
@@ -77,7 +78,7 @@ func WriteTriton(dir, name string, g *graph.Graph, opset int, producer string) (
 	if err := os.MkdirAll(version, 0o755); err != nil {
 		return nil, &InputError{fmt.Errorf("--triton %s: %w", dir, err)}
 	}
-	f, err := WriteONNX(filepath.Join(version, "model.onnx"), name, g, opset, producer)
+	f, err := WriteONNX(filepath.Join(version, "model.onnx"), name, g, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func WriteKServe(dir, name string, g *graph.Graph, tokenizer, producer string) (
 	if err := os.MkdirAll(modelDir, 0o755); err != nil {
 		return nil, &InputError{fmt.Errorf("--kserve %s: %w", dir, err)}
 	}
-	f, err := WriteONNX(filepath.Join(modelDir, filepath.Base(serve.KServeModel)), name, g, graph.DefaultOpset, producer)
+	f, err := WriteONNX(filepath.Join(modelDir, filepath.Base(serve.KServeModel)), name, g, onnx.ExportOptions{Opset: graph.DefaultOpset, ProducerVersion: producer})
 	if err != nil {
 		return nil, err
 	}
