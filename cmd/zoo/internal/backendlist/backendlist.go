@@ -1,6 +1,6 @@
 // Package backendlist describes zoo's backends for `zoo backends`: whether each can run on
-// this machine (and why not), its kernel level, threads and device, its bf16 path (or why
-// it has none), and which one is chosen and why; as a table or JSON.
+// this machine (and why not), its kernel level, threads and device, its bf16 and int8 paths
+// (or why it has none), and which one is chosen and why; as a table or JSON.
 package backendlist
 
 import (
@@ -23,6 +23,11 @@ type Row struct {
 	// then says why (never "" then). Both are always present, so that scripts can test them.
 	BF16       string `json:"bf16"`
 	BF16Reason string `json:"bf16_reason"`
+	// Int8 is the backend's int8 path (the CPU's: "vnni512", "avx-vnni", "avx2", or "generic",
+	// pure Go), "" when it has none here; Int8Reason says why, or beside a path what keeps a
+	// better one off ("" on the best path). Both are always present.
+	Int8       string `json:"int8"`
+	Int8Reason string `json:"int8_reason"`
 	Chosen     bool   `json:"chosen"`
 	Why        string `json:"why_chosen,omitempty"`
 }
@@ -34,11 +39,17 @@ func Rows(all []backends.Backend, chosen *backends.Choice) []Row {
 	for _, b := range all {
 		p := b.Probe()
 		row := Row{Name: b.Name(), Available: p.Available, Reason: p.Reason, Level: p.Level, Device: p.Device, Threads: p.Threads,
-			BF16: p.BF16, BF16Reason: p.BF16Reason}
+			BF16: p.BF16, BF16Reason: p.BF16Reason, Int8: p.Int8, Int8Reason: p.Int8Reason}
 		if row.BF16 == "" && row.BF16Reason == "" {
 			row.BF16Reason = "the backend names no bf16 path"
 			if !p.Available {
 				row.BF16Reason = "the backend is unavailable here"
+			}
+		}
+		if row.Int8 == "" && row.Int8Reason == "" {
+			row.Int8Reason = "the backend names no int8 path"
+			if !p.Available {
+				row.Int8Reason = "the backend is unavailable here"
 			}
 		}
 		if chosen != nil && chosen.Backend.Name() == b.Name() {
@@ -52,8 +63,9 @@ func Rows(all []backends.Backend, chosen *backends.Choice) []Row {
 // Render prints the rows as a table.
 func Render(w io.Writer, rows []Row) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	// BF16 is the last column: its reasons are long, and the others stay aligned before it.
-	fmt.Fprintln(tw, "BACKEND\tSTATUS\tLEVEL\tTHREADS\tDEVICE\tBF16")
+	// BF16 and INT8 are the last columns: their reasons are long, and the others stay
+	// aligned before them.
+	fmt.Fprintln(tw, "BACKEND\tSTATUS\tLEVEL\tTHREADS\tDEVICE\tBF16\tINT8")
 	for _, r := range rows {
 		status := "available"
 		if !r.Available {
@@ -66,7 +78,7 @@ func Render(w io.Writer, rows []Row) {
 		if r.Threads > 0 {
 			threads = fmt.Sprint(r.Threads)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, status, r.Level, threads, r.Device, bf16Cell(r))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, status, r.Level, threads, r.Device, bf16Cell(r), int8Cell(r))
 	}
 	tw.Flush()
 }
@@ -81,4 +93,18 @@ func bf16Cell(r Row) string {
 		return "-"
 	}
 	return "none (" + r.BF16Reason + ")"
+}
+
+// int8Cell is the INT8 column: the path (with what keeps a better one off, when something
+// does), "none (reason)", or "-" for a backend that cannot run here at all.
+func int8Cell(r Row) string {
+	switch {
+	case r.Int8 != "" && r.Int8Reason != "":
+		return r.Int8 + " (" + r.Int8Reason + ")"
+	case r.Int8 != "":
+		return r.Int8
+	case !r.Available:
+		return "-"
+	}
+	return "none (" + r.Int8Reason + ")"
 }

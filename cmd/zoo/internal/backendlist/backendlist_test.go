@@ -20,6 +20,9 @@ func TestRows(t *testing.T) {
 		if r.BF16 == "" && r.BF16Reason == "" {
 			t.Errorf("%s: neither a bf16 path nor a reason", r.Name)
 		}
+		if r.Int8 == "" && r.Int8Reason == "" {
+			t.Errorf("%s: neither an int8 path nor a reason", r.Name)
+		}
 		if r.Chosen {
 			chosen++
 			if r.Name != "cpu" || r.Why == "" {
@@ -40,16 +43,23 @@ func TestRows(t *testing.T) {
 func TestRender(t *testing.T) {
 	var b bytes.Buffer
 	Render(&b, []Row{
-		{Name: "cpu", Available: true, Level: "avx2", Threads: 8, BF16Reason: "no AVX512-BF16", Chosen: true},
-		{Name: "cuda", Reason: "no GPU", BF16Reason: "the backend is unavailable here"},
+		{Name: "cpu", Available: true, Level: "avx2", Threads: 8, BF16Reason: "no AVX512-BF16", Int8: "avx2", Chosen: true},
+		{Name: "cuda", Reason: "no GPU", BF16Reason: "the backend is unavailable here", Int8Reason: "the backend is unavailable here"},
+		{Name: "gpu", Available: true, BF16: "tensor-cores", Int8Reason: "the backend names no int8 path"},
+		{Name: "old", Available: true, BF16Reason: "no AVX512-BF16", Int8: "generic", Int8Reason: "the CPU lacks AVX2"},
 	})
 	out := b.String()
-	for _, want := range []string{"available (chosen)", "none (no AVX512-BF16)", "unavailable: no GPU", "cuda"} {
+	for _, want := range []string{"available (chosen)", "none (no AVX512-BF16)", "unavailable: no GPU", "cuda",
+		"INT8", "none (the backend names no int8 path)", "generic (the CPU lacks AVX2)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	if line := strings.Split(out, "\n")[2]; !strings.HasSuffix(strings.TrimSpace(line), "-") {
-		t.Errorf("an unavailable backend's BF16 cell: %q", line)
+	if f := strings.Fields(strings.Split(out, "\n")[2]); len(f) < 2 || f[len(f)-1] != "-" || f[len(f)-2] != "-" {
+		line := strings.Split(out, "\n")[2]
+		t.Errorf("an unavailable backend's BF16 and INT8 cells: %q", line)
+	}
+	if line := strings.Split(out, "\n")[1]; !strings.HasSuffix(strings.TrimSpace(line), "avx2") {
+		t.Errorf("the cpu's INT8 cell: %q", line)
 	}
 }
