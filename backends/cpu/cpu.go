@@ -171,12 +171,16 @@ type Program struct {
 	// int8 holds the constant weights of linear layers (MatMul and Gemm by a constant
 	// matrix, fused or not) as int8 (Options.Precision "int8"): their products quantize
 	// their input rows and run in int8 (gemm.PackBInt8); every other product stays fp32.
-	int8    bool
-	packed  []*gemm.PackedB // the weight matrices packed at compile time (WeightBytes)
-	closed  bool
-	pool    *bufPool       // recycles activation buffers across the steps of a Run
-	fusions map[string]int // fused patterns found at compile time, by kind
-	notes   []FusionNote   // the fusion candidates and what became of them (Report)
+	int8   bool
+	packed []*gemm.PackedB // the weight matrices packed at compile time (WeightBytes)
+	// dequantized and qpacked serve the fusion of imported quantized layers while it runs
+	// (fuse_quantized.go): folded DequantizeLinears of integer weights, and the packed ones.
+	dequantized map[string]foldedDQ
+	qpacked     map[qKey]*qWeights
+	closed      bool
+	pool        *bufPool       // recycles activation buffers across the steps of a Run
+	fusions     map[string]int // fused patterns found at compile time, by kind
+	notes       []FusionNote   // the fusion candidates and what became of them (Report)
 }
 
 // newProgram plans g through the shared compile step with the CPU's kernels, which also
@@ -205,6 +209,7 @@ func newProgram(g *graph.Graph, opts backends.Options) (*Program, error) {
 			return mk(n)
 		},
 		Fold: func(n *graph.Node, k kernel, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			p.noteFolded(n, in)
 			return fold.call(k, n, in)
 		},
 		KeepIntermediates: opts.KeepIntermediates,

@@ -204,6 +204,7 @@ func (p *Program) fuse() {
 	f.fuseKernelized(replaced) // before the linears take its feature projections (fuse_kernelized.go)
 	f.fuseAt("Where", "relu-backward", replaced, kindless(f.matchReluGrad))
 	f.fuseAt("ReduceMean", "layernorm-backward", replaced, kindless(f.matchLayerNormGrad))
+	f.fuseQuantized(replaced) // imported int8 layers, before the fp32 linears take QDQ MatMuls
 	f.fuseAt("MatMul", "", replaced, f.matchRuntimeLinear)
 	f.fuseAt("Gemm", "runtime-gemm", replaced, kindless(f.matchRuntimeGemm))
 	for i := range p.plan.Steps {
