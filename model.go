@@ -369,11 +369,11 @@ func (m *Model) SelectBackend() (backends.Choice, error) {
 // it names no int8 path (an *InputError naming the CPU backend's int8 path instead).
 func CheckPrecision(ch backends.Choice, p string) error {
 	if p == "int8" && ch.Probe.Int8 == "" {
-		cpu := "the cpu backend's"
+		cpu := "the cpu backend"
 		if b, ok := backends.Lookup("cpu"); ok && b.Probe().Int8 != "" {
-			cpu += " (" + b.Probe().Int8 + " here)"
+			cpu += " (its int8 path here: " + b.Probe().Int8 + ")"
 		}
-		return inputErrf(optPrecision, "%s int8: backend %s has no int8 path; int8 runs on %s: add --backend cpu", optPrecision, ch.Backend.Name(), cpu)
+		return inputErrf(optPrecision, "%s int8: backend %s has no int8 path; int8 runs on %s: set %s cpu", optPrecision, ch.Backend.Name(), cpu, optBackend)
 	}
 	if p != "bf16" || ch.Probe.BF16 != "" {
 		return nil
