@@ -212,11 +212,22 @@ func quantizedGraph(t *testing.T, rng *rand.Rand, k, n int, bt tensor.DType, zp 
 // TestQuantizedFusionShapes checks the dynamic form bit for bit on shapes that are not
 // multiples of any tile (k and n of 1, odd, past a panel; k up to 4096), int8 and uint8
 // weights with and without zero points, inputs whose quantization hits 0 and 255, and an
-// all-zero input (scale 0).
+// all-zero input (scale 0), on every int8 path this CPU runs (gemm.Int8Paths).
 func TestQuantizedFusionShapes(t *testing.T) {
+	for _, path := range gemm.Int8Paths() {
+		t.Run(path, func(t *testing.T) {
+			if err := gemm.SetInt8Path(path); err != nil {
+				t.Fatal(err)
+			}
+			defer gemm.SetInt8Path("")
+			quantizedShapes(t)
+		})
+	}
+}
+
+// quantizedShapes is TestQuantizedFusionShapes on the int8 path set now.
+func quantizedShapes(t *testing.T) {
 	rng := rand.New(rand.NewSource(33))
-	path, _ := gemm.Int8Path()
-	t.Logf("int8 path %s", path)
 	for _, c := range []struct {
 		rows, k, n int
 		bt         tensor.DType
