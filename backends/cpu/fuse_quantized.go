@@ -8,6 +8,7 @@ import (
 	"github.com/zoo-dev/zoo/backends/compile"
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
+	"github.com/zoo-dev/zoo/backends/cpu/vec"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -244,20 +245,29 @@ func outShape(shape []int, n int) []int {
 	return append(slices.Clone(shape[:len(shape)-1]), n)
 }
 
-// scaleEpi writes y = float32(float32(c)·s_j) (+ bias_j) for rows [lo, hi) of y (n columns):
-// the graph's Cast, scale Mul and bias Add, in that order.
-func scaleEpi(y []float32, n int, s, bias []float32) func(lo, hi int, c []int32) {
+// scaleEpi writes y = act(float32(float32(c)·s_j) + bias_j) for rows [lo, hi) of y (n
+// columns): the graph's Cast, scale Mul, bias Add (none when bias is nil) and Relu (act
+// vec.ActRelu: vec's is the Relu kernel's max(x, 0), NaN kept), in that order.
+func scaleEpi(y []float32, n int, s, bias []float32, act vec.Act) func(lo, hi int, c []int32) {
 	return func(lo, hi int, c []int32) {
 		for i := lo; i < hi; i++ {
-			row, ci := y[i*n:(i+1)*n], c[(i-lo)*n:(i-lo+1)*n]
-			for j, v := range ci {
-				r := float32(float32(v) * s[j])
-				if bias != nil {
-					r = float32(r + bias[j])
-				}
-				row[j] = r
+			row := y[i*n : (i+1)*n]
+			scaleRow(row, c[(i-lo)*n:(i-lo+1)*n], s)
+			switch {
+			case bias != nil:
+				vec.BiasAct(row, bias, act)
+			case act == vec.ActRelu:
+				vec.Relu(row, row)
 			}
 		}
+	}
+}
+
+// scaleRow sets dst[j] = float32(c[j])·s[j], rounded once.
+func scaleRow(dst []float32, c []int32, s []float32) {
+	s, dst = s[:len(c)], dst[:len(c)]
+	for j, v := range c {
+		dst[j] = float32(v) * s[j]
 	}
 }
 
@@ -360,6 +370,7 @@ type qLayer struct {
 	sConst  []float32
 	wScale  []float32
 	bias    []float32
+	act     vec.Act // a Relu of the result joins the epilogue
 	out     int
 	bSlot   int
 	bTrans  bool
@@ -466,7 +477,16 @@ func (f *fuser) matchScaledLayer(mi, xq, za, xs int) (*qLayer, bool) {
 			}
 		}
 	}
+	f.matchRelu(l)
 	return l, true
+}
+
+// matchRelu joins a Relu that is the only reader of the layer's result to its epilogue.
+func (f *fuser) matchRelu(l *qLayer) {
+	if r, ok := f.single(l.out); ok && f.p.plan.Steps[r].Node.Op == "Relu" && len(f.p.plan.Steps[r].In) == 1 {
+		l.act, l.out = vec.ActRelu, f.outOf(r)
+		l.steps = append(l.steps, r)
+	}
 }
 
 // qKey identifies packed integer weights: the tensor, its zero point and orientation.
@@ -558,7 +578,7 @@ func (f *fuser) fuseDynamicGroup(i int, replaced map[int]step) bool {
 			if l.zaOwn {
 				za = int32(zp)
 			}
-			l.w.product(e, m, a, za, scaleEpi(y.F32, l.w.n, s, l.bias))
+			l.w.product(e, m, a, za, scaleEpi(y.F32, l.w.n, s, l.bias, l.act))
 			res[j] = y
 		}
 		return res, true, nil
@@ -677,7 +697,7 @@ func (f *fuser) fuseQDQGroup(i int, replaced map[int]step) bool {
 			if err != nil {
 				return nil, false, err
 			}
-			l.w.product(e, m, a, za, scaleEpi(y.F32, l.w.n, l.sConst, l.bias))
+			l.w.product(e, m, a, za, scaleEpi(y.F32, l.w.n, l.sConst, l.bias, l.act))
 			res[j] = y
 		}
 		return res, true, nil
@@ -751,6 +771,7 @@ func (f *fuser) matchQDQLayer(c, xdq int) (*qLayer, bool) {
 			}
 		}
 	}
+	f.matchRelu(l)
 	return l, true
 }
 

@@ -281,3 +281,48 @@ func TestQuantizedFusionFallsBack(t *testing.T) {
 		t.Fatal("a (2, 5) input to an 8-row weight ran without an error")
 	}
 }
+
+// floatLayer is one linear layer y = x·Wᵀ + b, k inputs and n outputs, as zoo writes it.
+func floatLayer(k, n int) *graph.Graph {
+	rng := rand.New(rand.NewSource(1))
+	b := graph.NewBuilder("fl")
+	x := b.Input("x", tensor.Float32, graph.Sym("rows"), graph.Fixed(int64(k)))
+	w := randF32(rng, 0.05, n, k)
+	y := b.Op("Add", []string{b.MatMul(x, b.Op("Transpose", []string{b.Param("fc.weight", w)}, nil)), b.Param("fc.bias", randF32(rng, 1, n))}, nil)
+	b.Output("y", y, tensor.Float32, graph.Sym("rows"), graph.Fixed(int64(n)))
+	g, _ := b.Build()
+	return g
+}
+
+// BenchmarkQuantizedLayer times one linear layer (1024×512 by 512×2048) in fp32, in int8
+// through Options.Precision (per-row activations, the int8 kernels' own quantization and
+// dequantization), and imported in quantize_dynamic's form (the "int8-dynamic" step).
+func BenchmarkQuantizedLayer(b *testing.B) {
+	const m, k, n = 1024, 512, 2048
+	g := floatLayer(k, n)
+	data, err := onnx.Export(g, onnx.ExportOptions{Precision: "int8"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	qg, _ := onnx.Import(data)
+	x := randF32(rand.New(rand.NewSource(2)), 1, m, k)
+	for _, c := range []struct {
+		name string
+		g    *graph.Graph
+		prec string
+	}{{"fp32", g, ""}, {"native-int8", g, "int8"}, {"imported-int8", qg, ""}} {
+		b.Run(c.name, func(b *testing.B) {
+			p, err := cpu.Backend{}.Compile(c.g, backends.Options{Threads: 2, Precision: c.prec})
+			if err != nil {
+				b.Fatal(err)
+			}
+			in := map[string]*tensor.Tensor{"x": x}
+			for i := 0; i < b.N; i++ {
+				if _, err := p.Run(context.Background(), in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(2*m*k*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -69,17 +69,17 @@ func Weights(w []float32, k, n int, perChannel bool) (q []int8, scales []float32
 	if perChannel {
 		groups = n
 	}
-	scales = make([]float32, groups)
-	for g := range scales {
-		var amax float32
-		for p := 0; p < k; p++ {
-			for j := 0; j < n; j++ {
-				if !perChannel || j == g {
-					amax = max(amax, float32(math.Abs(float64(w[p*n+j]))))
-				}
-			}
+	amax := make([]float32, groups)
+	for i, v := range w {
+		g := 0
+		if perChannel {
+			g = i % n
 		}
-		scales[g] = Scale(amax)
+		amax[g] = max(amax[g], float32(math.Abs(float64(v))))
+	}
+	scales = make([]float32, groups)
+	for g, a := range amax {
+		scales[g] = Scale(a)
 	}
 	q = make([]int8, k*n)
 	for i, v := range w {
