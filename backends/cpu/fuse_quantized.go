@@ -588,10 +588,13 @@ func (f *fuser) fuseDynamicGroup(i int, replaced map[int]step) bool {
 	return true
 }
 
-// dynamicQuantize is DynamicQuantizeLinear of x into u8 (graph's functions, in parallel over
-// e's threads: min and max are exact in any order), with its scale and zero point.
+// dynamicQuantize is DynamicQuantizeLinear of x into u8 with its scale and zero point, the
+// answer of graph's functions (MinMax0, DynamicQuantParams, DynamicQuantize) computed in
+// parallel over e's threads: min and max are exact in any order, the division by the scale
+// runs vectorised (vec.DivScalar, a true division element by element) and each quotient is
+// then rounded and clamped by graph.QuantizeU8, as DynamicQuantize does.
 func dynamicQuantize(e *exec, x []float32) (scale float32, zp uint8, q []uint8) {
-	const grain = 1 << 14
+	const grain = 1 << 13
 	parts := max(1, min(e.threads, len(x)/grain))
 	los, his := make([]float32, parts), make([]float32, parts)
 	workpool.Tasks(e.threads, parts, func(t int) {
@@ -600,12 +603,29 @@ func dynamicQuantize(e *exec, x []float32) (scale float32, zp uint8, q []uint8) 
 	lo, hi := graph.MinMax0(append(los, his...))
 	scale, zp = graph.DynamicQuantParams(lo, hi)
 	q = make([]uint8, len(x))
-	workpool.For(e.threads, len(x), grain, func(a, b int) {
-		for i := a; i < b; i++ {
-			q[i] = graph.DynamicQuantize(x[i], scale, zp)
+	if scale == 0 {
+		return scale, zp, q // DynamicQuantize's 0 for every element
+	}
+	quantizeU8(e, q, x, scale, int32(zp), 0, 255)
+	return scale, zp, q
+}
+
+// quantizeU8 sets q[i] = graph.QuantizeU8(x[i]/scale, zp, lo, hi), in blocks over e's threads.
+func quantizeU8(e *exec, q []uint8, x []float32, scale float32, zp, lo, hi int32) {
+	const block = 1 << 12
+	workpool.For(e.threads, len(x), 1<<13, func(a, b int) {
+		var buf [block]float32
+		for s := a; s < b; s += block {
+			t := min(b, s+block)
+			d := buf[:t-s]
+			copy(d, x[s:t])
+			vec.DivScalar(d, scale)
+			dst := q[s:t]
+			for i, v := range d {
+				dst[i] = graph.QuantizeU8(v, zp, lo, hi)
+			}
 		}
 	})
-	return scale, zp, q
 }
 
 // fuseQDQGroup fuses DequantizeLinear step i of QuantizeLinear(x) with every MatMul or Gemm
@@ -670,12 +690,12 @@ func (f *fuser) fuseQDQGroup(i int, replaced map[int]step) bool {
 		}
 	}
 	override := packLayers(p, layers)
-	sx, lo, hi := qs.F32[0], 0.0, 255.0
+	sx, lo, hi := qs.F32[0], int32(0), int32(255)
 	shift := int64(0)
 	if dt == tensor.Int8 {
 		lo, hi, shift = -128, 127, 128
 	}
-	za := int32(zx + shift)
+	za, zx32 := int32(zx+shift), int32(zx)
 	fast := func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, bool, error) {
 		x := in[0]
 		if x == nil || x.DType != tensor.Float32 {
@@ -685,12 +705,14 @@ func (f *fuser) fuseQDQGroup(i int, replaced map[int]step) bool {
 		if !ok || (len(x.Shape) != 2 && slices.ContainsFunc(layers, func(l *qLayer) bool { return l.rank2 })) {
 			return nil, false, nil
 		}
+		// QuantizeLinear's values, as u8 (int8 ones shifted by 128).
 		a := make([]uint8, len(x.F32))
-		workpool.For(e.threads, len(a), 1<<14, func(s, t int) {
-			for j := s; j < t; j++ {
-				a[j] = uint8(graph.Quantize(x.F32[j], sx, zx, lo, hi) + shift)
+		quantizeU8(e, a, x.F32, sx, zx32, lo, hi)
+		if shift != 0 {
+			for j := range a {
+				a[j] += uint8(shift)
 			}
-		})
+		}
 		res := make([]*tensor.Tensor, len(layers))
 		for j, l := range layers {
 			y, err := e.allocRaw(outShape(x.Shape, l.w.n))

@@ -80,5 +80,24 @@ func DynamicQuantize(v, scale float32, zp uint8) uint8 {
 	if scale == 0 {
 		return 0
 	}
-	return uint8(quantize(float64(v/scale), int64(zp), 0, 255))
+	return QuantizeU8(v/scale, int32(zp), 0, 255)
+}
+
+// QuantizeU8 is saturate(round_half_to_even(q) + zp) into [lo, hi] (bounds within int8 or
+// uint8 range, zp within ±255), and 0 for a NaN q: quantize's answer for a float32 q, fast
+// (kernels quantize every activation with it; TestQuantizeU8 checks it against quantize).
+// Below 2²² in magnitude, adding and subtracting 1.5·2²³ rounds a float32 half to even;
+// beyond ±512 the result saturates whatever the rounding.
+func QuantizeU8(q float32, zp, lo, hi int32) uint8 {
+	const magic = 1 << 23 * 1.5
+	switch {
+	case q != q:
+		return 0
+	case q >= 512:
+		return uint8(hi)
+	case q <= -512:
+		return uint8(lo)
+	}
+	r := int32(float32(float32(q+magic)-magic)) + zp
+	return uint8(max(lo, min(hi, r)))
 }
