@@ -30,6 +30,10 @@ type Row struct {
 	PeakRSSGrowth *int64    `json:"peak_rss_growth_bytes"`
 	GoAllocPerRun int64     `json:"go_alloc_bytes_per_run"`
 	GraphActBytes int64     `json:"graph_peak_activation_bytes"`
+	// WeightBytes is the memory the compiled program holds for its constants (packed weight
+	// matrices, int8 ones at --precision int8, and the other constants), where the backend
+	// reports it (the cpu backend's Program.WeightBytes).
+	WeightBytes *int64 `json:"weight_bytes,omitempty"`
 	ORTMSMean     *float64  `json:"ort_ms_mean,omitempty"`
 	ORTMSStddev   *float64  `json:"ort_ms_stddev,omitempty"`
 	ORTMSSamples  []float64 `json:"ort_ms_samples,omitempty"`

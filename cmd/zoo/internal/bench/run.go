@@ -291,6 +291,10 @@ func RunOne(ctx context.Context, m Model, prog backends.Program, sess *ort.Sessi
 	if err != nil {
 		return row, err
 	}
+	if wb, ok := prog.(interface{ WeightBytes() int64 }); ok {
+		v := wb.WeightBytes()
+		row.WeightBytes = &v
+	}
 	shapes := map[string][]int{m.Tok: {b, n}}
 	if m.Mask != "" {
 		shapes[m.Mask] = []int{b, n}
