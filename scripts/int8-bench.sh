@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# int8 on the CPU backend, a benchmark (not a test; run it on a quiet machine):
+#
+#  1. every built-in variant, base preset: zoo bench at --precision int8 against fp32 (batch 8,
+#     n = 512, 2 threads by default), ROUNDS alternating rounds of each, the speed-up being the
+#     ratio of the medians of the rounds' means (a shared machine's drift hits both sides); the
+#     compiled weights' memory of both (weight_bytes); int8's accuracy against fp32 (zoo parity
+#     --precision int8 on the sample text: relative errors and per-position cosine of `hidden`).
+#  2. vanilla base against ONNX Runtime on the same int8 file, batch 1 and 8, n = 128 and 512: zoo's
+#     own export (zoo export --precision int8: per output column) and a file in ONNX Runtime's
+#     quantize_dynamic form (its defaults: per tensor; written from the fp32 export by
+#     onnx/testdata/gen_int8.py --quantize-dynamic, a re-implementation of quantize_dynamic), each
+#     with zoo bench FILE --against onnxruntime (interleaved pairs, zoo/ORT = median of ORT time /
+#     zoo time; zoo imports the file onto its int8 kernels).
+#
+# It writes one markdown file, FILE (default OUT/int8.md, OUT docs/bench).
+#
+#   scripts/int8-bench.sh
+#   VARIANTS="vanilla gqa" ROUNDS=3 ORT_REPS=20 scripts/int8-bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VARIANTS="${VARIANTS:-vanilla gqa linformer alibi rope linear performer relbias nystrom sparse}"
+THREADS="${THREADS:-2}" BATCH="${BATCH:-8}" SEQ="${SEQ:-512}" REPS="${REPS:-3}" ROUNDS="${ROUNDS:-2}"
+ORT_MODEL="${ORT_MODEL:-vanilla}" ORT_REPS="${ORT_REPS:-10}" OUT="${OUT:-docs/bench}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/zoo" ./cmd/zoo
+mkdir -p "$OUT"
+cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+flags="$(grep -o -w -E 'avx2|avx512f|avx512_vnni|avx_vnni|amx_int8' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+path="$("$tmp/zoo" backends --json | /usr/bin/python3 -c 'import json,sys; print([b["int8"] for b in json.load(sys.stdin) if b["name"]=="cpu"][0])')"
+load_before="$(uptime)"
+f="${FILE:-$OUT/int8.md}"
+
+for v in $VARIANTS; do
+  "$tmp/zoo" parity "$v" --precision int8 --threads "$THREADS" --json >"$tmp/$v.parity.json"
+  for r in $(seq "$ROUNDS"); do
+    for p in fp32 int8; do
+      "$tmp/zoo" bench "$v" --batch "$BATCH" --seq "$SEQ" --reps "$REPS" --threads "$THREADS" --precision "$p" --json >"$tmp/$v.$p.$r.json"
+    done
+  done
+  echo "int8-bench: $v done" >&2
+done
+
+"$tmp/zoo" export "$ORT_MODEL" --onnx --precision int8 -o "$tmp/zoo-int8.onnx" >/dev/null
+"$tmp/zoo" export "$ORT_MODEL" --onnx -o "$tmp/fp32.onnx" >/dev/null
+/usr/bin/python3 onnx/testdata/gen_int8.py --quantize-dynamic "$tmp/fp32.onnx" "$tmp/ort-int8.onnx"
+for file in zoo-int8 ort-int8; do
+  "$tmp/zoo" bench "$tmp/$file.onnx" --against onnxruntime --batch 1,8 --seq 128,512 --reps "$ORT_REPS" --threads "$THREADS" --json >"$tmp/$file.ort.json"
+  echo "int8-bench: $file against onnxruntime done" >&2
+done
+load_after="$(uptime)"
+
+/usr/bin/python3 - "$tmp" "$VARIANTS" "$ROUNDS" >"$tmp/table" <<'PY'
+import json, statistics, sys
+tmp, variants, rounds = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
+print("| variant | fp32 ms | int8 ms | int8 speed-up | weights fp32 | weights int8 | int8/fp32 | max rel. error | mean rel. error | min cosine | mean cosine |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for v in variants:
+    par = json.load(open(f"{tmp}/{v}.parity.json"))
+    rows = {p: [json.load(open(f"{tmp}/{v}.{p}.{r}.json"))["rows"][0] for r in range(1, rounds + 1)] for p in ("fp32", "int8")}
+    ms = {p: statistics.median(r["ms_mean"] for r in rows[p]) for p in rows}
+    wb = {p: rows[p][0].get("weight_bytes", 0) for p in rows}
+    print(f"| {v} | {ms['fp32']:.0f} | {ms['int8']:.0f} | {ms['fp32'] / ms['int8']:.2f}× | {wb['fp32'] / 2**20:.1f} MiB | "
+          f"{wb['int8'] / 2**20:.1f} MiB | {wb['int8'] / wb['fp32']:.3f} | {par['max_rel_error']:.2e} | {par['mean_rel_error']:.2e} | "
+          f"{par['min_cosine']:.5f} | {par['mean_cosine']:.5f} |")
+print()
+print("| file | batch | n | zoo ms | ONNX Runtime ms | zoo/ORT |")
+print("| --- | ---: | ---: | ---: | ---: | ---: |")
+for file, what in (("zoo-int8", "zoo export --precision int8 (per column)"), ("ort-int8", "ORT's quantize_dynamic form (per tensor)")):
+    for r in json.load(open(f"{tmp}/{file}.ort.json"))["rows"]:
+        print(f"| {what} | {r['batch']} | {r['n']} | {r['ms_mean']:.1f} | {r['ort_ms_mean']:.1f} | {r['zoo_over_ort']:.2f}× |")
+PY
+{
+  echo "# int8 against fp32 and against ONNX Runtime on the CPU backend: $cpu, $THREADS thread(s)"
+  echo
+  echo "Written by scripts/int8-bench.sh on $(date -u +%Y-%m-%d) at $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(nproc) cores,"
+  echo "CPU flags of note: ${flags:-none}; int8 path: $path."
+  echo "Load before: \`$load_before\`; after: \`$load_after\`."
+  echo
+  echo "Speed: \`zoo bench NAME --batch $BATCH --seq $SEQ --reps $REPS --threads $THREADS --precision fp32|int8 --json\`, base"
+  echo "presets, $ROUNDS alternating rounds each; the ms are the medians of the rounds' means, the speed-up their ratio. Weights:"
+  echo "the compiled program's constants (weight_bytes). Accuracy: \`zoo parity NAME --precision int8 --threads $THREADS\` (the"
+  echo "sample text, 3 windows of 37, 29 and 11 tokens; random weights from --seed 0): the relative error of an element is"
+  echo "|int8 − fp32| / max |fp32| of its position's vector; cosine is per position."
+  echo
+  echo "Against ONNX Runtime: \`zoo bench FILE --against onnxruntime --batch 1,8 --seq 128,512 --reps $ORT_REPS --threads $THREADS\`"
+  echo "on $ORT_MODEL (base) exported by \`zoo export $ORT_MODEL --onnx --precision int8\`, and on its fp32 export rewritten by"
+  echo "\`onnx/testdata/gen_int8.py --quantize-dynamic\` (ONNX Runtime's quantize_dynamic defaults: per-tensor int8 weights)."
+  echo
+  cat "$tmp/table"
+} >"$f"
+echo "int8-bench: wrote $f" >&2
