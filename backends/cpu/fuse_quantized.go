@@ -610,11 +610,16 @@ func dynamicQuantize(e *exec, x []float32) (scale float32, zp uint8, q []uint8) 
 	return scale, zp, q
 }
 
+// qDivScratch recycles quantizeU8's blocks of quotients (kept off the goroutine stack: a
+// 16 KiB array there made every call grow the stack).
+var qDivScratch = sync.Pool{New: func() any { return new([1 << 12]float32) }}
+
 // quantizeU8 sets q[i] = graph.QuantizeU8(x[i]/scale, zp, lo, hi), in blocks over e's threads.
 func quantizeU8(e *exec, q []uint8, x []float32, scale float32, zp, lo, hi int32) {
 	const block = 1 << 12
 	workpool.For(e.threads, len(x), 1<<13, func(a, b int) {
-		var buf [block]float32
+		buf := qDivScratch.Get().(*[block]float32)
+		defer qDivScratch.Put(buf)
 		for s := a; s < b; s += block {
 			t := min(b, s+block)
 			d := buf[:t-s]
