@@ -67,7 +67,9 @@ import (
 // with its epilogue (fuse_runtime_linear.go), and "runtime-gemm" Gemms of two run-time
 // matrices (a training step's input gradients) run the same way; "layernorm-backward"
 // autodiff's LayerNorm gradient (dx, dγ, dβ) run as one pass per row (fuse_norm_grad.go);
-// "relu-backward" Where(Greater(y, 0), dy, 0) as one pass (fuse_relu_grad.go). It is empty when
+// "relu-backward" Where(Greater(y, 0), dy, 0) as one pass (fuse_relu_grad.go); "int8-dynamic",
+// "int8-qdq", "int8-qlinear" and "int8-matmulinteger" count the layers of imported quantized
+// graphs run on the int8 kernels (fuse_quantized.go). It is empty when
 // backends.Options.NoFusion was set (an int8 program then counts only its products by
 // constant matrices, "matmul" and "linear": int8Products) or nothing matched.
 func (p *Program) Fusions() map[string]int {
