@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -193,4 +194,76 @@ func int8Machine() string {
 		return "x86 without VNNI (ONNX Runtime's u8s8 sums saturate in int16)"
 	}
 	return "not x86"
+}
+
+// TestInt8FixturesMatchORT runs every quantized fixture of testdata/int8 (gen_int8.py) on
+// zoo (its quantized layers compiled onto the int8 kernels) and on ONNX Runtime. The dynamic
+// and QLinearMatMul forms agree to float32 rounding where ONNX Runtime's u8s8 sums are exact
+// (VNNI); the QDQ forms, which ONNX Runtime rewrites into its own integer kernels, to within
+// one quantization step of the second layer's input (a value on a rounding boundary may land
+// on either side).
+func TestInt8FixturesMatchORT(t *testing.T) {
+	rt, err := ort.Open()
+	if errors.Is(err, ort.ErrNotFound) {
+		t.Skipf("ONNX Runtime not found: set %s or install it (%v)", ort.LibraryEnv, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(42))
+	for _, c := range []struct {
+		file, kind string
+		shape      []int
+		tol        float64
+	}{
+		{"dyn_tensor", "int8-dynamic", []int{2, 19, 16}, 1e-6}, {"dyn_channel", "int8-dynamic", []int{2, 19, 16}, 1e-6},
+		{"dyn_u8w", "int8-dynamic", []int{2, 19, 16}, 1e-6}, {"qlinear", "int8-qlinear", []int{2, 19, 16}, 1e-6},
+		{"qdq_matmul", "int8-qdq", []int{2, 19, 16}, 0.05}, {"qdq_gemm", "int8-qdq", []int{37, 16}, 0.05},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			path := filepath.Join("testdata", "int8", c.file+".onnx")
+			g, err := onnx.ImportFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if n := p.(*cpu.Program).Fusions()[c.kind]; n != 2 {
+				t.Fatalf("fusions %v: want 2 %s", p.(*cpu.Program).Fusions(), c.kind)
+			}
+			x := &tensor.Tensor{DType: tensor.Float32, Shape: c.shape, F32: make([]float32, graph.NumElements(c.shape))}
+			for i := range x.F32 {
+				x.F32[i] = float32(rng.NormFloat64())
+			}
+			feeds := map[string]*tensor.Tensor{"x": x}
+			got, err := p.Run(context.Background(), feeds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := rt.NewSession(data, ort.SessionOptions{Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			want, err := s.Run(feeds, []string{"y"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var worst float64
+			for i, w := range want["y"].F32 {
+				worst = max(worst, math.Abs(float64(got["y"].F32[i]-w))/(1+math.Abs(float64(w))))
+			}
+			t.Logf("%s: largest difference from ONNX Runtime %.2g (%s)", c.kind, worst, int8Machine())
+			if vnni := xcpu.X86.HasAVX512VNNI || xcpu.X86.HasAVXVNNI; worst > c.tol && (vnni || c.kind == "int8-qdq") {
+				t.Errorf("zoo differs from ONNX Runtime by %.2g, want ≤ %g", worst, c.tol)
+			}
+		})
+	}
 }
