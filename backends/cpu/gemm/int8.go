@@ -394,10 +394,14 @@ func rowQuant(lo, hi float32, bad bool) (s, inv float32, z int32) {
 	return s, inv, int32(max(0, min(255, zf)))
 }
 
-// quantOne is q_p for value x of a row with inverse scale inv and zero point z.
+// quantOne is q_p for value x of a row with inverse scale inv and zero point z. Adding and
+// subtracting 1.5·2²³ rounds v to an integer, to nearest even, exactly for |v| < 2²²
+// (x·inv of a finite row is within ±256): math.RoundToEven without its call.
 func quantOne(x, inv float32, z int32) int32 {
+	const magic = 1.5 * (1 << 23)
 	v := float32(x * inv)
-	return max(0, min(255, int32(math.RoundToEven(float64(v)))+z))
+	r := float32(v+magic) - magic
+	return max(0, min(255, int32(r)+z))
 }
 
 // quantizeRowsGo is the pure-Go statement of the row quantization: rows rows of alpha·A (a,
@@ -633,13 +637,26 @@ func int8GoBlock(pb *PackedB, ws *int8Work, mcb, col, ncb, ldq int, c []float32,
 			if av == 0 {
 				continue
 			}
-			a32 := int32(av)
-			brow := d.q[p*n+col : p*n+col+ncb]
-			for j, bv := range brow {
-				acc[j] += a32 * int32(bv)
-			}
+			axpyInt8(acc, int32(av), d.q[p*n+col:p*n+col+ncb])
 		}
 		int8StoreTwin(1, ncb, acc, c[i*ldc:], ldc, flags, beta, ws.rs[i:], ws.rz[i:], d.scale[col:], d.colSum[col:])
+	}
+}
+
+// axpyInt8 adds a·b[j] to acc[j] (len(acc) = len(b)), four at a time: the pure-Go path's
+// inner loop, written so the compiler drops the bounds checks.
+func axpyInt8(acc []int32, a int32, b []int8) {
+	acc = acc[:len(b)]
+	j := 0
+	for ; j+4 <= len(b); j += 4 {
+		bb, aa := b[j:j+4:j+4], acc[j:j+4:j+4]
+		aa[0] += a * int32(bb[0])
+		aa[1] += a * int32(bb[1])
+		aa[2] += a * int32(bb[2])
+		aa[3] += a * int32(bb[3])
+	}
+	for ; j < len(b); j++ {
+		acc[j] += a * int32(b[j])
 	}
 }
 
