@@ -201,36 +201,46 @@ func PackBInt8(transB bool, k, n int, b []float32, ldb int) *PackedB {
 func (pb *PackedB) PackInt8(transB bool, k, n int, b []float32, ldb int) {
 	checkPackB("PackBInt8", transB, k, n, b, ldb)
 	checkInt8K("PackBInt8", k)
-	at := func(p, j int) float32 {
-		if transB {
-			return b[j*ldb+p]
-		}
-		return b[p*ldb+j]
-	}
+	// Both passes walk b in memory order: down a row of B, which is op(B)'s column when
+	// transB and its row otherwise.
 	scales := make([]float32, n)
-	q := make([]int8, k*n)
-	for j := 0; j < n; j++ {
-		var amax float32
-		bad := false
-		for p := 0; p < k; p++ {
-			v := at(p, j)
-			if v != v || math.IsInf(float64(v), 0) {
-				bad = true
+	bad := make([]bool, n)
+	rows, cols := k, n
+	if transB {
+		rows, cols = n, k
+	}
+	for r := 0; r < rows; r++ {
+		for c, v := range b[r*ldb : r*ldb+cols] {
+			j := c
+			if transB {
+				j = r
 			}
-			amax = max(amax, abs32(v))
+			if v != v || math.IsInf(float64(v), 0) {
+				bad[j] = true
+			}
+			scales[j] = max(scales[j], abs32(v))
 		}
+	}
+	div := make([]float64, n)
+	for j, amax := range scales {
 		switch {
-		case bad:
+		case bad[j]:
 			scales[j] = float32(math.NaN())
-			continue
-		case amax == 0:
-			continue
+		case amax != 0:
+			scales[j] = amax / 127
+			div[j] = float64(scales[j])
 		}
-		s := amax / 127
-		scales[j] = s
-		for p := 0; p < k; p++ {
-			v := math.RoundToEven(float64(at(p, j)) / float64(s))
-			q[p*n+j] = int8(max(-127, min(127, v)))
+	}
+	q := make([]int8, k*n)
+	for r := 0; r < rows; r++ {
+		for c, v := range b[r*ldb : r*ldb+cols] {
+			p, j := r, c
+			if transB {
+				p, j = c, r
+			}
+			if div[j] != 0 {
+				q[p*n+j] = int8(max(-127, min(127, math.RoundToEven(float64(v)/div[j]))))
+			}
 		}
 	}
 	pb.setInt8(int8Active(), k, n, q, scales)
