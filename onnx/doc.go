@@ -12,8 +12,9 @@
 // a Git LFS pointer. ONNX Runtime's com.microsoft ops are imported into their own domain
 // (graph.OpKey); an unknown op is refused with every unknown op of the graph listed at once
 // (unsupported.go). Float16 and bfloat16 weights and values are computed in float32: they are
-// widened once at import and Casts to them become Casts to float32 (dtype.go); int8 and uint8
-// tensors (quantized graphs) are read as they are.
+// widened once at import, while the file's 16-bit graph inputs and outputs keep their types and
+// its Casts to 16-bit floats still round (each followed by a Cast back to float32; dtype.go);
+// int8 and uint8 tensors (quantized graphs) are read as they are.
 //
 // # How Import uses onnx-go
 //

@@ -108,35 +108,35 @@ func evalCast(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	}
 	for k := 0; k < x.Len(); k++ {
 		switch {
-		case to == tensor.Float32:
-			switch x.DType {
-			case tensor.Float32:
-				out.F32[k] = x.F32[k]
-			case tensor.Bool:
+		case to.IsFloat():
+			switch {
+			case x.DType.IsFloat():
+				out.F32[k] = tensor.RoundTo(to, x.F32[k])
+			case x.DType == tensor.Bool:
 				if x.Bool[k] {
 					out.F32[k] = 1
 				}
 			default:
-				out.F32[k] = float32(x.I64[k])
+				out.F32[k] = tensor.RoundTo(to, float32(x.I64[k]))
 			}
 		case to == tensor.Bool:
-			switch x.DType {
-			case tensor.Float32:
+			switch {
+			case x.DType.IsFloat():
 				out.Bool[k] = x.F32[k] != 0
-			case tensor.Bool:
+			case x.DType == tensor.Bool:
 				out.Bool[k] = x.Bool[k]
 			default:
 				out.Bool[k] = x.I64[k] != 0
 			}
-		default: // Int32, Int64
-			switch x.DType {
-			case tensor.Float32:
+		default: // the integer types
+			switch {
+			case x.DType.IsFloat():
 				v, err := floatToInt(f64(x.F32[k]), to)
 				if err != nil {
 					return nil, err
 				}
 				out.I64[k] = v
-			case tensor.Bool:
+			case x.DType == tensor.Bool:
 				if x.Bool[k] {
 					out.I64[k] = 1
 				}
@@ -232,8 +232,9 @@ func (c *nodeCtx) cast() ([]*absVal, error) {
 		return nil, errors.New(`Cast needs the integer attribute "to"`)
 	}
 	to := tensor.DType(a.I)
-	// 16-bit floats are computed in float32: import rewrites Casts to them (onnx/dtype.go).
-	if to.Size() == 0 || to == tensor.Float16 || to == tensor.BFloat16 {
+	// A Cast to a 16-bit float gives a value on that type's grid; graphs compute in float32
+	// and import follows such a Cast by one back to float32 (onnx/dtype.go).
+	if to.Size() == 0 {
 		return nil, fmt.Errorf("Cast to unsupported dtype %v", to)
 	}
 	out := mk(to, cloneShape(x.shape))
@@ -281,8 +282,11 @@ func (c *nodeCtx) cast() ([]*absVal, error) {
 			}
 		}
 		out.vals = vs
-	case x.floats != nil && to == tensor.Float32:
-		out.floats = x.floats
+	case x.floats != nil && to.IsFloat():
+		out.floats = make([]float32, len(x.floats))
+		for i, f := range x.floats {
+			out.floats[i] = tensor.RoundTo(to, f)
+		}
 	}
 	return one(out), nil
 }
