@@ -53,6 +53,9 @@ const (
 	PPOCRDir          = "ZOO_PPOCR_DIR"
 	UpdateRealGraphs  = "ZOO_UPDATE_REALGRAPHS"
 	TestArtifacts     = "ZOO_TEST_ARTIFACTS"
+	ONNXNodeTests     = "ZOO_ONNX_NODE_TESTS"
+	UpdateNodeTests   = "ZOO_UPDATE_NODETESTS"
+	NodeTestsReport   = "ZOO_NODETESTS_REPORT"
 )
 
 // Scope says who sets a variable.
@@ -160,6 +163,12 @@ var vars = []Var{
 		Doc: "Rewrites the realgraphs fixtures' expected outputs from ONNX Runtime."},
 	{Name: TestArtifacts, Syntax: "DIR", Default: "unset: artefacts go to the test's temporary directory", Scope: Test,
 		Doc: "Where tests keep what a person may want to look at afterwards (the compare report's screenshot)."},
+	{Name: ONNXNodeTests, Syntax: "DIR", Default: "unset: onnx's test writes them with onnx/testdata/nodetests/gen.py (CUDA's test skips)", Scope: Test,
+		Doc: "ONNX's backend node tests, as onnx/testdata/nodetests/gen.py writes them (TestONNXNodeTests, TestONNXNodeTestsCUDA)."},
+	{Name: UpdateNodeTests, Syntax: "1", Default: "unset", Scope: Test,
+		Doc: "Rewrites onnx/testdata/nodetests/passing.txt, the node tests the CPU backend passes."},
+	{Name: NodeTestsReport, Syntax: "FILE", Default: "unset", Scope: Test,
+		Doc: "Where TestONNXNodeTests writes one line per node test (name, operator, subset, outcome, detail)."},
 }
 
 // All returns the table: user variables first, then internal, then test-only ones.
