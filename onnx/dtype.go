@@ -9,15 +9,15 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
-// The 8- and 16-bit element types: int8 and uint8 (quantized graphs) and float16 and
-// bfloat16 (half-precision weights and data). In a TensorProto they sit in raw_data (1 or 2
-// little-endian bytes each) or one per int32_data entry (the 16-bit floats as their bit
-// patterns), as the ONNX spec says.
+// The 8- and 16-bit element types: int8 and uint8 (quantized graphs), int16 and uint16, and
+// float16 and bfloat16 (half-precision weights and data). In a TensorProto they sit in
+// raw_data (1 or 2 little-endian bytes each) or one per int32_data entry (the 16-bit floats as
+// their bit patterns), as the ONNX spec says.
 
 // smallDType reports whether dt is one of the 8- and 16-bit types this file decodes.
 func smallDType(dt tensor.DType) bool {
 	switch dt {
-	case tensor.Int8, tensor.Uint8, tensor.Float16, tensor.BFloat16:
+	case tensor.Int8, tensor.Uint8, tensor.Int16, tensor.Uint16, tensor.Float16, tensor.BFloat16:
 		return true
 	}
 	return false
@@ -51,6 +51,10 @@ func decodeSmall(tp *onnxpb.TensorProto, lay tensorLayout) (*tensor.Tensor, erro
 			t.I64[i] = int64(int8(uint8(v)))
 		case tensor.Uint8:
 			t.I64[i] = int64(uint8(v))
+		case tensor.Int16:
+			t.I64[i] = int64(int16(uint16(v)))
+		case tensor.Uint16:
+			t.I64[i] = int64(uint16(v))
 		}
 	}
 	return t, nil
@@ -71,17 +75,19 @@ func encodeSmall(tp *onnxpb.TensorProto, t *tensor.Tensor) error {
 			binary.LittleEndian.PutUint16(raw[2*i:], b)
 		}
 		tp.RawData = raw
-	case tensor.Int8, tensor.Uint8:
-		lo, hi := int64(-128), int64(127)
-		if t.DType == tensor.Uint8 {
-			lo, hi = 0, 255
-		}
-		raw := make([]byte, len(t.I64))
+	case tensor.Int8, tensor.Uint8, tensor.Int16, tensor.Uint16:
+		lo, hi := t.DType.IntRange()
+		size := t.DType.Size()
+		raw := make([]byte, size*len(t.I64))
 		for i, v := range t.I64 {
 			if v < lo || v > hi {
 				return fmt.Errorf("%v tensor holds %d at index %d, out of range", t.DType, v, i)
 			}
-			raw[i] = byte(v)
+			if size == 1 {
+				raw[i] = byte(v)
+			} else {
+				binary.LittleEndian.PutUint16(raw[2*i:], uint16(v))
+			}
 		}
 		tp.RawData = raw
 	default:
@@ -90,9 +96,15 @@ func encodeSmall(tp *onnxpb.TensorProto, t *tensor.Tensor) error {
 	return nil
 }
 
-// walkable reports whether onnx-go decodes tensors of dt (it does not know the small
-// types; those tensor attributes are decoded from the pre-pass instead).
-func walkable(dt tensor.DType) bool { return !smallDType(dt) }
+// walkable reports whether onnx-go decodes tensors of dt (float32, int32, int64 and bool; the
+// other types' tensor attributes are decoded from the pre-pass instead).
+func walkable(dt tensor.DType) bool {
+	switch dt {
+	case tensor.Float32, tensor.Int32, tensor.Int64, tensor.Bool:
+		return true
+	}
+	return false
+}
 
 // half16 reports whether dt is a 16-bit float type.
 func half16(dt tensor.DType) bool { return dt == tensor.Float16 || dt == tensor.BFloat16 }

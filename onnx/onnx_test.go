@@ -305,11 +305,11 @@ func TestImportErrors(t *testing.T) {
 		{"sequence input", mutate(t, func(m *onnxpb.ModelProto) {
 			m.Graph.Input[0].Type = &onnxpb.TypeProto{Value: &onnxpb.TypeProto_SequenceType{SequenceType: &onnxpb.TypeProto_Sequence{}}}
 		}), `graph input "tokens": is not a tensor`},
-		{"cast to double", mutate(t, func(m *onnxpb.ModelProto) {
+		{"cast to string", mutate(t, func(m *onnxpb.ModelProto) {
 			n := findNode(m, "Identity")
 			n.OpType = "Cast"
-			n.Attribute = []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: 11}}
-		}), "element type double is not supported"},
+			n.Attribute = []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: 8}}
+		}), "element type string is not supported"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

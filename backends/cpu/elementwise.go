@@ -373,9 +373,11 @@ func where[T any](e *exec, bc *bcast, out []T, c []bool, x, y []T) {
 func makeCast(n *graph.Node) (kernel, error) {
 	to := tensor.DType(n.Int("to", 0))
 	switch to {
-	case tensor.Float32, tensor.Float16, tensor.BFloat16, tensor.Int32, tensor.Int64, tensor.Bool, tensor.Int8, tensor.Uint8:
+	case tensor.Float32, tensor.Float16, tensor.BFloat16, tensor.Int32, tensor.Int64, tensor.Bool, tensor.Int8, tensor.Uint8,
+		tensor.Int16, tensor.Uint16, tensor.Uint32:
 	default:
-		return nil, unsupported("cast to %v is not supported (float32, float16, bfloat16, int64, int32, int8, uint8 and bool are)", to)
+		// float64 and uint64 go through the reference (wideKernel).
+		return nil, unsupported("cast to %v is not supported (float32, float16, bfloat16, the integer types up to 32 bits, int64 and bool are)", to)
 	}
 	return func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		if err := need(in, 1); err != nil {
@@ -404,7 +406,7 @@ func cast(e *exec, x *tensor.Tensor, to tensor.DType) (*tensor.Tensor, error) {
 	}
 	th := e.threads
 	switch {
-	case to == tensor.Int8 || to == tensor.Uint8:
+	case to == tensor.Int8 || to == tensor.Uint8 || to == tensor.Int16 || to == tensor.Uint16 || to == tensor.Uint32:
 		return castSmallInt(x, out, to)
 	case to.IsFloat() && to != tensor.Float32:
 		// A 16-bit float is held in F32, on its grid: round to nearest even, as ONNX Runtime does.

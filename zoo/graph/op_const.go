@@ -16,11 +16,12 @@ func init() {
 		Name: "Cast", SinceVersion: 6, ThroughVersion: LatestOpset,
 		Doc:    "converts to dtype to (floats truncate toward zero, int32 wraps, nonzero is true)",
 		Inputs: ps(req("input")), Outputs: ps(req("output")),
-		Attrs: []AttrDef{reqIntAttr("to"), intAttr("saturate", 1)},
-		infer: (*nodeCtx).cast,
-		Eval:  evalCast,
-		Cost:  moveCost,
-		Grad:  gradCast,
+		Attrs:   []AttrDef{reqIntAttr("to"), intAttr("saturate", 1)},
+		infer:   (*nodeCtx).cast,
+		Eval:    evalCast,
+		Cost:    moveCost,
+		Grad:    gradCast,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Identity", SinceVersion: 1, ThroughVersion: LatestOpset, Doc: "a copy of its input",
@@ -96,9 +97,11 @@ func init() {
 	})
 }
 
-// evalCast converts element by element, as a C cast does for the dtypes zoo holds: float to
-// integer truncates toward zero (NaN, infinities and values out of range are undefined in
-// ONNX and refused here), integers wrap into int32, nonzero (and NaN) is true, and true is 1.
+// evalCast converts element by element, as a C cast does: float to integer truncates toward
+// zero (NaN, infinities and values out of range are undefined in ONNX and refused here),
+// integers wrap into narrower integer types (two's complement, as uint64 from a negative
+// int64), nonzero (and NaN) is true, true is 1, and floats round to nearest even into a
+// narrower float type (float64 to float16 in one rounding).
 func evalCast(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	x := in[0]
 	to := tensor.DType(attrInt(n, "to"))
@@ -106,23 +109,34 @@ func evalCast(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	xFloat := x.DType.IsFloat() || x.DType == tensor.Float64
 	for k := 0; k < x.Len(); k++ {
 		switch {
-		case to.IsFloat():
+		case to.IsFloat() || to == tensor.Float64:
+			var v float64
 			switch {
-			case x.DType.IsFloat():
-				out.F32[k] = tensor.RoundTo(to, x.F32[k])
+			case xFloat:
+				v = numAt(x, k)
 			case x.DType == tensor.Bool:
 				if x.Bool[k] {
-					out.F32[k] = 1
+					v = 1
 				}
+			case x.DType == tensor.Uint64:
+				v = float64(uint64(x.I64[k]))
 			default:
-				out.F32[k] = tensor.RoundTo(to, float32(x.I64[k]))
+				v = float64(x.I64[k])
+			}
+			if to == tensor.Float64 {
+				out.F64[k] = v
+			} else if x.DType == tensor.Float64 || (!xFloat && x.DType != tensor.Bool) {
+				out.F32[k] = tensor.RoundFrom64(to, v) // one rounding from float64 or an integer
+			} else {
+				out.F32[k] = tensor.RoundTo(to, float32(v))
 			}
 		case to == tensor.Bool:
 			switch {
-			case x.DType.IsFloat():
-				out.Bool[k] = x.F32[k] != 0
+			case xFloat:
+				out.Bool[k] = numAt(x, k) != 0
 			case x.DType == tensor.Bool:
 				out.Bool[k] = x.Bool[k]
 			default:
@@ -130,8 +144,8 @@ func evalCast(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			}
 		default: // the integer types
 			switch {
-			case x.DType.IsFloat():
-				v, err := floatToInt(f64(x.F32[k]), to)
+			case xFloat:
+				v, err := floatToInt(numAt(x, k), to)
 				if err != nil {
 					return nil, err
 				}

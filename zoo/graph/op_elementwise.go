@@ -197,10 +197,15 @@ func evalArith(f func(a, b float64) float64, i func(a, b int64) (int64, error)) 
 	}
 }
 
-// numAt returns element k of a numeric tensor as float64.
+// numAt returns element k of a numeric tensor as float64 (a uint64 as unsigned).
 func numAt(t *tensor.Tensor, k int) float64 {
-	if t.DType == tensor.Float32 {
+	switch {
+	case t.DType.IsFloat():
 		return f64(t.F32[k])
+	case t.DType == tensor.Float64:
+		return t.F64[k]
+	case t.DType == tensor.Uint64:
+		return float64(uint64(t.I64[k]))
 	}
 	return float64(t.I64[k])
 }
