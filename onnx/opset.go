@@ -19,11 +19,13 @@ import (
 //   - Split-2..12: the split attribute becomes an input (split_12_13). From 18, Split
 //     without split takes num_outputs, which the table reads as it is.
 //   - ReduceSum-1..12: the axes attribute becomes an input (axes_attribute_to_input, 12→13).
-//     ReduceMean-18+ and ReduceMax-18+: a constant axes input becomes the attribute
-//     (axes_input_to_attribute, 18→17), the form the table's builders and backends keep; an
-//     axes input computed at run time stays an input, which the table also reads.
-//   - Softmax-1..12 coerces its input to 2-D at axis (default 1) and normalises each row
-//     (softmax_12_13): where axis is the last axis it is Softmax-13 over that axis; otherwise
+//     ReduceMean-18+, ReduceMax-18+ and the other reductions at 18+ (ReduceMin, ReduceProd,
+//     ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp): a constant axes
+//     input becomes the attribute (axes_input_to_attribute, 18→17), the form the table's
+//     builders and backends keep; an axes input computed at run time stays an input, which the
+//     table also reads.
+//   - Softmax-1..12 (and LogSoftmax and Hardmax before 13) coerces its input to 2-D at axis
+//     (default 1) and normalises each row (softmax_12_13): where axis is the last axis it is Softmax-13 over that axis; otherwise
 //     the node becomes Reshape(x, [0]·axis ++ [-1]) → Softmax(-1) → Reshape(·, Shape(x)).
 //   - Flatten (1, 9, 11, 13; not in the table) becomes Reshape, with Transposes for an axis
 //     above 1 (rank-free; a negative axis is refused).
@@ -42,6 +44,10 @@ import (
 // Every other operator of the table kept its meaning from opset 7 on (later versions only
 // added element types, or optional inputs with the old behaviour as default: Gemm-11's optional
 // C, Reshape-14's allowzero 0, Cast-19's saturate for float8, Shape-15's start and end).
+
+// reduceOps are the reductions whose axes became an input at opset 18.
+var reduceOps = map[string]bool{"ReduceMean": true, "ReduceMax": true, "ReduceMin": true, "ReduceProd": true, "ReduceL1": true,
+	"ReduceL2": true, "ReduceSumSquare": true, "ReduceLogSum": true, "ReduceLogSumExp": true}
 
 // MinImportOpset is the oldest ai.onnx opset Import reads (MinOpset is the oldest Export
 // writes).
@@ -142,7 +148,7 @@ func (u *upgrader) upgrade(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 			}
 			np.Input = append(np.Input, u.constInts(np, "split", split))
 		}
-	case (op == "ReduceMean" || op == "ReduceMax") && u.opset >= 18:
+	case reduceOps[op] && u.opset >= 18:
 		if len(np.GetInput()) < 2 {
 			break
 		}
@@ -157,7 +163,7 @@ func (u *upgrader) upgrade(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 				np.Attribute = append(np.Attribute, &onnxpb.AttributeProto{Name: "axes", Type: onnxpb.AttributeProto_INTS, Ints: axes})
 			}
 		}
-	case op == "Softmax" && u.opset < 13:
+	case (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && u.opset < 13:
 		axis := int64(1)
 		if a := findAttr(np, "axis"); a != nil {
 			axis = a.GetI()
@@ -573,7 +579,7 @@ func fixCoercedSoftmax(g *graph.Graph, coerced map[string]int64) error {
 	changed := false
 	for _, n := range g.Nodes {
 		axis, ok := coerced[n.Outputs[0]]
-		if n.Op != "Softmax" || !ok {
+		if (n.Op != "Softmax" && n.Op != "LogSoftmax" && n.Op != "Hardmax") || !ok {
 			nodes = append(nodes, n)
 			continue
 		}
@@ -581,7 +587,7 @@ func fixCoercedSoftmax(g *graph.Graph, coerced map[string]int64) error {
 		if known {
 			a, err := graph.NormAxis(axis, r)
 			if err != nil {
-				return fmt.Errorf("Softmax %q: %w", n.Name, err)
+				return fmt.Errorf("%s %q: %w", n.Op, n.Name, err)
 			}
 			if a == r-1 {
 				n.Attrs = graph.Attrs{"axis": graph.Int(-1)}
@@ -590,7 +596,7 @@ func fixCoercedSoftmax(g *graph.Graph, coerced map[string]int64) error {
 			}
 			axis = int64(a)
 		} else if axis < 0 {
-			return fmt.Errorf("Softmax %q at an opset before 13 has axis %d over an input of unknown rank (re-export with opset_version=13 or later)", n.Name, axis)
+			return fmt.Errorf("%s %q at an opset before 13 has axis %d over an input of unknown rank (re-export with opset_version=13 or later)", n.Op, n.Name, axis)
 		}
 		changed = true
 		nodes = append(nodes, coercedSoftmax(g, n, axis)...)
@@ -602,7 +608,8 @@ func fixCoercedSoftmax(g *graph.Graph, coerced map[string]int64) error {
 	return nil
 }
 
-// coercedSoftmax returns Softmax-1..12 at axis ≥ 0 written with opset-13 ops.
+// coercedSoftmax returns Softmax-1..12 (or LogSoftmax, Hardmax) at axis ≥ 0 written with
+// opset-13 ops.
 func coercedSoftmax(g *graph.Graph, n *graph.Node, axis int64) []*graph.Node {
 	base := constPrefixAdapter + n.Outputs[0]
 	dims := make([]int64, axis+1)
@@ -613,7 +620,7 @@ func coercedSoftmax(g *graph.Graph, n *graph.Node, axis int64) []*graph.Node {
 	return []*graph.Node{
 		{Name: n.Name + "/shape", Op: "Shape", Inputs: []string{x}, Outputs: []string{base + "/shape"}},
 		{Name: n.Name + "/flatten", Op: "Reshape", Inputs: []string{x, base + "/2d"}, Outputs: []string{base + "/flat"}},
-		{Name: n.Name, Op: "Softmax", Inputs: []string{base + "/flat"}, Outputs: []string{base + "/soft"}, Attrs: graph.Attrs{"axis": graph.Int(-1)}},
+		{Name: n.Name, Op: n.Op, Inputs: []string{base + "/flat"}, Outputs: []string{base + "/soft"}, Attrs: graph.Attrs{"axis": graph.Int(-1)}},
 		{Name: n.Name + "/unflatten", Op: "Reshape", Inputs: []string{base + "/soft", base + "/shape"}, Outputs: []string{y}},
 	}
 }

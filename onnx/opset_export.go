@@ -17,8 +17,9 @@ import (
 //   - LayerNormalization below 17, Gelu below 20 and RMSNormalization below 23 are written
 //     out as basic ops (ReduceMean, Sub, Mul, Add, Sqrt, Div, Erf or Tanh), computing what
 //     the op defines.
-//   - ReduceMean and ReduceMax take their axes as an input from 18 on; Squeeze and ReduceSum
-//     always do at 13 and later (the table also reads the attribute form).
+//   - ReduceMean, ReduceMax and the other reductions but ReduceSum take their axes as an input
+//     from 18 on; Squeeze and ReduceSum always do at 13 and later (the table also reads the
+//     attribute form).
 //   - Split without sizes gets num_outputs from 18 on (which it then requires); Split with
 //     num_outputs below 18 gets explicit sizes where the split axis has a static size.
 //   - Shape's start and end below 15 become Shape followed by Slice.
@@ -236,7 +237,7 @@ func (l *lowering) lower(orig *graph.Node) error {
 		l.std = append(l.std, n.Name)
 	}
 	switch n.Op {
-	case "ReduceMean", "ReduceMax":
+	case "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp":
 		if l.opset >= 18 {
 			l.axesToInput(n)
 		}

@@ -338,7 +338,7 @@ func Cases() []Case {
 			}
 		}
 	}
-	return append(cases, importedCases()...)
+	return append(append(cases, importedCases()...), mathCases()...)
 }
 
 func slice(name string, x, starts, ends, axes, steps, want *tensor.Tensor) Case {
