@@ -28,7 +28,8 @@ import (
 //     (default 1) and normalises each row (softmax_12_13): where axis is the last axis it is Softmax-13 over that axis; otherwise
 //     the node becomes Reshape(x, [0]·axis ++ [-1]) → Softmax(-1) → Reshape(·, Shape(x)).
 //   - Flatten (1, 9, 11, 13; not in the table) becomes Reshape, with Transposes for an axis
-//     above 1 (rank-free; a negative axis is refused).
+//     above 1, and for a negative axis (counted from the end) a Reshape to the product of the
+//     leading dimensions computed from Shape (all rank-free).
 //   - Clip-6's min and max attributes become the optional inputs of Clip-11 on (clip).
 //   - Pad-2's pads and value attributes become the inputs of Pad-11 (pad_10_11).
 //   - Upsample-7 (scales attribute), Upsample-9 and Resize-10 (scales input) become Resize-11
@@ -241,7 +242,19 @@ func (u *upgrader) flatten(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 	}
 	switch {
 	case axis < 0:
-		return nil, fmt.Errorf("Flatten with a negative axis (%d) is not supported (re-export with a non-negative axis)", axis)
+		// Counted from the end, without knowing the rank: the leading dimensions' product is
+		// computed from the input's shape (ReduceProd of an empty slice is 1).
+		shape, head, prod, dims := u.fresh(np, "shape"), u.fresh(np, "head"), u.fresh(np, "rows"), u.fresh(np, "dims")
+		ints := func(name string, v int64) *onnxpb.AttributeProto {
+			return &onnxpb.AttributeProto{Name: name, Type: onnxpb.AttributeProto_INTS, Ints: []int64{v}}
+		}
+		return []*onnxpb.NodeProto{
+			{Name: shape, OpType: "Shape", Input: []string{x}, Output: []string{shape}},
+			{Name: head, OpType: "Slice", Input: []string{shape, u.constInts(np, "start", []int64{0}), u.constInts(np, "end", []int64{axis})}, Output: []string{head}},
+			{Name: prod, OpType: "ReduceProd", Input: []string{head}, Output: []string{prod}, Attribute: []*onnxpb.AttributeProto{ints("axes", 0)}},
+			{Name: dims, OpType: "Concat", Input: []string{prod, u.constInts(np, "cols", []int64{-1})}, Output: []string{dims}, Attribute: []*onnxpb.AttributeProto{{Name: "axis", Type: onnxpb.AttributeProto_INT, I: 0}}},
+			{Name: np.GetName(), OpType: "Reshape", Input: []string{x, dims}, Output: []string{y}},
+		}, nil
 	case axis == 0:
 		return []*onnxpb.NodeProto{reshape(np.GetName(), x, y, []int64{1, -1})}, nil
 	case axis == 1:

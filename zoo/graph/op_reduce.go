@@ -37,7 +37,11 @@ func init() {
 				if x := c.arg(0); x != nil && floatOnly && !isFloatVal(x.dt) {
 					return nil, fmt.Errorf("input %q has dtype %v, want a float type", c.name(0), x.dt)
 				}
-				return c.reduce()
+				outs, err := c.reduce()
+				if err == nil && c.n.Op == "ReduceProd" {
+					foldProd(c, outs[0])
+				}
+				return outs, err
 			},
 			Eval:    evalReduceMore,
 			Cost:    perInput(2),
@@ -100,6 +104,24 @@ func init() {
 		Cost:  perInput(4),
 		Grad:  NoGradYet,
 	})
+}
+
+// foldProd evaluates ReduceProd of a small integer vector over its one axis (the product of
+// a shape's leading dimensions, as a negative-axis Flatten computes it), so that the shapes
+// after it stay known.
+func foldProd(c *nodeCtx, out *absVal) {
+	x := c.arg(0)
+	if x == nil || x.vals == nil || len(x.shape) != 1 || out.shape == nil || len(out.shape) > 1 {
+		return
+	}
+	p := int64(1)
+	for _, v := range x.vals {
+		if !v.known {
+			return
+		}
+		p *= v.v
+	}
+	out.vals = []ival{kv(wrapInt(x.dt, p))}
 }
 
 // reducedAxes resolves a reduction's axes (input i or the attribute) for rank r: which axes
