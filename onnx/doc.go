@@ -4,7 +4,8 @@
 // accepted) with the generated protobuf types of package onnx/onnxpb, deterministically, each
 // node in its form at the requested opset (opset_export.go; at 23 zoo's attention and rope
 // blocks become Attention and RotaryEmbedding, opset_fuse.go and opset_rotary.go).
-// Import reads any self-contained ONNX model at ai.onnx opsets 7 to 23 whose operators zoo's
+// Import reads any self-contained ONNX model at ai.onnx opsets 7 to 23 (and 1 to 6 for the
+// operators that kept their meaning since) whose operators zoo's
 // IR knows, for example PyTorch's exports at opsets 11 to 17, rewrites older operator forms
 // into the op table's (opset.go, after ONNX's version converter) and returns a validated,
 // topologically sorted graph.

@@ -9,8 +9,8 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
-// Version adapters for import. A file at ai.onnx opset 7 to MaxOpset is brought into the one
-// form graph's op table holds before anything else reads its nodes, following the rules of
+// Version adapters for import. A file at ai.onnx opset 1 to MaxOpset (before 7, with the
+// operators of sameBefore7 only) is brought into the one form graph's op table holds before anything else reads its nodes, following the rules of
 // ONNX's own version converter (onnx/version_converter/adapters) for the operators zoo runs:
 //
 //   - Slice-1..9: starts, ends and axes attributes become inputs (slice_9_10).
@@ -51,8 +51,48 @@ var reduceOps = map[string]bool{"ReduceMean": true, "ReduceMax": true, "ReduceMi
 	"ReduceL2": true, "ReduceSumSquare": true, "ReduceLogSum": true, "ReduceLogSumExp": true}
 
 // MinImportOpset is the oldest ai.onnx opset Import reads (MinOpset is the oldest Export
-// writes).
-const MinImportOpset = 7
+// writes). Below opset 7 it reads only the operators listed in sameBefore7.
+const MinImportOpset = 1
+
+// sameBefore7 are the operators a file at opsets 1 to 6 may use: each means there what the
+// op table's form means (their versions before 7 differ only by the legacy consumed_inputs
+// attribute, which is dropped, or by what the adapters below rewrite anyway: Softmax's 2-D
+// coercion, Squeeze's and Slice's attributes, Clip's bounds, Flatten, Reciprocal; Concat
+// before 4, whose axis defaults to 1; Sum, Max, Min and Mean before 8, which only lacked
+// broadcasting). Any other operator in such a file is refused by name: Add, Mul and the other
+// arithmetic broadcast by the broadcast and axis attributes then, Reshape took its shape as an
+// attribute, Cast its type as a string, Dropout and BatchNormalization were in training mode
+// unless is_test, and so on.
+var sameBefore7 = map[string]bool{
+	"Abs": true, "Neg": true, "Exp": true, "Log": true, "Sqrt": true, "Sigmoid": true, "Tanh": true, "Relu": true,
+	"Ceil": true, "Floor": true, "Reciprocal": true, "Elu": true, "HardSigmoid": true, "Selu": true, "LeakyRelu": true,
+	"Softplus": true, "Softsign": true, "Not": true, "Identity": true, "Constant": true, "Shape": true, "Size": true,
+	"Transpose": true, "MatMul": true, "Softmax": true, "LogSoftmax": true, "Hardmax": true,
+	"InstanceNormalization": true, "GlobalAveragePool": true, "GlobalMaxPool": true, "Flatten": true,
+	"Squeeze": true, "Unsqueeze": true, "Slice": true, "Gather": true, "Concat": true, "Clip": true,
+	"Sum": true, "Max": true, "Min": true, "Mean": true, "ArgMax": true, "ArgMin": true,
+	"ReduceMax": true, "ReduceMin": true, "ReduceMean": true, "ReduceSum": true, "ReduceProd": true, "ReduceL1": true,
+	"ReduceL2": true, "ReduceSumSquare": true, "ReduceLogSum": true, "ReduceLogSumExp": true,
+}
+
+// legacy brings a node of a file before opset 7 to its opset-7 form, or refuses it.
+func (u *upgrader) legacy(np *onnxpb.NodeProto) error {
+	op := np.GetOpType()
+	if !sameBefore7[op] {
+		return fmt.Errorf("%s is not read before opset 7 (its meaning changed at 7 or later; zoo reads only ops that kept theirs from files that old); re-export with opset_version=17", op)
+	}
+	attrs := np.Attribute[:0]
+	for _, a := range np.GetAttribute() {
+		if a.GetName() != "consumed_inputs" {
+			attrs = append(attrs, a)
+		}
+	}
+	np.Attribute = attrs
+	if op == "Concat" && u.opset < 4 && findAttr(np, "axis") == nil {
+		np.Attribute = append(np.Attribute, &onnxpb.AttributeProto{Name: "axis", Type: onnxpb.AttributeProto_INT, I: 1})
+	}
+	return nil
+}
 
 // constPrefixAdapter names the initializers that the adapters create (builder constants, so
 // that ParamCount and StateDict leave them out).
@@ -120,6 +160,11 @@ func isONNXDomain(d string) bool { return d == "" || d == "ai.onnx" }
 
 // upgrade returns the nodes that replace np.
 func (u *upgrader) upgrade(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
+	if u.opset < 7 {
+		if err := u.legacy(np); err != nil {
+			return nil, err
+		}
+	}
 	switch op := np.GetOpType(); {
 	case op == "Slice" && u.opset < 10:
 		starts, ok1 := takeInts(np, "starts")

@@ -75,6 +75,9 @@ func mathCases() []Case {
 		c2("Compress", "Compress", graph.Attrs{"axis": graph.Int(0)}, F32(S(3, 2), 1, 2, 3, 4, 5, 6), Bools(S(3), false, true, true), F32(S(2, 2), 3, 4, 5, 6)),
 		c1("Size", "Size", nil, x, I64(S(), 6)),
 		c1("EyeLike", "EyeLike", graph.Attrs{"k": graph.Int(1)}, I64(S(2, 3), 0, 0, 0, 0, 0, 0), I64(S(2, 3), 0, 1, 0, 0, 0, 1)),
+		{Name: "InstanceNormalization", Op: "InstanceNormalization", Args: []Arg{In(F32(S(1, 2, 3), 1, 2, 3, 4, 4, 4)), Const(F32(S(2), 2, 1)), Const(F32(S(2), 0, 5))},
+			Want: []*tensor.Tensor{F32(S(1, 2, 3), -2.4494715, 0, 2.4494715, 5, 5, 5)}},
+		c1("GlobalMaxPool", "GlobalMaxPool", nil, F32(S(1, 2, 2), 1, 3, -1, -2), F32(S(1, 2, 1), 3, -1)),
 		c2("CastLike", "CastLike", nil, F32(S(2), 1.9, -1.9), I64(S(1), 0), I64(S(2), 1, -1)),
 	}
 }

@@ -94,3 +94,17 @@ func indexCases() []evalCase {
 		{name: "cast like to a string-typed", op: "CastLike", in: []*tensor.Tensor{tf(sh(1), 1), {DType: 8, Shape: sh(1)}}, wantErr: "dtype"},
 	}
 }
+
+func init() { goldenSets["instancenorm"] = instanceNormCases }
+
+// instanceNormCases: numpy's answers on the same inputs.
+func instanceNormCases() []evalCase {
+	x := tf(sh(1, 2, 3), 1, 2, 3, 4, 4, 4)
+	return []evalCase{
+		{name: "two channels", op: "InstanceNormalization", in: []*tensor.Tensor{x, tf(sh(2), 2, 1), tf(sh(2), 0, 5)},
+			want: []*tensor.Tensor{tf(sh(1, 2, 3), -2.4494715, 0, 2.4494715, 5, 5, 5)}},
+		{name: "global max pool", op: "GlobalMaxPool", in: []*tensor.Tensor{tf(sh(1, 2, 2), 1, 3, -1, -2)}, want: []*tensor.Tensor{tf(sh(1, 2, 1), 3, -1)}},
+		{name: "scale of the wrong size", op: "InstanceNormalization", in: []*tensor.Tensor{x, tf(sh(3), 1, 1, 1), tf(sh(2), 0, 0)}, wantErr: "channels"},
+		{name: "rank 2", op: "GlobalMaxPool", in: []*tensor.Tensor{tf(sh(1, 2), 1, 2)}, wantErr: "spatial"},
+	}
+}
