@@ -38,8 +38,9 @@ func init() {
 		Eval: func(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			return []*tensor.Tensor{in[0].Clone()}, nil
 		},
-		Cost: viewCost,
-		Grad: gradIdentity,
+		Cost:    viewCost,
+		Grad:    gradIdentity,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Constant", SinceVersion: 12, ThroughVersion: LatestOpset,
@@ -54,18 +55,20 @@ func init() {
 			}
 			return []*tensor.Tensor{t.Clone()}, nil
 		},
-		Cost: writeCost,
-		Grad: NoGrad,
+		Cost:    writeCost,
+		Grad:    NoGrad,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "ConstantOfShape", SinceVersion: 9, ThroughVersion: LatestOpset,
 		Doc:    "a tensor of the given shape filled with value (float32 0 by default)",
 		Inputs: ps(req("input")), Outputs: ps(req("output")),
-		Attrs: []AttrDef{tensorAttr("value")},
-		infer: (*nodeCtx).constantOfShape,
-		Eval:  evalConstantOfShape,
-		Cost:  writeCost,
-		Grad:  NoGrad,
+		Attrs:   []AttrDef{tensorAttr("value")},
+		infer:   (*nodeCtx).constantOfShape,
+		Eval:    evalConstantOfShape,
+		Cost:    writeCost,
+		Grad:    NoGrad,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Shape", SinceVersion: 1, ThroughVersion: LatestOpset,
@@ -83,8 +86,9 @@ func init() {
 			t, err := tensor.FromInt64(v, len(v))
 			return []*tensor.Tensor{t}, err
 		},
-		Cost: writeCost,
-		Grad: NoGrad,
+		Cost:    writeCost,
+		Grad:    NoGrad,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Range", SinceVersion: 11, ThroughVersion: LatestOpset,

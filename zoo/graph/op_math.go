@@ -180,8 +180,10 @@ func UnaryFunc(n *Node) (f func(float64) float64, i func(int64) int64, ok bool) 
 // node n: f for floats, i for integers (an error for a value ONNX leaves undefined), b for
 // bools giving the output element; fb and ib for the comparisons giving bool. Unused ones are nil.
 type BinaryFuncs struct {
-	F  func(a, b float64) float64
-	I  func(a, b int64) (int64, error)
+	F func(a, b float64) float64
+	I func(a, b int64) (int64, error)
+	U func(a, b uint64) (uint64, error) // uint64, unsigned
+
 	B  func(a, b bool) bool
 	FB func(a, b float64) bool
 	IB func(a, b int64) bool
@@ -192,13 +194,19 @@ type BinaryFuncs struct {
 func BinaryFunc(n *Node) (BinaryFuncs, bool) {
 	switch n.Op {
 	case "Mod":
+		umod := func(a, b uint64) (uint64, error) {
+			if b == 0 {
+				return 0, errors.New("integer modulo by zero")
+			}
+			return a % b, nil // no sign to follow
+		}
 		if attrInt(n, "fmod") != 0 {
 			return BinaryFuncs{F: math.Mod, I: func(a, b int64) (int64, error) {
 				if b == 0 {
 					return 0, errors.New("integer modulo by zero")
 				}
 				return a % b, nil
-			}}, true
+			}, U: umod}, true
 		}
 		return BinaryFuncs{F: func(a, b float64) float64 {
 			// Python's %, numpy's mod: the sign of the divisor.
@@ -216,20 +224,24 @@ func BinaryFunc(n *Node) (BinaryFuncs, bool) {
 				r += b
 			}
 			return r, nil
-		}}, true
+		}, U: umod}, true
 	case "Xor":
 		return BinaryFuncs{B: func(a, b bool) bool { return a != b }}, true
 	case "BitShift":
 		left := attrString(n, "direction") == "LEFT"
-		return BinaryFuncs{I: func(a, b int64) (int64, error) {
+		shift := func(a, b uint64) (uint64, error) {
 			switch {
-			case b < 0 || b >= 64:
+			case b >= 64:
 				return 0, nil
 			case left:
-				return int64(uint64(a) << uint64(b)), nil
+				return a << b, nil
 			}
-			return int64(uint64(a) >> uint64(b)), nil
-		}}, true
+			return a >> b, nil
+		}
+		return BinaryFuncs{I: func(a, b int64) (int64, error) {
+			r, err := shift(uint64(a), uint64(b)) // the types BitShift takes are unsigned
+			return int64(r), err
+		}, U: shift}, true
 	case "GreaterOrEqual":
 		return BinaryFuncs{FB: func(a, b float64) bool { return a >= b }, IB: func(a, b int64) bool { return a >= b }}, true
 	case "LessOrEqual":
@@ -309,24 +321,26 @@ func init() {
 		doc   string
 		attrs []AttrDef
 		grad  GradFunc
+		wide  bool // takes float64 and uint64
 	}{
 		{"Mod", 10, "the remainder of a / b: with the sign of b (integers only), or of a with fmod 1 (floats must set it)",
-			[]AttrDef{intAttr("fmod", 0)}, NoGradYet},
-		{"Xor", 7, "logical exclusive or", nil, NoGrad},
+			[]AttrDef{intAttr("fmod", 0)}, NoGradYet, true},
+		{"Xor", 7, "logical exclusive or", nil, NoGrad, false},
 		{"BitShift", 11, "a shifted left or right (direction LEFT or RIGHT) by b bits, unsigned",
-			[]AttrDef{{Name: "direction", Kind: AttrString, Required: true}}, NoGrad},
-		{"GreaterOrEqual", 12, "a ≥ b", nil, NoGrad},
-		{"LessOrEqual", 12, "a ≤ b", nil, NoGrad},
-		{"PRelu", 9, "x for x ≥ 0, slope·x below (slope broadcast to x)", nil, NoGradYet},
+			[]AttrDef{{Name: "direction", Kind: AttrString, Required: true}}, NoGrad, true},
+		{"GreaterOrEqual", 12, "a ≥ b", nil, NoGrad, false},
+		{"LessOrEqual", 12, "a ≤ b", nil, NoGrad, false},
+		{"PRelu", 9, "x for x ≥ 0, slope·x below (slope broadcast to x)", nil, NoGradYet, false},
 	}
 	for _, b := range binaries {
 		register(&OpDef{
 			Name: b.name, SinceVersion: b.since, ThroughVersion: LatestOpset, Doc: b.doc + ", broadcasting",
 			Inputs: ps(req("A"), req("B")), Outputs: ps(req("C")), Attrs: b.attrs,
-			infer: (*nodeCtx).binaryMath,
-			Eval:  evalBinaryMath,
-			Cost:  perOutput(1),
-			Grad:  b.grad,
+			infer:   (*nodeCtx).binaryMath,
+			Eval:    evalBinaryMath,
+			Cost:    perOutput(1),
+			Grad:    b.grad,
+			Float64: b.wide, Uint64: b.wide,
 		})
 	}
 	for _, mean := range []bool{false, true} {
@@ -401,7 +415,7 @@ func (c *nodeCtx) binaryMath() ([]*absVal, error) {
 			want = "bool"
 		}
 	case "BitShift":
-		if a.dt != tensor.Uint8 && a.dt != tensor.Uint16 && a.dt != tensor.Uint32 {
+		if a.dt != tensor.Uint8 && a.dt != tensor.Uint16 && a.dt != tensor.Uint32 && a.dt != tensor.Uint64 {
 			want = "an unsigned integer type"
 		}
 		if d := attrString(c.n, "direction"); d != "LEFT" && d != "RIGHT" {
@@ -476,6 +490,12 @@ func evalBinaryMath(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 				return err
 			}
 			out.I64[o] = wrapInt(a.DType, v)
+		case a.DType == tensor.Uint64 && fs.U != nil:
+			v, err := fs.U(uint64(a.I64[off[0]]), uint64(b.I64[off[1]]))
+			if err != nil {
+				return err
+			}
+			out.I64[o] = int64(v)
 		case a.DType == tensor.Bool && fs.B != nil:
 			out.Bool[o] = fs.B(a.Bool[off[0]], b.Bool[off[1]])
 		default:
