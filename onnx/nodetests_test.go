@@ -201,6 +201,10 @@ var disputedOutputs = map[string]struct {
 			"PyTorch's interpolate and ONNX Runtime take the output length (1 and 2), and zoo follows them",
 		want: map[int]*tensor.Tensor{0: {DType: tensor.Float32, Shape: []int{1, 1, 1, 2}, F32: []float32{1, 4}}},
 	},
+	"test_resize_downsample_scales_cubic_align_corners": {
+		why:  "the same rule in cubic mode (4×4 → 3×3 by 0.8: ONNX's reference uses 3.2 as the output length); ONNX Runtime 1.30 gives these values",
+		want: map[int]*tensor.Tensor{0: {DType: tensor.Float32, Shape: []int{1, 1, 3, 3}, F32: []float32{1, 2.5, 4, 7, 8.5, 10, 13, 14.5, 16}}},
+	},
 }
 
 // runNodeTest runs one test on the CPU backend, guarding against a panic and a hang.
