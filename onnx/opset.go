@@ -39,8 +39,11 @@ import (
 //     changes the numbers, so these cases are checked against numpy and ONNX Runtime only.
 //   - BatchNormalization-7's spatial attribute: 1 is the table's (opset-9) form, 0 is written
 //     as x·a + b (batchNorm).
-//   - Dropout-7..22 in inference (no training_mode, or a constant false) is the identity; its
-//     mask output, if used, is all true (ConstantOfShape). Dropout in training mode is refused.
+//   - Dropout-7..22 in inference (no training_mode, or a constant false, or a constant true
+//     with a constant ratio of 0) is the identity; its mask output, if used, is all true
+//     (ConstantOfShape). A training_mode given at run time keeps the op table's Dropout, which
+//     refuses training mode with a ratio above 0 then; a constant one with another ratio is
+//     refused here.
 //
 // Every other operator of the table kept its meaning from opset 7 on (later versions only
 // added element types, or optional inputs with the old behaviour as default: Gemm-11's optional
@@ -248,8 +251,15 @@ func (u *upgrader) dropout(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 	}
 	if len(in) > 2 && in[2] != "" {
 		mode, ok := u.constValue(in[2])
-		if !ok || len(mode) != 1 || mode[0] != 0 {
-			return nil, fmt.Errorf("Dropout's training_mode %q must be a constant false (zoo runs inference)", in[2])
+		if !ok {
+			// Decided at run time: the op table's Dropout, the identity unless in training
+			// mode with a ratio above 0, which it refuses then.
+			return []*onnxpb.NodeProto{np}, nil
+		}
+		if len(mode) != 1 || mode[0] != 0 {
+			if ratio, ok := u.constFloat(in, 1); !ok || ratio != 0 {
+				return nil, fmt.Errorf("Dropout's training_mode %q is true with a ratio that is not a constant 0: it drops at random, and zoo runs inference", in[2])
+			}
 		}
 	}
 	for _, x := range in[1:] {
@@ -507,6 +517,30 @@ func (u *upgrader) constInts(np *onnxpb.NodeProto, what string, v []int64) strin
 	u.inits[name] = tp
 	u.uses[name]++
 	return name
+}
+
+// constFloat returns the value of input i of a node when it is a constant float scalar (an
+// initializer or a Constant's output).
+func (u *upgrader) constFloat(in []string, i int) (float64, bool) {
+	if i >= len(in) || in[i] == "" {
+		return 0.5, true // Dropout's default ratio
+	}
+	var tp *onnxpb.TensorProto
+	if t, ok := u.inits[in[i]]; ok {
+		tp = t
+	} else if c, ok := u.consts[in[i]]; ok {
+		if a := findAttr(c, "value"); a != nil {
+			tp = a.GetT()
+		}
+	}
+	if tp == nil {
+		return 0, false
+	}
+	t, err := decodeTensor(tp)
+	if err != nil || t.Len() != 1 || !t.DType.IsFloat() {
+		return 0, false
+	}
+	return float64(t.F32[0]), true
 }
 
 // constValue returns the integer values of a constant (an initializer that is not also a

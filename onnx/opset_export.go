@@ -24,7 +24,7 @@ import (
 //     num_outputs below 18 gets explicit sizes where the split axis has a static size.
 //   - Shape's start and end below 15 become Shape followed by Slice.
 //   - Cast's saturate below 19 and Reshape's allowzero 0 below 14 are dropped (their default
-//     meaning); allowzero 1 below 14 is refused unless the target shape is a constant without
+//     meaning); BatchNormalization in training mode is refused below 14; allowzero 1 below 14 is refused unless the target shape is a constant without
 //     zeros.
 //   - From 23 on, zoo's scaled dot-product attention blocks are written as Attention where
 //     their math is exactly Attention's (opset_fuse.go); below, they are listed as decomposed.
@@ -281,6 +281,10 @@ func (l *lowering) lower(orig *graph.Node) error {
 	case "Cast":
 		if l.opset < 19 {
 			delete(n.Attrs, "saturate")
+		}
+	case "BatchNormalization":
+		if n.Int("training_mode", 0) != 0 && l.opset < 14 {
+			return fmt.Errorf("BatchNormalization in training mode needs opset 14 (training_mode)")
 		}
 	case "Reshape":
 		if a, ok := n.Attrs["allowzero"]; ok && l.opset < 14 {

@@ -78,6 +78,8 @@ func mathCases() []Case {
 		{Name: "InstanceNormalization", Op: "InstanceNormalization", Args: []Arg{In(F32(S(1, 2, 3), 1, 2, 3, 4, 4, 4)), Const(F32(S(2), 2, 1)), Const(F32(S(2), 0, 5))},
 			Want: []*tensor.Tensor{F32(S(1, 2, 3), -2.4494715, 0, 2.4494715, 5, 5, 5)}},
 		c1("GlobalMaxPool", "GlobalMaxPool", nil, F32(S(1, 2, 2), 1, 3, -1, -2), F32(S(1, 2, 1), 3, -1)),
+		{Name: "Dropout", Op: "Dropout", Args: []Arg{In(F32(S(2), 1, 2)), Const(F32(S(), 0.5)), In(Bools(S(), false))},
+			Want: []*tensor.Tensor{F32(S(2), 1, 2), Bools(S(2), true, true)}},
 		c2("CastLike", "CastLike", nil, F32(S(2), 1.9, -1.9), I64(S(1), 0), I64(S(2), 1, -1)),
 	}
 }

@@ -108,3 +108,16 @@ func instanceNormCases() []evalCase {
 		{name: "rank 2", op: "GlobalMaxPool", in: []*tensor.Tensor{tf(sh(1, 2), 1, 2)}, wantErr: "spatial"},
 	}
 }
+
+func init() { goldenSets["dropout"] = dropoutCases }
+
+func dropoutCases() []evalCase {
+	x := tf(sh(3), 1, 2, 3)
+	return []evalCase{
+		{name: "inference", op: "Dropout", in: []*tensor.Tensor{x, tf(sh(), 0.5), tb(sh(), F)}, want: []*tensor.Tensor{x, tb(sh(3), T, T, T)}},
+		{name: "training, ratio 0", op: "Dropout", in: []*tensor.Tensor{x, tf(sh(), 0), tb(sh(), T)}, want: []*tensor.Tensor{x, tb(sh(3), T, T, T)}},
+		{name: "no mode given", op: "Dropout", in: []*tensor.Tensor{x}, want: []*tensor.Tensor{x}},
+		{name: "training", op: "Dropout", in: []*tensor.Tensor{x, tf(sh(), 0.1), tb(sh(), T)}, nOut: 2, wantErr: "at random"},
+		{name: "int mode", op: "Dropout", in: []*tensor.Tensor{x, tf(sh(), 0.1), ti(sh(), 1)}, wantErr: "bool"},
+	}
+}
