@@ -278,7 +278,7 @@ func profileShape(m *zooroot.Model, plan *zooroot.FeedPlan, b, n *int, batchSet,
 	if p := m.Description().Caps.MaxLenParam; p != "" && !m.FromFile() {
 		maxLen, from = m.Config().Int(p), "max_len; pass a shorter --seq or --set max_len=N"
 	} else if plan.MaxLen > 0 {
-		maxLen, from = plan.MaxLen, "the rows of its position table "+plan.MaxLenFrom
+		maxLen, from = plan.MaxLen, plan.MaxLenWhy()
 	}
 	if maxLen > 0 && *n > maxLen {
 		if !seqSet {

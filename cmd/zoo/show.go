@@ -212,7 +212,7 @@ func renderShow(w io.Writer, r showResult) {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
 		if r.Feeds.MaxLen > 0 {
-			fmt.Fprintf(w, "  maximum length %d (the rows of the position table %s)\n", r.Feeds.MaxLen, r.Feeds.MaxLenFrom)
+			fmt.Fprintf(w, "  maximum length %d (%s)\n", r.Feeds.MaxLen, strings.Replace(r.Feeds.MaxLenWhy(), "its position table", "the position table", 1))
 		}
 		if r.Feeds.VocabRows > 0 {
 			fmt.Fprintf(w, "  token ids below %d (the rows of the embedding table %s)\n", r.Feeds.VocabRows, r.Feeds.VocabFrom)
