@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unsafe"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/zoo-dev/zoo/onnx/onnxpb"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -309,4 +311,15 @@ func decodeTensor(tp *onnxpb.TensorProto) (*tensor.Tensor, error) {
 		}
 	}
 	return t, nil
+}
+
+// DecodeTensor decodes a serialised TensorProto, such as a test_data_set's input_0.pb of
+// ONNX's backend tests, checked as Import checks an initializer. Its data must be in the
+// proto itself (not external).
+func DecodeTensor(data []byte) (*tensor.Tensor, error) {
+	var tp onnxpb.TensorProto
+	if err := proto.Unmarshal(data, &tp); err != nil {
+		return nil, fmt.Errorf("not a TensorProto: %v", err)
+	}
+	return decodeTensor(&tp)
 }
