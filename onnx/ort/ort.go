@@ -3,12 +3,16 @@
 package ort
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	ortgo "github.com/yalue/onnxruntime_go"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/zoo-dev/zoo/onnx/onnxpb"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -64,6 +68,10 @@ func (r *Runtime) NewSession(model []byte, opts SessionOptions) (*Session, error
 	if r == nil {
 		return nil, errors.New("ort: runtime is nil (call Open)")
 	}
+	model, err := widenHalfOutputs(model)
+	if err != nil {
+		return nil, err
+	}
 	ins, outs, err := ortgo.GetInputOutputInfoWithONNXData(model)
 	if err != nil {
 		return nil, fmt.Errorf("onnxruntime: read model inputs and outputs: %w", err)
@@ -116,8 +124,74 @@ func ioInfo(in ortgo.InputOutputInfo) IOInfo {
 		info.DType = tensor.Int32
 	case ortgo.TensorElementDataTypeBool:
 		info.DType = tensor.Bool
+	case ortgo.TensorElementDataTypeFloat16:
+		info.DType = tensor.Float16
+	case ortgo.TensorElementDataTypeBFloat16:
+		info.DType = tensor.BFloat16
 	}
 	return info
+}
+
+// widenHalfOutputs returns model with each float16 or bfloat16 graph output cast to float32
+// inside the model (exactly: every 16-bit value is a float32), under its own name. The Go
+// binding cannot hand back a 16-bit float output (it copies one byte per element and fails),
+// so a session over such a model returns float32 for them; zoo's Model.Run widens its own
+// 16-bit outputs the same way. A model without one is returned as it is.
+func widenHalfOutputs(model []byte) ([]byte, error) {
+	var m onnxpb.ModelProto
+	if err := proto.Unmarshal(model, &m); err != nil {
+		return model, nil // ONNX Runtime says what is wrong with it
+	}
+	g := m.GetGraph()
+	isInput := map[string]bool{}
+	for _, in := range g.GetInput() {
+		isInput[in.GetName()] = true
+	}
+	changed := false
+	for _, out := range g.GetOutput() {
+		tt := out.GetType().GetTensorType()
+		dt := onnxpb.TensorProto_DataType(tt.GetElemType())
+		if tt == nil || (dt != onnxpb.TensorProto_FLOAT16 && dt != onnxpb.TensorProto_BFLOAT16) || isInput[out.GetName()] {
+			continue
+		}
+		name, half := out.GetName(), out.GetName()+"/zoo_half"
+		for _, n := range g.GetNode() {
+			for i, v := range n.Output {
+				if v == name {
+					n.Output[i] = half
+				}
+			}
+			for i, v := range n.Input {
+				if v == name {
+					n.Input[i] = half
+				}
+			}
+		}
+		for _, in := range g.GetInitializer() {
+			if in.GetName() == name {
+				in.Name = half
+			}
+		}
+		g.Node = append(g.Node, &onnxpb.NodeProto{Name: half + "/widen", OpType: "Cast", Input: []string{half}, Output: []string{name},
+			Attribute: []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: int64(onnxpb.TensorProto_FLOAT)}}})
+		tt.ElemType = int32(onnxpb.TensorProto_FLOAT)
+		changed = true
+	}
+	if !changed {
+		return model, nil
+	}
+	data, err := proto.Marshal(&m)
+	if err != nil {
+		return nil, fmt.Errorf("onnxruntime: widen float16 outputs: %w", err)
+	}
+	return data, nil
+}
+
+// destroy releases v, which may be a typed nil the binding left after a failed conversion.
+func destroy(v ortgo.Value) {
+	if v != nil && !reflect.ValueOf(v).IsNil() {
+		_ = v.Destroy()
+	}
 }
 
 // Inputs returns the model's inputs in ONNX Runtime's order.
@@ -156,9 +230,7 @@ func (s *Session) Run(inputs map[string]*tensor.Tensor, outputNames []string) (m
 	in := make([]ortgo.Value, len(s.inputs))
 	defer func() {
 		for _, v := range in {
-			if v != nil {
-				_ = v.Destroy()
-			}
+			destroy(v)
 		}
 	}()
 	for i, info := range s.inputs {
@@ -175,9 +247,7 @@ func (s *Session) Run(inputs map[string]*tensor.Tensor, outputNames []string) (m
 	out := make([]ortgo.Value, len(s.outputs))
 	defer func() {
 		for _, v := range out {
-			if v != nil {
-				_ = v.Destroy()
-			}
+			destroy(v)
 		}
 	}()
 	if err := s.sess.Run(in, out); err != nil {
@@ -233,6 +303,23 @@ func toValue(t *tensor.Tensor) (ortgo.Value, error) {
 		return ortgo.NewTensor(shape, d)
 	case tensor.Bool:
 		return ortgo.NewTensor(shape, append([]bool{}, t.Bool...))
+	case tensor.Float16, tensor.BFloat16:
+		raw := make([]byte, 2*len(t.F32))
+		for i, v := range t.F32 {
+			b := tensor.Float16Bits(v)
+			if t.DType == tensor.BFloat16 {
+				b = tensor.BFloat16Bits(v)
+			}
+			binary.LittleEndian.PutUint16(raw[2*i:], b)
+		}
+		dt := ortgo.TensorElementDataType(ortgo.TensorElementDataTypeFloat16)
+		if t.DType == tensor.BFloat16 {
+			dt = ortgo.TensorElementDataTypeBFloat16
+		}
+		if len(raw) == 0 {
+			return nil, errors.New("an empty 16-bit float tensor cannot be passed to ONNX Runtime's Go binding")
+		}
+		return ortgo.NewCustomDataTensor(shape, raw, dt)
 	}
 	return nil, fmt.Errorf("unsupported dtype %v", t.DType)
 }
