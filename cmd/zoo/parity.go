@@ -88,7 +88,7 @@ func parityAction(c *cli.Context) error {
 				return badInputf("--%s does not apply to %s: an ONNX file's hyperparameters are fixed (--preset and --set shape a variant)", f, ref)
 			}
 		}
-		if data, err = os.ReadFile(ref); err != nil {
+		if data, err = onnx.ReadFile(ref); err != nil { // external data read in
 			return badInputf("model %s: %w", ref, errors.Unwrap(err))
 		}
 	} else {
