@@ -200,9 +200,13 @@ func parityAction(c *cli.Context) error {
 		r := parity.Compare(l.Label, got[l.Value], want[l.Value], validFor(got[l.Value], valid), atol, rtol)
 		layerResults = append(layerResults, r)
 	}
+	reference := "onnxruntime " + rt.Version
+	if n := sess.Note(); n != "" {
+		reference += " at " + n // ONNX Runtime's optimizer failed at its default level
+	}
 	opts := parity.RenderOptions{
 		Got:  fmt.Sprintf("zoo %s (%s) on %s", choice.Backend.Name(), choice.Probe.Level, name),
-		Want: "onnxruntime " + rt.Version,
+		Want: reference,
 		JSON: c.Bool(flagJSON.Name),
 	}
 	if len(layers) > 0 {

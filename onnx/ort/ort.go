@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
 	ortgo "github.com/yalue/onnxruntime_go"
@@ -60,6 +61,7 @@ type Session struct {
 	outputs []IOInfo
 	mu      sync.Mutex
 	closed  bool
+	note    string
 }
 
 // NewSession loads a serialised ONNX model. It returns an error when the runtime is nil, or
@@ -86,11 +88,55 @@ func (r *Runtime) NewSession(model []byte, opts SessionOptions) (*Session, error
 		s.outputs = append(s.outputs, ioInfo(out))
 		outNames = append(outNames, out.Name)
 	}
+	s.sess, err = createSession(model, inNames, outNames, opts, -1)
+	if err != nil {
+		// ONNX Runtime's own graph optimizer can fail on a valid graph (1.30's extended level on
+		// Gather(table, Range(0, n)): "Slice node ... Starts must be a 1-D array"): a graph
+		// that loads at a lower level is run there, and Note says so.
+		for _, level := range []ortgo.GraphOptimizationLevel{ortgo.GraphOptimizationLevelEnableBasic, ortgo.GraphOptimizationLevelDisableAll} {
+			sess, err2 := createSession(model, inNames, outNames, opts, level)
+			if err2 == nil {
+				s.sess = sess
+				s.note = fmt.Sprintf("optimization level %s: its default level failed: %s", levelName(level), firstLine(err.Error()))
+				return s, nil
+			}
+		}
+		return nil, fmt.Errorf("onnxruntime: load model: %w", err)
+	}
+	return s, nil
+}
+
+// Note says how the session departs from ONNX Runtime's defaults ("" when it does not): the
+// optimization level it fell back to, and why.
+func (s *Session) Note() string { return s.note }
+
+func levelName(l ortgo.GraphOptimizationLevel) string {
+	if l == ortgo.GraphOptimizationLevelEnableBasic {
+		return "basic"
+	}
+	return "disabled"
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// createSession creates a session with opts at the optimization level (< 0: ONNX Runtime's
+// default). It is a variable so that a test can make the default level fail.
+var createSession = func(model []byte, inNames, outNames []string, opts SessionOptions, level ortgo.GraphOptimizationLevel) (*ortgo.DynamicAdvancedSession, error) {
 	so, err := ortgo.NewSessionOptions()
 	if err != nil {
 		return nil, fmt.Errorf("onnxruntime: session options: %w", err)
 	}
 	defer so.Destroy()
+	if level >= 0 {
+		if err := so.SetGraphOptimizationLevel(level); err != nil {
+			return nil, fmt.Errorf("onnxruntime: set optimization level: %w", err)
+		}
+	}
 	if opts.Threads > 0 {
 		if err := so.SetIntraOpNumThreads(opts.Threads); err != nil {
 			return nil, fmt.Errorf("onnxruntime: set %d threads: %w", opts.Threads, err)
@@ -106,11 +152,7 @@ func (r *Runtime) NewSession(model []byte, opts SessionOptions) (*Session, error
 	if err := so.AddSessionConfigEntry("session.force_spinning_stop", "1"); err != nil {
 		return nil, fmt.Errorf("onnxruntime: session options: %w", err)
 	}
-	s.sess, err = ortgo.NewDynamicAdvancedSessionWithONNXData(model, inNames, outNames, so)
-	if err != nil {
-		return nil, fmt.Errorf("onnxruntime: load model: %w", err)
-	}
-	return s, nil
+	return ortgo.NewDynamicAdvancedSessionWithONNXData(model, inNames, outNames, so)
 }
 
 func ioInfo(in ortgo.InputOutputInfo) IOInfo {
