@@ -82,10 +82,11 @@ func parseCounts(flag, s string) ([]int, error) {
 // benchModel is a loaded model with what bench needs to feed and cost it.
 type benchModel struct {
 	*zooroot.Model
-	tok, mask string
-	maxLen    int
-	onnx      []byte       // the export, with --against
-	graph     *graph.Graph // the graph zoo runs: the model's, or the export re-imported with --against
+	plan   *zooroot.FeedPlan // every input by its role, as zoo run feeds them
+	tok    string            // the token-ids input
+	maxLen int
+	onnx   []byte       // the export, with --against
+	graph  *graph.Graph // the graph zoo runs: the model's, or the export re-imported with --against
 }
 
 // fits reports whether length n fits the model.
@@ -182,9 +183,10 @@ func benchAction(c *cli.Context) error {
 			return err
 		}
 		bm := &benchModel{Model: m, graph: m.Graph()}
-		if bm.tok, bm.mask, err = zooroot.TokenInputs(m.Graph()); err != nil {
+		if bm.plan, err = zooroot.PlanFeeds(m.Graph(), nil); err != nil {
 			return badInput(err)
 		}
+		bm.tok = bm.plan.IDs()
 		if p := m.Description().Caps.MaxLenParam; p != "" && !m.FromFile() {
 			bm.maxLen = m.Config().Int(p)
 		}
@@ -348,11 +350,7 @@ func benchOne(ctx context.Context, bm *benchModel, p backends.Program, sess *ort
 	if err != nil {
 		return row, failed(err)
 	}
-	shapes := map[string][]int{bm.tok: {b, n}}
-	if bm.mask != "" {
-		shapes[bm.mask] = []int{b, n}
-	}
-	if cost, err := bm.graph.Cost(shapes); err == nil {
+	if cost, err := bm.graph.Cost(bm.plan.Shapes(b, n)); err == nil {
 		row.FLOPs, row.GraphActBytes = cost.FLOPs, cost.ActivationBytes
 	}
 	name := fmt.Sprintf("%s on %s at batch %d, n %d", bm.Name(), bb.Name, b, n)
@@ -386,8 +384,8 @@ func benchOne(ctx context.Context, bm *benchModel, p backends.Program, sess *ort
 	return row, nil
 }
 
-// benchInputs makes a (b, n) batch of the sample text's token ids (wrapping around) and an
-// all-valid padding mask.
+// benchInputs makes a (b, n) batch of the sample text's token ids (wrapping around), every
+// other input fed by its role as zoo run feeds it (masks all valid, types zero, positions 0..n-1).
 func benchInputs(bm *benchModel, b, n int) (map[string]*tensor.Tensor, error) {
 	ids := tokenize.Encode(zooroot.SampleText)
 	if len(ids) == 0 {
@@ -397,15 +395,14 @@ func benchInputs(bm *benchModel, b, n int) (map[string]*tensor.Tensor, error) {
 	for i := range data {
 		data[i] = ids[i%len(ids)]
 	}
-	tok, err := tensor.FromInt64(data, b, n)
+	lengths := make([]int, b)
+	for i := range lengths {
+		lengths[i] = n
+	}
+	batch := &tokenize.Batch{B: b, N: n, Tokens: data, Mask: make([]bool, b*n), Lengths: lengths, Offsets: make([]int64, b)}
+	feed, err := bm.plan.Tensors(batch, 0)
 	if err != nil {
 		return nil, fmt.Errorf("bench input (%d, %d): %w", b, n, err)
-	}
-	feed := map[string]*tensor.Tensor{bm.tok: tok}
-	if bm.mask != "" {
-		if feed[bm.mask], err = tensor.FromBool(make([]bool, b*n), b, n); err != nil {
-			return nil, fmt.Errorf("bench mask (%d, %d): %w", b, n, err)
-		}
 	}
 	return feed, nil
 }
@@ -470,7 +467,7 @@ func guardBench(bm *benchModel, batches, seqs []int, withORT bool) error {
 			if bm.maxLen > 0 && n > bm.maxLen {
 				continue
 			}
-			r := zooroot.MemoryRun{Batch: b, N: n, Shapes: zooroot.TokenShapes(bm.tok, bm.mask), Copies: copies, BatchOption: "--batch", NOption: "--seq"}
+			r := zooroot.MemoryRun{Batch: b, N: n, Shapes: bm.plan.Shapes, Copies: copies, BatchOption: "--batch", NOption: "--seq"}
 			if err := zooroot.GuardMemory(bm.Name(), bm.graph, r); err != nil {
 				return err
 			}

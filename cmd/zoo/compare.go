@@ -321,9 +321,10 @@ func compareOne(c *cli.Context, p comparePlan, data trainData, seqs []int, reps,
 		return r, failed(fmt.Errorf("compare %s: the trained weights do not fit its inference build: %w", p.name, err))
 	}
 	bm := &benchModel{Model: infer, graph: infer.Graph(), maxLen: p.maxLen}
-	if bm.tok, bm.mask, err = zooroot.TokenInputs(infer.Graph()); err != nil {
+	if bm.plan, err = zooroot.PlanFeeds(infer.Graph(), nil); err != nil {
 		return r, badInput(err)
 	}
+	bm.tok = bm.plan.IDs()
 	var lengths []int
 	for _, n := range seqs {
 		if bm.fits(n) {
