@@ -110,7 +110,7 @@ func showAction(c *cli.Context) error {
 			continue
 		}
 		res.Parameters = append(res.Parameters, showTensor{Name: in.Name, Shape: in.Tensor.Shape, Count: in.Tensor.Len(), Buffer: in.Buffer})
-		if !in.Buffer {
+		if !in.Buffer && in.Tensor.DType == tensor.Float32 && len(in.Tensor.Shape) > 0 { // as ParamCount counts
 			res.ParamBytes += int64(in.Tensor.Bytes())
 		}
 	}
@@ -142,6 +142,8 @@ func showAction(c *cli.Context) error {
 		shapes := map[string][]int{variant.InputTokens: {1, n}, variant.InputKeyPadding: {1, n}}
 		if plan != nil {
 			shapes = plan.Shapes(1, n)
+		} else if m.FromFile() {
+			shapes = fileInputShapes(m.Graph(), n)
 		}
 		cost, err := m.Graph().Cost(shapes)
 		if err != nil {
@@ -155,6 +157,29 @@ func showAction(c *cli.Context) error {
 	}
 	renderShow(c.App.Writer, res)
 	return nil
+}
+
+// fileInputShapes gives the inputs of a file that takes no text (a float input such as
+// "src" (B, n, 128)) their declared shapes, with the first symbolic dimension 1 (the batch)
+// and the others n (the sequence), as the cost table's header says.
+func fileInputShapes(g *graph.Graph, n int) map[string][]int {
+	shapes := map[string][]int{}
+	for _, in := range g.Inputs {
+		dims := make([]int, len(in.Shape))
+		sym := 0
+		for i, d := range in.Shape {
+			switch {
+			case d.Known():
+				dims[i] = int(d.Size)
+			case sym == 0:
+				dims[i], sym = 1, sym+1
+			default:
+				dims[i], sym = n, sym+1
+			}
+		}
+		shapes[in.Name] = dims
+	}
+	return shapes
 }
 
 // clampSeqs fits the default --seq list to a model's maximum length: a length beyond
@@ -187,7 +212,13 @@ func clampSeqs(w io.Writer, seqs []int, maxLen int, model string) []int {
 
 func renderShow(w io.Writer, r showResult) {
 	fmt.Fprintf(w, "%s %s — %s\n", r.Model, r.Version, r.Summary)
-	fmt.Fprintf(w, "paper: %s   attention cost: %s   weights: %s\n\n", r.Paper, r.Complexity, r.Weights)
+	var about []string
+	for _, f := range [][2]string{{"paper", r.Paper}, {"attention cost", r.Complexity}, {"weights", fmt.Sprint(r.Weights)}} {
+		if f[1] != "" {
+			about = append(about, f[0]+": "+f[1])
+		}
+	}
+	fmt.Fprintf(w, "%s\n\n", strings.Join(about, "   "))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HYPERPARAMETER\tTYPE\tVALUE\tDEFAULT\tDESCRIPTION")
 	for _, p := range r.Hyper {
@@ -224,7 +255,11 @@ func renderShow(w io.Writer, r showResult) {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "N\tFLOPS (EXACT)\tFLOPS (SEED FORMULA)\tPEAK ACTIVATIONS")
 	for _, c := range r.Costs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", c.N, format.HumanCount(c.FLOPs), format.HumanCount(c.SeedFLOPs), format.HumanBytes(c.ActivationBytes))
+		seed := "n/a" // a file has no layers and d_model to put in the formula
+		if c.SeedFLOPs > 0 {
+			seed = format.HumanCount(c.SeedFLOPs)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", c.N, format.HumanCount(c.FLOPs), seed, format.HumanBytes(c.ActivationBytes))
 	}
 	tw.Flush()
 }
