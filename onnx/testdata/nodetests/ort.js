@@ -5,7 +5,10 @@
 // outcome (pass, refused, wrong) and detail, for comparison with zoo's own report
 // (ZOO_NODETESTS_REPORT in onnx/nodetests_test.go):
 //
-//   NODE_PATH=/tmp/ortnpm/node_modules node onnx/testdata/nodetests/ort.js DIR > ort.tsv
+//   NODE_PATH=/tmp/ortnpm/node_modules node onnx/testdata/nodetests/ort.js DIR [ZOO.tsv] > ort.tsv
+//
+// Given zoo's report (ZOO_NODETESTS_REPORT), which names each test's operator and subset, it
+// also prints the counts for the encoder subset and the whole suite to stderr, beside zoo's.
 //
 // where DIR is the directory gen.py wrote and /tmp/ortnpm holds onnxruntime-node 1.30.0
 // (ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node@1.30.0). It is a measuring tool,
@@ -157,11 +160,31 @@ async function runTest(dir) {
   return ['pass', ''];
 }
 
-if (process.env.DEBUG_PB) { console.log(decodeTensor(fs.readFileSync(process.env.DEBUG_PB))); process.exit(0); }
 (async () => {
   const root = path.join(process.argv[2], 'node');
+  const ortStatus = {};
   for (const name of fs.readdirSync(root).sort()) {
     const [status, detail] = await runTest(path.join(root, name));
+    ortStatus[name] = status;
     process.stdout.write(`${name}\t${status}\t${detail.replace(/[\t\n]/g, ' ')}\n`);
+  }
+  if (process.argv[3]) {
+    const count = () => ({ tests: 0, pass: 0, refused: 0, bad: 0 });
+    const c = { zoo: { encoder: count(), all: count() }, ort: { encoder: count(), all: count() } };
+    const add = (k, s) => { k.tests++; if (s === 'pass') k.pass++; else if (s === 'refused') k.refused++; else k.bad++; };
+    for (const line of fs.readFileSync(process.argv[3], 'utf8').split('\n')) {
+      const [name, , subset, status] = line.split('\t');
+      if (!name || !(name in ortStatus)) continue;
+      for (const [who, s] of [['zoo', status], ['ort', ortStatus[name]]]) {
+        add(c[who].all, s);
+        if (subset === 'encoder') add(c[who].encoder, s);
+      }
+    }
+    for (const who of ['zoo', 'ort']) {
+      for (const part of ['encoder', 'all']) {
+        const k = c[who][part];
+        process.stderr.write(`${who === 'zoo' ? 'zoo' : 'ONNX Runtime'} ${part === 'encoder' ? 'encoder subset' : 'whole suite'}: ${k.tests} tests, ${k.pass} pass, ${k.refused} refused, ${k.bad} wrong\n`);
+      }
+    }
   }
 })();
