@@ -80,6 +80,11 @@ func mathCases() []Case {
 		c1("GlobalMaxPool", "GlobalMaxPool", nil, F32(S(1, 2, 2), 1, 3, -1, -2), F32(S(1, 2, 1), 3, -1)),
 		{Name: "Dropout", Op: "Dropout", Args: []Arg{In(F32(S(2), 1, 2)), Const(F32(S(), 0.5)), In(Bools(S(), false))},
 			Want: []*tensor.Tensor{F32(S(2), 1, 2), Bools(S(2), true, true)}},
+		// −log p at each target: (0.5 + 4) / 2, the ignored second target left out of the mean's count.
+		{Name: "NegativeLogLikelihoodLoss", Op: "NegativeLogLikelihoodLoss", Attrs: graph.Attrs{"ignore_index": graph.Int(2)},
+			Args: []Arg{In(F32(S(3, 2), -0.5, -1, -2, -0.25, -3, -4)), Const(I64(S(3), 0, 2, 1))}, Want: []*tensor.Tensor{F32(S(), 2.25)}},
+		{Name: "SoftmaxCrossEntropyLoss", Op: "SoftmaxCrossEntropyLoss", Attrs: graph.Attrs{"reduction": graph.String("none")},
+			Args: []Arg{In(F32(S(1, 2), 0, 0)), Const(I64(S(1), 1))}, Want: []*tensor.Tensor{F32(S(1), 0.6931472), F32(S(1, 2), -0.6931472, -0.6931472)}},
 		c2("CastLike", "CastLike", nil, F32(S(2), 1.9, -1.9), I64(S(1), 0), I64(S(2), 1, -1)),
 	}
 }

@@ -24,7 +24,7 @@ var referenceOps = []string{
 	"ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp",
 	"ArgMax", "ArgMin", "LogSoftmax", "Hardmax", "TopK",
 	"GatherElements", "GatherND", "ScatterElements", "OneHot", "NonZero", "Compress", "Size", "EyeLike", "CastLike",
-	"InstanceNormalization", "GlobalMaxPool", "Dropout",
+	"InstanceNormalization", "GlobalMaxPool", "Dropout", "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss",
 }
 
 // addMathOps adds mathOps and referenceOps to the kernel table.

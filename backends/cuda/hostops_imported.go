@@ -19,7 +19,7 @@ func init() {
 		"ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp",
 		"ArgMax", "ArgMin", "LogSoftmax", "Hardmax", "TopK",
 		"GatherElements", "GatherND", "ScatterElements", "OneHot", "NonZero", "Compress", "Size", "EyeLike", "CastLike",
-		"InstanceNormalization", "GlobalMaxPool", "Dropout",
+		"InstanceNormalization", "GlobalMaxPool", "Dropout", "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss",
 	} {
 		hostOps[op] = true
 	}

@@ -176,9 +176,9 @@ var notDifferentiable = []string{"And", "ArgMax", "ArgMin", "BitShift", "Ceil", 
 // noRuleYet lists the differentiable ops declared with graph.NoGradYet: imported models use
 // them, zoo's variants do not, and differentiating through one is an error naming it.
 var noRuleYet = []string{"Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Attention", "AveragePool", "BatchNormalization", "CastLike", "Celu", "Clip", "Compress",
-	"Conv", "Cosh", "DequantizeLinear", "Dropout", "GatherElements", "GatherND", "Gelu", "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "InstanceNormalization", "Mod", "PRelu", "Pad",
+	"Conv", "Cosh", "DequantizeLinear", "Dropout", "GatherElements", "GatherND", "Gelu", "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "InstanceNormalization", "Mod", "NegativeLogLikelihoodLoss", "PRelu", "Pad",
 	"RMSNormalization", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMin", "ReduceProd", "ReduceSumSquare", "Resize", "RotaryEmbedding",
-	"ScatterElements", "Selu", "Shrink", "Sinh", "Tan", "ThresholdedRelu", "TopK",
+	"ScatterElements", "Selu", "Shrink", "Sinh", "SoftmaxCrossEntropyLoss", "Tan", "ThresholdedRelu", "TopK",
 	"com.microsoft.Attention", "com.microsoft.BiasGelu", "com.microsoft.EmbedLayerNormalization", "com.microsoft.FastGelu",
 	"com.microsoft.Gelu", "com.microsoft.MultiHeadAttention", "com.microsoft.SkipLayerNormalization"}
 

@@ -121,3 +121,23 @@ func dropoutCases() []evalCase {
 		{name: "int mode", op: "Dropout", in: []*tensor.Tensor{x, tf(sh(), 0.1), ti(sh(), 1)}, wantErr: "bool"},
 	}
 }
+
+func init() { goldenSets["loss"] = lossCases }
+
+// lossCases: torch.nn.functional.nll_loss and cross_entropy's definitions on small inputs.
+func lossCases() []evalCase {
+	logp := tf(sh(2, 3), -1, -2, -3, -0.5, -1.5, -2.5)
+	return []evalCase{
+		{name: "mean", op: "NegativeLogLikelihoodLoss", in: []*tensor.Tensor{logp, ti(sh(2), 2, 0)}, want: []*tensor.Tensor{tf(sh(), 1.75)}},
+		{name: "sum weighted", op: "NegativeLogLikelihoodLoss", attrs: graph.Attrs{"reduction": graph.String("sum")},
+			in: []*tensor.Tensor{logp, ti(sh(2), 2, 0), tf(sh(3), 2, 1, 0.5)}, want: []*tensor.Tensor{tf(sh(), 2.5)}},
+		{name: "mean weighted ignoring", op: "NegativeLogLikelihoodLoss", attrs: graph.Attrs{"ignore_index": graph.Int(0)},
+			in: []*tensor.Tensor{logp, ti(sh(2), 2, 0), tf(sh(3), 2, 1, 0.5)}, want: []*tensor.Tensor{tf(sh(), 3)}},
+		{name: "none over d1", op: "NegativeLogLikelihoodLoss", attrs: graph.Attrs{"reduction": graph.String("none")},
+			in: []*tensor.Tensor{tf(sh(1, 2, 2), -1, -2, -3, -4), ti(sh(1, 2), 1, 0)}, want: []*tensor.Tensor{tf(sh(1, 2), 3, 2)}},
+		{name: "cross entropy", op: "SoftmaxCrossEntropyLoss", in: []*tensor.Tensor{tf(sh(1, 2), 0, 0), ti(sh(1), 1)},
+			want: []*tensor.Tensor{tf(sh(), 0.6931472), tf(sh(1, 2), -0.6931472, -0.6931472)}},
+		{name: "target out of range", op: "NegativeLogLikelihoodLoss", in: []*tensor.Tensor{logp, ti(sh(2), 3, 0)}, wantErr: "outside"},
+		{name: "float target", op: "SoftmaxCrossEntropyLoss", in: []*tensor.Tensor{logp, tf(sh(2), 1, 0)}, nOut: 2, wantErr: "int64"},
+	}
+}
