@@ -62,7 +62,16 @@ type Session struct {
 	mu      sync.Mutex
 	closed  bool
 	note    string
+	// atLevel makes the session again at a lower optimization level, for a run that fails at
+	// the default one (nil once the session is below it); replaced keeps the sessions a
+	// fallback replaced, which a concurrent Run may still hold, until Close.
+	atLevel  func(ortgo.GraphOptimizationLevel) (*ortgo.DynamicAdvancedSession, error)
+	replaced []*ortgo.DynamicAdvancedSession
 }
+
+// fallbackLevels are the optimization levels tried, in order, when ONNX Runtime's default
+// level fails on a valid graph.
+var fallbackLevels = []ortgo.GraphOptimizationLevel{ortgo.GraphOptimizationLevelEnableBasic, ortgo.GraphOptimizationLevelDisableAll}
 
 // NewSession loads a serialised ONNX model. It returns an error when the runtime is nil, or
 // when ONNX Runtime rejects the model (its message says why).
@@ -88,12 +97,18 @@ func (r *Runtime) NewSession(model []byte, opts SessionOptions) (*Session, error
 		s.outputs = append(s.outputs, ioInfo(out))
 		outNames = append(outNames, out.Name)
 	}
+	s.atLevel = func(level ortgo.GraphOptimizationLevel) (*ortgo.DynamicAdvancedSession, error) {
+		return createSession(model, inNames, outNames, opts, level)
+	}
 	s.sess, err = createSession(model, inNames, outNames, opts, -1)
 	if err != nil {
-		// ONNX Runtime's own graph optimizer can fail on a valid graph (1.30's extended level on
-		// Gather(table, Range(0, n)): "Slice node ... Starts must be a 1-D array"): a graph
-		// that loads at a lower level is run there, and Note says so.
-		for _, level := range []ortgo.GraphOptimizationLevel{ortgo.GraphOptimizationLevelEnableBasic, ortgo.GraphOptimizationLevelDisableAll} {
+		// ONNX Runtime's own graph optimizer can fail on a valid graph, when it loads the graph
+		// or when it runs what it made of it (1.30's extended level fuses Gather(table,
+		// Range(0, n)) into a Slice whose starts are not 1-D when Range's bounds are
+		// one-element vectors: "Slice node ... Starts must be a 1-D array"). A graph that
+		// loads at a lower level is run there, and Note says so; Run falls back the same way.
+		s.atLevel = nil
+		for _, level := range fallbackLevels {
 			sess, err2 := createSession(model, inNames, outNames, opts, level)
 			if err2 == nil {
 				s.sess = sess
@@ -136,6 +151,11 @@ var createSession = func(model []byte, inNames, outNames []string, opts SessionO
 		if err := so.SetGraphOptimizationLevel(level); err != nil {
 			return nil, fmt.Errorf("onnxruntime: set optimization level: %w", err)
 		}
+	}
+	// Every error of ONNX Runtime comes back from its calls (and a failed run at the default
+	// level may be retried lower): its own log line of the same error would only repeat it.
+	if err := so.SetLogSeverityLevel(ortgo.LoggingLevelFatal); err != nil {
+		return nil, fmt.Errorf("onnxruntime: session options: %w", err)
 	}
 	if opts.Threads > 0 {
 		if err := so.SetIntraOpNumThreads(opts.Threads); err != nil {
@@ -248,9 +268,9 @@ func (s *Session) Outputs() []IOInfo { return append([]IOInfo{}, s.outputs...) }
 // and ONNX Runtime's error when the run fails.
 func (s *Session) Run(inputs map[string]*tensor.Tensor, outputNames []string) (map[string]*tensor.Tensor, error) {
 	s.mu.Lock()
-	closed := s.closed
+	closed, sess := s.closed, s.sess
 	s.mu.Unlock()
-	if closed || s.sess == nil {
+	if closed || sess == nil {
 		return nil, errors.New("onnxruntime: session is closed")
 	}
 	for name := range inputs {
@@ -292,7 +312,7 @@ func (s *Session) Run(inputs map[string]*tensor.Tensor, outputNames []string) (m
 			destroy(v)
 		}
 	}()
-	if err := s.sess.Run(in, out); err != nil {
+	if err := sess.Run(in, out); err != nil && !s.fallBack(sess, err, in, out) {
 		return nil, fmt.Errorf("onnxruntime: run: %w", err)
 	}
 	res := make(map[string]*tensor.Tensor, len(want))
@@ -318,10 +338,46 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
+	for _, old := range s.replaced {
+		old.Destroy()
+	}
 	if err := s.sess.Destroy(); err != nil {
 		return fmt.Errorf("onnxruntime: close session: %w", err)
 	}
 	return nil
+}
+
+// fallBack runs in into out again at a lower optimization level after failed, the session
+// at ONNX Runtime's default level, failed with runErr, and reports whether that run
+// succeeded. On success the lower level's session replaces the default one for every later
+// Run and Note says so; when every level fails the same run, the input is at fault, not the
+// optimizer, and the session stays as it was.
+func (s *Session) fallBack(failed *ortgo.DynamicAdvancedSession, runErr error, in, out []ortgo.Value) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.sess != failed { // another Run fell back meanwhile
+		return s.sess.Run(in, out) == nil
+	}
+	if s.atLevel == nil {
+		return false
+	}
+	for _, level := range fallbackLevels {
+		sess, err := s.atLevel(level)
+		if err != nil {
+			continue
+		}
+		if sess.Run(in, out) != nil {
+			sess.Destroy()
+			continue
+		}
+		s.replaced, s.sess, s.atLevel = append(s.replaced, failed), sess, nil
+		s.note = fmt.Sprintf("optimization level %s: its default level failed: %s", levelName(level), firstLine(runErr.Error()))
+		return true
+	}
+	return false
 }
 
 func toValue(t *tensor.Tensor) (ortgo.Value, error) {
