@@ -72,6 +72,23 @@ func (p *FeedPlan) findSlicedTables(g *graph.Graph) {
 	}
 }
 
+// Limit returns the most tokens a model fed as p says takes, and why: its inputs' static
+// length, else maxLen when > 0 (a variant's or zoo file's max_len: "max_len"), else the length
+// its graph bounds (MaxLenWhy), whichever is shortest; 0 and "" when nothing bounds it.
+func (p *FeedPlan) Limit(maxLen int) (int, string) {
+	limit, why := maxLen, "max_len"
+	if limit == 0 && p.MaxLen > 0 {
+		limit, why = p.MaxLen, p.MaxLenWhy()
+	}
+	if p.Seq > 0 && (limit == 0 || p.Seq < limit) {
+		limit, why = p.Seq, "the static length of its inputs"
+	}
+	if limit == 0 {
+		why = ""
+	}
+	return limit, why
+}
+
 // MaxLenWhy says where MaxLen comes from: "the rows of its position table NAME", or where
 // the graph's shapes fail beyond it.
 func (p *FeedPlan) MaxLenWhy() string {

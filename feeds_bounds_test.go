@@ -123,3 +123,26 @@ func TestSlicedTableFileWindows(t *testing.T) {
 		t.Errorf("streamed %d tokens, %v; want all 229 in windows of 128", tokens, err)
 	}
 }
+
+// TestFeedPlanLimit: the shortest of the inputs' static length, max_len and the graph's
+// bound, and what sets it.
+func TestFeedPlanLimit(t *testing.T) {
+	for _, c := range []struct {
+		plan   FeedPlan
+		maxLen int
+		want   int
+		why    string
+	}{
+		{FeedPlan{}, 0, 0, ""},
+		{FeedPlan{}, 128, 128, "max_len"},
+		{FeedPlan{MaxLen: 16, MaxLenFrom: "pe"}, 0, 16, "the rows of its position table pe"},
+		{FeedPlan{MaxLen: 16, MaxLenFrom: "pe"}, 128, 128, "max_len"},
+		{FeedPlan{MaxLen: 9, MaxLenNode: "its shapes fail beyond 9 tokens: x"}, 0, 9, "its shapes fail beyond 9 tokens: x"},
+		{FeedPlan{Seq: 8, MaxLen: 16, MaxLenFrom: "pe"}, 0, 8, "the static length of its inputs"},
+		{FeedPlan{Seq: 64}, 32, 32, "max_len"},
+	} {
+		if got, why := c.plan.Limit(c.maxLen); got != c.want || why != c.why {
+			t.Errorf("%+v, max_len %d: %d (%s), want %d (%s)", c.plan, c.maxLen, got, why, c.want, c.why)
+		}
+	}
+}

@@ -60,10 +60,11 @@ func benchCommand() *cli.Command {
 // guardBench, reads it too).
 type benchModel struct {
 	*zooroot.Model
-	plan   *zooroot.FeedPlan // every input by its role, as zoo run feeds them
-	maxLen int
-	onnx   []byte       // the export, with --against
-	graph  *graph.Graph // the graph zoo runs: the model's, or the export re-imported with --against
+	plan      *zooroot.FeedPlan // every input by its role, as zoo run feeds them
+	maxLen    int
+	maxLenWhy string
+	onnx      []byte       // the export, with --against
+	graph     *graph.Graph // the graph zoo runs: the model's, or the export re-imported with --against
 }
 
 // fits reports whether length n fits the model.
@@ -71,7 +72,7 @@ func (bm *benchModel) fits(n int) bool { return bm.maxLen == 0 || n <= bm.maxLen
 
 // target is bm as package bench times it.
 func (bm *benchModel) target() bench.Model {
-	return bench.Model{Name: bm.Name(), Graph: bm.graph, ONNX: bm.onnx, Feeds: bm.plan, MaxLen: bm.maxLen}
+	return bench.Model{Name: bm.Name(), Graph: bm.graph, ONNX: bm.onnx, Feeds: bm.plan, MaxLen: bm.maxLen, MaxLenWhy: bm.maxLenWhy}
 }
 
 func benchAction(c *cli.Context) error {
@@ -125,9 +126,7 @@ func benchAction(c *cli.Context) error {
 		if bm.plan, err = zooroot.PlanFeeds(m.Graph(), nil); err != nil {
 			return badInput(err)
 		}
-		if p := m.Description().Caps.MaxLenParam; p != "" && !m.FromFile() {
-			bm.maxLen = m.Config().Int(p)
-		}
+		bm.maxLen, bm.maxLenWhy = bm.plan.Limit(m.MaxLen()) // a file's too: its table, its static length
 		if plan.Runtime != nil {
 			if bm.onnx, err = onnx.Export(m.Graph(), onnx.ExportOptions{ProducerVersion: version}); err != nil {
 				return failed(fmt.Errorf("export %s: %w", m.Name(), err))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 
 	"github.com/urfave/cli/v2"
@@ -43,13 +42,11 @@ func showAction(c *cli.Context) error {
 		return badInput(planErr)
 	}
 	var shapes func(n int) map[string][]int
-	maxLen := m.Config().Int(m.Description().Caps.MaxLenParam)
+	maxLen, why := m.MaxLen(), "max_len"
 	if plan != nil {
 		res.TextInputs, shapes = plan, func(n int) map[string][]int { return plan.Shapes(1, n) }
 		res.Feeds = &show.Feeds{Lines: plan.Describe(), MaxLen: plan.MaxLen, MaxLenWhy: plan.MaxLenWhy(), VocabRows: plan.VocabRows, VocabFrom: plan.VocabFrom}
-		if m.Description().Caps.MaxLenParam == "" {
-			maxLen = cmp.Or(plan.Seq, plan.MaxLen) // a static length wins over the position table
-		}
+		maxLen, why = plan.Limit(maxLen)
 	}
 	if planErr != nil {
 		res.FeedsError = planErr.Error()
@@ -58,9 +55,9 @@ func showAction(c *cli.Context) error {
 		return badInput(err)
 	}
 	if !c.IsSet("seq") {
-		seqs = show.ClampSeqs(c.App.ErrWriter, seqs, maxLen, m.Name())
+		seqs = show.ClampSeqs(c.App.ErrWriter, seqs, maxLen, why, m.Name())
 	}
-	if res.Costs, err = show.Costs(m.Name(), m.Graph(), seqs, maxLen, shapes, m.Config().Int("layers"), m.Config().Int("d_model")); err != nil {
+	if res.Costs, err = show.Costs(m.Name(), m.Graph(), seqs, maxLen, why, shapes, m.Config().Int("layers"), m.Config().Int("d_model")); err != nil {
 		var le *show.LengthError
 		if errors.As(err, &le) {
 			return badInput(err)

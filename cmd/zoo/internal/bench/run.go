@@ -103,13 +103,22 @@ func Backends(names string, check func(backends.Choice) error) ([]backends.Choic
 // Model is a model to time: its display name, the graph zoo runs (the model's, or its ONNX
 // export re-imported when a reference runtime runs the export), the export (with a
 // reference runtime), the plan that feeds every input by its role as zoo run feeds them,
-// and its maximum length (0: none).
+// and its maximum length (0: none) with what sets it (FeedPlan.Limit; "" reads max_len).
 type Model struct {
-	Name   string
-	Graph  *graph.Graph
-	ONNX   []byte
-	Feeds  *zooroot.FeedPlan
-	MaxLen int
+	Name      string
+	Graph     *graph.Graph
+	ONNX      []byte
+	Feeds     *zooroot.FeedPlan
+	MaxLen    int
+	MaxLenWhy string
+}
+
+// why says what sets m's maximum length, and for a variant's max_len how to change it.
+func (m Model) why() string {
+	if m.MaxLenWhy == "" || m.MaxLenWhy == "max_len" {
+		return "max_len; pass shorter lengths or --set max_len=N"
+	}
+	return m.MaxLenWhy
 }
 
 // Fits reports whether length n fits the model.
@@ -138,7 +147,7 @@ func (p *Plan) CheckLengths() error {
 	if m := p.Models[0]; len(p.Models) == 1 && p.SeqSet {
 		for _, n := range p.Seqs {
 			if !m.Fits(n) {
-				return fmt.Errorf("--seq %d is longer than %s's maximum length %d (max_len); pass shorter lengths or --set max_len=N", n, m.Name, m.MaxLen)
+				return fmt.Errorf("--seq %d is longer than %s's maximum length %d (%s)", n, m.Name, m.MaxLen, m.why())
 			}
 		}
 	}
@@ -164,7 +173,7 @@ func Run(ctx context.Context, p *Plan, w, notes io.Writer, status *Progress) err
 					total += len(p.Backends)
 				} else {
 					doc.Skipped = append(doc.Skipped, Skip{Variant: m.Name, Batch: b, N: n,
-						Reason: fmt.Sprintf("longer than its maximum length %d (max_len)", m.MaxLen)})
+						Reason: fmt.Sprintf("longer than its maximum length %d (%s)", m.MaxLen, strings.TrimSuffix(m.why(), "; pass shorter lengths or --set max_len=N"))})
 				}
 			}
 		}

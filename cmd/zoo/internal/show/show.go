@@ -102,12 +102,13 @@ func Describe(name string, d variant.Description, cfg variant.Config, seed uint6
 
 // Costs counts g's cost at batch 1 and each length of seqs, at the input shapes shapes
 // gives for a length (nil: a variant's tokens and padding mask); layers and d (d_model) give
-// the seed's formula. A length beyond maxLen (0: none) is an error naming the model.
-func Costs(model string, g *graph.Graph, seqs []int, maxLen int, shapes func(n int) map[string][]int, layers, d int) ([]Cost, error) {
+// the seed's formula. A length beyond maxLen (0: none; why says what sets it, as
+// FeedPlan.Limit) is an error naming the model.
+func Costs(model string, g *graph.Graph, seqs []int, maxLen int, why string, shapes func(n int) map[string][]int, layers, d int) ([]Cost, error) {
 	var out []Cost
 	for _, n := range seqs {
 		if maxLen > 0 && n > maxLen {
-			return nil, &LengthError{fmt.Errorf("--seq %d is longer than %s's maximum length %d (max_len)", n, model, maxLen)}
+			return nil, &LengthError{fmt.Errorf("--seq %d is longer than %s's maximum length %d (%s)", n, model, maxLen, why)}
 		}
 		in := map[string][]int{variant.InputTokens: {1, n}, variant.InputKeyPadding: {1, n}}
 		if shapes != nil {
@@ -133,9 +134,10 @@ func (e *LengthError) Error() string { return e.Err.Error() }
 func (e *LengthError) Unwrap() error { return e.Err }
 
 // ClampSeqs fits the default --seq list to a model's maximum length: a length beyond
-// maxLen becomes maxLen (once), with a note on w. An explicit --seq is never clamped: a
-// length the model cannot take is an error there.
-func ClampSeqs(w io.Writer, seqs []int, maxLen int, model string) []int {
+// maxLen becomes maxLen (once), with a note on w naming why (what sets it, as
+// FeedPlan.Limit). An explicit --seq is never clamped: a length the model cannot take is an
+// error there.
+func ClampSeqs(w io.Writer, seqs []int, maxLen int, why, model string) []int {
 	if maxLen <= 0 {
 		return seqs
 	}
@@ -154,8 +156,8 @@ func ClampSeqs(w io.Writer, seqs []int, maxLen int, model string) []int {
 		for i, n := range out {
 			parts[i] = strconv.Itoa(n)
 		}
-		fmt.Fprintf(w, "zoo show: note: the default --seq %s is clamped to %s's maximum length %d (max_len): showing n = %s\n",
-			DefaultSeq, model, maxLen, strings.Join(parts, ","))
+		fmt.Fprintf(w, "zoo show: note: the default --seq %s is clamped to %s's maximum length %d (%s): showing n = %s\n",
+			DefaultSeq, model, maxLen, why, strings.Join(parts, ","))
 	}
 	return out
 }

@@ -32,11 +32,11 @@ func TestDescribeAndRender(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	shapes := func(n int) map[string][]int { return map[string][]int{"x": {1, n, 3}} }
-	if res.Costs, _ = Costs("m.tiny", g, []int{4, 8}, 0, shapes, 2, 3); len(res.Costs) != 2 || res.Costs[1].N != 8 || res.Costs[1].SeedFLOPs != 2*graph.SeedFLOPs(8, 3) {
+	if res.Costs, _ = Costs("m.tiny", g, []int{4, 8}, 0, "", shapes, 2, 3); len(res.Costs) != 2 || res.Costs[1].N != 8 || res.Costs[1].SeedFLOPs != 2*graph.SeedFLOPs(8, 3) {
 		t.Fatalf("costs %+v", res.Costs)
 	}
 	var le *LengthError
-	if _, err := Costs("m.tiny", g, []int{16}, 8, shapes, 2, 3); !errors.As(err, &le) || !strings.Contains(err.Error(), "--seq 16 is longer than m.tiny's maximum length 8") {
+	if _, err := Costs("m.tiny", g, []int{16}, 8, "max_len", shapes, 2, 3); !errors.As(err, &le) || !strings.Contains(err.Error(), "--seq 16 is longer than m.tiny's maximum length 8 (max_len)") {
 		t.Errorf("beyond max_len: %v", err)
 	}
 	res.Weights = stringer("random (seed 5)")
@@ -52,14 +52,14 @@ func TestDescribeAndRender(t *testing.T) {
 
 func TestClampSeqs(t *testing.T) {
 	var b bytes.Buffer
-	if got := ClampSeqs(&b, []int{128, 512}, 300, "m"); !slices.Equal(got, []int{128, 300}) || !strings.Contains(b.String(), "showing n = 128,300") {
+	if got := ClampSeqs(&b, []int{128, 512}, 300, "the rows of its position table pe", "m"); !slices.Equal(got, []int{128, 300}) || !strings.Contains(b.String(), "maximum length 300 (the rows of its position table pe): showing n = 128,300") {
 		t.Errorf("clamped to %v, note %q", got, b.String())
 	}
 	b.Reset()
-	if got := ClampSeqs(&b, []int{128, 512}, 0, "m"); !slices.Equal(got, []int{128, 512}) || b.Len() != 0 {
+	if got := ClampSeqs(&b, []int{128, 512}, 0, "", "m"); !slices.Equal(got, []int{128, 512}) || b.Len() != 0 {
 		t.Errorf("no max_len: %v, %q", got, b.String())
 	}
-	if got := ClampSeqs(&b, []int{128, 512}, 64, "m"); !slices.Equal(got, []int{64}) {
+	if got := ClampSeqs(&b, []int{128, 512}, 64, "max_len", "m"); !slices.Equal(got, []int{64}) {
 		t.Errorf("both beyond: %v", got)
 	}
 }
