@@ -1,9 +1,17 @@
 package zoo
 
 import (
+	"fmt"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
 	"testing"
 
+	"github.com/zoo-dev/zoo/internal/env"
+	"github.com/zoo-dev/zoo/internal/hostile"
+	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -29,5 +37,41 @@ func TestConvertTo(t *testing.T) {
 	f, err := convertTo(ints, tensor.Float32)
 	if err != nil || f.F32[2] != 300 || math.IsNaN(float64(f.F32[0])) {
 		t.Errorf("int64 to float32: %v %v", f, err)
+	}
+}
+
+// TestReadArraysBomb reads a 2 MiB .npz that inflates to 2 GiB in a child process whose
+// memory guard counts 1 GiB (ZOO_MEMORY_LIMIT), and bounds the child's peak resident memory:
+// the member is refused from its header (`zoo run --input bomb.npz` used to allow 1 TiB and
+// reached 6.7 GB before it refused).
+func TestReadArraysBomb(t *testing.T) {
+	if v, _ := env.Get(env.TestChild); v == "read-arrays-bomb" {
+		_, err := ReadArrays("bomb.npz", &graph.Graph{}, "m")
+		fmt.Println(err)
+		os.Exit(0)
+	}
+	path := filepath.Join(t.TempDir(), "bomb.npz")
+	bomb, err := hostile.ZeroNPZ(map[string]int{"x": 512 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bomb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReadArraysBomb$")
+	cmd.Env = append(os.Environ(), env.TestChild+"=read-arrays-bomb", env.MemoryLimit+"=1GiB")
+	cmd.Dir = filepath.Dir(path)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	want := `input bomb.npz: npz: member "x.npy" takes 2.0 GiB in memory, more than the memory budget of 1.0 GiB (ZOO_MEMORY_LIMIT=1GiB)` + "\n"
+	if string(out) != want {
+		t.Errorf("child said\n %q\nwant\n %q", out, want)
+	}
+	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
+	t.Logf("%d-byte bomb refused at a peak resident memory of %d MiB", len(bomb), peak>>20)
+	if peak > 200<<20 {
+		t.Errorf("peak resident memory %d MiB, want under 200 MiB", peak>>20)
 	}
 }
