@@ -11,7 +11,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"os"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // npyHeader is the .npy v1.0 header of a little-endian float32 vector of n elements.
@@ -79,4 +82,70 @@ func ZeroNPZ(members map[string]int) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// NestedTokenizerJSON returns a WordPiece tokenizer.json whose part ("normalizer",
+// "pre_tokenizer" or "post_processor") is a Sequence nested depth deep around one leaf
+// (Lowercase, Whitespace, or BertProcessing).
+func NestedTokenizerJSON(part string, depth int) []byte {
+	var key, leaf string
+	switch part {
+	case "normalizer":
+		key, leaf = "normalizers", `{"type":"Lowercase"}`
+	case "pre_tokenizer":
+		key, leaf = "pretokenizers", `{"type":"Whitespace"}`
+	default:
+		part, key, leaf = "post_processor", "processors", `{"type":"BertProcessing","sep":["[SEP]",3],"cls":["[CLS]",2]}`
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"model":{"type":"WordPiece","unk_token":"[UNK]","vocab":{"[UNK]":0,"a":1,"[CLS]":2,"[SEP]":3}},"` + part + `":`)
+	for range depth {
+		b.WriteString(`{"type":"Sequence","` + key + `":[`)
+	}
+	b.WriteString(leaf)
+	for range depth {
+		b.WriteString(`]}`)
+	}
+	b.WriteString("}")
+	return b.Bytes()
+}
+
+// words is the vocabulary of the texts below.
+var words = []string{"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "attention", "encoder", "window", "token"}
+
+// Text returns n bytes of words separated by spaces, in lines of twelve words ended by eol
+// ("\n", "\r\n"; "" for a single line, the words then separated by spaces throughout).
+func Text(n int, eol string) []byte {
+	b := make([]byte, 0, n+32)
+	x := uint32(1)
+	for k := 0; len(b) < n; k++ {
+		x = x*1664525 + 1013904223
+		b = append(b, words[(x>>16)%uint32(len(words))]...)
+		switch {
+		case eol != "" && k%12 == 11:
+			b = append(b, '.')
+			b = append(b, eol...)
+		default:
+			b = append(b, ' ')
+		}
+	}
+	return b[:n]
+}
+
+// PeakRSS returns this process's peak resident memory in bytes (VmHWM in /proc/self/status),
+// for a child process of a test to report: unlike a child's rusage seen by its parent, it
+// does not count the parent's memory at the fork (Linux keeps the larger of the two across
+// exec). It returns an error where /proc is missing.
+func PeakRSS() (int64, error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
 }
