@@ -149,3 +149,17 @@ func PeakRSS() (int64, error) {
 	}
 	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
 }
+
+// AliasFanout returns a registry.yaml with one preset of k keys anchored once and referenced
+// by k presets: about 30k bytes that expand to k² values.
+func AliasFanout(k int) []byte {
+	var b bytes.Buffer
+	b.WriteString("apiVersion: zoo/v1\nvariants:\n  - name: fan\n    plugin: builtin\n    presets:\n      p0: &p\n")
+	for i := range k {
+		fmt.Fprintf(&b, "        k%d: %d\n", i, i)
+	}
+	for i := 1; i <= k; i++ {
+		fmt.Fprintf(&b, "      p%d: *p\n", i)
+	}
+	return b.Bytes()
+}

@@ -47,6 +47,9 @@ func Parse(path string, data []byte) (*Registry, error) {
 		}
 		return nil, p.errf(&extra, "a second YAML document; a registry is a single document (remove the \"---\")")
 	}
+	if err := p.checkExpansion(&doc, len(data)); err != nil {
+		return nil, err
+	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
@@ -117,6 +120,70 @@ func Parse(path string, data []byte) (*Registry, error) {
 		reg.entries = append(reg.entries, e)
 	}
 	return reg, nil
+}
+
+// Expansion bounds: every *alias repeats its anchor's content, so a document of n bytes
+// may stand for far more (one anchored preset of k keys named by k presets is k² values: 3,000
+// made an 84 KB file take 1.3 GB). The parser walks the document as if aliases were written
+// out, so it refuses one whose expanded size exceeds expandPerByte nodes a byte of the file
+// (at least expandMin), before it builds anything.
+const (
+	expandPerByte = 4
+	expandMin     = 1 << 16
+)
+
+// checkExpansion counts the nodes of doc with every alias expanded (each anchored subtree's
+// size counted once, then added at each alias) and refuses doc, naming the alias that crosses
+// the limit, when they exceed the limit for a document of size bytes.
+func (p *parser) checkExpansion(doc *yaml.Node, size int) error {
+	limit := max(expandPerByte*int64(size), expandMin)
+	sizes := map[*yaml.Node]int64{}
+	var sizeOf func(n *yaml.Node, depth int) int64
+	sizeOf = func(n *yaml.Node, depth int) int64 {
+		if n == nil {
+			return 0
+		}
+		if s, ok := sizes[n]; ok {
+			return s
+		}
+		if depth > 1000 { // yaml.v3 nests no deeper; an alias to an ancestor would loop
+			return limit + 1
+		}
+		s := int64(1)
+		if n.Kind == yaml.AliasNode {
+			s = sizeOf(n.Alias, depth+1)
+		} else {
+			for _, c := range n.Content {
+				s = min(s+sizeOf(c, depth+1), limit+1)
+			}
+		}
+		sizes[n] = s
+		return s
+	}
+	var total int64
+	var walk func(n *yaml.Node) error
+	walk = func(n *yaml.Node) error {
+		if n == nil {
+			return nil
+		}
+		if n.Kind == yaml.AliasNode {
+			total += sizeOf(n, 0)
+		} else {
+			total++
+		}
+		if total > limit {
+			return p.errf(n, "YAML aliases expand the registry (%d bytes) to more than %d nodes, the limit for its size; *%s repeats the anchor &%s (write the values out, or name it less often)", size, limit, n.Value, n.Value)
+		}
+		if n.Kind != yaml.AliasNode {
+			for _, c := range n.Content {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(doc)
 }
 
 type aliasOwner struct {

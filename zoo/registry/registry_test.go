@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoo-dev/zoo/internal/hostile"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
@@ -371,6 +372,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(builtin))
 	f.Add([]byte("variants:\n  - &a {name: x, plugin: builtin, presets: {t: &p {a: 1}, u: *p}}\n  - *a\n"))
 	f.Add([]byte("a: &a [*a]\n"))
+	f.Add(hostile.AliasFanout(8))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := Parse("f.yaml", data)
 		if err != nil {
