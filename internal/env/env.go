@@ -40,6 +40,7 @@ const (
 
 	PluginLogLevel = "ZOO_PLUGIN_LOG_LEVEL"
 	PluginCookie   = "ZOO_VARIANT_PLUGIN"
+	PluginID       = "ZOO_PLUGIN_ID"
 
 	TorchExports      = "ZOO_TORCH_EXPORTS"
 	BenchNoFusion     = "ZOO_BENCH_NOFUSION"
@@ -135,6 +136,8 @@ var vars = []Var{
 		Doc: "Log level zoo passes to its plugin processes (debug under --verbose)."},
 	{Name: PluginCookie, Syntax: "COOKIE", Default: "unset", Scope: Internal,
 		Doc: "go-plugin handshake cookie that marks a process as started by zoo."},
+	{Name: PluginID, Syntax: "PID.N", Default: "unset", Scope: Internal,
+		Doc: "Marks one plugin process and the processes it starts, so that zoo can find and kill all of them (Linux)."},
 
 	{Name: TorchExports, Syntax: "DIR", Default: "unset: the benchmark skips", Scope: Test,
 		Doc: "PyTorch exports for BenchmarkTorchExportVsORT (scripts/torch_encoder_export.py)."},
