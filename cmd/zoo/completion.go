@@ -146,7 +146,7 @@ func candidates(app *cli.App, before []string, cur string) []string {
 		return commandNames(cmd.Subcommands)
 	case cmd.Name == "help":
 		if len(positional) == 0 {
-			return append(commandNames(app.Commands), envTopic)
+			return append(commandNames(app.Commands), envTopic, registryTopic)
 		}
 		if c := app.Command(positional[0]); c != nil && len(positional) == 1 {
 			return commandNames(c.Subcommands)

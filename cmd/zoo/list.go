@@ -16,11 +16,13 @@ import (
 
 func listCommand() *cli.Command {
 	return &cli.Command{
-		Name:        "list",
-		Usage:       "list the variants in the registry",
-		Description: examples("zoo list", "zoo list --json", "zoo list --registry my-variants.yaml"),
-		Flags:       []cli.Flag{flagRegistry, flagJSON},
-		Action:      listAction,
+		Name:  "list",
+		Usage: "list the variants in the registry",
+		Description: "A third-party plugin that its registry does not pin by sha256 is marked [unpinned] ([dev] with\n" +
+			"dev: true): zoo runs whatever that file holds; see `zoo help registry`." +
+			examples("zoo list", "zoo list --json", "zoo list --registry my-variants.yaml"),
+		Flags:  []cli.Flag{flagRegistry, flagJSON},
+		Action: listAction,
 	}
 }
 
@@ -35,6 +37,10 @@ type listRow struct {
 	// Described says whether zoo knows the plugin's Describe answer without starting it
 	// (always for built-ins; for third-party plugins, once a command has started it).
 	Described bool `json:"described"`
+	// Pinned: a built-in, or a plugin whose executable the registry pins by sha256; Dev: the
+	// entry says it is a development build (dev: true).
+	Pinned bool `json:"pinned"`
+	Dev    bool `json:"dev,omitempty"`
 }
 
 // listAction starts no plugin, ever: a plugin that hangs cannot hang `zoo list`.
@@ -63,7 +69,8 @@ const notDescribed = "(not described yet: run zoo show %s)"
 // in process, or the answer the third-party plugin gave when a command last started it
 // (cache, valid while the executable is unchanged).
 func listRowFor(e registry.Entry, cache *plugin.DescribeCache) listRow {
-	row := listRow{Name: e.Name, Aliases: e.Aliases, Summary: e.Summary, Paper: e.Paper, Plugin: e.Plugin, Presets: e.PresetNames()}
+	row := listRow{Name: e.Name, Aliases: e.Aliases, Summary: e.Summary, Paper: e.Paper, Plugin: e.Plugin, Presets: e.PresetNames(),
+		Pinned: e.Pinned(), Dev: e.Dev && !e.IsBuiltin()}
 	var d plugin.CachedDescription
 	if e.IsBuiltin() {
 		if v, ok := variants.Builtin()[e.Name]; ok {
@@ -86,10 +93,18 @@ func listRowFor(e registry.Entry, cache *plugin.DescribeCache) listRow {
 func renderList(w io.Writer, rows []listRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tCOST\tPRESETS\tSUMMARY\tPAPER")
+	unpinned := false
 	for _, r := range rows {
 		name := r.Name
 		if len(r.Aliases) > 0 {
 			name += " (" + strings.Join(r.Aliases, ", ") + ")"
+		}
+		switch {
+		case r.Pinned:
+		case r.Dev:
+			name, unpinned = name+" [dev]", true
+		default:
+			name, unpinned = name+" [unpinned]", true
 		}
 		summary := r.Summary
 		if summary == "" && !r.Described {
@@ -98,4 +113,7 @@ func renderList(w io.Writer, rows []listRow) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, r.Complexity, strings.Join(r.Presets, ","), summary, r.Paper)
 	}
 	tw.Flush()
+	if unpinned {
+		fmt.Fprintln(w, "[unpinned], [dev]: a program the registry does not pin by sha256; zoo runs whatever the file holds (zoo help registry)")
+	}
 }

@@ -167,10 +167,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return 0
 	}
 	args, verbose := stripVerbose(args)
+	args, requirePinned := stripRequirePinned(args)
 	if err := checkEnv(stderr); err != nil {
 		return report(stderr, err)
 	}
 	s := newSession(stderr, verbose)
+	s.requirePinned = requirePinned
 	defer s.end()
 	app := newApp(stdout, s.stderr)
 	args, err := hoistCommonFlags(app, helpArgs(app, args))

@@ -59,7 +59,9 @@ type session struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	verbose bool
-	stderr  io.Writer
+	// requirePinned: --require-pinned (accepted anywhere) refuses unpinned plugins.
+	requirePinned bool
+	stderr        io.Writer
 
 	sigs chan os.Signal
 	done chan struct{} // closed by end
@@ -234,7 +236,8 @@ func (s *session) pluginHost() (*plugin.Host, error) {
 			}
 			return exe, []string{servePluginArg, name}, nil
 		},
-		Verbose: s.verbose,
+		Verbose:       s.verbose,
+		RequirePinned: s.requirePinned, // or ZOO_REQUIRE_PINNED=1, in FromEnv
 	}
 	if s.verbose {
 		opts.Logs = s.stderr
@@ -361,6 +364,29 @@ func (v *pluginVariant) Build(ctx context.Context, cfg variant.Config, seed uint
 
 // stripVerbose removes --verbose from args (it is accepted anywhere before "--") and
 // reports whether it was there or ZOO_VERBOSE=1 is set.
+// stripRequirePinned removes --require-pinned from anywhere on the command line (as
+// stripVerbose does --verbose) and reports whether it was there.
+func stripRequirePinned(args []string) ([]string, bool) {
+	pin := false
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		switch {
+		case i > 0 && (a == "--require-pinned" || a == "--require-pinned=true"):
+			pin = true
+			continue
+		case i > 0 && a == "--require-pinned=false":
+			pin = false
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, pin
+}
+
 func stripVerbose(args []string) ([]string, bool) {
 	verbose, _ := env.Bool(verboseEnv)
 	out := make([]string, 0, len(args))

@@ -37,6 +37,7 @@ const (
 	CUDALibPath        = "ZOO_CUDA_LIB_PATH"
 	Src                = "ZOO_SRC"
 	MemoryLimit        = "ZOO_MEMORY_LIMIT"
+	RequirePinned      = "ZOO_REQUIRE_PINNED"
 
 	PluginLogLevel = "ZOO_PLUGIN_LOG_LEVEL"
 	PluginCookie   = "ZOO_VARIANT_PLUGIN"
@@ -121,6 +122,8 @@ var vars = []Var{
 		Doc: "1 serves built-in variants inside the zoo process (for debuggers).", check: boolean},
 	{Name: MemoryLimit, Syntax: "SIZE|off", Default: "the cgroup's limit, else MemAvailable",
 		Doc: "Caps the memory the memory guard counts as available (512MiB, 8GiB, bytes); off turns the checks off; internal/memlimit parses it."},
+	{Name: RequirePinned, Syntax: "0|1", Default: "0",
+		Doc: "1 is --require-pinned: refuse to start a third-party plugin that its registry does not pin by sha256.", check: boolean},
 	{Name: ORTLib, Syntax: "FILE", Default: "$XDG_DATA_HOME/zoo/onnxruntime, then ./node_modules/onnxruntime-node",
 		Doc: "libonnxruntime.so.1 for parity and bench --against onnxruntime; a missing file is an error there."},
 	{Name: CUDADevice, Syntax: "N", Default: "0",

@@ -344,6 +344,11 @@ func (p *parser) variant(n *yaml.Node, i int) (Entry, *yaml.Node, []*yaml.Node, 
 		e.Plugin = Builtin
 	case filepath.IsAbs(plugin):
 		e.Plugin = filepath.Clean(plugin)
+	case !filepath.IsLocal(plugin):
+		// A relative path is resolved inside the registry's folder: one that leaves it
+		// (../../usr/bin/env) would run any program on the machine from a file that looks
+		// like it names a plugin beside it.
+		return Entry{}, nil, nil, p.errf(pluginNode, "%splugin %q leaves the registry's folder (a relative plugin path is resolved inside %s); write the absolute path of a program outside it", ctx, plugin, filepath.Dir(p.path))
 	default:
 		e.Plugin = filepath.Join(filepath.Dir(p.path), plugin)
 		if !strings.ContainsRune(e.Plugin, filepath.Separator) {
