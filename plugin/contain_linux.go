@@ -27,10 +27,12 @@ import (
 // signal, a plugin that exited by itself and is closed) stops with SIGSTOP, so that none can
 // fork away meanwhile, and then kills with SIGKILL: the plugin, every process below it in the
 // process tree, whatever sessions or groups they made, and every process zoo adopted whose
-// environment carries the plugin's id, with theirs; then it reaps the ones it adopted. A
-// descendant that both lost its parent and dropped its environment (env -i) cannot be told
-// from a process of someone else's and is left alone; a SIGKILL of zoo itself hands the
-// adopted ones to PID 1 (the plugin itself still gets Pdeathsig).
+// environment carries the plugin's id, with theirs; then it reaps the ones it adopted, and
+// those it adopted that had exited by themselves in the plugin's process group. A descendant
+// that both lost its parent and dropped its environment (env -i) cannot be told from a
+// process of someone else's and is left alone, and one that left the group and exited by
+// itself stays a zombie until zoo exits; a SIGKILL of zoo itself hands the adopted ones to
+// PID 1 (the plugin itself still gets Pdeathsig).
 
 var subreaper struct {
 	once sync.Once
@@ -47,8 +49,8 @@ func becomeSubreaper() error {
 
 // procEntry is a process as /proc/PID/stat shows it.
 type procEntry struct {
-	ppid  int
-	state byte
+	ppid, pgrp int
+	state      byte
 }
 
 // readProcs returns every process of the system (of this PID namespace) by pid.
@@ -73,14 +75,15 @@ func readProcs() (map[int]procEntry, error) {
 			continue
 		}
 		f := strings.Fields(string(data[i+1:]))
-		if len(f) < 2 || len(f[0]) != 1 {
+		if len(f) < 3 || len(f[0]) != 1 {
 			continue
 		}
-		ppid, err := strconv.Atoi(f[1])
-		if err != nil {
+		ppid, err1 := strconv.Atoi(f[1])
+		pgrp, err2 := strconv.Atoi(f[2])
+		if err1 != nil || err2 != nil {
 			continue
 		}
-		out[pid] = procEntry{ppid: ppid, state: f[0][0]}
+		out[pid] = procEntry{ppid: ppid, pgrp: pgrp, state: f[0][0]}
 	}
 	return out, nil
 }
@@ -112,10 +115,20 @@ func killPlugin(root int, alive bool, marker string) []int {
 	if alive {
 		stop(root)
 	}
+	var zombies []int // adopted descendants that exited on their own, waiting to be reaped
 	for round := 0; round < 100; round++ {
 		procs, err := readProcs()
 		if err != nil {
 			break
+		}
+		if round == 0 {
+			// A zombie's environment is gone; one still in the plugin's process group is
+			// the plugin's (its pid is the group's id).
+			for pid, p := range procs {
+				if p.ppid == self && p.state == 'Z' && p.pgrp == root && pid != root {
+					zombies = append(zombies, pid)
+				}
+			}
 		}
 		children := map[int][]int{}
 		for pid, p := range procs {
@@ -155,8 +168,8 @@ func killPlugin(root int, alive bool, marker string) []int {
 			killed = append(killed, pid)
 		}
 	}
-	if len(killed) > 0 {
-		go reap(killed, 10*time.Second)
+	if len(killed)+len(zombies) > 0 {
+		go reap(append(killed, zombies...), 10*time.Second)
 	}
 	return killed
 }

@@ -4,6 +4,7 @@ package plugin_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -219,4 +220,39 @@ func TestContainmentSparesOthers(t *testing.T) {
 	}
 	h.Close()
 	assertGrandchildGone(t, "host closed", gb)
+}
+
+// TestAdoptedZombieReaped: a process the plugin left in its group that exited by itself is a
+// zombie of zoo (the subreaper that adopted it) until zoo reaps it, which closing the plugin
+// does.
+func TestAdoptedZombieReaped(t *testing.T) {
+	spec, pidFile := self(t, plugintest.ModeOrphanExit)
+	h := plugin.NewHost(plugin.HostOptions{StartTimeout: time.Minute})
+	defer h.Close()
+	c, err := h.Client(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := plugintest.WaitPid(plugintest.GrandchildFile(pidFile), hangBound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(hangBound)
+	for {
+		st, ppid := plugintest.State(pid)
+		if st == 'Z' && ppid == os.Getpid() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("orphan %d is %c with parent %d, want a zombie of this process %d", pid, st, ppid, os.Getpid())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.Close()
+	for st, _ := plugintest.State(pid); st != 0; st, _ = plugintest.State(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("zombie %d not reaped after Close", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

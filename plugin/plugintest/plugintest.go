@@ -56,6 +56,7 @@ const (
 	ModeSetsidBuild  = "setsid-build"  // starts the grandchild in Build, then never answers
 	ModeSetsidExit   = "setsid-exit"   // starts the grandchild in Build, then exits 3
 	ModeSetsidDaemon = "setsid-daemon" // double-forks the grandchild at start (its parent exits), then serves well
+	ModeOrphanExit   = "orphan-exit"   // double-forks a grandchild in its group that exits at once, then serves well
 )
 
 // blob is the payload of ModeBlob, made once per process.
@@ -79,6 +80,12 @@ func MaybeServe() {
 	v := Variant()
 	switch mode {
 	case ModeOK:
+		plugin.Serve(v)
+	case ModeOrphanExit:
+		if err := StartOrphan(); err != nil {
+			fmt.Fprintln(os.Stderr, "plugintest:", err)
+			os.Exit(2)
+		}
 		plugin.Serve(v)
 	case ModeSetsidDaemon:
 		if err := StartGrandchild(true); err != nil {

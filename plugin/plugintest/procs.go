@@ -74,6 +74,39 @@ func StartGrandchild(daemon bool) error {
 	return err
 }
 
+// StartOrphan double-forks a process in this process's group that writes its pid to
+// GrandchildFile and exits at once, its parent gone before it: it is left for whoever adopts
+// it (a subreaper) to reap.
+func StartOrphan() error {
+	pidFile := os.Getenv(PidFileEnv)
+	if pidFile == "" {
+		return errors.New("plugintest: no pid file to name the orphan's")
+	}
+	cmd := exec.Command("/bin/sh", "-c", `(/bin/sh -c 'sleep 0.2; echo $$ > "$0.tmp" && mv "$0.tmp" "$0"' "$0" &)`, GrandchildFile(pidFile))
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("plugintest: %w", err)
+	}
+	_, err := WaitFile(GrandchildFile(pidFile), time.Minute)
+	return err
+}
+
+// State returns the state letter of process pid ('R', 'S', 'Z', ...) and its parent, or 0
+// when it does not exist.
+func State(pid int) (byte, int) {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, 0
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:])
+	if i < 0 || len(f) < 2 || len(f[0]) != 1 {
+		return 0, 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return f[0][0], ppid
+}
+
 // Alive reports whether process pid runs (a zombie does not), read from /proc.
 func Alive(pid int) bool {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
