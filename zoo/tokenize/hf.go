@@ -245,7 +245,7 @@ func (m *wordLevel) unkToken() int64 { return m.unkID }
 func (m *bpe) unkToken() int64       { return m.unkID }
 func (m *unigram) unkToken() int64   { return m.unkID }
 
-// Where a pipeline may be cut (see Stream): just before an ASCII whitespace character, when
+// Where a pipeline may be cut (see Stream): just before a space, tab, CR or LF, when
 // the normalizers work one character at a time (ASCII whitespace then starts a normalization
 // segment of every Unicode form, and stays whitespace) and the pre-tokenizer starts a new word
 // there whatever follows.
@@ -315,6 +315,9 @@ func pipelineCuts(n normalizer, p preTokenizer, added []hfAdded) cutRule {
 	// to a cut either.
 	var inToken, lstripFirst, rstripLast [256]bool
 	anyRstrip := false
+	// \v and \f are control characters to BertNormalizer's clean_text, which drops them: a
+	// cut there would split the word they join.
+	inToken['\v'], inToken['\f'] = true, true
 	for _, a := range added {
 		for i := 0; i < len(a.Content); i++ {
 			if isASCIISpace(a.Content[i]) {

@@ -52,8 +52,8 @@ func isASCIISpace(c byte) bool { return c == ' ' || (c >= '\t' && c <= '\r') }
 // takes any bytes); a read error is returned wrapped; an emit error is returned as is.
 //
 // Memory and time. Stream holds about StreamChunk bytes of input at a time and encodes it
-// piece by piece, cutting just before an ASCII whitespace character where the tokenizer says
-// a cut changes nothing (exact: the ids are those of the whole text), whatever the line
+// piece by piece, cutting just before a space, tab, CR or LF where the tokenizer says a cut
+// changes nothing (exact: the ids are those of the whole text), whatever the line
 // endings (LF, CRLF) and line lengths:
 //   - the byte tokenizer: anywhere;
 //   - tokenizer.json and vocab.txt whose normalizers work one character at a time

@@ -85,6 +85,7 @@ var cutTexts = []string{
 	strings.Repeat("é \u0301x \u00a0y\u3000z 東京 \U0001F600 d'\n's ", 30),
 	strings.Repeat("ab", 500) + " " + strings.Repeat("b", 300),
 	strings.Repeat(" ", 200) + "a" + strings.Repeat("\n", 200),
+	strings.Repeat("ab\fab\vab cd\f", 40), // BertNormalizer drops \f and \v: they join words
 }
 
 // TestStreamCutsAreExact streams texts in small chunks, so that they are cut at every safe
