@@ -76,6 +76,8 @@ func TestLayers(t *testing.T) {
 		// The serving package depends on its Encoder interface: a program that serves its own
 		// model links none of zoo's backends, variants, codec, plugin host or CLI.
 		{pattern: "./serve/...", never: []string{"backends", "variants", "onnx", "plugin", "cmd"}},
+		// Training is a library: the CLI calls it, never the other way round.
+		{pattern: "./train/...", never: []string{"cmd"}},
 	}
 	for _, r := range rules {
 		for pkg, ds := range deps(t, ".", r.pattern) {

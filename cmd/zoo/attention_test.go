@@ -12,20 +12,22 @@ import (
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/attention"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/variants/sparse"
+	"github.com/zoo-dev/zoo/zoo/attnmap"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
 // attentionJSON runs `zoo attention ... --json` and decodes the document.
-func attentionJSON(t *testing.T, args ...string) attnDoc {
+func attentionJSON(t *testing.T, args ...string) attnmap.Map {
 	t.Helper()
 	code, out, errs := zoo(t, append([]string{"attention"}, append(args, "--json")...)...)
 	if code != 0 {
 		t.Fatalf("%v: exit %d: %s", args, code, errs)
 	}
-	var doc attnDoc
+	var doc attnmap.Map
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
@@ -70,14 +72,14 @@ func TestAttentionIsTheBackendsSoftmax(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sites, err := attentionSites(g)
+			sites, err := attnmap.Sites(g)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var scores []string
 			for _, s := range sites {
 				for _, nd := range g.Nodes {
-					if nd.Op == "Softmax" && nd.Outputs[0] == s.value {
+					if nd.Op == "Softmax" && nd.Outputs[0] == s.Value {
 						scores = append(scores, nd.Inputs[0])
 					}
 				}
@@ -189,7 +191,7 @@ func TestAttentionLinearImplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sites, err := linearSites(g)
+	sites, err := attnmap.LinearSites(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +200,7 @@ func TestAttentionLinearImplied(t *testing.T) {
 	for _, s := range sites {
 		var out, vm string
 		for _, nd := range g.Nodes {
-			if nd.Op != "MatMul" || nd.Inputs[0] != s.value {
+			if nd.Op != "MatMul" || nd.Inputs[0] != s.Value {
 				continue
 			}
 			for _, kv := range g.Nodes {
@@ -213,7 +215,7 @@ func TestAttentionLinearImplied(t *testing.T) {
 			}
 		}
 		if out == "" || vm == "" {
-			t.Fatalf("layer %d: φ(Q)·KV·Z or V not found", s.layer)
+			t.Fatalf("layer %d: φ(Q)·KV·Z or V not found", s.Layer)
 		}
 		keep = append(keep, vm, out)
 	}
@@ -275,8 +277,8 @@ func TestAttentionPNG(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
-		tw, th := attnTile(10, 10)
-		if b := img.Bounds(); b.Dx() != tc.cols*tw || b.Dy() != tc.rows*th+attnTitleBand {
+		tw, th := attention.Tile(10, 10)
+		if b := img.Bounds(); b.Dx() != tc.cols*tw || b.Dy() != tc.rows*th+attention.TitleBand {
 			t.Errorf("%v: image %d×%d, want %d×%d tiles of %d×%d plus the title", tc.args, b.Dx(), b.Dy(), tc.cols, tc.rows, tw, th)
 		}
 		colours := map[[3]uint32]bool{}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -9,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	zooroot "github.com/zoo-dev/zoo"
 
@@ -21,7 +21,7 @@ import (
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/bench"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/compare"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
-	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/train"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
@@ -56,7 +56,7 @@ func compareCommand() *cli.Command {
 			&cli.IntFlag{Name: "steps", Value: 1000, Usage: "optimizer steps `N` per variant"},
 			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per step"},
 			&cli.IntFlag{Name: "window", Usage: "tokens per window (0: min(512, the smallest max_len of the variants))"},
-			&cli.StringFlag{Name: "objective", Value: objectiveMLM, Usage: "mlm (masked tokens, BERT's 15 % with 80/10/10) or clm (next token; turns causal on)"},
+			&cli.StringFlag{Name: "objective", Value: train.MLM, Usage: "mlm (masked tokens, BERT's 15 % with 80/10/10) or clm (next token; turns causal on)"},
 		}, optimizerFlags(), []cli.Flag{
 			&cli.BoolFlag{Name: "shuffle", Usage: "visit the windows in a seeded random order"},
 			&cli.IntFlag{Name: "eval-every", Usage: "also evaluate every `N` steps, for the loss curves (0: before and after training only)"},
@@ -76,55 +76,44 @@ func compareCommand() *cli.Command {
 // typo in the last name fails at once.
 type comparePlan struct {
 	name  string // as given
-	st    trainSettings
+	run   trainRun
 	notes []string
 	// maxLen is the variant's length limit after any raise (0: none).
 	maxLen int
 }
 
+// compareInference is how zoo compare times the trained models' inference: --seq, --reps,
+// --infer-warmup and --threads.
+type compareInference struct {
+	seqs                  []int
+	reps, warmup, threads int
+}
+
 func compareAction(c *cli.Context) error {
 	names := c.Args().Slice()
-	if len(names) == 0 {
-		return badInputf("compare: want the variants to compare (see `zoo list`), e.g. zoo compare vanilla linformer --preset tiny --input corpus.txt")
+	if err := checkCompareNames(names, c.String("input")); err != nil {
+		return err
 	}
-	seen := map[string]bool{}
-	for _, n := range names {
-		if zooroot.IsONNXPath(n) {
-			return badInputf("compare: %s is an ONNX file; zoo compare trains variants (see `zoo list`)", n)
-		}
-		if seen[n] {
-			return badInputf("compare: %s is named twice", n)
-		}
-		seen[n] = true
-	}
-	if c.String("input") == "" {
-		return badInputf("compare: --input FILE is required (the text to train on)")
-	}
-	seqs, err := parseCounts("seq", c.String("seq"))
+	seqs, err := format.ParseCounts("seq", c.String("seq"))
 	if err != nil {
 		return badInput(err)
 	}
-	reps, warmup, threads := c.Int("reps"), c.Int("infer-warmup"), c.Int("threads")
-	if reps < 1 || warmup < 0 || threads < 0 {
-		return badInputf("--reps must be at least 1, --infer-warmup and --threads not negative (got %d, %d, %d)", reps, warmup, threads)
+	ci := compareInference{seqs: seqs, reps: c.Int("reps"), warmup: c.Int("infer-warmup"), threads: c.Int("threads")}
+	if ci.reps < 1 || ci.warmup < 0 || ci.threads < 0 {
+		return badInputf("--reps must be at least 1, --infer-warmup and --threads not negative (got %d, %d, %d)", ci.reps, ci.warmup, ci.threads)
 	}
 	if n := c.Int("eval-every"); n < 0 {
 		return badInputf("--eval-every must not be negative, got %d", n)
 	}
 	reportPath := c.String("report")
-	if reportPath != "" {
-		if err := checkExtension("--report", reportPath, ".html", ".htm"); err != nil {
-			return badInput(err)
-		}
-		if err := checkOutputPath(reportPath); err != nil {
-			return badInputf("--report: %w", err)
-		}
+	if err := checkReportPath(reportPath); err != nil {
+		return err
 	}
-	data, heldDoc, err := compareData(c)
+	data, heldDoc, err := compareData(c.String("input"), c.String("eval"), c.Float64("holdout"), c.IsSet("holdout"))
 	if err != nil {
 		return err
 	}
-	plans, err := planCompare(c, names, slices.Max(seqs))
+	plans, err := planCompare(c.Context, c, names, slices.Max(seqs))
 	if err != nil {
 		return err
 	}
@@ -132,30 +121,16 @@ func compareAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	// The window every variant trains with: the first variant's choice (chooseWindow,
-	// min(512, max_len) by default) must fit every other, so the smallest limit decides it.
-	window := c.Int("window")
-	if window == 0 {
-		window = 512
-		for _, p := range plans {
-			if p.maxLen > 0 {
-				window = min(window, p.maxLen)
-			}
-		}
-	}
-	for i := range plans {
-		plans[i].st.Window = window
-	}
-
+	window := compareWindow(plans, c.Int("window"))
 	nThreads := choice.Probe.Threads
-	if threads > 0 {
-		nThreads = threads
+	if ci.threads > 0 {
+		nThreads = ci.threads
 	}
-	st0 := plans[0].st
-	setup := compare.Setup{Input: data.train.describe(), Eval: heldDoc, Objective: st0.Objective, Steps: st0.Steps, Batch: st0.Batch,
+	st0 := plans[0].run.cfg
+	setup := compare.Setup{Input: data.Train.String(), Eval: heldDoc, Objective: st0.Objective, Steps: st0.Steps, Batch: st0.Batch,
 		Window: window, Optimizer: st0.Optimizer, LR: st0.LR, Warmup: st0.Warmup, Schedule: st0.Schedule, Seed: st0.Seed,
-		Backend: choice.Backend.Name(), Level: choice.Probe.Level, Threads: nThreads, Seqs: seqs, Reps: reps, InferWarmup: warmup,
-		CPU: cpu.CPUModel(), Cores: runtime.NumCPU(), Zoo: version, GoVer: runtime.Version(), Command: commandLine(c),
+		Backend: choice.Backend.Name(), Level: choice.Probe.Level, Threads: nThreads, Seqs: seqs, Reps: ci.reps, InferWarmup: ci.warmup,
+		CPU: cpu.CPUModel(), Cores: runtime.NumCPU(), Zoo: version, GoVer: runtime.Version(), Command: commandLine(c.Args().Slice(), c.Command.Flags, c),
 		TimingDoc: bench.TimingDoc, MemDoc: bench.MemoryDoc}
 	asJSON := c.Bool(flagJSON.Name)
 	var table *compare.Table
@@ -165,7 +140,7 @@ func compareAction(c *cli.Context) error {
 	}
 	var results []compare.Result
 	for i, p := range plans {
-		r, err := compareOne(c, p, data, seqs, reps, warmup, fmt.Sprintf("(%d/%d)", i+1, len(plans)))
+		r, err := compareOne(c.Context, c, p, data, ci, fmt.Sprintf("(%d/%d)", i+1, len(plans)), c.App.ErrWriter)
 		if err != nil {
 			return err
 		}
@@ -189,143 +164,197 @@ func compareAction(c *cli.Context) error {
 	return nil
 }
 
+// checkCompareNames checks the variants to compare and that there is a text to train on.
+func checkCompareNames(names []string, input string) error {
+	if len(names) == 0 {
+		return badInputf("compare: want the variants to compare (see `zoo list`), e.g. zoo compare vanilla linformer --preset tiny --input corpus.txt")
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		if zooroot.IsONNXPath(n) {
+			return badInputf("compare: %s is an ONNX file; zoo compare trains variants (see `zoo list`)", n)
+		}
+		if seen[n] {
+			return badInputf("compare: %s is named twice", n)
+		}
+		seen[n] = true
+	}
+	if input == "" {
+		return badInputf("compare: --input FILE is required (the text to train on)")
+	}
+	return nil
+}
+
+// checkReportPath checks --report's name and that it can be written ("" for none).
+func checkReportPath(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := checkExtension("--report", path, ".html", ".htm"); err != nil {
+		return badInput(err)
+	}
+	if err := checkOutputPath(path); err != nil {
+		return badInputf("--report: %w", err)
+	}
+	return nil
+}
+
+// compareWindow settles the window every variant trains with and sets it in their Configs:
+// --window, else the first variant's choice (min(512, max_len) by default), which must fit
+// every other, so the smallest limit decides it.
+func compareWindow(plans []comparePlan, window int) int {
+	if window == 0 {
+		window = 512
+		for _, p := range plans {
+			if p.maxLen > 0 {
+				window = min(window, p.maxLen)
+			}
+		}
+	}
+	for i := range plans {
+		plans[i].run.cfg.Window = window
+	}
+	return window
+}
+
 // compareData returns what every variant trains and evaluates on, and a description of the
-// held-out text: --eval FILE, or the tail of --input (--holdout of its bytes).
-func compareData(c *cli.Context) (trainData, string, error) {
-	in, evalPath := c.String("input"), c.String("eval")
-	if err := checkTextFile("--input", in); err != nil {
-		return trainData{}, "", badInput(err)
+// held-out text: evalPath (--eval), or the tail of in (--input), frac (--holdout) of its
+// bytes.
+func compareData(in, evalPath string, frac float64, holdoutSet bool) (train.Data, string, error) {
+	input := train.TextSource{Name: "--input", Path: in}
+	if err := input.Check(); err != nil {
+		return train.Data{}, "", err
 	}
 	if evalPath != "" {
-		if c.IsSet("holdout") {
-			return trainData{}, "", badInputf("--holdout splits --input when there is no --eval file; give one of them")
+		if holdoutSet {
+			return train.Data{}, "", badInputf("--holdout splits --input when there is no --eval file; give one of them")
 		}
-		if err := checkTextFile("--eval", evalPath); err != nil {
-			return trainData{}, "", badInput(err)
+		held := train.TextSource{Name: "--eval", Path: evalPath}
+		if err := held.Check(); err != nil {
+			return train.Data{}, "", err
 		}
-		return trainData{train: wholeFile("--input", in), held: wholeFile("--eval", evalPath)}, "--eval " + evalPath, nil
+		return train.Data{Train: input, Held: held}, "--eval " + evalPath, nil
 	}
-	frac := c.Float64("holdout")
 	if !(frac > 0 && frac < 1) {
-		return trainData{}, "", badInputf("--holdout must be between 0 and 1 (exclusive), got %g", frac)
+		return train.Data{}, "", badInputf("--holdout must be between 0 and 1 (exclusive), got %g", frac)
 	}
 	fi, err := os.Stat(in)
 	if err != nil {
-		return trainData{}, "", badInputf("--input %s: %w", in, err)
+		return train.Data{}, "", badInputf("--input %s: %w", in, err)
 	}
 	size := fi.Size()
 	held := int64(math.Ceil(float64(size) * frac))
 	if held < 2 || size-held < 2 {
-		return trainData{}, "", badInputf("--input %s has %d bytes, too few to hold out %g of them; give a longer text or --eval FILE", in, size, frac)
+		return train.Data{}, "", badInputf("--input %s has %d bytes, too few to hold out %g of them; give a longer text or --eval FILE", in, size, frac)
 	}
 	cut := size - held
-	data := trainData{train: textSource{flag: "--input", path: in, size: cut}, held: textSource{flag: "--input", path: in, off: cut, size: held}}
+	data := train.Data{Train: train.TextSource{Name: "--input", Path: in, Size: cut}, Held: train.TextSource{Name: "--input", Path: in, Offset: cut, Size: held}}
 	return data, fmt.Sprintf("the last %g %% of --input %s (bytes %d–%d; training uses bytes 0–%d)", 100*frac, in, cut, size-1, cut-1), nil
 }
 
 // planCompare resolves and builds every variant with the shared flags (so that a config a
-// variant refuses, such as clm where it cannot hide later positions, fails at once), and raises a max_len below the longest inference length
-// (unless --set gives max_len, which then skips the longer lengths).
-func planCompare(c *cli.Context, names []string, longest int) ([]comparePlan, error) {
-	userSets := map[string]bool{}
-	for _, s := range c.StringSlice(flagSet.Name) {
-		k, _, _ := strings.Cut(s, "=")
-		userSets[strings.TrimSpace(k)] = true
+// variant refuses, such as clm where it cannot hide later positions, fails at once), and
+// raises a max_len below the longest inference length (unless --set gives max_len, which
+// then skips the longer lengths).
+func planCompare(ctx context.Context, c flags, names []string, longest int) ([]comparePlan, error) {
+	cfg, err := trainConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	cfg.EvalEvery = c.Int("eval-every")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	var plans []comparePlan
 	for _, name := range names {
-		st, err := settingsFromFlags(c, name)
+		sets, err := parseSets(c.StringSlice(flagSet.Name))
 		if err != nil {
 			return nil, badInput(err)
 		}
-		if err := st.validate(); err != nil {
-			return nil, badInput(err)
-		}
-		spec, err := resolveVariant(c.Context, c, name)
+		spec, err := resolveVariant(ctx, c, name)
 		if err != nil {
 			return nil, err
 		}
-		desc, cfg := spec.Variant.Describe(), spec.Config
-		p := comparePlan{name: name, st: st}
-		if mp := desc.Caps.MaxLenParam; mp != "" {
-			p.maxLen = cfg.Int(mp)
-			if p.maxLen < longest && !userSets[mp] {
-				p.st.Sets = append(slices.Clone(p.st.Sets), fmt.Sprintf("%s=%d", mp, longest))
+		p := comparePlan{name: name, run: trainRun{model: withPreset(name, c.String(flagPreset.Name)), sets: sets, cfg: cfg}}
+		if mp := spec.Variant.Describe().Caps.MaxLenParam; mp != "" {
+			p.maxLen = spec.Config.Int(mp)
+			if _, given := sets[mp]; p.maxLen < longest && !given {
+				sets[mp] = strconv.Itoa(longest)
 				p.notes = append(p.notes, fmt.Sprintf("built with %s=%d (its own is %d) to reach --seq %d", mp, longest, p.maxLen, longest))
 				p.maxLen = longest
 			}
 		}
 		// Build it once now: a config the variant refuses (clm on linformer, whose
 		// projections mix every position) fails here, before the first variant trains.
-		if _, _, err := buildTrainModel(c.Context, c, p.st, false); err != nil {
+		m, err := loadTrainModel(ctx, c, p.run)
+		if err != nil {
 			return nil, fmt.Errorf("compare %s: %w", name, err)
 		}
+		m.Close()
 		plans = append(plans, p)
 	}
 	return plans, nil
 }
 
-// compareOne trains one variant and measures its trained model's inference.
-func compareOne(c *cli.Context, p comparePlan, data trainData, seqs []int, reps, warmup int, which string) (compare.Result, error) {
-	ctx := c.Context
+// compareOne trains one variant and measures its trained model's inference; the progress
+// goes to stderr when it is a terminal.
+func compareOne(ctx context.Context, c flags, p comparePlan, data train.Data, ci compareInference, which string, stderr io.Writer) (compare.Result, error) {
 	r := compare.Result{Variant: p.name, Notes: p.notes}
-	job, err := prepareTraining(c, p.st, nil, data)
+	cfg := p.run.cfg
+	m, err := loadTrainModel(ctx, c, p.run)
 	if err != nil {
 		return r, err
 	}
-	defer job.close()
-	r.Model, r.Config = job.model.Name(), job.model.Config().JSON()
-	layout := job.opt.Layout()
-	r.Params = layout.Size()
-	st := p.st
-	loop := &trainLoop{
-		eng: job.engine, opt: job.opt, sched: st.schedule(), clip: st.Clip, par: job.par,
-		params: job.params, grads: make([]float32, layout.Size()),
-		evalEvery: c.Int("eval-every"), hasEval: true, lastSaved: -1,
-		// compare keeps no checkpoint: the trained weights live on in the inference build.
-		save: func(int) error { return nil },
+	defer m.Close()
+	// compare keeps no checkpoint (no Config.Output): the trained weights live on in the
+	// inference build.
+	tr, err := train.New(ctx, m, data, cfg)
+	if err != nil {
+		return r, err
 	}
-	bar := trainBar(c.App.ErrWriter, fmt.Sprintf("compare %s %s: ", which, p.name), st.Steps, 0)
+	defer tr.Close()
+	r.Model, r.Config, r.Params = m.Name(), m.Config().JSON(), tr.Parameters()
+	bar := trainBar(stderr, fmt.Sprintf("compare %s %s: ", which, p.name), cfg.Steps, 0)
 	if bar != nil {
-		loop.progress = func(k int, loss, _, tps float64, _ time.Duration) {
-			bar.update(k, fmt.Sprintf("loss %.4f %.0f tok/s", loss, tps))
-		}
+		tr.OnStep(func(s train.Step) error {
+			if !s.Eval {
+				bar.update(s.Step, fmt.Sprintf("loss %.4f %.0f tok/s", s.Loss, s.TokensPerSecond))
+			}
+			return nil
+		})
 	}
-	runErr := loop.run(ctx, 0, st.Steps)
+	res, runErr := tr.Run(ctx)
 	if bar != nil {
 		bar.finish()
 	}
 	if runErr != nil {
 		return r, fmt.Errorf("compare %s: %w", p.name, runErr)
 	}
-	if loop.trainTime > 0 {
-		r.TrainTokensPS = float64(loop.tokens) / loop.trainTime.Seconds()
-	}
-	r.TrainSeconds = loop.trainTime.Seconds()
-	for _, l := range loop.history {
-		if l.eval {
-			r.Eval = append(r.Eval, compare.Point{Step: l.Step, Loss: l.evalV, BitsPerByte: l.bpbV})
-			r.EvalLoss, r.EvalBPB = l.evalV, l.bpbV
+	r.TrainTokensPS, r.TrainSeconds = res.TokensPerSecond(), res.TrainTime.Seconds()
+	for _, s := range res.History {
+		if s.Eval {
+			r.Eval = append(r.Eval, compare.Point{Step: s.Step, Loss: s.EvalLoss, BitsPerByte: s.EvalBitsPerByte})
+			r.EvalLoss, r.EvalBPB = s.EvalLoss, s.EvalBitsPerByte
 		} else {
-			r.Train = append(r.Train, compare.Point{Step: l.Step, Loss: l.lossV})
+			r.Train = append(r.Train, compare.Point{Step: s.Step, Loss: s.Loss})
 		}
 	}
 
 	// Inference of the trained model, timed as zoo bench times it. The training programs
 	// are closed first so that their buffers do not weigh on the memory measured.
-	trained := job.model.Graph().StateDict()
-	job.close()
-	job.closer = nil
-	infer := job.infer
-	if err := graph.LoadStateDict(infer.Graph(), trained); err != nil {
-		return r, failed(fmt.Errorf("compare %s: the trained weights do not fit its inference build: %w", p.name, err))
+	infer, err := tr.Trained(ctx)
+	if err != nil {
+		return r, fmt.Errorf("compare %s: %w", p.name, err)
 	}
+	defer infer.Close()
+	choice, threads := tr.Backend(), tr.Threads()
+	tr.Close()
 	bm := &benchModel{Model: infer, graph: infer.Graph(), maxLen: p.maxLen}
 	if bm.tok, bm.mask, err = zooroot.TokenInputs(infer.Graph()); err != nil {
 		return r, badInput(err)
 	}
 	var lengths []int
-	for _, n := range seqs {
+	for _, n := range ci.seqs {
 		if bm.fits(n) {
 			lengths = append(lengths, n)
 		} else {
@@ -335,25 +364,25 @@ func compareOne(c *cli.Context, p comparePlan, data trainData, seqs []int, reps,
 	if err := guardBench(bm, []int{1}, lengths, false); err != nil {
 		return r, err
 	}
-	bb := bench.Backend{Name: job.choice.Backend.Name(), Level: job.choice.Probe.Level, Threads: job.threads}
-	prog, err := job.choice.Backend.Compile(infer.Graph(), backends.Options{Threads: c.Int("threads")})
+	bb := bench.Backend{Name: choice.Backend.Name(), Level: choice.Probe.Level, Threads: threads}
+	prog, err := choice.Backend.Compile(infer.Graph(), backends.Options{Threads: ci.threads})
 	if err != nil {
 		return r, failed(fmt.Errorf("compile %s on %s: %w", infer.Name(), bb.Name, err))
 	}
 	defer prog.Close()
-	status := newCompareStatus(c.App.ErrWriter)
-	defer status.done()
+	status := newCompareStatus(stderr)
+	defer status.Done()
 	var rows []bench.Row
 	for _, n := range lengths {
-		status.say("%s %s: inference at n=%d", which, p.name, n)
-		row, err := benchOne(ctx, bm, prog, nil, bb, 1, n, reps, warmup)
+		status.Say("%s %s: inference at n=%d", which, p.name, n)
+		row, err := bench.RunOne(ctx, bm.target(), prog, nil, bb, 1, n, ci.reps, ci.warmup)
 		if err != nil {
 			return r, err
 		}
 		rows = append(rows, row)
 		r.Inference = append(r.Inference, compare.Inference{N: n, MS: row.MSMean, MemBytes: row.PeakRSSGrowth})
 	}
-	status.done()
+	status.Done()
 	r.SetFit(bench.FitRows(rows))
 	if r.Inference == nil {
 		r.Inference = []compare.Inference{}
@@ -361,16 +390,19 @@ func compareOne(c *cli.Context, p comparePlan, data trainData, seqs []int, reps,
 	return r, nil
 }
 
-// newCompareStatus is zoo bench's one-line status on stderr, shown only when stderr (behind
+// newCompareStatus is zoo compare's one-line status on stderr, shown only when stderr (behind
 // the session's synchronised writer) is a terminal.
-func newCompareStatus(w io.Writer) *benchProgress {
+func newCompareStatus(w io.Writer) *bench.Progress {
 	f, ok := underlying(w).(*os.File)
-	return &benchProgress{w: w, active: ok && term.IsTerminal(int(f.Fd())), verb: "compare"}
+	return bench.NewProgress(w, "compare", ok && term.IsTerminal(int(f.Fd())))
 }
 
-// commandLine is the comparison as a command line: the variants and every flag given, in
-// the order the command defines them, for the report.
-func commandLine(c *cli.Context) string {
+// commandLine is the comparison as a command line: the variants and every flag given (c),
+// in the order the command defines them (defs), for the report.
+func commandLine(args []string, defs []cli.Flag, c interface {
+	flags
+	Value(name string) any
+}) string {
 	quote := func(a string) string {
 		if a == "" || strings.ContainsAny(a, " \t'\"$\\") {
 			return strconv.Quote(a)
@@ -378,10 +410,10 @@ func commandLine(c *cli.Context) string {
 		return a
 	}
 	parts := []string{"zoo", "compare"}
-	for _, n := range c.Args().Slice() {
+	for _, n := range args {
 		parts = append(parts, quote(n))
 	}
-	for _, f := range c.Command.Flags {
+	for _, f := range defs {
 		name := f.Names()[0]
 		if !c.IsSet(name) {
 			continue

@@ -5,11 +5,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/urfave/cli/v2"
-
-	"github.com/zoo-dev/zoo/zoo/lmdata"
-	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 func evalJSON(t *testing.T, args ...string) evalReport {
@@ -99,38 +94,5 @@ func TestEvalBadInput(t *testing.T) {
 		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, errs, tc.want)
 		}
-	}
-}
-
-// TestObjectiveHook: clm turns causal on, and names a variant that has no causal
-// hyperparameter; mlm leaves the config alone.
-func TestObjectiveHook(t *testing.T) {
-	app := &cli.App{Flags: []cli.Flag{flagSet}}
-	var hookErrs []error
-	var cfgs []variant.Config
-	app.Action = func(c *cli.Context) error {
-		with := variant.Description{Name: "v", Params: []variant.Param{{Name: "causal", Kind: variant.KindBool, Default: false}}}
-		without := variant.Description{Name: "w"}
-		for _, tc := range []struct {
-			d   variant.Description
-			obj lmdata.Objective
-		}{{with, lmdata.CLM}, {without, lmdata.CLM}, {without, lmdata.MLM}} {
-			cfg := variant.Config{"causal": false}
-			hookErrs = append(hookErrs, objectiveHook(c.StringSlice(flagSet.Name), tc.obj)(tc.d, cfg))
-			cfgs = append(cfgs, cfg)
-		}
-		return nil
-	}
-	if err := app.Run([]string{"x"}); err != nil {
-		t.Fatal(err)
-	}
-	if hookErrs[0] != nil || cfgs[0]["causal"] != true {
-		t.Errorf("clm on a causal-capable variant: %v, config %v", hookErrs[0], cfgs[0])
-	}
-	if hookErrs[1] == nil || !strings.Contains(hookErrs[1].Error(), "w has no causal hyperparameter") {
-		t.Errorf("clm on a variant without causal: %v", hookErrs[1])
-	}
-	if hookErrs[2] != nil || cfgs[2]["causal"] != false {
-		t.Errorf("mlm changed the config: %v, %v", hookErrs[2], cfgs[2])
 	}
 }

@@ -1,47 +1,17 @@
 package main
 
 import (
-	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/registryhelp"
 	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/internal/suggest"
 )
 
-// envTopic is the help topic that prints the environment variables; registryTopic the one
-// that explains registry.yaml and whom zoo trusts.
-const (
-	envTopic      = "environment"
-	registryTopic = "registry"
-)
-
-// registryHelp is `zoo help registry`.
-const registryHelp = `A registry (registry.yaml) lists variants and the plugin that serves each. zoo reads the
-built-in one, then os.UserConfigDir()/zoo/registry.yaml, then --registry FILE.
-
-A registry is code, like a Makefile: every entry with plugin: PATH names a program that zoo
-runs, with your rights, when a command needs that variant (zoo list starts none). Read a
-registry before you use it, as you would a script.
-
-  plugin: builtin        a variant the zoo binary serves itself
-  plugin: ./bin/myattn   a program in the registry file's folder: a relative path is resolved
-                         there, and one whose .. leaves the folder is refused
-  plugin: /opt/x/myattn  a program anywhere: only an absolute path may leave the folder
-  sha256: "<64 hex>"     pins the program: zoo refuses to start a file whose sha256 differs
-                         (sha256sum PATH); without it the plugin is unpinned and zoo runs
-                         whatever the file holds at the time
-  dev: true              a development build, rebuilt too often to pin
-
-zoo list marks unpinned third-party plugins [unpinned] ([dev] with dev: true).
---require-pinned (accepted anywhere) or ZOO_REQUIRE_PINNED=1 refuses to start an unpinned
-plugin, and says the sha256 to pin it with once you trust the file.
-
-Plugins run in a process group of their own; on Linux zoo also kills every process a plugin
-leaves behind (a daemon, a child that called setsid) when the plugin stops, on every exit
-path. A registry's aliases (*name) may not expand the document past 4 nodes a byte.
-`
+// envTopic is the help topic that prints the environment variables.
+const envTopic = "environment"
 
 // examples formats a verb's examples as the end of its Description (help, man page); newApp
 // trims the leading blank line where the examples are the whole Description.
@@ -53,7 +23,7 @@ func helpCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "help",
 		Usage:     "show help for zoo, for a command, for the environment variables or for registries",
-		ArgsUsage: "[COMMAND [SUBCOMMAND] | " + envTopic + " | " + registryTopic + "]",
+		ArgsUsage: "[COMMAND [SUBCOMMAND] | " + envTopic + " | " + registryhelp.Topic + "]",
 		Description: "`zoo help COMMAND` is `zoo COMMAND --help`; `zoo help environment` lists every ZOO_* variable\n" +
 			"with its values and default; `zoo help registry` explains registry.yaml and whom zoo trusts." +
 			examples("zoo help", "zoo help run", "zoo help environment", "zoo help registry"),
@@ -63,12 +33,11 @@ func helpCommand() *cli.Command {
 				return cli.ShowAppHelp(c)
 			case envTopic, "env":
 				return env.WriteText(c.App.Writer)
-			case registryTopic:
-				_, err := io.WriteString(c.App.Writer, registryHelp)
-				return err
+			case registryhelp.Topic:
+				return registryhelp.Write(c.App.Writer)
 			default:
 				// Known commands never get here: helpArgs turned them into COMMAND --help.
-				return unknownCommand(topic, c.App.Commands, "help topic", append(commandNames(c.App.Commands), envTopic, registryTopic))
+				return unknownCommand(topic, c.App.Commands, "help topic", append(commandNames(c.App.Commands), envTopic, registryhelp.Topic))
 			}
 		},
 	}

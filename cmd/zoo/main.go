@@ -34,6 +34,7 @@ import (
 	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/backends/cpu"
 	_ "github.com/zoo-dev/zoo/backends/cuda"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/cliargs"
 	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/internal/memlimit"
 )
@@ -45,6 +46,7 @@ func commands() []*cli.Command {
 		showCommand(),
 		runCommand(),
 		embedCommand(),
+		rerankCommand(),
 		tokenizeCommand(),
 		evalCommand(),
 		trainCommand(),
@@ -85,15 +87,41 @@ func badInput(err error) error {
 	return &exitError{code: 2, err: err}
 }
 
-// optionFlags are the flags that set the library's options, for messages: the library names
-// an option as LoadOptions.X or EncoderOptions.X, the CLI by its flag.
-var optionFlags = strings.NewReplacer(
+// optionFlagNames pairs the libraries' option names with the flags that set them, for
+// messages: package zoo names an option as LoadOptions.X or EncoderOptions.X, package train
+// as Config.X, Data.X or EvalConfig.X, the CLI by its flag. EvalConfig.X comes before
+// Config.X, which its name contains.
+var optionFlagNames = []string{
 	"LoadOptions.Preset", "--preset", "LoadOptions.Set", "--set", "LoadOptions.Seed", "--seed",
 	"LoadOptions.Weights", "--weights", "LoadOptions.Tokenizer", "--tokenizer", "LoadOptions.Backend", "--backend",
 	"LoadOptions.Precision", "--precision", "LoadOptions.Threads", "--threads", "LoadOptions.Registries", "--registry",
 	"EncoderOptions.Feeds", "--feed", "EncoderOptions.Pool", "--pool", "EncoderOptions.Normalize", "--normalize",
 	"EncoderOptions.Window", "--window", "EncoderOptions.Batch", "--batch", "EncoderOptions.Truncate", "--truncate",
-	"EncoderOptions.MaxWindows", "--max-windows")
+	"EncoderOptions.MaxWindows", "--max-windows", "ServeOptions.EmbeddingOutput", "--embedding-output", "ServeOptions.MaxTokens", "--max-tokens",
+	"EvalConfig.Objective", "--objective", "EvalConfig.LabelSmoothing", "--label-smoothing", "EvalConfig.Window", "--window",
+	"EvalConfig.Batch", "--batch", "EvalConfig.Seed", "--seed", "EvalConfig.Threads", "--threads", "EvalConfig.Precision", "--precision",
+	"Config.Steps", "--steps", "Config.Batch", "--batch", "Config.Window", "--window", "Config.Shuffle", "--shuffle",
+	"Config.Objective", "--objective", "Config.Optimizer", "--optimizer", "Config.LR", "--lr", "Config.WeightDecay", "--weight-decay",
+	"Config.Eps", "--eps", "Config.Betas", "--betas", "Config.Momentum", "--momentum", "Config.Warmup", "--warmup",
+	"Config.Schedule", "--schedule", "Config.LabelSmoothing", "--label-smoothing", "Config.Clip", "--clip",
+	"Config.Precision", "--precision", "Config.Seed", "--seed", "Config.Threads", "--threads", "Config.EvalEvery", "--eval-every",
+	"Config.SaveEvery", "--save-every", "Config.CheckpointActivations", "--checkpoint-activations", "Config.Output", "-o",
+	"Config.Resume", "--resume", "Data.Train", "--input", "Data.Held", "--eval",
+}
+
+// optionFlags renders the option names in a message as flags.
+var optionFlags = strings.NewReplacer(optionFlagNames...)
+
+// flagOf returns the name of the flag that sets a library option ("Config.LR": "lr"), or ""
+// for an option no flag sets.
+func flagOf(option string) string {
+	for i := 0; i < len(optionFlagNames); i += 2 {
+		if optionFlagNames[i] == option {
+			return strings.TrimLeft(optionFlagNames[i+1], "-")
+		}
+	}
+	return ""
+}
 
 // flagNames renders the library's option names in s as the flags that set them.
 func flagNames(s string) string { return optionFlags.Replace(s) }
@@ -167,7 +195,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return 0
 	}
 	args, verbose := stripVerbose(args)
-	args, requirePinned := stripRequirePinned(args)
+	args, requirePinned := cliargs.StripBool(args, "require-pinned", false) // or ZOO_REQUIRE_PINNED, in plugin.FromEnv
 	if err := checkEnv(stderr); err != nil {
 		return report(stderr, err)
 	}
@@ -175,9 +203,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	s.requirePinned = requirePinned
 	defer s.end()
 	app := newApp(stdout, s.stderr)
-	args, err := hoistCommonFlags(app, helpArgs(app, args))
+	args, err := cliargs.Hoist(app, helpArgs(app, args), commonFlags)
 	if err == nil {
-		err = requiredFlagsError(app, args, app.RunContext(s.ctx, reorderCommandArgs(app, args)))
+		err = cliargs.RequiredFlags(app, args, app.RunContext(s.ctx, cliargs.ReorderCommand(app, args)))
 	}
 	if code, ok := s.interrupted(); ok {
 		return code
@@ -219,7 +247,7 @@ func report(stderr io.Writer, err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
-	} else if zooroot.IsInput(err) || isUsage(err) {
+	} else if zooroot.IsInput(err) || isUsage(err) || errors.As(err, new(*cliargs.UsageError)) {
 		code = 2
 	}
 	fmt.Fprintf(stderr, "zoo: %s\n", oneLine(flagNames(err.Error())))

@@ -35,6 +35,7 @@ type flags interface {
 	String(name string) string
 	StringSlice(name string) []string
 	Int(name string) int
+	Float64(name string) float64
 	Uint64(name string) uint64
 	Bool(name string) bool
 	IsSet(name string) bool

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/cliargs"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/plugin"
@@ -364,46 +365,7 @@ func (v *pluginVariant) Build(ctx context.Context, cfg variant.Config, seed uint
 
 // stripVerbose removes --verbose from args (it is accepted anywhere before "--") and
 // reports whether it was there or ZOO_VERBOSE=1 is set.
-// stripRequirePinned removes --require-pinned from anywhere on the command line (as
-// stripVerbose does --verbose) and reports whether it was there.
-func stripRequirePinned(args []string) ([]string, bool) {
-	pin := false
-	out := make([]string, 0, len(args))
-	for i, a := range args {
-		if a == "--" {
-			out = append(out, args[i:]...)
-			break
-		}
-		switch {
-		case i > 0 && (a == "--require-pinned" || a == "--require-pinned=true"):
-			pin = true
-			continue
-		case i > 0 && a == "--require-pinned=false":
-			pin = false
-			continue
-		}
-		out = append(out, a)
-	}
-	return out, pin
-}
-
 func stripVerbose(args []string) ([]string, bool) {
 	verbose, _ := env.Bool(verboseEnv)
-	out := make([]string, 0, len(args))
-	for i, a := range args {
-		if a == "--" {
-			out = append(out, args[i:]...)
-			break
-		}
-		switch {
-		case i > 0 && (a == "--verbose" || a == "--verbose=true"):
-			verbose = true
-			continue
-		case i > 0 && a == "--verbose=false":
-			verbose = false
-			continue
-		}
-		out = append(out, a)
-	}
-	return out, verbose
+	return cliargs.StripBool(args, "verbose", verbose)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/zoo-dev/zoo/internal/benchplot"
 
@@ -23,7 +24,7 @@ func renderTrainPlot(w io.Writer, history []trainLog, title string) (err error) 
 		case l.eval:
 			eval = append(eval, plotter.XY{X: float64(l.Step), Y: l.evalV})
 			bpb = append(bpb, plotter.XY{X: float64(l.Step), Y: l.bpbV})
-		case !bad(l.lossV):
+		case !math.IsNaN(l.lossV) && !math.IsInf(l.lossV, 0):
 			train = append(train, plotter.XY{X: float64(l.Step), Y: l.lossV})
 		}
 	}

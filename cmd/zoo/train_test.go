@@ -14,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
+	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/internal/memlimit"
+	"github.com/zoo-dev/zoo/train"
 	"github.com/zoo-dev/zoo/zoo/optim"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
@@ -460,4 +464,38 @@ func TestTrainCheckpointActivations(t *testing.T) {
 		t.Errorf("estimated activations %.0f bytes checkpointed, %.0f plain: want fewer", ck, plain)
 	}
 	t.Logf("estimated step activations: %.0f bytes plain, %.0f checkpointed", plain, ck)
+}
+
+// TestTrainOptionsRenderAsFlags: every option name package train's messages carry (and
+// package zoo's LoadOptions, which they name too) renders as a flag that some command
+// defines, so that a library message reaches the user in the CLI's words.
+func TestTrainOptionsRenderAsFlags(t *testing.T) {
+	defined := map[string]bool{}
+	var walk func([]*cli.Command)
+	walk = func(cmds []*cli.Command) {
+		for _, c := range cmds {
+			for _, f := range c.Flags {
+				for _, n := range f.Names() {
+					defined[n] = true
+				}
+			}
+			walk(c.Subcommands)
+		}
+	}
+	walk(commands())
+	opts := train.OptionNames()
+	for _, opt := range zooroot.OptionNames() {
+		if strings.HasPrefix(opt, "LoadOptions.") {
+			opts = append(opts, opt)
+		}
+	}
+	for _, opt := range opts {
+		got := flagNames(opt)
+		if name := strings.TrimLeft(got, "-"); got == opt || !defined[name] || flagOf(opt) != name {
+			t.Errorf("%s renders as %q (flagOf %q): want a flag some command defines", opt, got, flagOf(opt))
+		}
+	}
+	if got := flagNames("EvalConfig.Batch and Config.Batch"); got != "--batch and --batch" {
+		t.Errorf("EvalConfig.Batch and Config.Batch render as %q", got)
+	}
 }

@@ -122,21 +122,21 @@ func Parse(path string, data []byte) (*Registry, error) {
 	return reg, nil
 }
 
-// Expansion bounds: every *alias repeats its anchor's content, so a document of n bytes
-// may stand for far more (one anchored preset of k keys named by k presets is k² values: 3,000
-// made an 84 KB file take 1.3 GB). The parser walks the document as if aliases were written
-// out, so it refuses one whose expanded size exceeds expandPerByte nodes a byte of the file
-// (at least expandMin), before it builds anything.
+// ExpandPerByte and ExpandMin bound alias expansion: every *alias repeats its anchor's
+// content, so a document of n bytes may stand for far more (one anchored preset of k keys
+// named by k presets is k² values: 3,000 made an 84 KB file take 1.3 GB). Parse walks the
+// document as if aliases were written out and refuses one whose expanded size exceeds
+// ExpandPerByte nodes a byte of the file (at least ExpandMin nodes), before it builds anything.
 const (
-	expandPerByte = 4
-	expandMin     = 1 << 16
+	ExpandPerByte = 4
+	ExpandMin     = 1 << 16
 )
 
 // checkExpansion counts the nodes of doc with every alias expanded (each anchored subtree's
 // size counted once, then added at each alias) and refuses doc, naming the alias that crosses
 // the limit, when they exceed the limit for a document of size bytes.
 func (p *parser) checkExpansion(doc *yaml.Node, size int) error {
-	limit := max(expandPerByte*int64(size), expandMin)
+	limit := max(ExpandPerByte*int64(size), ExpandMin)
 	sizes := map[*yaml.Node]int64{}
 	var sizeOf func(n *yaml.Node, depth int) int64
 	sizeOf = func(n *yaml.Node, depth int) int64 {

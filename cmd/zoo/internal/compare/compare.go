@@ -1,6 +1,9 @@
 // Package compare holds the results of `zoo compare` and renders them: the table printed
 // as each variant finishes, the JSON array, and the self-contained HTML report with its
-// plots (drawn by internal/benchplot, embedded as PNG data so the page loads nothing).
+// plots (drawn by internal/benchplot, embedded as PNG data so the page loads nothing). The
+// plan of a comparison is here too (plan.go): its flag checks, the shared window, the
+// held-out split, the max_len raises, the inference lengths and their timing, and the
+// command line the report shows.
 package compare
 
 import (

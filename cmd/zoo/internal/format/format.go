@@ -1,7 +1,8 @@
 // Package format holds the small formatting helpers every zoo verb shares: human-readable
 // counts and sizes for tables, milliseconds for reports, and JSON output (indented
-// documents, and float32 values in the shortest form that reads back exactly). A new output
-// format of one verb belongs with that verb; a helper two verbs use goes here.
+// documents, and float32 values in the shortest form that reads back exactly), and the few
+// input helpers several verbs share (comma-separated counts, the head of a text file). A new
+// output format of one verb belongs with that verb; a helper two verbs use goes here.
 package format
 
 import (

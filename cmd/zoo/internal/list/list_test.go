@@ -1,4 +1,4 @@
-package main
+package list
 
 import (
 	"bytes"
@@ -33,31 +33,31 @@ func TestListRowSources(t *testing.T) {
 	cases := []struct {
 		name  string
 		entry registry.Entry
-		want  listRow
+		want  Row
 		table string // what the table shows as the summary
 	}{
 		{"builtin from Describe", registry.Entry{Name: "vanilla", Plugin: registry.Builtin},
-			listRow{Summary: vanilla.Summary, Paper: vanilla.Paper, Complexity: vanilla.Complexity, Described: true}, vanilla.Summary},
+			Row{Summary: vanilla.Summary, Paper: vanilla.Paper, Complexity: vanilla.Complexity, Described: true}, vanilla.Summary},
 		{"builtin registry wins", registry.Entry{Name: "vanilla", Plugin: registry.Builtin, Summary: "mine", Paper: "https://mine"},
-			listRow{Summary: "mine", Paper: "https://mine", Complexity: vanilla.Complexity, Described: true}, "mine"},
+			Row{Summary: "mine", Paper: "https://mine", Complexity: vanilla.Complexity, Described: true}, "mine"},
 		{"third-party cached", registry.Entry{Name: "d", Plugin: described},
-			listRow{Summary: "from Describe", Paper: "https://paper", Complexity: "O(n)", Described: true}, "from Describe"},
+			Row{Summary: "from Describe", Paper: "https://paper", Complexity: "O(n)", Described: true}, "from Describe"},
 		{"third-party registry wins", registry.Entry{Name: "d", Plugin: described, Summary: "mine"},
-			listRow{Summary: "mine", Paper: "https://paper", Complexity: "O(n)", Described: true}, "mine"},
+			Row{Summary: "mine", Paper: "https://paper", Complexity: "O(n)", Described: true}, "mine"},
 		{"third-party not described", registry.Entry{Name: "u", Plugin: unknown},
-			listRow{}, fmt.Sprintf(notDescribed, "u")},
+			Row{}, fmt.Sprintf(NotDescribed, "u")},
 		{"third-party not described, registry summary", registry.Entry{Name: "u", Plugin: unknown, Summary: "mine"},
-			listRow{Summary: "mine"}, "mine"},
+			Row{Summary: "mine"}, "mine"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := listRowFor(c.entry, cache)
+			got := RowFor(c.entry, cache)
 			c.want.Name, c.want.Plugin, c.want.Pinned = c.entry.Name, c.entry.Plugin, c.entry.IsBuiltin()
 			if fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Errorf("row %+v, want %+v", got, c.want)
 			}
 			var b bytes.Buffer
-			renderList(&b, []listRow{got})
+			Render(&b, []Row{got})
 			if !strings.Contains(b.String(), c.table) {
 				t.Errorf("table lacks %q:\n%s", c.table, b.String())
 			}
@@ -72,16 +72,16 @@ func TestListRowSources(t *testing.T) {
 // the mark means, and says dev for a development build; pinned and built-in entries are not
 // marked, and --json carries pinned for each.
 func TestListMarksUnpinned(t *testing.T) {
-	rows := []listRow{
-		listRowFor(registry.Entry{Name: "vanilla", Plugin: registry.Builtin}, nil),
-		listRowFor(registry.Entry{Name: "pinned", Plugin: "/bin/p", SHA256: strings.Repeat("ab", 32), Summary: "s"}, &plugin.DescribeCache{Path: filepath.Join(t.TempDir(), "c.json")}),
-		listRowFor(registry.Entry{Name: "loose", Plugin: "/bin/l", Summary: "s"}, &plugin.DescribeCache{Path: filepath.Join(t.TempDir(), "c.json")}),
-		listRowFor(registry.Entry{Name: "wip", Plugin: "/bin/w", Summary: "s", Dev: true}, &plugin.DescribeCache{Path: filepath.Join(t.TempDir(), "c.json")}),
+	rows := []Row{
+		RowFor(registry.Entry{Name: "vanilla", Plugin: registry.Builtin}, nil),
+		RowFor(registry.Entry{Name: "pinned", Plugin: "/bin/p", SHA256: strings.Repeat("ab", 32), Summary: "s"}, &plugin.DescribeCache{Path: filepath.Join(t.TempDir(), "c.json")}),
+		RowFor(registry.Entry{Name: "loose", Plugin: "/bin/l", Summary: "s"}, &plugin.DescribeCache{Path: filepath.Join(t.TempDir(), "c.json")}),
+		RowFor(registry.Entry{Name: "wip", Plugin: "/bin/w", Summary: "s", Dev: true}, &plugin.DescribeCache{Path: filepath.Join(t.TempDir(), "c.json")}),
 	}
 	var b bytes.Buffer
-	renderList(&b, rows)
+	Render(&b, rows)
 	out := b.String()
-	for _, want := range []string{"loose [unpinned]", "wip [dev]", "[unpinned], [dev]: a program the registry does not pin by sha256"} {
+	for _, want := range []string{"loose [unpinned]", "wip [dev]", UnpinnedNote} {
 		if !strings.Contains(out, want) {
 			t.Errorf("list lacks %q:\n%s", want, out)
 		}
@@ -95,7 +95,7 @@ func TestListMarksUnpinned(t *testing.T) {
 		t.Errorf("rows %+v", rows)
 	}
 	b.Reset()
-	renderList(&b, rows[:2])
+	Render(&b, rows[:2])
 	if strings.Contains(b.String(), "[unpinned]") {
 		t.Errorf("a list of pinned entries explains the mark:\n%s", b.String())
 	}

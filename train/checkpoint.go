@@ -1,0 +1,170 @@
+package train
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/zoo-dev/zoo/zoo/optim"
+	"github.com/zoo-dev/zoo/zoo/tensorio"
+)
+
+// MetaKey is the metadata key under which both checkpoint files record the run (its model,
+// data and Config, as JSON), so that a resumed run continues with exactly the settings it
+// started with.
+const MetaKey = "zoo_train"
+
+// record is a run as checkpoints record it under MetaKey. Its JSON is the checkpoint format:
+// fields are only ever added.
+type record struct {
+	Model          string    `json:"model"`
+	Sets           []string  `json:"set,omitempty"`
+	Seed           uint64    `json:"seed"`
+	Weights        string    `json:"weights,omitempty"`
+	Input          string    `json:"input"`
+	Objective      string    `json:"objective"`
+	Steps          int       `json:"steps"`
+	Batch          int       `json:"batch"`
+	Window         int       `json:"window"`
+	Shuffle        bool      `json:"shuffle"`
+	Optimizer      string    `json:"optimizer"`
+	LR             float64   `json:"lr"`
+	WeightDecay    float64   `json:"weight_decay"`
+	Eps            float64   `json:"eps"`
+	Betas          []float64 `json:"betas"`
+	Momentum       float64   `json:"momentum"`
+	Warmup         int       `json:"warmup"`
+	Schedule       string    `json:"schedule"`
+	LabelSmoothing float64   `json:"label_smoothing"`
+	Clip           float64   `json:"clip"`
+	// Precision is "" when the run was given none (the backend's default, fp32), so that
+	// checkpoints written before precisions existed resume as fp32.
+	Precision string `json:"precision,omitempty"`
+}
+
+func newRecord(model string, set map[string]string, weights, input string, c Config) record {
+	var sets []string
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		sets = append(sets, k+"="+set[k])
+	}
+	return record{Model: model, Sets: sets, Seed: c.Seed, Weights: weights, Input: input, Objective: c.Objective,
+		Steps: c.Steps, Batch: c.Batch, Window: c.Window, Shuffle: c.Shuffle, Optimizer: c.Optimizer, LR: c.LR,
+		WeightDecay: c.WeightDecay, Eps: c.Eps, Betas: c.Betas[:], Momentum: c.Momentum, Warmup: c.Warmup,
+		Schedule: c.Schedule, LabelSmoothing: c.LabelSmoothing, Clip: c.Clip, Precision: c.Precision}
+}
+
+func (r record) config() Config {
+	c := Config{Seed: r.Seed, Objective: r.Objective, Steps: r.Steps, Batch: r.Batch, Window: r.Window, Shuffle: r.Shuffle,
+		Optimizer: r.Optimizer, LR: r.LR, WeightDecay: r.WeightDecay, Eps: r.Eps, Momentum: r.Momentum, Warmup: r.Warmup,
+		Schedule: r.Schedule, LabelSmoothing: r.LabelSmoothing, Clip: r.Clip, Precision: r.Precision}
+	copy(c.Betas[:], r.Betas)
+	return c
+}
+
+// Checkpoint is a training checkpoint read back (ReadCheckpoint): the run it continues and
+// the step it holds.
+type Checkpoint struct {
+	// Path is the checkpoint file (its optimizer state is optim.OptimPath(Path)).
+	Path string
+	// Step is the number of steps taken.
+	Step int
+	// Model is the model's reference ("vanilla.tiny"), Set its LoadOptions.Set, Weights the
+	// file its initial weights came from ("" for the seed's), and Input the training text's
+	// path: load the model with Load(ctx, Model, Config.Objective, zoo.LoadOptions{Set: Set,
+	// Seed: Config.Seed}) to resume.
+	Model   string
+	Set     map[string]string
+	Weights string
+	Input   string
+	// Config holds the recorded settings (the fields up to Config.Seed).
+	Config Config
+}
+
+// ReadCheckpoint reads the run and the step of a checkpoint that Trainer wrote (the tensors
+// are loaded by New, given Config.Resume). A file that cannot be read or was not written by
+// a Trainer is an *zoo.InputError.
+func ReadCheckpoint(path string) (*Checkpoint, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, inputErrf(optResume, "%s %s: %w", optResume, path, errors.Unwrap(err))
+	}
+	_, hdr, err := tensorio.ReadSafetensors(data)
+	if err != nil {
+		return nil, inputErrf(optResume, "%s %s: %w", optResume, path, err)
+	}
+	raw, ok := hdr[MetaKey]
+	if !ok {
+		return nil, inputErrf(optResume, "%s %s was not written by zoo train (no %s metadata); to start from its weights use %s %s",
+			optResume, path, MetaKey, optLoadWeights, path)
+	}
+	var rec record
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		return nil, inputErrf(optResume, "%s %s: metadata %s: %w", optResume, path, MetaKey, err)
+	}
+	step, err := strconv.Atoi(hdr[optim.MetaStep])
+	if err != nil || step < 0 {
+		return nil, inputErrf(optResume, "%s %s: metadata %s=%q is not a step count", optResume, path, optim.MetaStep, hdr[optim.MetaStep])
+	}
+	ck := &Checkpoint{Path: path, Step: step, Model: rec.Model, Weights: rec.Weights, Input: rec.Input, Config: rec.config()}
+	if len(rec.Sets) > 0 {
+		ck.Set = map[string]string{}
+		for _, s := range rec.Sets {
+			k, v, _ := strings.Cut(s, "=")
+			ck.Set[strings.TrimSpace(k)] = v
+		}
+	}
+	return ck, nil
+}
+
+// Continue returns the Config that continues ck's run: ck's recorded settings, with cfg's
+// Steps when given, cfg's fields that may change between invocations (Threads, EvalEvery,
+// SaveEvery, CheckpointActivations, Output), and Resume set to ck.Path. given reports which
+// of cfg's recorded fields the caller set, by option name ("Config.LR"; nil: every one):
+// each must equal the checkpoint's, for a resumed run keeps its settings, so that its losses
+// equal an uninterrupted run's bit for bit. A field that differs, or Steps not beyond the
+// checkpoint's step, is an *zoo.InputError.
+func (ck *Checkpoint) Continue(cfg Config, given func(option string) bool) (Config, error) {
+	if given == nil {
+		given = func(string) bool { return true }
+	}
+	want := ck.Config.recorded()
+	for i, s := range cfg.recorded() {
+		if given(s.option) && s.value != want[i].value {
+			return cfg, inputErrf(s.option, "%s %s differs from the resumed run's %s; a resumed run keeps its settings (start a new run with %s %s to change them)",
+				s.option, s.value, orNone(want[i].value), optLoadWeights, ck.Path)
+		}
+	}
+	out := ck.Config
+	if given(optSteps) {
+		out.Steps = cfg.Steps
+	}
+	out.Threads, out.EvalEvery, out.SaveEvery, out.CheckpointActivations, out.Output = cfg.Threads, cfg.EvalEvery, cfg.SaveEvery, cfg.CheckpointActivations, cfg.Output
+	out.Resume = ck.Path
+	if ck.Step >= out.Steps {
+		return out, inputErrf(optResume, "%s %s is already at step %d of %d; give a larger %s to train further", optResume, ck.Path, ck.Step, out.Steps, optSteps)
+	}
+	return out, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// checkpointMeta is the metadata of both checkpoint files: the run's record, and in the model
+// file the variant, its config and seed (which zoo show and LoadWeights report).
+func checkpointMeta(rec record, variant, config string, seed uint64) (model, opt map[string]string, err error) {
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("record the run: %w", err)
+	}
+	model = map[string]string{MetaKey: string(raw), "variant": variant, "config": config, "seed": strconv.FormatUint(seed, 10)}
+	return model, map[string]string{MetaKey: string(raw)}, nil
+}

@@ -1,0 +1,108 @@
+package train
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	zoo "github.com/zoo-dev/zoo"
+)
+
+// TestValidateNamesTheField: each setting out of range is an *zoo.InputError whose Option is
+// the field, and whose message begins with it (so that a front end can render it as a flag).
+func TestValidateNamesTheField(t *testing.T) {
+	for _, tc := range []struct {
+		option string
+		set    func(*Config)
+	}{
+		{optObjective, func(c *Config) { c.Objective = "nsp" }},
+		{optBatch, func(c *Config) { c.Batch = 0 }},
+		{optWindow, func(c *Config) { c.Window = -1 }},
+		{optLabelSmoothing, func(c *Config) { c.LabelSmoothing = 1 }},
+		{optClip, func(c *Config) { c.Clip = math.Inf(1) }},
+		{optLR, func(c *Config) { c.LR = 0 }},
+		{optSteps, func(c *Config) { c.Steps = 0 }},
+		{optWarmup, func(c *Config) { c.Warmup = 2000 }},
+		{optSchedule, func(c *Config) { c.Schedule = "step" }},
+		{optOptimizer, func(c *Config) { c.Optimizer = "adam" }},
+		{optWeightDecay, func(c *Config) { c.WeightDecay = -1 }},
+		{optBetas, func(c *Config) { c.Betas[0] = 1 }},
+		{optEps, func(c *Config) { c.Eps = 0 }},
+		{optMomentum, func(c *Config) { c.Momentum = 0.9 }},
+		{optMomentum, func(c *Config) { c.Optimizer, c.Momentum = "sgd", 1 }},
+		{optPrecision, func(c *Config) { c.Precision = "fp16" }},
+		{optThreads, func(c *Config) { c.Threads = -1 }},
+		{optSaveEvery, func(c *Config) { c.SaveEvery = -1 }},
+		{optEvalEvery, func(c *Config) { c.EvalEvery = -1 }},
+	} {
+		c := DefaultConfig()
+		tc.set(&c)
+		err := c.Validate()
+		var ie *zoo.InputError
+		if !errors.As(err, &ie) || ie.Option != tc.option || !strings.HasPrefix(err.Error(), tc.option) {
+			t.Errorf("%s: %v (%#v); want an input error about it", tc.option, err, ie)
+		}
+	}
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Errorf("the defaults: %v", err)
+	}
+	sgd := DefaultConfig()
+	sgd.Optimizer, sgd.Momentum = "sgd", 0.9
+	if err := sgd.Validate(); err != nil {
+		t.Errorf("sgd with momentum: %v", err)
+	}
+}
+
+// TestOptionNamesAreDistinct: no option name is a prefix of another, so that a front end's
+// replacements do not cut one name inside another.
+func TestOptionNamesAreDistinct(t *testing.T) {
+	names := OptionNames()
+	for _, a := range names {
+		for _, b := range names {
+			if a != b && strings.HasPrefix(b, a) {
+				t.Errorf("%s is a prefix of %s", a, b)
+			}
+		}
+	}
+}
+
+// TestContinue: a resumed run keeps its recorded settings; only the fields given that
+// differ are refused, Steps and the run-time fields come from the caller, and a checkpoint
+// already at Steps is refused.
+func TestContinue(t *testing.T) {
+	rec := DefaultConfig()
+	rec.LR, rec.Steps, rec.Seed = 1e-3, 10, 7
+	ck := &Checkpoint{Path: "m.safetensors", Step: 4, Config: rec}
+	given := func(opts ...string) func(string) bool {
+		return func(o string) bool {
+			for _, x := range opts {
+				if x == o {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	flags := DefaultConfig() // what a caller gives: the defaults, and a few set
+	flags.LR, flags.Steps, flags.Threads, flags.Output = 3e-3, 20, 2, "n.safetensors"
+	got, err := ck.Continue(flags, given(optSteps))
+	if err != nil || got.LR != 1e-3 || got.Steps != 20 || got.Seed != 7 || got.Threads != 2 || got.Output != "n.safetensors" || got.Resume != "m.safetensors" {
+		t.Fatalf("Continue: %+v, %v", got, err)
+	}
+	_, err = ck.Continue(flags, given(optLR))
+	if err == nil || err.Error() != "Config.LR 0.003 differs from the resumed run's 0.001; a resumed run keeps its settings (start a new run with LoadOptions.Weights m.safetensors to change them)" {
+		t.Errorf("a changed learning rate: %v", err)
+	}
+	flags.Precision = "fp32" // the default, which the record leaves empty
+	if _, err := ck.Continue(flags, given(optPrecision, optSteps)); err != nil {
+		t.Errorf("fp32 given, none recorded: %v", err)
+	}
+	flags.Steps = 4
+	if _, err := ck.Continue(flags, given(optSteps)); err == nil || !strings.Contains(err.Error(), "already at step 4 of 4; give a larger Config.Steps") {
+		t.Errorf("steps not beyond the checkpoint: %v", err)
+	}
+	if _, err := ck.Continue(ck.Config, nil); err != nil {
+		t.Errorf("the recorded settings: %v", err)
+	}
+}
