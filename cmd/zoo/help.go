@@ -26,7 +26,7 @@ func helpCommand() *cli.Command {
 		ArgsUsage: "[COMMAND [SUBCOMMAND] | " + envTopic + " | " + registryhelp.Topic + "]",
 		Description: "`zoo help COMMAND` is `zoo COMMAND --help`; `zoo help environment` lists every ZOO_* variable\n" +
 			"with its values and default; `zoo help registry` explains registry.yaml and whom zoo trusts." +
-			examples("zoo help", "zoo help run", "zoo help environment", "zoo help registry"),
+			examples("zoo help run", "zoo help environment", "zoo help registry"),
 		Action: func(c *cli.Context) error {
 			switch topic := c.Args().First(); topic {
 			case "":
