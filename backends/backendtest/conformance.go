@@ -178,6 +178,11 @@ func Cases() []Case {
 		c1("Cast/float-bool", "Cast", graph.Attrs{"to": graph.Int(int64(tensor.Bool))}, F32(S(3), 0, 0.5, -2), Bools(S(3), false, true, true)),
 		c1("Cast/bool-float", "Cast", graph.Attrs{"to": graph.Int(int64(tensor.Float32))}, Bools(S(2), true, false), F32(S(2), 1, 0)),
 		c1("Cast/int64-bool", "Cast", graph.Attrs{"to": graph.Int(int64(tensor.Bool))}, I64(S(3), 0, 2, -1), Bools(S(3), false, true, true)),
+		// Casts to 16-bit floats round to nearest, ties to even (0.48033667 is bfloat16 0.48046875).
+		c1("Cast/float-bfloat16", "Cast", graph.Attrs{"to": graph.Int(int64(tensor.BFloat16))}, F32(S(4), 0.48033667, 1.00390625, 1.01171875, -3.1415927),
+			&tensor.Tensor{DType: tensor.BFloat16, Shape: S(4), F32: []float32{0.48046875, 1, 1.015625, -3.140625}}),
+		c1("Cast/float-float16", "Cast", graph.Attrs{"to": graph.Int(int64(tensor.Float16))}, F32(S(3), 1.00048828125, 65520, 1e-8),
+			&tensor.Tensor{DType: tensor.Float16, Shape: S(3), F32: []float32{1, inf, 0}}),
 		c1("Cast/bool-int64", "Cast", graph.Attrs{"to": graph.Int(int64(tensor.Int64))}, Bools(S(2), false, true), I64(S(2), 0, 1)),
 
 		// constants and shapes
@@ -333,7 +338,7 @@ func Cases() []Case {
 			}
 		}
 	}
-	return append(cases, importedCases()...)
+	return append(append(cases, importedCases()...), mathCases()...)
 }
 
 func slice(name string, x, starts, ends, axes, steps, want *tensor.Tensor) Case {
@@ -393,17 +398,41 @@ func BuildCase(c Case, allConst bool) (*graph.Graph, map[string]*tensor.Tensor, 
 // inputs and once with every input held as an initializer.
 func Run(t *testing.T, b backends.Backend) {
 	t.Helper()
+	RunOptions(t, b, backends.Options{}, nil)
+}
+
+// RunOptions is Run with the compile options opts (a precision, say); the outputs of cases
+// whose op is a key of loose are compared with its tolerance instead of Tolerance (an int8
+// program's matrix products by constant weights are exact only to int8's rounding), and
+// those cases run a third time with their first input at run time and the others constant
+// (a layer's weights: "/weights").
+func RunOptions(t *testing.T, b backends.Backend, opts backends.Options, loose map[string]float64) {
+	t.Helper()
 	if p := b.Probe(); !p.Available {
 		t.Skipf("backend %s is not available: %s", b.Name(), p.Reason)
 	}
+	var cases []Case
 	for _, c := range Cases() {
+		cases = append(cases, c)
+		if _, ok := loose[c.Op]; ok && len(c.Args) > 1 {
+			w := c
+			w.Name += "/weights"
+			w.Args = append([]Arg(nil), c.Args...)
+			w.Args[0].Const = false
+			for i := 1; i < len(w.Args); i++ {
+				w.Args[i].Const = true
+			}
+			cases = append(cases, w)
+		}
+	}
+	for _, c := range cases {
 		for _, allConst := range []bool{false, true} {
 			name := c.Name
 			if allConst {
 				name += "/const"
 			}
 			t.Run(name, func(t *testing.T) {
-				got, err := RunCase(b, c, allConst)
+				got, err := runCase(b, c, allConst, opts)
 				if c.WantErr {
 					if err == nil {
 						t.Fatalf("%s: want an error, got outputs %v", c.Op, got)
@@ -413,9 +442,13 @@ func Run(t *testing.T, b backends.Backend) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				tol := Tolerance
+				if l, ok := loose[c.Op]; ok {
+					tol = l
+				}
 				for i, want := range c.Want {
 					name := fmt.Sprintf("y%d", i)
-					if err := Compare(got[name], want, Tolerance); err != nil {
+					if err := Compare(got[name], want, tol); err != nil {
 						t.Errorf("%s output %d: %v", c.Op, i, err)
 					}
 				}
@@ -426,11 +459,16 @@ func Run(t *testing.T, b backends.Backend) {
 
 // RunCase builds, compiles and runs one case on b and returns its outputs by name (y0, y1…).
 func RunCase(b backends.Backend, c Case, allConst bool) (map[string]*tensor.Tensor, error) {
+	return runCase(b, c, allConst, backends.Options{})
+}
+
+// runCase is RunCase with compile options.
+func runCase(b backends.Backend, c Case, allConst bool, opts backends.Options) (map[string]*tensor.Tensor, error) {
 	g, inputs, err := BuildCase(c, allConst)
 	if err != nil {
 		return nil, err
 	}
-	p, err := b.Compile(g, backends.Options{})
+	p, err := b.Compile(g, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -453,8 +491,8 @@ func Compare(got, want *tensor.Tensor, tol float64) error {
 	if err := got.Check(); err != nil {
 		return err
 	}
-	switch want.DType {
-	case tensor.Float32:
+	switch {
+	case want.DType.IsFloat():
 		for i, w := range want.F32 {
 			g := got.F32[i]
 			wf, gf := float64(w), float64(g)
@@ -471,7 +509,7 @@ func Compare(got, want *tensor.Tensor, tol float64) error {
 				return fmt.Errorf("element %d is %v, want %v (diff %.3g; got %v)", i, g, w, math.Abs(gf-wf), got.F32)
 			}
 		}
-	case tensor.Bool:
+	case want.DType == tensor.Bool:
 		for i, w := range want.Bool {
 			if got.Bool[i] != w {
 				return fmt.Errorf("element %d is %v, want %v (got %v)", i, got.Bool[i], w, got.Bool)

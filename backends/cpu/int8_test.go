@@ -26,7 +26,8 @@ func TestInt8Probe(t *testing.T) {
 // TestInt8Programs runs every built-in variant (small dimensions, batch 2 with padding) in
 // fp32 and int8, fused and unfused, on every int8 path this machine has, and checks that
 // int8 really quantized the linear layers (the hidden states differ from fp32, and the
-// unfused program still counts its int8 products) while staying close to fp32: each
+// unfused program still counts its int8 products) and do not depend on the thread count,
+// while staying close to fp32: each
 // position's cosine similarity at least 0.99 and its largest error under 15 % of its
 // largest value; fused and unfused int8 agree as closely. The paths compute the same bits,
 // so every path's hidden states equal the first one's.
@@ -73,12 +74,18 @@ func TestInt8Programs(t *testing.T) {
 					t.Fatal(err)
 				}
 				i8, _ := run(backends.Options{Threads: 2, Precision: "int8"})
+				one, _ := run(backends.Options{Threads: 1, Precision: "int8"})
 				plain, f := run(backends.Options{Threads: 2, Precision: "int8", NoFusion: true})
 				if err := gemm.SetInt8Path(""); err != nil {
 					t.Fatal(err)
 				}
 				if same(fp32.F32, i8.F32) {
 					t.Fatalf("%s: int8 hidden states equal fp32's bit for bit: nothing was quantized", path)
+				}
+				if !same(one.F32, i8.F32) {
+					// Tiles, and the inputs quantized once for several of them, differ with
+					// the thread count; each row is quantized the same way regardless.
+					t.Fatalf("%s: int8 hidden states differ between 1 and 2 threads", path)
 				}
 				if f["matmul"]+f["linear"] == 0 {
 					t.Fatalf("%s: the unfused int8 program runs no int8 product: %v", path, f)

@@ -350,7 +350,7 @@ func compareOne(ctx context.Context, c flags, p comparePlan, data train.Data, ci
 	choice, threads := tr.Backend(), tr.Threads()
 	tr.Close()
 	bm := &benchModel{Model: infer, graph: infer.Graph(), maxLen: p.maxLen}
-	if bm.tok, bm.mask, err = zooroot.TokenInputs(infer.Graph()); err != nil {
+	if bm.plan, err = zooroot.PlanFeeds(infer.Graph(), nil); err != nil {
 		return r, badInput(err)
 	}
 	var lengths []int

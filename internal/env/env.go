@@ -38,9 +38,11 @@ const (
 	Src                = "ZOO_SRC"
 	MemoryLimit        = "ZOO_MEMORY_LIMIT"
 	APIKey             = "ZOO_API_KEY"
+	RequirePinned      = "ZOO_REQUIRE_PINNED"
 
 	PluginLogLevel = "ZOO_PLUGIN_LOG_LEVEL"
 	PluginCookie   = "ZOO_VARIANT_PLUGIN"
+	PluginID       = "ZOO_PLUGIN_ID"
 
 	TorchExports      = "ZOO_TORCH_EXPORTS"
 	BenchNoFusion     = "ZOO_BENCH_NOFUSION"
@@ -56,6 +58,9 @@ const (
 	PPOCRDir          = "ZOO_PPOCR_DIR"
 	UpdateRealGraphs  = "ZOO_UPDATE_REALGRAPHS"
 	TestArtifacts     = "ZOO_TEST_ARTIFACTS"
+	ONNXNodeTests     = "ZOO_ONNX_NODE_TESTS"
+	UpdateNodeTests   = "ZOO_UPDATE_NODETESTS"
+	NodeTestsReport   = "ZOO_NODETESTS_REPORT"
 	OpenAINode        = "ZOO_OPENAI_NODE"
 	TokenizersJS      = "ZOO_TOKENIZERS_JS"
 )
@@ -125,6 +130,8 @@ var vars = []Var{
 		Doc: "1 serves built-in variants inside the zoo process (for debuggers).", check: boolean},
 	{Name: MemoryLimit, Syntax: "SIZE|off", Default: "the cgroup's limit, else MemAvailable",
 		Doc: "Caps the memory the memory guard counts as available (512MiB, 8GiB, bytes); off turns the checks off; internal/memlimit parses it."},
+	{Name: RequirePinned, Syntax: "0|1", Default: "0",
+		Doc: "1 is --require-pinned: refuse to start a third-party plugin that its registry does not pin by sha256.", check: boolean},
 	{Name: ORTLib, Syntax: "FILE", Default: "$XDG_DATA_HOME/zoo/onnxruntime, then ./node_modules/onnxruntime-node",
 		Doc: "libonnxruntime.so.1 for parity and bench --against onnxruntime; a missing file is an error there."},
 	{Name: CUDADevice, Syntax: "N", Default: "0",
@@ -142,6 +149,8 @@ var vars = []Var{
 		Doc: "Log level zoo passes to its plugin processes (debug under --verbose)."},
 	{Name: PluginCookie, Syntax: "COOKIE", Default: "unset", Scope: Internal,
 		Doc: "go-plugin handshake cookie that marks a process as started by zoo."},
+	{Name: PluginID, Syntax: "PID.N", Default: "unset", Scope: Internal,
+		Doc: "Marks one plugin process and the processes it starts, so that zoo can find and kill all of them (Linux)."},
 
 	{Name: TorchExports, Syntax: "DIR", Default: "unset: the benchmark skips", Scope: Test,
 		Doc: "PyTorch exports for BenchmarkTorchExportVsORT (scripts/torch_encoder_export.py)."},
@@ -171,6 +180,12 @@ var vars = []Var{
 		Doc: "Rewrites the realgraphs fixtures' expected outputs from ONNX Runtime."},
 	{Name: TestArtifacts, Syntax: "DIR", Default: "unset: artefacts go to the test's temporary directory", Scope: Test,
 		Doc: "Where tests keep what a person may want to look at afterwards (the compare report's screenshot)."},
+	{Name: ONNXNodeTests, Syntax: "DIR", Default: "unset: onnx's test writes them with onnx/testdata/nodetests/gen.py (CUDA's test skips)", Scope: Test,
+		Doc: "ONNX's backend node tests, as onnx/testdata/nodetests/gen.py writes them (TestONNXNodeTests, TestONNXNodeTestsCUDA)."},
+	{Name: UpdateNodeTests, Syntax: "1", Default: "unset", Scope: Test,
+		Doc: "Rewrites onnx/testdata/nodetests/passing.txt, the node tests the CPU backend passes."},
+	{Name: NodeTestsReport, Syntax: "FILE", Default: "unset", Scope: Test,
+		Doc: "Where TestONNXNodeTests writes one line per node test (name, operator, subset, outcome, detail)."},
 	{Name: OpenAINode, Syntax: "DIR", Default: "unset: the OpenAI SDK test skips", Scope: Test,
 		Doc: "node_modules holding the official openai npm package, which a zoo serve test drives as a client (.ci/run installs it)."},
 	{Name: TokenizersJS, Syntax: "DIR", Default: "unset: the live pair-encoding check skips", Scope: Test,

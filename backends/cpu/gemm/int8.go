@@ -201,36 +201,46 @@ func PackBInt8(transB bool, k, n int, b []float32, ldb int) *PackedB {
 func (pb *PackedB) PackInt8(transB bool, k, n int, b []float32, ldb int) {
 	checkPackB("PackBInt8", transB, k, n, b, ldb)
 	checkInt8K("PackBInt8", k)
-	at := func(p, j int) float32 {
-		if transB {
-			return b[j*ldb+p]
-		}
-		return b[p*ldb+j]
-	}
+	// Both passes walk b in memory order: down a row of B, which is op(B)'s column when
+	// transB and its row otherwise.
 	scales := make([]float32, n)
-	q := make([]int8, k*n)
-	for j := 0; j < n; j++ {
-		var amax float32
-		bad := false
-		for p := 0; p < k; p++ {
-			v := at(p, j)
-			if v != v || math.IsInf(float64(v), 0) {
-				bad = true
+	bad := make([]bool, n)
+	rows, cols := k, n
+	if transB {
+		rows, cols = n, k
+	}
+	for r := 0; r < rows; r++ {
+		for c, v := range b[r*ldb : r*ldb+cols] {
+			j := c
+			if transB {
+				j = r
 			}
-			amax = max(amax, abs32(v))
+			if v != v || math.IsInf(float64(v), 0) {
+				bad[j] = true
+			}
+			scales[j] = max(scales[j], abs32(v))
 		}
+	}
+	div := make([]float64, n)
+	for j, amax := range scales {
 		switch {
-		case bad:
+		case bad[j]:
 			scales[j] = float32(math.NaN())
-			continue
-		case amax == 0:
-			continue
+		case amax != 0:
+			scales[j] = amax / 127
+			div[j] = float64(scales[j])
 		}
-		s := amax / 127
-		scales[j] = s
-		for p := 0; p < k; p++ {
-			v := math.RoundToEven(float64(at(p, j)) / float64(s))
-			q[p*n+j] = int8(max(-127, min(127, v)))
+	}
+	q := make([]int8, k*n)
+	for r := 0; r < rows; r++ {
+		for c, v := range b[r*ldb : r*ldb+cols] {
+			p, j := r, c
+			if transB {
+				p, j = c, r
+			}
+			if div[j] != 0 {
+				q[p*n+j] = int8(max(-127, min(127, math.RoundToEven(float64(v)/div[j]))))
+			}
 		}
 	}
 	pb.setInt8(int8Active(), k, n, q, scales)
@@ -394,10 +404,14 @@ func rowQuant(lo, hi float32, bad bool) (s, inv float32, z int32) {
 	return s, inv, int32(max(0, min(255, zf)))
 }
 
-// quantOne is q_p for value x of a row with inverse scale inv and zero point z.
+// quantOne is q_p for value x of a row with inverse scale inv and zero point z. Adding and
+// subtracting 1.5·2²³ rounds v to an integer, to nearest even, exactly for |v| < 2²²
+// (x·inv of a finite row is within ±256): math.RoundToEven without its call.
 func quantOne(x, inv float32, z int32) int32 {
+	const magic = 1.5 * (1 << 23)
 	v := float32(x * inv)
-	return max(0, min(255, int32(math.RoundToEven(float64(v)))+z))
+	r := float32(v+magic) - magic
+	return max(0, min(255, int32(r)+z))
 }
 
 // quantizeRowsGo is the pure-Go statement of the row quantization: rows rows of alpha·A (a,
@@ -550,24 +564,40 @@ func sgemmInt8(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda int, b
 	mc = min(mc, m)
 	ws.aq = growBytes(ws.aq, mc*ldq)
 	ws.rs, ws.rz = grow(ws.rs, mc), growInt32(ws.rz, mc)
+	for ic := 0; ic < m; ic += mc {
+		mcb := min(mc, m-ic)
+		quantizeRows(d.kern, ws.aq, ldq, a[ic*lda:], lda, mcb, k, kpad, alpha, ws.rs, ws.rz)
+		int8RowBlock(pb, ws, quantRows{ws.aq, ldq, ws.rs, ws.rz}, ic, mcb, j0, n, beta, c, ldc, epi)
+	}
+}
+
+// quantRows addresses prepared rows of A: row i at q[i·ld:], its scale and zero point at
+// rs[i] and rz[i].
+type quantRows struct {
+	q  []byte
+	ld int
+	rs []float32
+	rz []int32
+}
+
+// int8RowBlock computes rows [ic, ic+mcb) of the product (their prepared rows in r, from
+// r's first) with the columns [j0, j0+n) of pb into c (row ic at c[ic·ldc:], column j0 at
+// c[0]), then beta and the epilogue per block of int8NC columns.
+func int8RowBlock(pb *PackedB, ws *int8Work, r quantRows, ic, mcb, j0, n int, beta float32, c []float32, ldc int, epi Epilogue) {
 	flags := int8Store
 	if beta != 0 {
 		flags = int8Accum
 	}
-	for ic := 0; ic < m; ic += mc {
-		mcb := min(mc, m-ic)
-		quantizeRows(d.kern, ws.aq, ldq, a[ic*lda:], lda, mcb, k, kpad, alpha, ws.rs, ws.rz)
-		for jc := 0; jc < n; jc += int8NC {
-			ncb := min(int8NC, n-jc)
-			cb := c[ic*ldc+jc:]
-			if d.kern == nil {
-				int8GoBlock(pb, ws, mcb, j0+jc, ncb, ldq, cb, ldc, flags, beta)
-			} else {
-				int8Block(d, ws, mcb, j0+jc, ncb, ldq, unsafe.Pointer(&cb[0]), ldc, flags, beta)
-			}
-			if epi != nil {
-				epi(ic, ic+mcb, j0+jc, j0+jc+ncb)
-			}
+	for jc := 0; jc < n; jc += int8NC {
+		ncb := min(int8NC, n-jc)
+		cb := c[ic*ldc+jc:]
+		if pb.i8.kern == nil {
+			int8GoBlock(pb, ws, r, mcb, j0+jc, ncb, cb, ldc, flags, beta)
+		} else {
+			int8Block(pb.i8, ws, r, mcb, j0+jc, ncb, unsafe.Pointer(&cb[0]), ldc, flags, beta)
+		}
+		if epi != nil {
+			epi(ic, ic+mcb, j0+jc, j0+jc+ncb)
 		}
 	}
 }
@@ -579,10 +609,10 @@ func growInt32(b []int32, n int) []int32 {
 	return b[:n]
 }
 
-// int8Block runs kern over mcb prepared rows (ws.aq, stride ldq) and the ncb columns from
-// col (a multiple of nr), storing into the tile at c (row stride ldc elements, float32 or
-// int32 by flags).
-func int8Block(d *int8Data, ws *int8Work, mcb, col, ncb, ldq int, c unsafe.Pointer, ldc, flags int, beta float32) {
+// int8Block runs kern over the first mcb prepared rows of r and the ncb columns from col
+// (a multiple of nr), storing into the tile at c (row stride ldc elements, float32 or int32
+// by flags).
+func int8Block(d *int8Data, ws *int8Work, r quantRows, mcb, col, ncb int, c unsafe.Pointer, ldc, flags int, beta float32) {
 	kern := d.kern
 	mr, nr, g := kern.mr, kern.nr, kern.group
 	panelBytes := d.kg * nr * g
@@ -594,7 +624,7 @@ func int8Block(d *int8Data, ws *int8Work, mcb, col, ncb, ldq int, c unsafe.Point
 			h := min(mr, mcb-ir)
 			fn := kern.fns[h-1]
 			if nrb == nr {
-				fn(d.kg, &ws.aq[ir*ldq], bp, (*float32)(unsafe.Add(c, 4*(ir*ldc+jr))), ldc, flags, beta, ldq, &ws.rs[ir], &ws.rz[ir], &d.scale[cj], &d.colSum[cj])
+				fn(d.kg, &r.q[ir*r.ld], bp, (*float32)(unsafe.Add(c, 4*(ir*ldc+jr))), ldc, flags, beta, r.ld, &r.rs[ir], &r.rz[ir], &d.scale[cj], &d.colSum[cj])
 				continue
 			}
 			// A partial panel: the whole tile into scratch (op(B)'s padding is zero), then
@@ -603,7 +633,7 @@ func int8Block(d *int8Data, ws *int8Work, mcb, col, ncb, ldq int, c unsafe.Point
 			if flags == int8Raw {
 				sf = int8Raw
 			}
-			fn(d.kg, &ws.aq[ir*ldq], bp, &ws.scratch[0], nr, sf, 0, ldq, &ws.rs[ir], &ws.rz[ir], &d.scale[cj], &d.colSum[cj])
+			fn(d.kg, &r.q[ir*r.ld], bp, &ws.scratch[0], nr, sf, 0, r.ld, &r.rs[ir], &r.rz[ir], &d.scale[cj], &d.colSum[cj])
 			for i := 0; i < h; i++ {
 				src := ws.scratch[i*nr : i*nr+nrb]
 				dst := unsafe.Slice((*float32)(unsafe.Add(c, 4*((ir+i)*ldc+jr))), nrb)
@@ -622,24 +652,37 @@ func int8Block(d *int8Data, ws *int8Work, mcb, col, ncb, ldq int, c unsafe.Point
 // int8GoBlock is int8Block on the pure-Go path (pb's int8 values row-major): the sums of
 // mcb prepared u8 rows with the ncb columns from col, then the same store (int8Raw: the
 // int32 sums into c's bits).
-func int8GoBlock(pb *PackedB, ws *int8Work, mcb, col, ncb, ldq int, c []float32, ldc, flags int, beta float32) {
+func int8GoBlock(pb *PackedB, ws *int8Work, r quantRows, mcb, col, ncb int, c []float32, ldc, flags int, beta float32) {
 	d, k, n := pb.i8, pb.k, pb.n
 	ws.acc = growInt32(ws.acc, ncb)
 	acc := ws.acc
 	for i := 0; i < mcb; i++ {
 		clear(acc)
-		arow := ws.aq[i*ldq : i*ldq+k]
+		arow := r.q[i*r.ld : i*r.ld+k]
 		for p, av := range arow {
 			if av == 0 {
 				continue
 			}
-			a32 := int32(av)
-			brow := d.q[p*n+col : p*n+col+ncb]
-			for j, bv := range brow {
-				acc[j] += a32 * int32(bv)
-			}
+			axpyInt8(acc, int32(av), d.q[p*n+col:p*n+col+ncb])
 		}
-		int8StoreTwin(1, ncb, acc, c[i*ldc:], ldc, flags, beta, ws.rs[i:], ws.rz[i:], d.scale[col:], d.colSum[col:])
+		int8StoreTwin(1, ncb, acc, c[i*ldc:], ldc, flags, beta, r.rs[i:], r.rz[i:], d.scale[col:], d.colSum[col:])
+	}
+}
+
+// axpyInt8 adds a·b[j] to acc[j] (len(acc) = len(b)), four at a time: the pure-Go path's
+// inner loop, written so the compiler drops the bounds checks.
+func axpyInt8(acc []int32, a int32, b []int8) {
+	acc = acc[:len(b)]
+	j := 0
+	for ; j+4 <= len(b); j += 4 {
+		bb, aa := b[j:j+4:j+4], acc[j:j+4:j+4]
+		aa[0] += a * int32(bb[0])
+		aa[1] += a * int32(bb[1])
+		aa[2] += a * int32(bb[2])
+		aa[3] += a * int32(bb[3])
+	}
+	for ; j < len(b); j++ {
+		acc[j] += a * int32(b[j])
 	}
 }
 
@@ -717,14 +760,102 @@ func gemmU8S8Rows(pb *PackedB, m int, a []uint8, lda int, c []int32, ldc int) {
 				clear(dst[k:kpad])
 			}
 		}
+		r := quantRows{ws.aq, ldq, ws.rs, ws.rz}
 		for jc := 0; jc < n; jc += int8NC {
 			ncb := min(int8NC, n-jc)
 			cb := cf[ic*ldc+jc:]
 			if d.kern == nil {
-				int8GoBlock(pb, ws, mcb, jc, ncb, ldq, cb, ldc, int8Raw, 0)
+				int8GoBlock(pb, ws, r, mcb, jc, ncb, cb, ldc, int8Raw, 0)
 			} else {
-				int8Block(d, ws, mcb, jc, ncb, ldq, unsafe.Pointer(&cb[0]), ldc, int8Raw, 0)
+				int8Block(d, ws, r, mcb, jc, ncb, unsafe.Pointer(&cb[0]), ldc, int8Raw, 0)
 			}
 		}
 	}
+}
+
+// Int8Rows holds the rows of an A quantized once for several int8 products with operands
+// packed for the same int8 path (QuantizeRows), so that products sharing their A (the
+// column tiles of one product, the Q, K and V projections of one input) do not each
+// quantize it again. The zero value is ready to use; it is not safe for concurrent
+// Prepare, but QuantizeRange on disjoint ranges and the products may run concurrently.
+type Int8Rows struct {
+	kern    *int8Kernel
+	m, k    int
+	ld      int
+	kpad    int
+	alpha   float32
+	q       []byte
+	rs      []float32
+	rz      []int32
+	prepped bool
+}
+
+// Prepare sizes r for m rows of k values quantized for products with int8 operands packed
+// like pb (the same Int8Path), scaled by alpha, reusing r's storage. It panics when pb is
+// not int8.
+func (r *Int8Rows) Prepare(pb *PackedB, m int, alpha float32) {
+	if pb == nil || pb.i8 == nil || m < 0 {
+		panic("gemm: Int8Rows.Prepare: not an int8 operand")
+	}
+	ldq, kpad, _ := int8Blocking(pb.i8.kern, pb.k)
+	r.kern, r.m, r.k, r.ld, r.kpad, r.alpha = pb.i8.kern, m, pb.k, ldq, kpad, alpha
+	r.q = growBytes(r.q, m*ldq)
+	r.rs, r.rz = grow(r.rs, m), growInt32(r.rz, m)
+	r.prepped = true
+}
+
+// QuantizeRange quantizes rows [i0, i1) of A (a addresses row 0, stride lda, Prepare's k
+// values per row) into r, as SgemmPackedEpilogueAt quantizes them (bitwise the same).
+// Calls on disjoint ranges may run concurrently. It panics when r is not prepared, the
+// range is outside it or a is too short.
+func (r *Int8Rows) QuantizeRange(i0, i1 int, a []float32, lda int) {
+	if !r.prepped || i0 < 0 || i1 > r.m || i0 > i1 {
+		panic(fmt.Sprintf("gemm: Int8Rows.QuantizeRange: rows [%d, %d) of %d prepared", i0, i1, r.m))
+	}
+	if i0 == i1 || r.k == 0 {
+		return
+	}
+	checkMat("A", i1, r.k, len(a), lda)
+	quantizeRows(r.kern, r.q[i0*r.ld:], r.ld, a[i0*lda:], lda, i1-i0, r.k, r.kpad, r.alpha, r.rs[i0:], r.rz[i0:])
+}
+
+// SgemmInt8RowsAt is SgemmPackedEpilogueAt with A already quantized: rows [i0, i0+m) of
+// r (all quantized) times the columns [j0, j1) of pb, into c (element (i, j) of the result
+// at c[(i−i0)·ldc + j−j0]), then beta·C and epi, which receives rows counted from i0 and
+// the product's column numbers. The result equals SgemmPackedEpilogueAt's on the same rows
+// bit for bit. It panics when pb was packed for another path or k than r, or the ranges
+// or c are bad.
+func SgemmInt8RowsAt(r *Int8Rows, i0, m, j0, j1 int, pb *PackedB, beta float32, c []float32, ldc int, epi Epilogue) {
+	if pb == nil || pb.i8 == nil || !r.prepped || pb.i8.kern != r.kern || pb.k != r.k || i0 < 0 || m < 0 || i0+m > r.m ||
+		j0 < 0 || j1 > pb.n || j0 > j1 || j0%pb.ColAlign() != 0 {
+		panic(fmt.Sprintf("gemm: SgemmInt8RowsAt: rows [%d, %d) of %d, columns [%d, %d): bad ranges or an operand of another path or k", i0, i0+m, r.m, j0, j1))
+	}
+	n := j1 - j0
+	if m == 0 || n == 0 {
+		return
+	}
+	checkMat("C", m, n, len(c), ldc)
+	if r.k == 0 {
+		scaleC(m, n, beta, c, ldc)
+		if epi != nil {
+			epi(0, m, j0, j1)
+		}
+		return
+	}
+	ws := int8Works.Get().(*int8Work)
+	defer int8Works.Put(ws)
+	_, _, mc := int8Blocking(r.kern, r.k)
+	for ic := 0; ic < m; ic += mc {
+		mcb := min(mc, m-ic)
+		rows := quantRows{r.q[(i0+ic)*r.ld:], r.ld, r.rs[i0+ic:], r.rz[i0+ic:]}
+		int8RowBlock(pb, ws, rows, 0, mcb, j0, n, beta, c[ic*ldc:], ldc, shiftEpi(epi, ic))
+	}
+}
+
+// shiftEpi returns epi with its rows moved by di (nil stays nil).
+func shiftEpi(epi Epilogue, di int) Epilogue {
+	if epi == nil || di == 0 {
+		return epi
+	}
+	return func(i0, i1, j0, j1 int) { epi(i0+di, i1+di, j0, j1) }
 }

@@ -118,20 +118,40 @@ func i8QuantU8AVX2(dst *uint8, x *float32, n int, inv float32, z int32)
 //go:noescape
 func i8QuantU16AVX2(dst *uint8, x *float32, n int, inv float32, z int32)
 
-// quantizeRowsFast is quantizeRowsGo with the AVX2 routines (every CPU the int8 kernels run
-// on has AVX2); it reports false, doing nothing, without AVX2. The tails shorter than a
-// vector are done in Go, the same way.
+// i8RowRangeAVX512 is i8RowRangeAVX2 on zmm, n a multiple of 16.
+//
+//go:noescape
+func i8RowRangeAVX512(x *float32, n int) (lo, hi, nan float32)
+
+// i8QuantU8AVX512 is i8QuantU8AVX2 on zmm, n a multiple of 16.
+//
+//go:noescape
+func i8QuantU8AVX512(dst *uint8, x *float32, n int, inv float32, z int32)
+
+// quantizeRowsFast is quantizeRowsGo with the vector routines: AVX-512 ones at the avx512
+// kernel level for u8 rows (the vnni512 kernels'), else AVX2 ones (every CPU the int8
+// kernels run on has AVX2); it reports false, doing nothing, without AVX2. The tails
+// shorter than a vector are done in Go, the same way. On a row of 768 values the AVX-512
+// routines took 60 ns against the AVX2 ones' 200 (BenchmarkInt8Quantize).
 func quantizeRowsFast(dst []byte, ldq int, wide bool, a []float32, lda, rows, k, kpad int, alpha float32, rs []float32, rz []int32) bool {
 	if !cpuAVX2 || rows == 0 || k == 0 {
 		return false
 	}
+	zmm := !wide && cpuAVX512 && simd.Current() == simd.AVX512
 	_ = a[(rows-1)*lda+k-1]
 	_ = dst[(rows-1)*ldq+kpad-1]
 	for i := 0; i < rows; i++ {
 		row := a[i*lda : i*lda+k]
-		v := k &^ 7
 		var lo, hi, nan float32
-		if v > 0 {
+		v := k &^ 7
+		if zmm {
+			v = k &^ 15
+		}
+		switch {
+		case v == 0:
+		case zmm:
+			lo, hi, nan = i8RowRangeAVX512(&row[0], v)
+		default:
 			lo, hi, nan = i8RowRangeAVX2(&row[0], v)
 		}
 		tl, th, tbad := rowRange(row[v:])
@@ -159,7 +179,11 @@ func quantizeRowsFast(dst []byte, ldq int, wide bool, a []float32, lda, rows, k,
 			clear(d[2*k : end])
 			continue
 		}
-		if done = k &^ 31; done > 0 {
+		if zmm {
+			if done = k &^ 15; done > 0 {
+				i8QuantU8AVX512(&d[0], &row[0], done, inv, z)
+			}
+		} else if done = k &^ 31; done > 0 {
 			i8QuantU8AVX2(&d[0], &row[0], done, inv, z)
 		}
 		for p := done; p < k; p++ {

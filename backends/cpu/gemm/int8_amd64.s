@@ -7024,6 +7024,105 @@ i8QuantU16AVX2_done:
 	VZEROUPPER
 	RET
 
+// func i8RowRangeAVX512(x *float32, n int) (lo, hi, nan float32)
+// i8RowRangeAVX2 on zmm with two sets of accumulators, n a multiple of 16.
+TEXT ·i8RowRangeAVX512(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VPXORD Z0, Z0, Z0 // lo
+	VPXORD Z1, Z1, Z1 // hi
+	VPXORD Z2, Z2, Z2 // nan
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	MOVQ CX, DX
+	SHRQ $5, DX
+	JZ i8RowRangeAVX512_tail
+i8RowRangeAVX512_loop:
+	VMOVUPS (SI), Z6
+	VMOVUPS 64(SI), Z7
+	VMINPS Z6, Z0, Z0
+	VMINPS Z7, Z3, Z3
+	VMAXPS Z6, Z1, Z1
+	VMAXPS Z7, Z4, Z4
+	VSUBPS Z6, Z6, Z6
+	VSUBPS Z7, Z7, Z7
+	VADDPS Z6, Z2, Z2
+	VADDPS Z7, Z5, Z5
+	ADDQ $128, SI
+	DECQ DX
+	JNZ i8RowRangeAVX512_loop
+i8RowRangeAVX512_tail:
+	TESTQ $16, CX
+	JZ i8RowRangeAVX512_reduce
+	VMOVUPS (SI), Z6
+	VMINPS Z6, Z0, Z0
+	VMAXPS Z6, Z1, Z1
+	VSUBPS Z6, Z6, Z6
+	VADDPS Z6, Z2, Z2
+i8RowRangeAVX512_reduce:
+	VMINPS Z3, Z0, Z0
+	VMAXPS Z4, Z1, Z1
+	VADDPS Z5, Z2, Z2
+	VEXTRACTF64X4 $1, Z0, Y3
+	VMINPS Y3, Y0, Y0
+	VEXTRACTF64X4 $1, Z1, Y3
+	VMAXPS Y3, Y1, Y1
+	VEXTRACTF64X4 $1, Z2, Y3
+	VADDPS Y3, Y2, Y2
+	VEXTRACTF128 $1, Y0, X3
+	VMINPS X3, X0, X0
+	VEXTRACTF128 $1, Y1, X3
+	VMAXPS X3, X1, X1
+	VEXTRACTF128 $1, Y2, X3
+	VADDPS X3, X2, X2
+	VPERMILPS $0x4E, X0, X3
+	VMINPS X3, X0, X0
+	VPERMILPS $0xB1, X0, X3
+	VMINPS X3, X0, X0
+	VPERMILPS $0x4E, X1, X3
+	VMAXPS X3, X1, X1
+	VPERMILPS $0xB1, X1, X3
+	VMAXPS X3, X1, X1
+	VPERMILPS $0x4E, X2, X3
+	VADDPS X3, X2, X2
+	VPERMILPS $0xB1, X2, X3
+	VADDPS X3, X2, X2
+	VMOVSS X0, lo+16(FP)
+	VMOVSS X1, hi+20(FP)
+	VMOVSS X2, nan+24(FP)
+	VZEROUPPER
+	RET
+
+// func i8QuantU8AVX512(dst *uint8, x *float32, n int, inv float32, z int32)
+// i8QuantU8AVX2 on zmm, n a multiple of 16: the maximum with 0, then VPMOVUSDB's unsigned
+// saturation, which clamps above at 255.
+TEXT ·i8QuantU8AVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS inv+24(FP), Z8
+	MOVL z+28(FP), AX
+	MOVQ AX, X9
+	VPBROADCASTD X9, Z9
+	VPXORD Z10, Z10, Z10
+	SHRQ $4, CX
+	JZ i8QuantU8AVX512_done
+i8QuantU8AVX512_loop:
+	VMULPS (SI), Z8, Z0
+	VCVTPS2DQ Z0, Z0
+	VPADDD Z9, Z0, Z0
+	VPMAXSD Z10, Z0, Z0
+	VPMOVUSDB Z0, X1
+	VMOVDQU X1, (DI)
+	ADDQ $64, SI
+	ADDQ $16, DI
+	DECQ CX
+	JNZ i8QuantU8AVX512_loop
+i8QuantU8AVX512_done:
+	VZEROUPPER
+	RET
+
 // The dword order VPERMD puts the two packs' results back in (i8QuantU8AVX2).
 DATA i8PermU8<>+0(SB)/4, $0
 DATA i8PermU8<>+4(SB)/4, $4

@@ -628,3 +628,43 @@ func TestInt8BadArgs(t *testing.T) {
 		GemmU8S8(2, 2, 2, make([]uint8, 3), 2, PackBInt8Quantized(2, 2, make([]int8, 4), []float32{1}), make([]int32, 4), 2)
 	})
 }
+
+// TestInt8Rows holds products on rows quantized once (Int8Rows, in two ranges) to
+// SgemmPackedEpilogueAt on the same rows bit for bit, for row and column sub-ranges, and
+// checks the rows the epilogue is given.
+func TestInt8Rows(t *testing.T) {
+	forEachInt8Path(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(23, 24))
+		for _, sh := range [][3]int{{1, 1, 1}, {17, 70, 33}, {300, 130, 517}} {
+			m, n, k := sh[0], sh[1], sh[2]
+			g := newCase(rng, false, false, m, n, k, -0.5, 0, 2)
+			pb := PackBInt8(false, k, n, g.b[g.offB:], g.ldb)
+			var r Int8Rows
+			r.Prepare(pb, m, g.alpha)
+			r.QuantizeRange(m/2, m, g.a[g.offA:], g.lda)
+			r.QuantizeRange(0, m/2, g.a[g.offA:], g.lda)
+			al := pb.ColAlign()
+			for _, rc := range [][4]int{{0, m, 0, n}, {m / 3, m - m/3, min(al, n-1) / al * al, n - 1}} {
+				i0, i1, j0, j1 := rc[0], rc[1], rc[2], rc[3]
+				if j1 <= j0 || i1 <= i0 {
+					continue
+				}
+				w := j1 - j0
+				want := make([]float32, (i1-i0)*w)
+				SgemmPackedEpilogueAt(i1-i0, j0, j1, g.alpha, g.a[g.offA+i0*g.lda:], g.lda, pb, 0, want, w, nil)
+				got := make([]float32, (i1-i0)*w)
+				rows := 0
+				SgemmInt8RowsAt(&r, i0, i1-i0, j0, j1, pb, 0, got, w, func(a, b, c0, c1 int) {
+					if a < 0 || b > i1-i0 || c0 < j0 || c1 > j1 {
+						t.Fatalf("%v: epilogue block rows [%d, %d) columns [%d, %d)", sh, a, b, c0, c1)
+					}
+					rows += (b - a) * (c1 - c0)
+				})
+				if rows != (i1-i0)*w {
+					t.Fatalf("%v: the epilogue covered %d elements, want %d", sh, rows, (i1-i0)*w)
+				}
+				bitwise(t, fmt.Sprint(sh, rc), got, want)
+			}
+		}
+	})
+}
