@@ -209,7 +209,9 @@ func newProgram(g *graph.Graph, opts backends.Options) (*Program, error) {
 			return wideKernel(n, mk)
 		},
 		Fold: func(n *graph.Node, k kernel, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			p.noteFolded(n, in)
+			if !opts.NoFusion {
+				p.noteFolded(n, in) // for fuseQuantized, which forgets them when it is done
+			}
 			return fold.call(k, n, in)
 		},
 		KeepIntermediates: opts.KeepIntermediates,

@@ -19,12 +19,13 @@ import (
 //   - "int8-dynamic": ONNX Runtime's dynamic quantization, DynamicQuantizeLinear(x) and every
 //     MatMulInteger reading its output with a constant B, each followed by Cast(float) and a
 //     Mul by a scale (Mul(x_scale, W_scale), or a constant), optionally by an Add of a
-//     constant bias row: one step per x that quantizes x once and runs every layer. Each
-//     counts once per layer.
+//     constant bias row and a Relu: one step per x that quantizes x once and runs every
+//     layer. Each counts once per layer.
 //   - "int8-qdq": QuantizeLinear(x) → DequantizeLinear by the same constant scale and zero
 //     point, read only by MatMuls (optionally followed by a bias Add) or Gemms (transA 0,
 //     alpha 1, beta 1, C a constant row) whose B is DequantizeLinear of constant int8 or
-//     uint8 weights (per tensor, or per output column) folded at compile time.
+//     uint8 weights (per tensor, or per output column) folded at compile time, each
+//     optionally followed by a Relu.
 //   - "int8-qlinear": QLinearMatMul with a constant B and scalar scales and zero points of A
 //     and Y (B's per tensor or per column).
 //   - "int8-matmulinteger": any other MatMulInteger by a constant B, scalar A zero point.
@@ -34,7 +35,7 @@ import (
 // arithmetic (equal mod 2³² to MatMulInteger's int64 sum truncated to int32). The float math
 // after them is the graph's, in its order and in float32: float32(sum), times the scale
 // (float32(x_scale · W_scale_j), computed once per run as the graph's Mul does), plus the
-// bias; QLinearMatMul requantizes through graph.QLinearRequantize; the activation is
+// bias (vec.BiasAct, with the Relu); QLinearMatMul requantizes through graph.QLinearRequantize; the activation is
 // quantized through graph's own DynamicQuantizeLinear and QuantizeLinear functions. So the
 // "int8-dynamic", "int8-qlinear" and "int8-matmulinteger" steps give exactly the answer of
 // the steps they replace. "int8-qdq" cannot: the graph multiplies dequantized floats (a
