@@ -1,9 +1,11 @@
 package train
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"slices"
@@ -45,7 +47,14 @@ type record struct {
 	// Precision is "" when the run was given none (the backend's default, fp32), so that
 	// checkpoints written before precisions existed resume as fp32.
 	Precision string `json:"precision,omitempty"`
+	// Tokenizer is the tokenizer the run cut its text with: "bytes" (zoo's byte tokenizer,
+	// the only one training uses; "" in checkpoints written before it was recorded).
+	Tokenizer string `json:"tokenizer,omitempty"`
 }
+
+// ByteTokenizer is the tokenizer a run records: zoo's byte tokenizer (id = byte + 1, 0 the
+// pad and mask id), the one training and Evaluate cut text with.
+const ByteTokenizer = "bytes"
 
 func newRecord(model string, set map[string]string, weights, input string, c Config) record {
 	var sets []string
@@ -55,7 +64,7 @@ func newRecord(model string, set map[string]string, weights, input string, c Con
 	return record{Model: model, Sets: sets, Seed: c.Seed, Weights: weights, Input: input, Objective: c.Objective,
 		Steps: c.Steps, Batch: c.Batch, Window: c.Window, Shuffle: c.Shuffle, Optimizer: c.Optimizer, LR: c.LR,
 		WeightDecay: c.WeightDecay, Eps: c.Eps, Betas: c.Betas[:], Momentum: c.Momentum, Warmup: c.Warmup,
-		Schedule: c.Schedule, LabelSmoothing: c.LabelSmoothing, Clip: c.Clip, Precision: c.Precision}
+		Schedule: c.Schedule, LabelSmoothing: c.LabelSmoothing, Clip: c.Clip, Precision: c.Precision, Tokenizer: ByteTokenizer}
 }
 
 func (r record) config() Config {
@@ -81,7 +90,11 @@ type Checkpoint struct {
 	Set     map[string]string
 	Weights string
 	Input   string
-	// Config holds the recorded settings (the fields up to Config.Seed).
+	// Tokenizer is the tokenizer the run cut its text with (ByteTokenizer).
+	Tokenizer string
+	// Config holds the recorded settings (the fields up to Config.Seed). Its Window is the
+	// window the run trained with (the default it chose when Config.Window was 0), except in
+	// checkpoints written before that was recorded.
 	Config Config
 }
 
@@ -89,28 +102,39 @@ type Checkpoint struct {
 // are loaded by New, given Config.Resume). A file that cannot be read or was not written by
 // a Trainer is an *zoo.InputError.
 func ReadCheckpoint(path string) (*Checkpoint, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, inputErrf(optResume, "%s %s: %w", optResume, path, errors.Unwrap(err))
-	}
-	_, hdr, err := tensorio.ReadSafetensors(data)
-	if err != nil {
-		return nil, inputErrf(optResume, "%s %s: %w", optResume, path, err)
-	}
-	raw, ok := hdr[MetaKey]
-	if !ok {
+	ck, err := readCheckpoint(path, optResume)
+	if err == nil && ck == nil {
 		return nil, inputErrf(optResume, "%s %s was not written by zoo train (no %s metadata); to start from its weights use %s %s",
 			optResume, path, MetaKey, optLoadWeights, path)
 	}
+	return ck, err
+}
+
+// TrainedWith reads the run that the training checkpoint at path records, for a file given as
+// weights (LoadOptions.Weights): nil and no error when the file holds weights without a
+// training record (a state_dict that zoo export or PyTorch wrote). A file that cannot be read
+// or whose record does not parse is an *zoo.InputError naming LoadOptions.Weights.
+func TrainedWith(path string) (*Checkpoint, error) { return readCheckpoint(path, optLoadWeights) }
+
+// readCheckpoint reads path's training record; nil, nil when it has none. Errors name option.
+func readCheckpoint(path, option string) (*Checkpoint, error) {
+	hdr, err := readMetadata(path)
+	if err != nil {
+		return nil, inputErrf(option, "%s %s: %w", option, path, err)
+	}
+	raw, ok := hdr[MetaKey]
+	if !ok {
+		return nil, nil
+	}
 	var rec record
 	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-		return nil, inputErrf(optResume, "%s %s: metadata %s: %w", optResume, path, MetaKey, err)
+		return nil, inputErrf(option, "%s %s: metadata %s: %w", option, path, MetaKey, err)
 	}
 	step, err := strconv.Atoi(hdr[optim.MetaStep])
 	if err != nil || step < 0 {
-		return nil, inputErrf(optResume, "%s %s: metadata %s=%q is not a step count", optResume, path, optim.MetaStep, hdr[optim.MetaStep])
+		return nil, inputErrf(option, "%s %s: metadata %s=%q is not a step count", option, path, optim.MetaStep, hdr[optim.MetaStep])
 	}
-	ck := &Checkpoint{Path: path, Step: step, Model: rec.Model, Weights: rec.Weights, Input: rec.Input, Config: rec.config()}
+	ck := &Checkpoint{Path: path, Step: step, Model: rec.Model, Weights: rec.Weights, Input: rec.Input, Tokenizer: rec.Tokenizer, Config: rec.config()}
 	if len(rec.Sets) > 0 {
 		ck.Set = map[string]string{}
 		for _, s := range rec.Sets {
@@ -134,6 +158,9 @@ func (ck *Checkpoint) Continue(cfg Config, given func(option string) bool) (Conf
 	}
 	want := ck.Config.recorded()
 	for i, s := range cfg.recorded() {
+		if s.option == optWindow && (cfg.Window == 0 || ck.Config.Window == 0) {
+			continue // the default: the window the model chose, which the record holds
+		}
 		if given(s.option) && s.value != want[i].value {
 			return cfg, inputErrf(s.option, "%s %s differs from the resumed run's %s; a resumed run keeps its settings (start a new run with %s %s to change them)",
 				s.option, s.value, orNone(want[i].value), optLoadWeights, ck.Path)
@@ -167,4 +194,36 @@ func checkpointMeta(rec record, variant, config string, seed uint64) (model, opt
 	}
 	model = map[string]string{MetaKey: string(raw), "variant": variant, "config": config, "seed": strconv.FormatUint(seed, 10)}
 	return model, map[string]string{MetaKey: string(raw)}, nil
+}
+
+// readMetadata reads the metadata of the safetensors file at path from its header alone (the
+// tensors are read, and checked, by whoever loads them).
+func readMetadata(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if u := errors.Unwrap(err); u != nil {
+			err = u
+		}
+		return nil, err
+	}
+	defer f.Close()
+	var n [8]byte
+	if _, err := io.ReadFull(f, n[:]); err != nil {
+		return nil, fmt.Errorf("safetensors: the file is too short for the 8-byte header length")
+	}
+	size := binary.LittleEndian.Uint64(n[:])
+	if size > tensorio.MaxSafetensorsHeader {
+		return nil, fmt.Errorf("safetensors: header length %d is beyond the limit of %d", size, tensorio.MaxSafetensorsHeader)
+	}
+	hdr := make([]byte, size)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		return nil, fmt.Errorf("safetensors: header length %d is beyond the end of the file", size)
+	}
+	var head struct {
+		Meta map[string]string `json:"__metadata__"`
+	}
+	if err := json.Unmarshal(hdr, &head); err != nil {
+		return nil, fmt.Errorf("safetensors: header: %w", err)
+	}
+	return head.Meta, nil
 }

@@ -105,4 +105,15 @@ func TestContinue(t *testing.T) {
 	if _, err := ck.Continue(ck.Config, nil); err != nil {
 		t.Errorf("the recorded settings: %v", err)
 	}
+	// The record holds the window the run chose; a caller's 0 asks for that default.
+	ck.Config.Window = 24
+	flags = ck.Config
+	flags.Window = 0
+	if got, err := ck.Continue(flags, nil); err != nil || got.Window != 24 {
+		t.Errorf("window 0 against a recorded 24: window %d, %v", got.Window, err)
+	}
+	flags.Window = 32
+	if _, err := ck.Continue(flags, nil); err == nil || !strings.Contains(err.Error(), "Config.Window 32 differs from the resumed run's 24") {
+		t.Errorf("window 32 against a recorded 24: %v", err)
+	}
 }

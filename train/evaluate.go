@@ -63,6 +63,40 @@ func (c EvalConfig) Validate() error {
 	return nil
 }
 
+// FromCheckpoint returns c with the settings of ck's run (a training checkpoint given as the
+// model's weights, TrainedWith) where given says the caller set none, so that Evaluate scores
+// text as the run's own evaluations did: the window (EvalConfig.Window), the objective
+// (EvalConfig.Objective) and the seed of mlm's masks (EvalConfig.Seed). given reports by
+// option name ("EvalConfig.Window") what the caller set (nil: nothing). It also returns the
+// names of the options it took from the checkpoint. A run that cut its text with another
+// tokenizer than zoo's byte tokenizer, which Evaluate uses, is an *zoo.InputError.
+func (c EvalConfig) FromCheckpoint(ck *Checkpoint, given func(option string) bool) (EvalConfig, []string, error) {
+	if ck == nil {
+		return c, nil, nil
+	}
+	if ck.Tokenizer != "" && ck.Tokenizer != ByteTokenizer {
+		return c, nil, inputErrf(optLoadWeights, "%s %s was trained on text cut by the %s tokenizer; Evaluate scores with zoo's byte tokenizer",
+			optLoadWeights, ck.Path, ck.Tokenizer)
+	}
+	if given == nil {
+		given = func(string) bool { return false }
+	}
+	var taken []string
+	if !given(optEvalWindow) && ck.Config.Window > 0 {
+		c.Window = ck.Config.Window
+		taken = append(taken, optEvalWindow)
+	}
+	if !given(optEvalObjective) && ck.Config.Objective != "" {
+		c.Objective = ck.Config.Objective
+		taken = append(taken, optEvalObjective)
+	}
+	if !given(optEvalSeed) && c.Objective == MLM {
+		c.Seed = ck.Config.Seed
+		taken = append(taken, optEvalSeed)
+	}
+	return c, taken, nil
+}
+
 // EvalResult is a model's score on a text.
 type EvalResult struct {
 	// Windows is the number of windows scored, Window their length (the last may be

@@ -88,6 +88,9 @@ func New(ctx context.Context, m *zoo.Model, data Data, cfg Config) (*Trainer, er
 		if _, err := ck.Continue(cfg, nil); err != nil {
 			return nil, err
 		}
+		if cfg.Window == 0 {
+			cfg.Window = ck.Config.Window // the window the run chose, not this model's default
+		}
 	}
 	t := &Trainer{m: m, cfg: cfg, data: data, sched: cfg.schedule(), lastSaved: -1}
 	if err := t.prepare(ctx, ck); err != nil {
@@ -166,7 +169,9 @@ func (t *Trainer) prepare(ctx context.Context, ck *Checkpoint) error {
 	if cfg.Threads > 0 && cfg.Threads < t.threads {
 		t.threads = cfg.Threads
 	}
-	rec := newRecord(m.Name(), m.Options().Set, weights, t.data.Train.Path, cfg)
+	recCfg := cfg
+	recCfg.Window = t.window // the window chosen, which evaluations of the checkpoint take
+	rec := newRecord(m.Name(), m.Options().Set, weights, t.data.Train.Path, recCfg)
 	t.meta, t.optMeta, err = checkpointMeta(rec, m.Name(), m.Config().JSON(), m.Seed())
 	return err
 }
