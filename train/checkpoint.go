@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	zoo "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/zoo/optim"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
@@ -92,6 +93,9 @@ type Checkpoint struct {
 	Input   string
 	// Tokenizer is the tokenizer the run cut its text with (ByteTokenizer).
 	Tokenizer string
+	// ModelConfig is the trained model's resolved hyperparameters, as JSON ("" in a
+	// checkpoint without them).
+	ModelConfig string
 	// Config holds the recorded settings (the fields up to Config.Seed). Its Window is the
 	// window the run trained with (the default it chose when Config.Window was 0), except in
 	// checkpoints written before that was recorded.
@@ -134,7 +138,8 @@ func readCheckpoint(path, option string) (*Checkpoint, error) {
 	if err != nil || step < 0 {
 		return nil, inputErrf(option, "%s %s: metadata %s=%q is not a step count", option, path, optim.MetaStep, hdr[optim.MetaStep])
 	}
-	ck := &Checkpoint{Path: path, Step: step, Model: rec.Model, Weights: rec.Weights, Input: rec.Input, Tokenizer: rec.Tokenizer, Config: rec.config()}
+	ck := &Checkpoint{Path: path, Step: step, Model: rec.Model, Weights: rec.Weights, Input: rec.Input, Tokenizer: rec.Tokenizer,
+		ModelConfig: hdr["config"], Config: rec.config()}
 	if len(rec.Sets) > 0 {
 		ck.Set = map[string]string{}
 		for _, s := range rec.Sets {
@@ -226,4 +231,30 @@ func readMetadata(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("safetensors: header: %w", err)
 	}
 	return head.Meta, nil
+}
+
+// checkModel refuses to continue ck's run in m when m is another model than the run's, or
+// the same variant with another config, whatever the shapes: one line naming both.
+func (ck *Checkpoint) checkModel(m *zoo.Model) error {
+	if ck.Model != "" && ck.Model != m.Name() {
+		return inputErrf(optResume, "%s %s is a run of %s, not %s; resume it with %s", optResume, ck.Path, ck.Model, m.Name(), ck.Model)
+	}
+	if ck.ModelConfig == "" {
+		return nil
+	}
+	var theirs, ours map[string]any
+	if json.Unmarshal([]byte(ck.ModelConfig), &theirs) != nil || json.Unmarshal([]byte(m.Config().JSON()), &ours) != nil {
+		return nil
+	}
+	var want, have []string
+	for _, k := range slices.Sorted(maps.Keys(theirs)) {
+		if a, b := fmt.Sprint(theirs[k]), fmt.Sprint(ours[k]); a != b {
+			want, have = append(want, k+"="+a), append(have, k+"="+b)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	return inputErrf(optResume, "%s %s is a run of %s with %s, not %s with %s; load the model with %s %s",
+		optResume, ck.Path, ck.Model, strings.Join(want, " "), m.Name(), strings.Join(have, " "), optLoadSet, strings.Join(want, " "+optLoadSet+" "))
 }

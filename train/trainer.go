@@ -85,6 +85,9 @@ func New(ctx context.Context, m *zoo.Model, data Data, cfg Config) (*Trainer, er
 		if ck, err = ReadCheckpoint(cfg.Resume); err != nil {
 			return nil, err
 		}
+		if err := ck.checkModel(m); err != nil {
+			return nil, err
+		}
 		if _, err := ck.Continue(cfg, nil); err != nil {
 			return nil, err
 		}
