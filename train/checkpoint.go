@@ -51,29 +51,65 @@ type record struct {
 	// Tokenizer is the tokenizer the run cut its text with: "bytes" (zoo's byte tokenizer,
 	// the only one training uses; "" in checkpoints written before it was recorded).
 	Tokenizer string `json:"tokenizer,omitempty"`
+	// InputOffset and InputSize select the part of Input trained on (0, 0: all of it).
+	InputOffset int64 `json:"input_offset,omitempty"`
+	InputSize   int64 `json:"input_size,omitempty"`
+	// Held is the held-out text the run evaluated on (nil: none).
+	Held *sourceRecord `json:"held,omitempty"`
+	// The settings that shape how the run is carried out, which a resumed run keeps unless
+	// given others (fields added with them: absent in older checkpoints).
+	EvalEvery             int               `json:"eval_every,omitempty"`
+	SaveEvery             int               `json:"save_every,omitempty"`
+	Threads               int               `json:"threads,omitempty"`
+	CheckpointActivations bool              `json:"checkpoint_activations,omitempty"`
+	Labels                map[string]string `json:"labels,omitempty"`
+}
+
+// sourceRecord is a TextSource read from a file, as a record holds it.
+type sourceRecord struct {
+	Path   string `json:"path"`
+	Offset int64  `json:"offset,omitempty"`
+	Size   int64  `json:"size,omitempty"`
 }
 
 // ByteTokenizer is the tokenizer a run records: zoo's byte tokenizer (id = byte + 1, 0 the
 // pad and mask id), the one training and Evaluate cut text with.
 const ByteTokenizer = "bytes"
 
-func newRecord(model string, set map[string]string, weights, input string, c Config) record {
+func newRecord(model string, set map[string]string, weights string, data Data, c Config) record {
 	var sets []string
 	for _, k := range slices.Sorted(maps.Keys(set)) {
 		sets = append(sets, k+"="+set[k])
 	}
-	return record{Model: model, Sets: sets, Seed: c.Seed, Weights: weights, Input: input, Objective: c.Objective,
+	r := record{Model: model, Sets: sets, Seed: c.Seed, Weights: weights, Input: data.Train.Path, Objective: c.Objective,
 		Steps: c.Steps, Batch: c.Batch, Window: c.Window, Shuffle: c.Shuffle, Optimizer: c.Optimizer, LR: c.LR,
 		WeightDecay: c.WeightDecay, Eps: c.Eps, Betas: c.Betas[:], Momentum: c.Momentum, Warmup: c.Warmup,
-		Schedule: c.Schedule, LabelSmoothing: c.LabelSmoothing, Clip: c.Clip, Precision: c.Precision, Tokenizer: ByteTokenizer}
+		Schedule: c.Schedule, LabelSmoothing: c.LabelSmoothing, Clip: c.Clip, Precision: c.Precision, Tokenizer: ByteTokenizer,
+		InputOffset: data.Train.Offset, InputSize: data.Train.Size, EvalEvery: c.EvalEvery, SaveEvery: c.SaveEvery,
+		Threads: c.Threads, CheckpointActivations: c.CheckpointActivations, Labels: c.Labels}
+	if data.Held.Path != "" {
+		r.Held = &sourceRecord{Path: data.Held.Path, Offset: data.Held.Offset, Size: data.Held.Size}
+	}
+	return r
 }
 
 func (r record) config() Config {
 	c := Config{Seed: r.Seed, Objective: r.Objective, Steps: r.Steps, Batch: r.Batch, Window: r.Window, Shuffle: r.Shuffle,
 		Optimizer: r.Optimizer, LR: r.LR, WeightDecay: r.WeightDecay, Eps: r.Eps, Momentum: r.Momentum, Warmup: r.Warmup,
-		Schedule: r.Schedule, LabelSmoothing: r.LabelSmoothing, Clip: r.Clip, Precision: r.Precision}
+		Schedule: r.Schedule, LabelSmoothing: r.LabelSmoothing, Clip: r.Clip, Precision: r.Precision,
+		EvalEvery: r.EvalEvery, SaveEvery: r.SaveEvery, Threads: r.Threads, CheckpointActivations: r.CheckpointActivations,
+		Labels: r.Labels}
 	copy(c.Betas[:], r.Betas)
 	return c
+}
+
+// data is the run's data as the record holds it (held-out text only from a file).
+func (r record) data() Data {
+	d := Data{Train: TextSource{Path: r.Input, Offset: r.InputOffset, Size: r.InputSize}}
+	if r.Held != nil {
+		d.Held = TextSource{Path: r.Held.Path, Offset: r.Held.Offset, Size: r.Held.Size}
+	}
+	return d
 }
 
 // Checkpoint is a training checkpoint read back (ReadCheckpoint): the run it continues and
@@ -91,6 +127,9 @@ type Checkpoint struct {
 	Set     map[string]string
 	Weights string
 	Input   string
+	// Data is the run's data: Train the part of Input it trains on, Held the held-out text
+	// it evaluated on (when that was a file). Name them before use (TextSource.Name).
+	Data Data
 	// Tokenizer is the tokenizer the run cut its text with (ByteTokenizer).
 	Tokenizer string
 	// ModelConfig is the trained model's resolved hyperparameters, as JSON ("" in a
@@ -139,7 +178,7 @@ func readCheckpoint(path, option string) (*Checkpoint, error) {
 		return nil, inputErrf(option, "%s %s: metadata %s=%q is not a step count", option, path, optim.MetaStep, hdr[optim.MetaStep])
 	}
 	ck := &Checkpoint{Path: path, Step: step, Model: rec.Model, Weights: rec.Weights, Input: rec.Input, Tokenizer: rec.Tokenizer,
-		ModelConfig: hdr["config"], Config: rec.config()}
+		ModelConfig: hdr["config"], Config: rec.config(), Data: rec.data()}
 	if len(rec.Sets) > 0 {
 		ck.Set = map[string]string{}
 		for _, s := range rec.Sets {
@@ -151,12 +190,13 @@ func readCheckpoint(path, option string) (*Checkpoint, error) {
 }
 
 // Continue returns the Config that continues ck's run: ck's recorded settings, with cfg's
-// Steps when given, cfg's fields that may change between invocations (Threads, EvalEvery,
-// SaveEvery, CheckpointActivations, Output), and Resume set to ck.Path. given reports which
-// of cfg's recorded fields the caller set, by option name ("Config.LR"; nil: every one):
-// each must equal the checkpoint's, for a resumed run keeps its settings, so that its losses
-// equal an uninterrupted run's bit for bit. A field that differs, or Steps not beyond the
-// checkpoint's step, is an *zoo.InputError.
+// Steps when given; the fields that may change between invocations (Threads, EvalEvery,
+// SaveEvery, CheckpointActivations) are cfg's where given and the run's otherwise; Output is
+// cfg's (ck.Path when cfg has none), Labels the run's with cfg's over them, and Resume is
+// ck.Path. given reports which of cfg's fields the caller set, by option name ("Config.LR";
+// nil: every one): each recorded one must equal the checkpoint's, for a resumed run keeps its
+// settings, so that its losses equal an uninterrupted run's bit for bit. A field that
+// differs, or Steps not beyond the checkpoint's step, is an *zoo.InputError.
 func (ck *Checkpoint) Continue(cfg Config, given func(option string) bool) (Config, error) {
 	if given == nil {
 		given = func(string) bool { return true }
@@ -175,7 +215,29 @@ func (ck *Checkpoint) Continue(cfg Config, given func(option string) bool) (Conf
 	if given(optSteps) {
 		out.Steps = cfg.Steps
 	}
-	out.Threads, out.EvalEvery, out.SaveEvery, out.CheckpointActivations, out.Output = cfg.Threads, cfg.EvalEvery, cfg.SaveEvery, cfg.CheckpointActivations, cfg.Output
+	if given(optThreads) {
+		out.Threads = cfg.Threads
+	}
+	if given(optEvalEvery) {
+		out.EvalEvery = cfg.EvalEvery
+	}
+	if given(optSaveEvery) {
+		out.SaveEvery = cfg.SaveEvery
+	}
+	if given(optCheckpointActivations) {
+		out.CheckpointActivations = cfg.CheckpointActivations
+	}
+	if len(cfg.Labels) > 0 {
+		out.Labels = maps.Clone(out.Labels)
+		if out.Labels == nil {
+			out.Labels = map[string]string{}
+		}
+		maps.Copy(out.Labels, cfg.Labels)
+	}
+	out.Output = cfg.Output
+	if out.Output == "" {
+		out.Output = ck.Path
+	}
 	out.Resume = ck.Path
 	if ck.Step >= out.Steps {
 		return out, inputErrf(optResume, "%s %s is already at step %d of %d; give a larger %s to train further", optResume, ck.Path, ck.Step, out.Steps, optSteps)

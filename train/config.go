@@ -81,6 +81,10 @@ type Config struct {
 	// its optimizer state and its step. Its recorded settings must equal this Config's
 	// (Steps excepted): see Checkpoint.Continue.
 	Resume string
+	// Labels are a front end's own settings of the run (zoo train keeps --log and --plot
+	// there), recorded in every checkpoint and given back by ReadCheckpoint, so that a
+	// resumed run can carry them; they change no number.
+	Labels map[string]string
 }
 
 // DefaultConfig returns zoo train's defaults: 1000 steps of 8 windows, mlm, AdamW (betas 0.9

@@ -72,7 +72,7 @@ func TestOptionNamesAreDistinct(t *testing.T) {
 // already at Steps is refused.
 func TestContinue(t *testing.T) {
 	rec := DefaultConfig()
-	rec.LR, rec.Steps, rec.Seed = 1e-3, 10, 7
+	rec.LR, rec.Steps, rec.Seed, rec.Threads, rec.SaveEvery, rec.Labels = 1e-3, 10, 7, 1, 5, map[string]string{"log": "a.jsonl"}
 	ck := &Checkpoint{Path: "m.safetensors", Step: 4, Config: rec}
 	given := func(opts ...string) func(string) bool {
 		return func(o string) bool {
@@ -86,10 +86,18 @@ func TestContinue(t *testing.T) {
 	}
 	flags := DefaultConfig() // what a caller gives: the defaults, and a few set
 	flags.LR, flags.Steps, flags.Threads, flags.Output = 3e-3, 20, 2, "n.safetensors"
-	got, err := ck.Continue(flags, given(optSteps))
+	got, err := ck.Continue(flags, given(optSteps, optThreads))
 	if err != nil || got.LR != 1e-3 || got.Steps != 20 || got.Seed != 7 || got.Threads != 2 || got.Output != "n.safetensors" || got.Resume != "m.safetensors" {
 		t.Fatalf("Continue: %+v, %v", got, err)
 	}
+	// The settings of how the run is carried out come along unless given; Output defaults
+	// to the checkpoint, the labels merge.
+	flags.Output, flags.Labels = "", map[string]string{"plot": "p.png"}
+	got, err = ck.Continue(flags, given(optSteps))
+	if err != nil || got.Threads != 1 || got.SaveEvery != 5 || got.Output != "m.safetensors" || got.Labels["log"] != "a.jsonl" || got.Labels["plot"] != "p.png" {
+		t.Fatalf("Continue without the run-time settings: %+v, %v", got, err)
+	}
+	flags.Output, flags.Labels = "n.safetensors", nil
 	_, err = ck.Continue(flags, given(optLR))
 	if err == nil || err.Error() != "Config.LR 0.003 differs from the resumed run's 0.001; a resumed run keeps its settings (start a new run with LoadOptions.Weights m.safetensors to change them)" {
 		t.Errorf("a changed learning rate: %v", err)

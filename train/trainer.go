@@ -174,7 +174,7 @@ func (t *Trainer) prepare(ctx context.Context, ck *Checkpoint) error {
 	}
 	recCfg := cfg
 	recCfg.Window = t.window // the window chosen, which evaluations of the checkpoint take
-	rec := newRecord(m.Name(), m.Options().Set, weights, t.data.Train.Path, recCfg)
+	rec := newRecord(m.Name(), m.Options().Set, weights, t.data, recCfg)
 	t.meta, t.optMeta, err = checkpointMeta(rec, m.Name(), m.Config().JSON(), m.Seed())
 	return err
 }

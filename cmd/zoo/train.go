@@ -31,7 +31,9 @@ func trainCommand() *cli.Command {
 		Description: "Step k (1-based) trains on windows (k-1)*B ... k*B-1 of the input, cut as `zoo run` cuts them\n" +
 			"and taken cyclically (--shuffle: in a seeded order). -o FILE.safetensors holds the model's state_dict;\n" +
 			"FILE.optim.safetensors beside it the optimizer's moments and step count. --resume FILE continues a run\n" +
-			"with the settings it started with, so that its losses equal an uninterrupted run's bit for bit;\n" +
+			"with the settings it started with, so that its losses equal an uninterrupted run's bit for bit, and with\n" +
+			"its --eval, --eval-every, --log (appended to), --plot, --save-every, --threads and --checkpoint-activations\n" +
+			"unless given again; -o defaults to FILE.\n" +
 			"Ctrl-C or SIGTERM saves the last finished step's checkpoint before zoo exits (130 or 143); a killed run\n" +
 			"loses the steps since its last save (--save-every). A NaN or infinite\n" +
 			"loss stops training with one line naming the step and the parameter with the largest gradient.\n" +
@@ -136,14 +138,23 @@ func withPreset(ref, preset string) string {
 }
 
 // trainRun is what zoo train trains: the model (its reference, --set values and initial
-// weights), the text and the Config.
+// weights), the text and the Config, and where its log and plot go.
 type trainRun struct {
-	model   string
-	sets    map[string]string
-	weights string
-	data    train.Data
-	cfg     train.Config
+	model     string
+	sets      map[string]string
+	weights   string
+	data      train.Data
+	cfg       train.Config
+	log, plot string
+	// carried lists the settings a resumed run took from its checkpoint ("--eval FILE").
+	carried []string
 }
+
+// The labels under which a checkpoint records zoo train's --log and --plot (train.Config.Labels).
+const (
+	labelLog  = "log"
+	labelPlot = "plot"
+)
 
 // trainRunOf reads zoo train's flags into the run (ref is the model argument, "" for a
 // resumed run), continuing --resume's run when it is given, and checks what needs no model.
@@ -153,6 +164,14 @@ func trainRunOf(c flags, ref string) (trainRun, error) {
 		return trainRun{}, err
 	}
 	cfg.SaveEvery, cfg.EvalEvery, cfg.Output = c.Int("save-every"), c.Int("eval-every"), c.String("output")
+	for label, flag := range map[string]string{labelLog: "log", labelPlot: "plot"} {
+		if v := c.String(flag); v != "" {
+			if cfg.Labels == nil {
+				cfg.Labels = map[string]string{}
+			}
+			cfg.Labels[label] = v
+		}
+	}
 	sets, err := parseSets(c.StringSlice(flagSet.Name))
 	if err != nil {
 		return trainRun{}, badInput(err)
@@ -167,6 +186,7 @@ func trainRunOf(c flags, ref string) (trainRun, error) {
 			return run, err
 		}
 	}
+	run.log, run.plot = run.cfg.Labels[labelLog], run.cfg.Labels[labelPlot]
 	if run.data.Train.Path == "" {
 		return run, badInputf("train: --input FILE is required (the text to train on)")
 	}
@@ -210,7 +230,27 @@ func resumeRun(c flags, run trainRun, ref string) (trainRun, error) {
 	}
 	run.model, run.sets, run.weights, run.cfg = ck.Model, ck.Set, "", cfg
 	if !c.IsSet("input") {
-		run.data.Train.Path = ck.Input
+		run.data.Train = ck.Data.Train
+		run.data.Train.Name = "--input"
+	}
+	// What the first run was given besides the recorded settings comes along.
+	carry := func(flag, value string) {
+		if !c.IsSet(flag) && value != "" && value != "0" && value != "false" {
+			run.carried = append(run.carried, "--"+flag+" "+value)
+		}
+	}
+	if !c.IsSet("eval") && ck.Data.Held.Path != "" {
+		run.data.Held = ck.Data.Held
+		run.data.Held.Name = "--eval"
+		carry("eval", ck.Data.Held.Path)
+	}
+	carry("eval-every", strconv.Itoa(cfg.EvalEvery))
+	carry("log", cfg.Labels[labelLog])
+	carry("plot", cfg.Labels[labelPlot])
+	carry("save-every", strconv.Itoa(cfg.SaveEvery))
+	carry("threads", strconv.Itoa(cfg.Threads))
+	if cfg.CheckpointActivations && !c.IsSet(flagCheckpointActivations.Name) {
+		run.carried = append(run.carried, "--"+flagCheckpointActivations.Name)
 	}
 	return run, nil
 }
@@ -266,8 +306,10 @@ func checkTrainArgs(nArgs int, ref, resume, out string) error {
 		return badInputf("train: want one model name (see `zoo list`), got %d arguments", nArgs)
 	case ref == "" && resume == "":
 		return badInputf("train: want a model name (see `zoo list`), e.g. zoo train vanilla.tiny --input corpus.txt -o model.safetensors")
-	case out == "":
+	case out == "" && resume == "":
 		return badInputf("train: -o FILE.safetensors is required (where the trained state_dict goes)")
+	case out == "":
+		out = resume // a resumed run writes its checkpoint back
 	case !strings.EqualFold(filepath.Ext(out), ".safetensors"):
 		return badInputf("-o %s: the trained state_dict is written as .safetensors; name the file FILE.safetensors", out)
 	}
@@ -312,6 +354,9 @@ func trainAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(run.carried) > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "zoo train: resuming %s with the run's %s\n", run.cfg.Resume, strings.Join(run.carried, " "))
+	}
 	t0 := time.Now()
 	m, err := loadTrainModel(c.Context, c, run)
 	if err != nil {
@@ -324,7 +369,7 @@ func trainAction(c *cli.Context) error {
 	}
 	defer tr.Close()
 	rec := &trainRecorder{}
-	if p := c.String("log"); p != "" {
+	if p := run.log; p != "" {
 		if rec.log, rec.lines, err = openTrainLog(p, tr.Step()); err != nil {
 			return badInput(err)
 		}
@@ -343,7 +388,7 @@ func trainAction(c *cli.Context) error {
 		bar.finish()
 	}
 	reportStopped(c.App.ErrWriter, runErr, run.cfg)
-	if p := c.String("plot"); p != "" && len(rec.lines) > 0 {
+	if p := run.plot; p != "" && len(rec.lines) > 0 {
 		title := fmt.Sprintf("zoo train %s — %s, %s, batch %d × %d tokens", m.Name(), run.cfg.Objective, run.cfg.Optimizer, run.cfg.Batch, tr.Window())
 		if err := tensorio.AtomicWriteFile(p, func(w io.Writer) error { return renderTrainPlot(w, rec.lines, title) }); err != nil && runErr == nil {
 			runErr = failed(err)
@@ -353,7 +398,7 @@ func trainAction(c *cli.Context) error {
 		return runErr
 	}
 	rep := newTrainReport(tr, res, rec.lines, time.Since(t0))
-	for _, p := range []string{c.String("log"), c.String("plot")} {
+	for _, p := range []string{run.log, run.plot} {
 		if p != "" {
 			rep.Written = append(rep.Written, p)
 		}

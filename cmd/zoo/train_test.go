@@ -499,3 +499,70 @@ func TestTrainOptionsRenderAsFlags(t *testing.T) {
 		t.Errorf("EvalConfig.Batch and Config.Batch render as %q", got)
 	}
 }
+
+// waitLogLines waits until the --log file of a running zoo holds n lines.
+func waitLogLines(t *testing.T, p *zooProc, log string, n int) {
+	t.Helper()
+	for {
+		if lines, err := os.ReadFile(log); err == nil && bytes.Count(lines, []byte("\n")) >= n {
+			return
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("zoo train ended before its log had %d lines: %s", n, p.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// TestTrainResumeCarriesSettings: `zoo train --resume FILE --steps N`, with nothing else,
+// continues the run as it was started: its --eval and --eval-every (evaluations after the
+// resume), its --log (appended: one line per step 1–6 and per evaluation), its --plot
+// (redrawn), -o (the checkpoint itself) and its --save-every (a resumed run killed after step
+// 9 of 400 kept a checkpoint of step 8, not the resumed step 4).
+func TestTrainResumeCarriesSettings(t *testing.T) {
+	dir := t.TempDir()
+	out, log, plot := filepath.Join(dir, "m.safetensors"), filepath.Join(dir, "m.jsonl"), filepath.Join(dir, "m.png")
+	if code, _, stderr := zoo(t, trainArgs("--steps", "4", "--eval", text, "--eval-every", "2", "--save-every", "2", "-o", out, "--log", log, "--plot", plot)...); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	if err := os.Remove(plot); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := zoo(t, "train", "--resume", out, "--steps", "6")
+	if code != 0 {
+		t.Fatalf("resumed run: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "with the run's --eval "+text+" --eval-every 2 --log "+log+" --plot "+plot+" --save-every 2") {
+		t.Errorf("stderr %q does not say which settings the resumed run carried", stderr)
+	}
+	var steps, evals []int
+	for _, l := range readTrainLog(t, log) {
+		if _, ok := l["eval_loss"]; ok {
+			evals = append(evals, int(l["step"]))
+		} else {
+			steps = append(steps, int(l["step"]))
+		}
+	}
+	if fmt.Sprint(steps) != "[1 2 3 4 5 6]" || fmt.Sprint(evals) != "[0 2 4 6]" {
+		t.Errorf("log after the resume: steps %v, evaluations %v; want 1–6 and 0 2 4 6", steps, evals)
+	}
+	if png, err := os.ReadFile(plot); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("the resumed run did not redraw --plot: %v", err)
+	}
+	ck, err := train.ReadCheckpoint(out)
+	if err != nil || ck.Step != 6 {
+		t.Fatalf("checkpoint after the resume: %+v, %v", ck, err)
+	}
+
+	// --save-every comes along: a resumed run killed after step 9 lost at most one step.
+	p := startZoo(t, t.TempDir(), nil, "train", "--resume", out, "--steps", "400", "--eval-every", "0", "--schedule", "linear")
+	waitLogLines(t, p, log, len(steps)+len(evals)+3) // steps 7, 8 and 9
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t)
+	if ck, err := train.ReadCheckpoint(out); err != nil || ck.Step < 8 {
+		t.Errorf("after a kill at step 9 of a resumed run the checkpoint holds step %d (%v); want 8, saved by the run's --save-every 2", ck.Step, err)
+	}
+}
