@@ -63,6 +63,8 @@ type record struct {
 	Threads               int               `json:"threads,omitempty"`
 	CheckpointActivations bool              `json:"checkpoint_activations,omitempty"`
 	Labels                map[string]string `json:"labels,omitempty"`
+	// Cycles are the schedule's cycles of an extended run (Config.Cycles).
+	Cycles []Cycle `json:"cycles,omitempty"`
 }
 
 // sourceRecord is a TextSource read from a file, as a record holds it.
@@ -86,7 +88,7 @@ func newRecord(model string, set map[string]string, weights string, data Data, c
 		WeightDecay: c.WeightDecay, Eps: c.Eps, Betas: c.Betas[:], Momentum: c.Momentum, Warmup: c.Warmup,
 		Schedule: c.Schedule, LabelSmoothing: c.LabelSmoothing, Clip: c.Clip, Precision: c.Precision, Tokenizer: ByteTokenizer,
 		InputOffset: data.Train.Offset, InputSize: data.Train.Size, EvalEvery: c.EvalEvery, SaveEvery: c.SaveEvery,
-		Threads: c.Threads, CheckpointActivations: c.CheckpointActivations, Labels: c.Labels}
+		Threads: c.Threads, CheckpointActivations: c.CheckpointActivations, Labels: c.Labels, Cycles: c.Cycles}
 	if data.Held.Path != "" {
 		r.Held = &sourceRecord{Path: data.Held.Path, Offset: data.Held.Offset, Size: data.Held.Size}
 	}
@@ -98,7 +100,7 @@ func (r record) config() Config {
 		Optimizer: r.Optimizer, LR: r.LR, WeightDecay: r.WeightDecay, Eps: r.Eps, Momentum: r.Momentum, Warmup: r.Warmup,
 		Schedule: r.Schedule, LabelSmoothing: r.LabelSmoothing, Clip: r.Clip, Precision: r.Precision,
 		EvalEvery: r.EvalEvery, SaveEvery: r.SaveEvery, Threads: r.Threads, CheckpointActivations: r.CheckpointActivations,
-		Labels: r.Labels}
+		Labels: r.Labels, Cycles: r.Cycles}
 	copy(c.Betas[:], r.Betas)
 	return c
 }
@@ -196,9 +198,12 @@ func readCheckpoint(path, option string) (*Checkpoint, error) {
 // ck.Path. given reports which of cfg's fields the caller set, by option name ("Config.LR";
 // nil: every one): each recorded one must equal the checkpoint's, for a resumed run keeps its
 // settings, so that its losses equal an uninterrupted run's bit for bit. A field that
-// differs, or Steps not beyond the checkpoint's step, is an *zoo.InputError.
+// differs, or Steps not beyond the checkpoint's step, is an *zoo.InputError. More Steps than
+// the run was given extend it by a new cycle of the schedule (Config.Cycles), fewer keep its
+// schedule: ExtendRule.
 func (ck *Checkpoint) Continue(cfg Config, given func(option string) bool) (Config, error) {
-	if given == nil {
+	all := given == nil
+	if all {
 		given = func(string) bool { return true }
 	}
 	want := ck.Config.recorded()
@@ -211,9 +216,13 @@ func (ck *Checkpoint) Continue(cfg Config, given func(option string) bool) (Conf
 				s.option, s.value, orNone(want[i].value), optLoadWeights, ck.Path)
 		}
 	}
+	if ext := ck.Config.extended(cfg.Steps); all && cfg.Cycles != nil && cfg.cyclesString() != ext.cyclesString() {
+		return cfg, inputErrf(optSchedule, "%s: the schedule's cycles (%s) are not the resumed run's continued to step %d (%s); take Config.Cycles from Checkpoint.Continue, or leave them nil",
+			optSchedule, orNone(cfg.cyclesString()), cfg.Steps, orNone(ext.cyclesString()))
+	}
 	out := ck.Config
 	if given(optSteps) {
-		out.Steps = cfg.Steps
+		out = out.extended(cfg.Steps)
 	}
 	if given(optThreads) {
 		out.Threads = cfg.Threads

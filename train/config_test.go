@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	zoo "github.com/zoo-dev/zoo"
+	"github.com/zoo-dev/zoo/zoo/optim"
 )
 
 // TestValidateNamesTheField: each setting out of range is an *zoo.InputError whose Option is
@@ -123,5 +124,78 @@ func TestContinue(t *testing.T) {
 	flags.Window = 32
 	if _, err := ck.Continue(flags, nil); err == nil || !strings.Contains(err.Error(), "Config.Window 32 differs from the resumed run's 24") {
 		t.Errorf("window 32 against a recorded 24: %v", err)
+	}
+}
+
+// TestExtendSchedule: a run extended past its steps keeps the learning rate of every step
+// taken and climbs back to the peak over a new cycle's warm-up (ExtendRule): the finished
+// 60-step linear run ended at lr 0; extended to 100 it rises by a tenth of the peak per step
+// to the peak at step 70 and decays linearly to 0 at step 100. A constant schedule stays
+// flat; a run ended early keeps its schedule; a second extension adds a third cycle.
+func TestExtendSchedule(t *testing.T) {
+	const lr = 1e-4
+	for _, kind := range []string{optim.Linear, optim.Cosine, optim.Constant} {
+		rec := DefaultConfig()
+		rec.Steps, rec.LR, rec.Schedule, rec.Warmup = 60, lr, kind, 5
+		ck := &Checkpoint{Path: "m.safetensors", Step: 60, Config: rec}
+		more := rec
+		more.Steps = 100
+		got, err := ck.Continue(more, func(o string) bool { return o == optSteps })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := got.Validate(); err != nil {
+			t.Fatalf("%s: the extended config: %v", kind, err)
+		}
+		for k := 1; k <= 60; k++ {
+			if a, b := got.LearningRate(k), rec.LearningRate(k); math.Float64bits(a) != math.Float64bits(b) {
+				t.Fatalf("%s: step %d: lr %g extended, %g as given", kind, k, a, b)
+			}
+		}
+		prev := got.LearningRate(60)
+		for k := 61; k <= 100; k++ {
+			x := got.LearningRate(k)
+			if d := math.Abs(x - prev); d > lr/10+1e-15 {
+				t.Errorf("%s: lr %g at step %d, %g at step %d: a jump", kind, prev, k-1, x, k)
+			}
+			prev = x
+		}
+		if got.LearningRate(70) != lr {
+			t.Errorf("%s: lr %g at step 70, want the peak back", kind, got.LearningRate(70))
+		}
+		if kind != optim.Constant && got.LearningRate(100) > 1e-12 {
+			t.Errorf("%s: lr %g at the new last step", kind, got.LearningRate(100))
+		}
+		if kind == optim.Linear && math.Abs(got.LearningRate(61)-lr/10) > 1e-18 {
+			t.Errorf("linear: lr %g at step 61, want a tenth of the peak", got.LearningRate(61))
+		}
+
+		// Ended early: the schedule of 60 steps, to step 50.
+		early := &Checkpoint{Path: "m.safetensors", Step: 30, Config: rec}
+		fewer := rec
+		fewer.Steps = 50
+		short, err := early.Continue(fewer, func(o string) bool { return o == optSteps })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := 1; k <= 50; k++ {
+			if short.LearningRate(k) != rec.LearningRate(k) {
+				t.Fatalf("%s ended early: step %d: lr %g, the run's %g", kind, k, short.LearningRate(k), rec.LearningRate(k))
+			}
+		}
+
+		// Extended again: a third cycle, the first two kept.
+		ck2 := &Checkpoint{Path: "m.safetensors", Step: 100, Config: got}
+		again := got
+		again.Steps, again.Cycles = 150, nil
+		got2, err := ck2.Continue(again, func(o string) bool { return o == optSteps })
+		if err != nil || len(got2.Cycles) != 3 || got2.Cycles[2].Start != 100 {
+			t.Fatalf("%s extended twice: cycles %v, %v", kind, got2.Cycles, err)
+		}
+		for k := 1; k <= 100; k++ {
+			if got2.LearningRate(k) != got.LearningRate(k) {
+				t.Fatalf("%s extended twice: step %d changed", kind, k)
+			}
+		}
 	}
 }

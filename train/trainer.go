@@ -32,7 +32,6 @@ type Trainer struct {
 	graph   *graphEngine
 	eng     trainEngine
 	opt     *optim.Optimizer
-	sched   optim.Schedule
 	par     optim.ParallelFor
 	// params is the flat parameter buffer; the graph's parameter tensors alias it. grads
 	// has its layout.
@@ -94,8 +93,11 @@ func New(ctx context.Context, m *zoo.Model, data Data, cfg Config) (*Trainer, er
 		if cfg.Window == 0 {
 			cfg.Window = ck.Config.Window // the window the run chose, not this model's default
 		}
+		if cfg.Cycles == nil {
+			cfg.Cycles = ck.Config.extended(cfg.Steps).Cycles // ExtendRule
+		}
 	}
-	t := &Trainer{m: m, cfg: cfg, data: data, sched: cfg.schedule(), lastSaved: -1}
+	t := &Trainer{m: m, cfg: cfg, data: data, lastSaved: -1}
 	if err := t.prepare(ctx, ck); err != nil {
 		t.Close()
 		return nil, err

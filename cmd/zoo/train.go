@@ -33,7 +33,7 @@ func trainCommand() *cli.Command {
 			"FILE.optim.safetensors beside it the optimizer's moments and step count. --resume FILE continues a run\n" +
 			"with the settings it started with, so that its losses equal an uninterrupted run's bit for bit, and with\n" +
 			"its --eval, --eval-every, --log (appended to), --plot, --save-every, --threads and --checkpoint-activations\n" +
-			"unless given again; -o defaults to FILE.\n" +
+			"unless given again; -o defaults to FILE. " + train.ExtendRule + "\n" +
 			"Ctrl-C or SIGTERM saves the last finished step's checkpoint before zoo exits (130 or 143); a killed run\n" +
 			"loses the steps since its last save (--save-every). A NaN or infinite\n" +
 			"loss stops training with one line naming the step and the parameter with the largest gradient.\n" +
@@ -146,8 +146,9 @@ type trainRun struct {
 	data      train.Data
 	cfg       train.Config
 	log, plot string
-	// carried lists the settings a resumed run took from its checkpoint ("--eval FILE").
-	carried []string
+	// carried lists the settings a resumed run took from its checkpoint ("--eval FILE");
+	// notes says what else a user should know of it (an extension of the schedule).
+	carried, notes []string
 }
 
 // The labels under which a checkpoint records zoo train's --log and --plot (train.Config.Labels).
@@ -229,6 +230,10 @@ func resumeRun(c flags, run trainRun, ref string) (trainRun, error) {
 		return run, err
 	}
 	run.model, run.sets, run.weights, run.cfg = ck.Model, ck.Set, "", cfg
+	if len(cfg.Cycles) > max(1, len(ck.Config.Cycles)) {
+		run.notes = append(run.notes, fmt.Sprintf("extending the run from %d to %d steps: %s (see zoo help train)",
+			ck.Config.Steps, cfg.Steps, cfg.DescribeCycle(cfg.Cycles[len(cfg.Cycles)-1])))
+	}
 	if !c.IsSet("input") {
 		run.data.Train = ck.Data.Train
 		run.data.Train.Name = "--input"
@@ -356,6 +361,9 @@ func trainAction(c *cli.Context) error {
 	}
 	if len(run.carried) > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "zoo train: resuming %s with the run's %s\n", run.cfg.Resume, strings.Join(run.carried, " "))
+	}
+	for _, n := range run.notes {
+		fmt.Fprintf(c.App.ErrWriter, "zoo train: %s\n", n)
 	}
 	t0 := time.Now()
 	m, err := loadTrainModel(c.Context, c, run)

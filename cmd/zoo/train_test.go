@@ -566,3 +566,40 @@ func TestTrainResumeCarriesSettings(t *testing.T) {
 		t.Errorf("after a kill at step 9 of a resumed run the checkpoint holds step %d (%v); want 8, saved by the run's --save-every 2", ck.Step, err)
 	}
 }
+
+// TestTrainExtendSchedule: `zoo train --resume FILE --steps N` beyond a finished linear run
+// follows the documented rule (train.ExtendRule), says so on stderr, and logs it: the first
+// run's learning rates stay, the rate climbs back from the 0 it ended at by a tenth of --lr a
+// step (no jump) and decays linearly to 0 at the new last step.
+func TestTrainExtendSchedule(t *testing.T) {
+	dir := t.TempDir()
+	out, log := filepath.Join(dir, "m.safetensors"), filepath.Join(dir, "m.jsonl")
+	if code, _, stderr := zoo(t, trainArgs("--steps", "6", "-o", out, "--log", log)...); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	first := readTrainLog(t, log)
+	code, _, stderr := zoo(t, "train", "--resume", out, "--steps", "26")
+	if code != 0 {
+		t.Fatalf("extended run: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "extending the run from 6 to 26 steps: steps 7–26: warm-up over 10 steps from lr 0 to 0.001, then linear to 0 at step 26") {
+		t.Errorf("stderr %q does not state the schedule of the added steps", stderr)
+	}
+	lines := readTrainLog(t, log)
+	if len(lines) != 26 {
+		t.Fatalf("%d log lines, want 26", len(lines))
+	}
+	for k := range first {
+		if lines[k]["lr"] != first[k]["lr"] {
+			t.Errorf("step %d: lr %g after the extension, %g before", k+1, lines[k]["lr"], first[k]["lr"])
+		}
+	}
+	for k := 6; k < 26; k++ {
+		if d := math.Abs(lines[k]["lr"] - lines[k-1]["lr"]); d > 1e-4+1e-12 {
+			t.Errorf("lr %g at step %d, %g at step %d: a jump of %g", lines[k-1]["lr"], k, lines[k]["lr"], k+1, d)
+		}
+	}
+	if lines[15]["lr"] != 1e-3 || lines[25]["lr"] != 0 {
+		t.Errorf("lr %g at step 16 and %g at step 26; want the peak 0.001 back and 0 at the end", lines[15]["lr"], lines[25]["lr"])
+	}
+}
