@@ -41,6 +41,9 @@ type Trainer struct {
 	// meta and optMeta are the metadata of the checkpoint's two files.
 	meta, optMeta map[string]string
 
+	// removed names the temporary files of killed saves that New removed.
+	removed []string
+
 	hooks     []func(Step) error
 	step      int // the last step finished
 	lastSaved int // the step of the last checkpoint written, -1 for none
@@ -52,8 +55,9 @@ type Trainer struct {
 // trained values), selects m's backend (LoadOptions.Backend) and compiles the step and, with
 // held-out data, an inference build of m for evaluation, within the memory guard. Load m
 // with Load (zoo.Load with LoadOptions.Training and, for CLM, causal on); m must not run
-// while the trainer does. Errors the caller can fix are *zoo.InputError, naming the option
-// (Config.Batch, Data.Train).
+// while the trainer does. It removes the temporary files that saves to Config.Output left
+// when they were killed mid-write (Removed). Errors the caller can fix are *zoo.InputError,
+// naming the option (Config.Batch, Data.Train).
 func New(ctx context.Context, m *zoo.Model, data Data, cfg Config) (*Trainer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -98,6 +102,14 @@ func New(ctx context.Context, m *zoo.Model, data Data, cfg Config) (*Trainer, er
 		}
 	}
 	t := &Trainer{m: m, cfg: cfg, data: data, lastSaved: -1}
+	if cfg.Output != "" {
+		// A save that was killed leaves its temporary files; nothing else removes them.
+		removed, err := optim.RemoveStaleTemps(cfg.Output)
+		t.removed = removed
+		if err != nil {
+			return nil, inputErrf(optOutput, "%s %s: remove the temporary files of an interrupted save: %w", optOutput, cfg.Output, err)
+		}
+	}
 	if err := t.prepare(ctx, ck); err != nil {
 		t.Close()
 		return nil, err
@@ -184,6 +196,10 @@ func (t *Trainer) prepare(ctx context.Context, ck *Checkpoint) error {
 // OnStep adds a hook that Run calls after every step and every evaluation, in the order
 // added. A hook's error ends Run, which returns it as it is.
 func (t *Trainer) OnStep(hook func(Step) error) { t.hooks = append(t.hooks, hook) }
+
+// Removed names the temporary files that earlier saves to Config.Output left when they were
+// killed mid-write, which New removed.
+func (t *Trainer) Removed() []string { return t.removed }
 
 // Model is the model being trained (its graph's parameters are the trainer's buffer).
 func (t *Trainer) Model() *zoo.Model { return t.m }

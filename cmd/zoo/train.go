@@ -376,6 +376,16 @@ func trainAction(c *cli.Context) error {
 		return err
 	}
 	defer tr.Close()
+	removed := tr.Removed()
+	for _, p := range []string{run.log, run.plot} {
+		if p != "" {
+			r, _ := tensorio.RemoveStaleTemps(p)
+			removed = append(removed, r...)
+		}
+	}
+	if len(removed) > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "zoo train: removed %s that killed saves left: %s\n", format.Plural(len(removed), "temporary file"), strings.Join(removed, ", "))
+	}
 	rec := &trainRecorder{}
 	if p := run.log; p != "" {
 		if rec.log, rec.lines, err = openTrainLog(p, tr.Step()); err != nil {

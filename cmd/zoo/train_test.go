@@ -603,3 +603,69 @@ func TestTrainExtendSchedule(t *testing.T) {
 		t.Errorf("lr %g at step 16 and %g at step 26; want the peak 0.001 back and 0 at the end", lines[15]["lr"], lines[25]["lr"])
 	}
 }
+
+// tempFiles lists the temporary files of atomic writes in dir.
+func tempFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp-") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestTrainKilledSaveLeavesNoTemp kills a real zoo train with SIGKILL while it writes a
+// checkpoint (its temporary file is on disk), and checks that the next run on that output
+// removes what the killed save left and says so, and that the resumed checkpoint still holds.
+func TestTrainKilledSaveLeavesNoTemp(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.safetensors")
+	// A wider model, saved every step, so that a save is in progress often.
+	args := trainArgs("--steps", "100000", "--save-every", "1", "--set", "d_model=256", "--set", "d_ff=1024", "-o", out)
+	var left []string
+	for try := 0; try < 20 && len(left) == 0; try++ {
+		p := startZoo(t, t.TempDir(), nil, args...)
+		deadline := time.Now().Add(30 * time.Second)
+		for len(tempFiles(t, dir)) == 0 || !fileExists(out) {
+			select {
+			case <-p.done:
+				t.Fatalf("zoo train ended: %s", p.stderr.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no save in progress seen within 30 s")
+			}
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		p.wait(t)
+		left = tempFiles(t, dir)
+	}
+	if len(left) == 0 {
+		t.Skip("no kill landed inside a save in 20 tries")
+	}
+	t.Logf("the killed save left %v", left)
+	ck, err := train.ReadCheckpoint(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := zoo(t, "train", "--resume", out, "--steps", strconv.Itoa(ck.Step+1), "--save-every", "0")
+	if code != 0 {
+		t.Fatalf("the run after the kill: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "that killed saves left") {
+		t.Errorf("stderr %q does not say what was removed", stderr)
+	}
+	if rest := tempFiles(t, dir); len(rest) != 0 {
+		t.Errorf("temporary files after the next run: %v", rest)
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
