@@ -160,7 +160,7 @@ func Evaluate(ctx context.Context, m *zoo.Model, text TextSource, cfg EvalConfig
 	if err := text.check("score"); err != nil {
 		return EvalResult{}, err
 	}
-	windows, err := text.windows(window)
+	src, release, err := text.windowSource(window)
 	switch {
 	case errors.Is(err, tokenize.ErrEmpty):
 		return EvalResult{}, inputErrf(text.Name, "%s is empty (0 bytes): nothing to score", text.describe())
@@ -169,15 +169,20 @@ func Evaluate(ctx context.Context, m *zoo.Model, text TextSource, cfg EvalConfig
 	case err != nil:
 		return EvalResult{}, fmt.Errorf("%s: %w", text.describe(), err)
 	}
+	defer release()
 	opt := lmdata.ByteOptions(lmdata.Objective(cfg.Objective), cfg.Batch, cfg.Seed)
 	if vocab < int(opt.RandomHi) {
 		return EvalResult{}, inputErrf("", "%s has %d output classes; the byte tokenizer needs 257", m.Name(), vocab)
 	}
-	loader, err := lmdata.NewLoader(windows, opt)
+	loader, err := lmdata.NewLoaderFrom(src, opt)
 	if err != nil {
 		return EvalResult{}, inputErr("", err)
 	}
-	if err := zoo.GuardMemory(m.Name(), m.Graph(), zoo.MemoryRun{Batch: min(cfg.Batch, len(windows)), N: len(windows[0]),
+	first, err := src.Window(0)
+	if err != nil {
+		return EvalResult{}, fmt.Errorf("%s: %w", text.describe(), err)
+	}
+	if err := zoo.GuardMemory(m.Name(), m.Graph(), zoo.MemoryRun{Batch: min(cfg.Batch, src.Len()), N: len(first),
 		Shapes: zoo.TokenShapes(tokName, maskName), BatchOption: optEvalBatch, NOption: optEvalWindow}); err != nil {
 		return EvalResult{}, err
 	}
@@ -190,7 +195,10 @@ func Evaluate(ctx context.Context, m *zoo.Model, text TextSource, cfg EvalConfig
 	t0 := time.Now()
 	score := lmdata.Score{Smoothing: cfg.LabelSmoothing}
 	for first := 0; first < loader.Windows(); first += cfg.Batch {
-		b := loader.Sequential(first, cfg.Batch)
+		b, err := loader.Sequential(first, cfg.Batch)
+		if err != nil {
+			return EvalResult{}, fmt.Errorf("%s: %w", text.describe(), err)
+		}
 		tokens, mask := b.Tensors()
 		feed := map[string]*tensor.Tensor{tokName: tokens}
 		if maskName != "" {
