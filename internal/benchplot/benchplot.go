@@ -32,6 +32,9 @@ type Series struct {
 	N        []float64
 	TimeMS   []float64
 	MemBytes []float64
+	// TimeSD, when as long as N, is the standard deviation of each time over its timed
+	// runs, drawn as an error bar (cut at the axis where mean − sd is not positive).
+	TimeSD []float64
 	// Dashed draws the line dashed (used for reference runtimes such as ONNX Runtime).
 	Dashed bool
 	// Color is the palette index of the line (plotutil.Color); series of one variant share it.
@@ -105,7 +108,7 @@ func Render(w io.Writer, series []Series, opts Options) (err error) {
 			err = fmt.Errorf("benchplot: draw: %v", r)
 		}
 	}()
-	timeP, err := panel(series, opts.Title+" — time per run", "time (ms)", func(s Series) []float64 { return s.TimeMS })
+	timeP, err := panel(series, opts.Title+" — time per run (bars: ± sd)", "time (ms)", func(s Series) []float64 { return s.TimeMS }, func(s Series) []float64 { return s.TimeSD })
 	if err != nil {
 		return err
 	}
@@ -115,7 +118,7 @@ func Render(w io.Writer, series []Series, opts Options) (err error) {
 			mib[i] = b / (1 << 20)
 		}
 		return mib
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}
@@ -133,7 +136,7 @@ func Render(w io.Writer, series []Series, opts Options) (err error) {
 }
 
 // panel draws one log-log panel of y(s) against n for every series.
-func panel(series []Series, title, ylabel string, y func(Series) []float64) (*plot.Plot, error) {
+func panel(series []Series, title, ylabel string, y, sd func(Series) []float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "sequence length n"
@@ -145,12 +148,23 @@ func panel(series []Series, title, ylabel string, y func(Series) []float64) (*pl
 	drawn := 0
 	for i, s := range series {
 		ys := y(s)
+		var sds []float64
+		if sd != nil {
+			sds = sd(s)
+		}
 		var pts plotter.XYs
+		var errs plotter.YErrors
 		for j := range s.N {
 			if j < len(ys) && s.N[j] > 0 && ys[j] > 0 && !math.IsInf(ys[j], 0) && !math.IsNaN(ys[j]) {
 				pts = append(pts, plotter.XY{X: s.N[j], Y: ys[j]})
+				e := 0.0
+				if len(sds) == len(s.N) && finite(sds[j]) {
+					e = math.Abs(sds[j])
+				}
+				low := math.Min(e, ys[j]*0.999) // a log axis cannot reach 0
+				errs = append(errs, struct{ Low, High float64 }{low, e})
 				xmin, xmax = math.Min(xmin, s.N[j]), math.Max(xmax, s.N[j])
-				ymin, ymax = math.Min(ymin, ys[j]), math.Max(ymax, ys[j])
+				ymin, ymax = math.Min(ymin, ys[j]-low), math.Max(ymax, ys[j]+e)
 			}
 		}
 		if len(pts) == 0 {
@@ -169,6 +183,14 @@ func panel(series []Series, title, ylabel string, y func(Series) []float64) (*pl
 		points.Color = c
 		points.Shape = plotutil.Shape(i)
 		p.Add(line, points)
+		for _, e := range errs {
+			if e.High > 0 {
+				eb := &plotter.YErrorBars{XYs: pts, YErrors: errs}
+				eb.Color, eb.LineStyle.Width, eb.CapWidth = c, vg.Points(1), vg.Points(6)
+				p.Add(eb)
+				break
+			}
+		}
 		label := s.Label
 		if k, ok := Slope(s.N, ys); ok {
 			label += fmt.Sprintf(" (k=%.2f)", k)
