@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	zoo "github.com/zoo-dev/zoo"
 )
 
 // Stat is a figure measured more than once (over seeds, over timed runs): its mean, its
@@ -164,8 +166,12 @@ func (v Verdict) text(cs []Contender, best Contender, window int, corpus string)
 	if len(cs) > 1 && len(v.Behind) > 0 && (len(v.Tied) > 0 || v.Judged) {
 		fmt.Fprintf(&b, " %s %s behind.", joinAnd(v.Behind), map[bool]string{true: "is", false: "are"}[len(v.Behind) == 1])
 	}
-	for _, n := range v.ParamsNotes {
-		fmt.Fprintf(&b, " Note: %s, which may explain part of its lead.", n)
+	for i, n := range v.ParamsNotes {
+		if i == 0 && strings.HasPrefix(n, best.Name+" ") && len(v.Behind) > 0 {
+			fmt.Fprintf(&b, " Note: %s, which may explain part of its lead (--params-match compares at equal size).", n)
+		} else {
+			fmt.Fprintf(&b, " Note: %s.", n)
+		}
 	}
 	for _, c := range cs {
 		if len(c.Changes) > 0 && (c.Name == best.Name || slices.Contains(v.Tied, c.Name)) {
@@ -342,4 +348,50 @@ func cmpFloat(a, b float64) int {
 		return 1
 	}
 	return 0
+}
+
+// Parameters returns the number of m's trained parameters (what a Trainer of m trains:
+// float initializers that are neither buffers nor constants).
+func Parameters(m *zoo.Model) (int, error) {
+	layout, err := trainableLayout(m.Graph())
+	if err != nil {
+		return 0, err
+	}
+	return layout.Size(), nil
+}
+
+// MatchParams finds the feed-forward width d_ff at which a model's parameter count comes
+// closest to target, given count(dff), the model's parameters at d_ff: linear in d_ff for
+// zoo's encoders (each layer's feed-forward block holds 2·d_model·d_ff + d_ff + d_model).
+// It measures count at dff and at a second width, solves the line for target and checks the
+// answer; d_ff stays at least 1. It returns the width and its count.
+func MatchParams(count func(dff int) (int, error), dff, target int) (int, int, error) {
+	p0, err := count(dff)
+	if err != nil {
+		return 0, 0, err
+	}
+	if p0 == target {
+		return dff, p0, nil
+	}
+	d1 := max(1, dff/2)
+	if d1 == dff {
+		d1 = dff + 1
+	}
+	p1, err := count(d1)
+	if err != nil {
+		return 0, 0, err
+	}
+	if p1 == p0 {
+		return 0, 0, fmt.Errorf("its parameter count does not change with d_ff (%d at d_ff %d and %d)", p0, dff, d1)
+	}
+	slope := float64(p0-p1) / float64(dff-d1)
+	want := dff + int(math.Round(float64(target-p0)/slope))
+	if want < 1 {
+		return 0, 0, fmt.Errorf("it would need d_ff %d to have %s parameters (it has %s at d_ff %d)", want, humanCount(target), humanCount(p0), dff)
+	}
+	got, err := count(want)
+	if err != nil {
+		return 0, 0, err
+	}
+	return want, got, nil
 }

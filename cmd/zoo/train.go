@@ -48,7 +48,7 @@ func trainCommand() *cli.Command {
 			&cli.IntFlag{Name: "batch", Value: d.Batch, Usage: "windows per step"},
 			&cli.IntFlag{Name: "window", Usage: "tokens per window (0: min(512, the model's maximum length))"},
 			&cli.StringFlag{Name: "objective", Value: d.Objective, Usage: "mlm (masked tokens, BERT's 15 % with 80/10/10) or clm (next token within each window; turns causal on)"},
-		}, optimizerFlags(), []cli.Flag{
+		}, optimizerFlags(d), []cli.Flag{
 			&cli.IntFlag{Name: "save-every", Usage: "also write the checkpoint every `N` steps (0: only at the end)"},
 			&cli.StringFlag{Name: "resume", Usage: "continue the run whose checkpoint is `FILE`.safetensors (with FILE.optim.safetensors beside it)"},
 			&cli.StringFlag{Name: "eval", Usage: "held-out text `FILE`: its loss and bits per byte before training, every --eval-every steps and at the end"},
@@ -65,9 +65,8 @@ func trainCommand() *cli.Command {
 }
 
 // optimizerFlags are the flags of the optimizer, the schedule and the loss, which zoo train
-// and zoo compare share (trainConfig reads them).
-func optimizerFlags() []cli.Flag {
-	d := train.DefaultConfig()
+// and zoo compare share (trainConfig reads them), with d's defaults.
+func optimizerFlags(d train.Config) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "optimizer", Value: d.Optimizer, Usage: "adamw (torch.optim.AdamW) or sgd (torch.optim.SGD)"},
 		&cli.Float64Flag{Name: "momentum", Usage: "SGD momentum (0: plain SGD)"},
@@ -75,7 +74,7 @@ func optimizerFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "weight-decay", Value: d.WeightDecay, Usage: "weight decay on every parameter (AdamW: decoupled; SGD: added to the gradient)"},
 		&cli.Float64Flag{Name: "eps", Value: d.Eps, Usage: "AdamW's epsilon"},
 		&cli.StringFlag{Name: "betas", Value: formatBetas(d.Betas), Usage: "AdamW's `B1,B2`"},
-		&cli.IntFlag{Name: "warmup", Usage: "steps `N` of linear warm-up from 0 to --lr"},
+		&cli.IntFlag{Name: "warmup", Value: d.Warmup, Usage: "steps `N` of linear warm-up from 0 to --lr"},
 		&cli.StringFlag{Name: "schedule", Value: d.Schedule, Usage: "learning rate after warm-up: constant, linear (to 0 at the last step) or cosine"},
 		&cli.Float64Flag{Name: "label-smoothing", Usage: "label smoothing `X` of the cross-entropy (PyTorch's formula)"},
 		&cli.Float64Flag{Name: "clip", Value: d.Clip, Usage: "clip the global gradient norm to `X` (0: no clipping)"},
