@@ -3,9 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/compare"
 	"github.com/zoo-dev/zoo/internal/benchplot"
 
 	"gonum.org/v1/plot"
@@ -44,14 +46,31 @@ func renderTrainPlot(w io.Writer, history []trainLog, title string) (err error) 
 	loss.Add(plotter.NewGrid())
 	loss.Legend.Top = true
 	if len(train) > 0 {
-		l, err := plotter.NewLine(train)
+		raw, err := plotter.NewLine(train)
+		if err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		r, g, b, _ := plotutil.Color(0).RGBA()
+		raw.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 70} // the smoothed line's, faint
+		raw.Width = vg.Points(0.75)
+		loss.Add(raw)
+		ys := make([]float64, len(train))
+		for i, p := range train {
+			ys[i] = p.Y
+		}
+		smooth := make(plotter.XYs, len(train))
+		for i, y := range compare.Smooth(ys) {
+			smooth[i] = plotter.XY{X: train[i].X, Y: y}
+		}
+		l, err := plotter.NewLine(smooth)
 		if err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 		l.Color = plotutil.Color(0)
-		l.Width = vg.Points(1)
+		l.Width = vg.Points(1.5)
 		loss.Add(l)
-		loss.Legend.Add("training batch", l)
+		loss.Legend.Add("training batch (raw: faint)", raw)
+		loss.Legend.Add("training batch, smoothed", l)
 	}
 	panels := []*plot.Plot{loss}
 	if len(eval) > 0 {
@@ -76,7 +95,9 @@ func renderTrainPlot(w io.Writer, history []trainLog, title string) (err error) 
 		bl.Color, bpts.Color = plotutil.Color(2), plotutil.Color(2)
 		bl.Width = vg.Points(1.5)
 		bp.Add(bl, bpts)
+		bp.X.Tick.Marker, bp.Y.Tick.Marker = benchplot.LinearTicks{}, benchplot.LinearTicks{}
 		panels = append(panels, bp)
 	}
+	loss.X.Tick.Marker, loss.Y.Tick.Marker = benchplot.LinearTicks{}, benchplot.LinearTicks{}
 	return benchplot.WriteRow(w, panels, 800*len(panels), 560)
 }
