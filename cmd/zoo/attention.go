@@ -18,6 +18,8 @@ import (
 	"github.com/urfave/cli/v2"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette"
+
+	"github.com/zoo-dev/zoo/internal/benchplot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -541,8 +543,10 @@ func drawAttention(w io.Writer, doc attnDoc, title string) error {
 	grid.Max.Y = head.Min.Y
 	pal := weightPalette(64)
 	plots := make([][]*plot.Plot, len(doc.Layers))
+	bars := make([][]*plot.Plot, len(doc.Layers))
 	for i, l := range doc.Layers {
 		for _, h := range l.Heads {
+			bars[i] = append(bars[i], colorBar(pal, maxWeight(h.Weights)))
 			p := plot.New()
 			p.Title.Text = fmt.Sprintf("layer %d, head %d", l.Layer, h.Head)
 			hm := plotter.NewHeatMap(weightGrid(h.Weights), pal)
@@ -562,11 +566,45 @@ func drawAttention(w io.Writer, doc attnDoc, title string) error {
 	canvases := plot.Align(plots, tiles, grid)
 	for i := range plots {
 		for j, p := range plots[i] {
-			p.Draw(canvases[i][j])
+			// Each map's own colour bar at its right: the map scales white to its largest
+			// weight, which the bar's ticks read out.
+			mc, bc := canvases[i][j], canvases[i][j]
+			mc.Max.X -= px(colorBarWidth)
+			bc.Min.X = mc.Max.X + px(4)
+			p.Draw(mc)
+			bars[i][j].Draw(bc)
 		}
 	}
 	_, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w)
 	return err
+}
+
+// colorBarWidth is the width in pixels of the colour bar beside each map, with its labels.
+const colorBarWidth = 84
+
+// barGrid is a colour bar's cells: two columns of n rows running from 0 to max.
+type barGrid struct {
+	n   int
+	max float64
+}
+
+func (g barGrid) Dims() (c, r int)   { return 2, g.n }
+func (g barGrid) Z(c, r int) float64 { return (float64(r) + 0.5) * g.max / float64(g.n) }
+func (g barGrid) X(c int) float64    { return float64(c) }
+func (g barGrid) Y(r int) float64    { return (float64(r) + 0.5) * g.max / float64(g.n) }
+
+// colorBar is the plot of a map's colour scale: pal from 0 (white) to hi, labelled on the
+// right with the weights (ticks that never read twice).
+func colorBar(pal palette.Palette, hi float64) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = "weight"
+	hm := plotter.NewHeatMap(barGrid{n: 64, max: hi}, pal)
+	hm.Min, hm.Max = 0, hi
+	p.Add(hm)
+	p.HideX()
+	p.Y.Min, p.Y.Max = 0, hi
+	p.Y.Tick.Marker = benchplot.LinearTicks{}
+	return p
 }
 
 // weightPalette runs from white (weight 0) to dark blue (the map's largest weight), so

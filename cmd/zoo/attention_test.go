@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"image/png"
@@ -320,5 +321,40 @@ func TestAttentionRefuses(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("refusals left %d files", len(entries))
+	}
+}
+
+// TestAttentionColorBar: each map has its colour bar at its right, running from white to
+// the palette's darkest colour (the map's largest weight, here in the map's left column): the
+// strip at the tile's right holds that colour.
+func TestAttentionColorBar(t *testing.T) {
+	w := [][]float32{{1, 0.1, 0.1}, {0.2, 0.2, 0.2}, {0.3, 0.3, 0.3}}
+	doc := attnDoc{Tokens: []string{"a", "b", "c"}, Keys: []string{"a", "b", "c"}, Layers: []attnLayer{{Heads: []attnHead{{Weights: w}}}}}
+	var buf bytes.Buffer
+	if err := drawAttention(&buf, doc, "t"); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dark := weightPalette(64).Colors()[63]
+	dr, dg, db, _ := dark.RGBA()
+	b := img.Bounds()
+	count := func(x0, x1 int) int {
+		n := 0
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			for x := x0; x < x1; x++ {
+				r, g, bl, _ := img.At(x, y).RGBA()
+				if r == dr && g == dg && bl == db {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	bar := count(b.Max.X-colorBarWidth, b.Max.X)
+	if bar < 20 {
+		t.Errorf("%d pixels of the darkest colour in the strip right of the map; want its colour bar", bar)
 	}
 }
