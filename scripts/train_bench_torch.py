@@ -200,7 +200,17 @@ def main():
     ap.add_argument("--zoo", help="a zoo binary: alternate blocks of its steps with PyTorch's (paired mode)")
     ap.add_argument("--blocks", type=int, default=6, help="paired mode: pairs of blocks")
     ap.add_argument("--block-steps", type=int, default=3, help="paired mode: steps per block")
+    ap.add_argument("--profile", action="store_true", help="profile one step with torch.profiler after --skip warm-up steps: "
+                    "the ops by self CPU time, as `zoo profile --train` lists zoo's")
     a = ap.parse_args()
+    if a.profile:
+        t = TorchSteps(a)
+        t.run(a.skip)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            t.run(1)
+        print(f"pytorch {torch.__version__} ({blas()}), vanilla base, one training step of batch {a.batch} x {a.window} tokens, {a.threads} threads")
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+        return
     if a.zoo:
         print(json.dumps(paired(a)))
         return
