@@ -33,7 +33,7 @@ func trainCommand() *cli.Command {
 			"FILE.optim.safetensors beside it the optimizer's moments and step count. --resume FILE continues a run\n" +
 			"with the settings it started with, so that its losses equal an uninterrupted run's bit for bit, and with\n" +
 			"its --eval, --eval-every, --log (appended to), --plot, --save-every, --threads and --checkpoint-activations\n" +
-			"unless given again; -o defaults to FILE. " + train.ExtendRule + "\n" +
+			"unless given again; -o defaults to FILE.\n" + wrapHelp(train.ExtendRule, 110) + "\n" +
 			"Ctrl-C or SIGTERM saves the last finished step's checkpoint before zoo exits (130 or 143); a killed run\n" +
 			"loses the steps since its last save (--save-every). A NaN or infinite\n" +
 			"loss stops training with one line naming the step and the parameter with the largest gradient.\n" +
@@ -62,6 +62,25 @@ func trainCommand() *cli.Command {
 		}),
 		Action: trainAction,
 	}
+}
+
+// wrapHelp breaks s into lines of at most width runes at spaces, for a command's description.
+func wrapHelp(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(s) {
+		l := len([]rune(w))
+		if i > 0 && n+1+l > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += l
+	}
+	return b.String()
 }
 
 // optimizerFlags are the flags of the optimizer, the schedule and the loss, which zoo train
