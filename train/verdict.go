@@ -229,8 +229,10 @@ func fastest(cs []Contender) []Fastest {
 				tied = append(tied, h.name)
 			}
 		}
-		if k := len(out) - 1; k >= 0 && out[k].Variant == here[0].name && slices.Equal(out[k].Tied, tied) {
+		if k := len(out) - 1; k >= 0 && out[k].Variant == here[0].name {
+			// The same winner: one range, whose ties are those within noise at every length.
 			out[k].To = n
+			out[k].Tied = slices.DeleteFunc(out[k].Tied, func(v string) bool { return !slices.Contains(tied, v) })
 			continue
 		}
 		out = append(out, Fastest{Variant: here[0].name, From: n, To: n, Tied: tied})

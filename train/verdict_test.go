@@ -92,3 +92,26 @@ func TestMatchParams(t *testing.T) {
 		t.Error("a target below d_ff 1: no error")
 	}
 }
+
+// TestJudgeFastestRanges: lengths where the same variant is fastest make one range, whose
+// ties are the variants within timing noise at each of its lengths.
+func TestJudgeFastestRanges(t *testing.T) {
+	at := func(ms ...float64) []Timing {
+		var out []Timing
+		for i, m := range ms {
+			out = append(out, Timing{N: 128 << (2 * i), MS: Stat{Mean: m, SD: m / 10, N: 5}})
+		}
+		return out
+	}
+	v := Judge([]Contender{
+		{Name: "a", Quality: NewStat([]float64{1, 1.1}), Inference: at(1, 10, 100)},
+		{Name: "b", Quality: NewStat([]float64{2, 2.1}), Inference: at(1.05, 10.5, 300)},
+		{Name: "c", Quality: NewStat([]float64{3, 3.1}), Inference: at(1.1, 30, 101)},
+	}, 128, "x")
+	if len(v.Fastest) != 1 || v.Fastest[0].Variant != "a" || v.Fastest[0].From != 128 || v.Fastest[0].To != 2048 || len(v.Fastest[0].Tied) != 0 {
+		t.Errorf("fastest %+v; want a over every length, no variant tied at all of them", v.Fastest)
+	}
+	if !strings.Contains(v.Text, "a is fastest at every length measured.") {
+		t.Errorf("verdict %q", v.Text)
+	}
+}
