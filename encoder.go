@@ -164,6 +164,12 @@ func (e *Encoder) CheckMemory(batch, n int) error {
 	return GuardMemory(e.m.Name(), e.m.graph, MemoryRun{Batch: batch, N: n, Shapes: e.plan.Shapes, BatchOption: optBatch, NOption: optWindow})
 }
 
+// ReadError is an error reading or tokenizing the text a Stream reads.
+type ReadError struct{ Err error }
+
+func (e *ReadError) Error() string { return e.Err.Error() }
+func (e *ReadError) Unwrap() error { return e.Err }
+
 // Batch is one run of the model over a batch of windows.
 type Batch struct {
 	// Windows holds the windows' ids, lengths (real tokens) and offsets (the text's tokens
@@ -177,7 +183,8 @@ type Batch struct {
 // Stream encodes the text r yields, window by window, EncoderOptions.Batch windows at a time,
 // and calls fn with each batch in order; memory stays bounded by one batch whatever r's size.
 // fn's error stops the stream and is returned as it is; so is ctx's. A tokenizer id beyond
-// the model's vocabulary is an *InputError; a read error or a failed run is returned wrapped.
+// the model's vocabulary is an *InputError; an error reading or tokenizing r is a *ReadError;
+// a failed run names the model and backend.
 func (e *Encoder) Stream(ctx context.Context, r io.Reader, fn func(Batch) error) error {
 	src, stop, err := NewWindows(ctx, e.tok, r, e.window, e.batch, e.plan.VocabRows, e.plan.VocabFrom)
 	if err != nil {
@@ -193,7 +200,11 @@ func (e *Encoder) Stream(ctx context.Context, r io.Reader, fn func(Batch) error)
 			return inputErr("", err)
 		}
 		if err != nil {
-			return err
+			var ie *InputError
+			if errors.As(err, &ie) || errors.Is(err, context.Canceled) {
+				return err
+			}
+			return &ReadError{Err: err}
 		}
 		if keep := e.opts.MaxWindows - done; e.opts.MaxWindows > 0 && b.B > keep {
 			b = truncateBatch(b, keep)
@@ -406,8 +417,14 @@ func PadBatch(b *tokenize.Batch, n int, pad int64) *tokenize.Batch {
 		return b
 	}
 	p := &tokenize.Batch{B: b.B, N: n, Tokens: make([]int64, b.B*n), Mask: make([]bool, b.B*n), Lengths: b.Lengths, Offsets: b.Offsets}
+	if b.Types != nil {
+		p.Types = make([]int64, b.B*n)
+	}
 	for i := 0; i < b.B; i++ {
 		copy(p.Tokens[i*n:], b.Tokens[i*b.N:(i+1)*b.N])
+		if b.Types != nil {
+			copy(p.Types[i*n:], b.Types[i*b.N:(i+1)*b.N])
+		}
 		copy(p.Mask[i*n:], b.Mask[i*b.N:(i+1)*b.N])
 		for j := b.N; j < n; j++ {
 			p.Tokens[i*n+j], p.Mask[i*n+j] = pad, true

@@ -65,5 +65,6 @@ const (
 // with their own names (zoo's CLI maps each to its flag).
 func OptionNames() []string {
 	return []string{optPreset, optSet, optSeed, optWeights, optTokenizer, optBackend, optPrecision,
-		optThreads, optFeeds, optPool, optNormalize, optWindow, optBatch, optTruncate, optRegistry, optMaxWin}
+		optThreads, optFeeds, optPool, optNormalize, optWindow, optBatch, optTruncate, optRegistry, optMaxWin,
+		optEmbeddingOutput, optMaxTokens}
 }

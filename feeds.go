@@ -19,7 +19,7 @@ const (
 	RoleIDs       Role = "ids"       // token ids
 	RoleMask      Role = "mask"      // 1 = real token, 0 = padding (Hugging Face)
 	RolePadding   Role = "padding"   // 1 = padding, 0 = real token (zoo, PyTorch)
-	RoleTypes     Role = "types"     // token type (segment) ids: zeros
+	RoleTypes     Role = "types"     // token type (segment) ids: zeros, or a pair's (Batch.Types)
 	RolePositions Role = "positions" // position ids: 0 .. n-1 in every window
 )
 
@@ -338,6 +338,10 @@ func (p *FeedPlan) Tensors(b *tokenize.Batch, pad int64) (map[string]*tensor.Ten
 					v = b2i(!real)
 				case RolePositions:
 					v = int64(j)
+				case RoleTypes:
+					if real && b.Types != nil {
+						v = b.Types[i*b.N+j]
+					}
 				}
 				k := i*n + j
 				switch f.DType {

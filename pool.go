@@ -37,6 +37,7 @@ type pooler struct {
 	mode      Pool
 	normalize bool
 	from      string // the output pooled
+	own       string // the model's own embedding output, named in the description ("" when none)
 }
 
 // newPooler checks a pooling mode and normalisation and picks the output of g to pool:
@@ -58,6 +59,7 @@ func newPooler(g *graph.Graph, mode Pool, normalize bool) (*pooler, error) {
 	if mode == PoolNone {
 		return p, nil
 	}
+	p.own = ownEmbedding(g)
 	var rank3 []string
 	for _, o := range g.Outputs {
 		if o.Name == PoolOutput {
@@ -127,7 +129,11 @@ func (p *pooler) describe() string {
 	if p.normalize {
 		s += ", L2-normalised"
 	}
-	return s + " → " + PoolOutput
+	s += " → " + PoolOutput
+	if p.own != "" {
+		s += " (the model's own sentence embedding is its output " + p.own + ", which zoo serve answers)"
+	}
+	return s
 }
 
 // add pools outs[p.from] over each window of b (its real tokens, b.Lengths) into

@@ -9,13 +9,32 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
-// ServeEncoder returns the model as the encoder package serve runs, under name: requests are
-// tokenized with the model's tokenizer and its special tokens, fed by role, padded to static
-// shapes, run on the model's program (compiled here, so that a server starts ready) and
-// pooled as an Encoder pools; a batch that would not fit in memory is refused before it runs.
-// The model must not be closed while the server uses it. A model that does not take text, or
-// whose weights alone do not fit in memory, is an *InputError.
+// ServeOptions say how ServeEncoderWith serves a model. The zero value serves the model's own
+// embedding output when it has one and its whole maximum length.
+type ServeOptions struct {
+	// EmbeddingOutput names the output sentence embeddings come from ("": as ChooseEmbedding
+	// chooses: the model's own sentence_embedding, embeddings or embedding, else the mean of
+	// its per-token output; never pooler_output).
+	EmbeddingOutput string
+	// MaxTokens bounds a served sequence, special tokens included (0: the model's maximum
+	// length, as ServeMaxLen says).
+	MaxTokens int
+}
+
+// ServeEncoder is ServeEncoderWith with the zero ServeOptions.
 func (m *Model) ServeEncoder(ctx context.Context, name string) (serve.Encoder, error) {
+	return m.ServeEncoderWith(ctx, name, ServeOptions{})
+}
+
+// ServeEncoderWith returns the model as the encoder package serve runs, under name: requests
+// are tokenized with the model's tokenizer and its special tokens (pairs with its pair
+// template, for /rerank, when the model has a score output), fed by role, padded to static
+// shapes, run on the model's program (compiled here, so that a server starts ready) and
+// answered with the embedding output opts choose; a batch that would not fit in memory is
+// refused before it runs. The model must not be closed while the server uses it. A model that
+// does not take text, whose weights alone do not fit in memory, or options that do not fit
+// the model are an *InputError.
+func (m *Model) ServeEncoderWith(ctx context.Context, name string, opts ServeOptions) (serve.Encoder, error) {
 	tk, err := m.Tokenizer()
 	if err != nil {
 		return nil, err
@@ -24,7 +43,11 @@ func (m *Model) ServeEncoder(ctx context.Context, name string) (serve.Encoder, e
 	if err != nil {
 		return nil, inputErr("", err)
 	}
-	maxLen, err := ChooseWindow(m.Name(), m.MaxLen(), plan, 0)
+	maxLen, err := ServeMaxLen(m.Name(), m.MaxLen(), plan, opts.MaxTokens)
+	if err != nil {
+		return nil, err
+	}
+	emb, err := ChooseEmbedding(m.graph, opts.EmbeddingOutput)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +84,17 @@ func (m *Model) ServeEncoder(ctx context.Context, name string) (serve.Encoder, e
 	if _, err := m.Compile(ctx); err != nil {
 		return nil, err
 	}
-	return &serve.Funcs{Name: name, Outputs: outputs, Vocab: limit, MaxLen: maxLen, MaxBatch: plan.Batch, Pad: pad, PoolFrom: PooledOutput(m.graph),
+	checkIDs := func(ids []int64) error {
+		for _, id := range ids {
+			if id < 0 || id >= int64(limit) {
+				return fmt.Errorf("the tokenizer's id %d is outside model %s's vocabulary of %d", id, name, limit)
+			}
+		}
+		return nil
+	}
+	prefix, suffix := tk.Affixes()
+	f := &serve.Funcs{Name: name, Outputs: outputs, Vocab: limit, MaxLen: maxLen, MaxBatch: plan.Batch, Pad: pad, PoolFrom: PooledOutput(m.graph),
+		Score: ScoreOutput(m.graph), DType: servedDType(m.opts.Precision),
 		FitsFunc: func(batch, n int) error {
 			short, err := MemoryShortfall(m.graph, MemoryRun{Batch: batch, N: n, Shapes: plan.Shapes})
 			if err != nil || short == "" {
@@ -74,12 +107,29 @@ func (m *Model) ServeEncoder(ctx context.Context, name string) (serve.Encoder, e
 			if err != nil {
 				return nil, err
 			}
-			for _, id := range ids {
-				if id < 0 || id >= int64(limit) {
-					return nil, fmt.Errorf("the tokenizer's id %d is outside model %s's vocabulary of %d", id, name, limit)
-				}
+			return ids, checkIDs(ids)
+		},
+		TruncateFunc: func(ids []int64, n int) []int64 {
+			p, s := len(prefix.IDs), len(suffix.IDs)
+			if n <= p+s || len(ids) < p+s {
+				return ids[:n:n]
 			}
-			return ids, nil
+			return append(ids[:n-s:n-s], ids[len(ids)-s:]...)
+		},
+		TokensFunc: func(text string, special bool) ([]serve.Token, error) {
+			encode := tk.EncodeRaw
+			if special {
+				encode = tk.Encode
+			}
+			ids, toks, err := encode(text)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]serve.Token, len(ids))
+			for i, id := range ids {
+				out[i] = serve.Token{ID: id, Text: toks[i], Special: special && (i < len(prefix.IDs) || i >= len(ids)-len(suffix.IDs))}
+			}
+			return out, nil
 		},
 		RunFunc: func(ctx context.Context, b *tokenize.Batch) (map[string]*tensor.Tensor, error) {
 			if plan.Seq > 0 {
@@ -98,5 +148,28 @@ func (m *Model) ServeEncoder(ctx context.Context, name string) (serve.Encoder, e
 		PoolFunc: func(hidden *tensor.Tensor, mode string, normalize bool) (*tensor.Tensor, error) {
 			return PoolTensor(hidden, Pool(mode), normalize)
 		},
-	}, nil
+	}
+	if emb.PerToken {
+		f.PoolFrom = emb.Output
+	} else {
+		f.Embedding = emb.Output
+	}
+	if pe, ok := tk.Tokenizer.(tokenize.PairEncoder); ok && f.Score != "" {
+		f.TokenizePairFunc = func(a, b string, truncate int) ([]int64, []int64, error) {
+			ids, types, _, err := pe.EncodePair(a, b, truncate)
+			if err != nil {
+				return nil, nil, err
+			}
+			return ids, types, checkIDs(ids)
+		}
+	}
+	return f, nil
+}
+
+// servedDType is the type /info reports for a precision.
+func servedDType(precision string) string {
+	if precision == "bf16" {
+		return "bfloat16"
+	}
+	return "float32"
 }

@@ -20,6 +20,8 @@ var errQueueFull = errors.New("the queue is full; retry later")
 type job struct {
 	ctx    context.Context
 	seqs   [][]int64
+	types  [][]int64              // each sequence's token type ids, or nil: zeros
+	want   []string               // the outputs kept per sequence (nil: every output)
 	rows   []map[string][]float32 // per sequence: each output's rows for its positions
 	left   int
 	err    error
@@ -44,10 +46,11 @@ func newBatcher(m *model, maxBatch, queue int, delay time.Duration, obs *metrics
 	return &batcher{m: m, q: make(chan *job, queue), max: maxBatch, delay: delay, obs: obs}
 }
 
-// submit queues seqs and waits for their rows; it returns errQueueFull at once when the
-// queue is full, and ctx's error when ctx ends first.
-func (b *batcher) submit(ctx context.Context, seqs [][]int64) ([]map[string][]float32, error) {
-	j := &job{ctx: ctx, seqs: seqs, rows: make([]map[string][]float32, len(seqs)), left: len(seqs), done: make(chan struct{}), queued: time.Now()}
+// submit queues seqs (with their token type ids, or nil) and waits for their rows of the
+// outputs want (nil: every output); it returns errQueueFull at once when the queue is full,
+// and ctx's error when ctx ends first.
+func (b *batcher) submit(ctx context.Context, seqs, types [][]int64, want []string) ([]map[string][]float32, error) {
+	j := &job{ctx: ctx, seqs: seqs, types: types, want: want, rows: make([]map[string][]float32, len(seqs)), left: len(seqs), done: make(chan struct{}), queued: time.Now()}
 	select {
 	case b.q <- j:
 	default:
@@ -175,9 +178,18 @@ func (b *batcher) runBatch(ctx context.Context, refs []seqRef) {
 	batch := &tokenize.Batch{B: len(refs), N: n, Tokens: make([]int64, len(refs)*n), Mask: make([]bool, len(refs)*n),
 		Lengths: make([]int, len(refs)), Offsets: make([]int64, len(refs))}
 	tokens := 0
+	for _, ref := range refs {
+		if ref.j.types != nil {
+			batch.Types = make([]int64, len(refs)*n)
+			break
+		}
+	}
 	for r, ref := range refs {
 		s := ref.j.seqs[ref.i]
 		copy(batch.Tokens[r*n:], s)
+		if ref.j.types != nil {
+			copy(batch.Types[r*n:], ref.j.types[ref.i])
+		}
 		for k := len(s); k < n; k++ {
 			batch.Tokens[r*n+k], batch.Mask[r*n+k] = b.m.Pad, true
 		}
@@ -206,7 +218,7 @@ func (b *batcher) finish(refs []seqRef, outs map[string]*tensor.Tensor, err erro
 				j.err = err
 			}
 		} else {
-			j.rows[ref.i] = rowsOf(b.m, outs, r, len(j.seqs[ref.i]))
+			j.rows[ref.i] = rowsOf(b.m, outs, r, len(j.seqs[ref.i]), j.want)
 		}
 		j.left--
 		if j.left == 0 {
@@ -230,12 +242,15 @@ func (b *batcher) checkOutputs(outs map[string]*tensor.Tensor, batch *tokenize.B
 	return nil
 }
 
-// rowsOf copies row r of every output: the first l positions of a per-token output (whose
-// axis 1 may be longer than the batch's, for a model with a static length), the whole row of
-// the others.
-func rowsOf(m *model, outs map[string]*tensor.Tensor, r, l int) map[string][]float32 {
+// rowsOf copies row r of every output in want (nil: all of them): the first l positions of a
+// per-token output (whose axis 1 may be longer than the batch's, for a model with a static
+// length), the whole row of the others.
+func rowsOf(m *model, outs map[string]*tensor.Tensor, r, l int, want []string) map[string][]float32 {
 	rows := make(map[string][]float32, len(m.Outputs))
 	for _, o := range m.Outputs {
+		if want != nil && !slices.Contains(want, o.Name) {
+			continue
+		}
 		t := outs[o.Name]
 		per := tensor.NumElements(t.Shape[1:])
 		if o.Seq {

@@ -12,8 +12,10 @@ import (
 
 // httpError is an error with the HTTP status it is answered with.
 type httpError struct {
-	code int
-	msg  string
+	code  int
+	msg   string
+	param string // the request field at fault, for OpenAI's error shape ("" when none)
+	kind  string // OpenAI's error code, e.g. model_not_found ("" when none)
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -69,19 +71,28 @@ func decodeJSON(body []byte, v any) error {
 // with the request is an *httpError with code 400 naming the input at fault: malformed JSON,
 // an unknown input or output, a wrong datatype or shape, data that does not fill the shape,
 // a token id outside m's vocabulary, a mask that is not trailing padding, a sequence longer
-// than m's maximum length, or a text the tokenizer refuses.
-func decodeInferRequest(body []byte, m *model) (*request, error) {
+// than m's maximum length (413, unless a text and truncate, or the request's parameter
+// truncate, cuts it), or a text the tokenizer refuses. More sequences or tokens than a request
+// may hold are a 413 before the data is decoded.
+func decodeInferRequest(body []byte, m *model, truncate bool) (*request, error) {
 	var w wireRequest
 	if err := decodeJSON(body, &w); err != nil {
 		return nil, err
 	}
-	return decodeWire(&w, m)
+	return decodeWire(&w, m, truncate)
 }
 
 // decodeWire checks a decoded inference request for m, as decodeInferRequest does; the gRPC
 // side hands its requests over in this form.
-func decodeWire(w *wireRequest, m *model) (*request, error) {
+func decodeWire(w *wireRequest, m *model, truncate bool) (*request, error) {
 	r := &request{ID: w.ID}
+	if v, ok := w.Parameters["truncate"]; ok {
+		b, ok := v.(bool)
+		if !ok {
+			return nil, badRequest("parameter truncate: want true or false, got %v", v)
+		}
+		truncate = b
+	}
 	var tokens, mask, text *wireTensor
 	for i := range w.Inputs {
 		in := &w.Inputs[i]
@@ -109,7 +120,7 @@ func decodeWire(w *wireRequest, m *model) (*request, error) {
 	case text != nil && (tokens != nil || mask != nil):
 		return nil, badRequest("give either %s or %s, not both", InputText, InputTokens)
 	case text != nil:
-		if err := r.decodeText(text, m); err != nil {
+		if err := r.decodeText(text, m, truncate); err != nil {
 			return nil, err
 		}
 	case tokens != nil:
@@ -272,7 +283,13 @@ func (r *request) decodeTokens(tokens, mask *wireTensor, m *model) error {
 	}
 	b, n := int(tokens.Shape[0]), int(tokens.Shape[1])
 	if m.MaxLen > 0 && n > m.MaxLen {
-		return badRequest("input %q: %d tokens per row, but model %s takes at most %d", tokens.Name, n, m.Name, m.MaxLen)
+		return m.tooLong(fmt.Sprintf("input %q's row", tokens.Name), n)
+	}
+	if err := m.checkCount(b); err != nil {
+		return err
+	}
+	if err := m.checkTokens(count); err != nil {
+		return err
 	}
 	data, err := flatData(tokens, count)
 	if err != nil {
@@ -334,9 +351,12 @@ func (r *request) decodeTokens(tokens, mask *wireTensor, m *model) error {
 	return nil
 }
 
-func (r *request) decodeText(t *wireTensor, m *model) error {
+func (r *request) decodeText(t *wireTensor, m *model, truncate bool) error {
 	count, err := checkShape(t, 1)
 	if err != nil {
+		return err
+	}
+	if err := m.checkCount(count); err != nil {
 		return err
 	}
 	data, err := flatData(t, count)
@@ -351,7 +371,7 @@ func (r *request) decodeText(t *wireTensor, m *model) error {
 		}
 		texts[i] = s
 	}
-	seqs, err := tokenizeAll(m, texts, false)
+	seqs, err := tokenizeAll(m, texts, truncate)
 	if err != nil {
 		return err
 	}
@@ -362,13 +382,18 @@ func (r *request) decodeText(t *wireTensor, m *model) error {
 	return nil
 }
 
-// tokenizeAll encodes texts with m's tokenizer; a text longer than m's maximum length is an
-// error unless truncate cuts it there.
+// tokenizeAll encodes texts with m's tokenizer; a text longer than m's maximum length is a
+// 413 naming the limit unless truncate cuts it there; more texts or tokens than a request may
+// hold are a 413.
 func tokenizeAll(m *model, texts []string, truncate bool) ([][]int64, error) {
 	if len(texts) == 0 {
 		return nil, badRequest("no texts")
 	}
+	if err := m.checkCount(len(texts)); err != nil {
+		return nil, err
+	}
 	seqs := make([][]int64, len(texts))
+	total := 0
 	for i, s := range texts {
 		ids, err := m.enc.Tokenize(s)
 		if err != nil {
@@ -383,11 +408,15 @@ func tokenizeAll(m *model, texts []string, truncate bool) ([][]int64, error) {
 		}
 		if m.MaxLen > 0 && len(ids) > m.MaxLen {
 			if !truncate {
-				return nil, badRequest("text %d is %d tokens, but model %s takes at most %d", i, len(ids), m.Name, m.MaxLen)
+				return nil, m.tooLong(fmt.Sprintf("text %d", i), len(ids))
 			}
-			ids = ids[:m.MaxLen]
+			ids = m.truncate(ids, m.MaxLen)
 		}
 		seqs[i] = ids
+		total += len(ids)
+		if err := m.checkTokens(total); err != nil {
+			return nil, err
+		}
 	}
 	return seqs, nil
 }

@@ -55,21 +55,30 @@ func K8sName(name string) string {
 	return s
 }
 
-// KServeFiles returns the files of a KServe deployment of model (a `zoo serve` argument)
-// by their names: a ServingRuntime that runs `zoo serve` from image, an InferenceService on
-// it, an InferenceService for Triton's runtime on the model repository at storageURI, and a
-// Dockerfile that builds the image from zoo's source tree.
-func KServeFiles(model, image, storageURI string) map[string]string {
-	n := K8sName(model)
+// KServeModelDir is where a KServe deployment's image holds the exported model (its ONNX
+// file, model.onnx, and its tokenizer), and KServeModel the file zoo serve is run on.
+const (
+	KServeModelDir = "/mnt/models"
+	KServeModel    = KServeModelDir + "/model.onnx"
+)
+
+// KServeFiles returns the files of a KServe deployment of the model served as name, by
+// their names: a ServingRuntime that runs `zoo serve KServeModel --name NAME` from image, an
+// InferenceService on it, an InferenceService for Triton's runtime on the model repository
+// at storageURI, and a Dockerfile that builds the image from zoo's source tree with the
+// exported model inside it, at KServeModelDir (the build context "model": the directory the
+// model was exported into). The deployment so serves the weights that were exported.
+func KServeFiles(name, image, storageURI string) map[string]string {
+	n := K8sName(name)
 	runtime := fmt.Sprintf(`apiVersion: serving.kserve.io/v1alpha1
 kind: ServingRuntime
 metadata:
-  name: zoo
+  name: zoo-%s
 spec:
   supportedModelFormats:
     - name: zoo
       version: "1"
-      autoSelect: true
+      autoSelect: false
   protocolVersions:
     - v2
     - grpc-v2
@@ -79,6 +88,8 @@ spec:
       image: %s
       args:
         - serve
+        - %s
+        - --name
         - %s
         - --addr
         - 0.0.0.0:8080
@@ -95,7 +106,7 @@ spec:
         httpGet:
           path: /v2/health/live
           port: 8080
-`, image, model)
+`, n, image, KServeModel, name)
 	isvc := fmt.Sprintf(`apiVersion: serving.kserve.io/v1beta1
 kind: InferenceService
 metadata:
@@ -105,9 +116,9 @@ spec:
     model:
       modelFormat:
         name: zoo
-      runtime: zoo
+      runtime: zoo-%s
       protocolVersion: v2
-`, n)
+`, n, n)
 	triton := fmt.Sprintf(`apiVersion: serving.kserve.io/v1beta1
 kind: InferenceService
 metadata:
@@ -121,7 +132,11 @@ spec:
       protocolVersion: v2
       storageUri: %s
 `, n, storageURI)
-	docker := `# Builds zoo from its source tree (docker build -t zoo:latest .) for the zoo ServingRuntime.
+	docker := fmt.Sprintf(`# syntax=docker/dockerfile:1.4
+# The image of the zoo-%[1]s ServingRuntime: zoo built from its source tree, and the exported
+# model (the directory model/ beside this file: model.onnx with its weights, and its tokenizer)
+# inside the image at %[2]s. Build it from zoo's source tree, naming this folder's model/:
+#   docker buildx build -t %[3]s -f DIR/Dockerfile --build-context model=DIR/model .
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY . .
@@ -129,9 +144,10 @@ RUN go build -trimpath -o /out/zoo ./cmd/zoo
 
 FROM debian:12-slim
 COPY --from=build /out/zoo /usr/local/bin/zoo
+COPY --from=model . %[2]s/
 USER 65532
 EXPOSE 8080 8081
 ENTRYPOINT ["/usr/local/bin/zoo"]
-`
+`, n, KServeModelDir, image)
 	return map[string]string{"servingruntime.yaml": runtime, "inferenceservice.yaml": isvc, "inferenceservice-triton.yaml": triton, "Dockerfile": docker}
 }

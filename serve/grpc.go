@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
+	grpcmd "google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 
 	pb "github.com/zoo-dev/zoo/serve/inferencepb"
 )
@@ -27,21 +30,55 @@ func (s *Server) RegisterGRPC(r grpc.ServiceRegistrar) {
 }
 
 // GRPC returns a new gRPC server with s's GRPCInferenceService (RegisterGRPC), taking
-// messages up to Config.MaxBody; the caller serves it on a listener. A connection must finish
-// its HTTP/2 handshake within handshake (gRPC's own default is 120s, long enough for a client
-// dribbling bytes to hold a goroutine for two minutes), and one idle for idle is closed
-// (gRPC's default is never). Zero leaves gRPC's default.
-func (s *Server) GRPC(handshake, idle time.Duration) *grpc.Server {
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(min(s.cfg.MaxBody, 1<<31-1)))}
-	if handshake > 0 {
-		opts = append(opts, grpc.ConnectionTimeout(handshake))
-	}
-	if idle > 0 {
-		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: idle}))
+// messages up to Config.MaxBody and at most Config.MaxStreams concurrent streams per
+// connection; the caller serves it on a listener. t bounds its connections and streams (a
+// zero field takes its default, as Serve's): a connection must finish its HTTP/2 handshake
+// within t.Header (gRPC's own default is 120s, long enough for a client dribbling bytes to
+// hold a goroutine for two minutes); a stream's request must arrive within t.Read, else the
+// stream is cancelled (gRPC's default waits for ever, so a client that sends headers and
+// stalls holds a goroutine for good); a call is answered within t.Write of its arrival
+// (DeadlineExceeded after); a connection idle for t.Idle is closed.
+func (s *Server) GRPC(t Timeouts) *grpc.Server {
+	t = t.withDefaults()
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(min(s.cfg.MaxBody, 1<<31-1))), grpc.MaxConcurrentStreams(uint32(s.cfg.MaxStreams)),
+		grpc.ConnectionTimeout(t.Header), grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: t.Idle}),
+		grpc.InTapHandle(func(ctx context.Context, _ *tap.Info) (context.Context, error) {
+			ctx, cancel := context.WithCancelCause(ctx)
+			g := &stallGuard{timer: time.AfterFunc(t.Read, func() { cancel(errStalled) })}
+			s.arriving.Add(1)
+			g.arrived = func() { g.once.Do(func() { s.arriving.Add(-1) }) }
+			context.AfterFunc(ctx, func() { g.timer.Stop(); g.arrived() })
+			return context.WithValue(ctx, stallKey{}, g), nil
+		}),
+		grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if g, ok := ctx.Value(stallKey{}).(*stallGuard); ok {
+				g.arrived()
+				if !g.timer.Stop() {
+					return nil, status.Error(codes.DeadlineExceeded, errStalled.Error())
+				}
+			}
+			ctx, cancel := context.WithTimeout(ctx, t.Write)
+			defer cancel()
+			return h(ctx, req)
+		}),
 	}
 	g := grpc.NewServer(opts...)
 	s.RegisterGRPC(g)
 	return g
+}
+
+// errStalled cancels a gRPC stream whose request did not arrive within the read timeout.
+var errStalled = errors.New("the request did not arrive within the server's read timeout")
+
+// stallKey keys a stream's *stallGuard in its context.
+type stallKey struct{}
+
+// stallGuard cancels a stream when its timer fires before the stream's request arrived, and
+// takes the stream off Server.arriving once (when its request arrives or it ends).
+type stallGuard struct {
+	timer   *time.Timer
+	once    sync.Once
+	arrived func()
 }
 
 // grpcService answers the protocol's RPCs with the same decoding, batching and errors as
@@ -59,6 +96,21 @@ func (g *grpcService) ServerReady(context.Context, *pb.ServerReadyRequest) (*pb.
 	return &pb.ServerReadyResponse{Ready: g.s.ready.Load()}, nil
 }
 
+// auth returns Unauthenticated when the server has an API key and the call's authorization
+// metadata does not carry it as a Bearer token.
+func (g *grpcService) auth(ctx context.Context) error {
+	if g.s.cfg.APIKey == "" {
+		return nil
+	}
+	md, _ := grpcmd.FromIncomingContext(ctx)
+	for _, v := range md.Get("authorization") {
+		if bearerOK(v, g.s.cfg.APIKey) {
+			return nil
+		}
+	}
+	return status.Error(codes.Unauthenticated, errUnauthorized.Error())
+}
+
 func (g *grpcService) ModelReady(_ context.Context, r *pb.ModelReadyRequest) (*pb.ModelReadyResponse, error) {
 	if _, err := g.s.model(r.GetName()); err != nil {
 		return nil, grpcError(err)
@@ -66,11 +118,17 @@ func (g *grpcService) ModelReady(_ context.Context, r *pb.ModelReadyRequest) (*p
 	return &pb.ModelReadyResponse{Ready: g.s.ready.Load()}, nil
 }
 
-func (g *grpcService) ServerMetadata(context.Context, *pb.ServerMetadataRequest) (*pb.ServerMetadataResponse, error) {
+func (g *grpcService) ServerMetadata(ctx context.Context, _ *pb.ServerMetadataRequest) (*pb.ServerMetadataResponse, error) {
+	if err := g.auth(ctx); err != nil {
+		return nil, err
+	}
 	return &pb.ServerMetadataResponse{Name: "zoo", Version: g.s.cfg.Version, Extensions: []string{}}, nil
 }
 
-func (g *grpcService) ModelMetadata(_ context.Context, r *pb.ModelMetadataRequest) (*pb.ModelMetadataResponse, error) {
+func (g *grpcService) ModelMetadata(ctx context.Context, r *pb.ModelMetadataRequest) (*pb.ModelMetadataResponse, error) {
+	if err := g.auth(ctx); err != nil {
+		return nil, err
+	}
 	m, err := g.s.model(r.GetName())
 	if err != nil {
 		return nil, grpcError(err)
@@ -87,14 +145,25 @@ func (g *grpcService) ModelMetadata(_ context.Context, r *pb.ModelMetadataReques
 }
 
 func (g *grpcService) ModelInfer(ctx context.Context, r *pb.ModelInferRequest) (*pb.ModelInferResponse, error) {
+	if err := g.auth(ctx); err != nil {
+		return nil, err
+	}
+	g.s.running.Add(1)
+	defer g.s.running.Add(-1)
 	t0 := time.Now()
 	resp, err := g.infer(ctx, r)
 	code := 200
 	if err != nil {
 		code = httpCode(err)
 	}
-	g.s.obs.request("grpc_infer", code, time.Since(t0))
-	g.s.log.Info("request", "rpc", "ModelInfer", "model", r.GetModelName(), "status", code, "ms", float64(time.Since(t0).Microseconds())/1000)
+	d := time.Since(t0)
+	g.s.obs.request("grpc_infer", code, d)
+	if code >= 500 && code != 503 {
+		g.s.log.Error("request failed", "rpc", "ModelInfer", "model", r.GetModelName(), "status", code, "error", err.Error())
+	}
+	if g.s.access != nil {
+		g.s.access.Info("request", "rpc", "ModelInfer", "model", r.GetModelName(), "status", code, "ms", float64(d.Microseconds())/1000)
+	}
 	if err != nil {
 		return nil, grpcError(err)
 	}
@@ -113,14 +182,15 @@ func (g *grpcService) infer(ctx context.Context, r *pb.ModelInferRequest) (*pb.M
 	if err != nil {
 		return nil, err
 	}
-	req, err := decodeWire(w, m)
+	req, err := decodeWire(w, m, g.s.cfg.Truncate)
 	if err != nil {
 		return nil, err
 	}
-	outs, err := g.s.run(ctx, m, req)
+	outs, release, err := g.s.run(ctx, m, req)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	resp := &pb.ModelInferResponse{ModelName: m.Name, ModelVersion: "1", Id: r.GetId()}
 	for _, o := range outs {
 		shape := make([]int64, len(o.Shape))
@@ -255,6 +325,8 @@ func grpcError(err error) error {
 	switch httpCode(err) {
 	case 400:
 		c = codes.InvalidArgument
+	case 401:
+		c = codes.Unauthenticated
 	case 404:
 		c = codes.NotFound
 	case 413:

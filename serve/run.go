@@ -26,15 +26,20 @@ type Timeouts struct {
 	Write time.Duration
 	// Idle closes a keep-alive connection (or gRPC connection) idle this long (2m).
 	Idle time.Duration
-	// Grace is how long in-flight requests may take to finish once Serve's context ends (30s).
+	// Grace is how long requests that are running (their request has arrived) may take to
+	// finish once Serve's context ends (30s).
 	Grace time.Duration
+	// Arrival is how long, once Serve's context ends, a request still arriving (its body, or a
+	// gRPC stream's message) may take to arrive (2s); then its connection is cut, so that a
+	// stalled client does not hold the exit.
+	Arrival time.Duration
 }
 
 func (t Timeouts) withDefaults() Timeouts {
 	for _, d := range []struct {
 		v   *time.Duration
 		def time.Duration
-	}{{&t.Header, 10 * time.Second}, {&t.Read, 30 * time.Second}, {&t.Write, time.Minute}, {&t.Idle, 2 * time.Minute}, {&t.Grace, 30 * time.Second}} {
+	}{{&t.Header, 10 * time.Second}, {&t.Read, 30 * time.Second}, {&t.Write, time.Minute}, {&t.Idle, 2 * time.Minute}, {&t.Grace, 30 * time.Second}, {&t.Arrival, 2 * time.Second}} {
 		if *d.v == 0 {
 			*d.v = d.def
 		}
@@ -50,7 +55,7 @@ func (t Timeouts) withDefaults() Timeouts {
 // return an error saying so. Negative timeouts, or a write timeout shorter than the read
 // timeout, are an error before anything is served.
 func (s *Server) Serve(ctx context.Context, ln, grpcLn net.Listener, t Timeouts) error {
-	if t.Header < 0 || t.Read < 0 || t.Write < 0 || t.Idle < 0 || t.Grace < 0 {
+	if t.Header < 0 || t.Read < 0 || t.Write < 0 || t.Idle < 0 || t.Grace < 0 || t.Arrival < 0 {
 		return fmt.Errorf("serve: timeouts must not be negative")
 	}
 	t = t.withDefaults()
@@ -59,7 +64,7 @@ func (s *Server) Serve(ctx context.Context, ln, grpcLn net.Listener, t Timeouts)
 	}
 	var gs *grpc.Server
 	if grpcLn != nil {
-		gs = s.GRPC(t.Header, t.Idle)
+		gs = s.GRPC(t)
 	}
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: t.Header, ReadTimeout: t.Read,
 		WriteTimeout: t.Write, IdleTimeout: t.Idle, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
@@ -80,25 +85,57 @@ func (s *Server) Serve(ctx context.Context, ln, grpcLn net.Listener, t Timeouts)
 	}
 	s.log.Info("draining", "cause", context.Cause(ctx).Error())
 	s.SetReady(false)
-	shutdown, cancel := context.WithTimeout(context.Background(), t.Grace)
+	start := time.Now()
+	shutdown, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- hs.Shutdown(shutdown) }()
+	grpcDone := make(chan struct{})
 	if gs != nil {
-		stopped := make(chan struct{})
-		go func() { gs.GracefulStop(); close(stopped) }()
-		defer func() {
-			select {
-			case <-stopped:
-			case <-shutdown.Done():
+		go func() { gs.GracefulStop(); close(grpcDone) }()
+	} else {
+		close(grpcDone)
+	}
+	// Wait for the running requests (within the grace) and for requests still arriving
+	// (within the arrival time); then whatever connections are left are stalled clients,
+	// and are cut.
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	httpIdle, grpcIdle := false, false
+	var late error
+	for !httpIdle || !grpcIdle {
+		select {
+		case err := <-httpDone:
+			httpIdle = true
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			continue
+		case <-grpcDone:
+			grpcIdle, grpcDone = true, nil
+			continue
+		case <-tick.C:
+		}
+		el := time.Since(start)
+		running, arriving := s.running.Load(), s.arriving.Load()
+		if el >= t.Grace && running > 0 {
+			late = fmt.Errorf("serve: %d requests still running after %s", running, t.Grace)
+		}
+		if late != nil || (running == 0 && (arriving == 0 || el >= t.Arrival)) {
+			cancel()
+			hs.Close()
+			if gs != nil {
 				gs.Stop()
 			}
-		}()
-	}
-	if err := hs.Shutdown(shutdown); err != nil {
-		return fmt.Errorf("serve: requests still in flight after %s: %w", t.Grace, err)
+			break
+		}
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
-	s.log.Info("stopped")
+	if late != nil {
+		return late
+	}
+	s.log.Info("stopped", "drain_ms", time.Since(start).Milliseconds())
 	return nil
 }

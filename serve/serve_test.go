@@ -223,7 +223,9 @@ func TestBadRequests(t *testing.T) {
 		{"zero axis", infer, tok("[0,1]", "[]"), 400, "at least 1"},
 		{"negative axis", infer, tok("[-1,2]", "[1,2]"), 400, "at least 1"},
 		{"huge shape", infer, tok("[100000000,100000000]", "[1]"), 400, "too large"},
-		{"large shape, little data", infer, `{"inputs":[{"name":"text","datatype":"BYTES","shape":[268435456],"data":["a"]}]}`, 400, "holds 268435456"},
+		{"large shape, little data", infer, `{"inputs":[{"name":"text","datatype":"BYTES","shape":[2000],"data":["a"]}]}`, 400, "holds 2000"},
+		{"more sequences than a request holds", infer, `{"inputs":[{"name":"text","datatype":"BYTES","shape":[268435456],"data":["a"]}]}`, 413, "limit of 2048 per request"},
+		{"more token rows than a request holds", infer, tok("[3000,1]", "[1]"), 413, "limit of 2048 per request"},
 		{"too little data", infer, tok("[1,3]", "[1,2]"), 400, "holds 3"},
 		{"too much data", infer, tok("[1,1]", "[1,2]"), 400, "more data"},
 		{"string token", infer, tok("[1,1]", `["a"]`), 400, "want an integer"},
@@ -231,7 +233,7 @@ func TestBadRequests(t *testing.T) {
 		{"id out of range", infer, tok("[1,2]", "[1,50]"), 400, "out of range"},
 		{"negative id", infer, tok("[1,1]", "[-1]"), 400, "out of range"},
 		{"data not a list", infer, tok("[1,1]", "7"), 400, "list"},
-		{"too long", infer, tok("[1,65]", "["+strings.Repeat("1,", 64)+"1]"), 400, "at most 64"},
+		{"too long", infer, tok("[1,65]", "["+strings.Repeat("1,", 64)+"1]"), 413, "limit of 64 tokens"},
 		{"mask not trailing", infer, `{"inputs":[{"name":"tokens","datatype":"INT64","shape":[1,3],"data":[1,2,3]},{"name":"key_padding_mask","datatype":"BOOL","shape":[1,3],"data":[false,true,false]}]}`, 400, "must trail"},
 		{"mask shape", infer, `{"inputs":[{"name":"tokens","datatype":"INT64","shape":[1,2],"data":[1,2]},{"name":"key_padding_mask","datatype":"BOOL","shape":[2,1],"data":[false,false]}]}`, 400, "want the shape"},
 		{"mask all padding", infer, `{"inputs":[{"name":"tokens","datatype":"INT64","shape":[1,1],"data":[1]},{"name":"key_padding_mask","datatype":"BOOL","shape":[1,1],"data":[true]}]}`, 400, "all padding"},
@@ -244,18 +246,24 @@ func TestBadRequests(t *testing.T) {
 		{"over max body", infer, tok("[1,1]", "[1]") + strings.Repeat(" ", 5000), 413, "over the limit"},
 		{"openai no input", hs.URL + "/v1/embeddings", `{"model":"fake"}`, 400, "input"},
 		{"openai unknown model", hs.URL + "/v1/embeddings", `{"model":"nope","input":"a"}`, 404, "unknown model"},
-		{"openai base64", hs.URL + "/v1/embeddings", `{"input":"a","encoding_format":"base64"}`, 400, "encoding_format"},
+		{"openai int8", hs.URL + "/v1/embeddings", `{"input":"a","encoding_format":"int8"}`, 400, "encoding_format"},
+		{"openai dimensions over the width", hs.URL + "/v1/embeddings", `{"input":"a","dimensions":5}`, 400, "dimensions 5: model fake's embeddings have 4"},
+		{"openai dimensions 0", hs.URL + "/v1/embeddings", `{"input":"a","dimensions":0}`, 400, "at least 1"},
+		{"openai text too long", hs.URL + "/v1/embeddings", `{"input":"` + strings.Repeat("a", 64) + `"}`, 413, "limit of 64 tokens"},
 		{"tei wrong type", hs.URL + "/embed", `{"inputs":5}`, 400, "inputs"},
+		{"tei text too long", hs.URL + "/embed", `{"inputs":"` + strings.Repeat("a", 64) + `"}`, 413, "limit of 64 tokens"},
+		{"tei left truncation", hs.URL + "/embed", `{"inputs":"a","truncation_direction":"Left"}`, 400, "truncation_direction"},
+		{"tei rerank without a cross-encoder", hs.URL + "/rerank", `{"query":"a","texts":["b"]}`, 400, "not a cross-encoder"},
 		{"no endpoint", hs.URL + "/v3/x", `{}`, 404, "no endpoint"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, hdr, body := post(t, hs.Client(), c.url, c.body)
-			var e struct{ Error string }
-			if err := json.Unmarshal(body, &e); err != nil || hdr.Get("Content-Type") != "application/json" {
-				t.Fatalf("body %q is not JSON {\"error\": ...} (%v)", body, err)
+			msg, err := errorMessage(c.url, body)
+			if err != nil || hdr.Get("Content-Type") != "application/json" {
+				t.Fatalf("body %q is not the endpoint's error shape (%v)", body, err)
 			}
-			if code != c.code || !strings.Contains(e.Error, c.says) {
-				t.Fatalf("status %d, error %q; want %d saying %q", code, e.Error, c.code, c.says)
+			if code != c.code || !strings.Contains(msg, c.says) {
+				t.Fatalf("status %d, error %q; want %d saying %q", code, msg, c.code, c.says)
 			}
 		})
 	}
@@ -273,6 +281,45 @@ func TestBadRequests(t *testing.T) {
 	if code, _, body := post(t, hs.Client(), infer, tok("[1,1]", "[1]")); code != 200 {
 		t.Fatalf("after bad requests: status %d: %s", code, body)
 	}
+}
+
+// errorMessage returns an error answer's message, checking the shape of the API the URL
+// belongs to: OpenAI's {"error": {"message", "type", "param", "code"}}, text-embeddings-
+// inference's {"error", "error_type"}, else {"error": "..."}.
+func errorMessage(url string, body []byte) (string, error) {
+	switch {
+	case strings.Contains(url, "/v1/"):
+		var e struct {
+			Error *struct {
+				Message *string `json:"message"`
+				Type    *string `json:"type"`
+				Param   any     `json:"param"`
+				Code    any     `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(body, &e); err != nil {
+			return "", err
+		}
+		if e.Error == nil || e.Error.Message == nil || e.Error.Type == nil {
+			return "", fmt.Errorf("no error.message or error.type")
+		}
+		return *e.Error.Message, nil
+	case strings.HasSuffix(url, "/embed") || strings.HasSuffix(url, "/rerank") || strings.HasSuffix(url, "/tokenize") || strings.HasSuffix(url, "/info"):
+		var e struct {
+			Error     string `json:"error"`
+			ErrorType string `json:"error_type"`
+		}
+		if err := json.Unmarshal(body, &e); err != nil {
+			return "", err
+		}
+		if e.ErrorType == "" {
+			return "", fmt.Errorf("no error_type")
+		}
+		return e.Error, nil
+	}
+	var e struct{ Error string }
+	err := json.Unmarshal(body, &e)
+	return e.Error, err
 }
 
 // TestBatching sends concurrent requests of mixed lengths: every answer is its own, and the
@@ -477,7 +524,7 @@ func FuzzDecodeInferRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := decodeInferRequest(body, m)
+		r, err := decodeInferRequest(body, m, false)
 		if err != nil {
 			if _, ok := err.(*httpError); !ok {
 				t.Fatalf("error %T %v is not an *httpError", err, err)

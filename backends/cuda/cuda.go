@@ -23,8 +23,11 @@
 // shape views they compute before launching in views.go, the kernel descriptors and strides
 // in desc.go. A kernel for a new op goes into its family's file and into gpuOps (plus a
 // function in kernels.cu when none of the generic ones fits); an op that only makes or
-// inspects shapes, indices or masks goes into hostOps instead and runs on the host. The
-// backend has no fusions yet; one would be a compile.Config.Fuse pass, as on the CPU.
+// inspects shapes, indices or masks goes into hostOps instead and runs on the host. Fusions
+// are compile.Config.Fuse passes, as on the CPU: attention.go fuses scaled-dot-product
+// attention (with the head transposes around it) into one tiled online-softmax kernel;
+// backends.Options.NoFusion turns it off. The kernels also run on the CPU under g++ through
+// testdata/cuda_emul.h (emul_test.go), so machines without a GPU check their logic.
 package cuda
 
 import (

@@ -112,7 +112,7 @@ func TestKernelsParse(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("linux only")
 	}
-	out, err := exec.Command(gxx, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter",
+	out, err := exec.Command(gxx, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-Wno-unknown-pragmas",
 		"-x", "c++", "-include", "testdata/cuda_prelude.h", "kernels.cu").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kernels.cu does not parse: %v\n%s", err, out)

@@ -3,7 +3,7 @@ package cuda
 import (
 	"encoding/binary"
 	"fmt"
-
+	"math"
 	"unsafe"
 )
 
@@ -110,4 +110,34 @@ func ptrOf(b []byte) unsafe.Pointer {
 		return nil
 	}
 	return unsafe.Pointer(&b[0])
+}
+
+// attDesc mirrors struct AttDesc in kernels.cu: one fused attention over bh = batch·heads
+// problems, with the element strides over (batch, head, row, column) of q, k, v, y and up
+// to two additive biases (a broadcast axis has stride 0).
+type attDesc struct {
+	bh, heads, nq, nk, dh int64
+	nbias                 int64
+	st                    [6][4]int64
+	scale                 float32
+}
+
+// attDescBytes is sizeof(struct AttDesc): six 64-bit counts, 24 strides, the float scale
+// and its padding.
+const attDescBytes = 8*6 + 8*24 + 8
+
+// pack encodes a in the C layout.
+func (a attDesc) pack() []byte {
+	b := make([]byte, attDescBytes)
+	put := func(i int, v int64) { binary.LittleEndian.PutUint64(b[8*i:], uint64(v)) }
+	for i, v := range []int64{a.bh, a.heads, a.nq, a.nk, a.dh, a.nbias} {
+		put(i, v)
+	}
+	for k := range a.st {
+		for j, v := range a.st[k] {
+			put(6+4*k+j, v)
+		}
+	}
+	binary.LittleEndian.PutUint32(b[8*30:], math.Float32bits(a.scale))
+	return b
 }

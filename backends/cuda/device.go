@@ -135,6 +135,14 @@ func doLoad() (*libs, error) {
 		return nil, fmt.Errorf("NVRTC not found (tried %s in the library path and %s): install the CUDA toolkit or the nvidia-cuda-nvrtc wheel, or set %s",
 			strings.Join(nvrtcLibs, ", "), strings.Join(dirs, ", "), LibPathEnv)
 	}
+	// NVRTC loads its builtins library by soname at the first compile; where it was found in
+	// a search directory (a wheel's lib folder, not on the linker's path), load the builtins
+	// beside it first so that the compile finds them already loaded.
+	if dir := filepath.Dir(npath); dir != "." {
+		if m, _ := filepath.Glob(filepath.Join(dir, "libnvrtc-builtins.so*")); len(m) > 0 {
+			dlopenAny(m)
+		}
+	}
 	if miss := bindNVRTC(hn); miss != "" {
 		return nil, fmt.Errorf("%s lacks %s: NVRTC is too old", npath, miss)
 	}
@@ -252,8 +260,7 @@ func (d *device) loadKernels() (cuModule, error) {
 			return m, nil
 		}
 	}
-	opts := []string{"--gpu-arch=" + arch, "--std=c++17", "-default-device"}
-	img, log, err := nvrtcCompile(kernelSource, "kernels.cu", opts, cubin)
+	img, log, err := nvrtcCompile(kernelSource, "kernels.cu", nvrtcOptions(arch), cubin)
 	if err != nil {
 		return nil, fmt.Errorf("compile kernels.cu for %s with NVRTC %s: %w\n%s", arch, nv, err, strings.TrimSpace(log))
 	}
@@ -264,6 +271,12 @@ func (d *device) loadKernels() (cuModule, error) {
 	writeCache(path, img)
 	d.image = ext
 	return m, nil
+}
+
+// nvrtcOptions are the options kernels.cu is compiled with for arch ("sm_90" for a CUBIN,
+// "compute_90" for PTX).
+func nvrtcOptions(arch string) []string {
+	return []string{"--gpu-architecture=" + arch, "--std=c++17", "-default-device"}
 }
 
 // with runs f on a locked OS thread with the device context current (driver-API contexts

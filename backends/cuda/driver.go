@@ -47,6 +47,7 @@ static CUresult (*p_cuStreamSynchronize)(CUstream);
 static CUresult (*p_cuModuleLoadData)(CUmodule*, const void*);
 static CUresult (*p_cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
 static CUresult (*p_cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**, void**);
+static CUresult (*p_cuFuncGetAttribute)(int*, int, CUfunction);
 
 static nvrtcResult (*p_nvrtcVersion)(int*, int*);
 static nvrtcResult (*p_nvrtcCreateProgram)(nvrtcProgram*, const char*, const char*, int, const char* const*, const char* const*);
@@ -81,6 +82,7 @@ static const char* z_bind_cuda(void* h) {
 	ZLOAD(h, cuMemFreeHost); ZLOAD(h, cuMemcpyHtoD_v2); ZLOAD(h, cuMemcpyHtoDAsync_v2); ZLOAD(h, cuMemcpyDtoHAsync_v2);
 	ZLOAD(h, cuStreamCreate); ZLOAD(h, cuStreamDestroy_v2); ZLOAD(h, cuStreamSynchronize);
 	ZLOAD(h, cuModuleLoadData); ZLOAD(h, cuModuleGetFunction); ZLOAD(h, cuLaunchKernel);
+	ZLOADOPT(h, cuFuncGetAttribute);
 	return NULL;
 }
 
@@ -127,6 +129,10 @@ static CUresult z_cuStreamDestroy(CUstream s) { return p_cuStreamDestroy_v2(s); 
 static CUresult z_cuStreamSynchronize(CUstream s) { return p_cuStreamSynchronize(s); }
 static CUresult z_cuModuleLoadData(CUmodule* m, const void* img) { return p_cuModuleLoadData(m, img); }
 static CUresult z_cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) { return p_cuModuleGetFunction(f, m, name); }
+static CUresult z_cuFuncGetAttribute(int* v, int attr, CUfunction f) {
+	if (p_cuFuncGetAttribute == NULL) return 500; // CUDA_ERROR_NOT_FOUND
+	return p_cuFuncGetAttribute(v, attr, f);
+}
 
 // z_launch passes the arguments packed in buf at offs (cuLaunchKernel copies them).
 static CUresult z_launch(CUfunction f, unsigned gx, unsigned bx, unsigned shmem, CUstream s, char* buf, int* offs, int n) {
@@ -180,13 +186,14 @@ static int z_sgemm(cublasHandle_t h, int ta, int tb, int m, int n, int k, float 
 	                                   &beta, (float*)c, ldc, sc, batch);
 }
 
-// z_gemmEx is cublasGemmStridedBatchedEx on fp32 storage with the given compute type
-// (CUBLAS_COMPUTE_32F_FAST_16BF = 75, CUBLAS_COMPUTE_32F_FAST_TF32 = 77) and the default
-// algorithm (CUBLAS_GEMM_DEFAULT = -1); CUDA_R_32F = 0.
+// z_gemmEx is cublasGemmStridedBatchedEx with A and B of type ab (CUDA_R_32F = 0,
+// CUDA_R_16BF = 14), C fp32, the given compute type (CUBLAS_COMPUTE_32F = 68,
+// CUBLAS_COMPUTE_32F_FAST_16BF = 75, CUBLAS_COMPUTE_32F_FAST_TF32 = 77) and the default
+// algorithm (CUBLAS_GEMM_DEFAULT = -1).
 static int z_gemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, float alpha,
                     CUdeviceptr a, int lda, long long sa, CUdeviceptr b, int ldb, long long sb,
-                    float beta, CUdeviceptr c, int ldc, long long sc, int batch, int compute) {
-	return p_cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &alpha, (const void*)a, 0, lda, sa, (const void*)b, 0, ldb, sb,
+                    float beta, CUdeviceptr c, int ldc, long long sc, int batch, int compute, int ab) {
+	return p_cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &alpha, (const void*)a, ab, lda, sa, (const void*)b, ab, ldb, sb,
 	                                    &beta, (void*)c, 0, ldc, sc, batch, compute, -1);
 }
 */
@@ -209,7 +216,8 @@ const (
 	cublasDefaultMath = 0
 	cublasTF32Math    = 3 // CUBLAS_TF32_TENSOR_OP_MATH
 
-	cublasComputeFast16BF = 75 // CUBLAS_COMPUTE_32F_FAST_16BF
+	cublasCompute32F = 68 // CUBLAS_COMPUTE_32F
+	cudaR16BF        = 14 // CUDA_R_16BF
 
 	propMajor = 0 // MAJOR_VERSION (libraryPropertyType)
 	propMinor = 1
@@ -421,6 +429,21 @@ func cuFunc(m cuModule, name string) (cuFunction, error) {
 	return f, err
 }
 
+// Function attributes (CUfunction_attribute) for cuFuncAttr.
+const (
+	funcMaxThreads   = 0 // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+	funcSharedBytes  = 1 // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES (static)
+	funcLocalBytes   = 3 // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES (per thread: spills and local arrays)
+	funcNumRegisters = 4 // CU_FUNC_ATTRIBUTE_NUM_REGS
+)
+
+// cuFuncAttr reads one attribute of a loaded kernel.
+func cuFuncAttr(f cuFunction, attr int) (int, error) {
+	var v C.int
+	err := check("cuFuncGetAttribute", C.z_cuFuncGetAttribute(&v, C.int(attr), f))
+	return int(v), err
+}
+
 // cuLaunch launches f with a 1-D grid; args holds the packed parameters at offs.
 func cuLaunch(f cuFunction, name string, grid, block, shmem int, s cuStream, args []byte, offs []int32) error {
 	if len(offs) == 0 {
@@ -509,7 +532,8 @@ type gemmArgs struct {
 	lda, ldb, ldc  int
 	sa, sb, sc     int64
 	batch          int
-	computeType    int // 0: cublasSgemmStridedBatched; else cublasGemmStridedBatchedEx compute type
+	computeType    int  // 0: cublasSgemmStridedBatched; else cublasGemmStridedBatchedEx compute type
+	bf16           bool // A and B hold bf16 (CUDA_R_16BF); C stays fp32
 }
 
 func cublasGemm(h blasHandle, g gemmArgs) error {
@@ -520,9 +544,13 @@ func cublasGemm(h blasHandle, g gemmArgs) error {
 		return cublasOpN
 	}
 	if g.computeType != 0 {
+		ab := 0
+		if g.bf16 {
+			ab = cudaR16BF
+		}
 		return blasErr("cublasGemmStridedBatchedEx", C.z_gemmEx(h, op(g.transA), op(g.transB), C.int(g.m), C.int(g.n), C.int(g.k),
 			C.float(g.alpha), C.CUdeviceptr(g.a), C.int(g.lda), C.longlong(g.sa), C.CUdeviceptr(g.b), C.int(g.ldb), C.longlong(g.sb),
-			C.float(g.beta), C.CUdeviceptr(g.c), C.int(g.ldc), C.longlong(g.sc), C.int(g.batch), C.int(g.computeType)))
+			C.float(g.beta), C.CUdeviceptr(g.c), C.int(g.ldc), C.longlong(g.sc), C.int(g.batch), C.int(g.computeType), C.int(ab)))
 	}
 	return blasErr("cublasSgemmStridedBatched", C.z_sgemm(h, op(g.transA), op(g.transB), C.int(g.m), C.int(g.n), C.int(g.k),
 		C.float(g.alpha), C.CUdeviceptr(g.a), C.int(g.lda), C.longlong(g.sa), C.CUdeviceptr(g.b), C.int(g.ldb), C.longlong(g.sb),

@@ -18,12 +18,67 @@ func opUnary(r *run, n *graph.Node, in []value) ([]value, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := (&kargs{}).ptr(y.buf.ptr).ptr(x.buf.ptr).i64(int64(y.n())).i32(unaryOps[n.Op]).f32(n.Float("alpha", 1))
-	if err := r.launch("zoo_unary", gridFor(y.n()), 256, a); err != nil {
+	if err := r.unary(unaryOps[n.Op], n.Float("alpha", 1), y, x); err != nil {
 		r.releaseBuf(y.buf)
 		return nil, err
 	}
 	return one(y), nil
+}
+
+// unary launches y = op(x) over x's elements (y may be x), four per thread when they
+// divide by four.
+func (r *run) unary(op int, alpha float32, y, x *dtensor) error {
+	n := x.n()
+	if n%4 == 0 {
+		a := (&kargs{}).ptr(y.buf.ptr).ptr(x.buf.ptr).i64(int64(n / 4)).i32(op).f32(alpha)
+		return r.launch("zoo_unary4", gridFor(n/4), 256, a)
+	}
+	a := (&kargs{}).ptr(y.buf.ptr).ptr(x.buf.ptr).i64(int64(n)).i32(op).f32(alpha)
+	return r.launch("zoo_unary", gridFor(n), 256, a)
+}
+
+// commutative binary ops (their operands may swap for zoo_binary_rows).
+var commutative = map[int]bool{0: true, 2: true, 5: true, 6: true} // Add, Mul, Max, Min
+
+// binaryRelu computes a op b with broadcasting into a new tensor, then ReLU when relu is
+// set: one pass with zoo_binary_rows where the broadcast is a bias's (b repeated down the
+// rows of a, or a of b for a commutative op), else zoo_binary and a ReLU in place.
+func (r *run) binaryRelu(op int, a, b *dtensor, relu bool) (*dtensor, error) {
+	x, w := a, b
+	rows, cols, brows, ok := rowsForm(x.shape, w.shape)
+	if !ok && commutative[op] {
+		x, w = b, a
+		rows, cols, brows, ok = rowsForm(x.shape, w.shape)
+	}
+	if !ok {
+		y, err := r.binary(op, a, b)
+		if err != nil || !relu {
+			return y, err
+		}
+		if err := r.unary(unaryOps["Relu"], 0, y, y); err != nil {
+			r.releaseBuf(y.buf)
+			return nil, err
+		}
+		return y, nil
+	}
+	y, err := r.alloc(x.shape)
+	if err != nil {
+		return nil, err
+	}
+	vec, work := 0, rows*cols
+	if cols%4 == 0 {
+		vec, work = 1, rows*cols/4
+	}
+	flag := 0
+	if relu {
+		flag = 1
+	}
+	args := (&kargs{}).ptr(y.buf.ptr).ptr(x.buf.ptr).ptr(w.buf.ptr).i64(int64(rows)).i64(int64(cols)).i64(int64(brows)).i32(op).i32(flag).i32(vec)
+	if err := r.launch("zoo_binary_rows", gridFor(work), 256, args); err != nil {
+		r.releaseBuf(y.buf)
+		return nil, err
+	}
+	return y, nil
 }
 
 // binary computes a op b with broadcasting into a new tensor.
@@ -31,6 +86,9 @@ func (r *run) binary(op int, a, b *dtensor) (*dtensor, error) {
 	shape, err := graph.BroadcastShapes(a.shape, b.shape)
 	if err != nil {
 		return nil, err
+	}
+	if _, _, _, ok := rowsForm(a.shape, b.shape); ok || (commutative[op] && func() bool { _, _, _, ok := rowsForm(b.shape, a.shape); return ok }()) {
+		return r.binaryRelu(op, a, b, false)
 	}
 	y, err := r.alloc(shape)
 	if err != nil {

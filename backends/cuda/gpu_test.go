@@ -155,8 +155,10 @@ func runOn(t testing.TB, b backends.Backend, g *graph.Graph, opts backends.Optio
 }
 
 // TestVariantsMatchCPU compares CUDA with the CPU reference for every built-in variant at
-// the tiny and base presets (fp32, tolerance 1e-4 relative to max(1, |want|)), and checks
-// that a second run of the same program (reusing pooled memory) is bitwise identical.
+// the tiny and base presets (fp32, tolerance 1e-4 relative to max(1, |want|)), checks that
+// a second run of the same program (reusing pooled memory) is bitwise identical, and that
+// the unfused program (backends.Options.NoFusion) agrees with the fused one within 1e-4;
+// it logs which attention kernels ran.
 func TestVariantsMatchCPU(t *testing.T) {
 	needGPU(t)
 	reg := loadRegistry(t)
@@ -188,13 +190,21 @@ func TestVariantsMatchCPU(t *testing.T) {
 				if err != nil {
 					t.Fatalf("cuda: second run: %v", err)
 				}
+				unfused := runOn(t, cuda.Backend{}, g, backends.Options{NoFusion: true}, in)
+				cp, _ := p.(interface { // *cuda.Program, which exists only with cgo
+					Fusions() map[string]int
+					AttentionKernels() map[string]int
+				})
 				for out, w := range want {
 					d, err := compareValid(got[out], w, mask, b, n)
 					if err != nil || d > 1e-4 {
 						t.Errorf("%s: output %s differs from the CPU: max rel diff %.3g (tolerance 1e-4) %v", name, out, d, err)
-					} else {
-						t.Logf("%s.%s %s: max diff vs CPU %.3g", name, preset, out, d)
 					}
+					du, err := compareValid(unfused[out], w, mask, b, n)
+					if err != nil || du > 1e-4 {
+						t.Errorf("%s: unfused output %s differs from the CPU: max rel diff %.3g (tolerance 1e-4) %v", name, out, du, err)
+					}
+					t.Logf("%s.%s %s: max rel diff vs CPU %.3g fused, %.3g unfused; fusions %v, attention kernels %v", name, preset, out, d, du, cp.Fusions(), cp.AttentionKernels())
 					if d2, _ := compareValid(again[out], got[out], nil, b, n); d2 != 0 {
 						t.Errorf("%s: second run differs from the first by %.3g", out, d2)
 					}
@@ -204,24 +214,71 @@ func TestVariantsMatchCPU(t *testing.T) {
 	}
 }
 
-// TestPrecisionModes runs vanilla.tiny with TF32 and bf16 matrix products and reports
-// their distance from fp32 (looser bounds: 2e-2 and 1e-1).
+// TestPrecisionModes runs every built-in variant at the base preset with TF32 and bf16
+// matrix products and reports their distance from fp32 on the GPU over valid positions:
+// ‖out − ref‖ / ‖ref‖ (the check: under 1e-2 for TF32, 5e-2 for bf16) and the largest
+// |out − ref| / max(1, |ref|).
 func TestPrecisionModes(t *testing.T) {
 	needGPU(t)
-	g := buildVariant(t, loadRegistry(t), "vanilla", "tiny")
-	in, mask, err := encoderInputs(g, 2, 32, 3)
-	if err != nil {
-		t.Fatal(err)
+	reg := loadRegistry(t)
+	var names []string
+	for name := range variants.Builtin() {
+		names = append(names, name)
 	}
-	ref := runOn(t, cuda.Backend{}, g, backends.Options{}, in)
-	for prec, tol := range map[string]float64{"tf32": 2e-2, "bf16": 1e-1} {
-		got := runOn(t, cuda.Backend{}, g, backends.Options{Precision: prec}, in)
-		d, err := compareValid(got[variant.OutputHidden], ref[variant.OutputHidden], mask, 2, 32)
-		t.Logf("%s: max rel diff from fp32 %.3g", prec, d)
-		if err != nil || d > tol {
-			t.Errorf("%s: diff %.3g > %.g (%v)", prec, d, tol, err)
+	sort.Strings(names)
+	const b, n = 2, 64
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			g := buildVariant(t, reg, name, "base")
+			in, mask, err := encoderInputs(g, b, n, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := runOn(t, cuda.Backend{}, g, backends.Options{}, in)
+			outs := map[string]*tensor.Tensor{}
+			for _, prec := range []string{"tf32", "bf16"} {
+				got := runOn(t, cuda.Backend{}, g, backends.Options{Precision: prec}, in)
+				outs[prec] = got[variant.OutputHidden]
+				r, worst, err := relL2(got[variant.OutputHidden], ref[variant.OutputHidden], mask, b, n)
+				tol := map[string]float64{"tf32": 1e-2, "bf16": 5e-2}[prec]
+				t.Logf("PRECISION %s %s vs fp32: rel L2 %.3g, max rel %.3g", name, prec, r, worst)
+				if err != nil || !(r <= tol) {
+					t.Errorf("%s %s: rel L2 %.3g > %.g (%v)", name, prec, r, tol, err)
+				}
+			}
+			// The two modes must differ: bf16 rounds every product's inputs to bf16 (cuBLAS's
+			// FAST_16BF compute type, which the backend used before, ran TF32 on an H200).
+			if r, _, err := relL2(outs["bf16"], outs["tf32"], mask, b, n); err == nil {
+				t.Logf("PRECISION %s bf16 vs tf32: rel L2 %.3g", name, r)
+				if r == 0 {
+					t.Errorf("%s: bf16's output equals tf32's: the products' inputs were not rounded to bf16", name)
+				}
+			}
+		})
+	}
+}
+
+// relL2 returns ‖got − want‖ / ‖want‖ and the largest |got − want| / max(1, |want|) over
+// valid positions of outputs shaped (B, n, ...).
+func relL2(got, want *tensor.Tensor, mask []bool, b, n int) (float64, float64, error) {
+	if !tensor.SameShape(got.Shape, want.Shape) {
+		return 0, 0, fmt.Errorf("shape %s, want %s", tensor.ShapeString(got.Shape), tensor.ShapeString(want.Shape))
+	}
+	per := len(want.F32) / (b * n)
+	var num, den, worst float64
+	for i, w := range want.F32 {
+		if mask[i/per] {
+			continue
 		}
+		d := float64(got.F32[i]) - float64(w)
+		if math.IsNaN(d) {
+			return math.NaN(), math.NaN(), fmt.Errorf("element %d is %v, want %v", i, got.F32[i], w)
+		}
+		num += d * d
+		den += float64(w) * float64(w)
+		worst = math.Max(worst, math.Abs(d)/math.Max(1, math.Abs(float64(w))))
 	}
+	return math.Sqrt(num / den), worst, nil
 }
 
 // BenchmarkVanillaBase runs the seed's base encoder at batch 32, n=512 on the GPU and

@@ -15,8 +15,9 @@ var kernelSource string
 
 // kernelNames are the entry points looked up after loading the module.
 var kernelNames = []string{
-	"zoo_unary", "zoo_binary", "zoo_where", "zoo_copy", "zoo_fill", "zoo_gather",
-	"zoo_softmax", "zoo_layernorm", "zoo_reduce", "zoo_attention",
+	"zoo_to_bf16", "zoo_unary", "zoo_unary4", "zoo_binary", "zoo_binary_rows", "zoo_layernorm_warp", "zoo_where", "zoo_copy", "zoo_fill", "zoo_gather",
+	"zoo_softmax", "zoo_layernorm", "zoo_reduce", "zoo_attention", "zoo_attention_t32", "zoo_attention_t64",
+	"zoo_attention_bf16_d32", "zoo_attention_bf16_d64",
 }
 
 // cacheFile returns where the compiled module for (arch, NVRTC version, format) is cached:

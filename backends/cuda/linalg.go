@@ -12,8 +12,11 @@ import (
 
 // gemm computes, for each of batch problems, C = alpha·op(A)·op(B) + beta·C in row-major
 // terms (A is m×k after op, B k×n, C m×n) by calling cuBLAS on the transposed problem.
-// sa and sb are the batch strides (0 to reuse one matrix).
-func (r *run) gemm(a, b, c uint64, transA, transB bool, m, n, k, batch int, sa, sb int64, alpha, beta float32) error {
+// sa and sb are the batch strides (0 to reuse one matrix). At Precision "bf16", A and B are
+// rounded to bf16 first (bf16Of) and cuBLAS multiplies bf16 with fp32 accumulation: the
+// products' inputs are rounded as the precision promises (cuBLAS's FAST_16BF compute type
+// on fp32 operands may run TF32 instead, and did on an H200 with cuBLAS 13.1).
+func (r *run) gemm(a, b *dtensor, c uint64, transA, transB bool, m, n, k, batch int, sa, sb int64, alpha, beta float32) error {
 	for _, v := range []int{m, n, k, batch} {
 		if v > math.MaxInt32 {
 			return fmt.Errorf("matrix dimension %d exceeds cuBLAS's 32-bit limit", v)
@@ -29,11 +32,70 @@ func (r *run) gemm(a, b, c uint64, transA, transB bool, m, n, k, batch int, sa, 
 	if err := r.p.ensureBLAS(); err != nil {
 		return err
 	}
+	pa, pb, bf16, compute := a.buf.ptr, b.buf.ptr, false, 0
+	if r.p.precision == "bf16" {
+		var err error
+		if pa, err = r.bf16Of(a); err != nil {
+			return err
+		}
+		if pb, err = r.bf16Of(b); err != nil {
+			return err
+		}
+		bf16, compute = true, cublasCompute32F
+	}
 	return cublasGemm(r.p.blas, gemmArgs{
 		transA: transB, transB: transA, m: n, n: m, k: k, alpha: alpha, beta: beta,
-		a: b, lda: ldb, sa: sb, b: a, ldb: lda, sb: sa, c: c, ldc: n, sc: int64(m) * int64(n),
-		batch: batch, computeType: r.p.compute,
+		a: pb, lda: ldb, sa: sb, b: pa, ldb: lda, sb: sa, c: c, ldc: n, sc: int64(m) * int64(n),
+		batch: batch, computeType: compute, bf16: bf16,
 	})
+}
+
+// bf16Of returns a device copy of t's elements rounded to bf16: for a weight, made once
+// and kept for the program's life; for an activation, a buffer released after the step.
+func (r *run) bf16Of(t *dtensor) (uint64, error) {
+	n := t.n()
+	if t.buf.const_ {
+		if p, ok := r.p.bf16Weights[t.buf]; ok {
+			return p, nil
+		}
+	}
+	var dst uint64
+	var buf *dbuf
+	if t.buf.const_ {
+		p, err := cuMalloc(max(2*n, 2))
+		if err != nil {
+			return 0, err
+		}
+		dst = p
+	} else {
+		b, err := r.p.pool.get(max(2*n, 2))
+		if err != nil {
+			return 0, err
+		}
+		buf, dst = b, b.ptr
+	}
+	vec, work := 0, n
+	if n%4 == 0 {
+		vec, work = 1, n/4
+	}
+	a := (&kargs{}).ptr(dst).ptr(t.buf.ptr).i64(int64(n)).i32(vec)
+	if err := r.launch("zoo_to_bf16", gridFor(work), 256, a); err != nil {
+		if buf != nil {
+			r.releaseBuf(buf)
+		} else {
+			cuFree(dst)
+		}
+		return 0, err
+	}
+	if buf != nil {
+		r.temp(buf)
+	} else {
+		if r.p.bf16Weights == nil {
+			r.p.bf16Weights = map[*dbuf]uint64{}
+		}
+		r.p.bf16Weights[t.buf] = dst
+	}
+	return dst, nil
 }
 
 func (r *run) fill(y *dtensor, v float32) error {
@@ -101,7 +163,7 @@ func opMatMul(r *run, n *graph.Node, in []value) ([]value, error) {
 	switch {
 	case nbb == 1 && sameA:
 		// A weight shared by every batch: one GEMM over all rows.
-		err = r.gemm(a.buf.ptr, b.buf.ptr, y.buf.ptr, false, false, nb*m, nn, k, 1, 0, 0, 1, 0)
+		err = r.gemm(a, b, y.buf.ptr, false, false, nb*m, nn, k, 1, 0, 0, 1, 0)
 	case (na == 1 || sameA) && (nbb == 1 || sameB):
 		sa, sb := int64(m*k), int64(k*nn)
 		if na == 1 {
@@ -110,7 +172,7 @@ func opMatMul(r *run, n *graph.Node, in []value) ([]value, error) {
 		if nbb == 1 {
 			sb = 0
 		}
-		err = r.gemm(a.buf.ptr, b.buf.ptr, y.buf.ptr, false, false, m, nn, k, nb, sa, sb, 1, 0)
+		err = r.gemm(a, b, y.buf.ptr, false, false, m, nn, k, nb, sa, sb, 1, 0)
 	default:
 		// General broadcasting: materialise both operands at the full batch shape.
 		fullA := append(append([]int(nil), batchShape...), m, k)
@@ -125,7 +187,7 @@ func opMatMul(r *run, n *graph.Node, in []value) ([]value, error) {
 			return fail(err)
 		}
 		r.temp(eb.buf)
-		err = r.gemm(ea.buf.ptr, eb.buf.ptr, y.buf.ptr, false, false, m, nn, k, nb, int64(m*k), int64(k*nn), 1, 0)
+		err = r.gemm(ea, eb, y.buf.ptr, false, false, m, nn, k, nb, int64(m*k), int64(k*nn), 1, 0)
 	}
 	if err != nil {
 		return fail(err)
@@ -216,7 +278,7 @@ func opGemm(r *run, n *graph.Node, in []value) ([]value, error) {
 		}
 		return one(z), nil
 	}
-	if err := r.gemm(a.buf.ptr, b.buf.ptr, y.buf.ptr, tA, tB, m, nn, k, 1, 0, 0, alpha, beta); err != nil {
+	if err := r.gemm(a, b, y.buf.ptr, tA, tB, m, nn, k, 1, 0, 0, alpha, beta); err != nil {
 		return fail(err)
 	}
 	return one(y), nil

@@ -104,14 +104,15 @@ func opLayerNorm(r *run, n *graph.Node, in []value) ([]value, error) {
 			res = append(res, value{})
 		}
 	}
-	block := 256
-	if cols <= 128 {
-		block = 64
+	kernel, grid, block := "zoo_layernorm", min(rows, 1<<20), 256
+	if cols <= 1024 {
+		// One warp per row, the row in registers: 8 rows per block.
+		kernel, grid = "zoo_layernorm_warp", min((rows+7)/8, 1<<20)
 	}
 	a := (&kargs{}).ptr(y.buf.ptr).ptr(stat[0]).ptr(stat[1]).ptr(x.buf.ptr).ptr(scale.buf.ptr).ptr(bptr).
 		i64(int64(rows)).i64(int64(cols)).i64(int64(scale.n())).i64(int64(nb)).f32(n.Float("epsilon", 1e-5))
 	if cols > 0 {
-		if err := r.launch("zoo_layernorm", min(rows, 1<<20), block, a); err != nil {
+		if err := r.launch(kernel, grid, block, a); err != nil {
 			for _, v := range res {
 				r.release(v)
 			}

@@ -5,6 +5,8 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"maps"
+	"time"
 	"unsafe"
 
 	"github.com/zoo-dev/zoo/backends"
@@ -179,7 +181,9 @@ type Program struct {
 	blas      blasHandle
 	blasReady bool
 	precision string
-	compute   int // cuBLAS compute type for bf16; 0 for plain Sgemm
+	// bf16Weights holds the bf16 copy of each weight a bf16 matrix product has read (made
+	// at its first use, freed at Close); activations are rounded per product.
+	bf16Weights map[*dbuf]uint64
 
 	plan   *compile.Plan[gpuOp]
 	consts []value // per slot: the plan's constants, float ones also on the device
@@ -188,7 +192,39 @@ type Program struct {
 	pool    pool
 	stage   staging
 	closed  bool
+
+	// noDownload, set by benchmarks, ends a Run after the last step and a stream sync,
+	// without copying the outputs to the host (Run returns no outputs): device time only.
+	noDownload bool
+
+	// stepTimes, when set (by benchmarks), sums per op the time of each step, measured
+	// with a stream sync after it: a profile that serialises host and device.
+	stepTimes map[string]time.Duration
+
+	// attnKernels counts, per kernel, the fused attention steps run so far ("unfused" for
+	// those that fell back to their original steps).
+	attnKernels map[string]int
 }
+
+// Fusions reports the fused steps of the plan by kind ("attention", "binary+relu"); empty with
+// backends.Options.NoFusion or when nothing matched.
+func (p *Program) Fusions() map[string]int {
+	out := map[string]int{}
+	for _, st := range p.plan.Steps {
+		switch st.Node.Op {
+		case fusedAttentionOp:
+			out["attention"]++
+		case fusedBinaryReluOp:
+			out["binary+relu"]++
+		}
+	}
+	return out
+}
+
+// AttentionKernels reports how often each kernel ran the fused attention steps in this
+// program's runs so far ("zoo_attention_t64", ...; "unfused" for a fallback to the
+// original steps).
+func (p *Program) AttentionKernels() map[string]int { return maps.Clone(p.attnKernels) }
 
 func newProgram(pr backends.Probe, g *graph.Graph, opts backends.Options) (backends.Program, error) {
 	if !pr.Available {
@@ -205,7 +241,7 @@ func newProgram(pr backends.Probe, g *graph.Graph, opts backends.Options) (backe
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
-	p := &Program{d: d, precision: prec}
+	p := &Program{d: d, precision: prec, attnKernels: map[string]int{}}
 	if err := d.with(func() error { return p.build(g, opts) }); err != nil {
 		p.Close()
 		return nil, err
@@ -217,6 +253,10 @@ func newProgram(pr backends.Probe, g *graph.Graph, opts backends.Options) (backe
 // kernel or must be a host op, and constants fold on the host through graph.EvalNode, the
 // reference evaluator that runs host steps too.
 func planConfig(opts backends.Options) compile.Config[gpuOp] {
+	var fusePass func(*compile.Plan[gpuOp])
+	if !opts.NoFusion {
+		fusePass = fuse
+	}
 	return compile.Config[gpuOp]{
 		Backend: Name,
 		Kernel: func(n *graph.Node) (gpuOp, error) {
@@ -239,6 +279,7 @@ func planConfig(opts backends.Options) compile.Config[gpuOp] {
 		},
 		KeepIntermediates: opts.KeepIntermediates,
 		FreeInputs:        true, // inputs are uploaded copies
+		Fuse:              fusePass,
 	}
 }
 
@@ -305,8 +346,6 @@ func (p *Program) ensureBLAS() error {
 	switch p.precision {
 	case "tf32":
 		mode = cublasTF32Math
-	case "bf16":
-		p.compute = cublasComputeFast16BF
 	}
 	if err := cublasSetMathMode(h, mode); err != nil {
 		return err
@@ -331,6 +370,10 @@ func (p *Program) Close() error {
 			cuFree(b.ptr)
 		}
 		p.weights = nil
+		for _, ptr := range p.bf16Weights {
+			cuFree(ptr)
+		}
+		p.bf16Weights = nil
 		if p.blasReady {
 			cublasDestroy(p.blas)
 		}
@@ -408,8 +451,16 @@ func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 				ins = append(ins, vals[s])
 			}
 		}
+		var t0 time.Time
+		if p.stepTimes != nil {
+			t0 = time.Now()
+		}
 		res, err := r.step(st, ins)
 		r.releaseTemps()
+		if p.stepTimes != nil && err == nil {
+			err = cuSync(p.stream)
+			p.stepTimes[st.Node.Op] += time.Since(t0)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("cuda: run node %q (%s): %w", st.Node.Name, st.Node.Op, err)
 		}
@@ -427,6 +478,12 @@ func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 			r.release(vals[s])
 			vals[s] = value{}
 		}
+	}
+	if p.noDownload {
+		if err := cuSync(p.stream); err != nil {
+			return nil, fmt.Errorf("cuda: run graph %s: %w", p.plan.Name, err)
+		}
+		return map[string]*tensor.Tensor{}, nil
 	}
 	// Download device outputs through the pinned arena, then copy out after one sync.
 	type pending struct {

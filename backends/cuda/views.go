@@ -65,3 +65,30 @@ func expandView(in []int, target []int64) ([]int, error) {
 	}
 	return graph.BroadcastShapes(in, t)
 }
+
+// rowsForm says how zoo_binary_rows computes a op b when b is a or a trailing block of it:
+// a is read in full and b repeats down the rows; brows is b's number of rows of cols.
+func rowsForm(a, b []int) (rows, cols, brows int, ok bool) {
+	if len(b) > len(a) || len(a) == 0 {
+		return 0, 0, 0, false
+	}
+	off := len(a) - len(b)
+	lead := 0 // b's leading ones (dropped: a [B, n, d] + b [1, 1, d])
+	for lead < len(b) && b[lead] == 1 {
+		lead++
+	}
+	for i := lead; i < len(b); i++ {
+		if b[i] != a[off+i] {
+			return 0, 0, 0, false
+		}
+	}
+	cols = a[len(a)-1]
+	if cols == 0 {
+		return 0, 0, 0, false
+	}
+	nb := graph.NumElements(b)
+	if nb < cols || nb%cols != 0 {
+		return 0, 0, 0, false
+	}
+	return graph.NumElements(a) / cols, cols, nb / cols, true
+}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/approx"
 )
 
 // approxWeights writes vanilla.tiny's weights (seed 3) once for the tests of this file.
@@ -19,13 +21,13 @@ func approxWeights(t *testing.T) string {
 	return path
 }
 
-func approxJSON(t *testing.T, args ...string) approxDoc {
+func approxJSON(t *testing.T, args ...string) approx.Doc {
 	t.Helper()
 	code, out, errs := zoo(t, append(append([]string{"approx"}, args...), "--json")...)
 	if code != 0 {
 		t.Fatalf("%v: exit %d: %s", args, code, errs)
 	}
-	var doc approxDoc
+	var doc approx.Doc
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}

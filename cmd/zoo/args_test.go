@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/cliargs"
 )
 
 // TestUnknownFlag: a misspelt flag gets the closest flag of the command that refused it, as a
@@ -50,7 +52,7 @@ func TestRequiredFlag(t *testing.T) {
 			t.Errorf("zoo %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(c.args, " "), code, errs, c.want)
 		}
 	}
-	if got := andList([]string{"--a", "--b", "--c"}); got != "--a, --b and --c" {
+	if got := cliargs.AndList([]string{"--a", "--b", "--c"}); got != "--a, --b and --c" {
 		t.Errorf("andList = %q", got)
 	}
 }

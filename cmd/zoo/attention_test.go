@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"image/png"
@@ -13,20 +12,22 @@ import (
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/attention"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/variants/sparse"
+	"github.com/zoo-dev/zoo/zoo/attnmap"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
 // attentionJSON runs `zoo attention ... --json` and decodes the document.
-func attentionJSON(t *testing.T, args ...string) attnDoc {
+func attentionJSON(t *testing.T, args ...string) attnmap.Map {
 	t.Helper()
 	code, out, errs := zoo(t, append([]string{"attention"}, append(args, "--json")...)...)
 	if code != 0 {
 		t.Fatalf("%v: exit %d: %s", args, code, errs)
 	}
-	var doc attnDoc
+	var doc attnmap.Map
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
@@ -71,14 +72,14 @@ func TestAttentionIsTheBackendsSoftmax(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sites, err := attentionSites(g)
+			sites, err := attnmap.Sites(g)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var scores []string
 			for _, s := range sites {
 				for _, nd := range g.Nodes {
-					if nd.Op == "Softmax" && nd.Outputs[0] == s.value {
+					if nd.Op == "Softmax" && nd.Outputs[0] == s.Value {
 						scores = append(scores, nd.Inputs[0])
 					}
 				}
@@ -190,7 +191,7 @@ func TestAttentionLinearImplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sites, err := linearSites(g)
+	sites, err := attnmap.LinearSites(g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestAttentionLinearImplied(t *testing.T) {
 	for _, s := range sites {
 		var out, vm string
 		for _, nd := range g.Nodes {
-			if nd.Op != "MatMul" || nd.Inputs[0] != s.value {
+			if nd.Op != "MatMul" || nd.Inputs[0] != s.Value {
 				continue
 			}
 			for _, kv := range g.Nodes {
@@ -214,7 +215,7 @@ func TestAttentionLinearImplied(t *testing.T) {
 			}
 		}
 		if out == "" || vm == "" {
-			t.Fatalf("layer %d: φ(Q)·KV·Z or V not found", s.layer)
+			t.Fatalf("layer %d: φ(Q)·KV·Z or V not found", s.Layer)
 		}
 		keep = append(keep, vm, out)
 	}
@@ -276,8 +277,8 @@ func TestAttentionPNG(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
-		tw, th := attnTile(10, 10)
-		if b := img.Bounds(); b.Dx() != tc.cols*tw || b.Dy() != tc.rows*th+attnTitleBand {
+		tw, th := attention.Tile(10, 10)
+		if b := img.Bounds(); b.Dx() != tc.cols*tw || b.Dy() != tc.rows*th+attention.TitleBand {
 			t.Errorf("%v: image %d×%d, want %d×%d tiles of %d×%d plus the title", tc.args, b.Dx(), b.Dy(), tc.cols, tc.rows, tw, th)
 		}
 		colours := map[[3]uint32]bool{}
@@ -321,40 +322,5 @@ func TestAttentionRefuses(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("refusals left %d files", len(entries))
-	}
-}
-
-// TestAttentionColorBar: each map has its colour bar at its right, running from white to
-// the palette's darkest colour (the map's largest weight, here in the map's left column): the
-// strip at the tile's right holds that colour.
-func TestAttentionColorBar(t *testing.T) {
-	w := [][]float32{{1, 0.1, 0.1}, {0.2, 0.2, 0.2}, {0.3, 0.3, 0.3}}
-	doc := attnDoc{Tokens: []string{"a", "b", "c"}, Keys: []string{"a", "b", "c"}, Layers: []attnLayer{{Heads: []attnHead{{Weights: w}}}}}
-	var buf bytes.Buffer
-	if err := drawAttention(&buf, doc, "t"); err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dark := weightPalette(64).Colors()[63]
-	dr, dg, db, _ := dark.RGBA()
-	b := img.Bounds()
-	count := func(x0, x1 int) int {
-		n := 0
-		for y := b.Min.Y; y < b.Max.Y; y++ {
-			for x := x0; x < x1; x++ {
-				r, g, bl, _ := img.At(x, y).RGBA()
-				if r == dr && g == dg && bl == db {
-					n++
-				}
-			}
-		}
-		return n
-	}
-	bar := count(b.Max.X-colorBarWidth, b.Max.X)
-	if bar < 20 {
-		t.Errorf("%d pixels of the darkest colour in the strip right of the map; want its colour bar", bar)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/runout"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
@@ -43,7 +44,7 @@ func TestRunJSONReport(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rep runReport
+	var rep runout.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, out)
 	}
@@ -206,7 +207,7 @@ func TestLargeInputStreams(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rep runReport
+	var rep runout.Report
 	json.Unmarshal([]byte(out), &rep)
 	if rep.Windows != 16 || rep.Tokens != 16*512 {
 		t.Errorf("report %+v: want 16 windows of 512 tokens", rep)
@@ -223,7 +224,7 @@ func TestRunExportedFile(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run: exit %d: %s", code, errs)
 	}
-	var rep runReport
+	var rep runout.Report
 	json.Unmarshal([]byte(out), &rep)
 	if rep.Window != 128 || rep.Tokens != 592 {
 		t.Errorf("report %+v: want 592 tokens in windows of 128 (linformer.tiny's max_len)", rep)

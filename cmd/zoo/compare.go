@@ -1,22 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"maps"
-	"math"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 
 	zooroot "github.com/zoo-dev/zoo"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/cpu"
@@ -24,44 +20,12 @@ import (
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/compare"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/train"
-	"github.com/zoo-dev/zoo/zoo/tensorio"
-)
-
-// compareHoldout is the share of --input held out for evaluation when no --eval is given.
-const compareHoldout = 0.1
-
-// compareDefaults are zoo compare's defaults of the training budget: 300 steps of 8 windows
-// of 128 tokens at a peak learning rate of 1e-3 after a tenth of the steps of warm-up (30),
-// decaying linearly. At zoo train's 1e-4 and no warm-up, 300 steps leave every tiny variant
-// near chance and their curves on top of each other; at 1e-3 they separate within 100 steps.
-func compareDefaults() train.Config {
-	d := train.DefaultConfig()
-	d.Steps, d.LR, d.Window = 300, 1e-3, 128
-	return d
-}
-
-// compareFlagsWith replaces the flags of fs named like one of with (compare's own usage).
-func compareFlagsWith(fs []cli.Flag, with ...cli.Flag) []cli.Flag {
-	out := slices.Clone(fs)
-	for _, w := range with {
-		for i, f := range out {
-			if f.Names()[0] == w.Names()[0] {
-				out[i] = w
-			}
-		}
-	}
-	return out
-}
-
-// compareAutoSeeds is the number of seeds --seeds 0 trains each variant with when --steps is
-// at most compareAutoSeedSteps (one beyond: a long run is its own budget).
-const (
-	compareAutoSeeds     = 3
-	compareAutoSeedSteps = 1000
 )
 
 func compareCommand() *cli.Command {
-	d := compareDefaults()
+	d := compare.Defaults()
+	opt := optimizerFlags(d)
+	opt[slices.IndexFunc(opt, func(f cli.Flag) bool { return f.Names()[0] == "warmup" })].(*cli.IntFlag).DefaultText = "a tenth of --steps"
 	return &cli.Command{
 		Name:      "compare",
 		Usage:     "train variants on the same text with the same budget and compare quality, speed, memory and scaling",
@@ -92,14 +56,14 @@ func compareCommand() *cli.Command {
 		Flags: slices.Concat(variantFlags(), []cli.Flag{
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "training text `FILE` (any bytes)"},
 			&cli.StringFlag{Name: "eval", Usage: "held-out text `FILE` (default: the tail of --input, see --holdout)"},
-			&cli.Float64Flag{Name: "holdout", Value: compareHoldout, Usage: "without --eval: the share `X` of --input's bytes, from its end, held out for evaluation"},
+			&cli.Float64Flag{Name: "holdout", Value: compare.Holdout, Usage: "without --eval: the share `X` of --input's bytes, from its end, held out for evaluation"},
 			&cli.IntFlag{Name: "steps", Value: d.Steps, Usage: "optimizer steps `N` per variant and seed"},
 			&cli.IntFlag{Name: "seeds", Usage: "train each variant `N` times, with seeds --seed, --seed+1, ... (0: 3 up to 1000 steps, else 1)"},
 			&cli.IntFlag{Name: "batch", Value: d.Batch, Usage: "windows per step"},
 			&cli.IntFlag{Name: "window", Value: d.Window, Usage: "tokens per window (at most every variant's max_len)"},
 			&cli.StringFlag{Name: "objective", Value: train.MLM, Usage: "mlm (masked tokens, BERT's 15 % with 80/10/10) or clm (next token; turns causal on)"},
 			&cli.BoolFlag{Name: "params-match", Usage: "set each variant's d_ff so that its parameters match the first variant's"},
-		}, compareFlagsWith(optimizerFlags(d), &cli.IntFlag{Name: "warmup", DefaultText: "a tenth of --steps", Usage: "steps `N` of linear warm-up from 0 to --lr"}), []cli.Flag{
+		}, opt, []cli.Flag{
 			&cli.BoolFlag{Name: "shuffle", Usage: "visit the windows in a seeded random order"},
 			&cli.IntFlag{Name: "eval-every", Usage: "also evaluate every `N` steps, for the loss curves (0: a tenth of --steps)"},
 			&cli.StringFlag{Name: "seq", Value: "128,512,2048", Usage: "inference lengths `N,N,...`"},
@@ -121,12 +85,8 @@ type comparePlan struct {
 	run  trainRun
 	// changes are the changes made to the variant's config for training (--params-match).
 	changes []string
-	// maxLen is the variant's length limit (0: none), maxLenParam its hyperparameter and
-	// maxLenSet whether --set gives it (then longer lengths are skipped, not raised).
-	maxLen      int
-	maxLenParam string
-	maxLenSet   bool
-	params      int
+	limit   compare.Limit
+	params  int
 }
 
 // compareInference is how zoo compare times the trained models' inference: --seq, --reps,
@@ -138,36 +98,25 @@ type compareInference struct {
 
 func compareAction(c *cli.Context) error {
 	names := c.Args().Slice()
-	if err := checkCompareNames(names, c.String("input")); err != nil {
-		return err
-	}
-	seqs, err := parseCounts("seq", c.String("seq"))
+	ci := compareInference{reps: c.Int("reps"), warmup: c.Int("infer-warmup"), threads: c.Int("threads")}
+	seqs, err := compare.Check(names, zooroot.IsONNXPath, compare.Flags{Input: c.String("input"), Seq: c.String("seq"), Reps: ci.reps,
+		Warmup: ci.warmup, Threads: ci.threads, EvalEvery: c.Int("eval-every")})
 	if err != nil {
 		return badInput(err)
 	}
-	ci := compareInference{seqs: seqs, reps: c.Int("reps"), warmup: c.Int("infer-warmup"), threads: c.Int("threads")}
-	if ci.reps < 1 || ci.warmup < 0 || ci.threads < 0 {
-		return badInputf("--reps must be at least 1, --infer-warmup and --threads not negative (got %d, %d, %d)", ci.reps, ci.warmup, ci.threads)
-	}
-	if n := c.Int("eval-every"); n < 0 {
-		return badInputf("--eval-every must not be negative, got %d", n)
-	}
-	nSeeds := c.Int("seeds")
-	switch {
-	case nSeeds < 0:
-		return badInputf("--seeds must not be negative, got %d", nSeeds)
-	case nSeeds == 0 && c.Int("steps") <= compareAutoSeedSteps:
-		nSeeds = compareAutoSeeds
-	case nSeeds == 0:
-		nSeeds = 1
-	}
+	ci.seqs = seqs
 	reportPath := c.String("report")
-	if err := checkReportPath(reportPath); err != nil {
-		return err
+	if reportPath != "" {
+		if err := checkExtension("--report", reportPath, ".html", ".htm"); err != nil {
+			return badInput(err)
+		}
+		if err := checkOutputPath(reportPath); err != nil {
+			return badInputf("--report: %w", err)
+		}
 	}
-	data, heldDoc, err := compareData(c.String("input"), c.String("eval"), c.Float64("holdout"), c.IsSet("holdout"))
+	data, heldDoc, err := compare.Data(c.String("input"), c.String("eval"), c.Float64("holdout"), c.IsSet("holdout"))
 	if err != nil {
-		return err
+		return badInput(err)
 	}
 	plans, err := planCompare(c.Context, c, names)
 	if err != nil {
@@ -177,181 +126,46 @@ func compareAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	window, err := compareWindow(plans, c.Int("window"))
-	if err != nil {
-		return err
+	var limits []compare.Limit
+	for _, p := range plans {
+		limits = append(limits, p.limit)
 	}
-	nThreads := choice.Probe.Threads
-	if ci.threads > 0 {
-		nThreads = ci.threads
+	window, err := compare.Window(c.Int("window"), limits)
+	if err != nil {
+		return badInput(err)
+	}
+	for i := range plans {
+		plans[i].run.cfg.Window = window
 	}
 	st0 := plans[0].run.cfg
-	var seeds []uint64
-	for i := range nSeeds {
-		seeds = append(seeds, st0.Seed+uint64(i))
+	seeds, err := compare.Seeds(c.Int("seeds"), st0.Steps, st0.Seed)
+	if err != nil {
+		return badInput(err)
 	}
 	setup := compare.Setup{Input: data.Train.String(), Eval: heldDoc, Objective: st0.Objective, Steps: st0.Steps, Batch: st0.Batch,
 		Window: window, Optimizer: st0.Optimizer, LR: st0.LR, Warmup: st0.Warmup, Schedule: st0.Schedule, Seeds: seeds,
-		Backend: choice.Backend.Name(), Level: choice.Probe.Level, Threads: nThreads, Seqs: seqs, Reps: ci.reps, InferWarmup: ci.warmup,
-		CPU: cpu.CPUModel(), Cores: runtime.NumCPU(), Zoo: version, GoVer: runtime.Version(), Command: commandLine(c.Args().Slice(), c.Command.Flags, c),
-		MemDoc: bench.MemoryDoc, ParamsMatch: c.Bool("params-match"), Total: len(plans)}
+		Backend: choice.Backend.Name(), Level: choice.Probe.Level, Threads: cmp.Or(ci.threads, choice.Probe.Threads), Seqs: seqs, Reps: ci.reps,
+		InferWarmup: ci.warmup, CPU: cpu.CPUModel(), Cores: runtime.NumCPU(), Zoo: version, GoVer: runtime.Version(),
+		Command: compare.CommandLine(names, compare.GivenFlags(c.Command.Flags, c.IsSet, c.Value, c.StringSlice)),
+		MemDoc:  bench.MemoryDoc, ParamsMatch: c.Bool("params-match"), Total: len(plans)}
 	asJSON := c.Bool(flagJSON.Name)
-	var table *compare.Table
+	table := compare.NewTable(c.App.Writer, names, seqs)
 	if !asJSON {
-		table = compare.NewTable(c.App.Writer, names, seqs)
 		table.Begin(setup)
 	}
 	// Ctrl-C stops the variant in training; the ones that finished are reported.
 	if s, err := sessionOf(c.Context); err == nil {
 		s.finishOnSignal()
 	}
-	var results []compare.Result
-	var stopErr error
-	for i, p := range plans {
-		r, err := compareOne(c.Context, c, p, data, seeds, ci, fmt.Sprintf("(%d/%d)", i+1, len(plans)), c.App.ErrWriter)
-		if err != nil {
-			if c.Context.Err() != nil {
-				stopErr = err
-				break
-			}
-			return err
-		}
-		results = append(results, r)
-		// One line per finished variant on stderr, so that a log shows how far it got.
-		fmt.Fprintf(c.App.ErrWriter, "zoo compare: %s %s done: %.3f bits per byte (%s)\n", fmt.Sprintf("(%d/%d)", i+1, len(plans)), p.name, r.EvalBPB,
-			format.Plural(len(r.Seeds), "seed"))
-	}
-	setup.Partial = stopErr != nil
-	var contenders []train.Contender
-	for _, r := range results {
-		contenders = append(contenders, r.Contender())
-	}
-	verdict := train.Judge(contenders, window, corpusName(data))
-	if reportPath != "" && len(results) > 0 {
-		if err := tensorio.AtomicWriteFile(reportPath, func(w io.Writer) error { return compare.WriteHTML(w, results, verdict, setup) }); err != nil {
-			return failed(fmt.Errorf("--report %s: %w", reportPath, err))
-		}
-	}
-	if asJSON {
-		if results == nil {
-			results = []compare.Result{}
-		}
-		doc := compare.Document{Variants: results, Verdict: verdict, Partial: setup.Partial, Seeds: seeds, Window: window, Steps: st0.Steps}
-		if err := format.WriteJSON(c.App.Writer, doc); err != nil {
-			return err
-		}
+	results, stopErr := compareAll(c.Context, c, plans, data, seeds, ci, c.App.ErrWriter)
+	if stopErr != nil && c.Context.Err() == nil {
 		return stopErr
 	}
-	table.End(results, verdict, setup)
-	if reportPath != "" && len(results) > 0 {
-		fmt.Fprintf(c.App.Writer, "report: %s\n", reportPath)
+	setup.Partial = stopErr != nil
+	if err := compare.Finish(c.App.Writer, results, setup, data, table, asJSON, reportPath); err != nil {
+		return failed(err)
 	}
 	return stopErr
-}
-
-// corpusName names the held-out text for the verdict: the file's base name.
-func corpusName(d train.Data) string {
-	if d.Held.Path != "" {
-		return filepath.Base(d.Held.Path)
-	}
-	return d.Held.Name
-}
-
-// checkCompareNames checks the variants to compare and that there is a text to train on.
-func checkCompareNames(names []string, input string) error {
-	if len(names) == 0 {
-		return badInputf("compare: want the variants to compare (see `zoo list`), e.g. zoo compare vanilla linformer --preset tiny --input corpus.txt")
-	}
-	seen := map[string]bool{}
-	for _, n := range names {
-		if zooroot.IsONNXPath(n) {
-			return badInputf("compare: %s is an ONNX file; zoo compare trains variants (see `zoo list`)", n)
-		}
-		if seen[n] {
-			return badInputf("compare: %s is named twice", n)
-		}
-		seen[n] = true
-	}
-	if input == "" {
-		return badInputf("compare: --input FILE is required (the text to train on)")
-	}
-	return nil
-}
-
-// checkReportPath checks --report's name and that it can be written ("" for none).
-func checkReportPath(path string) error {
-	if path == "" {
-		return nil
-	}
-	if err := checkExtension("--report", path, ".html", ".htm"); err != nil {
-		return badInput(err)
-	}
-	if err := checkOutputPath(path); err != nil {
-		return badInputf("--report: %w", err)
-	}
-	return nil
-}
-
-// compareWindow settles the window every variant trains with and sets it in their Configs:
-// --window (0: min(512, the smallest max_len)), which must fit every variant's own max_len.
-func compareWindow(plans []comparePlan, window int) (int, error) {
-	smallest := 0
-	for _, p := range plans {
-		if p.maxLen > 0 && (smallest == 0 || p.maxLen < smallest) {
-			smallest = p.maxLen
-		}
-	}
-	if window == 0 {
-		window = 512
-		if smallest > 0 {
-			window = min(window, smallest)
-		}
-	}
-	for _, p := range plans {
-		if p.maxLen > 0 && window > p.maxLen {
-			return 0, badInputf("--window %d is longer than %s's %s %d; give --window %d or less (every variant trains with the same window)",
-				window, p.name, p.maxLenParam, p.maxLen, smallest)
-		}
-	}
-	for i := range plans {
-		plans[i].run.cfg.Window = window
-	}
-	return window, nil
-}
-
-// compareData returns what every variant trains and evaluates on, and a description of the
-// held-out text: evalPath (--eval), or the tail of in (--input), frac (--holdout) of its
-// bytes.
-func compareData(in, evalPath string, frac float64, holdoutSet bool) (train.Data, string, error) {
-	input := train.TextSource{Name: "--input", Path: in}
-	if err := input.Check(); err != nil {
-		return train.Data{}, "", err
-	}
-	if evalPath != "" {
-		if holdoutSet {
-			return train.Data{}, "", badInputf("--holdout splits --input when there is no --eval file; give one of them")
-		}
-		held := train.TextSource{Name: "--eval", Path: evalPath}
-		if err := held.Check(); err != nil {
-			return train.Data{}, "", err
-		}
-		return train.Data{Train: input, Held: held}, "--eval " + evalPath, nil
-	}
-	if !(frac > 0 && frac < 1) {
-		return train.Data{}, "", badInputf("--holdout must be between 0 and 1 (exclusive), got %g", frac)
-	}
-	fi, err := os.Stat(in)
-	if err != nil {
-		return train.Data{}, "", badInputf("--input %s: %w", in, err)
-	}
-	size := fi.Size()
-	held := int64(math.Ceil(float64(size) * frac))
-	if held < 2 || size-held < 2 {
-		return train.Data{}, "", badInputf("--input %s has %d bytes, too few to hold out %g of them; give a longer text or --eval FILE", in, size, frac)
-	}
-	cut := size - held
-	data := train.Data{Train: train.TextSource{Name: "--input", Path: in, Size: cut}, Held: train.TextSource{Name: "--input", Path: in, Offset: cut, Size: held}}
-	return data, fmt.Sprintf("the last %g %% of --input %s (bytes %d–%d; training uses bytes 0–%d)", 100*frac, in, cut, size-1, cut-1), nil
 }
 
 // planCompare resolves and builds every variant with the shared flags (so that a config a
@@ -363,12 +177,7 @@ func planCompare(ctx context.Context, c flags, names []string) ([]comparePlan, e
 		return nil, err
 	}
 	cfg.EvalEvery = c.Int("eval-every")
-	if !c.IsSet("warmup") {
-		cfg.Warmup = cfg.Steps / 10
-	}
-	if cfg.EvalEvery == 0 {
-		cfg.EvalEvery = max(1, cfg.Steps/10) // points for the held-out curves
-	}
+	compare.Budget(&cfg, c.IsSet("warmup"))
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -383,9 +192,10 @@ func planCompare(ctx context.Context, c flags, names []string) ([]comparePlan, e
 			return nil, err
 		}
 		p := comparePlan{name: name, run: trainRun{model: withPreset(name, c.String(flagPreset.Name)), sets: sets, cfg: cfg}}
+		p.limit.Variant = name
 		if mp := spec.Variant.Describe().Caps.MaxLenParam; mp != "" {
-			p.maxLen, p.maxLenParam = spec.Config.Int(mp), mp
-			_, p.maxLenSet = sets[mp]
+			p.limit.MaxLen, p.limit.Param = spec.Config.Int(mp), mp
+			_, p.limit.Set = sets[mp]
 		}
 		// Build it once now: a config the variant refuses (clm on linformer, whose
 		// projections mix every position) fails here, before the first variant trains.
@@ -412,6 +222,16 @@ func comparePlanParams(ctx context.Context, c flags, run trainRun) (int, error) 
 	return train.Parameters(m)
 }
 
+// withSet returns run with hyperparameter k set to v (its own --set values untouched).
+func withSet(run trainRun, k string, v int) trainRun {
+	run.sets = maps.Clone(run.sets)
+	if run.sets == nil {
+		run.sets = map[string]string{}
+	}
+	run.sets[k] = strconv.Itoa(v)
+	return run
+}
+
 // matchPlanParams sets p's d_ff so that its parameters come closest to ref's (--params-match).
 func matchPlanParams(ctx context.Context, c flags, p *comparePlan, dff int, ref comparePlan) error {
 	if _, given := p.run.sets["d_ff"]; given {
@@ -423,39 +243,42 @@ func matchPlanParams(ctx context.Context, c flags, p *comparePlan, dff int, ref 
 	if p.params == ref.params {
 		return nil
 	}
-	count := func(d int) (int, error) {
-		run := p.run
-		run.sets = maps.Clone(p.run.sets)
-		if run.sets == nil {
-			run.sets = map[string]string{}
-		}
-		run.sets["d_ff"] = strconv.Itoa(d)
-		return comparePlanParams(ctx, c, run)
-	}
+	count := func(d int) (int, error) { return comparePlanParams(ctx, c, withSet(p.run, "d_ff", d)) }
 	d, got, err := train.MatchParams(count, dff, ref.params)
 	if err != nil {
 		return badInputf("--params-match: %s cannot match %s's %s parameters: %v", p.name, ref.name, format.HumanCount(int64(ref.params)), err)
 	}
-	if p.run.sets == nil {
-		p.run.sets = map[string]string{}
-	}
-	p.run.sets["d_ff"] = strconv.Itoa(d)
-	p.changes = append(p.changes, fmt.Sprintf("d_ff=%d (its own is %d), so that its %s parameters match %s's %s (--params-match)",
-		d, dff, format.HumanCount(int64(got)), ref.name, format.HumanCount(int64(ref.params))))
+	p.run = withSet(p.run, "d_ff", d)
+	p.changes = append(p.changes, compare.ParamsNote(d, dff, got, ref.name, ref.params))
 	p.params = got
 	return nil
+}
+
+// compareAll compares the plans in turn, saying on stderr as each finishes; it returns the
+// results of those that finished, and the error that stopped it.
+func compareAll(ctx context.Context, c flags, plans []comparePlan, data train.Data, seeds []uint64, ci compareInference, stderr io.Writer) ([]compare.Result, error) {
+	var results []compare.Result
+	for i, p := range plans {
+		which := fmt.Sprintf("(%d/%d)", i+1, len(plans))
+		r, err := compareOne(ctx, c, p, data, seeds, ci, which, stderr)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, r)
+		// One line per finished variant, so that a log shows how far it got.
+		fmt.Fprintf(stderr, "zoo compare: %s %s done: %.3f bits per byte (%s)\n", which, p.name, r.EvalBPB, format.Plural(len(r.Seeds), "seed"))
+	}
+	return results, nil
 }
 
 // compareOne trains one variant once per seed and measures the first seed's trained model's
 // inference; the progress goes to stderr when it is a terminal.
 func compareOne(ctx context.Context, c flags, p comparePlan, data train.Data, seeds []uint64, ci compareInference, which string, stderr io.Writer) (compare.Result, error) {
-	r := compare.Result{Variant: p.name, ConfigChanges: p.changes, Seeds: []compare.Seed{}}
-	var infer *zooroot.Model
-	var choice backends.Choice
-	var threads int
+	r := compare.Result{Variant: p.name, ConfigChanges: p.changes, Seeds: []compare.Seed{}, Params: p.params}
+	var first compareTrained
 	defer func() {
-		if infer != nil {
-			infer.Close()
+		if first.infer != nil {
+			first.infer.Close()
 		}
 	}()
 	for i, seed := range seeds {
@@ -465,54 +288,51 @@ func compareOne(ctx context.Context, c flags, p comparePlan, data train.Data, se
 		if len(seeds) > 1 {
 			label += fmt.Sprintf(" seed %d (%d/%d)", seed, i+1, len(seeds))
 		}
-		sd, trained, ch, th, err := compareTrain(ctx, c, run, data, label, stderr, i == 0)
+		sd, t, err := compareTrain(ctx, c, run, data, label, stderr, i == 0)
 		if err != nil {
 			return r, fmt.Errorf("compare %s: %w", p.name, err)
 		}
-		if trained != nil {
-			infer, choice, threads = trained, ch, th
-			r.Model, r.Config = trained.Name(), trained.Config().JSON()
+		if i == 0 {
+			first = t
+			r.Model, r.Config = t.infer.Name(), t.infer.Config().JSON()
 		}
 		r.AddSeed(sd)
 	}
-	r.Params = p.params
-	if err := compareInfer(ctx, c, &r, p, infer, choice, threads, ci, which, stderr); err != nil {
-		return r, err
-	}
-	return r, nil
+	return r, compareInfer(ctx, c, &r, p, first, ci, which+" "+p.name, stderr)
+}
+
+// compareTrained is a trained model's inference build with the backend and threads it
+// trained on.
+type compareTrained struct {
+	infer   *zooroot.Model
+	choice  backends.Choice
+	threads int
 }
 
 // compareTrain trains run once and returns its scores and curves and, when keep, the trained
-// model's inference build with the backend and threads it ran on (the caller closes it).
-func compareTrain(ctx context.Context, c flags, run trainRun, data train.Data, label string, stderr io.Writer, keep bool) (compare.Seed, *zooroot.Model, backends.Choice, int, error) {
+// model (which the caller closes).
+func compareTrain(ctx context.Context, c flags, run trainRun, data train.Data, label string, stderr io.Writer, keep bool) (compare.Seed, compareTrained, error) {
 	sd := compare.Seed{Seed: run.cfg.Seed}
 	m, err := loadTrainModel(ctx, c, run)
 	if err != nil {
-		return sd, nil, backends.Choice{}, 0, err
+		return sd, compareTrained{}, err
 	}
 	defer m.Close()
 	// compare keeps no checkpoint (no Config.Output): the trained weights live on in the
-	// inference build.
+	// inference build. The training programs are closed when it returns, so that their
+	// buffers do not weigh on the memory measured.
 	tr, err := train.New(ctx, m, data, run.cfg)
 	if err != nil {
-		return sd, nil, backends.Choice{}, 0, err
+		return sd, compareTrained{}, err
 	}
 	defer tr.Close()
-	bar := trainBar(stderr, label+": ", run.cfg.Steps, 0)
-	if bar != nil {
-		tr.OnStep(func(s train.Step) error {
-			if !s.Eval {
-				bar.update(s.Step, fmt.Sprintf("loss %.4f %.0f tok/s", s.Loss, s.TokensPerSecond))
-			}
-			return nil
-		})
+	if bar := trainBar(stderr, label+": ", run.cfg.Steps, 0); bar != nil {
+		tr.OnStep(trainBarHook(bar, 0, run.cfg.Steps))
+		defer bar.finish()
 	}
-	res, runErr := tr.Run(ctx)
-	if bar != nil {
-		bar.finish()
-	}
-	if runErr != nil {
-		return sd, nil, backends.Choice{}, 0, runErr
+	res, err := tr.Run(ctx)
+	if err != nil {
+		return sd, compareTrained{}, err
 	}
 	sd.TrainTokensPS = res.TokensPerSecond()
 	for _, s := range res.History {
@@ -524,151 +344,65 @@ func compareTrain(ctx context.Context, c flags, run trainRun, data train.Data, l
 		}
 	}
 	if !keep {
-		return sd, nil, backends.Choice{}, 0, nil
+		return sd, compareTrained{}, nil
 	}
 	infer, err := tr.Trained(ctx)
-	if err != nil {
-		return sd, nil, backends.Choice{}, 0, err
-	}
-	return sd, infer, tr.Backend(), tr.Threads(), nil
+	return sd, compareTrained{infer: infer, choice: tr.Backend(), threads: tr.Threads()}, err
 }
 
 // compareInfer times inference of the trained model at every --seq length it reaches, and
 // beyond its max_len on a build with max_len raised (untrained weights: time and memory do
 // not depend on their values), unless --set gave max_len (then those lengths are skipped).
-func compareInfer(ctx context.Context, c flags, r *compare.Result, p comparePlan, infer *zooroot.Model, choice backends.Choice, threads int,
-	ci compareInference, which string, stderr io.Writer) error {
-	if infer == nil {
-		return nil
-	}
-	bb := bench.Backend{Name: choice.Backend.Name(), Level: choice.Probe.Level, Threads: threads}
-	status := newCompareStatus(stderr)
-	defer status.done()
-	var rows []bench.Row
-	var raised *zooroot.Model
-	defer func() {
-		if raised != nil {
-			raised.Close()
-		}
-	}()
-	var trainedLens, raisedLens []int
-	for _, n := range ci.seqs {
-		switch {
-		case p.maxLen == 0 || n <= p.maxLen:
-			trainedLens = append(trainedLens, n)
-		case p.maxLenSet:
-			r.Notes = append(r.Notes, fmt.Sprintf("n=%d skipped: longer than its %s %d (given by --set)", n, p.maxLenParam, p.maxLen))
-		default:
-			raisedLens = append(raisedLens, n)
-		}
-	}
+func compareInfer(ctx context.Context, c flags, r *compare.Result, p comparePlan, t compareTrained, ci compareInference, which string, stderr io.Writer) error {
+	trainedLens, raisedLens, notes := p.limit.Split(ci.seqs)
+	r.Notes = append(r.Notes, notes...)
+	builds := []struct {
+		m    *zooroot.Model
+		lens []int
+	}{{t.infer, trainedLens}, {nil, raisedLens}}
 	if len(raisedLens) > 0 {
 		longest := slices.Max(raisedLens)
-		run := p.run
-		run.sets = maps.Clone(p.run.sets)
-		if run.sets == nil {
-			run.sets = map[string]string{}
-		}
-		run.sets[p.maxLenParam] = strconv.Itoa(longest)
+		run := withSet(p.run, p.limit.Param, longest)
 		opts, err := loadOptions(ctx, c)
 		if err != nil {
 			return err
 		}
-		if raised, err = zooroot.Load(ctx, run.model, zooroot.LoadOptions{Set: run.sets, Seed: run.cfg.Seed, Registries: opts.Registries,
+		if builds[1].m, err = zooroot.Load(ctx, run.model, zooroot.LoadOptions{Set: run.sets, Seed: run.cfg.Seed, Registries: opts.Registries,
 			Plugins: opts.Plugins, Backend: opts.Backend, Configure: train.EvalHook(run.cfg.Objective, run.sets)}); err != nil {
-			return fmt.Errorf("compare %s: build with %s=%d to time n=%d: %w", p.name, p.maxLenParam, longest, longest, err)
+			return fmt.Errorf("compare %s: build with %s=%d to time n=%d: %w", p.name, p.limit.Param, longest, longest, err)
 		}
-		r.Notes = append(r.Notes, fmt.Sprintf("n=%s timed on a build with %s=%d (its own is %d; untrained weights)",
-			joinInts(raisedLens), p.maxLenParam, longest, p.maxLen))
+		defer builds[1].m.Close()
+		r.Notes = append(r.Notes, p.limit.RaisedNote(raisedLens, longest))
 	}
-	for _, set := range []struct {
-		m         *zooroot.Model
-		lens      []int
-		untrained bool
-	}{{infer, trainedLens, false}, {raised, raisedLens, true}} {
-		if set.m == nil || len(set.lens) == 0 {
+	bb := bench.Backend{Name: t.choice.Backend.Name(), Level: t.choice.Probe.Level, Threads: t.threads}
+	status := bench.NewProgress(stderr, "compare", isTerminal(underlying(stderr)))
+	defer status.Done()
+	var rows []bench.Row
+	r.Inference = []compare.Inference{}
+	for i, b := range builds {
+		if len(b.lens) == 0 {
 			continue
 		}
-		bm := &benchModel{Model: set.m, graph: set.m.Graph(), maxLen: max(p.maxLen, slices.Max(set.lens))}
+		bm := &benchModel{Model: b.m, graph: b.m.Graph(), maxLen: max(p.limit.MaxLen, slices.Max(b.lens))}
 		var err error
-		if bm.tok, bm.mask, err = zooroot.TokenInputs(set.m.Graph()); err != nil {
+		if bm.tok, bm.mask, err = zooroot.TokenInputs(b.m.Graph()); err != nil {
 			return badInput(err)
 		}
-		if err := guardBench(bm, []int{1}, set.lens, false); err != nil {
+		if err := guardBench(bm, []int{1}, b.lens, false); err != nil {
 			return err
 		}
-		prog, err := choice.Backend.Compile(set.m.Graph(), backends.Options{Threads: ci.threads})
+		prog, err := t.choice.Backend.Compile(b.m.Graph(), backends.Options{Threads: ci.threads})
 		if err != nil {
-			return failed(fmt.Errorf("compile %s on %s: %w", set.m.Name(), bb.Name, err))
+			return failed(fmt.Errorf("compile %s on %s: %w", b.m.Name(), bb.Name, err))
 		}
-		for _, n := range set.lens {
-			status.say("%s %s: inference at n=%d", which, p.name, n)
-			row, err := benchOne(ctx, bm, prog, nil, bb, 1, n, ci.reps, ci.warmup)
-			if err != nil {
-				prog.Close()
-				return err
-			}
-			rows = append(rows, row)
-			ms := train.Stat{Mean: row.MSMean, SD: row.MSStddev, N: ci.reps}
-			r.Inference = append(r.Inference, compare.Inference{N: n, MS: row.MSMean, MSSD: row.MSStddev, Reps: ci.reps, Noisy: ms.Noisy(),
-				MemBytes: row.PeakRSSGrowth, Untrained: set.untrained})
-		}
+		in, rs, err := compare.Infer(ctx, bm.target(), prog, bb, b.lens, ci.reps, ci.warmup, status, which, i == 1)
 		prog.Close()
+		if err != nil {
+			return failed(err)
+		}
+		r.Inference, rows = append(r.Inference, in...), append(rows, rs...)
 	}
-	status.done()
+	status.Done()
 	r.SetFit(bench.FitRows(rows))
-	if r.Inference == nil {
-		r.Inference = []compare.Inference{}
-	}
 	return nil
-}
-
-func joinInts(xs []int) string {
-	var parts []string
-	for _, x := range xs {
-		parts = append(parts, strconv.Itoa(x))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// newCompareStatus is zoo bench's one-line status on stderr, shown only when stderr (behind
-// the session's synchronised writer) is a terminal.
-func newCompareStatus(w io.Writer) *benchProgress {
-	f, ok := underlying(w).(*os.File)
-	return &benchProgress{w: w, active: ok && term.IsTerminal(int(f.Fd())), verb: "compare"}
-}
-
-// commandLine is the comparison as a command line: the variants and every flag given (c),
-// in the order the command defines them (defs), for the report.
-func commandLine(args []string, defs []cli.Flag, c interface {
-	flags
-	Value(name string) any
-}) string {
-	quote := func(a string) string {
-		if a == "" || strings.ContainsAny(a, " \t'\"$\\") {
-			return strconv.Quote(a)
-		}
-		return a
-	}
-	parts := []string{"zoo", "compare"}
-	for _, n := range args {
-		parts = append(parts, quote(n))
-	}
-	for _, f := range defs {
-		name := f.Names()[0]
-		if !c.IsSet(name) {
-			continue
-		}
-		switch f.(type) {
-		case *cli.BoolFlag:
-			parts = append(parts, "--"+name)
-		case *cli.StringSliceFlag:
-			for _, v := range c.StringSlice(name) {
-				parts = append(parts, "--"+name, quote(v))
-			}
-		default:
-			parts = append(parts, "--"+name, quote(fmt.Sprint(c.Value(name))))
-		}
-	}
-	return strings.Join(parts, " ")
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -39,12 +40,12 @@ func TestCompleteCandidates(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q", c.words, code, errs)
 		}
 		for _, w := range c.want {
-			if !contains(got, w) {
+			if !slices.Contains(got, w) {
 				t.Errorf("%q: candidates %q lack %q", c.words, got, w)
 			}
 		}
 		for _, w := range c.not {
-			if contains(got, w) {
+			if slices.Contains(got, w) {
 				t.Errorf("%q: candidates %q include %q", c.words, got, w)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/runout"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
@@ -121,7 +122,7 @@ func writeEmbeddings(w io.Writer, path string, asJSON bool, model string, vecs [
 			return badInput(err)
 		}
 		arrays := []tensorio.Named{{Name: zooroot.PoolOutput, Tensor: t}}
-		if err := writeArrays(path, arrays, map[string]string{"model": model}); err != nil {
+		if err := runout.WriteArrays(path, arrays, map[string]string{"model": model}); err != nil {
 			return failed(err)
 		}
 	}

@@ -1,18 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	zooroot "github.com/zoo-dev/zoo"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/export"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
@@ -43,71 +41,14 @@ func exportCommand() *cli.Command {
 	}
 }
 
-// exportFile is one file export wrote; --json prints them as {"written": [...]}.
-type exportFile struct {
-	Model      string `json:"model"`
-	Path       string `json:"path"`
-	Kind       string `json:"kind"` // "onnx", "weights" or "config" (Triton, KServe)
-	Bytes      int64  `json:"bytes"`
-	Opset      int    `json:"opset,omitempty"`
-	Nodes      int    `json:"nodes,omitempty"`
-	Tensors    int    `json:"tensors,omitempty"`
-	Parameters int64  `json:"parameters,omitempty"`
-}
-
-// exportReport is what --json prints.
-type exportReport struct {
-	Written []exportFile `json:"written"`
-}
-
-// say prints one written file (text), or gathers it for the JSON report.
-func (r *exportReport) say(c *cli.Context, f exportFile) {
-	r.Written = append(r.Written, f)
-	if c.Bool(flagJSON.Name) {
-		return
-	}
-	if f.Kind == "config" {
-		fmt.Fprintf(c.App.Writer, "wrote %s\n", f.Path)
-		return
-	}
-	if f.Kind == "weights" {
-		fmt.Fprintf(c.App.Writer, "wrote %s (%s, %s parameters)\n", f.Path, format.Plural(f.Tensors, "tensor"), format.HumanCount(f.Parameters))
-		return
-	}
-	fmt.Fprintf(c.App.Writer, "wrote %s (%s, opset %d, %s)\n", f.Path, format.HumanBytes(f.Bytes), f.Opset, format.Plural(f.Nodes, "node"))
-}
-
-func (r *exportReport) finish(c *cli.Context) error {
-	if !c.Bool(flagJSON.Name) {
-		return nil
-	}
-	if r.Written == nil {
-		r.Written = []exportFile{}
-	}
-	return format.WriteJSON(c.App.Writer, r)
-}
-
 func exportAction(c *cli.Context) error {
 	if c.NArg() > 1 {
 		return badInputf("export: want one model name (see `zoo list`), or none with --onnx to export every variant; got %d arguments", c.NArg())
 	}
-	weights, toONNX := c.String("weights"), c.Bool("onnx")
-	triton, kserve := c.String("triton"), c.String("kserve")
-	if !toONNX && weights == "" && triton == "" && kserve == "" {
-		return badInputf("export: say what to write: --onnx, --weights FILE.safetensors, --triton DIR, --kserve DIR, or several")
-	}
-	if (triton != "" || kserve != "") && c.NArg() != 1 {
-		return badInputf("--triton and --kserve write one model's files: name the model")
-	}
-	if o := c.Int("opset"); o < onnx.MinOpset || o > onnx.MaxOpset {
-		return badInputf("--opset %d: zoo exports opsets %d to %d", o, onnx.MinOpset, onnx.MaxOpset)
-	}
-	if !toONNX {
-		for f, shown := range map[string]string{"opset": "--opset", "output": "-o/--output"} {
-			if c.IsSet(f) && (f == "output" || triton == "") {
-				return badInputf("%s applies to the ONNX file: add --onnx (--weights takes its own file name)", shown)
-			}
-		}
+	weights, toONNX, triton, kserve, opset := c.String("weights"), c.Bool("onnx"), c.String("triton"), c.String("kserve"), c.Int("opset")
+	req := export.Request{Weights: weights, ONNX: toONNX, Triton: triton, KServe: kserve, Opset: opset, Named: c.NArg() == 1}
+	if err := req.Check(c.IsSet); err != nil {
+		return badInput(err)
 	}
 	if weights != "" {
 		if err := checkExtension("--weights", weights, ".safetensors"); err != nil {
@@ -115,16 +56,9 @@ func exportAction(c *cli.Context) error {
 		}
 	}
 	if c.NArg() == 0 {
-		if weights != "" {
-			return badInputf("--weights writes one model's state_dict: name the model (zoo export NAME --weights FILE.safetensors)")
-		}
-		if c.IsSet(flagFromWeights.Name) {
-			return badInputf("--from-weights loads one model's state_dict: name the model (zoo export NAME --onnx --from-weights FILE.safetensors)")
-		}
-		return exportAll(c)
+		return exportAllAction(c)
 	}
-	ref := c.Args().First()
-	out := c.String("output")
+	ref, out := c.Args().First(), c.String("output")
 	if out != "" {
 		if err := checkExtension("-o", out, ".onnx"); err != nil {
 			return badInput(err)
@@ -132,10 +66,7 @@ func exportAction(c *cli.Context) error {
 	}
 	// Check the directories before the build; the default ONNX name is known only after it.
 	for _, p := range []string{out, weights} {
-		if p == "" {
-			continue
-		}
-		if err := checkOutputPath(p); err != nil {
+		if err := checkOutputPath(p); p != "" && err != nil {
 			return badInput(err)
 		}
 	}
@@ -144,12 +75,7 @@ func exportAction(c *cli.Context) error {
 			return badInput(err)
 		}
 	}
-	opts, err := loadOptions(c.Context, c)
-	if err != nil {
-		return err
-	}
-	opts.Weights = c.String(flagFromWeights.Name) // export's --weights is the file it writes
-	m, err := loadWith(c.Context, c, ref, opts)
+	m, err := loadExported(c.Context, c, ref)
 	if err != nil {
 		return err
 	}
@@ -159,58 +85,64 @@ func exportAction(c *cli.Context) error {
 			return badInput(err)
 		}
 	}
-	var rep exportReport
+	rep, name := export.NewReport(c.App.Writer, c.Bool(flagJSON.Name)), m.Name()
 	if weights != "" {
-		f, err := writeWeightsFile(weights, m)
+		f, err := export.WriteWeights(weights, name, m.Graph(), map[string]string{"variant": m.Variant(), "config": m.Config().JSON(), "seed": fmt.Sprint(m.Seed())})
 		if err != nil {
 			return failed(err)
 		}
-		rep.say(c, f)
+		rep.Say(f)
 	}
 	if toONNX {
-		f, err := writeONNXFile(out, m, c.Int("opset"))
+		f, err := export.WriteONNX(out, name, m.Graph(), opset, version)
 		if err != nil {
 			return failed(err)
 		}
-		rep.say(c, f)
+		rep.Say(f)
 	}
 	if triton != "" {
-		files, err := writeTriton(triton, m, c.Int("opset"))
+		files, err := export.WriteTriton(triton, name, m.Graph(), opset, version)
 		if err != nil {
-			return err
+			return exportError(err)
 		}
-		for _, f := range files {
-			rep.say(c, f)
-		}
+		rep.Say(files...)
 	}
 	if kserve != "" {
-		files, err := writeKServe(kserve, m)
+		files, err := export.WriteKServe(kserve, name, m.Graph(), tokenizerPath(m), version)
 		if err != nil {
-			return err
+			return exportError(err)
 		}
-		for _, f := range files {
-			rep.say(c, f)
-		}
+		rep.Say(files...)
 	}
-	return rep.finish(c)
+	return rep.Finish()
 }
 
-// exportAll writes every variant of the registry as NAME[.PRESET].onnx into -o DIR. Every
-// variant is resolved (preset, --set) and every path checked before the first build, so
-// that bad input writes nothing.
-func exportAll(c *cli.Context) error {
+// exportError is bad input for an export.InputError, else a failed job.
+func exportError(err error) error {
+	var ie *export.InputError
+	if errors.As(err, &ie) {
+		return badInput(err)
+	}
+	return failed(err)
+}
+
+// exportAllAction is `zoo export --onnx` without a name (exportAction has checked the
+// flags): it writes every variant of the registry as NAME[.PRESET].onnx into -o DIR. Every
+// variant is resolved (preset, --set) and every path checked before the first build, so that
+// bad input writes nothing.
+func exportAllAction(c *cli.Context) error {
+	if c.String("weights") != "" {
+		return badInputf("--weights writes one model's state_dict: name the model (zoo export NAME --weights FILE.safetensors)")
+	}
+	if c.IsSet(flagFromWeights.Name) {
+		return badInputf("--from-weights loads one model's state_dict: name the model (zoo export NAME --onnx --from-weights FILE.safetensors)")
+	}
 	dir := c.String("output")
 	if dir == "" {
 		dir = "."
 	}
-	st, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return badInputf("-o %s: no such directory (with no model name, export writes one file per variant into -o DIR; create it first)", dir)
-	case err != nil:
-		return badInputf("-o %s: %w", dir, err)
-	case !st.IsDir():
-		return badInputf("-o %s is not a directory: with no model name, export writes one file per variant into -o DIR (name a model to write one file)", dir)
+	if err := export.CheckDir(dir); err != nil {
+		return badInput(err)
 	}
 	reg, err := loadRegistry(c)
 	if err != nil {
@@ -226,10 +158,7 @@ func exportAll(c *cli.Context) error {
 		if err != nil {
 			return fmt.Errorf("export every variant: %w", err)
 		}
-		name := spec.Entry.Name
-		if spec.Preset != "" {
-			name += "." + spec.Preset
-		}
+		name := joinPreset(spec.Entry.Name, spec.Preset)
 		path := filepath.Join(dir, name+".onnx")
 		if err := checkOutputPath(path); err != nil {
 			return badInput(err)
@@ -243,52 +172,36 @@ func exportAll(c *cli.Context) error {
 			return m, nil
 		}})
 	}
-	var rep exportReport
+	rep := export.NewReport(c.App.Writer, c.Bool(flagJSON.Name))
 	for _, j := range jobs {
 		m, err := j.build()
 		if err != nil {
 			return err
 		}
-		f, err := writeONNXFile(j.path, m, c.Int("opset"))
+		f, err := export.WriteONNX(j.path, m.Name(), m.Graph(), c.Int("opset"), version)
 		if err != nil {
 			return failed(err)
 		}
-		rep.say(c, f)
+		rep.Say(f)
 	}
-	return rep.finish(c)
+	return rep.Finish()
 }
 
-// writeONNXFile exports m at opset to path (atomically) and describes the file.
-func writeONNXFile(path string, m *zooroot.Model, opset int) (exportFile, error) {
-	data, err := onnx.Export(m.Graph(), onnx.ExportOptions{Opset: opset, ProducerVersion: version})
+// loadExported loads the model export writes: --from-weights loads a state_dict (export's
+// --weights is the file it writes).
+func loadExported(ctx context.Context, c flags, ref string) (*zooroot.Model, error) {
+	opts, err := loadOptions(ctx, c)
 	if err != nil {
-		return exportFile{}, fmt.Errorf("export %s: %w", m.Name(), err)
+		return nil, err
 	}
-	if err := tensorio.AtomicWriteFile(path, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
-		return exportFile{}, err
-	}
-	nodes, err := onnx.NodeCount(data)
-	if err != nil {
-		return exportFile{}, fmt.Errorf("export %s: %w", m.Name(), err)
-	}
-	return exportFile{Model: m.Name(), Path: path, Kind: "onnx", Bytes: int64(len(data)), Opset: opset, Nodes: nodes}, nil
+	opts.Weights = c.String(flagFromWeights.Name)
+	return loadWith(ctx, c, ref, opts)
 }
 
-// writeWeightsFile writes m's state_dict to path (atomically) and describes the file.
-func writeWeightsFile(path string, m *zooroot.Model) (exportFile, error) {
-	if err := tensorio.AtomicWriteFile(path, func(w io.Writer) error { return writeWeights(w, m) }); err != nil {
-		return exportFile{}, err
+// tokenizerPath is the model's tokenizer file, "" for the byte tokenizer (or none that loads).
+func tokenizerPath(m *zooroot.Model) string {
+	if tk, err := m.Tokenizer(); err == nil {
+		return tk.Path
 	}
-	f := exportFile{Model: m.Name(), Path: path, Kind: "weights", Tensors: len(m.Graph().StateDict()), Parameters: m.Graph().ParamCount()}
-	if st, err := os.Stat(path); err == nil {
-		f.Bytes = st.Size()
-	}
-	return f, nil
-}
-
-// writeWeights writes the state_dict with the model's identity as metadata.
-func writeWeights(w io.Writer, m *zooroot.Model) error {
-	return tensorio.WriteSafetensorsMap(w, m.Graph().StateDict(), map[string]string{
-		"variant": m.Variant(), "config": m.Config().JSON(), "seed": fmt.Sprint(m.Seed()),
-	})
+	return ""
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"gopkg.in/yaml.v3"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/cliargs"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/export"
 	"github.com/zoo-dev/zoo/serve/tritonpb"
 )
 
@@ -33,8 +36,8 @@ func TestExportTriton(t *testing.T) {
 	if err := (prototext.UnmarshalOptions{}).Unmarshal(text, &cfg); err != nil {
 		t.Fatalf("config.pbtxt: %v\n%s", err, text)
 	}
-	if cfg.Name != "vanilla.tiny" || cfg.Platform != "onnxruntime_onnx" || cfg.Backend != "onnxruntime" || cfg.MaxBatchSize != tritonMaxBatch ||
-		cfg.GetDynamicBatching().GetMaxQueueDelayMicroseconds() != uint64(tritonDelay.Microseconds()) {
+	if cfg.Name != "vanilla.tiny" || cfg.Platform != "onnxruntime_onnx" || cfg.Backend != "onnxruntime" || cfg.MaxBatchSize != export.TritonMaxBatch ||
+		cfg.GetDynamicBatching().GetMaxQueueDelayMicroseconds() != uint64(export.TritonDelay.Microseconds()) {
 		t.Errorf("config %v", &cfg)
 	}
 	if g := cfg.InstanceGroup; len(g) != 1 || g[0].Kind != tritonpb.ModelInstanceGroup_KIND_CPU || g[0].Count != 1 {
@@ -132,44 +135,89 @@ func decodeStrict(t *testing.T, path string, v any) {
 	}
 }
 
-// TestExportKServe writes the KServe manifests and checks them field by field; the runtime
-// runs `zoo serve` with flags zoo serve has, and the probes hit its health endpoints.
+// TestExportKServe writes a KServe deployment of trained weights and checks its manifests
+// field by field (the runtime runs `zoo serve` with flags zoo serve has, the probes hit its
+// health endpoints, the Dockerfile puts the exported model where the runtime serves it
+// from), then runs the runtime's command locally on the exported model: it answers with the
+// trained weights' numbers, not the seed's.
 func TestExportKServe(t *testing.T) {
 	dir := t.TempDir()
-	if code, _, stderr := zoo(t, "export", "vanilla.tiny", "--kserve", dir); code != 0 {
+	trained := filepath.Join(dir, "trained.safetensors")
+	// Seed 7's weights stand for trained ones: any weights other than the default seed's.
+	if code, _, stderr := zoo(t, "export", "vanilla.tiny", "--seed", "7", "--weights", trained); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	deploy := filepath.Join(dir, "deploy")
+	if code, _, stderr := zoo(t, "export", "vanilla.tiny", "--from-weights", trained, "--kserve", deploy); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var rt servingRuntime
-	decodeStrict(t, filepath.Join(dir, "servingruntime.yaml"), &rt)
-	if rt.APIVersion != "serving.kserve.io/v1alpha1" || rt.Kind != "ServingRuntime" || len(rt.Spec.Containers) != 1 ||
+	decodeStrict(t, filepath.Join(deploy, "servingruntime.yaml"), &rt)
+	if rt.APIVersion != "serving.kserve.io/v1alpha1" || rt.Kind != "ServingRuntime" || rt.Metadata.Name != "zoo-vanilla-tiny" || len(rt.Spec.Containers) != 1 ||
 		rt.Spec.SupportedModelFormats[0].Name != "zoo" || strings.Join(rt.Spec.ProtocolVersions, ",") != "v2,grpc-v2" {
 		t.Fatalf("ServingRuntime %+v", rt)
 	}
 	ctr := rt.Spec.Containers[0]
-	if ctr.Name != "kserve-container" || ctr.Ports[0].ContainerPort != 8080 || ctr.ReadinessProbe.HTTPGet.Path != "/v2/health/ready" || ctr.LivenessProbe.HTTPGet.Path != "/v2/health/live" {
+	if ctr.Name != "kserve-container" || ctr.Image != "zoo-vanilla-tiny:latest" || ctr.Ports[0].ContainerPort != 8080 ||
+		ctr.ReadinessProbe.HTTPGet.Path != "/v2/health/ready" || ctr.LivenessProbe.HTTPGet.Path != "/v2/health/live" {
 		t.Errorf("container %+v", ctr)
 	}
 	args := ctr.Args
-	if len(args) < 2 || args[0] != "serve" || args[1] != "vanilla.tiny" {
+	if len(args) < 2 || args[0] != "serve" || args[1] != "/mnt/models/model.onnx" {
 		t.Fatalf("args %v", args)
 	}
 	for _, a := range args[2:] {
-		if strings.HasPrefix(a, "--") && !definesFlag(serveCommand(), strings.TrimPrefix(a, "--")) {
+		if strings.HasPrefix(a, "--") && !cliargs.DefinesFlag(serveCommand(), strings.TrimPrefix(a, "--")) {
 			t.Errorf("args: zoo serve has no flag %s", a)
 		}
 	}
-	for file, want := range map[string][3]string{"inferenceservice.yaml": {"vanilla-tiny", "zoo", "zoo"},
+	for file, want := range map[string][3]string{"inferenceservice.yaml": {"vanilla-tiny", "zoo", "zoo-vanilla-tiny"},
 		"inferenceservice-triton.yaml": {"vanilla-tiny-triton", "onnx", "kserve-tritonserver"}} {
 		var is inferenceService
-		decodeStrict(t, filepath.Join(dir, file), &is)
+		decodeStrict(t, filepath.Join(deploy, file), &is)
 		m := is.Spec.Predictor.Model
 		if is.APIVersion != "serving.kserve.io/v1beta1" || is.Kind != "InferenceService" || is.Metadata.Name != want[0] ||
 			m.ModelFormat.Name != want[1] || m.Runtime != want[2] || m.ProtocolVersion != "v2" {
 			t.Errorf("%s: %+v", file, is)
 		}
 	}
-	docker, err := os.ReadFile(filepath.Join(dir, "Dockerfile"))
-	if err != nil || !bytes.Contains(docker, []byte("go build")) || !bytes.Contains(docker, []byte("./cmd/zoo")) || !bytes.Contains(docker, []byte("ENTRYPOINT")) {
+	docker, err := os.ReadFile(filepath.Join(deploy, "Dockerfile"))
+	if err != nil || !bytes.Contains(docker, []byte("go build")) || !bytes.Contains(docker, []byte("./cmd/zoo")) || !bytes.Contains(docker, []byte("ENTRYPOINT")) ||
+		!bytes.Contains(docker, []byte("COPY --from=model . /mnt/models/")) {
 		t.Errorf("Dockerfile: %v\n%s", err, docker)
+	}
+
+	// The runtime's command, run here: /mnt/models is the image's copy of deploy/model (the
+	// Dockerfile's COPY), and the addresses are free local ports.
+	var local []string
+	for i := 1; i < len(args); i++ {
+		switch {
+		case args[i] == "--addr" || args[i] == "--grpc-addr":
+			i++
+		default:
+			local = append(local, strings.Replace(args[i], "/mnt/models", filepath.Join(deploy, "model"), 1))
+		}
+	}
+	p := startServe(t, local...)
+	text := "the deployment serves the weights that were exported"
+	want := zooRun(t, "vanilla.tiny", text, "--weights", trained, "--pool", "mean", "--normalize").Outputs["embedding"].Data
+	seed := zooRun(t, "vanilla.tiny", text, "--pool", "mean", "--normalize").Outputs["embedding"].Data
+	code, body := httpDo(t, "POST", p.url+"/v1/embeddings", fmt.Sprintf(`{"model":"vanilla.tiny","input":%q}`, text))
+	var r struct {
+		Data []struct{ Embedding []float32 }
+	}
+	if err := json.Unmarshal(body, &r); code != 200 || err != nil || len(r.Data) != 1 {
+		t.Fatalf("the deployment's /v1/embeddings: %d %.300s", code, body)
+	}
+	if err := near(r.Data[0].Embedding, want, 1e-5); err != nil {
+		t.Errorf("the deployment against zoo run --weights trained: %v", err)
+	}
+	if near(r.Data[0].Embedding, seed, 1e-3) == nil {
+		t.Errorf("the deployment answers the seed's random weights")
+	}
+	for _, path := range []string{"/v2/health/ready", "/v2/health/live"} {
+		if code, _ := httpDo(t, "GET", p.url+path, ""); code != 200 {
+			t.Errorf("probe %s: %d", path, code)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/export"
 	"github.com/zoo-dev/zoo/onnx"
 )
 
@@ -97,7 +98,7 @@ func TestExportEveryVariant(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--json: exit %d: %s", code, errs)
 	}
-	var rep exportReport
+	var rep export.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
@@ -294,7 +295,7 @@ func TestExportOneJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rep exportReport
+	var rep export.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}

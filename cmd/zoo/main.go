@@ -34,6 +34,7 @@ import (
 	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/backends/cpu"
 	_ "github.com/zoo-dev/zoo/backends/cuda"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/cliargs"
 	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/internal/memlimit"
 )
@@ -45,6 +46,7 @@ func commands() []*cli.Command {
 		showCommand(),
 		runCommand(),
 		embedCommand(),
+		rerankCommand(),
 		tokenizeCommand(),
 		evalCommand(),
 		trainCommand(),
@@ -95,7 +97,7 @@ var optionFlagNames = []string{
 	"LoadOptions.Precision", "--precision", "LoadOptions.Threads", "--threads", "LoadOptions.Registries", "--registry",
 	"EncoderOptions.Feeds", "--feed", "EncoderOptions.Pool", "--pool", "EncoderOptions.Normalize", "--normalize",
 	"EncoderOptions.Window", "--window", "EncoderOptions.Batch", "--batch", "EncoderOptions.Truncate", "--truncate",
-	"EncoderOptions.MaxWindows", "--max-windows",
+	"EncoderOptions.MaxWindows", "--max-windows", "ServeOptions.EmbeddingOutput", "--embedding-output", "ServeOptions.MaxTokens", "--max-tokens",
 	"EvalConfig.Objective", "--objective", "EvalConfig.LabelSmoothing", "--label-smoothing", "EvalConfig.Window", "--window",
 	"EvalConfig.Batch", "--batch", "EvalConfig.Seed", "--seed", "EvalConfig.Threads", "--threads", "EvalConfig.Precision", "--precision",
 	"Config.Steps", "--steps", "Config.Batch", "--batch", "Config.Window", "--window", "Config.Shuffle", "--shuffle",
@@ -199,9 +201,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	s := newSession(stderr, verbose)
 	defer s.end()
 	app := newApp(stdout, s.stderr)
-	args, err := hoistCommonFlags(app, helpArgs(app, args))
+	args, err := cliargs.Hoist(app, helpArgs(app, args), commonFlags)
 	if err == nil {
-		err = requiredFlagsError(app, args, app.RunContext(s.ctx, reorderCommandArgs(app, args)))
+		err = cliargs.RequiredFlags(app, args, app.RunContext(s.ctx, cliargs.ReorderCommand(app, args)))
 	}
 	if code, ok := s.interrupted(); ok {
 		return code
@@ -243,7 +245,7 @@ func report(stderr io.Writer, err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
-	} else if zooroot.IsInput(err) || isUsage(err) {
+	} else if zooroot.IsInput(err) || isUsage(err) || errors.As(err, new(*cliargs.UsageError)) {
 		code = 2
 	}
 	fmt.Fprintf(stderr, "zoo: %s\n", oneLine(flagNames(err.Error())))

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/runout"
 	"github.com/zoo-dev/zoo/internal/memlimit"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
@@ -106,19 +107,19 @@ func TestRunOutputLeavesOnlyTheFile(t *testing.T) {
 	// spill files have no name from the start, so a killed process leaves nothing either.
 	for _, ext := range []string{".json", ".npy", ".safetensors"} {
 		dir := t.TempDir()
-		sink, err := newSink(filepath.Join(dir, "out"+ext), "hidden")
+		sink, err := runout.New(filepath.Join(dir, "out"+ext), "hidden")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sink.begin(runReport{}, 2); err != nil {
+		if err := sink.Begin(runout.Meta{}, 2); err != nil {
 			t.Fatal(err)
 		}
 		b := &tokenize.Batch{B: 1, N: 2, Tokens: []int64{5, 6}, Mask: []bool{false, false}, Lengths: []int{2}, Offsets: []int64{0}}
 		h, _ := tensor.FromFloat32([]float32{1, 2, 3, 4, 5, 6}, 1, 2, 3)
-		if err := sink.add(b, map[string]*tensor.Tensor{"hidden": h}); err != nil {
+		if err := sink.Add(b, map[string]*tensor.Tensor{"hidden": h}); err != nil {
 			t.Fatal(err)
 		}
-		sink.close()
+		sink.Close()
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 			t.Fatalf("%s: an unfinished sink left %v", ext, entries)
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/list"
 	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/plugin/plugintest"
 )
@@ -232,7 +233,7 @@ func TestListDescribeCache(t *testing.T) {
 		if code := p.wait(t); code != 0 {
 			t.Fatalf("zoo list: exit %d, %s", code, p.stderr.String())
 		}
-		var rows []listRow
+		var rows []list.Row
 		if err := json.Unmarshal(p.stdout.Bytes(), &rows); err != nil {
 			t.Fatal(err)
 		}

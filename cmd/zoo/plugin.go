@@ -1,30 +1,18 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"embed"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"runtime"
-	"strings"
-	"text/template"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/plugin/conformance"
+	"github.com/zoo-dev/zoo/plugin/scaffold"
 )
-
-//go:embed scaffold/*.tmpl
-var scaffoldFS embed.FS
-
-// zooModule is zoo's module path; scaffolds point at a checkout of it with a replace directive.
-const zooModule = "github.com/zoo-dev/zoo"
 
 func pluginCommand() *cli.Command {
 	return &cli.Command{
@@ -63,14 +51,12 @@ func pluginCommand() *cli.Command {
 	}
 }
 
-var pluginNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
-
 func pluginNewAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return badInputf("plugin new: want one NAME, got %d arguments", c.NArg())
 	}
 	name := c.Args().First()
-	if !pluginNameRE.MatchString(name) {
+	if !scaffold.ValidName(name) {
 		return badInputf("plugin new: name %q: want lower-case letters, digits, - and _, starting with a letter", name)
 	}
 	dir := c.String("dir")
@@ -80,159 +66,28 @@ func pluginNewAction(c *cli.Context) error {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return badInputf("plugin new: %s exists and is not empty; choose another --dir", dir)
 	}
-	src, err := zooSource(c.String("zoo-src"))
-	if err != nil {
-		return badInput(err)
+	envSrc, _ := env.Get(env.Src)
+	src, err := scaffold.FindSource(c.String("zoo-src"), envSrc)
+	if errors.Is(err, scaffold.ErrNoSource) {
+		return badInputf("%w; pass --zoo-src DIR or set ZOO_SRC", err)
+	} else if err != nil {
+		return badInputf("--zoo-src %w", err)
 	}
-	module := c.String("module")
-	if module == "" {
-		module = "example.com/zoo-variant-" + name
-	}
-	summary := c.String("summary")
-	if summary == "" {
-		summary = "multi-head attention with a learned temperature per head"
-	}
-	files, err := scaffold(name, module, summary, src)
+	opts := scaffold.Options{Name: name, Module: c.String("module"), Summary: c.String("summary"), ZooSource: src}.WithDefaults()
+	files, err := scaffold.Files(opts)
 	if err != nil {
 		return failed(err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return badInputf("plugin new: %w", err)
 	}
-	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
-			return failed(fmt.Errorf("plugin new: %w", err))
-		}
+	if err := scaffold.Write(dir, files); err != nil {
+		return failed(fmt.Errorf("plugin new: %w", err))
 	}
 	fmt.Fprintf(c.App.Writer, "wrote %s (module %s, zoo from %s)\nnext:\n  cd %s\n  go test ./...\n  go build -o %s .\n  zoo plugin test ./%s\n  zoo run %s --registry registry.yaml --preset tiny --input text.txt\n",
-		dir, module, src, dir, name, name, name)
+		dir, opts.Module, src, dir, name, name, name)
 	return nil
 }
-
-type scaffoldFile struct {
-	name string
-	data []byte
-}
-
-// scaffold renders the plugin module's files.
-func scaffold(name, module, summary, src string) ([]scaffoldFile, error) {
-	data := struct{ Name, Summary string }{name, strings.ReplaceAll(summary, `"`, `'`)}
-	var out []scaffoldFile
-	for _, f := range []struct{ tmpl, name string }{
-		{"main.go.tmpl", "main.go"}, {"main_test.go.tmpl", "main_test.go"}, {"registry.yaml.tmpl", "registry.yaml"},
-		{"README.md.tmpl", "README.md"}, {"gitignore.tmpl", ".gitignore"},
-	} {
-		t, err := template.ParseFS(scaffoldFS, "scaffold/"+f.tmpl)
-		if err != nil {
-			return nil, fmt.Errorf("scaffold template %s: %w", f.tmpl, err)
-		}
-		var b bytes.Buffer
-		if err := t.Execute(&b, data); err != nil {
-			return nil, fmt.Errorf("scaffold template %s: %w", f.tmpl, err)
-		}
-		out = append(out, scaffoldFile{f.name, b.Bytes()})
-	}
-	gomod, err := scaffoldGoMod(module, src)
-	if err != nil {
-		return nil, err
-	}
-	gosum, err := os.ReadFile(filepath.Join(src, "go.sum"))
-	if err != nil {
-		return nil, fmt.Errorf("read zoo's go.sum: %w", err)
-	}
-	return append(out, scaffoldFile{"go.mod", gomod}, scaffoldFile{"go.sum", gosum}), nil
-}
-
-// scaffoldGoMod writes a go.mod that requires zoo (replaced by the checkout at src) and, so
-// that it builds offline without `go mod tidy`, every module zoo requires.
-func scaffoldGoMod(module, src string) ([]byte, error) {
-	zooMod, err := os.ReadFile(filepath.Join(src, "go.mod"))
-	if err != nil {
-		return nil, fmt.Errorf("read zoo's go.mod: %w", err)
-	}
-	goLine := "go 1.26"
-	var reqs []string
-	inBlock := false
-	sc := bufio.NewScanner(bytes.NewReader(zooMod))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if i := strings.Index(line, "//"); i >= 0 {
-			line = strings.TrimSpace(line[:i])
-		}
-		switch {
-		case strings.HasPrefix(line, "go "):
-			goLine = line
-		case line == "require (":
-			inBlock = true
-		case inBlock && line == ")":
-			inBlock = false
-		case inBlock && line != "":
-			reqs = append(reqs, line)
-		case strings.HasPrefix(line, "require "):
-			reqs = append(reqs, strings.TrimSpace(strings.TrimPrefix(line, "require ")))
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "module %s\n\n%s\n\nrequire %s v0.0.0-00010101000000-000000000000\n\n", module, goLine, zooModule)
-	if len(reqs) > 0 {
-		b.WriteString("// zoo's own requirements, so that the module builds offline; `go mod tidy` trims them.\nrequire (\n")
-		for _, r := range reqs {
-			fmt.Fprintf(&b, "\t%s // indirect\n", r)
-		}
-		b.WriteString(")\n\n")
-	}
-	fmt.Fprintf(&b, "// zoo is not published yet: build against a checkout.\nreplace %s => %s\n", zooModule, src)
-	return []byte(b.String()), nil
-}
-
-// zooSource finds the zoo checkout for a scaffold's replace directive.
-func zooSource(flag string) (string, error) {
-	var tried []string
-	try := func(dir string) (string, bool) {
-		if dir == "" {
-			return "", false
-		}
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return "", false
-		}
-		tried = append(tried, abs)
-		data, err := os.ReadFile(filepath.Join(abs, "go.mod"))
-		if err != nil {
-			return "", false
-		}
-		first, _, _ := strings.Cut(string(data), "\n")
-		return abs, strings.TrimSpace(first) == "module "+zooModule
-	}
-	if flag != "" {
-		if d, ok := try(flag); ok {
-			return d, nil
-		}
-		return "", fmt.Errorf("--zoo-src %s is not a zoo checkout (no go.mod with module %s)", flag, zooModule)
-	}
-	src, _ := env.Get(env.Src)
-	if d, ok := try(src); ok {
-		return d, nil
-	}
-	if wd, err := os.Getwd(); err == nil {
-		for d := wd; ; d = filepath.Dir(d) {
-			if s, ok := try(d); ok {
-				return s, nil
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	// The checkout this binary was built from (cmd/zoo/plugin.go → the module root).
-	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		if d, ok := try(filepath.Dir(filepath.Dir(filepath.Dir(file)))); ok {
-			return d, nil
-		}
-	}
-	return "", fmt.Errorf("cannot find a zoo checkout for the plugin's go.mod (tried %s); pass --zoo-src DIR or set ZOO_SRC", strings.Join(tried, ", "))
-}
-
 func pluginTestAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return badInputf("plugin test: want one plugin executable PATH, got %d arguments", c.NArg())
@@ -285,20 +140,4 @@ func pluginTestAction(c *cli.Context) error {
 func handshakeBadInput(path string) bool {
 	st, err := os.Stat(path)
 	return err != nil || st.IsDir() || st.Mode()&0o111 == 0
-}
-
-// reorderCommandArgs is reorderArgs that also handles commands with subcommands
-// (`zoo plugin test PATH --json`): flags are moved before the subcommand's arguments.
-func reorderCommandArgs(app *cli.App, args []string) []string {
-	i := 1
-	for i < len(args) && strings.HasPrefix(args[i], "-") {
-		i++
-	}
-	if i < len(args) {
-		if cmd := app.Command(args[i]); cmd != nil && len(cmd.Subcommands) > 0 {
-			sub := &cli.App{Commands: cmd.Subcommands}
-			return append(append([]string{}, args[:i]...), reorderArgs(sub, args[i:])...)
-		}
-	}
-	return reorderArgs(app, args)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/runout"
 	"github.com/zoo-dev/zoo/plugin"
 	"github.com/zoo-dev/zoo/plugin/plugintest"
 )
@@ -149,7 +150,7 @@ func TestExamplePluginEndToEnd(t *testing.T) {
 	reg := writeRegistry(t, work, "talkingheads", bin, sum, nil)
 
 	code, out, errs := zoo(t, "run", "talkingheads", "--registry", reg, "--preset", "tiny", "--input", text, "--json")
-	var rep runReport
+	var rep runout.Report
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.Tokens != 592 {
 		t.Fatalf("run: exit %d, stderr %q, report %+v", code, errs, rep)
 	}

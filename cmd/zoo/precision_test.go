@@ -11,6 +11,7 @@ import (
 	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/bench"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/paritycheck"
 )
 
 // bf16Path returns this machine's bf16 path at the best kernel level ("" when it has none),
@@ -201,7 +202,7 @@ func TestParityPrecision(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", k, out)
 		}
 	}
-	var rep precisionParityReport
+	var rep paritycheck.PrecisionReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

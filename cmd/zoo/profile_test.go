@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/profile"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -26,7 +27,7 @@ func TestProfileAccounting(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rep profileReport
+	var rep profile.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
@@ -158,7 +159,7 @@ func TestProfileTrain(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rep profileReport
+	var rep profile.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
@@ -189,7 +190,7 @@ func TestProfileTrain(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("inference: exit %d: %s", code, errs)
 	}
-	var inf profileReport
+	var inf profile.Report
 	if err := json.Unmarshal([]byte(out), &inf); err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func (noProfile) Run(context.Context, map[string]*tensor.Tensor) (map[string]*te
 func (noProfile) Close() error { return nil }
 
 func TestProfilerOf(t *testing.T) {
-	if _, err := profilerOf(noProfile{}, "cuda"); err == nil || !strings.Contains(err.Error(), "backend cuda cannot profile") {
+	if _, err := profile.ProfilerOf(noProfile{}, "cuda"); err == nil || !strings.Contains(err.Error(), "backend cuda cannot profile") {
 		t.Errorf("a program without a step timer: error %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	zooroot "github.com/zoo-dev/zoo"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/runout"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
@@ -111,7 +112,7 @@ func TestRunBERTMatchesPyTorch(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
-			var rep runReport
+			var rep runout.Report
 			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +180,7 @@ func TestRunRolesInt32BoolPositions(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rep runReport
+	var rep runout.Report
 	json.Unmarshal([]byte(stdout), &rep)
 	roles := map[string]zooroot.Role{}
 	for _, f := range rep.Feeds {

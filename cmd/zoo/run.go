@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,9 +20,7 @@ import (
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
-	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/tensor"
-	"github.com/zoo-dev/zoo/zoo/variant"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/runout"
 )
 
 func runCommand() *cli.Command {
@@ -59,34 +55,6 @@ func runCommand() *cli.Command {
 	}
 }
 
-// runReport is what `zoo run` prints; --json prints it as JSON.
-type runReport struct {
-	Model     string                `json:"model"`
-	Weights   zooroot.WeightsSource `json:"weights"`
-	Backend   string                `json:"backend"`
-	Level     string                `json:"kernel_level"`
-	Why       string                `json:"backend_reason"`
-	Threads   int                   `json:"threads"`
-	Precision string                `json:"precision"`
-	Input     string                `json:"input"`
-	Tokenizer string                `json:"tokenizer"`
-	Feeds     []zooroot.Feed        `json:"feeds"`
-	Pool      string                `json:"pool,omitempty"`
-	Tokens    int64                 `json:"tokens"`
-	Windows   int                   `json:"windows"`
-	Batches   int                   `json:"batches"`
-	Window    int                   `json:"window"`
-	Outputs   map[string][]int      `json:"outputs"`
-	BuildMS   float64               `json:"build_ms"`
-	CompileMS float64               `json:"compile_ms"`
-	RunMS     float64               `json:"run_ms"`
-	TokensPS  float64               `json:"tokens_per_second"`
-	Written   []string              `json:"written,omitempty"`
-
-	tokDoc     map[string]any  // the tokenizer's entry in output files
-	seqOutputs map[string]bool // outputs whose axis 1 is the sequence, where the graph says
-}
-
 func runAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return badInputf("run: want one model name (see `zoo list`) or .onnx file, got %d arguments", c.NArg())
@@ -119,9 +87,11 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	if sink != nil && strings.EqualFold(filepath.Ext(outPath), ".npy") {
-		if sink.only, err = selectOutput(m.Graph(), c.String("select"), enc.Pooling() != ""); err != nil {
+		only, err := runout.SelectOutput(m.Graph(), c.String("select"), enc.Pooling() != "")
+		if err != nil {
 			return badInput(err)
 		}
+		sink.Select(only)
 	}
 	total := windowBound(enc, size, c.Int("max-windows"))
 	n := enc.Window()
@@ -140,19 +110,19 @@ func runAction(c *cli.Context) error {
 	printCompileReport(c.Context, c.App.ErrWriter, m)
 	rep := newRunReport(m, enc, choice, opts, inPath)
 	bar := progress(c.App.ErrWriter, size, "encoding "+filepath.Base(inPath))
-	err = enc.Stream(c.Context, io.TeeReader(in, bar), func(b zooroot.Batch) error { return rep.add(b, sink, enc) })
-	if err != nil {
-		if zooroot.IsInput(err) || errors.Is(err, context.Canceled) {
-			return err
-		}
+	var readErr *zooroot.ReadError
+	err = enc.Stream(c.Context, io.TeeReader(in, bar), func(b zooroot.Batch) error { return rep.Add(b, sink) })
+	if errors.As(err, &readErr) {
 		return failed(fmt.Errorf("input %s: %w", inPath, err))
+	} else if err != nil {
+		return failed(err)
 	}
 	bar.Finish()
 	t3 := time.Now()
 	rep.BuildMS, rep.CompileMS, rep.RunMS = format.MS(t1.Sub(t0)), format.MS(t2.Sub(t1)), format.MS(t3.Sub(t2))
 	rep.TokensPS = float64(rep.Tokens) / t3.Sub(t2).Seconds()
 	if sink != nil {
-		if err := rep.finish(sink, outPath, enc.Window()); err != nil {
+		if err := rep.Finish(sink, outPath, enc.Window()); err != nil {
 			return err
 		}
 	}
@@ -161,7 +131,7 @@ func runAction(c *cli.Context) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	printRunReport(c.App.Writer, *rep)
+	runout.Print(c.App.Writer, *rep)
 	return nil
 }
 
@@ -201,7 +171,7 @@ func openInput(path string, stdin io.Reader, stderr io.Writer) (name string, in 
 }
 
 // runSink checks run's output flags and returns the sink of --output (nil for none).
-func runSink(c flags, outPath string) (*stream, error) {
+func runSink(c flags, outPath string) (*runout.Stream, error) {
 	if c.IsSet("select") && !strings.EqualFold(filepath.Ext(outPath), ".npy") {
 		return nil, badInputf("--select applies to a .npy --output, which holds one output; .json and .safetensors files hold every output")
 	}
@@ -214,7 +184,7 @@ func runSink(c flags, outPath string) (*stream, error) {
 	if outPath == "" {
 		return nil, nil
 	}
-	sink, err := newSink(outPath, "")
+	sink, err := runout.New(outPath, "")
 	if err != nil {
 		return nil, badInput(err)
 	}
@@ -269,82 +239,15 @@ func windowBound(enc *zooroot.Encoder, size int64, maxWindows int) int {
 }
 
 // newRunReport starts the report of a run.
-func newRunReport(m *zooroot.Model, enc *zooroot.Encoder, choice backends.Choice, opts zooroot.LoadOptions, inPath string) *runReport {
-	rep := &runReport{Model: m.Name(), Weights: m.Weights(), Backend: choice.Backend.Name(), Level: choice.Probe.Level, Why: choice.Why,
+func newRunReport(m *zooroot.Model, enc *zooroot.Encoder, choice backends.Choice, opts zooroot.LoadOptions, inPath string) *runout.Report {
+	rep := &runout.Report{Model: m.Name(), Weights: m.Weights(), Backend: choice.Backend.Name(), Level: choice.Probe.Level, Why: choice.Why,
 		Threads: choice.Probe.Threads, Precision: reportedPrecision(choice.Backend.Name(), opts.Precision), Input: inPath,
 		Tokenizer: flagNames(enc.Tokenizer().Describe()), Feeds: cliFeeds(enc.Plan().Feeds), Pool: enc.Pooling(),
-		Window: enc.Window(), Outputs: map[string][]int{}, tokDoc: enc.Tokenizer().Doc(), seqOutputs: enc.SeqOutputs()}
+		Window: enc.Window(), Outputs: map[string][]int{}, TokenizerDoc: enc.Tokenizer().Doc(), SeqOutputs: enc.SeqOutputs()}
 	if opts.Threads > 0 && opts.Threads < rep.Threads {
 		rep.Threads = opts.Threads
 	}
 	return rep
-}
-
-// add counts one batch and hands it to the sink, which it begins at the first batch: windows
-// are laid out at the longest window, which the first batch holds (every window but the last
-// is full), or at the inputs' static length.
-func (rep *runReport) add(b zooroot.Batch, sink *stream, enc *zooroot.Encoder) error {
-	if sink != nil && rep.Batches == 0 {
-		if err := sink.begin(*rep, b.Windows.N); err != nil {
-			return badInput(err)
-		}
-	}
-	for name, t := range b.Outputs {
-		rep.Outputs[name] = t.Shape
-	}
-	if sink != nil {
-		if err := sink.add(b.Windows, b.Outputs); err != nil {
-			return failed(err)
-		}
-	}
-	rep.Windows += b.Windows.B
-	rep.Batches++
-	for _, l := range b.Windows.Lengths {
-		rep.Tokens += int64(l)
-	}
-	return nil
-}
-
-// finish writes the sink's file and records it in the report.
-func (rep *runReport) finish(sink *stream, outPath string, window int) error {
-	defer sink.close()
-	if rep.Batches == 0 {
-		if err := sink.begin(*rep, window); err != nil {
-			return badInput(err)
-		}
-	}
-	written, err := sink.finish(outPath)
-	if err != nil {
-		return failed(err)
-	}
-	rep.Written = written
-	rep.Outputs = sink.shapes()
-	return nil
-}
-
-// selectOutput returns the output a .npy file holds: --select when given (an output of g, or
-// embedding when pooled), else the pooled embedding, else hidden, else g's only output.
-func selectOutput(g *graph.Graph, selected string, pooled bool) (string, error) {
-	var names []string
-	for _, o := range g.Outputs {
-		names = append(names, o.Name)
-	}
-	if pooled {
-		names = append(names, zooroot.PoolOutput)
-	}
-	switch {
-	case selected != "" && slices.Contains(names, selected):
-		return selected, nil
-	case selected != "":
-		return "", fmt.Errorf("--select %q: model %s has no such output (outputs: %s)", selected, g.Name, strings.Join(names, ", "))
-	case pooled:
-		return zooroot.PoolOutput, nil
-	case slices.Contains(names, variant.OutputHidden):
-		return variant.OutputHidden, nil
-	case len(names) == 1:
-		return names[0], nil
-	}
-	return "", fmt.Errorf("a .npy file holds one output and model %s has %d (%s): choose one with --select NAME", g.Name, len(names), strings.Join(names, ", "))
 }
 
 // progress returns a byte-progress bar on w when w is a terminal, and a no-op writer otherwise
@@ -357,39 +260,6 @@ func progress(w io.Writer, size int64, what string) *progressbar.ProgressBar {
 	return progressbar.NewOptions64(size, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
 		progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }), progressbar.OptionClearOnFinish())
-}
-
-func printRunReport(w io.Writer, r runReport) {
-	fmt.Fprintf(w, "model     %s\n", r.Model)
-	fmt.Fprintf(w, "weights   %s\n", r.Weights)
-	fmt.Fprintf(w, "backend   %s (%s, %s; %s)\n", r.Backend, r.Level, format.Plural(r.Threads, "thread"), r.Why)
-	fmt.Fprintf(w, "precision %s\n", r.Precision)
-	fmt.Fprintf(w, "input     %s: %s in %s of ≤%d, %s\n", r.Input, format.Plural(r.Tokens, "token"), format.Plural(r.Windows, "window"), r.Window, format.Plural(r.Batches, "batch"))
-	fmt.Fprintf(w, "tokenizer %s\n", r.Tokenizer)
-	var feeds []string
-	for _, f := range r.Feeds {
-		feeds = append(feeds, f.Name+" ← "+string(f.Role))
-	}
-	fmt.Fprintf(w, "feeds     %s\n", strings.Join(feeds, ", "))
-	if r.Pool != "" {
-		fmt.Fprintf(w, "pool      %s\n", r.Pool)
-	}
-	fmt.Fprintf(w, "outputs   %s\n", outputShapes(r.Outputs))
-	fmt.Fprintf(w, "time      build %.1f ms, compile %.1f ms, run %.1f ms\n", r.BuildMS, r.CompileMS, r.RunMS)
-	fmt.Fprintf(w, "speed     %.0f tokens/s\n", r.TokensPS)
-	for _, p := range r.Written {
-		fmt.Fprintf(w, "wrote     %s\n", p)
-	}
-}
-
-// outputShapes is the report's outputs line: each output's name and shape, by name.
-func outputShapes(outputs map[string][]int) string {
-	names := slices.Sorted(maps.Keys(outputs))
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = n + " " + tensor.ShapeString(outputs[n])
-	}
-	return strings.Join(parts, ", ")
 }
 
 // printCompileReport writes the backend's compile report (its steps, which fusions applied

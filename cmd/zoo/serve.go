@@ -5,10 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"net"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/backends"
-	"github.com/zoo-dev/zoo/internal/memlimit"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/servecli"
 	"github.com/zoo-dev/zoo/serve"
 )
 
@@ -47,34 +43,61 @@ const (
 	idleTimeout   = 2 * time.Minute
 )
 
+// drainArrival is how long, after SIGTERM, a request still arriving may take to arrive
+// before its connection is cut (running requests get shutdownGrace).
+const drainArrival = 2 * time.Second
+
 func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "serve",
-		Usage:     "serve models over HTTP: the Open Inference Protocol (KServe v2), OpenAI's /v1/embeddings and text-embeddings-inference's /embed",
+		Usage:     "serve models over HTTP and gRPC: the Open Inference Protocol (KServe v2), OpenAI's embeddings API and text-embeddings-inference's API, rerank included",
 		ArgsUsage: "MODEL[.PRESET]|FILE.onnx...",
 		Description: "Each model is built (or imported), loaded with its weights and compiled once, then served under its name as given\n" +
-			"(an .onnx file by its base name; --name renames, in order). Endpoints: GET /v2/health/live, /v2/health/ready,\n" +
-			"/v2/models/NAME, /v2/models/NAME/ready; POST /v2/models/NAME/infer (inputs tokens INT64 (B, n) with an optional\n" +
-			"key_padding_mask BOOL, or text BYTES (B); parameters pool and normalize; outputs the model's and embedding);\n" +
-			"POST /v1/embeddings and /embed (mean-pooled, normalised unless \"normalize\": false); GET /metrics (Prometheus);\n" +
-			"the protocol's gRPC service (inference.GRPCInferenceService of grpc_predict_v2.proto) on --grpc-addr.\n" +
+			"(an .onnx file by its base name; --name renames, in order). Endpoints:\n" +
+			"  Open Inference Protocol: GET /v2/health/live, /v2/health/ready, /v2, /v2/models/NAME, /v2/models/NAME/ready;\n" +
+			"    POST /v2/models/NAME/infer (inputs tokens INT64 (B, n) with an optional key_padding_mask BOOL, or text BYTES (B);\n" +
+			"    parameters pool, normalize and truncate; outputs the model's and embedding); its gRPC service on --grpc-addr.\n" +
+			"  OpenAI: POST /v1/embeddings (encoding_format float or base64, dimensions, usage), GET /v1/models, /v1/models/NAME.\n" +
+			"  text-embeddings-inference: GET /health, /info; POST /embed (normalize, truncate), /tokenize, /rerank (a\n" +
+			"    cross-encoder: a model with a logits output (batch, 1|2) and a tokenizer with a pair template).\n" +
+			"  GET /metrics (Prometheus), GET / (the models and endpoints).\n" +
+			"Embeddings are the model's own embedding output when it has one (sentence_embedding, embeddings or embedding),\n" +
+			"else the mean of its per-token output, never BERT's pooler_output; --embedding-output chooses another. The start-up\n" +
+			"line and GET /info say which. A text over --max-tokens (default: the model's maximum length) is answered 413 naming\n" +
+			"the limit, unless the request asks to truncate or the server runs with --truncate. A request of more than\n" +
+			"--max-sequences texts or --max-request-tokens tokens, or whose answer would hold more than --max-answer values,\n" +
+			"is answered 413 before it runs. With --api-key (or ZOO_API_KEY), every request but the health probes must carry\n" +
+			"Authorization: Bearer KEY (401 otherwise). No line is logged per request unless --access-log FILE (- for stderr).\n" +
 			"Concurrent requests are merged into batches of up to --max-batch sequences within --max-delay; a full queue answers\n" +
 			"503 with Retry-After. A request must arrive within --read-timeout (headers within 10s) and be answered within\n" +
 			"--write-timeout of its headers; slower clients are cut off (on the gRPC port: the HTTP/2 handshake within the header\n" +
-			"timeout); connections idle for 2 minutes are closed. zoo run's memory guard (ZOO_MEMORY_LIMIT) applies to each\n" +
-			"request (a sequence that would not fit alone: 413) and batch (run in smaller batches when it would not fit).\n" +
-			"The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting, finishes the requests\n" +
-			"in flight and exits 0." +
-			examples("zoo serve vanilla.tiny", "zoo serve vanilla.tiny linformer --addr 127.0.0.1:9000 --max-batch 16",
-				"zoo serve model.onnx vanilla.tiny --name encoder --tokenizer encoder=tokenizer.json --weights vanilla.tiny=trained.safetensors"),
+			"timeout, a call's message within --read-timeout, at most --max-streams streams per connection); connections idle\n" +
+			"for 2 minutes are closed. zoo run's memory guard (ZOO_MEMORY_LIMIT) applies to each request (a sequence that would\n" +
+			"not fit alone: 413) and batch (run in smaller batches when it would not fit).\n" +
+			"The address is printed on stderr when the server is ready; SIGTERM or Ctrl-C stops accepting, lets the requests\n" +
+			"that are running finish (30s at most) and those still arriving arrive (2s at most; then their connections are\n" +
+			"cut), and exits 0." +
+			examples("zoo serve vanilla.tiny linformer --addr 127.0.0.1:9000 --max-batch 16",
+				"zoo serve model.onnx vanilla.tiny --name encoder --tokenizer encoder=tokenizer.json --weights vanilla.tiny=trained.safetensors",
+				"zoo serve cross.onnx --tokenizer tokenizer.json --api-key $KEY --access-log access.jsonl"),
 		Flags: append(variantFlags(), flagServeWeights, flagServeTokenizer,
 			&cli.StringSliceFlag{Name: "name", Usage: "serve the models under these names, in order (repeatable)"},
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8000", Usage: "listen for HTTP on `HOST:PORT` (port 0: any free port)"},
 			&cli.StringFlag{Name: "grpc-addr", Value: "127.0.0.1:8001", Usage: "listen for the protocol's gRPC on `HOST:PORT` (port 0: any free port; off: none)"},
+			&cli.StringSliceFlag{Name: "embedding-output", Usage: "answer embeddings from output `NAME` of every model, or MODEL=NAME of one (repeatable; a per-token output is mean-pooled)",
+				DefaultText: "the model's own sentence_embedding, embeddings or embedding, else the mean of its per-token output"},
+			&cli.IntFlag{Name: "max-tokens", Usage: "tokens per text at most, special tokens included (`N`; longer: 413 unless truncated)", DefaultText: "the model's maximum length"},
+			&cli.BoolFlag{Name: "truncate", Usage: "cut texts over --max-tokens when a request does not say (\"truncate\" of /embed and /rerank)"},
+			&cli.IntFlag{Name: "max-sequences", Value: 2048, Usage: "texts (or rows, or pairs) per request at most (`N`)"},
+			&cli.IntFlag{Name: "max-request-tokens", Value: 1 << 18, Usage: "tokens per request at most, all texts together (`N`)"},
+			&cli.IntFlag{Name: "max-answer", Value: 8 << 20, Usage: "values per answer at most (`N` float32s; every per-token output of every text counts); the answers computed at once hold 4 × N at most (then 503)"},
+			&cli.StringFlag{Name: "api-key", Usage: "require Authorization: Bearer `KEY` on every request but the health probes (also ZOO_API_KEY)"},
+			&cli.StringFlag{Name: "access-log", Usage: "log one JSON line per request to `FILE` (- for stderr)", DefaultText: "none"},
 			&cli.IntFlag{Name: "max-batch", Value: 32, Usage: "sequences per batch, at most `N`"},
 			&cli.DurationFlag{Name: "max-delay", Value: 5 * time.Millisecond, Usage: "wait at most this long for a batch to fill"},
 			&cli.StringFlag{Name: "max-body", Value: "16MiB", Usage: "largest request body (`SIZE`); larger ones get 413"},
 			&cli.IntFlag{Name: "queue", Value: 256, Usage: "requests waiting per model before 503"},
+			&cli.IntFlag{Name: "max-streams", Value: 100, Usage: "concurrent gRPC streams per connection, at most `N`"},
 			&cli.IntFlag{Name: "threads", Usage: "worker threads (0: every core)"},
 			&cli.DurationFlag{Name: "read-timeout", Value: 30 * time.Second, Usage: "a request, headers and body, must arrive within this long (headers within 10s)"},
 			&cli.DurationFlag{Name: "write-timeout", Value: 2 * time.Minute, Usage: "from a request's headers to the end of its answer, at most this long (at least --read-timeout)"},
@@ -85,34 +108,51 @@ func serveCommand() *cli.Command {
 }
 
 func serveAction(c *cli.Context) error {
-	st, err := serveSettingsOf(c)
+	st, err := servecli.Of(c)
+	if err != nil {
+		return badInput(err)
+	}
+	prec, choice, err := serveBackend(c)
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil))
+	access, closeAccess, err := servecli.AccessLog(st.AccessLog, c.App.ErrWriter)
+	if err != nil {
+		return badInput(err)
+	}
+	defer closeAccess()
 	var models []serve.Encoder
-	for i, ref := range st.refs {
-		enc, closeModel, err := loadServed(c.Context, c, ref, st.served[i], st.weights[st.served[i]], st.tokenizers[st.served[i]], st.prec)
+	for i, ref := range st.Refs {
+		name := st.Served[i]
+		enc, closeModel, err := loadServed(c.Context, c, ref, name, st.Weights[name], st.Tokenizers[name], prec,
+			zooroot.ServeOptions{EmbeddingOutput: st.Embeddings[name], MaxTokens: st.MaxTokens})
 		if err != nil {
 			return err
 		}
 		defer closeModel()
 		models = append(models, enc)
 		info := enc.Info()
-		log.Info("model", "name", info.Name, "ref", ref, "backend", st.choice.Backend.Name(),
-			"precision", reportedPrecision(st.choice.Backend.Name(), st.prec), "max_len", info.MaxLen, "vocab", info.Vocab)
+		attrs := []any{"name", info.Name, "ref", ref, "backend", choice.Backend.Name(),
+			"precision", reportedPrecision(choice.Backend.Name(), prec), "max_tokens", info.MaxLen, "vocab", info.Vocab, "embedding", servecli.Embedding(info)}
+		if info.Score != "" {
+			attrs = append(attrs, "rerank", info.Score)
+		}
+		log.Info("model", attrs...)
 	}
-	srv, err := serve.New(serve.Config{MaxBatch: c.Int("max-batch"), MaxDelay: c.Duration("max-delay"), MaxBody: st.maxBody,
-		Queue: c.Int("queue"), Logger: log, Version: version}, models)
+	srv, err := serve.New(serve.Config{MaxBatch: c.Int("max-batch"), MaxDelay: c.Duration("max-delay"), MaxBody: st.MaxBody,
+		Queue: c.Int("queue"), MaxStreams: c.Int("max-streams"), MaxSequences: c.Int("max-sequences"), MaxTokens: c.Int("max-request-tokens"),
+		MaxAnswer: int64(c.Int("max-answer")), Truncate: c.Bool("truncate"), APIKey: st.APIKey,
+		Logger: log, AccessLog: access, Version: version}, models)
 	if dup := (*serve.DuplicateNameError)(nil); errors.As(err, &dup) {
 		err = fmt.Errorf("%w (rename one with --name)", err)
 	}
 	if err != nil {
 		return badInput(err)
 	}
-	ln, gln, err := serveListeners(c.String("addr"), c.String("grpc-addr"))
+	ln, gln, err := servecli.Listen(c.String("addr"), c.String("grpc-addr"))
 	if err != nil {
-		return err
+		return badInput(err)
 	}
 	if s, err := sessionOf(c.Context); err == nil {
 		s.drainOnSignal()
@@ -121,124 +161,18 @@ func serveAction(c *cli.Context) error {
 	if gln != nil {
 		where = fmt.Sprintf(" and grpc://%s", gln.Addr())
 	}
-	fmt.Fprintf(c.App.ErrWriter, "zoo serve: listening on http://%s%s (%s)\n", ln.Addr(), where, strings.Join(st.served, ", "))
-	t := serve.Timeouts{Header: headerTimeout, Read: st.readTimeout, Write: st.writeTimeout, Idle: idleTimeout, Grace: shutdownGrace}
+	fmt.Fprintf(c.App.ErrWriter, "zoo serve: listening on http://%s%s (%s)\n", ln.Addr(), where, strings.Join(st.Served, ", "))
+	t := serve.Timeouts{Header: headerTimeout, Read: st.ReadTimeout, Write: st.WriteTimeout, Idle: idleTimeout, Grace: shutdownGrace, Arrival: drainArrival}
 	if err := srv.Serve(c.Context, ln, gln, t); err != nil {
 		return failed(err)
 	}
 	return nil
 }
 
-// serveSettings are zoo serve's flags, checked.
-type serveSettings struct {
-	refs, served              []string          // the models, and the names they are served under
-	weights, tokenizers       map[string]string // by served name
-	maxBody                   int64
-	readTimeout, writeTimeout time.Duration
-	prec                      string
-	choice                    backends.Choice
-}
-
-// serveSettingsOf checks zoo serve's flags (bad ones are bad input) and resolves each model's
-// served name, weights and tokenizer, the precision and the backend.
-func serveSettingsOf(c serveFlags) (serveSettings, error) {
-	st := serveSettings{refs: c.Args().Slice()}
-	if len(st.refs) < 1 {
-		return st, badInputf("serve: want one or more model names (see `zoo list`) or .onnx files")
-	}
-	names := c.StringSlice("name")
-	if len(names) > len(st.refs) {
-		return st, badInputf("--name given %d times for %d models", len(names), len(st.refs))
-	}
-	maxBody, err := memlimit.ParseBytes(c.String("max-body"))
-	if err != nil || maxBody < 1 {
-		return st, badInputf("--max-body %q: want a size such as 16MiB or 1000000", c.String("max-body"))
-	}
-	st.maxBody = maxBody
-	if c.Int("max-batch") < 1 || c.Int("queue") < 1 || c.Int("threads") < 0 || c.Duration("max-delay") < 0 {
-		return st, badInputf("--max-batch and --queue must be at least 1, --threads and --max-delay not negative")
-	}
-	st.readTimeout, st.writeTimeout = c.Duration("read-timeout"), c.Duration("write-timeout")
-	if st.readTimeout <= 0 || st.writeTimeout < st.readTimeout {
-		return st, badInputf("--read-timeout %s, --write-timeout %s: want a positive read timeout and a write timeout at least as long", st.readTimeout, st.writeTimeout)
-	}
-	st.served = make([]string, len(st.refs))
-	for i, ref := range st.refs {
-		st.served[i] = ref
-		if zooroot.IsONNXPath(ref) {
-			st.served[i] = strings.TrimSuffix(filepath.Base(ref), filepath.Ext(ref))
-		}
-		if i < len(names) {
-			st.served[i] = names[i]
-		}
-	}
-	if st.weights, err = perModel(flagServeWeights.Name, c.StringSlice(flagServeWeights.Name), st.served); err != nil {
-		return st, badInput(err)
-	}
-	if st.tokenizers, err = perModel(flagServeTokenizer.Name, c.StringSlice(flagServeTokenizer.Name), st.served); err != nil {
-		return st, badInput(err)
-	}
-	if st.prec, err = precisionOf(c); err != nil {
-		return st, err
-	}
-	if st.choice, err = backends.Select(c.String(flagBackend.Name)); err != nil {
-		return st, badInput(err)
-	}
-	return st, zooroot.CheckPrecision(st.choice, st.prec)
-}
-
-// serveFlags are the flags zoo serve reads, with its arguments.
-type serveFlags interface {
-	flags
-	Duration(name string) time.Duration
-	Args() cli.Args
-}
-
-// serveListeners listens on --addr and, unless it is "off", --grpc-addr (nil then).
-func serveListeners(addr, grpcAddr string) (ln, gln net.Listener, err error) {
-	if ln, err = net.Listen("tcp", addr); err != nil {
-		return nil, nil, badInputf("--addr %s: %w", addr, err)
-	}
-	if grpcAddr == "off" {
-		return ln, nil, nil
-	}
-	if gln, err = net.Listen("tcp", grpcAddr); err != nil {
-		ln.Close()
-		return nil, nil, badInputf("--grpc-addr %s: %w", grpcAddr, err)
-	}
-	return ln, gln, nil
-}
-
-// perModel maps each served name to its file from a repeatable flag's values (--weights,
-// --tokenizer): a bare FILE applies to every model, NAME=FILE to one (winning over a bare
-// FILE wherever given); a NAME that is not served, or no FILE after =, is an error naming
-// the flag.
-func perModel(flag string, flags, served []string) (map[string]string, error) {
-	out, named := map[string]string{}, map[string]string{}
-	for _, f := range flags {
-		name, path, ok := strings.Cut(f, "=")
-		if !ok {
-			for _, s := range served {
-				out[s] = f
-			}
-			continue
-		}
-		if !slices.Contains(served, name) {
-			return nil, fmt.Errorf("--%s %s: no model is served as %q (served: %s)", flag, f, name, strings.Join(served, ", "))
-		}
-		if path == "" {
-			return nil, fmt.Errorf("--%s %s: no file after =", flag, f)
-		}
-		named[name] = path
-	}
-	maps.Copy(out, named)
-	return out, nil
-}
-
 // loadServed builds ref with its weights and its tokenizer (as zoo run's --weights and
 // --tokenizer: "" for the default), compiles it with --precision prec and --threads, and
 // returns it as the server's encoder; the returned func closes the model.
-func loadServed(ctx context.Context, c flags, ref, name, weights, tokenizer string, prec string) (serve.Encoder, func(), error) {
+func loadServed(ctx context.Context, c flags, ref, name, weights, tokenizer string, prec string, so zooroot.ServeOptions) (serve.Encoder, func(), error) {
 	opts, err := loadOptions(ctx, c)
 	if err != nil {
 		return nil, nil, err
@@ -248,10 +182,24 @@ func loadServed(ctx context.Context, c flags, ref, name, weights, tokenizer stri
 	if err != nil {
 		return nil, nil, err
 	}
-	enc, err := m.ServeEncoder(ctx, name)
+	enc, err := m.ServeEncoderWith(ctx, name, so)
 	if err != nil {
 		m.Close()
 		return nil, nil, err
 	}
 	return enc, func() { m.Close() }, nil
+}
+
+// serveBackend is --precision and the backend the models compile on, checked against each
+// other.
+func serveBackend(c flags) (string, backends.Choice, error) {
+	prec, err := precisionOf(c)
+	if err != nil {
+		return "", backends.Choice{}, err
+	}
+	choice, err := backends.Select(c.String(flagBackend.Name))
+	if err != nil {
+		return "", backends.Choice{}, badInput(err)
+	}
+	return prec, choice, zooroot.CheckPrecision(choice, prec)
 }

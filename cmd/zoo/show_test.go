@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/show"
 )
 
 // The default --seq is clamped to the model's max_len with a note; an explicit length
@@ -33,7 +35,7 @@ func TestShowClampsDefaultSeq(t *testing.T) {
 			if code != 0 {
 				return
 			}
-			var res showResult
+			var res show.Result
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/runout"
 )
 
 // zooStdin runs zoo in a fresh process (this test binary, which runs the CLI when
@@ -56,7 +58,7 @@ func TestRunStdin(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errs)
 		}
-		var rep runReport
+		var rep runout.Report
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.Tokens != 592 || rep.Input != "stdin" {
 			t.Errorf("%v: report %+v (%v): want 592 tokens from stdin", args, rep, err)
 		}

@@ -12,8 +12,7 @@ import (
 	zooroot "github.com/zoo-dev/zoo"
 
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
-	"github.com/zoo-dev/zoo/zoo/graph"
-	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/runout"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
@@ -29,24 +28,6 @@ func isTensorFile(path string) bool {
 
 // textOnlyFlags are run's flags that shape text into windows; they do not apply to arrays.
 var textOnlyFlags = []string{flagTokenizer.Name, flagFeed.Name, "pool", "normalize", "window", "batch", "max-windows"}
-
-// tensorRunReport is what `zoo run` prints for array inputs; --json prints it as JSON.
-type tensorRunReport struct {
-	Model     string                `json:"model"`
-	Weights   zooroot.WeightsSource `json:"weights"`
-	Backend   string                `json:"backend"`
-	Level     string                `json:"kernel_level"`
-	Why       string                `json:"backend_reason"`
-	Threads   int                   `json:"threads"`
-	Precision string                `json:"precision"`
-	Input     string                `json:"input"`
-	Inputs    []zooroot.ArrayFeed   `json:"inputs"`
-	Outputs   map[string][]int      `json:"outputs"`
-	BuildMS   float64               `json:"build_ms"`
-	CompileMS float64               `json:"compile_ms"`
-	RunMS     float64               `json:"run_ms"`
-	Written   []string              `json:"written,omitempty"`
-}
 
 // runArrays is `zoo run` with --input a .npy, .npz or .safetensors file: one run of
 // the graph on those arrays, every output reported and, with --output, written.
@@ -85,7 +66,7 @@ func runArrays(ctx context.Context, c flags, stdout, stderr io.Writer, ref, inPa
 	defer m.Close()
 	only := ""
 	if ext == ".npy" {
-		if only, err = selectArrayOutput(m.Graph(), c.String("select")); err != nil {
+		if only, err = runout.SelectArrayOutput(m.Graph(), c.String("select")); err != nil {
 			return badInput(err)
 		}
 	}
@@ -112,7 +93,7 @@ func runArrays(ctx context.Context, c flags, stdout, stderr io.Writer, ref, inPa
 		return failed(err)
 	}
 	t3 := time.Now()
-	rep := tensorRunReport{Model: m.Name(), Weights: m.Weights(), Backend: choice.Backend.Name(), Level: choice.Probe.Level,
+	rep := runout.ArrayReport{Model: m.Name(), Weights: m.Weights(), Backend: choice.Backend.Name(), Level: choice.Probe.Level,
 		Why: choice.Why, Threads: choice.Probe.Threads, Precision: reportedPrecision(choice.Backend.Name(), prec), Input: inPath, Inputs: feeds, Outputs: map[string][]int{},
 		BuildMS: format.MS(t1.Sub(t0)), CompileMS: format.MS(t2.Sub(t1)), RunMS: format.MS(t3.Sub(t2))}
 	if c.Int("threads") > 0 && c.Int("threads") < rep.Threads {
@@ -130,7 +111,7 @@ func runArrays(ctx context.Context, c flags, stdout, stderr io.Writer, ref, inPa
 		}
 	}
 	if outPath != "" {
-		if err := writeArrays(outPath, named, map[string]string{"model": rep.Model, "backend": rep.Backend + " (" + rep.Level + ")", "input": inPath}); err != nil {
+		if err := runout.WriteArrays(outPath, named, map[string]string{"model": rep.Model, "backend": rep.Backend + " (" + rep.Level + ")", "input": inPath}); err != nil {
 			return failed(err)
 		}
 		rep.Written = []string{outPath}
@@ -140,120 +121,6 @@ func runArrays(ctx context.Context, c flags, stdout, stderr io.Writer, ref, inPa
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	printTensorRunReport(stdout, rep)
+	runout.PrintArrays(stdout, rep)
 	return nil
-}
-
-// selectArrayOutput is the output a .npy file holds: --select, else the graph's only output.
-func selectArrayOutput(g *graph.Graph, sel string) (string, error) {
-	var names []string
-	for _, o := range g.Outputs {
-		names = append(names, o.Name)
-		if sel != "" && o.Name == sel {
-			return sel, nil
-		}
-	}
-	switch {
-	case sel != "":
-		return "", fmt.Errorf("--select %s: the model has no such output (outputs: %s)", sel, strings.Join(names, ", "))
-	case len(names) == 1:
-		return names[0], nil
-	}
-	return "", fmt.Errorf("a .npy file holds one output and the model has %d (%s); name one with --select, or write .safetensors or .json", len(names), strings.Join(names, ", "))
-}
-
-// writeArrays writes outputs atomically to path: .npy (the one array), .safetensors (every
-// array, float16 and bfloat16 as float32, int8 and uint8 as int32, with meta) or .json
-// ({"model", "backend", "input", "outputs": {NAME: {"shape", "data"}}}, flat row-major).
-func writeArrays(path string, arrays []tensorio.Named, meta map[string]string) error {
-	var write func(w io.Writer) error
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".npy":
-		t := arrays[0].Tensor
-		if t.DType == tensor.BFloat16 {
-			t, _ = tensor.ToFloat32(t)
-		}
-		write = func(w io.Writer) error { return tensorio.WriteNPY(w, t) }
-	case ".safetensors":
-		wide := make([]tensorio.Named, len(arrays))
-		for i, nt := range arrays {
-			wide[i] = tensorio.Named{Name: nt.Name, Tensor: storable(nt.Tensor)}
-		}
-		write = func(w io.Writer) error { return tensorio.WriteSafetensors(w, wide, meta) }
-	default:
-		write = func(w io.Writer) error { return writeArraysJSON(w, arrays, meta) }
-	}
-	if err := tensorio.AtomicWriteFile(path, write); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// storable returns t in a dtype safetensors files hold here: float16 and bfloat16 as float32,
-// int8 and uint8 as int32 (both exact).
-func storable(t *tensor.Tensor) *tensor.Tensor {
-	switch t.DType {
-	case tensor.Float16, tensor.BFloat16:
-		c, _ := tensor.ToFloat32(t)
-		return c
-	case tensor.Int8, tensor.Uint8:
-		return &tensor.Tensor{DType: tensor.Int32, Shape: t.Shape, I64: t.I64}
-	}
-	return t
-}
-
-func writeArraysJSON(w io.Writer, arrays []tensorio.Named, meta map[string]string) error {
-	var buf []byte
-	buf = fmt.Appendf(buf, `{"backend":%s,"input":%s,"model":%s,"outputs":{`, str(meta["backend"]), str(meta["input"]), str(meta["model"]))
-	for i, nt := range arrays {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = fmt.Appendf(buf, `%s:{"shape":%s,"dtype":%s,"data":[`, str(nt.Name), str(nt.Tensor.Shape), str(nt.Tensor.DType.String()))
-		t := nt.Tensor
-		for k := 0; k < t.Len(); k++ {
-			if k > 0 {
-				buf = append(buf, ',')
-			}
-			switch {
-			case t.F32 != nil:
-				buf = format.AppendFloat32(buf, t.F32[k])
-			case t.I64 != nil:
-				buf = fmt.Appendf(buf, "%d", t.I64[k])
-			default:
-				buf = fmt.Appendf(buf, "%t", t.Bool[k])
-			}
-		}
-		buf = append(buf, "]}"...)
-		if len(buf) > 1<<20 {
-			if _, err := w.Write(buf); err != nil {
-				return err
-			}
-			buf = buf[:0]
-		}
-	}
-	buf = append(buf, "}}\n"...)
-	_, err := w.Write(buf)
-	return err
-}
-
-func printTensorRunReport(w io.Writer, r tensorRunReport) {
-	fmt.Fprintf(w, "model     %s\n", r.Model)
-	fmt.Fprintf(w, "weights   %s\n", r.Weights)
-	fmt.Fprintf(w, "backend   %s (%s, %s; %s)\n", r.Backend, r.Level, format.Plural(r.Threads, "thread"), r.Why)
-	fmt.Fprintf(w, "precision %s\n", r.Precision)
-	var ins []string
-	for _, f := range r.Inputs {
-		s := f.Name + " " + f.DType + " " + tensor.ShapeString(f.Shape)
-		if f.From != f.DType {
-			s += " (from " + f.From + ")"
-		}
-		ins = append(ins, s)
-	}
-	fmt.Fprintf(w, "input     %s: %s\n", r.Input, strings.Join(ins, ", "))
-	fmt.Fprintf(w, "outputs   %s\n", outputShapes(r.Outputs))
-	fmt.Fprintf(w, "time      build %.1f ms, compile %.1f ms, run %.1f ms\n", r.BuildMS, r.CompileMS, r.RunMS)
-	for _, p := range r.Written {
-		fmt.Fprintf(w, "wrote     %s\n", p)
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/runout"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
@@ -31,7 +32,7 @@ func TestRunFloatInputsMatchPyTorch(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
-			var rep tensorRunReport
+			var rep runout.ArrayReport
 			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Inputs) == 0 {
 				t.Fatalf("report: %v\n%s", err, stdout)
 			}

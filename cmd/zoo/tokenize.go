@@ -1,18 +1,15 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"unicode"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/tokenout"
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
@@ -57,67 +54,14 @@ func tokenizeAction(c *cli.Context) error {
 		defer f.Close()
 		in = f
 	}
-	w := bufio.NewWriterSize(c.App.Writer, 1<<16)
-	asJSON := c.Bool(flagJSON.Name)
-	var ids []int64
-	var toks []string
-	n := 0
-	err := tokenize.Stream(c.Context, tok, bufio.NewReaderSize(in, 1<<16), func(i []int64, t []string) error {
-		n += len(i)
-		if asJSON {
-			ids, toks = append(ids, i...), append(toks, t...)
-			return nil
-		}
-		for k := range i {
-			w.WriteString(strconv.FormatInt(i[k], 10))
-			w.WriteByte('\t')
-			w.WriteString(showToken(t[k]))
-			if err := w.WriteByte('\n'); err != nil {
-				return writeErr{err}
-			}
-		}
-		return nil
-	})
-	var we writeErr
+	n, err := tokenout.Write(c.Context, tok, in, c.App.Writer, c.Bool(flagJSON.Name))
+	var we *tokenout.WriteError
 	switch {
 	case errors.As(err, &we):
-		return failed(fmt.Errorf("write output: %w", we.err))
+		return failed(fmt.Errorf("write output: %w", we.Err))
 	case err != nil:
 		return badInputf("input %s: %v", name, err)
 	}
-	if asJSON {
-		if ids == nil {
-			ids, toks = []int64{}, []string{}
-		}
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(struct {
-			IDs    []int64  `json:"ids"`
-			Tokens []string `json:"tokens"`
-		}{ids, toks}); err != nil {
-			return failed(fmt.Errorf("write output: %w", err))
-		}
-	}
-	if err := w.Flush(); err != nil {
-		return failed(fmt.Errorf("write output: %w", err))
-	}
 	fmt.Fprintf(c.App.ErrWriter, "zoo: %s (%s, vocabulary %d)\n", format.Plural(n, "token"), tok.Kind(), tok.VocabSize())
 	return nil
-}
-
-type writeErr struct{ err error }
-
-func (e writeErr) Error() string { return e.err.Error() }
-
-// showToken prints a token as is when every character is visible, else Go-quoted.
-func showToken(t string) string {
-	for _, r := range t {
-		if !unicode.IsGraphic(r) || unicode.IsSpace(r) {
-			return strconv.Quote(t)
-		}
-	}
-	if t == "" {
-		return `""`
-	}
-	return t
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/tokenout"
 )
 
 const tokData = "../../zoo/tokenize/testdata/"
@@ -78,8 +80,8 @@ func TestTokenizeHumanOutput(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "\t<0x09>\n") {
 		t.Errorf("byte fallback: exit %d, out %q", code, out)
 	}
-	if showToken("a b") != `"a b"` || showToken("\u200b") != `"\u200b"` || showToken("▁x") != "▁x" {
-		t.Errorf("showToken: %s %s %s", showToken("a b"), showToken("\u200b"), showToken("▁x"))
+	if tokenout.ShowToken("a b") != `"a b"` || tokenout.ShowToken("\u200b") != `"\u200b"` || tokenout.ShowToken("▁x") != "▁x" {
+		t.Errorf("showToken: %s %s %s", tokenout.ShowToken("a b"), tokenout.ShowToken("\u200b"), tokenout.ShowToken("▁x"))
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/trainout"
 	"github.com/zoo-dev/zoo/train"
 	"github.com/zoo-dev/zoo/zoo/optim"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
@@ -33,7 +34,7 @@ func trainCommand() *cli.Command {
 			"FILE.optim.safetensors beside it the optimizer's moments and step count. --resume FILE continues a run\n" +
 			"with the settings it started with, so that its losses equal an uninterrupted run's bit for bit, and with\n" +
 			"its --eval, --eval-every, --log (appended to), --plot, --save-every, --threads and --checkpoint-activations\n" +
-			"unless given again; -o defaults to FILE.\n" + wrapHelp(train.ExtendRule, 110) + "\n" +
+			"unless given again; -o defaults to FILE.\n" + format.Wrap(train.ExtendRule, 110) + "\n" +
 			"Ctrl-C or SIGTERM saves the last finished step's checkpoint before zoo exits (130 or 143); a killed run\n" +
 			"loses the steps since its last save (--save-every). A NaN or infinite\n" +
 			"loss stops training with one line naming the step and the parameter with the largest gradient.\n" +
@@ -62,25 +63,6 @@ func trainCommand() *cli.Command {
 		}),
 		Action: trainAction,
 	}
-}
-
-// wrapHelp breaks s into lines of at most width runes at spaces, for a command's description.
-func wrapHelp(s string, width int) string {
-	var b strings.Builder
-	n := 0
-	for i, w := range strings.Fields(s) {
-		l := len([]rune(w))
-		if i > 0 && n+1+l > width {
-			b.WriteByte('\n')
-			n = 0
-		} else if i > 0 {
-			b.WriteByte(' ')
-			n++
-		}
-		b.WriteString(w)
-		n += l
-	}
-	return b.String()
 }
 
 // optimizerFlags are the flags of the optimizer, the schedule and the loss, which zoo train
@@ -404,14 +386,14 @@ func trainAction(c *cli.Context) error {
 	if len(removed) > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "zoo train: removed %s that killed saves left: %s\n", format.Plural(len(removed), "temporary file"), strings.Join(removed, ", "))
 	}
-	rec := &trainRecorder{}
+	rec := &trainout.Recorder{}
 	if p := run.log; p != "" {
-		if rec.log, rec.lines, err = openTrainLog(p, tr.Step()); err != nil {
+		if rec.Log, rec.Lines, err = trainout.Open(p, tr.Step()); err != nil {
 			return badInput(err)
 		}
-		defer rec.log.close()
+		defer rec.Log.Close()
 	}
-	tr.OnStep(rec.record)
+	tr.OnStep(rec.Record)
 	bar := trainBar(c.App.ErrWriter, "", run.cfg.Steps, tr.Step())
 	if bar != nil {
 		tr.OnStep(trainBarHook(bar, tr.Step(), run.cfg.Steps))
@@ -424,16 +406,16 @@ func trainAction(c *cli.Context) error {
 		bar.finish()
 	}
 	reportStopped(c.App.ErrWriter, runErr, run.cfg)
-	if p := run.plot; p != "" && len(rec.lines) > 0 {
+	if p := run.plot; p != "" && len(rec.Lines) > 0 {
 		title := fmt.Sprintf("zoo train %s — %s, %s, batch %d × %d tokens", m.Name(), run.cfg.Objective, run.cfg.Optimizer, run.cfg.Batch, tr.Window())
-		if err := tensorio.AtomicWriteFile(p, func(w io.Writer) error { return renderTrainPlot(w, rec.lines, title) }); err != nil && runErr == nil {
+		if err := tensorio.AtomicWriteFile(p, func(w io.Writer) error { return trainout.Plot(w, rec.Lines, title) }); err != nil && runErr == nil {
 			runErr = failed(err)
 		}
 	}
 	if runErr != nil {
 		return runErr
 	}
-	rep := newTrainReport(tr, res, rec.lines, time.Since(t0))
+	rep := newTrainReport(tr, res, rec.Lines, time.Since(t0))
 	for _, p := range []string{run.log, run.plot} {
 		if p != "" {
 			rep.Written = append(rep.Written, p)
@@ -460,24 +442,23 @@ func reportStopped(w io.Writer, err error, cfg train.Config) {
 
 // newTrainReport reports a finished run: lines are the --log lines kept from before a resume
 // and this run's, which give the first and final losses and the held-out scores.
-func newTrainReport(tr *train.Trainer, res train.Result, lines []trainLog, took time.Duration) trainReport {
+func newTrainReport(tr *train.Trainer, res train.Result, lines []trainout.Line, took time.Duration) trainReport {
 	cfg, choice := tr.Config(), tr.Backend()
 	rep := trainReport{Model: tr.Model().Name(), Backend: choice.Backend.Name(), Level: choice.Probe.Level, Threads: tr.Threads(),
 		Precision: reportedPrecision(choice.Backend.Name(), cfg.Precision), Objective: cfg.Objective, Optimizer: cfg.Optimizer,
 		Params: tr.Parameters(), StartStep: res.StartStep, Steps: cfg.Steps, Tokens: res.Tokens, Seconds: took.Seconds(),
 		TokensPS: res.TokensPerSecond(), Written: []string{cfg.Output, optim.OptimPath(cfg.Output)}}
-	for i := range lines {
-		l := &lines[i]
+	for _, l := range lines {
 		switch {
-		case l.eval && l.Step == 0:
-			rep.InitialEval, rep.InitialEvalBPB = &l.evalV, &l.bpbV
-		case l.eval:
-			rep.EvalLoss, rep.EvalBPB = &l.evalV, &l.bpbV
+		case l.IsEval() && l.Step == 0:
+			rep.InitialEval, rep.InitialEvalBPB = l.EvalLoss, l.EvalBitsPB
+		case l.IsEval():
+			rep.EvalLoss, rep.EvalBPB = l.EvalLoss, l.EvalBitsPB
 		case l.Step > res.StartStep && rep.FirstLoss == nil:
-			rep.FirstLoss = &l.lossV
+			rep.FirstLoss = l.Loss
 		}
-		if !l.eval {
-			rep.FinalLoss = &l.lossV
+		if !l.IsEval() {
+			rep.FinalLoss = l.Loss
 		}
 	}
 	return rep

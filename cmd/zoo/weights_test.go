@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/runout"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
@@ -102,7 +103,7 @@ func TestWeightsReplaceSeed(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run --weights: exit %d: %s", code, errs)
 	}
-	var rep runReport
+	var rep runout.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,7 @@ const (
 	CUDALibPath        = "ZOO_CUDA_LIB_PATH"
 	Src                = "ZOO_SRC"
 	MemoryLimit        = "ZOO_MEMORY_LIMIT"
+	APIKey             = "ZOO_API_KEY"
 
 	PluginLogLevel = "ZOO_PLUGIN_LOG_LEVEL"
 	PluginCookie   = "ZOO_VARIANT_PLUGIN"
@@ -44,6 +45,8 @@ const (
 	TorchExports      = "ZOO_TORCH_EXPORTS"
 	BenchNoFusion     = "ZOO_BENCH_NOFUSION"
 	GPUTests          = "ZOO_GPU_TESTS"
+	GPUBench          = "ZOO_GPU_BENCH"
+	GPUBenchN         = "ZOO_GPU_BENCH_N"
 	TestRegistry      = "ZOO_REGISTRY"
 	BenchTestCLI      = "ZOO_BENCH_TEST_CLI"
 	PluginTestMode    = "ZOO_PLUGINTEST_MODE"
@@ -53,6 +56,8 @@ const (
 	PPOCRDir          = "ZOO_PPOCR_DIR"
 	UpdateRealGraphs  = "ZOO_UPDATE_REALGRAPHS"
 	TestArtifacts     = "ZOO_TEST_ARTIFACTS"
+	OpenAINode        = "ZOO_OPENAI_NODE"
+	TokenizersJS      = "ZOO_TOKENIZERS_JS"
 )
 
 // Scope says who sets a variable.
@@ -128,6 +133,8 @@ var vars = []Var{
 		Doc: "Matrix-product precision of the CUDA backend.", check: oneOf("fp32", "tf32", "bf16")},
 	{Name: CUDALibPath, Syntax: "DIR[:DIR...]", Default: "the standard CUDA and pip-wheel places",
 		Doc: "Extra directories searched first for libcublas and libnvrtc."},
+	{Name: APIKey, Syntax: "KEY", Default: "unset: zoo serve checks no key",
+		Doc: "API key zoo serve requires as Authorization: Bearer KEY, as --api-key (which wins over it)."},
 	{Name: Src, Syntax: "DIR", Default: "the checkout around the current directory, then the one zoo was built from",
 		Doc: "zoo checkout that `zoo plugin new` points the new module's replace directive at."},
 
@@ -142,6 +149,10 @@ var vars = []Var{
 		Doc: "Runs the unfused encoder benchmark rows under -short too."},
 	{Name: GPUTests, Syntax: "1", Default: "unset: GPU tests skip without a GPU", Scope: Test,
 		Doc: "A missing GPU fails the CUDA tests instead of skipping them."},
+	{Name: GPUBench, Syntax: "1", Default: "unset: the CUDA benchmark skips", Scope: Test,
+		Doc: "Runs TestBenchVanilla (vanilla base on the GPU, each precision, fused and unfused; scripts/gpu-check.sh)."},
+	{Name: GPUBenchN, Syntax: "N[,N...]", Default: "512,2048", Scope: Test,
+		Doc: "Sequence lengths of TestBenchVanilla."},
 	{Name: TestRegistry, Syntax: "FILE", Default: "the repository's registry.yaml", Scope: Test,
 		Doc: "Registry the CUDA variant tests read."},
 	{Name: BenchTestCLI, Syntax: "1", Default: "unset", Scope: Test,
@@ -160,6 +171,10 @@ var vars = []Var{
 		Doc: "Rewrites the realgraphs fixtures' expected outputs from ONNX Runtime."},
 	{Name: TestArtifacts, Syntax: "DIR", Default: "unset: artefacts go to the test's temporary directory", Scope: Test,
 		Doc: "Where tests keep what a person may want to look at afterwards (the compare report's screenshot)."},
+	{Name: OpenAINode, Syntax: "DIR", Default: "unset: the OpenAI SDK test skips", Scope: Test,
+		Doc: "node_modules holding the official openai npm package, which a zoo serve test drives as a client (.ci/run installs it)."},
+	{Name: TokenizersJS, Syntax: "DIR", Default: "unset: the live pair-encoding check skips", Scope: Test,
+		Doc: "node_modules holding @huggingface/tokenizers, the reference for pair encodings (.ci/run installs it)."},
 }
 
 // All returns the table: user variables first, then internal, then test-only ones.

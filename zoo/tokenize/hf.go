@@ -19,6 +19,8 @@ type pipeline struct {
 	added   addedSet
 	prefix  Encoding
 	suffix  Encoding
+	pair    pairTemplate // the post-processor's pair layout (nil: pairErr says why there is none)
+	pairErr error
 	special Special
 	size    int
 	// streamable: the encoding of a text is the concatenation of the encodings of its pieces
@@ -214,6 +216,10 @@ func loadHF(name string, data []byte) (Tokenizer, error) {
 	}
 	if p.prefix, p.suffix, err = parsePost(f.PostProcessor, v); err != nil {
 		return nil, formatErr(name, "%v", err)
+	}
+	// A tokenizer without a pair template still encodes single texts; EncodePair says why not.
+	if p.pair, p.pairErr = parsePairPost(f.PostProcessor); p.pairErr != nil {
+		p.pairErr = formatErr(name, "%v", p.pairErr)
 	}
 	p.size = len(v.tokens)
 	for _, id := range append(append([]int64(nil), p.prefix.IDs...), p.suffix.IDs...) {

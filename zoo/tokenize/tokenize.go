@@ -77,12 +77,15 @@ func Decode(ids []int64) ([]byte, error) {
 // PadID. Mask has the same B×N layout and is a key-padding mask with PyTorch polarity: true
 // marks padding (positions a model must ignore), false a real token. Offsets[i] is the byte
 // offset in the input of row i's first byte, and Lengths[i] its number of real tokens.
+// Types, when not nil, holds the token type (segment) ids in Tokens' layout, as a pair of
+// texts encoded as one sequence has them; nil means zeros.
 type Batch struct {
 	B, N    int
 	Tokens  []int64
 	Mask    []bool
 	Lengths []int
 	Offsets []int64
+	Types   []int64
 }
 
 // Row returns the real (unpadded) tokens of row i, sharing storage with b.Tokens. It returns
@@ -109,6 +112,7 @@ func (b *Batch) Clone() *Batch {
 		Mask:    append([]bool(nil), b.Mask...),
 		Lengths: append([]int(nil), b.Lengths...),
 		Offsets: append([]int64(nil), b.Offsets...),
+		Types:   append([]int64(nil), b.Types...),
 	}
 }
 

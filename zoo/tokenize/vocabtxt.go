@@ -47,6 +47,7 @@ func loadVocabTxt(name string, data []byte) (Tokenizer, error) {
 	}
 	p.prefix = Encoding{IDs: []int64{cls}, Tokens: []string{"[CLS]"}}
 	p.suffix = Encoding{IDs: []int64{sep}, Tokens: []string{"[SEP]"}}
+	p.pair = bertPair(p.prefix, p.suffix)
 	p.added = addedSet{byFirst: new([256][]addedTok), content: map[int64]string{}}
 	for _, s := range []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} {
 		if id, ok := v.ids[s]; ok {

@@ -16,6 +16,10 @@
 //   - Linear (Katharopoulos et al. 2020): φ = elu + 1, no knob.
 //
 // Matrices are row-major [][]float64; every function expects non-empty, rectangular input.
+//
+// sweep.go is the rest of `zoo approx`: which values of a vanilla run to keep (Probes: each
+// layer's Q, K, V and attention output), the knob's values (Values), the sweep of every value
+// over every layer and head (Sweep, into a Doc), and its table (Print) and plot (Plot).
 package approx
 
 import (

@@ -1,6 +1,9 @@
 // Package compare holds the results of `zoo compare` and renders them: the table printed
 // as each variant finishes, the JSON array, and the self-contained HTML report with its
-// plots (drawn by internal/benchplot, embedded as PNG data so the page loads nothing).
+// plots (drawn by internal/benchplot, embedded as PNG data so the page loads nothing). The
+// plan of a comparison is here too (plan.go): its flag checks, the shared window, the
+// held-out split, the max_len raises, the inference lengths and their timing, and the
+// command line the report shows.
 package compare
 
 import (
@@ -234,7 +237,7 @@ func (t *Table) End(results []Result, v train.Verdict, s Setup) {
 	if s.Partial {
 		fmt.Fprintf(t.w, "PARTIAL: interrupted after %d of %d variants; these are the ones that finished.\n\n", len(results), s.Total)
 	}
-	fmt.Fprintln(t.w, wrap("Verdict: "+v.Text, 110))
+	fmt.Fprintln(t.w, format.Wrap("Verdict: "+v.Text, 110))
 	fmt.Fprintln(t.w)
 	rows := [][]string{t.head()}
 	for _, r := range results {
@@ -262,27 +265,6 @@ func (t *Table) End(results []Result, v train.Verdict, s Setup) {
 	fmt.Fprintln(t.w, Legend(results, s))
 }
 
-// wrap breaks s into lines of at most width runes at spaces.
-func wrap(s string, width int) string {
-	var b strings.Builder
-	n := 0
-	for i, w := range strings.Fields(s) {
-		l := utf8.RuneCountInString(w)
-		if i > 0 {
-			if n+1+l > width {
-				b.WriteByte('\n')
-				n = 0
-			} else {
-				b.WriteByte(' ')
-				n++
-			}
-		}
-		b.WriteString(w)
-		n += l
-	}
-	return b.String()
-}
-
 // Legend says what the columns shown measure: the spread and the ! mark only where a row
 // has them.
 func Legend(results []Result, s Setup) string {
@@ -303,7 +285,7 @@ func Legend(results []Result, s Setup) string {
 		b.WriteString("u marks a length beyond the variant's max_len, timed on a build with max_len raised (untrained weights; time and memory do not depend on them). ")
 	}
 	b.WriteString("K TIME, K MEM: least-squares slope of log time (log mem) against log n.")
-	return wrap(b.String(), 120)
+	return format.Wrap(b.String(), 120)
 }
 
 func anyNoisy(rs []Result) bool {

@@ -1,7 +1,8 @@
 // Package format holds the small formatting helpers every zoo verb shares: human-readable
 // counts and sizes for tables, milliseconds for reports, and JSON output (indented
-// documents, and float32 values in the shortest form that reads back exactly). A new output
-// format of one verb belongs with that verb; a helper two verbs use goes here.
+// documents, and float32 values in the shortest form that reads back exactly), and the few
+// input helpers several verbs share (comma-separated counts, the head of a text file). A new
+// output format of one verb belongs with that verb; a helper two verbs use goes here.
 package format
 
 import (
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // HumanCount formats n with a decimal suffix and two decimals: "1.50 k", "12.00 M", "3.21 G",
@@ -88,4 +90,26 @@ func AppendFloat32(buf []byte, x float32) []byte {
 		return append(buf, "null"...)
 	}
 	return strconv.AppendFloat(buf, f, 'g', -1, 32)
+}
+
+// Wrap breaks s into lines of at most width runes at blanks (a longer word stands on its own
+// line); runs of blanks become one.
+func Wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(s) {
+		l := utf8.RuneCountInString(w)
+		if i > 0 {
+			if n+1+l > width {
+				b.WriteByte('\n')
+				n = 0
+			} else {
+				b.WriteByte(' ')
+				n++
+			}
+		}
+		b.WriteString(w)
+		n += l
+	}
+	return b.String()
 }

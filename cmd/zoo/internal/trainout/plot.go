@@ -1,4 +1,4 @@
-package main
+package trainout
 
 import (
 	"errors"
@@ -16,18 +16,20 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// renderTrainPlot draws --plot: the training loss of every step and, when the run evaluated,
-// the held-out loss at each evaluation (left), and the held-out bits per byte (right), as a
-// PNG on w.
-func renderTrainPlot(w io.Writer, history []trainLog, title string) (err error) {
+// Plot draws --plot as a PNG on w: the training loss of every step (faint, under its
+// moving average) and, when the run evaluated, the held-out loss at each evaluation (left),
+// and the held-out bits per byte (right). Lines with neither loss are an error.
+func Plot(w io.Writer, lines []Line, title string) (err error) {
 	var train, eval, bpb plotter.XYs
-	for _, l := range history {
+	for _, l := range lines {
 		switch {
-		case l.eval:
-			eval = append(eval, plotter.XY{X: float64(l.Step), Y: l.evalV})
-			bpb = append(bpb, plotter.XY{X: float64(l.Step), Y: l.bpbV})
-		case !math.IsNaN(l.lossV) && !math.IsInf(l.lossV, 0):
-			train = append(train, plotter.XY{X: float64(l.Step), Y: l.lossV})
+		case l.IsEval():
+			eval = append(eval, plotter.XY{X: float64(l.Step), Y: *l.EvalLoss})
+			if l.EvalBitsPB != nil {
+				bpb = append(bpb, plotter.XY{X: float64(l.Step), Y: *l.EvalBitsPB})
+			}
+		case l.Loss != nil && !math.IsNaN(*l.Loss) && !math.IsInf(*l.Loss, 0):
+			train = append(train, plotter.XY{X: float64(l.Step), Y: *l.Loss})
 		}
 	}
 	if len(train) == 0 && len(eval) == 0 {

@@ -1,4 +1,4 @@
-package main
+package list
 
 import (
 	"bytes"
@@ -33,31 +33,31 @@ func TestListRowSources(t *testing.T) {
 	cases := []struct {
 		name  string
 		entry registry.Entry
-		want  listRow
+		want  Row
 		table string // what the table shows as the summary
 	}{
 		{"builtin from Describe", registry.Entry{Name: "vanilla", Plugin: registry.Builtin},
-			listRow{Summary: vanilla.Summary, Paper: vanilla.Paper, Complexity: vanilla.Complexity, Described: true}, vanilla.Summary},
+			Row{Summary: vanilla.Summary, Paper: vanilla.Paper, Complexity: vanilla.Complexity, Described: true}, vanilla.Summary},
 		{"builtin registry wins", registry.Entry{Name: "vanilla", Plugin: registry.Builtin, Summary: "mine", Paper: "https://mine"},
-			listRow{Summary: "mine", Paper: "https://mine", Complexity: vanilla.Complexity, Described: true}, "mine"},
+			Row{Summary: "mine", Paper: "https://mine", Complexity: vanilla.Complexity, Described: true}, "mine"},
 		{"third-party cached", registry.Entry{Name: "d", Plugin: described},
-			listRow{Summary: "from Describe", Paper: "https://paper", Complexity: "O(n)", Described: true}, "from Describe"},
+			Row{Summary: "from Describe", Paper: "https://paper", Complexity: "O(n)", Described: true}, "from Describe"},
 		{"third-party registry wins", registry.Entry{Name: "d", Plugin: described, Summary: "mine"},
-			listRow{Summary: "mine", Paper: "https://paper", Complexity: "O(n)", Described: true}, "mine"},
+			Row{Summary: "mine", Paper: "https://paper", Complexity: "O(n)", Described: true}, "mine"},
 		{"third-party not described", registry.Entry{Name: "u", Plugin: unknown},
-			listRow{}, fmt.Sprintf(notDescribed, "u")},
+			Row{}, fmt.Sprintf(NotDescribed, "u")},
 		{"third-party not described, registry summary", registry.Entry{Name: "u", Plugin: unknown, Summary: "mine"},
-			listRow{Summary: "mine"}, "mine"},
+			Row{Summary: "mine"}, "mine"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := listRowFor(c.entry, cache)
+			got := RowFor(c.entry, cache)
 			c.want.Name, c.want.Plugin = c.entry.Name, c.entry.Plugin
 			if fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Errorf("row %+v, want %+v", got, c.want)
 			}
 			var b bytes.Buffer
-			renderList(&b, []listRow{got})
+			Render(&b, []Row{got})
 			if !strings.Contains(b.String(), c.table) {
 				t.Errorf("table lacks %q:\n%s", c.table, b.String())
 			}

@@ -1,4 +1,4 @@
-package main
+package paritycheck
 
 import (
 	"fmt"
@@ -13,22 +13,21 @@ import (
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/nn"
 	"github.com/zoo-dev/zoo/zoo/tensor"
-	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
-// layerValue is one intermediate value compared by `zoo parity --layers`.
-type layerValue struct {
+// LayerValue is one intermediate value compared by `zoo parity --layers`.
+type LayerValue struct {
 	Label string // "layers.3" or the producing node's name
 	Value string // the value's name in the graph
 }
 
-// layerValues returns the layer outputs a variant recorded in the graph's metadata, in layer
-// order; for graphs without them (files from PyTorch), every LayerNormalization output.
-func layerValues(g *graph.Graph) []layerValue {
-	var out []layerValue
+// LayerValues returns the layer outputs a variant recorded in the graph's metadata, in
+// layer order; for graphs without them (files from PyTorch), every LayerNormalization output.
+func LayerValues(g *graph.Graph) []LayerValue {
+	var out []LayerValue
 	for key, value := range g.Meta {
 		if i, ok := strings.CutPrefix(key, nn.LayerOutputMeta); ok {
-			out = append(out, layerValue{Label: "layers." + i, Value: value})
+			out = append(out, LayerValue{Label: "layers." + i, Value: value})
 		}
 	}
 	if len(out) > 0 {
@@ -41,15 +40,16 @@ func layerValues(g *graph.Graph) []layerValue {
 	}
 	for _, n := range g.Nodes {
 		if n.Op == "LayerNormalization" {
-			out = append(out, layerValue{Label: n.Name, Value: n.Outputs[0]})
+			out = append(out, LayerValue{Label: n.Name, Value: n.Outputs[0]})
 		}
 	}
 	return out
 }
 
-// exportWithOutputs exports g with the layer values added as graph outputs, so that ONNX
-// Runtime returns them; the graph zoo compiles is g itself, with the values kept.
-func exportWithOutputs(g *graph.Graph, layers []layerValue) ([]byte, error) {
+// ExportWithOutputs exports g with the layer values added as graph outputs, so that ONNX
+// Runtime returns them (producer: the exporting program's version); the graph zoo compiles
+// is g itself, with the values kept.
+func ExportWithOutputs(g *graph.Graph, layers []LayerValue, producer string) ([]byte, error) {
 	g2 := *g
 	g2.Outputs = append([]graph.ValueInfo{}, g.Outputs...)
 	declared := map[string]bool{}
@@ -62,42 +62,22 @@ func exportWithOutputs(g *graph.Graph, layers []layerValue) ([]byte, error) {
 			declared[l.Value] = true
 		}
 	}
-	return onnx.Export(&g2, onnx.ExportOptions{Opset: g.Opset, ProducerVersion: version})
+	return onnx.Export(&g2, onnx.ExportOptions{Opset: g.Opset, ProducerVersion: producer})
 }
 
-// validFor returns the (batch, seq) validity mask when t is laid out (batch, seq, ...), and
+// ValidFor returns the (batch, seq) validity mask when t is laid out (batch, seq, ...), and
 // nil (compare everything) otherwise.
-func validFor(t *tensor.Tensor, valid []bool) []bool {
+func ValidFor(t *tensor.Tensor, valid []bool) []bool {
 	if t == nil || len(t.Shape) < 2 || valid == nil || len(valid) != t.Shape[0]*t.Shape[1] {
 		return nil
 	}
 	return valid
 }
 
-// sampleBatch cuts consecutive pieces of the given lengths from text into one padded batch.
-func sampleBatch(text []byte, lengths ...int) *tokenize.Batch {
-	n := 0
-	for _, l := range lengths {
-		n = max(n, l)
-	}
-	b := &tokenize.Batch{B: len(lengths), N: n, Tokens: make([]int64, len(lengths)*n), Mask: make([]bool, len(lengths)*n)}
-	off := 0
-	for row, l := range lengths {
-		ids := tokenize.Encode(text[off%len(text) : min(off%len(text)+l, len(text))])
-		copy(b.Tokens[row*n:], ids)
-		for i := len(ids); i < n; i++ {
-			b.Mask[row*n+i] = true
-		}
-		b.Lengths = append(b.Lengths, len(ids))
-		b.Offsets = append(b.Offsets, int64(off))
-		off += l
-	}
-	return b
-}
-
-// renderLayers prints a per-layer table (max error, minimum tolerance, verdict) before the
-// usual per-output report, and names the first layer that diverges.
-func renderLayers(w io.Writer, layers, outputs []parity.Result, opts parity.RenderOptions) error {
+// RenderLayers prints a per-layer table (max error, minimum tolerance, verdict) before the
+// usual per-output report, and names the first layer that diverges (JSON: {"layers": [...]}
+// and the report's fields).
+func RenderLayers(w io.Writer, layers, outputs []parity.Result, opts parity.RenderOptions) error {
 	if opts.JSON {
 		return format.WriteJSON(w, struct {
 			Layers []parity.Result `json:"layers"`

@@ -1,4 +1,7 @@
-package main
+// Package runout writes zoo run's outputs to .json, .npy and .safetensors files: streamed
+// batch by batch through spill files next to the output, so memory holds one batch, and
+// written atomically at the end.
+package runout
 
 import (
 	"bufio"
@@ -22,37 +25,36 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tokenize"
 )
 
-// outputSink takes a run's outputs, batch by batch, and writes them atomically at the end.
-// An output with one value per token is laid out (windows, n, ...) with n the longest window,
-// positions past a window's length zero; any other output (windows, ...).
-type outputSink interface {
-	begin(rep runReport, n int) error
-	add(b *tokenize.Batch, outs map[string]*tensor.Tensor) error
-	finish(path string) ([]string, error)
-	shapes() map[string][]int
-	// close removes what an unfinished sink left on disk; it is safe after finish.
-	close()
+// Meta is what an output file records besides the arrays.
+type Meta struct {
+	Model, Backend string
+	// Tokenizer is the tokenizer's entry (nil: the byte tokenizer's).
+	Tokenizer map[string]any
+	// Seq tells, per output, whether its axis 1 is the sequence (one value per token); an
+	// output absent from it is decided from its first batch.
+	Seq map[string]bool
 }
 
-// newSink picks the writer from the file extension; a .npy file holds the output selected
-// (which the caller has checked the model has).
-func newSink(path, selected string) (*stream, error) {
+// New picks the writer from the file extension; a .npy file holds the output selected (which
+// the caller has checked the model has; Select may set it later). An unknown extension is an
+// error naming it.
+func New(path, selected string) (*Stream, error) {
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".json", ".safetensors":
-		return &stream{format: ext, dir: filepath.Dir(path), base: filepath.Base(path)}, nil
+		return &Stream{format: ext, dir: filepath.Dir(path), base: filepath.Base(path)}, nil
 	case ".npy":
-		return &stream{format: ext, only: selected, dir: filepath.Dir(path), base: filepath.Base(path)}, nil
+		return &Stream{format: ext, only: selected, dir: filepath.Dir(path), base: filepath.Base(path)}, nil
 	default:
 		return nil, fmt.Errorf("output %s: unknown format %q; use .json, .npy or .safetensors", path, ext)
 	}
 }
 
-// stream writes each array of the output (tokens, lengths, offsets, every output) to its own
+// Stream writes each array of the output (tokens, lengths, offsets, every output) to its own
 // spill file next to the output (same file system, so no tmpfs fills up) as the batches come, in the form the format stores it
 // (little-endian binary, or JSON text), so memory holds one batch at a time; finish then
 // writes the header and copies the spill files into the output through
 // tensorio.AtomicWriteFile, and the spill files are removed whatever happens.
-type stream struct {
+type Stream struct {
 	format, only string
 	dir, base    string
 	model        string
@@ -73,15 +75,19 @@ type spill struct {
 	unlinked bool  // the file has no name any more
 }
 
-func (s *stream) begin(rep runReport, n int) error {
-	s.model, s.backend = rep.Model, rep.Backend+" ("+rep.Level+")"
+// Select makes a .npy file hold the output name.
+func (s *Stream) Select(name string) { s.only = name }
+
+// Begin starts the file: windows are laid out at n tokens.
+func (s *Stream) Begin(meta Meta, n int) error {
+	s.model, s.backend = meta.Model, meta.Backend
 	s.n = n
-	s.tokenizer = rep.tokDoc
+	s.tokenizer = meta.Tokenizer
 	if s.tokenizer == nil {
 		s.tokenizer = (&zooroot.Tokenizer{Tokenizer: tokenize.Bytes{}}).Doc()
 	}
 	s.arrays, s.rest, s.seq = map[string]*spill{}, map[string][]int{}, map[string]bool{}
-	for name, seq := range rep.seqOutputs {
+	for name, seq := range meta.Seq {
 		s.seq[name] = seq
 	}
 	if s.format == ".npy" {
@@ -95,7 +101,7 @@ func (s *stream) begin(rep runReport, n int) error {
 	return nil
 }
 
-func (s *stream) open(name string) error {
+func (s *Stream) open(name string) error {
 	f, err := os.CreateTemp(s.dir, "."+s.base+".part-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Join(s.dir, s.base), err)
@@ -106,7 +112,8 @@ func (s *stream) open(name string) error {
 	return nil
 }
 
-func (s *stream) close() {
+// Close removes what an unfinished stream left on disk; it is safe after Finish.
+func (s *Stream) Close() {
 	for _, sp := range s.arrays {
 		sp.f.Close()
 		if !sp.unlinked {
@@ -116,7 +123,8 @@ func (s *stream) close() {
 	s.arrays = nil
 }
 
-func (s *stream) add(b *tokenize.Batch, outs map[string]*tensor.Tensor) error {
+// Add appends a batch of windows and its outputs.
+func (s *Stream) Add(b *tokenize.Batch, outs map[string]*tensor.Tensor) error {
 	names := make([]string, 0, len(outs))
 	for name := range outs {
 		if s.only == "" || name == s.only {
@@ -191,7 +199,7 @@ func (s *stream) add(b *tokenize.Batch, outs map[string]*tensor.Tensor) error {
 
 // floats appends float32 values: little-endian, or JSON text in the shortest form that
 // reads back to the same float32.
-func (s *stream) floats(sp *spill, v []float32) {
+func (s *Stream) floats(sp *spill, v []float32) {
 	if s.format == ".json" {
 		for _, x := range v {
 			s.comma(sp)
@@ -208,7 +216,7 @@ func (s *stream) floats(sp *spill, v []float32) {
 }
 
 // ints appends int64 values: little-endian, or JSON text.
-func (s *stream) ints(sp *spill, v []int64) {
+func (s *Stream) ints(sp *spill, v []int64) {
 	if s.format == ".json" {
 		for _, x := range v {
 			s.comma(sp)
@@ -224,7 +232,7 @@ func (s *stream) ints(sp *spill, v []int64) {
 }
 
 // zeros appends k zeros (int64 when integer, else float32).
-func (s *stream) zeros(sp *spill, k int64, integer bool) {
+func (s *Stream) zeros(sp *spill, k int64, integer bool) {
 	if s.format == ".json" {
 		zero := format.AppendFloat32(nil, 0)
 		if integer {
@@ -246,14 +254,15 @@ func (s *stream) zeros(sp *spill, k int64, integer bool) {
 	}
 }
 
-func (s *stream) comma(sp *spill) {
+func (s *Stream) comma(sp *spill) {
 	if sp.count > 0 {
 		sp.w.WriteByte(',')
 	}
 	sp.count++
 }
 
-func (s *stream) shapes() map[string][]int {
+// Shapes returns each output's shape as written.
+func (s *Stream) Shapes() map[string][]int {
 	out := map[string][]int{}
 	for name, rest := range s.rest {
 		if s.seq[name] {
@@ -266,7 +275,7 @@ func (s *stream) shapes() map[string][]int {
 }
 
 // outputNames returns the outputs written, sorted.
-func (s *stream) outputNames() []string {
+func (s *Stream) outputNames() []string {
 	names := make([]string, 0, len(s.rest))
 	for name := range s.rest {
 		names = append(names, name)
@@ -275,8 +284,9 @@ func (s *stream) outputNames() []string {
 	return names
 }
 
-func (s *stream) finish(path string) ([]string, error) {
-	defer s.close()
+// Finish writes the file at path atomically and returns the paths written.
+func (s *Stream) Finish(path string) ([]string, error) {
+	defer s.Close()
 	for _, sp := range s.arrays {
 		if err := sp.w.Flush(); err != nil {
 			return nil, fmt.Errorf("write %s: %w", path, err)
@@ -303,13 +313,13 @@ func (s *stream) finish(path string) ([]string, error) {
 	return []string{path}, nil
 }
 
-func (s *stream) copyArray(w io.Writer, name string) error {
+func (s *Stream) copyArray(w io.Writer, name string) error {
 	_, err := io.Copy(w, s.arrays[name].f)
 	return err
 }
 
-func (s *stream) writeNPY(w io.Writer) error {
-	hdr, err := tensorio.NPYHeader(tensor.Float32, s.shapes()[s.only])
+func (s *Stream) writeNPY(w io.Writer) error {
+	hdr, err := tensorio.NPYHeader(tensor.Float32, s.Shapes()[s.only])
 	if err != nil {
 		return err
 	}
@@ -319,7 +329,7 @@ func (s *stream) writeNPY(w io.Writer) error {
 	return s.copyArray(w, s.only)
 }
 
-func (s *stream) writeSafetensors(w io.Writer) error {
+func (s *Stream) writeSafetensors(w io.Writer) error {
 	// Shapes without data: SafetensorsHeader needs no more.
 	named := []tensorio.Named{
 		{Name: "tokens", Tensor: &tensor.Tensor{DType: tensor.Int64, Shape: []int{s.next, s.n}}},
@@ -327,7 +337,7 @@ func (s *stream) writeSafetensors(w io.Writer) error {
 		{Name: "offsets", Tensor: &tensor.Tensor{DType: tensor.Int64, Shape: []int{s.next}}},
 	}
 	for _, name := range s.outputNames() {
-		named = append(named, tensorio.Named{Name: name, Tensor: &tensor.Tensor{DType: tensor.Float32, Shape: s.shapes()[name]}})
+		named = append(named, tensorio.Named{Name: name, Tensor: &tensor.Tensor{DType: tensor.Float32, Shape: s.Shapes()[name]}})
 	}
 	tokMeta := zooroot.ByteTokenizerDoc // the byte tokenizer's entry, as it always was
 	if s.tokenizer["kind"] != "bytes" {
@@ -358,7 +368,7 @@ func str(v any) string {
 
 // writeJSON writes the JSON document; data arrays are flat and row-major, with shapes. The
 // keys come in the order encoding/json gives a map (sorted), then tokens and outputs.
-func (s *stream) writeJSON(w io.Writer) error {
+func (s *Stream) writeJSON(w io.Writer) error {
 	tok := str(s.tokenizer)
 	parts := []func() error{
 		func() error { _, err := fmt.Fprintf(w, `{"backend":%s,"lengths":[`, str(s.backend)); return err },
@@ -379,7 +389,7 @@ func (s *stream) writeJSON(w io.Writer) error {
 		}
 		parts = append(parts,
 			func() error {
-				_, err := fmt.Fprintf(w, `%s%q:{"shape":%s,"data":[`, sep, name, str(s.shapes()[name]))
+				_, err := fmt.Fprintf(w, `%s%q:{"shape":%s,"data":[`, sep, name, str(s.Shapes()[name]))
 				return err
 			},
 			func() error { return s.copyArray(w, name) },

@@ -1,0 +1,84 @@
+// Package backendlist describes zoo's backends for `zoo backends`: whether each can run on
+// this machine (and why not), its kernel level, threads and device, its bf16 path (or why
+// it has none), and which one is chosen and why; as a table or JSON.
+package backendlist
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/zoo-dev/zoo/backends"
+)
+
+// Row is one backend; --json prints the rows.
+type Row struct {
+	Name      string `json:"name"`
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
+	Level     string `json:"kernel_level,omitempty"`
+	Device    string `json:"device,omitempty"`
+	Threads   int    `json:"threads,omitempty"`
+	// BF16 is the backend's bf16 matrix-product path, "" when it has none here; BF16Reason
+	// then says why (never "" then). Both are always present, so that scripts can test them.
+	BF16       string `json:"bf16"`
+	BF16Reason string `json:"bf16_reason"`
+	Chosen     bool   `json:"chosen"`
+	Why        string `json:"why_chosen,omitempty"`
+}
+
+// Rows probes every backend of all; chosen is the selected one (nil when the selection
+// failed).
+func Rows(all []backends.Backend, chosen *backends.Choice) []Row {
+	var rows []Row
+	for _, b := range all {
+		p := b.Probe()
+		row := Row{Name: b.Name(), Available: p.Available, Reason: p.Reason, Level: p.Level, Device: p.Device, Threads: p.Threads,
+			BF16: p.BF16, BF16Reason: p.BF16Reason}
+		if row.BF16 == "" && row.BF16Reason == "" {
+			row.BF16Reason = "the backend names no bf16 path"
+			if !p.Available {
+				row.BF16Reason = "the backend is unavailable here"
+			}
+		}
+		if chosen != nil && chosen.Backend.Name() == b.Name() {
+			row.Chosen, row.Why = true, chosen.Why
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// Render prints the rows as a table.
+func Render(w io.Writer, rows []Row) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	// BF16 is the last column: its reasons are long, and the others stay aligned before it.
+	fmt.Fprintln(tw, "BACKEND\tSTATUS\tLEVEL\tTHREADS\tDEVICE\tBF16")
+	for _, r := range rows {
+		status := "available"
+		if !r.Available {
+			status = "unavailable: " + r.Reason
+		}
+		if r.Chosen {
+			status += " (chosen)"
+		}
+		threads := "-"
+		if r.Threads > 0 {
+			threads = fmt.Sprint(r.Threads)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, status, r.Level, threads, r.Device, bf16Cell(r))
+	}
+	tw.Flush()
+}
+
+// bf16Cell is the BF16 column: the path, "none (reason)", or "-" for a backend that cannot
+// run here at all (its status says why).
+func bf16Cell(r Row) string {
+	switch {
+	case r.BF16 != "":
+		return r.BF16
+	case !r.Available:
+		return "-"
+	}
+	return "none (" + r.BF16Reason + ")"
+}
