@@ -33,7 +33,7 @@ type Series struct {
 	TimeMS   []float64
 	MemBytes []float64
 	// TimeSD, when as long as N, is the standard deviation of each time over its timed
-	// runs, drawn as an error bar (cut at the axis where mean − sd is not positive).
+	// runs, drawn as an error bar (cut at a tenth of the mean where mean − sd is below it: lowErr).
 	TimeSD []float64
 	// Dashed draws the line dashed (used for reference runtimes such as ONNX Runtime).
 	Dashed bool
@@ -108,7 +108,7 @@ func Render(w io.Writer, series []Series, opts Options) (err error) {
 			err = fmt.Errorf("benchplot: draw: %v", r)
 		}
 	}()
-	timeP, err := panel(series, opts.Title+" — time per run (bars: ± sd)", "time (ms)", func(s Series) []float64 { return s.TimeMS }, func(s Series) []float64 { return s.TimeSD })
+	timeP, err := panel(series, opts.Title+" — time per run (bars: ± sd, cut at a tenth)", "time (ms)", func(s Series) []float64 { return s.TimeMS }, func(s Series) []float64 { return s.TimeSD })
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func panel(series []Series, title, ylabel string, y, sd func(Series) []float64) 
 				if len(sds) == len(s.N) && finite(sds[j]) {
 					e = math.Abs(sds[j])
 				}
-				low := math.Min(e, ys[j]*0.999) // a log axis cannot reach 0
+				low := lowErr(ys[j], e, true)
 				errs = append(errs, struct{ Low, High float64 }{low, e})
 				xmin, xmax = math.Min(xmin, s.N[j]), math.Max(xmax, s.N[j])
 				ymin, ymax = math.Min(ymin, ys[j]-low), math.Max(ymax, ys[j]+e)

@@ -358,10 +358,11 @@ func lowHigh(pts plotter.XYs, e []float64, log bool, v func(plotter.XY) float64)
 }
 
 // lowErr is how far below v a bar of ± e reaches: e, or on a log axis, which cannot show 0,
-// at most 99.9 % of v.
+// at most down to a tenth of v: a bar cut at 99.9 % of v set the axis three decades below
+// the data and flattened every curve (a spread that large is flagged as noise anyway).
 func lowErr(v, e float64, log bool) float64 {
 	if log {
-		return math.Min(e, 0.999*v)
+		return math.Min(e, 0.9*v)
 	}
 	return e
 }

@@ -93,9 +93,14 @@ func Draw(w io.Writer, m attnmap.Map, title string) error {
 		for j, p := range plots[i] {
 			// Each map's own colour bar at its right: the map scales white to its largest
 			// weight, which the bar's ticks read out.
+			// Its bar runs the height of the map's cells: the offsets of a plot's data area
+			// from its canvas do not depend on the canvas's size.
 			mc, bc := canvases[i][j], canvases[i][j]
 			mc.Max.X -= px(ColorBarWidth)
-			bc.Min.X = mc.Max.X + px(4)
+			bc.Min.X, bc.Max.X = mc.Max.X+px(4), bc.Max.X-px(6)
+			da, bd := p.DataCanvas(mc), bars[i][j].DataCanvas(bc)
+			bc.Min.Y += da.Min.Y - bd.Min.Y
+			bc.Max.Y += da.Max.Y - bd.Max.Y
 			p.Draw(mc)
 			bars[i][j].Draw(bc)
 		}
@@ -106,7 +111,7 @@ func Draw(w io.Writer, m attnmap.Map, title string) error {
 
 // ColorBarWidth is the width in pixels of the colour bar beside each map, with its labels,
 // taken from the right of the map's tile.
-const ColorBarWidth = 84
+const ColorBarWidth = 64
 
 // barGrid is a colour bar's cells: two columns of n rows running from 0 to max.
 type barGrid struct {
@@ -128,9 +133,12 @@ func (g barGrid) Y(r int) float64 { return (float64(r) + 0.5) * g.max / float64(
 // right with the weights (ticks that never read twice).
 func colorBar(pal palette.Palette, hi float64) *plot.Plot {
 	p := plot.New()
-	p.Title.Text = "weight"
+	// Its name along its axis, not as a title: a title sits above the map's and can run
+	// into the picture's.
+	p.Y.Label.Text = "weight"
 	hm := plotter.NewHeatMap(barGrid{n: 64, max: hi}, pal)
 	hm.Min, hm.Max = 0, hi
+	hm.Rasterized = true // one smooth ramp, not 64 cells with seams
 	p.Add(hm)
 	p.HideX()
 	p.Y.Min, p.Y.Max = 0, hi

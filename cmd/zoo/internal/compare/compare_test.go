@@ -130,7 +130,17 @@ func TestSmooth(t *testing.T) {
 		noisy = append(noisy, 5+float64(i%2*2-1))
 	}
 	sm := Smooth(noisy)
-	if d := sm[99] - sm[98]; d > 1 || d < -1 {
+	if d := sm[50] - sm[49]; d > 0.5 || d < -0.5 {
 		t.Errorf("alternating ±1 still moves by %v after smoothing", d)
+	}
+	// A straight line stays on itself: the average is centred, so it does not lag.
+	var line []float64
+	for i := range 200 {
+		line = append(line, 10-0.05*float64(i))
+	}
+	for i, x := range Smooth(line) {
+		if d := x - line[i]; d > 1e-9 || d < -1e-9 {
+			t.Fatalf("a straight line smoothed to %v at %d, want %v (a lag)", x, i, line[i])
+		}
 	}
 }

@@ -101,21 +101,20 @@ func meanCurve(curves [][]Point) (x, loss, bpb []float64) {
 	return x, loss, bpb
 }
 
-// Smooth is an exponential moving average of y with the weight of the past that a span of
-// about a twentieth of the points gives (TensorBoard's smoothing, debiased at the start),
-// so that a curve's trend shows through the noise of single batches.
+// Smooth is a centred moving average of y over about a twentieth of the points (at least 5),
+// narrowed at both ends so that it stays centred there, so that a curve's trend shows through
+// the noise of single batches without lagging behind it (an exponential average, as
+// TensorBoard's, sits above a falling loss curve by a span's worth of steps).
 func Smooth(y []float64) []float64 {
-	if len(y) < 3 {
-		return slices.Clone(y)
-	}
-	span := max(2, float64(len(y))/20)
-	alpha := 2 / (span + 1)
-	out := make([]float64, len(y))
-	var avg, w float64
+	out := slices.Clone(y)
+	h := max(2, len(y)/40)
+	prefix := make([]float64, len(y)+1)
 	for i, v := range y {
-		avg = (1-alpha)*avg + alpha*v
-		w = (1-alpha)*w + alpha
-		out[i] = avg / w
+		prefix[i+1] = prefix[i] + v
+	}
+	for i := range y {
+		k := min(h, i, len(y)-1-i)
+		out[i] = (prefix[i+k+1] - prefix[i-k]) / float64(2*k+1)
 	}
 	return out
 }
