@@ -214,12 +214,12 @@ func panel(series []Series, title, ylabel string, y, sd func(Series) []float64) 
 	p.X.Min, p.X.Max = xmin/1.15, xmax*1.15
 	p.Y.Min, p.Y.Max = ymin/1.3, ymax*1.3
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = nTicks(series), logTicks{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = nTicks(series), LogTicks{}
 	return p, nil
 }
 
 // nTicks labels the measured sequence lengths themselves (16, 32, 64, ...) when there are
-// at most 12 of them, and falls back to logTicks otherwise.
+// at most 12 of them, and falls back to LogTicks otherwise.
 func nTicks(series []Series) plot.Ticker {
 	seen := map[float64]bool{}
 	var vals []float64
@@ -232,7 +232,7 @@ func nTicks(series []Series) plot.Ticker {
 		}
 	}
 	if len(vals) == 0 || len(vals) > 12 {
-		return logTicks{}
+		return LogTicks{}
 	}
 	return valueTicks(vals)
 }
@@ -242,7 +242,7 @@ type valueTicks []float64
 
 // Ticks implements plot.Ticker.
 func (v valueTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := logTicks{}.Ticks(min, max)
+	ticks := LogTicks{}.Ticks(min, max)
 	for i := range ticks {
 		ticks[i].Label = ""
 	}
@@ -254,12 +254,12 @@ func (v valueTicks) Ticks(min, max float64) []plot.Tick {
 	return ticks
 }
 
-// logTicks labels powers of 10 and, when the range spans less than two decades (as bench
+// LogTicks labels a log axis at powers of 10 and, when the range spans less than two decades (as bench
 // ranges often do), the 2× and 5× steps too, so a short axis still gets readable labels.
-type logTicks struct{}
+type LogTicks struct{}
 
 // Ticks implements plot.Ticker.
-func (logTicks) Ticks(min, max float64) []plot.Tick {
+func (LogTicks) Ticks(min, max float64) []plot.Tick {
 	lo, hi := math.Floor(math.Log10(min)), math.Ceil(math.Log10(max))
 	dense := hi-lo <= 2
 	var ticks []plot.Tick

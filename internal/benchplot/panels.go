@@ -209,12 +209,12 @@ func drawPanel(pn Panel, areaW, areaH float64) (*plot.Plot, error) {
 	}
 	p.Y.Min, p.Y.Max = pad(ymin, ymax, pn.LogY, 1.3, 0.08)
 	if pn.LogX {
-		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, logTicks{}
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, LogTicks{}
 	} else {
 		p.X.Tick.Marker = LinearTicks{}
 	}
 	if pn.LogY {
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, LogTicks{}
 	} else {
 		p.Y.Tick.Marker = LinearTicks{}
 	}
