@@ -36,7 +36,7 @@ func Plots(results []Result, s Setup) ([]Figure, error) {
 			Src: template.HTMLAttr(`src="data:image/png;base64,` + base64.StdEncoding.EncodeToString(buf.Bytes()) + `"`)})
 		return nil
 	}
-	if err := add("loss", "Loss curves", "Left: training loss of every step, averaged over the seeds: smoothed (solid, an exponential moving average) over the raw values (faint), and the held-out loss at each evaluation (dashed, marked). Right: held-out bits per byte at each evaluation.",
+	if err := add("loss", "Loss curves", "Left: training loss of every step, averaged over the seeds: smoothed (solid, a centred moving average) over the raw values (faint), and the held-out loss at each evaluation (dashed, marked). Right: held-out bits per byte at each evaluation.",
 		func(w io.Writer) error { return benchplot.RenderPanels(w, lossPanels(results), 1400, 560) }); err != nil {
 		return nil, err
 	}
@@ -196,9 +196,9 @@ var reportTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <style>
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1500px; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; }
-table { border-collapse: collapse; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; }
-th { background: #f0f0f0; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table { border-collapse: collapse; font-size: 0.85em; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.45em; }
+th { background: #f0f0f0; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 img { max-width: 100%; border: 1px solid #ddd; }
 code, pre { font-size: 0.85em; background: #f6f6f6; } pre { padding: 0.6em; white-space: pre-wrap; }
 td code { overflow-wrap: anywhere; }
