@@ -113,13 +113,7 @@ func ScoreOutput(g *graph.Graph) string {
 // maxLen when > 0, else the rows of its position table), else 512. A requested length that
 // is negative or longer than the model takes is an *InputError naming ServeOptions.MaxTokens.
 func ServeMaxLen(name string, maxLen int, plan *FeedPlan, requested int) (int, error) {
-	limit, from := maxLen, "max_len"
-	if limit == 0 && plan.MaxLen > 0 {
-		limit, from = plan.MaxLen, "the rows of its position table "+plan.MaxLenFrom
-	}
-	if plan.Seq > 0 && (limit == 0 || plan.Seq < limit) {
-		limit, from = plan.Seq, "the static length of its inputs"
-	}
+	limit, from := plan.Limit(maxLen)
 	switch {
 	case requested < 0:
 		return 0, inputErrf(optMaxTokens, "%s must not be negative, got %d", optMaxTokens, requested)

@@ -101,7 +101,7 @@ func (m *Model) chooseWindow(plan *FeedPlan, requested int) (int, error) {
 func ChooseWindow(name string, maxLen int, plan *FeedPlan, requested int) (int, error) {
 	from := "max_len"
 	if maxLen == 0 && plan.MaxLen > 0 {
-		maxLen, from = plan.MaxLen, "the rows of its position table "+plan.MaxLenFrom
+		maxLen, from = plan.MaxLen, plan.MaxLenWhy()
 	}
 	if requested < 0 {
 		return 0, inputErrf(optWindow, "%s must be positive, got %d", optWindow, requested)

@@ -45,9 +45,12 @@ type FeedPlan struct {
 	// and batches are padded to them.
 	Batch int `json:"static_batch,omitempty"`
 	Seq   int `json:"static_seq,omitempty"`
-	// MaxLen is the number of rows of the position table (0: none found), MaxLenFrom its name.
+	// MaxLen is the number of rows of the position table (0: none found), MaxLenFrom its name;
+	// or, where no table bounds the length but the graph's shapes do, the longest length they
+	// hold at, with MaxLenNode saying where they fail beyond it.
 	MaxLen     int    `json:"max_len,omitempty"`
 	MaxLenFrom string `json:"max_len_from,omitempty"`
+	MaxLenNode string `json:"max_len_node,omitempty"`
 	// VocabRows is the number of rows of the token embedding table (0: none found).
 	VocabRows int    `json:"vocab_rows,omitempty"`
 	VocabFrom string `json:"vocab_from,omitempty"`
@@ -277,6 +280,8 @@ func (p *FeedPlan) findTables(g *graph.Graph) {
 			p.MaxLen, p.MaxLenFrom = t.Shape[0], n.Input(0)
 		}
 	}
+	p.findSlicedTables(g) // feeds_bounds.go
+	p.findShapeBound(g)
 }
 
 // passThrough are the ops that keep their first input's values (as token ids).

@@ -452,7 +452,8 @@ func (m *Model) Program(ctx context.Context) (backends.Program, error) {
 
 // Run runs the model once on arrays keyed by input name (each of its input's dtype and rank;
 // see BindArrays to convert and check arrays read from files) and returns every output by
-// name. A missing or extra input is an *InputError; ctx stops a long run.
+// name. A missing or extra input is an *InputError; ctx stops a long run. Float outputs come
+// back as float32: a model's float16 or bfloat16 outputs are widened (exactly).
 func (m *Model) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	for _, in := range m.graph.Inputs {
 		if inputs[in.Name] == nil {
@@ -483,6 +484,13 @@ func (m *Model) run(ctx context.Context, inputs map[string]*tensor.Tensor) (map[
 			return nil, err
 		}
 		return nil, fmt.Errorf("run %s on %s: %w", m.Name(), choice.Backend.Name(), err)
+	}
+	for name, t := range outs {
+		// An imported file's 16-bit float outputs keep their type in the program (onnx/dtype.go);
+		// everything above the program reads floats as float32.
+		if t != nil && t.DType.IsFloat() && t.DType != tensor.Float32 {
+			outs[name], _ = tensor.ToFloat32(t)
+		}
 	}
 	return outs, nil
 }

@@ -4,7 +4,8 @@
 // accepted) with the generated protobuf types of package onnx/onnxpb, deterministically, each
 // node in its form at the requested opset (opset_export.go; at 23 zoo's attention and rope
 // blocks become Attention and RotaryEmbedding, opset_fuse.go and opset_rotary.go).
-// Import reads any self-contained ONNX model at ai.onnx opsets 7 to 23 whose operators zoo's
+// Import reads any self-contained ONNX model at ai.onnx opsets 7 to 23 (and 1 to 6 for the
+// operators that kept their meaning since) whose operators zoo's
 // IR knows, for example PyTorch's exports at opsets 11 to 17, rewrites older operator forms
 // into the op table's (opset.go, after ONNX's version converter) and returns a validated,
 // topologically sorted graph.
@@ -12,8 +13,9 @@
 // a Git LFS pointer. ONNX Runtime's com.microsoft ops are imported into their own domain
 // (graph.OpKey); an unknown op is refused with every unknown op of the graph listed at once
 // (unsupported.go). Float16 and bfloat16 weights and values are computed in float32: they are
-// widened once at import and Casts to them become Casts to float32 (dtype.go); int8 and uint8
-// tensors (quantized graphs) are read as they are.
+// widened once at import, while the file's 16-bit graph inputs and outputs keep their types and
+// its Casts to 16-bit floats still round (each followed by a Cast back to float32; dtype.go);
+// int8 and uint8 tensors (quantized graphs) are read as they are.
 //
 // # How Import uses onnx-go
 //

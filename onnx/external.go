@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/zoo-dev/zoo/onnx/onnxpb"
 	"github.com/zoo-dev/zoo/zoo/graph"
@@ -32,6 +35,36 @@ func ImportFile(path string) (*graph.Graph, error) {
 		return nil, fmt.Errorf("import onnx: %w", err)
 	}
 	return g, nil
+}
+
+// ReadFile returns the ONNX model at path as self-contained bytes: tensors whose data is in
+// external files (read from the model's folder as ImportFile reads them) carry it in
+// raw_data, so that Import and ONNX Runtime's loader from bytes take the model whole. A model
+// without external data is returned as the file holds it. The result must stay under
+// protobuf's 2 GiB limit; errors start with "read onnx:".
+func ReadFile(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read onnx: %w", err)
+	}
+	if err := lfsPointer(data); err != nil {
+		return nil, fmt.Errorf("read onnx: %w", err)
+	}
+	var m onnxpb.ModelProto
+	if err := proto.Unmarshal(data, &m); err != nil || len(externalTensors(&m)) == 0 {
+		return data, nil // Import names what is wrong with the bytes
+	}
+	if err := loadExternalData(&m, filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("read onnx: %w", err)
+	}
+	if size := proto.Size(&m); size >= math.MaxInt32 {
+		return nil, fmt.Errorf("read onnx: %s with its external data is %d bytes, over protobuf's 2 GiB limit for one model", path, size)
+	}
+	out, err := proto.Marshal(&m)
+	if err != nil {
+		return nil, fmt.Errorf("read onnx: %w", err)
+	}
+	return out, nil
 }
 
 // lfsPointerPrefix starts every Git LFS pointer file (git-lfs's spec, v1).

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -119,5 +120,38 @@ func TestImportNamesLFSPointer(t *testing.T) {
 		if err := imp(); err == nil || !strings.Contains(err.Error(), "Git LFS pointer, not the model: run git lfs pull") {
 			t.Errorf("got %v", err)
 		}
+	}
+}
+
+// ReadFile brings a model's external data into its bytes: Import of them equals ImportFile,
+// and a model without external data comes back as the file holds it.
+func TestReadFileInlinesExternalData(t *testing.T) {
+	dir := t.TempDir()
+	path := writeModel(t, dir, externalize(t, dir, "weights.bin", "weights.bin"))
+	data, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Import(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ImportFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, in := range got.Initializers {
+		if !tensor.Equal(in.Tensor, want.Initializers[i].Tensor) {
+			t.Errorf("initializer %q differs from ImportFile's", in.Name)
+		}
+	}
+	plain := mutate(t, func(*onnxpb.ModelProto) {})
+	path = writeModel(t, t.TempDir(), plain)
+	if data, err := ReadFile(path); err != nil || !bytes.Equal(data, plain) {
+		t.Errorf("a self-contained model: %d bytes, %v; want the file's %d", len(data), err, len(plain))
+	}
+	os.Remove(filepath.Join(dir, "weights.bin"))
+	if _, err := ReadFile(filepath.Join(dir, "model.onnx")); err == nil || !strings.Contains(err.Error(), "weights.bin") {
+		t.Errorf("missing data file: %v, want an error naming it", err)
 	}
 }

@@ -267,7 +267,7 @@ func TestImportErrors(t *testing.T) {
 		{"empty", nil, "file is empty"},
 		{"garbage", []byte("this is not an onnx file at all, just text"), "not"},
 		{"truncated", good[:len(good)/2], "truncated"},
-		{"opset 6", mutate(t, func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = 6 }), "opset 6 is not supported"},
+		{"opset 6", mutate(t, func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = 6 }), "at opset 6: LayerNormalization is not read before opset 7"},
 		{"opset 24", mutate(t, func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = 24 }), "opset 24 is not supported"},
 		{"no opset", mutate(t, func(m *onnxpb.ModelProto) { m.OpsetImport[0].Domain = "com.example" }), "no ai.onnx opset"},
 		{"ir 11", mutate(t, func(m *onnxpb.ModelProto) { m.IrVersion = 11 }), "IR version 11"},
@@ -305,11 +305,11 @@ func TestImportErrors(t *testing.T) {
 		{"sequence input", mutate(t, func(m *onnxpb.ModelProto) {
 			m.Graph.Input[0].Type = &onnxpb.TypeProto{Value: &onnxpb.TypeProto_SequenceType{SequenceType: &onnxpb.TypeProto_Sequence{}}}
 		}), `graph input "tokens": is not a tensor`},
-		{"cast to double", mutate(t, func(m *onnxpb.ModelProto) {
+		{"cast to string", mutate(t, func(m *onnxpb.ModelProto) {
 			n := findNode(m, "Identity")
 			n.OpType = "Cast"
-			n.Attribute = []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: 11}}
-		}), "element type double is not supported"},
+			n.Attribute = []*onnxpb.AttributeProto{{Name: "to", Type: onnxpb.AttributeProto_INT, I: 8}}
+		}), "element type string is not supported"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
-// Version adapters for import. A file at ai.onnx opset 7 to MaxOpset is brought into the one
-// form graph's op table holds before anything else reads its nodes, following the rules of
+// Version adapters for import. A file at ai.onnx opset 1 to MaxOpset (before 7, with the
+// operators of sameBefore7 only) is brought into the one form graph's op table holds before anything else reads its nodes, following the rules of
 // ONNX's own version converter (onnx/version_converter/adapters) for the operators zoo runs:
 //
 //   - Slice-1..9: starts, ends and axes attributes become inputs (slice_9_10).
@@ -19,14 +19,17 @@ import (
 //   - Split-2..12: the split attribute becomes an input (split_12_13). From 18, Split
 //     without split takes num_outputs, which the table reads as it is.
 //   - ReduceSum-1..12: the axes attribute becomes an input (axes_attribute_to_input, 12→13).
-//     ReduceMean-18+ and ReduceMax-18+: a constant axes input becomes the attribute
-//     (axes_input_to_attribute, 18→17), the form the table's builders and backends keep; an
-//     axes input computed at run time stays an input, which the table also reads.
-//   - Softmax-1..12 coerces its input to 2-D at axis (default 1) and normalises each row
-//     (softmax_12_13): where axis is the last axis it is Softmax-13 over that axis; otherwise
+//     ReduceMean-18+, ReduceMax-18+ and the other reductions at 18+ (ReduceMin, ReduceProd,
+//     ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp): a constant axes
+//     input becomes the attribute (axes_input_to_attribute, 18→17), the form the table's
+//     builders and backends keep; an axes input computed at run time stays an input, which the
+//     table also reads.
+//   - Softmax-1..12 (and LogSoftmax and Hardmax before 13) coerces its input to 2-D at axis
+//     (default 1) and normalises each row (softmax_12_13): where axis is the last axis it is Softmax-13 over that axis; otherwise
 //     the node becomes Reshape(x, [0]·axis ++ [-1]) → Softmax(-1) → Reshape(·, Shape(x)).
 //   - Flatten (1, 9, 11, 13; not in the table) becomes Reshape, with Transposes for an axis
-//     above 1 (rank-free; a negative axis is refused).
+//     above 1, and for a negative axis (counted from the end) a Reshape to the product of the
+//     leading dimensions computed from Shape (all rank-free).
 //   - Clip-6's min and max attributes become the optional inputs of Clip-11 on (clip).
 //   - Pad-2's pads and value attributes become the inputs of Pad-11 (pad_10_11).
 //   - Upsample-7 (scales attribute), Upsample-9 and Resize-10 (scales input) become Resize-11
@@ -36,16 +39,63 @@ import (
 //     changes the numbers, so these cases are checked against numpy and ONNX Runtime only.
 //   - BatchNormalization-7's spatial attribute: 1 is the table's (opset-9) form, 0 is written
 //     as x·a + b (batchNorm).
-//   - Dropout-7..22 in inference (no training_mode, or a constant false) is the identity; its
-//     mask output, if used, is all true (ConstantOfShape). Dropout in training mode is refused.
+//   - Dropout-7..22 in inference (no training_mode, or a constant false, or a constant true
+//     with a constant ratio of 0) is the identity; its mask output, if used, is all true
+//     (ConstantOfShape). A training_mode given at run time keeps the op table's Dropout, which
+//     refuses training mode with a ratio above 0 then; a constant one with another ratio is
+//     refused here.
 //
 // Every other operator of the table kept its meaning from opset 7 on (later versions only
 // added element types, or optional inputs with the old behaviour as default: Gemm-11's optional
 // C, Reshape-14's allowzero 0, Cast-19's saturate for float8, Shape-15's start and end).
 
+// reduceOps are the reductions whose axes became an input at opset 18.
+var reduceOps = map[string]bool{"ReduceMean": true, "ReduceMax": true, "ReduceMin": true, "ReduceProd": true, "ReduceL1": true,
+	"ReduceL2": true, "ReduceSumSquare": true, "ReduceLogSum": true, "ReduceLogSumExp": true}
+
 // MinImportOpset is the oldest ai.onnx opset Import reads (MinOpset is the oldest Export
-// writes).
-const MinImportOpset = 7
+// writes). Below opset 7 it reads only the operators listed in sameBefore7.
+const MinImportOpset = 1
+
+// sameBefore7 are the operators a file at opsets 1 to 6 may use: each means there what the
+// op table's form means (their versions before 7 differ only by the legacy consumed_inputs
+// attribute, which is dropped, or by what the adapters below rewrite anyway: Softmax's 2-D
+// coercion, Squeeze's and Slice's attributes, Clip's bounds, Flatten, Reciprocal; Concat
+// before 4, whose axis defaults to 1; Sum, Max, Min and Mean before 8, which only lacked
+// broadcasting). Any other operator in such a file is refused by name: Add, Mul and the other
+// arithmetic broadcast by the broadcast and axis attributes then, Reshape took its shape as an
+// attribute, Cast its type as a string, Dropout and BatchNormalization were in training mode
+// unless is_test, and so on.
+var sameBefore7 = map[string]bool{
+	"Abs": true, "Neg": true, "Exp": true, "Log": true, "Sqrt": true, "Sigmoid": true, "Tanh": true, "Relu": true,
+	"Ceil": true, "Floor": true, "Reciprocal": true, "Elu": true, "HardSigmoid": true, "Selu": true, "LeakyRelu": true,
+	"Softplus": true, "Softsign": true, "Not": true, "Identity": true, "Constant": true, "Shape": true, "Size": true,
+	"Transpose": true, "MatMul": true, "Softmax": true, "LogSoftmax": true, "Hardmax": true,
+	"InstanceNormalization": true, "GlobalAveragePool": true, "GlobalMaxPool": true, "Flatten": true,
+	"Squeeze": true, "Unsqueeze": true, "Slice": true, "Gather": true, "Concat": true, "Clip": true,
+	"Sum": true, "Max": true, "Min": true, "Mean": true, "ArgMax": true, "ArgMin": true,
+	"ReduceMax": true, "ReduceMin": true, "ReduceMean": true, "ReduceSum": true, "ReduceProd": true, "ReduceL1": true,
+	"ReduceL2": true, "ReduceSumSquare": true, "ReduceLogSum": true, "ReduceLogSumExp": true,
+}
+
+// legacy brings a node of a file before opset 7 to its opset-7 form, or refuses it.
+func (u *upgrader) legacy(np *onnxpb.NodeProto) error {
+	op := np.GetOpType()
+	if !sameBefore7[op] {
+		return fmt.Errorf("%s is not read before opset 7 (its meaning changed at 7 or later; zoo reads only ops that kept theirs from files that old); re-export with opset_version=17", op)
+	}
+	attrs := np.Attribute[:0]
+	for _, a := range np.GetAttribute() {
+		if a.GetName() != "consumed_inputs" {
+			attrs = append(attrs, a)
+		}
+	}
+	np.Attribute = attrs
+	if op == "Concat" && u.opset < 4 && findAttr(np, "axis") == nil {
+		np.Attribute = append(np.Attribute, &onnxpb.AttributeProto{Name: "axis", Type: onnxpb.AttributeProto_INT, I: 1})
+	}
+	return nil
+}
 
 // constPrefixAdapter names the initializers that the adapters create (builder constants, so
 // that ParamCount and StateDict leave them out).
@@ -113,6 +163,11 @@ func isONNXDomain(d string) bool { return d == "" || d == "ai.onnx" }
 
 // upgrade returns the nodes that replace np.
 func (u *upgrader) upgrade(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
+	if u.opset < 7 {
+		if err := u.legacy(np); err != nil {
+			return nil, err
+		}
+	}
 	switch op := np.GetOpType(); {
 	case op == "Slice" && u.opset < 10:
 		starts, ok1 := takeInts(np, "starts")
@@ -142,7 +197,7 @@ func (u *upgrader) upgrade(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 			}
 			np.Input = append(np.Input, u.constInts(np, "split", split))
 		}
-	case (op == "ReduceMean" || op == "ReduceMax") && u.opset >= 18:
+	case reduceOps[op] && u.opset >= 18:
 		if len(np.GetInput()) < 2 {
 			break
 		}
@@ -157,7 +212,7 @@ func (u *upgrader) upgrade(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 				np.Attribute = append(np.Attribute, &onnxpb.AttributeProto{Name: "axes", Type: onnxpb.AttributeProto_INTS, Ints: axes})
 			}
 		}
-	case op == "Softmax" && u.opset < 13:
+	case (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && u.opset < 13:
 		axis := int64(1)
 		if a := findAttr(np, "axis"); a != nil {
 			axis = a.GetI()
@@ -196,8 +251,15 @@ func (u *upgrader) dropout(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 	}
 	if len(in) > 2 && in[2] != "" {
 		mode, ok := u.constValue(in[2])
-		if !ok || len(mode) != 1 || mode[0] != 0 {
-			return nil, fmt.Errorf("Dropout's training_mode %q must be a constant false (zoo runs inference)", in[2])
+		if !ok {
+			// Decided at run time: the op table's Dropout, the identity unless in training
+			// mode with a ratio above 0, which it refuses then.
+			return []*onnxpb.NodeProto{np}, nil
+		}
+		if len(mode) != 1 || mode[0] != 0 {
+			if ratio, ok := u.constFloat(in, 1); !ok || ratio != 0 {
+				return nil, fmt.Errorf("Dropout's training_mode %q is true with a ratio that is not a constant 0: it drops at random, and zoo runs inference", in[2])
+			}
 		}
 	}
 	for _, x := range in[1:] {
@@ -235,7 +297,19 @@ func (u *upgrader) flatten(np *onnxpb.NodeProto) ([]*onnxpb.NodeProto, error) {
 	}
 	switch {
 	case axis < 0:
-		return nil, fmt.Errorf("Flatten with a negative axis (%d) is not supported (re-export with a non-negative axis)", axis)
+		// Counted from the end, without knowing the rank: the leading dimensions' product is
+		// computed from the input's shape (ReduceProd of an empty slice is 1).
+		shape, head, prod, dims := u.fresh(np, "shape"), u.fresh(np, "head"), u.fresh(np, "rows"), u.fresh(np, "dims")
+		ints := func(name string, v int64) *onnxpb.AttributeProto {
+			return &onnxpb.AttributeProto{Name: name, Type: onnxpb.AttributeProto_INTS, Ints: []int64{v}}
+		}
+		return []*onnxpb.NodeProto{
+			{Name: shape, OpType: "Shape", Input: []string{x}, Output: []string{shape}},
+			{Name: head, OpType: "Slice", Input: []string{shape, u.constInts(np, "start", []int64{0}), u.constInts(np, "end", []int64{axis})}, Output: []string{head}},
+			{Name: prod, OpType: "ReduceProd", Input: []string{head}, Output: []string{prod}, Attribute: []*onnxpb.AttributeProto{ints("axes", 0)}},
+			{Name: dims, OpType: "Concat", Input: []string{prod, u.constInts(np, "cols", []int64{-1})}, Output: []string{dims}, Attribute: []*onnxpb.AttributeProto{{Name: "axis", Type: onnxpb.AttributeProto_INT, I: 0}}},
+			{Name: np.GetName(), OpType: "Reshape", Input: []string{x, dims}, Output: []string{y}},
+		}, nil
 	case axis == 0:
 		return []*onnxpb.NodeProto{reshape(np.GetName(), x, y, []int64{1, -1})}, nil
 	case axis == 1:
@@ -445,6 +519,30 @@ func (u *upgrader) constInts(np *onnxpb.NodeProto, what string, v []int64) strin
 	return name
 }
 
+// constFloat returns the value of input i of a node when it is a constant float scalar (an
+// initializer or a Constant's output).
+func (u *upgrader) constFloat(in []string, i int) (float64, bool) {
+	if i >= len(in) || in[i] == "" {
+		return 0.5, true // Dropout's default ratio
+	}
+	var tp *onnxpb.TensorProto
+	if t, ok := u.inits[in[i]]; ok {
+		tp = t
+	} else if c, ok := u.consts[in[i]]; ok {
+		if a := findAttr(c, "value"); a != nil {
+			tp = a.GetT()
+		}
+	}
+	if tp == nil {
+		return 0, false
+	}
+	t, err := decodeTensor(tp)
+	if err != nil || t.Len() != 1 || !t.DType.IsFloat() {
+		return 0, false
+	}
+	return float64(t.F32[0]), true
+}
+
 // constValue returns the integer values of a constant (an initializer that is not also a
 // graph input, or a Constant node's output).
 func (u *upgrader) constValue(name string) ([]int64, bool) {
@@ -573,7 +671,7 @@ func fixCoercedSoftmax(g *graph.Graph, coerced map[string]int64) error {
 	changed := false
 	for _, n := range g.Nodes {
 		axis, ok := coerced[n.Outputs[0]]
-		if n.Op != "Softmax" || !ok {
+		if (n.Op != "Softmax" && n.Op != "LogSoftmax" && n.Op != "Hardmax") || !ok {
 			nodes = append(nodes, n)
 			continue
 		}
@@ -581,7 +679,7 @@ func fixCoercedSoftmax(g *graph.Graph, coerced map[string]int64) error {
 		if known {
 			a, err := graph.NormAxis(axis, r)
 			if err != nil {
-				return fmt.Errorf("Softmax %q: %w", n.Name, err)
+				return fmt.Errorf("%s %q: %w", n.Op, n.Name, err)
 			}
 			if a == r-1 {
 				n.Attrs = graph.Attrs{"axis": graph.Int(-1)}
@@ -590,7 +688,7 @@ func fixCoercedSoftmax(g *graph.Graph, coerced map[string]int64) error {
 			}
 			axis = int64(a)
 		} else if axis < 0 {
-			return fmt.Errorf("Softmax %q at an opset before 13 has axis %d over an input of unknown rank (re-export with opset_version=13 or later)", n.Name, axis)
+			return fmt.Errorf("%s %q at an opset before 13 has axis %d over an input of unknown rank (re-export with opset_version=13 or later)", n.Op, n.Name, axis)
 		}
 		changed = true
 		nodes = append(nodes, coercedSoftmax(g, n, axis)...)
@@ -602,7 +700,8 @@ func fixCoercedSoftmax(g *graph.Graph, coerced map[string]int64) error {
 	return nil
 }
 
-// coercedSoftmax returns Softmax-1..12 at axis ≥ 0 written with opset-13 ops.
+// coercedSoftmax returns Softmax-1..12 (or LogSoftmax, Hardmax) at axis ≥ 0 written with
+// opset-13 ops.
 func coercedSoftmax(g *graph.Graph, n *graph.Node, axis int64) []*graph.Node {
 	base := constPrefixAdapter + n.Outputs[0]
 	dims := make([]int64, axis+1)
@@ -613,7 +712,7 @@ func coercedSoftmax(g *graph.Graph, n *graph.Node, axis int64) []*graph.Node {
 	return []*graph.Node{
 		{Name: n.Name + "/shape", Op: "Shape", Inputs: []string{x}, Outputs: []string{base + "/shape"}},
 		{Name: n.Name + "/flatten", Op: "Reshape", Inputs: []string{x, base + "/2d"}, Outputs: []string{base + "/flat"}},
-		{Name: n.Name, Op: "Softmax", Inputs: []string{base + "/flat"}, Outputs: []string{base + "/soft"}, Attrs: graph.Attrs{"axis": graph.Int(-1)}},
+		{Name: n.Name, Op: n.Op, Inputs: []string{base + "/flat"}, Outputs: []string{base + "/soft"}, Attrs: graph.Attrs{"axis": graph.Int(-1)}},
 		{Name: n.Name + "/unflatten", Op: "Reshape", Inputs: []string{base + "/soft", base + "/shape"}, Outputs: []string{y}},
 	}
 }

@@ -17,13 +17,14 @@ import (
 //   - LayerNormalization below 17, Gelu below 20 and RMSNormalization below 23 are written
 //     out as basic ops (ReduceMean, Sub, Mul, Add, Sqrt, Div, Erf or Tanh), computing what
 //     the op defines.
-//   - ReduceMean and ReduceMax take their axes as an input from 18 on; Squeeze and ReduceSum
-//     always do at 13 and later (the table also reads the attribute form).
+//   - ReduceMean, ReduceMax and the other reductions but ReduceSum take their axes as an input
+//     from 18 on; Squeeze and ReduceSum always do at 13 and later (the table also reads the
+//     attribute form).
 //   - Split without sizes gets num_outputs from 18 on (which it then requires); Split with
 //     num_outputs below 18 gets explicit sizes where the split axis has a static size.
 //   - Shape's start and end below 15 become Shape followed by Slice.
 //   - Cast's saturate below 19 and Reshape's allowzero 0 below 14 are dropped (their default
-//     meaning); allowzero 1 below 14 is refused unless the target shape is a constant without
+//     meaning); BatchNormalization in training mode is refused below 14; allowzero 1 below 14 is refused unless the target shape is a constant without
 //     zeros.
 //   - From 23 on, zoo's scaled dot-product attention blocks are written as Attention where
 //     their math is exactly Attention's (opset_fuse.go); below, they are listed as decomposed.
@@ -236,7 +237,7 @@ func (l *lowering) lower(orig *graph.Node) error {
 		l.std = append(l.std, n.Name)
 	}
 	switch n.Op {
-	case "ReduceMean", "ReduceMax":
+	case "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp":
 		if l.opset >= 18 {
 			l.axesToInput(n)
 		}
@@ -280,6 +281,10 @@ func (l *lowering) lower(orig *graph.Node) error {
 	case "Cast":
 		if l.opset < 19 {
 			delete(n.Attrs, "saturate")
+		}
+	case "BatchNormalization":
+		if n.Int("training_mode", 0) != 0 && l.opset < 14 {
+			return fmt.Errorf("BatchNormalization in training mode needs opset 14 (training_mode)")
 		}
 	case "Reshape":
 		if a, ok := n.Attrs["allowzero"]; ok && l.opset < 14 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unsafe"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/zoo-dev/zoo/onnx/onnxpb"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -86,10 +88,31 @@ func encodeTensor(name string, t *tensor.Tensor) (*onnxpb.TensorProto, error) {
 			}
 		}
 		tp.RawData = raw
-	case tensor.Int8, tensor.Uint8, tensor.Float16, tensor.BFloat16:
+	case tensor.Int8, tensor.Uint8, tensor.Int16, tensor.Uint16, tensor.Float16, tensor.BFloat16:
 		if err := encodeSmall(tp, t); err != nil {
 			return nil, err
 		}
+	case tensor.Uint32:
+		raw := make([]byte, 4*n)
+		for i, v := range t.I64 {
+			if v < 0 || v > math.MaxUint32 {
+				return nil, fmt.Errorf("uint32 tensor holds %d at index %d, out of range", v, i)
+			}
+			binary.LittleEndian.PutUint32(raw[4*i:], uint32(v))
+		}
+		tp.RawData = raw
+	case tensor.Uint64:
+		raw := make([]byte, 8*n)
+		for i, v := range t.I64 {
+			binary.LittleEndian.PutUint64(raw[8*i:], uint64(v))
+		}
+		tp.RawData = raw
+	case tensor.Float64:
+		raw := make([]byte, 8*n)
+		for i, v := range t.F64 {
+			binary.LittleEndian.PutUint64(raw[8*i:], math.Float64bits(v))
+		}
+		tp.RawData = raw
 	default:
 		return nil, fmt.Errorf("unsupported dtype %v", t.DType)
 	}
@@ -107,10 +130,11 @@ func dtypeName(code int32) string {
 // supportedDType maps an ONNX data type code to a zoo dtype, or returns an error naming it.
 func supportedDType(code int32) (tensor.DType, error) {
 	switch dt := tensor.DType(code); dt {
-	case tensor.Float32, tensor.Int32, tensor.Int64, tensor.Bool, tensor.Float16, tensor.BFloat16, tensor.Int8, tensor.Uint8:
+	case tensor.Float32, tensor.Float64, tensor.Float16, tensor.BFloat16, tensor.Bool,
+		tensor.Int64, tensor.Int32, tensor.Int16, tensor.Int8, tensor.Uint64, tensor.Uint32, tensor.Uint16, tensor.Uint8:
 		return dt, nil
 	}
-	return tensor.Invalid, fmt.Errorf("element type %s is not supported (zoo reads float32, float16, bfloat16, int64, int32, int8, uint8 and bool)", dtypeName(code))
+	return tensor.Invalid, fmt.Errorf("element type %s is not supported (zoo reads float32, float64, float16, bfloat16, the integer types and bool)", dtypeName(code))
 }
 
 // tensorLayout is what checkTensor learned about a TensorProto without allocating its data.
@@ -175,7 +199,11 @@ func checkTensor(tp *onnxpb.TensorProto) (tensorLayout, error) {
 		have, field = int64(len(tp.GetFloatData())), "float_data"
 	case dt == tensor.Int64:
 		have, field = int64(len(tp.GetInt64Data())), "int64_data"
-	default: // int32, bool, int8, uint8, float16 and bfloat16 live in int32_data
+	case dt == tensor.Float64:
+		have, field = int64(len(tp.GetDoubleData())), "double_data"
+	case dt == tensor.Uint32 || dt == tensor.Uint64:
+		have, field = int64(len(tp.GetUint64Data())), "uint64_data"
+	default: // int32, int16, int8, uint16, uint8, bool, float16 and bfloat16 live in int32_data
 		have, field = int64(len(tp.GetInt32Data())), "int32_data"
 	}
 	if have != n {
@@ -257,6 +285,41 @@ func decodeTensor(tp *onnxpb.TensorProto) (*tensor.Tensor, error) {
 				t.Bool[i] = v != 0
 			}
 		}
+	case tensor.Float64:
+		if lay.raw {
+			for i := range t.F64 {
+				t.F64[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
+			}
+		} else {
+			copy(t.F64, tp.GetDoubleData())
+		}
+	case tensor.Uint32, tensor.Uint64:
+		for i := range t.I64 {
+			var v uint64
+			switch {
+			case !lay.raw:
+				v = tp.GetUint64Data()[i]
+			case lay.dtype == tensor.Uint32:
+				v = uint64(binary.LittleEndian.Uint32(raw[4*i:]))
+			default:
+				v = binary.LittleEndian.Uint64(raw[8*i:])
+			}
+			if lay.dtype == tensor.Uint32 && v > math.MaxUint32 {
+				return nil, fmt.Errorf("uint32 tensor holds %d in uint64_data, out of range", v)
+			}
+			t.I64[i] = int64(v)
+		}
 	}
 	return t, nil
+}
+
+// DecodeTensor decodes a serialised TensorProto, such as a test_data_set's input_0.pb of
+// ONNX's backend tests, checked as Import checks an initializer. Its data must be in the
+// proto itself (not external).
+func DecodeTensor(data []byte) (*tensor.Tensor, error) {
+	var tp onnxpb.TensorProto
+	if err := proto.Unmarshal(data, &tp); err != nil {
+		return nil, fmt.Errorf("not a TensorProto: %v", err)
+	}
+	return decodeTensor(&tp)
 }

@@ -178,6 +178,11 @@ func Cases() []Case {
 		c1("Cast/float-bool", "Cast", graph.Attrs{"to": graph.Int(int64(tensor.Bool))}, F32(S(3), 0, 0.5, -2), Bools(S(3), false, true, true)),
 		c1("Cast/bool-float", "Cast", graph.Attrs{"to": graph.Int(int64(tensor.Float32))}, Bools(S(2), true, false), F32(S(2), 1, 0)),
 		c1("Cast/int64-bool", "Cast", graph.Attrs{"to": graph.Int(int64(tensor.Bool))}, I64(S(3), 0, 2, -1), Bools(S(3), false, true, true)),
+		// Casts to 16-bit floats round to nearest, ties to even (0.48033667 is bfloat16 0.48046875).
+		c1("Cast/float-bfloat16", "Cast", graph.Attrs{"to": graph.Int(int64(tensor.BFloat16))}, F32(S(4), 0.48033667, 1.00390625, 1.01171875, -3.1415927),
+			&tensor.Tensor{DType: tensor.BFloat16, Shape: S(4), F32: []float32{0.48046875, 1, 1.015625, -3.140625}}),
+		c1("Cast/float-float16", "Cast", graph.Attrs{"to": graph.Int(int64(tensor.Float16))}, F32(S(3), 1.00048828125, 65520, 1e-8),
+			&tensor.Tensor{DType: tensor.Float16, Shape: S(3), F32: []float32{1, inf, 0}}),
 		c1("Cast/bool-int64", "Cast", graph.Attrs{"to": graph.Int(int64(tensor.Int64))}, Bools(S(2), false, true), I64(S(2), 0, 1)),
 
 		// constants and shapes
@@ -333,7 +338,7 @@ func Cases() []Case {
 			}
 		}
 	}
-	return append(cases, importedCases()...)
+	return append(append(cases, importedCases()...), mathCases()...)
 }
 
 func slice(name string, x, starts, ends, axes, steps, want *tensor.Tensor) Case {
@@ -453,8 +458,8 @@ func Compare(got, want *tensor.Tensor, tol float64) error {
 	if err := got.Check(); err != nil {
 		return err
 	}
-	switch want.DType {
-	case tensor.Float32:
+	switch {
+	case want.DType.IsFloat():
 		for i, w := range want.F32 {
 			g := got.F32[i]
 			wf, gf := float64(w), float64(g)
@@ -471,7 +476,7 @@ func Compare(got, want *tensor.Tensor, tol float64) error {
 				return fmt.Errorf("element %d is %v, want %v (diff %.3g; got %v)", i, g, w, math.Abs(gf-wf), got.F32)
 			}
 		}
-	case tensor.Bool:
+	case want.DType == tensor.Bool:
 		for i, w := range want.Bool {
 			if got.Bool[i] != w {
 				return fmt.Errorf("element %d is %v, want %v (got %v)", i, got.Bool[i], w, got.Bool)

@@ -108,6 +108,9 @@ func Compile[K any](g *graph.Graph, c Config[K]) (*Plan[K], error) {
 	if err := g.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: compile graph: %w", c.Backend, err)
 	}
+	if err := g.CheckWideTypes(); err != nil {
+		return nil, fmt.Errorf("%s: compile graph: %w", c.Backend, err)
+	}
 	p := &Plan[K]{Name: g.Name, Inputs: g.Inputs}
 	slotOf := map[string]int{}
 	newSlot := func(name string, kind SlotKind, t *tensor.Tensor) int {

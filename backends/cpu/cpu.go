@@ -191,7 +191,7 @@ func newProgram(g *graph.Graph, opts backends.Options) (*Program, error) {
 			if !ok {
 				return nil, &backends.UnsupportedOpError{Detail: "no CPU kernel"}
 			}
-			return mk(n)
+			return wideKernel(n, mk)
 		},
 		Fold: func(n *graph.Node, k kernel, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			return fold.call(k, n, in)

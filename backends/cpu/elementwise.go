@@ -373,9 +373,11 @@ func where[T any](e *exec, bc *bcast, out []T, c []bool, x, y []T) {
 func makeCast(n *graph.Node) (kernel, error) {
 	to := tensor.DType(n.Int("to", 0))
 	switch to {
-	case tensor.Float32, tensor.Int32, tensor.Int64, tensor.Bool, tensor.Int8, tensor.Uint8:
+	case tensor.Float32, tensor.Float16, tensor.BFloat16, tensor.Int32, tensor.Int64, tensor.Bool, tensor.Int8, tensor.Uint8,
+		tensor.Int16, tensor.Uint16, tensor.Uint32:
 	default:
-		return nil, unsupported("cast to %v is not supported (float32, int64, int32, int8, uint8 and bool are)", to)
+		// float64 and uint64 go through the reference (wideKernel).
+		return nil, unsupported("cast to %v is not supported (float32, float16, bfloat16, the integer types up to 32 bits, int64 and bool are)", to)
 	}
 	return func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		if err := need(in, 1); err != nil {
@@ -391,14 +393,37 @@ func cast(e *exec, x *tensor.Tensor, to tensor.DType) (*tensor.Tensor, error) {
 	if x.DType == to {
 		return x, nil
 	}
+	if x.DType.IsFloat() && x.DType != tensor.Float32 {
+		// From a 16-bit float: its values are float32 values already.
+		x = &tensor.Tensor{DType: tensor.Float32, Shape: x.Shape, F32: x.F32}
+		if to == tensor.Float32 {
+			return x, nil
+		}
+	}
 	out, err := e.alloc(to, x.Shape)
 	if err != nil {
 		return nil, err
 	}
 	th := e.threads
 	switch {
-	case to == tensor.Int8 || to == tensor.Uint8:
+	case to == tensor.Int8 || to == tensor.Uint8 || to == tensor.Int16 || to == tensor.Uint16 || to == tensor.Uint32:
 		return castSmallInt(x, out, to)
+	case to.IsFloat() && to != tensor.Float32:
+		// A 16-bit float is held in F32, on its grid: round to nearest even, as ONNX Runtime does.
+		switch {
+		case x.DType.IsFloat():
+			unaryMap(th, out.F32, x.F32, func(v float32) float32 { return tensor.RoundTo(to, v) })
+		case isInt(x.DType):
+			unaryMap(th, out.F32, x.I64, func(v int64) float32 { return tensor.RoundTo(to, float32(v)) })
+		default:
+			unaryMap(th, out.F32, x.Bool, func(v bool) float32 {
+				if v {
+					return 1
+				}
+				return 0
+			})
+		}
+
 	case x.DType == tensor.Float32 && to == tensor.Int64:
 		unaryMap(th, out.I64, x.F32, func(v float32) int64 { return int64(v) })
 	case x.DType == tensor.Float32 && to == tensor.Int32:

@@ -35,15 +35,40 @@ func makeReference(n *graph.Node) (kernel, error) {
 	}, nil
 }
 
-// castSmallInt fills out (int8 or uint8) from x with C semantics: floats truncate toward
-// zero, integers wrap, true is 1.
-func castSmallInt(x, out *tensor.Tensor, to tensor.DType) (*tensor.Tensor, error) {
-	wrap := func(v int64) int64 {
-		if to == tensor.Int8 {
-			return int64(int8(v))
-		}
-		return int64(uint8(v))
+// wideKernel returns node n's kernel from mk, for an op that takes float64 or uint64 values
+// (graph.OpDef's Float64, Uint64) wrapped so that a run with such values goes through the op
+// table's reference evaluation (which computes float64 in float64): the CPU's own kernels
+// compute float32 and int64. A node whose output type comes from an attribute (a Cast to
+// float64) takes that path whatever its inputs.
+func wideKernel(n *graph.Node, mk kernelMaker) (kernel, error) {
+	d, ok := graph.LookupNodeOp(n)
+	if !ok || !(d.Float64 || d.Uint64) {
+		return mk(n)
 	}
+	if graph.IsWide(tensor.DType(n.Int("to", 0))) {
+		return makeReference(n)
+	}
+	if a, ok := n.Attrs["value"]; ok && a.T != nil && graph.IsWide(a.T.DType) {
+		return makeReference(n)
+	}
+	k, err := mk(n)
+	if err != nil {
+		return nil, err
+	}
+	return func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		for _, t := range in {
+			if t != nil && graph.IsWide(t.DType) {
+				return graph.EvalNode(n, in)
+			}
+		}
+		return k(e, in)
+	}, nil
+}
+
+// castSmallInt fills out (int8, uint8, int16, uint16 or uint32) from x with C semantics:
+// floats truncate toward zero, integers wrap, true is 1.
+func castSmallInt(x, out *tensor.Tensor, to tensor.DType) (*tensor.Tensor, error) {
+	wrap := to.Wrap
 	for i := range out.I64 {
 		switch {
 		case x.DType.IsFloat():

@@ -77,6 +77,7 @@ func init() {
 		"Attention":          makeAttentionOp,
 	}
 	addImportedOps(opTable)
+	addMathOps(opTable) // math_ops.go
 }
 
 // UnsupportedOps returns the ops of graph's op table that the CPU backend deliberately

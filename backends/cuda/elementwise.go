@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -44,16 +45,37 @@ var commutative = map[int]bool{0: true, 2: true, 5: true, 6: true} // Add, Mul, 
 // set: one pass with zoo_binary_rows where the broadcast is a bias's (b repeated down the
 // rows of a, or a of b for a commutative op), else zoo_binary and a ReLU in place.
 func (r *run) binaryRelu(op int, a, b *dtensor, relu bool) (*dtensor, error) {
+	return r.binaryRows(op, a, b, nil, relu)
+}
+
+// binaryRows is binaryRelu with a residual: when res is not nil, y = (a op b) + res before
+// the ReLU, rounded as the two unfused Adds round; one pass when res has the result's
+// shape and the broadcast is a bias's, else the unfused steps.
+func (r *run) binaryRows(op int, a, b, res *dtensor, relu bool) (*dtensor, error) {
 	x, w := a, b
 	rows, cols, brows, ok := rowsForm(x.shape, w.shape)
 	if !ok && commutative[op] {
 		x, w = b, a
 		rows, cols, brows, ok = rowsForm(x.shape, w.shape)
 	}
+	if ok && res != nil && !slices.Equal(res.shape, x.shape) {
+		ok = false
+	}
 	if !ok {
 		y, err := r.binary(op, a, b)
-		if err != nil || !relu {
-			return y, err
+		if err != nil {
+			return nil, err
+		}
+		if res != nil {
+			sum, err := r.binary(binaryOps["Add"], y, res)
+			r.releaseBuf(y.buf)
+			if err != nil {
+				return nil, err
+			}
+			y = sum
+		}
+		if !relu {
+			return y, nil
 		}
 		if err := r.unary(unaryOps["Relu"], 0, y, y); err != nil {
 			r.releaseBuf(y.buf)
@@ -73,7 +95,11 @@ func (r *run) binaryRelu(op int, a, b *dtensor, relu bool) (*dtensor, error) {
 	if relu {
 		flag = 1
 	}
-	args := (&kargs{}).ptr(y.buf.ptr).ptr(x.buf.ptr).ptr(w.buf.ptr).i64(int64(rows)).i64(int64(cols)).i64(int64(brows)).i32(op).i32(flag).i32(vec)
+	var rp uint64
+	if res != nil {
+		rp = res.buf.ptr
+	}
+	args := (&kargs{}).ptr(y.buf.ptr).ptr(x.buf.ptr).ptr(w.buf.ptr).ptr(rp).i64(int64(rows)).i64(int64(cols)).i64(int64(brows)).i32(op).i32(flag).i32(vec)
 	if err := r.launch("zoo_binary_rows", gridFor(work), 256, args); err != nil {
 		r.releaseBuf(y.buf)
 		return nil, err

@@ -352,12 +352,15 @@ func TestKernelsEmulatedElementwise(t *testing.T) {
 			a, b []int
 			op   int
 			relu bool
+			res  bool
 		}{
-			{[]int{3, 5, 8}, []int{8}, 0, true},        // bias + ReLU, vectorised
-			{[]int{3, 5, 7}, []int{1, 1, 7}, 1, false}, // Sub of a bias, 7 columns: scalar
-			{[]int{2, 6, 4}, []int{6, 4}, 3, true},     // Div by a block of rows
-			{[]int{4, 12}, []int{4, 12}, 2, false},     // same shape
-			{[]int{5, 3}, []int{3}, 0, true},           // scalar path with ReLU
+			{[]int{3, 5, 8}, []int{8}, 0, true, false},        // bias + ReLU, vectorised
+			{[]int{3, 5, 7}, []int{1, 1, 7}, 1, false, false}, // Sub of a bias, 7 columns: scalar
+			{[]int{2, 6, 4}, []int{6, 4}, 3, true, false},     // Div by a block of rows
+			{[]int{4, 12}, []int{4, 12}, 2, false, false},     // same shape
+			{[]int{5, 3}, []int{3}, 0, true, false},           // scalar path with ReLU
+			{[]int{3, 5, 8}, []int{8}, 0, false, true},        // bias + residual, vectorised
+			{[]int{3, 5, 7}, []int{7}, 0, false, true},        // bias + residual, scalar
 		} {
 			rows, cols, brows, ok := rowsForm(c.a, c.b)
 			if !ok {
@@ -373,10 +376,19 @@ func TestKernelsEmulatedElementwise(t *testing.T) {
 			if c.relu {
 				relu = 1
 			}
-			emulate(t, "zoo_binary_rows", 2, 64, y, pF(av), pF(bv), pL(int64(rows)), pL(int64(cols)), pL(int64(brows)), pI(c.op), pI(relu), pI(vec))
+			res, rv := pNull(), []float32(nil)
+			if c.res {
+				rv = randF32(rng, prod(c.a), 3)
+				res = pF(rv)
+			}
+			emulate(t, "zoo_binary_rows", 2, 64, y, pF(av), pF(bv), res, pL(int64(rows)), pL(int64(cols)), pL(int64(brows)), pI(c.op), pI(relu), pI(vec))
 			for i := range y.f {
 				x, w := float64(av[i]), float64(bv[i%len(bv)])
 				want := [...]float64{x + w, x - w, x * w, x / w}[c.op]
+				if c.res {
+					// The two unfused Adds: each rounds to float32.
+					want = float64(float32(float32(want) + rv[i]))
+				}
 				if c.relu && !(want > 0) {
 					want = 0 // the unfused Relu's x > 0 ? x : 0, NaN included
 				}

@@ -10,15 +10,87 @@ import (
 // fusedBinaryReluOp is the Op of a fused Add (Sub, Mul, Div) + Relu step's node.
 const fusedBinaryReluOp = "FusedBinaryRelu"
 
-// fuse is the CUDA plan's Fuse pass: attention first (attention.go), then an elementwise
-// binary op whose only reader is a Relu (a linear layer's bias and activation) runs as one
-// pass (zoo_binary_rows with its ReLU flag).
+// fusedBiasResidualOp is the Op of a fused Add + Add step's node: a linear layer's bias
+// and its residual, (x + bias) + residual.
+const fusedBiasResidualOp = "FusedBiasResidual"
+
+// fuse is the CUDA plan's Fuse pass: attention first (attention.go), then two elementwise
+// pairs that each run as one pass of zoo_binary_rows: a binary op whose only reader is a
+// Relu (a linear layer's bias and activation), and an Add whose only reader is another
+// Add (a linear layer's bias, then the residual). Each pair reads and writes the
+// activation once instead of twice; on the GPU these passes are bound by memory.
 func fuse(p *compile.Plan[gpuOp]) {
 	fuseAttention(p)
-	fuseBinaryRelu(p)
+	fusePairs(p, binaryRelu)
+	fusePairs(p, biasResidual)
 }
 
-func fuseBinaryRelu(p *compile.Plan[gpuOp]) {
+// binaryRelu matches a binary op (not Pow, Max or Min) followed by a Relu.
+func binaryRelu(first, second step, s int) (step, bool) {
+	op, ok := binaryOps[first.Node.Op]
+	if !ok || first.Node.Op == "Pow" || first.Node.Op == "Max" || first.Node.Op == "Min" || len(first.In) != 2 {
+		return step{}, false
+	}
+	if second.Node.Op != "Relu" || second.Node.Domain != "" || len(second.In) != 1 {
+		return step{}, false
+	}
+	node := &graph.Node{Name: second.Node.Name + "/fused", Op: fusedBinaryReluOp, Inputs: first.Node.Inputs, Outputs: second.Node.Outputs,
+		Attrs: graph.Attrs{"op": graph.Int(int64(op))}}
+	kernel := func(r *run, n *graph.Node, in []value) ([]value, error) {
+		return fusedRows(r, op, in, false, true)
+	}
+	return step{Node: node, Kernel: kernel, In: first.In, Out: second.Out, Covers: compile.CoversOf([]step{first, second})}, true
+}
+
+// biasResidual matches Add(x, bias) whose result is one operand of another Add.
+func biasResidual(first, second step, s int) (step, bool) {
+	if first.Node.Op != "Add" || len(first.In) != 2 || second.Node.Op != "Add" || second.Node.Domain != "" || len(second.In) != 2 {
+		return step{}, false
+	}
+	other, name := second.In[1], second.Node.Inputs[1]
+	if second.In[1] == s {
+		other, name = second.In[0], second.Node.Inputs[0]
+	}
+	if other < 0 || other == s {
+		return step{}, false
+	}
+	node := &graph.Node{Name: second.Node.Name + "/fused", Op: fusedBiasResidualOp,
+		Inputs: append(append([]string(nil), first.Node.Inputs...), name), Outputs: second.Node.Outputs}
+	kernel := func(r *run, n *graph.Node, in []value) ([]value, error) {
+		return fusedRows(r, binaryOps["Add"], in, true, false)
+	}
+	in := append(append([]int(nil), first.In...), other)
+	return step{Node: node, Kernel: kernel, In: in, Out: second.Out, Covers: compile.CoversOf([]step{first, second})}, true
+}
+
+// fusedRows runs a fused pair: in[0] op in[1], plus in[2] when residual, then the ReLU.
+func fusedRows(r *run, op int, in []value, residual, relu bool) ([]value, error) {
+	a, err := r.dev(in[0], 0, false)
+	if err != nil {
+		return nil, err
+	}
+	b, err := r.dev(in[1], 1, false)
+	if err != nil {
+		return nil, err
+	}
+	var res *dtensor
+	if residual {
+		if res, err = r.dev(in[2], 2, false); err != nil {
+			return nil, err
+		}
+	}
+	y, err := r.binaryRows(op, a, b, res, relu)
+	if err != nil {
+		return nil, err
+	}
+	return one(y), nil
+}
+
+// fusePairs replaces each step whose single output has exactly one reader, and that
+// reader, by the step match builds from the two (s is the slot between them); match
+// reports false to leave a pair alone. Steps of another domain, or whose intermediate is
+// a graph output, are never fused.
+func fusePairs(p *compile.Plan[gpuOp], match func(first, second step, s int) (step, bool)) {
 	readers := make([]int, len(p.Slots))
 	reader := make([]int, len(p.Slots))
 	for i, st := range p.Steps {
@@ -36,39 +108,30 @@ func fuseBinaryRelu(p *compile.Plan[gpuOp]) {
 	replace := map[int]step{}
 	drop := make([]bool, len(p.Steps))
 	for i, st := range p.Steps {
-		op, ok := binaryOps[st.Node.Op]
-		if !ok || st.Node.Op == "Pow" || st.Node.Op == "Max" || st.Node.Op == "Min" || st.Node.Domain != "" || len(st.In) != 2 || len(st.Out) != 1 {
+		if st.Node.Domain != "" || len(st.Out) != 1 || drop[i] {
 			continue
 		}
 		s := st.Out[0]
-		if s < 0 || isOut[s] || readers[s] != 1 || drop[i] {
+		if s < 0 || isOut[s] || readers[s] != 1 {
 			continue
 		}
 		j := reader[s]
-		relu := p.Steps[j]
-		if relu.Node.Op != "Relu" || relu.Node.Domain != "" || len(relu.In) != 1 || len(relu.Out) != 1 || relu.Out[0] < 0 {
+		if _, taken := replace[i]; taken || drop[j] {
 			continue
 		}
-		node := &graph.Node{Name: relu.Node.Name + "/fused", Op: fusedBinaryReluOp, Inputs: st.Node.Inputs, Outputs: relu.Node.Outputs,
-			Attrs: graph.Attrs{"op": graph.Int(int64(op))}}
-		code := op
-		kernel := func(r *run, n *graph.Node, in []value) ([]value, error) {
-			a, err := r.dev(in[0], 0, false)
-			if err != nil {
-				return nil, err
-			}
-			b, err := r.dev(in[1], 1, false)
-			if err != nil {
-				return nil, err
-			}
-			y, err := r.binaryRelu(code, a, b, true)
-			if err != nil {
-				return nil, err
-			}
-			return one(y), nil
+		second := p.Steps[j]
+		if len(second.Out) != 1 || second.Out[0] < 0 {
+			continue
+		}
+		if _, taken := replace[j]; taken {
+			continue
+		}
+		fused, ok := match(st, second, s)
+		if !ok {
+			continue
 		}
 		drop[i] = true
-		replace[j] = step{Node: node, Kernel: kernel, In: st.In, Out: relu.Out, Covers: compile.CoversOf([]step{st, relu})}
+		replace[j] = fused
 	}
 	if len(replace) == 0 {
 		return

@@ -180,9 +180,11 @@ extern "C" __global__ void zoo_copy(float* y, long long ybase, const float* x, l
 // zoo_binary_rows: y[r, c] = a[r, c] op b[(r % brows), c] over rows × cols, everything
 // contiguous: b is a full operand (brows = rows) or a row broadcast down the rows (a bias:
 // brows = 1; or several rows repeated). relu != 0 applies max(0, ·) to the result (a
-// linear layer's bias and ReLU in one pass). Four columns per thread when cols % 4 == 0
-// (vec), one otherwise. ReLU is the unfused Relu's (x > 0 ? x : 0).
-extern "C" __global__ void zoo_binary_rows(float* y, const float* a, const float* b, long long rows, long long cols, long long brows, int op, int relu, int vec) {
+// linear layer's bias and ReLU in one pass). res, when not null, is a full rows × cols
+// operand added after the op and before the ReLU: a linear layer's bias and its residual
+// in one pass, (a op b) + res rounded as the two unfused Adds round. Four columns per
+// thread when cols % 4 == 0 (vec), one otherwise. ReLU is the unfused Relu's (x > 0 ? x : 0).
+extern "C" __global__ void zoo_binary_rows(float* y, const float* a, const float* b, const float* res, long long rows, long long cols, long long brows, int op, int relu, int vec) {
     long long stride = (long long)gridDim.x * blockDim.x;
     if (vec) {
         long long c4 = cols / 4, n4 = rows * c4, bn4 = brows * c4;
@@ -192,6 +194,10 @@ extern "C" __global__ void zoo_binary_rows(float* y, const float* a, const float
         for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += stride) {
             float4 x = a4[i], w = b4[bn4 == n4 ? i : i % bn4];
             float4 r = f4(binary_apply(op, x.x, w.x), binary_apply(op, x.y, w.y), binary_apply(op, x.z, w.z), binary_apply(op, x.w, w.w));
+            if (res) {
+                float4 q = ((const float4*)res)[i];
+                r = f4(r.x + q.x, r.y + q.y, r.z + q.z, r.w + q.w);
+            }
             if (relu) r = f4(unary_apply(U_RELU, r.x, 0.0f), unary_apply(U_RELU, r.y, 0.0f), unary_apply(U_RELU, r.z, 0.0f), unary_apply(U_RELU, r.w, 0.0f));
             y4[i] = r;
         }
@@ -200,6 +206,7 @@ extern "C" __global__ void zoo_binary_rows(float* y, const float* a, const float
     long long n = rows * cols, bn = brows * cols;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride) {
         float r = binary_apply(op, a[i], b[bn == n ? i : i % bn]);
+        if (res) r += res[i];
         y[i] = relu ? unary_apply(U_RELU, r, 0.0f) : r;
     }
 }

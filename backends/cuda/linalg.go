@@ -51,13 +51,18 @@ func (r *run) gemm(a, b *dtensor, c uint64, transA, transB bool, m, n, k, batch 
 }
 
 // bf16Of returns a device copy of t's elements rounded to bf16: for a weight, made once
-// and kept for the program's life; for an activation, a buffer released after the step.
+// and kept for the program's life; for an activation, made once per buffer and kept until
+// the buffer goes back to the pool (releaseBuf), so the products that read one activation
+// (a layer's Q, K and V projections) round it once. A buffer is never written after a step
+// has read it, which is what makes the copy safe to share.
 func (r *run) bf16Of(t *dtensor) (uint64, error) {
 	n := t.n()
 	if t.buf.const_ {
 		if p, ok := r.p.bf16Weights[t.buf]; ok {
 			return p, nil
 		}
+	} else if c, ok := r.bf16Acts[t.buf]; ok && c.n == n {
+		return c.buf.ptr, nil
 	}
 	var dst uint64
 	var buf *dbuf
@@ -87,15 +92,27 @@ func (r *run) bf16Of(t *dtensor) (uint64, error) {
 		}
 		return 0, err
 	}
-	if buf != nil {
-		r.temp(buf)
-	} else {
+	if buf == nil {
 		if r.p.bf16Weights == nil {
 			r.p.bf16Weights = map[*dbuf]uint64{}
 		}
 		r.p.bf16Weights[t.buf] = dst
+		return dst, nil
 	}
+	if old, ok := r.bf16Acts[t.buf]; ok {
+		r.releaseBuf(old.buf) // a copy of another length (a view): keep the newest
+	}
+	if r.bf16Acts == nil {
+		r.bf16Acts = map[*dbuf]bf16Copy{}
+	}
+	r.bf16Acts[t.buf] = bf16Copy{buf: buf, n: n}
 	return dst, nil
+}
+
+// bf16Copy is an activation's bf16 copy: its buffer and the number of elements rounded.
+type bf16Copy struct {
+	buf *dbuf
+	n   int
 }
 
 func (r *run) fill(y *dtensor, v float32) error {

@@ -161,3 +161,33 @@ func buildBuiltin(t *testing.T, name, preset string) *graph.Graph {
 	}
 	return g
 }
+
+// TestFuseElementwisePlan checks the elementwise pairs on vanilla.tiny (two layers): each
+// layer's feed-forward bias and ReLU become one step, and each of its two residual
+// connections (attention's output projection, the feed-forward's second layer) fuses the
+// bias Add with the residual Add; the fused residual step reads the product, the bias and
+// the residual stream.
+func TestFuseElementwisePlan(t *testing.T) {
+	g := buildBuiltin(t, "vanilla", "tiny")
+	pl, err := compile.Compile(g, planConfig(backends.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, st := range pl.Steps {
+		counts[st.Node.Op]++
+		if st.Node.Op == fusedBiasResidualOp && (len(st.In) != 3 || len(st.Node.Inputs) != 3 || len(st.Out) != 1) {
+			t.Errorf("%s: in %v (%v), out %v", st.Node.Name, st.In, st.Node.Inputs, st.Out)
+		}
+	}
+	if counts[fusedBinaryReluOp] != 2 || counts[fusedBiasResidualOp] != 4 {
+		t.Errorf("vanilla.tiny: %d bias+ReLU and %d bias+residual steps, want 2 and 4 (ops %v)", counts[fusedBinaryReluOp], counts[fusedBiasResidualOp], counts)
+	}
+	unfused, err := compile.Compile(g, planConfig(backends.Options{NoFusion: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := counts[fusedBiasResidualOp]; len(unfused.Steps)-len(pl.Steps) < n {
+		t.Errorf("fused plan has %d steps, unfused %d: the %d bias+residual pairs should each save one", len(pl.Steps), len(unfused.Steps), n)
+	}
+}

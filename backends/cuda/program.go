@@ -206,7 +206,8 @@ type Program struct {
 	attnKernels map[string]int
 }
 
-// Fusions reports the fused steps of the plan by kind ("attention", "binary+relu"); empty with
+// Fusions reports the fused steps of the plan by kind ("attention", "binary+relu",
+// "bias+residual"); empty with
 // backends.Options.NoFusion or when nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := map[string]int{}
@@ -216,6 +217,8 @@ func (p *Program) Fusions() map[string]int {
 			out["attention"]++
 		case fusedBinaryReluOp:
 			out["binary+relu"]++
+		case fusedBiasResidualOp:
+			out["bias+residual"]++
 		}
 	}
 	return out
@@ -423,6 +426,7 @@ func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor) (ou
 			}
 		}
 		r.releaseTemps()
+		r.releaseBF16()
 		p.stage.reset()
 	}()
 	for i, in := range p.plan.Inputs {

@@ -16,6 +16,9 @@ import (
 type run struct {
 	p     *Program
 	temps []*dbuf
+	// bf16Acts holds the bf16 copies of activations that bf16 matrix products have read,
+	// by source buffer; a copy goes back to the pool with its source (releaseBuf).
+	bf16Acts map[*dbuf]bf16Copy
 }
 
 // alloc returns a new device tensor from the pool, owned by the caller (one reference).
@@ -43,7 +46,19 @@ func (r *run) releaseBuf(b *dbuf) {
 	}
 	b.refs--
 	if b.refs == 0 {
+		if c, ok := r.bf16Acts[b]; ok {
+			delete(r.bf16Acts, b)
+			r.releaseBuf(c.buf)
+		}
 		r.p.pool.put(b)
+	}
+}
+
+// releaseBF16 returns every activation's bf16 copy still held to the pool (the end of a run).
+func (r *run) releaseBF16() {
+	for b, c := range r.bf16Acts {
+		delete(r.bf16Acts, b)
+		r.releaseBuf(c.buf)
 	}
 }
 

@@ -60,8 +60,9 @@ func benchCommand() *cli.Command {
 // guardBench, reads it too).
 type benchModel struct {
 	*zooroot.Model
-	tok, mask string
+	plan      *zooroot.FeedPlan // every input by its role, as zoo run feeds them
 	maxLen    int
+	maxLenWhy string
 	onnx      []byte       // the export, with --against
 	graph     *graph.Graph // the graph zoo runs: the model's, or the export re-imported with --against
 }
@@ -71,7 +72,7 @@ func (bm *benchModel) fits(n int) bool { return bm.maxLen == 0 || n <= bm.maxLen
 
 // target is bm as package bench times it.
 func (bm *benchModel) target() bench.Model {
-	return bench.Model{Name: bm.Name(), Graph: bm.graph, ONNX: bm.onnx, Tok: bm.tok, Mask: bm.mask, MaxLen: bm.maxLen}
+	return bench.Model{Name: bm.Name(), Graph: bm.graph, ONNX: bm.onnx, Feeds: bm.plan, MaxLen: bm.maxLen, MaxLenWhy: bm.maxLenWhy}
 }
 
 func benchAction(c *cli.Context) error {
@@ -122,12 +123,10 @@ func benchAction(c *cli.Context) error {
 			return err
 		}
 		bm := &benchModel{Model: m, graph: m.Graph()}
-		if bm.tok, bm.mask, err = zooroot.TokenInputs(m.Graph()); err != nil {
+		if bm.plan, err = zooroot.PlanFeeds(m.Graph(), nil); err != nil {
 			return badInput(err)
 		}
-		if p := m.Description().Caps.MaxLenParam; p != "" && !m.FromFile() {
-			bm.maxLen = m.Config().Int(p)
-		}
+		bm.maxLen, bm.maxLenWhy = bm.plan.Limit(m.MaxLen()) // a file's too: its table, its static length
 		if plan.Runtime != nil {
 			if bm.onnx, err = onnx.Export(m.Graph(), onnx.ExportOptions{ProducerVersion: version}); err != nil {
 				return failed(fmt.Errorf("export %s: %w", m.Name(), err))
@@ -168,7 +167,7 @@ func guardBench(bm *benchModel, batches, seqs []int, withORT bool) error {
 			if bm.maxLen > 0 && n > bm.maxLen {
 				continue
 			}
-			r := zooroot.MemoryRun{Batch: b, N: n, Shapes: zooroot.TokenShapes(bm.tok, bm.mask), Copies: copies, BatchOption: "--batch", NOption: "--seq"}
+			r := zooroot.MemoryRun{Batch: b, N: n, Shapes: bm.plan.Shapes, Copies: copies, BatchOption: "--batch", NOption: "--seq"}
 			if err := zooroot.GuardMemory(bm.Name(), bm.graph, r); err != nil {
 				return err
 			}

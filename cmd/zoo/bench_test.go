@@ -464,3 +464,13 @@ func TestBenchTwoPointExponent(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchHuggingFaceInputs: a Hugging Face-style file (input_ids, attention_mask,
+// token_type_ids) is benched with every input fed by its role, as zoo run feeds them (it was
+// refused: only token ids and a bool padding mask were fed).
+func TestBenchHuggingFaceInputs(t *testing.T) {
+	code, out, errs := zoo(t, "bench", "testdata/bert/bert-opset17.onnx", "--seq", "8", "--batch", "1", "--reps", "1", "--warmup", "0", "--format", "csv")
+	if code != 0 || !strings.Contains(out, "bert-opset17") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}

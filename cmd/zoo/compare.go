@@ -385,7 +385,7 @@ func compareInfer(ctx context.Context, c flags, r *compare.Result, p comparePlan
 		}
 		bm := &benchModel{Model: b.m, graph: b.m.Graph(), maxLen: max(p.limit.MaxLen, slices.Max(b.lens))}
 		var err error
-		if bm.tok, bm.mask, err = zooroot.TokenInputs(b.m.Graph()); err != nil {
+		if bm.plan, err = zooroot.PlanFeeds(b.m.Graph(), nil); err != nil {
 			return badInput(err)
 		}
 		if err := guardBench(bm, []int{1}, b.lens, false); err != nil {

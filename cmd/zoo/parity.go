@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -157,8 +158,8 @@ func parityGraph(ref string, m *zooroot.Model) ([]byte, *graph.Graph, string, er
 	var err error
 	name := ref
 	if m == nil {
-		if data, err = os.ReadFile(ref); err != nil {
-			return nil, nil, "", badInputf("model %s: %w", ref, errors.Unwrap(err))
+		if data, err = onnx.ReadFile(ref); err != nil { // external data read in
+			return nil, nil, "", badInputf("model %s: %w", ref, cmp.Or(errors.Unwrap(err), err))
 		}
 	} else {
 		name = m.Name()

@@ -84,7 +84,7 @@ func profileAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	lim := profile.Limits{Batch: plan.Batch, Seq: plan.Seq, TableRows: plan.MaxLen, TableFrom: plan.MaxLenFrom}
+	lim := profile.Limits{Batch: plan.Batch, Seq: plan.Seq, TableRows: plan.MaxLen, TableWhy: plan.MaxLenWhy()}
 	if !m.FromFile() {
 		lim.MaxLen = m.Config().Int(m.Description().Caps.MaxLenParam)
 	}

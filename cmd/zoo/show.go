@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 
 	"github.com/urfave/cli/v2"
@@ -15,9 +14,10 @@ func showCommand() *cli.Command {
 		Name:        "show",
 		Usage:       "show a variant's hyperparameters, parameters, and cost at given sequence lengths",
 		ArgsUsage:   "NAME[.PRESET]",
-		Description: examples("zoo show vanilla", "zoo show linformer.tiny --seq 64,128", "zoo show vanilla --set d_model=256 --json"),
+		Description: examples("zoo show vanilla", "zoo show linformer.tiny --seq 64,128", "zoo show model.onnx --shape src=1xnx128 --json"),
 		Flags: append(modelFlags(), flagJSON, flagFeed,
 			&cli.StringFlag{Name: "seq", Value: show.DefaultSeq, Usage: "sequence lengths `N,N,...` at which to count FLOPs and memory (batch 1)"},
+			&cli.StringSliceFlag{Name: "shape", Usage: show.ShapeUsage},
 		),
 		Action: showAction,
 	}
@@ -42,21 +42,22 @@ func showAction(c *cli.Context) error {
 		return badInput(planErr)
 	}
 	var shapes func(n int) map[string][]int
-	maxLen := m.Config().Int(m.Description().Caps.MaxLenParam)
+	maxLen, why := m.MaxLen(), "max_len"
 	if plan != nil {
 		res.TextInputs, shapes = plan, func(n int) map[string][]int { return plan.Shapes(1, n) }
-		res.Feeds = &show.Feeds{Lines: plan.Describe(), MaxLen: plan.MaxLen, MaxLenFrom: plan.MaxLenFrom, VocabRows: plan.VocabRows, VocabFrom: plan.VocabFrom}
-		if m.Description().Caps.MaxLenParam == "" {
-			maxLen = cmp.Or(plan.Seq, plan.MaxLen) // a static length wins over the position table
-		}
+		res.Feeds = &show.Feeds{Lines: plan.Describe(), MaxLen: plan.MaxLen, MaxLenWhy: plan.MaxLenWhy(), VocabRows: plan.VocabRows, VocabFrom: plan.VocabFrom}
+		maxLen, why = plan.Limit(maxLen)
 	}
 	if planErr != nil {
 		res.FeedsError = planErr.Error()
 	}
-	if !c.IsSet("seq") {
-		seqs = show.ClampSeqs(c.App.ErrWriter, seqs, maxLen, m.Name())
+	if shapes, err = show.Shapes(m.Graph(), shapes, c.StringSlice("shape")); err != nil {
+		return badInput(err)
 	}
-	if res.Costs, err = show.Costs(m.Name(), m.Graph(), seqs, maxLen, shapes, m.Config().Int("layers"), m.Config().Int("d_model")); err != nil {
+	if !c.IsSet("seq") {
+		seqs = show.ClampSeqs(c.App.ErrWriter, seqs, maxLen, why, m.Name())
+	}
+	if res.Costs, err = show.Costs(m.Name(), m.Graph(), seqs, maxLen, why, shapes, m.Config().Int("layers"), m.Config().Int("d_model")); err != nil {
 		var le *show.LengthError
 		if errors.As(err, &le) {
 			return badInput(err)

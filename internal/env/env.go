@@ -56,6 +56,9 @@ const (
 	PPOCRDir          = "ZOO_PPOCR_DIR"
 	UpdateRealGraphs  = "ZOO_UPDATE_REALGRAPHS"
 	TestArtifacts     = "ZOO_TEST_ARTIFACTS"
+	ONNXNodeTests     = "ZOO_ONNX_NODE_TESTS"
+	UpdateNodeTests   = "ZOO_UPDATE_NODETESTS"
+	NodeTestsReport   = "ZOO_NODETESTS_REPORT"
 	OpenAINode        = "ZOO_OPENAI_NODE"
 	TokenizersJS      = "ZOO_TOKENIZERS_JS"
 )
@@ -171,6 +174,12 @@ var vars = []Var{
 		Doc: "Rewrites the realgraphs fixtures' expected outputs from ONNX Runtime."},
 	{Name: TestArtifacts, Syntax: "DIR", Default: "unset: artefacts go to the test's temporary directory", Scope: Test,
 		Doc: "Where tests keep what a person may want to look at afterwards (the compare report's screenshot)."},
+	{Name: ONNXNodeTests, Syntax: "DIR", Default: "unset: onnx's test writes them with onnx/testdata/nodetests/gen.py (CUDA's test skips)", Scope: Test,
+		Doc: "ONNX's backend node tests, as onnx/testdata/nodetests/gen.py writes them (TestONNXNodeTests, TestONNXNodeTestsCUDA)."},
+	{Name: UpdateNodeTests, Syntax: "1", Default: "unset", Scope: Test,
+		Doc: "Rewrites onnx/testdata/nodetests/passing.txt, the node tests the CPU backend passes."},
+	{Name: NodeTestsReport, Syntax: "FILE", Default: "unset", Scope: Test,
+		Doc: "Where TestONNXNodeTests writes one line per node test (name, operator, subset, outcome, detail)."},
 	{Name: OpenAINode, Syntax: "DIR", Default: "unset: the OpenAI SDK test skips", Scope: Test,
 		Doc: "node_modules holding the official openai npm package, which a zoo serve test drives as a client (.ci/run installs it)."},
 	{Name: TokenizersJS, Syntax: "DIR", Default: "unset: the live pair-encoding check skips", Scope: Test,

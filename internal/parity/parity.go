@@ -103,7 +103,9 @@ func Compare(name string, got, want *tensor.Tensor, valid []bool, atol, rtol flo
 		r.Err = fmt.Sprintf("shape mismatch: got %s, want %s", tensor.ShapeString(got.Shape), tensor.ShapeString(want.Shape))
 		return r
 	}
-	if (got.DType == tensor.Float32) != (want.DType == tensor.Float32) {
+	// Floats compare as floats whatever their width (a float16 output of zoo's against ONNX
+	// Runtime's, which its Go binding returns as float32).
+	if got.DType.IsFloat() != want.DType.IsFloat() {
 		r.Err = fmt.Sprintf("dtype mismatch: got %v, want %v", got.DType, want.DType)
 		return r
 	}
@@ -211,16 +213,16 @@ func ValidFromPadding(mask *tensor.Tensor) []bool {
 
 func values(t *tensor.Tensor) []float64 {
 	v := make([]float64, t.Len())
-	switch t.DType {
-	case tensor.Float32:
+	switch {
+	case t.DType.IsFloat():
 		for i, x := range t.F32 {
 			v[i] = float64(x)
 		}
-	case tensor.Int32, tensor.Int64:
+	case t.DType.IsInt():
 		for i, x := range t.I64 {
 			v[i] = float64(x)
 		}
-	case tensor.Bool:
+	case t.DType == tensor.Bool:
 		for i, x := range t.Bool {
 			if x {
 				v[i] = 1

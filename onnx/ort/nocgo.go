@@ -42,3 +42,6 @@ func (s *Session) Run(inputs map[string]*tensor.Tensor, outputNames []string) (m
 
 // Close does nothing without cgo.
 func (s *Session) Close() error { return nil }
+
+// Note is empty without cgo.
+func (s *Session) Note() string { return "" }

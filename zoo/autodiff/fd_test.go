@@ -155,16 +155,30 @@ func fdCases() []fdCase {
 		{name: "ReduceMax/drop", op: "ReduceMax", attrs: graph.Attrs{"axes": graph.Ints(-1), "keepdims": graph.Int(0)}, in: []*tensor.Tensor{spread(75, 3, 4)}},
 		{name: "ScatterND/add", op: "ScatterND", attrs: graph.Attrs{"reduction": graph.String("add")}, in: []*tensor.Tensor{rnd(76, -1, 1, 3, 2), i64(s(3, 1), 1, 0, 1), rnd(77, -1, 1, 3, 2)}},
 		{name: "ScatterND/none", op: "ScatterND", in: []*tensor.Tensor{rnd(78, -1, 1, 4, 2), i64(s(2, 1), 3, 1), rnd(79, -1, 1, 2, 2)}},
+		{name: "Sin", op: "Sin", in: []*tensor.Tensor{rnd(80, -3, 3, 2, 3)}},
+		{name: "Cos", op: "Cos", in: []*tensor.Tensor{rnd(81, -3, 3, 2, 3)}},
+		{name: "Softplus", op: "Softplus", in: []*tensor.Tensor{rnd(82, -3, 3, 2, 3)}},
+		{name: "Softsign", op: "Softsign", in: []*tensor.Tensor{rnd(83, -3, 3, 2, 3)}},
+		{name: "LeakyRelu", op: "LeakyRelu", attrs: graph.Attrs{"alpha": graph.Float(0.2)}, in: []*tensor.Tensor{spread(84, 2, 3)}},
+		{name: "Sum/broadcast", op: "Sum", in: []*tensor.Tensor{rnd(85, -1, 1, 2, 3), rnd(86, -1, 1, 3), rnd(87, -1, 1, 2, 1)}},
+		{name: "Mean/broadcast", op: "Mean", in: []*tensor.Tensor{rnd(88, -1, 1, 2, 3), rnd(89, -1, 1, 1, 3)}},
+		{name: "LogSoftmax", op: "LogSoftmax", in: []*tensor.Tensor{rnd(90, -2, 2, 2, 4)}},
+		{name: "LogSoftmax/axis0", op: "LogSoftmax", attrs: graph.Attrs{"axis": graph.Int(0)}, in: []*tensor.Tensor{rnd(91, -2, 2, 3, 2)}},
 	}
 }
 
 // notDifferentiable lists the ops declared with graph.NoGrad: their outputs are integers,
 // bools, or constant in their inputs. A new op must be here or have a finite-difference case.
-var notDifferentiable = []string{"And", "Constant", "ConstantOfShape", "ConvInteger", "DynamicQuantizeLinear", "Equal", "Greater", "Less", "MatMulInteger", "Not", "Or", "QuantizeLinear", "Range", "Shape"}
+var notDifferentiable = []string{"And", "ArgMax", "ArgMin", "BitShift", "Ceil", "Constant", "ConstantOfShape", "ConvInteger", "DynamicQuantizeLinear", "Equal", "EyeLike",
+	"Floor", "Greater", "GreaterOrEqual", "Hardmax", "IsInf", "IsNaN", "Less", "LessOrEqual", "MatMulInteger", "NonZero", "Not", "OneHot", "Or", "QuantizeLinear",
+	"Range", "Round", "Shape", "Sign", "Size", "Xor"}
 
 // noRuleYet lists the differentiable ops declared with graph.NoGradYet: imported models use
 // them, zoo's variants do not, and differentiating through one is an error naming it.
-var noRuleYet = []string{"Attention", "AveragePool", "BatchNormalization", "Clip", "Conv", "DequantizeLinear", "Gelu", "GlobalAveragePool", "HardSigmoid", "Pad", "RMSNormalization", "Resize", "RotaryEmbedding",
+var noRuleYet = []string{"Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Attention", "AveragePool", "BatchNormalization", "CastLike", "Celu", "Clip", "Compress",
+	"Conv", "Cosh", "DequantizeLinear", "Dropout", "GatherElements", "GatherND", "Gelu", "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "InstanceNormalization", "Mod", "NegativeLogLikelihoodLoss", "PRelu", "Pad",
+	"RMSNormalization", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMin", "ReduceProd", "ReduceSumSquare", "Resize", "RotaryEmbedding",
+	"ScatterElements", "Selu", "Shrink", "Sinh", "SoftmaxCrossEntropyLoss", "Tan", "ThresholdedRelu", "TopK",
 	"com.microsoft.Attention", "com.microsoft.BiasGelu", "com.microsoft.EmbedLayerNormalization", "com.microsoft.FastGelu",
 	"com.microsoft.Gelu", "com.microsoft.MultiHeadAttention", "com.microsoft.SkipLayerNormalization"}
 

@@ -56,6 +56,9 @@ func EvalNode(n *Node, in []*tensor.Tensor) (outs []*tensor.Tensor, err error) {
 		c.in[i] = fromTensor(t)
 	}
 	want, err := d.infer(c)
+	if err == nil {
+		err = c.checkWide(want)
+	}
 	if err == nil && len(want) < len(n.Outputs) {
 		err = fmt.Errorf("inference gave %d outputs for %d", len(want), len(n.Outputs))
 	}
@@ -112,17 +115,7 @@ func newTensor(dt tensor.DType, shape []int) (*tensor.Tensor, error) {
 }
 
 // wrapInt keeps an integer result in its dtype's range: int32 arithmetic wraps as in C.
-func wrapInt(dt tensor.DType, v int64) int64 {
-	switch dt {
-	case tensor.Int32:
-		return int64(int32(v))
-	case tensor.Int8:
-		return int64(int8(v))
-	case tensor.Uint8:
-		return int64(uint8(v))
-	}
-	return v
-}
+func wrapInt(dt tensor.DType, v int64) int64 { return dt.Wrap(v) }
 
 // forIndex calls f with every multi-index of shape in row-major order and its flat offset;
 // idx is reused between calls.
@@ -184,10 +177,12 @@ func broadcastEach(outShape []int, ins []*tensor.Tensor, f func(o int, offs []in
 
 // copyElem copies element si of src to element di of dst (same dtype).
 func copyElem(dst *tensor.Tensor, di int, src *tensor.Tensor, si int) {
-	switch src.DType {
-	case tensor.Float32:
+	switch {
+	case src.F32 != nil:
 		dst.F32[di] = src.F32[si]
-	case tensor.Bool:
+	case src.DType == tensor.Float64:
+		dst.F64[di] = src.F64[si]
+	case src.DType == tensor.Bool:
 		dst.Bool[di] = src.Bool[si]
 	default:
 		dst.I64[di] = src.I64[si]
@@ -264,9 +259,16 @@ func f64(v float32) float64 { return float64(v) }
 // them.
 func floatToInt(v float64, dt tensor.DType) (int64, error) {
 	t := math.Trunc(v)
+	if dt == tensor.Uint64 {
+		if math.IsNaN(v) || t < 0 || t >= 1<<64 {
+			return 0, fmt.Errorf("float %v does not fit %v (ONNX leaves the result undefined)", v, dt)
+		}
+		return int64(uint64(t)), nil
+	}
 	lo, hi := float64(math.MinInt64), float64(math.MaxInt64)
-	if l, h, ok := quantRange(dt); ok {
-		lo, hi = l, h
+	if dt.IsInt() && dt != tensor.Int64 {
+		l, h := dt.IntRange()
+		lo, hi = float64(l), float64(h)
 	}
 	if math.IsNaN(v) || t < lo || t >= hi+1 || (dt == tensor.Int64 && t >= hi) {
 		return 0, fmt.Errorf("float %v does not fit %v (ONNX leaves the result undefined)", v, dt)

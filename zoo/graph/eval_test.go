@@ -47,8 +47,19 @@ func sameTensor(got, want *tensor.Tensor) string {
 	if got.DType != want.DType || !tensor.SameShape(got.Shape, want.Shape) {
 		return fmt.Sprintf("got %v %s, want %v %s", got.DType, tensor.ShapeString(got.Shape), want.DType, tensor.ShapeString(want.Shape))
 	}
-	switch want.DType {
-	case tensor.Float32:
+	switch {
+	case want.DType == tensor.Float64:
+		for i, w := range want.F64 {
+			g := got.F64[i]
+			switch {
+			case math.IsNaN(w) && math.IsNaN(g):
+			case math.IsInf(w, 0) && g == w:
+			case math.Abs(g-w) <= 1e-12*math.Max(1, math.Abs(w)):
+			default:
+				return fmt.Sprintf("element %d: got %v, want %v (all: %v)", i, g, w, got.F64)
+			}
+		}
+	case want.DType.IsFloat():
 		for i, w := range want.F32 {
 			g := got.F32[i]
 			switch {
@@ -59,7 +70,7 @@ func sameTensor(got, want *tensor.Tensor) string {
 				return fmt.Sprintf("element %d: got %v, want %v (all: %v)", i, g, w, got.F32)
 			}
 		}
-	case tensor.Bool:
+	case want.DType == tensor.Bool:
 		for i, w := range want.Bool {
 			if got.Bool[i] != w {
 				return fmt.Sprintf("element %d: got %v, want %v (all: %v)", i, got.Bool[i], w, got.Bool)

@@ -201,11 +201,12 @@ func (g *Graph) InitializerMap() map[string]*tensor.Tensor {
 }
 
 // ParamCount returns the number of learned parameters: elements of float initializers that
-// are neither buffers nor builder constants.
+// are neither buffers nor builder constants, nor scalars (the constants an exporter writes as
+// initializers: a scale, an epsilon, a fill value).
 func (g *Graph) ParamCount() int64 {
 	var n int64
 	for _, in := range g.Initializers {
-		if in.Buffer || IsConstName(in.Name) || in.Tensor.DType != tensor.Float32 {
+		if in.Buffer || IsConstName(in.Name) || in.Tensor.DType != tensor.Float32 || len(in.Tensor.Shape) == 0 {
 			continue
 		}
 		n += int64(in.Tensor.Len())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -164,8 +165,10 @@ func sizes(s Shape) []int64 {
 	return out
 }
 
-func isInt(dt tensor.DType) bool     { return dt.IsInt() }
-func isNumeric(dt tensor.DType) bool { return dt == tensor.Float32 || isInt(dt) }
+func isInt(dt tensor.DType) bool { return dt.IsInt() }
+func isNumeric(dt tensor.DType) bool {
+	return dt == tensor.Float32 || isInt(dt) || IsWide(dt) // IsWide: only ops that take them (checkWide)
+}
 func tracksVals(dt tensor.DType) bool {
 	return isInt(dt) || dt == tensor.Bool
 }
@@ -426,7 +429,40 @@ func (c *nodeCtx) infer() ([]*absVal, error) {
 	if c.def.infer == nil {
 		return nil, fmt.Errorf("no shape inference rule for op %q", c.n.Op)
 	}
-	return c.def.infer(c)
+	outs, err := c.def.infer(c)
+	if err != nil {
+		return nil, err
+	}
+	return outs, c.checkWide(outs)
+}
+
+// checkWide refuses float64 and uint64 inputs and outputs of an op that does not take them.
+func (c *nodeCtx) checkWide(outs []*absVal) error {
+	for i, v := range c.in {
+		if v != nil && !c.def.Takes(v.dt) {
+			return fmt.Errorf("input %q is %v, which zoo's %s does not take (it computes %v in %s)", c.name(i), v.dt, c.n.Op, v.dt, wideOps(v.dt))
+		}
+	}
+	for i, v := range outs {
+		if v != nil && i < len(c.n.Outputs) && !c.def.Takes(v.dt) {
+			return fmt.Errorf("output %q would be %v, which zoo's %s does not give (it computes %v in %s)", c.n.Outputs[i], v.dt, c.n.Op, v.dt, wideOps(v.dt))
+		}
+	}
+	return nil
+}
+
+// wideOps lists the ops that take dt (float64 or uint64), for error messages.
+func wideOps(dt tensor.DType) string {
+	var names []string
+	for _, d := range Ops() {
+		if d.Domain == "" && d.Takes(dt) {
+			names = append(names, d.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "no op yet"
+	}
+	return strings.Join(names, ", ")
 }
 
 // forEach calls f with every index of shape in row-major order; idx is reused between calls.

@@ -16,11 +16,12 @@ func init() {
 		Name: "Cast", SinceVersion: 6, ThroughVersion: LatestOpset,
 		Doc:    "converts to dtype to (floats truncate toward zero, int32 wraps, nonzero is true)",
 		Inputs: ps(req("input")), Outputs: ps(req("output")),
-		Attrs: []AttrDef{reqIntAttr("to"), intAttr("saturate", 1)},
-		infer: (*nodeCtx).cast,
-		Eval:  evalCast,
-		Cost:  moveCost,
-		Grad:  gradCast,
+		Attrs:   []AttrDef{reqIntAttr("to"), intAttr("saturate", 1)},
+		infer:   (*nodeCtx).cast,
+		Eval:    evalCast,
+		Cost:    moveCost,
+		Grad:    gradCast,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Identity", SinceVersion: 1, ThroughVersion: LatestOpset, Doc: "a copy of its input",
@@ -37,8 +38,9 @@ func init() {
 		Eval: func(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			return []*tensor.Tensor{in[0].Clone()}, nil
 		},
-		Cost: viewCost,
-		Grad: gradIdentity,
+		Cost:    viewCost,
+		Grad:    gradIdentity,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Constant", SinceVersion: 12, ThroughVersion: LatestOpset,
@@ -53,18 +55,20 @@ func init() {
 			}
 			return []*tensor.Tensor{t.Clone()}, nil
 		},
-		Cost: writeCost,
-		Grad: NoGrad,
+		Cost:    writeCost,
+		Grad:    NoGrad,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "ConstantOfShape", SinceVersion: 9, ThroughVersion: LatestOpset,
 		Doc:    "a tensor of the given shape filled with value (float32 0 by default)",
 		Inputs: ps(req("input")), Outputs: ps(req("output")),
-		Attrs: []AttrDef{tensorAttr("value")},
-		infer: (*nodeCtx).constantOfShape,
-		Eval:  evalConstantOfShape,
-		Cost:  writeCost,
-		Grad:  NoGrad,
+		Attrs:   []AttrDef{tensorAttr("value")},
+		infer:   (*nodeCtx).constantOfShape,
+		Eval:    evalConstantOfShape,
+		Cost:    writeCost,
+		Grad:    NoGrad,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Shape", SinceVersion: 1, ThroughVersion: LatestOpset,
@@ -82,8 +86,9 @@ func init() {
 			t, err := tensor.FromInt64(v, len(v))
 			return []*tensor.Tensor{t}, err
 		},
-		Cost: writeCost,
-		Grad: NoGrad,
+		Cost:    writeCost,
+		Grad:    NoGrad,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Range", SinceVersion: 11, ThroughVersion: LatestOpset,
@@ -96,9 +101,11 @@ func init() {
 	})
 }
 
-// evalCast converts element by element, as a C cast does for the dtypes zoo holds: float to
-// integer truncates toward zero (NaN, infinities and values out of range are undefined in
-// ONNX and refused here), integers wrap into int32, nonzero (and NaN) is true, and true is 1.
+// evalCast converts element by element, as a C cast does: float to integer truncates toward
+// zero (NaN, infinities and values out of range are undefined in ONNX and refused here),
+// integers wrap into narrower integer types (two's complement, as uint64 from a negative
+// int64), nonzero (and NaN) is true, true is 1, and floats round to nearest even into a
+// narrower float type (float64 to float16 in one rounding).
 func evalCast(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	x := in[0]
 	to := tensor.DType(attrInt(n, "to"))
@@ -106,37 +113,48 @@ func evalCast(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	xFloat := x.DType.IsFloat() || x.DType == tensor.Float64
 	for k := 0; k < x.Len(); k++ {
 		switch {
-		case to == tensor.Float32:
-			switch x.DType {
-			case tensor.Float32:
-				out.F32[k] = x.F32[k]
-			case tensor.Bool:
+		case to.IsFloat() || to == tensor.Float64:
+			var v float64
+			switch {
+			case xFloat:
+				v = numAt(x, k)
+			case x.DType == tensor.Bool:
 				if x.Bool[k] {
-					out.F32[k] = 1
+					v = 1
 				}
+			case x.DType == tensor.Uint64:
+				v = float64(uint64(x.I64[k]))
 			default:
-				out.F32[k] = float32(x.I64[k])
+				v = float64(x.I64[k])
+			}
+			if to == tensor.Float64 {
+				out.F64[k] = v
+			} else if x.DType == tensor.Float64 || (!xFloat && x.DType != tensor.Bool) {
+				out.F32[k] = tensor.RoundFrom64(to, v) // one rounding from float64 or an integer
+			} else {
+				out.F32[k] = tensor.RoundTo(to, float32(v))
 			}
 		case to == tensor.Bool:
-			switch x.DType {
-			case tensor.Float32:
-				out.Bool[k] = x.F32[k] != 0
-			case tensor.Bool:
+			switch {
+			case xFloat:
+				out.Bool[k] = numAt(x, k) != 0
+			case x.DType == tensor.Bool:
 				out.Bool[k] = x.Bool[k]
 			default:
 				out.Bool[k] = x.I64[k] != 0
 			}
-		default: // Int32, Int64
-			switch x.DType {
-			case tensor.Float32:
-				v, err := floatToInt(f64(x.F32[k]), to)
+		default: // the integer types
+			switch {
+			case xFloat:
+				v, err := floatToInt(numAt(x, k), to)
 				if err != nil {
 					return nil, err
 				}
 				out.I64[k] = v
-			case tensor.Bool:
+			case x.DType == tensor.Bool:
 				if x.Bool[k] {
 					out.I64[k] = 1
 				}
@@ -232,8 +250,9 @@ func (c *nodeCtx) cast() ([]*absVal, error) {
 		return nil, errors.New(`Cast needs the integer attribute "to"`)
 	}
 	to := tensor.DType(a.I)
-	// 16-bit floats are computed in float32: import rewrites Casts to them (onnx/dtype.go).
-	if to.Size() == 0 || to == tensor.Float16 || to == tensor.BFloat16 {
+	// A Cast to a 16-bit float gives a value on that type's grid; graphs compute in float32
+	// and import follows such a Cast by one back to float32 (onnx/dtype.go).
+	if to.Size() == 0 {
 		return nil, fmt.Errorf("Cast to unsupported dtype %v", to)
 	}
 	out := mk(to, cloneShape(x.shape))
@@ -281,8 +300,11 @@ func (c *nodeCtx) cast() ([]*absVal, error) {
 			}
 		}
 		out.vals = vs
-	case x.floats != nil && to == tensor.Float32:
-		out.floats = x.floats
+	case x.floats != nil && to.IsFloat():
+		out.floats = make([]float32, len(x.floats))
+		for i, f := range x.floats {
+			out.floats[i] = tensor.RoundTo(to, f)
+		}
 	}
 	return one(out), nil
 }

@@ -14,11 +14,12 @@ func init() {
 		Name: "CumSum", SinceVersion: 11, ThroughVersion: LatestOpset,
 		Doc:    "the running sum of x along axis (a 0-D or 1-element int tensor); exclusive leaves each element out of its own sum, reverse sums from the end",
 		Inputs: ps(req("x"), req("axis")), Outputs: ps(req("y")),
-		Attrs: []AttrDef{intAttr("exclusive", 0), intAttr("reverse", 0)},
-		infer: (*nodeCtx).cumSum,
-		Eval:  evalCumSum,
-		Cost:  perOutput(1),
-		Grad:  gradCumSum,
+		Attrs:   []AttrDef{intAttr("exclusive", 0), intAttr("reverse", 0)},
+		infer:   (*nodeCtx).cumSum,
+		Eval:    evalCumSum,
+		Cost:    perOutput(1),
+		Grad:    gradCumSum,
+		Float64: true,
 	})
 }
 
@@ -70,8 +71,8 @@ func CumSumAxis(axis *tensor.Tensor, r int) (int, error) {
 // wrapped to int32 for Int32.
 func evalCumSum(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	x := in[0]
-	if x.DType != tensor.Float32 && !isInt(x.DType) {
-		return nil, fmt.Errorf("dtype %v is not supported (float32, int32, int64 are)", x.DType)
+	if !isFloatVal(x.DType) && !isInt(x.DType) {
+		return nil, fmt.Errorf("dtype %v is not supported (float32, float64 and the integer types are)", x.DType)
 	}
 	axis, err := CumSumAxis(in[1], len(x.Shape))
 	if err != nil {
@@ -93,22 +94,20 @@ func evalCumSum(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 					k = dim - 1 - s
 				}
 				at := (o*dim+k)*inner + i
-				if x.DType == tensor.Float32 {
+				if isFloatVal(x.DType) {
 					if !exclusive {
-						fs += float64(x.F32[at])
+						fs += numAt(x, at)
 					}
-					out.F32[at] = float32(fs)
+					setNum(out, at, fs)
 					if exclusive {
-						fs += float64(x.F32[at])
+						fs += numAt(x, at)
 					}
 					continue
 				}
 				if !exclusive {
 					is += x.I64[at]
 				}
-				if x.DType == tensor.Int32 {
-					is = int64(int32(is))
-				}
+				is = wrapInt(x.DType, is)
 				out.I64[at] = is
 				if exclusive {
 					is += x.I64[at]

@@ -13,7 +13,7 @@ import (
 
 func init() {
 	numeric := func(dt tensor.DType) bool { return isNumeric(dt) }
-	float := func(dt tensor.DType) bool { return dt == tensor.Float32 }
+	float := func(dt tensor.DType) bool { return isFloatVal(dt) }
 	boolean := func(dt tensor.DType) bool { return dt == tensor.Bool }
 	unaries := []struct {
 		name  string
@@ -52,10 +52,11 @@ func init() {
 		register(&OpDef{
 			Name: u.name, SinceVersion: u.since, ThroughVersion: LatestOpset, Doc: u.doc,
 			Inputs: ps(req("X")), Outputs: ps(req("Y")),
-			infer: func(c *nodeCtx) ([]*absVal, error) { return c.unary(ok, want, fold) },
-			Eval:  evalUnary(u.f, u.i, u.b),
-			Cost:  perOutput(1),
-			Grad:  unaryGradOf(u.name),
+			infer:   func(c *nodeCtx) ([]*absVal, error) { return c.unary(ok, want, fold) },
+			Eval:    evalUnary(u.f, u.i, u.b),
+			Cost:    perOutput(1),
+			Grad:    unaryGradOf(u.name),
+			Float64: u.f != nil,
 		})
 	}
 	register(&OpDef{
@@ -102,10 +103,12 @@ func init() {
 		register(&OpDef{
 			Name: b.name, SinceVersion: b.since, ThroughVersion: LatestOpset, Doc: b.doc + ", broadcasting",
 			Inputs: ps(req("A"), req("B")), Outputs: ps(req("C")),
-			infer: func(c *nodeCtx) ([]*absVal, error) { return c.elementwise(c.n.Op) },
-			Eval:  b.eval,
-			Cost:  perOutput(1),
-			Grad:  binaryGradOf(b.name),
+			infer:   func(c *nodeCtx) ([]*absVal, error) { return c.elementwise(c.n.Op) },
+			Eval:    b.eval,
+			Cost:    perOutput(1),
+			Grad:    binaryGradOf(b.name),
+			Float64: b.name != "And" && b.name != "Or",
+			Uint64:  b.name == "Pow",
 		})
 	}
 	for _, isMax := range []bool{true, false} {
@@ -116,8 +119,9 @@ func init() {
 		register(&OpDef{
 			Name: name, SinceVersion: 12, ThroughVersion: LatestOpset, Doc: doc,
 			Inputs: ps(variadic("data_0")), Outputs: ps(req("result")),
-			infer: func(c *nodeCtx) ([]*absVal, error) { return c.elementwise(c.n.Op) },
-			Eval:  evalMinMax(isMax),
+			infer:   func(c *nodeCtx) ([]*absVal, error) { return c.elementwise(c.n.Op) },
+			Eval:    evalMinMax(isMax),
+			Float64: true, Uint64: true,
 			Cost: func(n *Node, in, out []TensorType) (OpCost, error) {
 				return perOutput(int64(max(len(in)-1, 0)))(n, in, out)
 			},
@@ -127,10 +131,11 @@ func init() {
 	register(&OpDef{
 		Name: "Where", SinceVersion: 9, ThroughVersion: LatestOpset, Doc: "X where condition holds, else Y, broadcasting",
 		Inputs: ps(req("condition"), req("X"), req("Y")), Outputs: ps(req("output")),
-		infer: func(c *nodeCtx) ([]*absVal, error) { return c.elementwise("Where") },
-		Eval:  evalWhere,
-		Cost:  perOutput(1),
-		Grad:  gradWhere,
+		infer:   func(c *nodeCtx) ([]*absVal, error) { return c.elementwise("Where") },
+		Eval:    evalWhere,
+		Cost:    perOutput(1),
+		Grad:    gradWhere,
+		Float64: true, Uint64: true,
 	})
 }
 
@@ -147,6 +152,10 @@ func evalUnary(f func(float64) float64, i func(int64) int64, b func(bool) bool) 
 		case x.DType == tensor.Float32 && f != nil:
 			for k, v := range x.F32 {
 				out.F32[k] = float32(f(f64(v)))
+			}
+		case x.DType == tensor.Float64 && f != nil:
+			for k, v := range x.F64 {
+				out.F64[k] = f(v)
 			}
 		case isInt(x.DType) && i != nil:
 			for k, v := range x.I64 {
@@ -179,6 +188,8 @@ func evalArith(f func(a, b float64) float64, i func(a, b int64) (int64, error)) 
 			switch {
 			case a.DType == tensor.Float32 && b.DType == tensor.Float32:
 				out.F32[o] = float32(f(f64(a.F32[off[0]]), f64(b.F32[off[1]])))
+			case a.DType == tensor.Float64 && b.DType == tensor.Float64:
+				out.F64[o] = f(a.F64[off[0]], b.F64[off[1]])
 			case isInt(a.DType) && a.DType == b.DType:
 				v, err := i(a.I64[off[0]], b.I64[off[1]])
 				if err != nil {
@@ -197,10 +208,15 @@ func evalArith(f func(a, b float64) float64, i func(a, b int64) (int64, error)) 
 	}
 }
 
-// numAt returns element k of a numeric tensor as float64.
+// numAt returns element k of a numeric tensor as float64 (a uint64 as unsigned).
 func numAt(t *tensor.Tensor, k int) float64 {
-	if t.DType == tensor.Float32 {
+	switch {
+	case t.DType.IsFloat():
 		return f64(t.F32[k])
+	case t.DType == tensor.Float64:
+		return t.F64[k]
+	case t.DType == tensor.Uint64:
+		return float64(uint64(t.I64[k]))
 	}
 	return float64(t.I64[k])
 }
@@ -220,8 +236,8 @@ func evalPow(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	}
 	err = broadcastEach(shape, in[:2], func(o int, off []int) error {
 		switch {
-		case a.DType == tensor.Float32:
-			out.F32[o] = float32(math.Pow(f64(a.F32[off[0]]), numAt(b, off[1])))
+		case isFloatVal(a.DType):
+			setNum(out, o, math.Pow(numAt(a, off[0]), numAt(b, off[1])))
 		case isInt(a.DType) && isInt(b.DType) && b.I64[off[1]] >= 0:
 			base, e := a.I64[off[0]], b.I64[off[1]]
 			r := int64(1)
@@ -267,8 +283,8 @@ func evalCompare(f func(a, b float64) bool, i func(a, b int64) bool, bl func(a, 
 		}
 		err = broadcastEach(shape, in[:2], func(o int, off []int) error {
 			switch {
-			case a.DType == tensor.Float32 && f != nil:
-				out.Bool[o] = f(f64(a.F32[off[0]]), f64(b.F32[off[1]]))
+			case isFloatVal(a.DType) && f != nil:
+				out.Bool[o] = f(numAt(a, off[0]), numAt(b, off[1]))
 			case isInt(a.DType) && i != nil:
 				out.Bool[o] = i(a.I64[off[0]], b.I64[off[1]])
 			case a.DType == tensor.Bool && bl != nil:
@@ -305,15 +321,23 @@ func evalMinMax(isMax bool) EvalFunc {
 		better := func(a, b float64) bool { return (isMax && b > a) || (!isMax && b < a) }
 		err = broadcastEach(shape, in, func(o int, off []int) error {
 			switch {
-			case dt == tensor.Float32:
-				r := f64(in[0].F32[off[0]])
+			case dt == tensor.Float32 || dt == tensor.Float64:
+				r := numAt(in[0], off[0])
 				for k := 1; k < len(in); k++ {
-					v := f64(in[k].F32[off[k]])
+					v := numAt(in[k], off[k])
 					if math.IsNaN(v) || (!math.IsNaN(r) && better(r, v)) {
 						r = v
 					}
 				}
-				out.F32[o] = float32(r)
+				setNum(out, o, r)
+			case dt == tensor.Uint64:
+				r := uint64(in[0].I64[off[0]])
+				for k := 1; k < len(in); k++ {
+					if v := uint64(in[k].I64[off[k]]); (isMax && v > r) || (!isMax && v < r) {
+						r = v
+					}
+				}
+				out.I64[o] = int64(r)
 			case isInt(dt):
 				r := in[0].I64[off[0]]
 				for k := 1; k < len(in); k++ {

@@ -14,8 +14,9 @@ func init() {
 		Name: "MatMul", SinceVersion: 9, ThroughVersion: LatestOpset,
 		Doc:    "numpy matmul: batched over broadcast leading axes, 1-D operands promoted and the added axis removed",
 		Inputs: ps(req("A"), req("B")), Outputs: ps(req("Y")),
-		infer: (*nodeCtx).matmul,
-		Eval:  evalMatMul,
+		infer:   (*nodeCtx).matmul,
+		Eval:    evalMatMul,
+		Float64: true,
 		Cost: func(n *Node, in, out []TensorType) (OpCost, error) {
 			a := in[0].Shape
 			if len(a) == 0 || len(in[1].Shape) == 0 {
@@ -88,7 +89,7 @@ func evalMatMul(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, err
 	}
 	full := append(append([]int{}, batch...), m, nn)
-	out, err := newTensor(tensor.Float32, full)
+	out, err := newTensor(a.DType, full)
 	if err != nil {
 		return nil, err
 	}
@@ -99,9 +100,9 @@ func evalMatMul(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			for j := 0; j < nn; j++ {
 				var s float64
 				for p := 0; p < k; p++ {
-					s += f64(a.F32[ao+i*k+p]) * f64(b.F32[bo+p*nn+j])
+					s += numAt(a, ao+i*k+p) * numAt(b, bo+p*nn+j)
 				}
-				out.F32[oo+i*nn+j] = float32(s)
+				setNum(out, oo+i*nn+j, s)
 			}
 		}
 		return nil
@@ -195,15 +196,15 @@ func (c *nodeCtx) matmul() ([]*absVal, error) {
 		return nil, err
 	}
 	for i, v := range []*absVal{a, b} {
-		if v.dt != tensor.Float32 {
-			return nil, fmt.Errorf("input %q has dtype %v, want float32", c.name(i), v.dt)
+		if !isFloatVal(v.dt) || v.dt != a.dt {
+			return nil, fmt.Errorf("input %q has dtype %v, want float32 (or float64 for both)", c.name(i), v.dt)
 		}
 	}
 	out, err := matmulShape(a.shape, b.shape)
 	if err != nil {
 		return nil, err
 	}
-	return one(mk(tensor.Float32, out)), nil
+	return one(mk(a.dt, out)), nil
 }
 
 // matmulShape is numpy matmul's output shape.

@@ -60,11 +60,12 @@ func init() {
 			Name: r.name, SinceVersion: r.since, ThroughVersion: LatestOpset,
 			Doc:    r.doc + "; axes from the input (ReduceSum 13, the others 18) or the attribute; all axes when none are given unless noop_with_empty_axes",
 			Inputs: ps(req("data"), opt("axes")), Outputs: ps(req("reduced")),
-			Attrs: []AttrDef{intsAttr("axes"), intAttr("keepdims", 1), intAttr("noop_with_empty_axes", 0)},
-			infer: (*nodeCtx).reduce,
-			Eval:  evalReduce,
-			Cost:  perInput(1),
-			Grad:  reduceGrad(r.name),
+			Attrs:   []AttrDef{intsAttr("axes"), intAttr("keepdims", 1), intAttr("noop_with_empty_axes", 0)},
+			infer:   (*nodeCtx).reduce,
+			Eval:    evalReduce,
+			Cost:    perInput(1),
+			Grad:    reduceGrad(r.name),
+			Float64: true,
 		})
 	}
 }
@@ -244,7 +245,7 @@ func evalReduce(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, err
 	}
 	switch {
-	case x.DType == tensor.Float32:
+	case isFloatVal(x.DType):
 		acc := make([]float64, cells)
 		if n.Op == "ReduceMax" {
 			for i := range acc {
@@ -252,7 +253,7 @@ func evalReduce(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			}
 		}
 		_ = forIndex(x.Shape, func(flat int, idx []int) error {
-			c, v := cell(idx), f64(x.F32[flat])
+			c, v := cell(idx), numAt(x, flat)
 			if n.Op == "ReduceMax" {
 				if math.IsNaN(v) || v > acc[c] {
 					acc[c] = v
@@ -266,7 +267,7 @@ func evalReduce(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			if n.Op == "ReduceMean" {
 				v /= float64(count)
 			}
-			out.F32[i] = float32(v)
+			setNum(out, i, v)
 		}
 	case isInt(x.DType):
 		acc := make([]int64, cells)

@@ -7,16 +7,17 @@ import (
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
-// Resize scales a tensor's axes by nearest-neighbour or (multi)linear interpolation: ONNX
-// Resize from opset 11 (roi, scales, sizes inputs), with opset 18's axes attribute. Package
+// Resize scales a tensor's axes by nearest-neighbour, (multi)linear or cubic interpolation:
+// ONNX Resize from opset 11 (roi, scales, sizes inputs), with opset 18's axes attribute. Package
 // onnx rewrites Resize-10 and the deprecated Upsample-7/9 into this form (asymmetric
 // coordinates, nearest rounding down). Image encoders export their up-sampling necks as it.
 
 func init() {
 	register(&OpDef{
 		Name: "Resize", SinceVersion: 11, ThroughVersion: LatestOpset,
-		Doc: "resizes X to sizes, or by scales (output size floor(in·scale)), on every axis or the axes attribute: mode nearest (nearest_mode) or linear, " +
-			"coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners or asymmetric",
+		Doc: "resizes X to sizes, or by scales (output size floor(in·scale)), on every axis or the axes attribute: mode nearest (nearest_mode), linear or cubic " +
+			"(cubic_coeff_a, exclude_outside), coordinate_transformation_mode half_pixel, pytorch_half_pixel, align_corners, asymmetric or tf_crop_and_resize " +
+			"(roi, extrapolation_value)",
 		Inputs:  ps(req("X"), opt("roi"), opt("scales"), opt("sizes")),
 		Outputs: ps(req("Y")),
 		Attrs: []AttrDef{{Name: "mode", Kind: AttrString, Default: String("nearest")},
@@ -32,18 +33,18 @@ func init() {
 }
 
 var (
-	resizeCoords  = map[string]bool{"half_pixel": true, "pytorch_half_pixel": true, "align_corners": true, "asymmetric": true}
+	resizeCoords  = map[string]bool{"half_pixel": true, "pytorch_half_pixel": true, "align_corners": true, "asymmetric": true, "tf_crop_and_resize": true}
 	resizeNearest = map[string]bool{"round_prefer_floor": true, "round_prefer_ceil": true, "floor": true, "ceil": true}
 )
 
-// checkResizeAttrs refuses what zoo does not compute (cubic, antialias, tf_crop_and_resize,
-// half_pixel_symmetric, aspect-ratio policies) by name.
+// checkResizeAttrs refuses what zoo does not compute (antialias, half_pixel_symmetric,
+// aspect-ratio policies) by name.
 func checkResizeAttrs(n *Node) error {
-	if m := n.Str("mode", "nearest"); m != "nearest" && m != "linear" {
-		return fmt.Errorf("mode %q is not supported (nearest, linear are)", m)
+	if m := n.Str("mode", "nearest"); m != "nearest" && m != "linear" && m != "cubic" {
+		return fmt.Errorf("mode %q is not supported (nearest, linear, cubic are)", m)
 	}
 	if m := n.Str("coordinate_transformation_mode", "half_pixel"); !resizeCoords[m] {
-		return fmt.Errorf("coordinate_transformation_mode %q is not supported (half_pixel, pytorch_half_pixel, align_corners, asymmetric are)", m)
+		return fmt.Errorf("coordinate_transformation_mode %q is not supported (half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_crop_and_resize are)", m)
 	}
 	if m := n.Str("nearest_mode", "round_prefer_floor"); !resizeNearest[m] {
 		return fmt.Errorf("nearest_mode %q is not round_prefer_floor, round_prefer_ceil, floor or ceil", m)
@@ -179,10 +180,16 @@ func (c *nodeCtx) resize() ([]*absVal, error) {
 }
 
 // resizeCoord maps output coordinate o of an axis of in → out elements at scale s to the
-// input coordinate, by the coordinate transformation mode.
-func resizeCoord(mode string, o, in, out int, s float64) float64 {
+// input coordinate, by the coordinate transformation mode (tf_crop_and_resize: within the
+// region of interest [start, end], a fraction of the axis).
+func resizeCoord(mode string, o, in, out int, s, start, end float64) float64 {
 	x := float64(o)
 	switch mode {
+	case "tf_crop_and_resize":
+		if out == 1 {
+			return 0.5 * (start + end) * float64(in-1)
+		}
+		return start*float64(in-1) + x*(end-start)*float64(in-1)/float64(out-1)
 	case "asymmetric":
 		return x / s
 	case "align_corners":
@@ -196,6 +203,47 @@ func resizeCoord(mode string, o, in, out int, s float64) float64 {
 		}
 	}
 	return (x+0.5)/s - 0.5
+}
+
+// cubicWeights are the weights of the four neighbours from floor(c) − 1 of a coordinate at
+// fraction t past floor(c), by the cubic convolution kernel with coefficient a (Keys; ONNX's
+// cubic_coeff_a: −0.75 by default as PyTorch, −0.5 as TensorFlow).
+func cubicWeights(t, a float64) [4]float64 {
+	k := func(x float64) float64 {
+		x = math.Abs(x)
+		switch {
+		case x <= 1:
+			return ((a+2)*x-(a+3))*x*x + 1
+		case x < 2:
+			return ((a*x-5*a)*x+8*a)*x - 4*a
+		}
+		return 0
+	}
+	return [4]float64{k(t + 1), k(t), k(1 - t), k(2 - t)}
+}
+
+// resizeROI returns tf_crop_and_resize's region of interest per axis as fractions (start,
+// end), from roi (starts then ends, for every axis or the axes attribute's); [0, 1] on every
+// axis for the other modes.
+func resizeROI(n *Node, roi *tensor.Tensor, r int, coord string) (starts, ends []float64, err error) {
+	starts, ends = make([]float64, r), make([]float64, r)
+	for i := range ends {
+		ends[i] = 1
+	}
+	if coord != "tf_crop_and_resize" {
+		return starts, ends, nil
+	}
+	axes, err := resizeAxes(n, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	if roi == nil || roi.Len() != 2*len(axes) || !roi.DType.IsFloat() {
+		return nil, nil, fmt.Errorf("tf_crop_and_resize needs roi: %d floats (starts, then ends)", 2*len(axes))
+	}
+	for k, ax := range axes {
+		starts[ax], ends[ax] = f64(roi.F32[k]), f64(roi.F32[len(axes)+k])
+	}
+	return starts, ends, nil
 }
 
 // nearestIndex rounds an input coordinate by the nearest mode, clamped into [0, in).
@@ -229,6 +277,9 @@ func evalResize(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if s := optIn(in, 3); s != nil && s.Len() > 0 {
 		sizes = s.I64
 	}
+	if scales != nil && n.Str("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize" {
+		return nil, fmt.Errorf("tf_crop_and_resize with scales is not supported (give sizes)")
+	}
 	shape, sc, err := ResizeShape(n, x.Shape, scales, sizes)
 	if err != nil {
 		return nil, err
@@ -240,33 +291,65 @@ func evalResize(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if out.Len() == 0 {
 		return []*tensor.Tensor{out}, nil
 	}
-	linear := n.Str("mode", "nearest") == "linear"
+	mode := n.Str("mode", "nearest")
 	coord, nearest := n.Str("coordinate_transformation_mode", "half_pixel"), n.Str("nearest_mode", "round_prefer_floor")
+	a, excludeOutside := f64(attrFloat(n, "cubic_coeff_a")), attrInt(n, "exclude_outside") != 0
 	type tap struct {
 		i int
 		w float64
 	}
 	r := len(x.Shape)
-	taps := make([][][]tap, r) // taps[axis][output index]
+	starts, ends, err := resizeROI(n, optIn(in, 1), r, coord)
+	if err != nil {
+		return nil, err
+	}
+	taps := make([][][]tap, r) // taps[axis][output index]; nil: outside the region (tf_crop_and_resize)
 	for ax := range taps {
 		taps[ax] = make([][]tap, shape[ax])
+		size := x.Shape[ax]
 		for o := range taps[ax] {
-			if x.Shape[ax] == 0 {
+			if size == 0 {
 				return nil, fmt.Errorf("axis %d is empty and cannot be resized to %d", ax, shape[ax])
 			}
-			c := resizeCoord(coord, o, x.Shape[ax], shape[ax], sc[ax])
-			if !linear {
-				taps[ax][o] = []tap{{nearestIndex(nearest, c, x.Shape[ax]), 1}}
-				continue
+			c := resizeCoord(coord, o, size, shape[ax], sc[ax], starts[ax], ends[ax])
+			if coord == "tf_crop_and_resize" && (c < 0 || c > float64(size-1)) {
+				continue // extrapolation_value
 			}
-			c = min(max(c, 0), float64(x.Shape[ax]-1))
-			f := math.Floor(c)
-			w := c - f
-			i0 := int(f)
-			i1 := min(i0+1, x.Shape[ax]-1)
-			taps[ax][o] = []tap{{i0, 1 - w}, {i1, w}}
+			switch mode {
+			case "nearest":
+				taps[ax][o] = []tap{{nearestIndex(nearest, c, size), 1}}
+			case "linear":
+				c = min(max(c, 0), float64(size-1))
+				f := math.Floor(c)
+				w := c - f
+				i0 := int(f)
+				i1 := min(i0+1, size-1)
+				taps[ax][o] = []tap{{i0, 1 - w}, {i1, w}}
+			default: // cubic: four neighbours from floor(c) − 1, edge values beyond the axis
+				f := math.Floor(c)
+				t := c - f
+				ws := cubicWeights(t, a)
+				var sum float64
+				ts := make([]tap, 4)
+				for k := range ts {
+					i := int(f) - 1 + k
+					w := ws[k]
+					if excludeOutside && (i < 0 || i >= size) {
+						w = 0
+					}
+					ts[k] = tap{min(max(i, 0), size-1), w}
+					sum += w
+				}
+				if excludeOutside && sum != 0 {
+					for k := range ts {
+						ts[k].w /= sum
+					}
+				}
+				taps[ax][o] = ts
+			}
 		}
 	}
+	extrapolate := f64(attrFloat(n, "extrapolation_value"))
 	strides := tensor.Strides(x.Shape)
 	idx := make([]int, r)
 	var sum func(ax, off int, w float64) float64
@@ -283,7 +366,15 @@ func evalResize(n *Node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return s
 	}
 	for e := range out.Len() {
-		out.F32[e] = tensor.RoundTo(x.DType, float32(sum(0, 0, 1)))
+		v := extrapolate
+		inside := true
+		for ax := range idx {
+			inside = inside && taps[ax][idx[ax]] != nil
+		}
+		if inside {
+			v = sum(0, 0, 1)
+		}
+		out.F32[e] = tensor.RoundTo(x.DType, float32(v))
 		for ax := r - 1; ax >= 0; ax-- {
 			if idx[ax]++; idx[ax] < shape[ax] {
 				break

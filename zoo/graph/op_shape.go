@@ -29,18 +29,20 @@ func init() {
 			}
 			return one1(withShape(in[0], shape))
 		},
-		Cost: viewCost,
-		Grad: gradReshapeLike,
+		Cost:    viewCost,
+		Grad:    gradReshapeLike,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Transpose", SinceVersion: 1, ThroughVersion: LatestOpset,
 		Doc:    "permutes the axes: output axis i is input axis perm[i] (reversed by default)",
 		Inputs: ps(req("data")), Outputs: ps(req("transposed")),
-		Attrs: []AttrDef{intsAttr("perm")},
-		infer: (*nodeCtx).transpose,
-		Eval:  evalTranspose,
-		Cost:  moveCost,
-		Grad:  gradTranspose,
+		Attrs:   []AttrDef{intsAttr("perm")},
+		infer:   (*nodeCtx).transpose,
+		Eval:    evalTranspose,
+		Cost:    moveCost,
+		Grad:    gradTranspose,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Squeeze", SinceVersion: 11, ThroughVersion: LatestOpset,
@@ -59,8 +61,9 @@ func init() {
 			}
 			return one1(withShape(in[0], shape))
 		},
-		Cost: viewCost,
-		Grad: gradReshapeLike,
+		Cost:    viewCost,
+		Grad:    gradReshapeLike,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Unsqueeze", SinceVersion: 13, ThroughVersion: LatestOpset,
@@ -78,36 +81,40 @@ func init() {
 			}
 			return one1(withShape(in[0], shape))
 		},
-		Cost: viewCost,
-		Grad: gradReshapeLike,
+		Cost:    viewCost,
+		Grad:    gradReshapeLike,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Expand", SinceVersion: 8, ThroughVersion: LatestOpset,
 		Doc:    "broadcasts the input with the given shape (numpy multidirectional rules)",
 		Inputs: ps(req("input"), req("shape")), Outputs: ps(req("output")),
-		infer: (*nodeCtx).expand,
-		Eval:  evalExpand,
-		Cost:  moveCost,
-		Grad:  gradExpand,
+		infer:   (*nodeCtx).expand,
+		Eval:    evalExpand,
+		Cost:    moveCost,
+		Grad:    gradExpand,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Tile", SinceVersion: 6, ThroughVersion: LatestOpset,
 		Doc:    "repeats the input repeats[i] times along each axis i",
 		Inputs: ps(req("input"), req("repeats")), Outputs: ps(req("output")),
-		infer: (*nodeCtx).tile,
-		Eval:  evalTile,
-		Cost:  moveCost,
-		Grad:  gradTile,
+		infer:   (*nodeCtx).tile,
+		Eval:    evalTile,
+		Cost:    moveCost,
+		Grad:    gradTile,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Concat", SinceVersion: 11, ThroughVersion: LatestOpset,
 		Doc:    "joins its inputs along axis; the other dimensions must agree",
 		Inputs: ps(variadic("inputs")), Outputs: ps(req("concat_result")),
-		Attrs: []AttrDef{reqIntAttr("axis")},
-		infer: (*nodeCtx).concat,
-		Eval:  evalConcat,
-		Cost:  moveCost,
-		Grad:  gradConcat,
+		Attrs:   []AttrDef{reqIntAttr("axis")},
+		infer:   (*nodeCtx).concat,
+		Eval:    evalConcat,
+		Cost:    moveCost,
+		Grad:    gradConcat,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Split", SinceVersion: 13, ThroughVersion: LatestOpset,
@@ -119,25 +126,28 @@ func init() {
 		Eval:    evalSplit,
 		Cost:    moveCost,
 		Grad:    gradSplit,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Slice", SinceVersion: 11, ThroughVersion: LatestOpset,
 		Doc:    "x[starts:ends:steps] on the given axes, with ONNX's clamping of the bounds",
 		Inputs: ps(req("data"), req("starts"), req("ends"), opt("axes"), opt("steps")), Outputs: ps(req("output")),
-		infer: (*nodeCtx).slice,
-		Eval:  evalSlice,
-		Cost:  readsWhatItWrites,
-		Grad:  gradSlice,
+		infer:   (*nodeCtx).slice,
+		Eval:    evalSlice,
+		Cost:    readsWhatItWrites,
+		Grad:    gradSlice,
+		Float64: true, Uint64: true,
 	})
 	register(&OpDef{
 		Name: "Gather", SinceVersion: 11, ThroughVersion: LatestOpset,
 		Doc:    "picks entries of data along axis by indices (negative ones count from the end)",
 		Inputs: ps(req("data"), req("indices")), Outputs: ps(req("output")),
-		Attrs: []AttrDef{intAttr("axis", 0)},
-		infer: (*nodeCtx).gather,
-		Eval:  evalGather,
-		Cost:  readsWhatItWrites,
-		Grad:  gradGather,
+		Attrs:   []AttrDef{intAttr("axis", 0)},
+		infer:   (*nodeCtx).gather,
+		Eval:    evalGather,
+		Cost:    readsWhatItWrites,
+		Grad:    gradGather,
+		Float64: true, Uint64: true,
 	})
 }
 

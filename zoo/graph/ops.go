@@ -113,9 +113,28 @@ type OpDef struct {
 	Cost CostFunc
 	// Grad is the gradient rule; NoGrad declares an op not differentiable.
 	Grad GradFunc
+	// Float64 and Uint64 say that the op takes and gives values of those types (its Eval
+	// computes float64 in float64, and uint64 as unsigned); any other op refuses them, in
+	// inference, with an error naming the op and the type. Backends run such nodes through
+	// the reference evaluation.
+	Float64, Uint64 bool
 
 	infer inferFunc
 }
+
+// Takes reports whether the op takes values of dtype dt (see Float64 and Uint64).
+func (d *OpDef) Takes(dt tensor.DType) bool {
+	switch dt {
+	case tensor.Float64:
+		return d.Float64
+	case tensor.Uint64:
+		return d.Uint64
+	}
+	return true
+}
+
+// IsWide reports whether dt is one of the types only some ops take (float64, uint64).
+func IsWide(dt tensor.DType) bool { return dt == tensor.Float64 || dt == tensor.Uint64 }
 
 // Attr returns the declaration of the named attribute, or nil.
 func (d *OpDef) Attr(name string) *AttrDef {

@@ -81,8 +81,12 @@ func realgraphCases() []evalCase {
 		{name: "inference", op: "BatchNormalization", attrs: graph.Attrs{"epsilon": graph.Float(0)},
 			in:   []*tensor.Tensor{tf(sh(1, 2, 2), 1, 3, 5, 7), tf(sh(2), 2, 1), tf(sh(2), 0, 1), tf(sh(2), 2, 6), tf(sh(2), 1, 4)},
 			want: []*tensor.Tensor{tf(sh(1, 2, 2), -2, 2, 0.5, 1.5)}},
+		// Training mode: the batch's mean 2 and variance 1; running = input · 0.9 + batch · 0.1.
 		{name: "training", op: "BatchNormalization", attrs: graph.Attrs{"training_mode": graph.Int(1)},
-			in: []*tensor.Tensor{tf(sh(1, 1, 1), 1), tf(sh(1), 1), tf(sh(1), 0), tf(sh(1), 0), tf(sh(1), 1)}, wantErr: "training"},
+			in:   []*tensor.Tensor{tf(sh(2, 1, 1), 1, 3), tf(sh(1), 1), tf(sh(1), 0), tf(sh(1), 0), tf(sh(1), 1)},
+			want: []*tensor.Tensor{tf(sh(2, 1, 1), -0.999995, 0.999995), tf(sh(1), 0.2), tf(sh(1), 1)}},
+		{name: "running statistics in inference", op: "BatchNormalization", nOut: 3,
+			in: []*tensor.Tensor{tf(sh(1, 1, 1), 1), tf(sh(1), 1), tf(sh(1), 0), tf(sh(1), 0), tf(sh(1), 1)}, wantErr: "training mode only"},
 		{name: "relu6", op: "Clip", in: []*tensor.Tensor{tf(sh(4), -1, 3, 7, nan), tf(sh(), 0), tf(sh(), 6)}, want: []*tensor.Tensor{tf(sh(4), 0, 3, 6, nan)}},
 		{name: "int max only", op: "Clip", in: []*tensor.Tensor{ti(sh(3), -5, 2, 9), nil, ti(sh(), 3)}, want: []*tensor.Tensor{ti(sh(3), -5, 2, 3)}},
 		{name: "vector bound", op: "Clip", in: []*tensor.Tensor{tf(sh(2), 1, 2), tf(sh(2), 0, 0)}, wantErr: "scalar"},

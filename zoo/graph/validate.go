@@ -3,6 +3,8 @@ package graph
 import (
 	"errors"
 	"fmt"
+
+	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
 // Validate checks that the graph is well formed: every name is defined once, nodes are in
@@ -152,4 +154,47 @@ func (g *Graph) TopoSort() error {
 	}
 	g.Nodes = order
 	return nil
+}
+
+// CheckWideTypes refuses a graph in which a float64 or uint64 value reaches an op that does
+// not take it (OpDef.Float64, OpDef.Uint64), naming the node: backends run their own kernels,
+// which compute float32 and int64, and only those ops through the reference evaluation. A
+// graph with no such value anywhere (its inputs, outputs, initializers, constants and casts)
+// passes without inference; otherwise the graph's types are inferred on a copy.
+func (g *Graph) CheckWideTypes() error {
+	if !g.mayHoldWide() {
+		return nil
+	}
+	probe := *g
+	if err := probe.InferShapes(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// mayHoldWide reports whether any value of g could be float64 or uint64.
+func (g *Graph) mayHoldWide() bool {
+	for _, vs := range [][]ValueInfo{g.Inputs, g.Outputs} {
+		for _, v := range vs {
+			if IsWide(v.DType) {
+				return true
+			}
+		}
+	}
+	for _, in := range g.Initializers {
+		if IsWide(in.Tensor.DType) {
+			return true
+		}
+	}
+	for _, n := range g.Nodes {
+		for name, a := range n.Attrs {
+			if a.Kind == AttrTensor && a.T != nil && IsWide(a.T.DType) {
+				return true
+			}
+			if a.Kind == AttrInt && (name == "to" || name == "dtype") && IsWide(tensor.DType(a.I)) {
+				return true
+			}
+		}
+	}
+	return false
 }

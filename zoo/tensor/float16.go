@@ -96,6 +96,20 @@ func RoundTo(dt DType, v float32) float32 {
 	return v
 }
 
+// RoundFrom64 returns the float64 v rounded to the grid of the float type dt, held as float32
+// (Float32, Float16, BFloat16): to nearest, ties to even, in one rounding. A 16-bit type is
+// reached through float32 with round-to-odd, which keeps the one rounding exact.
+func RoundFrom64(dt DType, v float64) float32 {
+	f := float32(v)
+	if dt == Float32 || float64(f) == v || math.IsNaN(v) {
+		return RoundTo(dt, f)
+	}
+	if math.Abs(float64(f)) > math.Abs(v) {
+		f = math.Nextafter32(f, 0) // toward zero
+	}
+	return RoundTo(dt, math.Float32frombits(math.Float32bits(f)|1))
+}
+
 // ToFloat32 returns a float32 copy of t, a Float16 or BFloat16 tensor (whose values are
 // float32 already) or a Float32 one. It returns an error for other dtypes.
 func ToFloat32(t *Tensor) (*Tensor, error) {

@@ -14,17 +14,25 @@ import (
 type DType int32
 
 // The element types zoo computes with. Float16 and BFloat16 values are held in F32 (each
-// value exactly on the 16-bit type's grid: see RoundFloat16 and RoundBFloat16), Int8, Uint8
-// and Int32 values in I64, so that kernels handle one float and one integer representation.
+// value exactly on the 16-bit type's grid: see RoundFloat16 and RoundBFloat16), the integer
+// types up to 32 bits and Int64 in I64, so that kernels handle one float and one integer
+// representation. Float64 values are held in F64 (computed in float64, never through float32),
+// and Uint64 values in I64 as their bit patterns (a value of 2^63 or more reads as negative
+// there: only ops that handle it as unsigned accept Uint64; IsInt is false for it).
 const (
 	Invalid  DType = 0
 	Float32  DType = 1
 	Uint8    DType = 2
 	Int8     DType = 3
+	Uint16   DType = 4
+	Int16    DType = 5
 	Int32    DType = 6
 	Int64    DType = 7
 	Bool     DType = 9
 	Float16  DType = 10
+	Float64  DType = 11
+	Uint32   DType = 12
+	Uint64   DType = 13
 	BFloat16 DType = 16
 )
 
@@ -47,6 +55,16 @@ func (d DType) String() string {
 		return "float16"
 	case BFloat16:
 		return "bfloat16"
+	case Float64:
+		return "float64"
+	case Int16:
+		return "int16"
+	case Uint16:
+		return "uint16"
+	case Uint32:
+		return "uint32"
+	case Uint64:
+		return "uint64"
 	}
 	return fmt.Sprintf("dtype(%d)", int32(d))
 }
@@ -54,13 +72,13 @@ func (d DType) String() string {
 // Size returns the element size in bytes, or 0 for an unknown type.
 func (d DType) Size() int {
 	switch d {
-	case Float32, Int32:
+	case Float32, Int32, Uint32:
 		return 4
-	case Int64:
+	case Int64, Uint64, Float64:
 		return 8
 	case Bool, Int8, Uint8:
 		return 1
-	case Float16, BFloat16:
+	case Float16, BFloat16, Int16, Uint16:
 		return 2
 	}
 	return 0
@@ -69,8 +87,57 @@ func (d DType) Size() int {
 // IsFloat reports whether d is a floating-point type (held in F32).
 func (d DType) IsFloat() bool { return d == Float32 || d == Float16 || d == BFloat16 }
 
-// IsInt reports whether d is an integer type (held in I64).
-func (d DType) IsInt() bool { return d == Int64 || d == Int32 || d == Int8 || d == Uint8 }
+// IsInt reports whether d is an integer type whose values int64 holds exactly (held in I64):
+// every integer type but Uint64.
+func (d DType) IsInt() bool {
+	switch d {
+	case Int64, Int32, Int16, Int8, Uint32, Uint16, Uint8:
+		return true
+	}
+	return false
+}
+
+// HeldInI64 reports whether d's values are held in I64: the IsInt types and Uint64.
+func (d DType) HeldInI64() bool { return d.IsInt() || d == Uint64 }
+
+// IntRange returns the range of an IsInt type (that of int64 for Int64).
+func (d DType) IntRange() (lo, hi int64) {
+	switch d {
+	case Int8:
+		return math.MinInt8, math.MaxInt8
+	case Uint8:
+		return 0, math.MaxUint8
+	case Int16:
+		return math.MinInt16, math.MaxInt16
+	case Uint16:
+		return 0, math.MaxUint16
+	case Int32:
+		return math.MinInt32, math.MaxInt32
+	case Uint32:
+		return 0, math.MaxUint32
+	}
+	return math.MinInt64, math.MaxInt64
+}
+
+// Wrap returns v reduced into d's range as a C cast to d does (two's complement wrapping);
+// v itself for Int64 and Uint64 (whose I64 holds the bit pattern) and non-integer types.
+func (d DType) Wrap(v int64) int64 {
+	switch d {
+	case Int8:
+		return int64(int8(v))
+	case Uint8:
+		return int64(uint8(v))
+	case Int16:
+		return int64(int16(v))
+	case Uint16:
+		return int64(uint16(v))
+	case Int32:
+		return int64(int32(v))
+	case Uint32:
+		return int64(uint32(v))
+	}
+	return v
+}
 
 // Tensor is a dense row-major array. Exactly one of the data slices is used, chosen by DType
 // (Float16 and BFloat16 values are held in F32, Int8, Uint8 and Int32 values in I64, so
@@ -80,6 +147,7 @@ type Tensor struct {
 	DType DType
 	Shape []int
 	F32   []float32
+	F64   []float64
 	I64   []int64
 	Bool  []bool
 }
@@ -110,7 +178,9 @@ func New(dt DType, shape ...int) (*Tensor, error) {
 	switch dt {
 	case Float32, Float16, BFloat16:
 		t.F32 = make([]float32, n)
-	case Int32, Int64, Int8, Uint8:
+	case Float64:
+		t.F64 = make([]float64, n)
+	case Int32, Int64, Int8, Uint8, Int16, Uint16, Uint32, Uint64:
 		t.I64 = make([]int64, n)
 	case Bool:
 		t.Bool = make([]bool, n)
@@ -155,7 +225,9 @@ func (t *Tensor) Len() int {
 	switch t.DType {
 	case Float32, Float16, BFloat16:
 		return len(t.F32)
-	case Int32, Int64, Int8, Uint8:
+	case Float64:
+		return len(t.F64)
+	case Int32, Int64, Int8, Uint8, Int16, Uint16, Uint32, Uint64:
 		return len(t.I64)
 	case Bool:
 		return len(t.Bool)
@@ -183,6 +255,9 @@ func (t *Tensor) Clone() *Tensor {
 	if t.F32 != nil {
 		c.F32 = append([]float32{}, t.F32...)
 	}
+	if t.F64 != nil {
+		c.F64 = append([]float64{}, t.F64...)
+	}
 	if t.I64 != nil {
 		c.I64 = append([]int64{}, t.I64...)
 	}
@@ -202,6 +277,11 @@ func Equal(a, b *Tensor) bool {
 	}
 	for i := range a.F32 {
 		if math.Float32bits(a.F32[i]) != math.Float32bits(b.F32[i]) {
+			return false
+		}
+	}
+	for i := range a.F64 {
+		if math.Float64bits(a.F64[i]) != math.Float64bits(b.F64[i]) {
 			return false
 		}
 	}

@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
         {"zoo_copy", [&] { zoo_copy(a.F(0), a.LL(1), a.F(2), a.LL(3), a.LL(4), a.p[5].d); }},
         {"zoo_fill", [&] { zoo_fill(a.F(0), a.LL(1), a.Fv(2)); }},
         {"zoo_gather", [&] { zoo_gather(a.F(0), a.F(1), a.L(2), a.LL(3), a.LL(4), a.LL(5), a.LL(6)); }},
-        {"zoo_binary_rows", [&] { zoo_binary_rows(a.F(0), a.F(1), a.F(2), a.LL(3), a.LL(4), a.LL(5), a.I(6), a.I(7), a.I(8)); }},
+        {"zoo_binary_rows", [&] { zoo_binary_rows(a.F(0), a.F(1), a.F(2), a.F(3), a.LL(4), a.LL(5), a.LL(6), a.I(7), a.I(8), a.I(9)); }},
         {"zoo_to_bf16", [&] { zoo_to_bf16((unsigned short*)a.F(0), a.F(1), a.LL(2), a.I(3)); }},
         {"zoo_unary4", [&] { zoo_unary4(a.F(0), a.F(1), a.LL(2), a.I(3), a.Fv(4)); }},
         {"zoo_layernorm_warp", [&] { zoo_layernorm_warp(a.F(0), a.F(1), a.F(2), a.F(3), a.F(4), a.F(5), a.LL(6), a.LL(7), a.LL(8), a.LL(9), a.Fv(10)); }},

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Golden cases for Resize, computed with ONNX's own reference (interpolate_nd and the
-nearest/linear coefficient rules of onnx/backend/test/case/node/resize.py, which the ONNX
+nearest/linear/cubic coefficient rules of onnx/backend/test/case/node/resize.py, which the ONNX
 backend tests' expected outputs come from), with Debian's onnx 1.12. Run from anywhere:
 
     /usr/bin/python3 zoo/graph/testdata/gen_resize.py
@@ -11,7 +11,7 @@ import json
 import os
 
 import numpy as np
-from onnx.backend.test.case.node.resize import interpolate_nd, linear_coeffs, nearest_coeffs
+from onnx.backend.test.case.node.resize import cubic_coeffs, interpolate_nd, linear_coeffs, nearest_coeffs
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "resize_golden.json")
 CASES = []
@@ -27,7 +27,8 @@ def enc(t):
 
 
 def case(name, attrs, ins, want):
-    a = {k: {"int": v} if isinstance(v, int) else {"string": v} for k, v in attrs.items()}
+    kinds = {int: "int", float: "float", str: "string"}
+    a = {k: {kinds[type(v)]: v} for k, v in attrs.items()}
     CASES.append({"name": name, "op": "Resize", "attrs": a, "in": [enc(x) for x in ins], "want": [enc(np.asarray(want, dtype=np.float32))]})
 
 
@@ -70,6 +71,21 @@ def main():
     z = i64(1, 1, 3, 5)
     # (the Go test adds the attribute axes = [2, 3], an ints attribute this format does not hold)
     case("axes, sizes linear", {"mode": "linear"}, [x24, None, None, i64(3, 5)], interpolate_nd(x24, lin, output_size=z))
+
+    # Cubic (Keys' kernel, a = -0.75 or -0.5, with exclude_outside) and tf_crop_and_resize.
+    cub = lambda a: (lambda r, scale=1.0: cubic_coeffs(r, A=a))
+    s = f32(1, 1, 2, 2)
+    case("upsample scales cubic", {"mode": "cubic"}, [x44, empty, s], interpolate_nd(x44, cub(-0.75), scale_factors=s))
+    s = f32(1, 1, 0.8, 0.8)
+    case("downsample scales cubic a=-0.5 exclude_outside", {"mode": "cubic", "cubic_coeff_a": -0.5, "exclude_outside": 1}, [x44, empty, s],
+         interpolate_nd(x44, cub(-0.5), scale_factors=s, exclude_outside=True))
+    z = i64(1, 1, 3, 5)
+    case("sizes cubic asymmetric", {"mode": "cubic", "coordinate_transformation_mode": "asymmetric"}, [x44, None, None, z],
+         interpolate_nd(x44, cub(-0.75), output_size=z, coordinate_transformation_mode="asymmetric"))
+    roi = f32(0, 0, 0.4, 0.6, 1, 1, 1.2, 1.7)
+    z = i64(1, 1, 3, 3)
+    case("tf_crop_and_resize extrapolation", {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize", "extrapolation_value": 10.0},
+         [x44, roi, None, z], interpolate_nd(x44, lin, output_size=z, roi=roi, coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=10.0))
 
     with open(OUT, "w") as f:
         json.dump(CASES, f, indent=0)

@@ -102,14 +102,23 @@ func Backends(names string, check func(backends.Choice) error) ([]backends.Choic
 
 // Model is a model to time: its display name, the graph zoo runs (the model's, or its ONNX
 // export re-imported when a reference runtime runs the export), the export (with a
-// reference runtime), its token and padding-mask inputs ("" for none) and its maximum
-// length (0: none).
+// reference runtime), the plan that feeds every input by its role as zoo run feeds them,
+// and its maximum length (0: none) with what sets it (FeedPlan.Limit; "" reads max_len).
 type Model struct {
 	Name      string
 	Graph     *graph.Graph
 	ONNX      []byte
-	Tok, Mask string
+	Feeds     *zooroot.FeedPlan
 	MaxLen    int
+	MaxLenWhy string
+}
+
+// why says what sets m's maximum length, and for a variant's max_len how to change it.
+func (m Model) why() string {
+	if m.MaxLenWhy == "" || m.MaxLenWhy == "max_len" {
+		return "max_len; pass shorter lengths or --set max_len=N"
+	}
+	return m.MaxLenWhy
 }
 
 // Fits reports whether length n fits the model.
@@ -138,7 +147,7 @@ func (p *Plan) CheckLengths() error {
 	if m := p.Models[0]; len(p.Models) == 1 && p.SeqSet {
 		for _, n := range p.Seqs {
 			if !m.Fits(n) {
-				return fmt.Errorf("--seq %d is longer than %s's maximum length %d (max_len); pass shorter lengths or --set max_len=N", n, m.Name, m.MaxLen)
+				return fmt.Errorf("--seq %d is longer than %s's maximum length %d (%s)", n, m.Name, m.MaxLen, m.why())
 			}
 		}
 	}
@@ -164,7 +173,7 @@ func Run(ctx context.Context, p *Plan, w, notes io.Writer, status *Progress) err
 					total += len(p.Backends)
 				} else {
 					doc.Skipped = append(doc.Skipped, Skip{Variant: m.Name, Batch: b, N: n,
-						Reason: fmt.Sprintf("longer than its maximum length %d (max_len)", m.MaxLen)})
+						Reason: fmt.Sprintf("longer than its maximum length %d (%s)", m.MaxLen, strings.TrimSuffix(m.why(), "; pass shorter lengths or --set max_len=N"))})
 				}
 			}
 		}
@@ -291,11 +300,7 @@ func RunOne(ctx context.Context, m Model, prog backends.Program, sess *ort.Sessi
 	if err != nil {
 		return row, err
 	}
-	shapes := map[string][]int{m.Tok: {b, n}}
-	if m.Mask != "" {
-		shapes[m.Mask] = []int{b, n}
-	}
-	if cost, err := m.Graph.Cost(shapes); err == nil {
+	if cost, err := m.Graph.Cost(m.Feeds.Shapes(b, n)); err == nil {
 		row.FLOPs, row.GraphActBytes = cost.FLOPs, cost.ActivationBytes
 	}
 	name := fmt.Sprintf("%s on %s at batch %d, n %d", m.Name, bb.Name, b, n)
@@ -330,7 +335,8 @@ func RunOne(ctx context.Context, m Model, prog backends.Program, sess *ort.Sessi
 }
 
 // Inputs makes a (b, n) batch of the sample text's token ids (wrapping around) for m's token
-// input and an all-valid padding mask.
+// input, every other input fed by its role as zoo run feeds it (masks all valid, token types
+// zero, positions 0..n-1).
 func Inputs(m Model, b, n int) (map[string]*tensor.Tensor, error) {
 	ids := tokenize.Encode(zooroot.SampleText)
 	if len(ids) == 0 {
@@ -340,15 +346,14 @@ func Inputs(m Model, b, n int) (map[string]*tensor.Tensor, error) {
 	for i := range data {
 		data[i] = ids[i%len(ids)]
 	}
-	tok, err := tensor.FromInt64(data, b, n)
+	lengths := make([]int, b)
+	for i := range lengths {
+		lengths[i] = n
+	}
+	batch := &tokenize.Batch{B: b, N: n, Tokens: data, Mask: make([]bool, b*n), Lengths: lengths, Offsets: make([]int64, b)}
+	feed, err := m.Feeds.Tensors(batch, 0)
 	if err != nil {
 		return nil, fmt.Errorf("bench input (%d, %d): %w", b, n, err)
-	}
-	feed := map[string]*tensor.Tensor{m.Tok: tok}
-	if m.Mask != "" {
-		if feed[m.Mask], err = tensor.FromBool(make([]bool, b*n), b, n); err != nil {
-			return nil, fmt.Errorf("bench mask (%d, %d): %w", b, n, err)
-		}
 	}
 	return feed, nil
 }

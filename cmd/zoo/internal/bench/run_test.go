@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
 func TestParse(t *testing.T) {
@@ -83,13 +86,36 @@ func TestCheckLengths(t *testing.T) {
 	}
 }
 
+// TestInputs: every input is fed by its role, as zoo run feeds it: a variant's tokens and
+// bool padding mask, and a Hugging Face file's ids, int64 attention mask and token types
+// (bench refused those: only ids and a bool mask were fed).
 func TestInputs(t *testing.T) {
-	feed, err := Inputs(Model{Tok: "tokens", Mask: "mask"}, 2, 3)
-	if err != nil || len(feed) != 2 || !slices.Equal(feed["tokens"].Shape, []int{2, 3}) || slices.Contains(feed["mask"].Bool, true) {
-		t.Errorf("feed %v, %v", feed, err)
+	in := func(name string, dt tensor.DType) graph.ValueInfo {
+		return graph.ValueInfo{Name: name, DType: dt, Shape: graph.Shape{graph.Sym("B"), graph.Sym("n")}}
 	}
-	if feed, err := Inputs(Model{Tok: "ids"}, 1, 4); err != nil || len(feed) != 1 || feed["ids"].I64[0] == 0 {
-		t.Errorf("without a mask: %v, %v", feed, err)
+	for _, c := range []struct {
+		name   string
+		inputs []graph.ValueInfo
+		check  func(map[string]*tensor.Tensor) bool
+	}{
+		{"variant", []graph.ValueInfo{in("tokens", tensor.Int64), in("key_padding_mask", tensor.Bool)}, func(f map[string]*tensor.Tensor) bool {
+			return len(f) == 2 && slices.Equal(f["tokens"].Shape, []int{2, 3}) && f["tokens"].I64[0] != 0 && !slices.Contains(f["key_padding_mask"].Bool, true)
+		}},
+		{"ids only", []graph.ValueInfo{in("ids", tensor.Int64)}, func(f map[string]*tensor.Tensor) bool {
+			return len(f) == 1 && f["ids"].I64[0] != 0
+		}},
+		{"hugging face", []graph.ValueInfo{in("input_ids", tensor.Int64), in("attention_mask", tensor.Int64), in("token_type_ids", tensor.Int64)}, func(f map[string]*tensor.Tensor) bool {
+			return len(f) == 3 && !slices.Contains(f["attention_mask"].I64, 0) && !slices.ContainsFunc(f["token_type_ids"].I64, func(v int64) bool { return v != 0 })
+		}},
+	} {
+		plan, err := zooroot.PlanFeeds(&graph.Graph{Name: c.name, Inputs: c.inputs}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		feed, err := Inputs(Model{Feeds: plan}, 2, 3)
+		if err != nil || !c.check(feed) {
+			t.Errorf("%s: feed %v, %v", c.name, feed, err)
+		}
 	}
 }
 

@@ -83,9 +83,13 @@ type Check struct {
 	Threads   int
 	Precision string
 	JSON      bool
+	// ReferenceNote is what Reference's session says of how ONNX Runtime loaded the model
+	// (the optimization level it fell back to when its optimizer failed; "" for none).
+	ReferenceNote string
 }
 
-// Reference runs data, the ONNX model (with its layer values as outputs), on ONNX Runtime.
+// Reference runs data, the ONNX model (with its layer values as outputs), on ONNX Runtime,
+// and keeps the session's note in k.ReferenceNote.
 func (k *Check) Reference(rt *ort.Runtime, data []byte) (map[string]*tensor.Tensor, error) {
 	sess, err := rt.NewSession(data, ort.SessionOptions{Threads: k.Threads})
 	if err != nil {
@@ -96,6 +100,7 @@ func (k *Check) Reference(rt *ort.Runtime, data []byte) (map[string]*tensor.Tens
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", k.Name, err)
 	}
+	k.ReferenceNote = sess.Note() // after the run, which may have fallen back
 	return want, nil
 }
 
@@ -127,9 +132,13 @@ func (k *Check) Run(ctx context.Context, w io.Writer, ch backends.Choice, want m
 	for _, l := range k.Layers {
 		layerResults = append(layerResults, parity.Compare(l.Label, got[l.Value], want[l.Value], ValidFor(got[l.Value], k.Valid), k.Atol, k.Rtol))
 	}
+	reference := "onnxruntime " + ortVersion
+	if k.ReferenceNote != "" {
+		reference += " at " + k.ReferenceNote // ONNX Runtime's optimizer failed at its default level
+	}
 	opts := parity.RenderOptions{
 		Got:  fmt.Sprintf("zoo %s (%s) on %s", ch.Backend.Name(), ch.Probe.Level, k.Name),
-		Want: "onnxruntime " + ortVersion,
+		Want: reference,
 		JSON: k.JSON,
 	}
 	if len(k.Layers) > 0 {

@@ -114,12 +114,13 @@ func ProfilerOf(p backends.Program, backend string) (backends.Profiler, error) {
 
 // Limits are what fixes or bounds the batch and length a model is profiled at: its inputs'
 // static batch and length (0: dynamic), a variant's max_len (0: none, or an imported file)
-// and the rows of its position table (0: none found; TableFrom names it).
+// and the length its graph bounds (0: none found; TableWhy says what bounds it, as
+// FeedPlan.MaxLenWhy: the rows of a position table, or the node whose shapes fail beyond it).
 type Limits struct {
 	Batch, Seq int
 	MaxLen     int
 	TableRows  int
-	TableFrom  string
+	TableWhy   string
 }
 
 // Shape settles the batch b and length n to profile model at (set: given by flag): the
@@ -142,7 +143,7 @@ func Shape(model string, lim Limits, b, n int, batchSet, seqSet bool) (int, int,
 	if lim.MaxLen > 0 {
 		maxLen, from = lim.MaxLen, "max_len; pass a shorter --seq or --set max_len=N"
 	} else if lim.TableRows > 0 {
-		maxLen, from = lim.TableRows, "the rows of its position table "+lim.TableFrom
+		maxLen, from = lim.TableRows, lim.TableWhy
 	}
 	if maxLen > 0 && n > maxLen {
 		if !seqSet {

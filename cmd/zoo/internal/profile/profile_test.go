@@ -45,7 +45,7 @@ func TestShape(t *testing.T) {
 		{"static length disagrees", Limits{Seq: 32}, 1, 16, false, true, 0, 0, "--seq 16: m's inputs are fixed at 32 tokens"},
 		{"default length clamped", Limits{MaxLen: 100}, 1, 128, false, false, 1, 100, ""},
 		{"explicit length too long", Limits{MaxLen: 100}, 1, 128, false, true, 0, 0, "longer than m's maximum length 100 (max_len; pass a shorter --seq"},
-		{"position table", Limits{TableRows: 64, TableFrom: "pos.weight"}, 1, 128, false, true, 0, 0, "(the rows of its position table pos.weight)"},
+		{"position table", Limits{TableRows: 64, TableWhy: "the rows of its position table pos.weight"}, 1, 128, false, true, 0, 0, "(the rows of its position table pos.weight)"},
 	} {
 		b, n, err := Shape("m", c.lim, c.b, c.n, c.batchSet, c.seqSet)
 		if c.err != "" {

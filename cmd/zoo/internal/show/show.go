@@ -48,11 +48,12 @@ type Cost struct {
 }
 
 // Feeds is how the model's text inputs are fed, for the table: one line per input, and the
-// limits found in the graph (0: none).
+// limits found in the graph (0: none): MaxLenWhy says what bounds the length
+// (FeedPlan.MaxLenWhy), VocabFrom names the embedding table.
 type Feeds struct {
-	Lines                 []string
-	MaxLen, VocabRows     int
-	MaxLenFrom, VocabFrom string
+	Lines                []string
+	MaxLen, VocabRows    int
+	MaxLenWhy, VocabFrom string
 }
 
 // Result is what `zoo show` prints; --json prints it.
@@ -92,7 +93,7 @@ func Describe(name string, d variant.Description, cfg variant.Config, seed uint6
 			continue
 		}
 		res.Parameters = append(res.Parameters, Tensor{Name: in.Name, Shape: in.Tensor.Shape, Count: in.Tensor.Len(), Buffer: in.Buffer})
-		if !in.Buffer {
+		if !in.Buffer && in.Tensor.DType == tensor.Float32 && len(in.Tensor.Shape) > 0 { // as ParamCount counts
 			res.ParamBytes += int64(in.Tensor.Bytes())
 		}
 	}
@@ -101,12 +102,13 @@ func Describe(name string, d variant.Description, cfg variant.Config, seed uint6
 
 // Costs counts g's cost at batch 1 and each length of seqs, at the input shapes shapes
 // gives for a length (nil: a variant's tokens and padding mask); layers and d (d_model) give
-// the seed's formula. A length beyond maxLen (0: none) is an error naming the model.
-func Costs(model string, g *graph.Graph, seqs []int, maxLen int, shapes func(n int) map[string][]int, layers, d int) ([]Cost, error) {
+// the seed's formula. A length beyond maxLen (0: none; why says what sets it, as
+// FeedPlan.Limit) is an error naming the model.
+func Costs(model string, g *graph.Graph, seqs []int, maxLen int, why string, shapes func(n int) map[string][]int, layers, d int) ([]Cost, error) {
 	var out []Cost
 	for _, n := range seqs {
 		if maxLen > 0 && n > maxLen {
-			return nil, &LengthError{fmt.Errorf("--seq %d is longer than %s's maximum length %d (max_len)", n, model, maxLen)}
+			return nil, &LengthError{fmt.Errorf("--seq %d is longer than %s's maximum length %d (%s)", n, model, maxLen, why)}
 		}
 		in := map[string][]int{variant.InputTokens: {1, n}, variant.InputKeyPadding: {1, n}}
 		if shapes != nil {
@@ -132,9 +134,10 @@ func (e *LengthError) Error() string { return e.Err.Error() }
 func (e *LengthError) Unwrap() error { return e.Err }
 
 // ClampSeqs fits the default --seq list to a model's maximum length: a length beyond
-// maxLen becomes maxLen (once), with a note on w. An explicit --seq is never clamped: a
-// length the model cannot take is an error there.
-func ClampSeqs(w io.Writer, seqs []int, maxLen int, model string) []int {
+// maxLen becomes maxLen (once), with a note on w naming why (what sets it, as
+// FeedPlan.Limit). An explicit --seq is never clamped: a length the model cannot take is an
+// error there.
+func ClampSeqs(w io.Writer, seqs []int, maxLen int, why, model string) []int {
 	if maxLen <= 0 {
 		return seqs
 	}
@@ -153,8 +156,8 @@ func ClampSeqs(w io.Writer, seqs []int, maxLen int, model string) []int {
 		for i, n := range out {
 			parts[i] = strconv.Itoa(n)
 		}
-		fmt.Fprintf(w, "zoo show: note: the default --seq %s is clamped to %s's maximum length %d (max_len): showing n = %s\n",
-			DefaultSeq, model, maxLen, strings.Join(parts, ","))
+		fmt.Fprintf(w, "zoo show: note: the default --seq %s is clamped to %s's maximum length %d (%s): showing n = %s\n",
+			DefaultSeq, model, maxLen, why, strings.Join(parts, ","))
 	}
 	return out
 }
@@ -163,7 +166,13 @@ func ClampSeqs(w io.Writer, seqs []int, maxLen int, model string) []int {
 // costs.
 func Render(w io.Writer, r Result) {
 	fmt.Fprintf(w, "%s %s — %s\n", r.Model, r.Version, r.Summary)
-	fmt.Fprintf(w, "paper: %s   attention cost: %s   weights: %s\n\n", r.Paper, r.Complexity, r.Weights)
+	var about []string // a file has no paper or attention cost: its empty fields are left out
+	for _, f := range [][2]string{{"paper", r.Paper}, {"attention cost", r.Complexity}, {"weights", fmt.Sprint(r.Weights)}} {
+		if f[1] != "" {
+			about = append(about, f[0]+": "+f[1])
+		}
+	}
+	fmt.Fprintf(w, "%s\n\n", strings.Join(about, "   "))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HYPERPARAMETER\tTYPE\tVALUE\tDEFAULT\tDESCRIPTION")
 	for _, p := range r.Hyper {
@@ -187,7 +196,7 @@ func Render(w io.Writer, r Result) {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
 		if f.MaxLen > 0 {
-			fmt.Fprintf(w, "  maximum length %d (the rows of the position table %s)\n", f.MaxLen, f.MaxLenFrom)
+			fmt.Fprintf(w, "  maximum length %d (%s)\n", f.MaxLen, strings.Replace(f.MaxLenWhy, "its position table", "the position table", 1))
 		}
 		if f.VocabRows > 0 {
 			fmt.Fprintf(w, "  token ids below %d (the rows of the embedding table %s)\n", f.VocabRows, f.VocabFrom)
@@ -199,7 +208,11 @@ func Render(w io.Writer, r Result) {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "N\tFLOPS (EXACT)\tFLOPS (SEED FORMULA)\tPEAK ACTIVATIONS")
 	for _, c := range r.Costs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", c.N, format.HumanCount(c.FLOPs), format.HumanCount(c.SeedFLOPs), format.HumanBytes(c.ActivationBytes))
+		seed := "n/a" // a file has no layers and d_model to put in the formula
+		if c.SeedFLOPs > 0 {
+			seed = format.HumanCount(c.SeedFLOPs)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", c.N, format.HumanCount(c.FLOPs), seed, format.HumanBytes(c.ActivationBytes))
 	}
 	tw.Flush()
 }
