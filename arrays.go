@@ -149,8 +149,15 @@ func intRange(dt tensor.DType) (int64, int64) {
 }
 
 // ReadArrays reads the arrays of a .npy (one array, fed to the only input), .npz or
-// .safetensors file (one array per input name).
+// .safetensors file (one array per input name). The arrays may take no more memory than the
+// memory guard counts as available (readBudget): a file whose arrays would is refused from its
+// headers, before any data is read or inflated, with one line naming the member, its size and
+// the budget.
 func ReadArrays(path string, g *graph.Graph, model string) (map[string]*tensor.Tensor, error) {
+	budget, source, err := readBudget()
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("input %s: %w", path, errors.Unwrap(err))
@@ -166,19 +173,18 @@ func ReadArrays(path string, g *graph.Graph, model string) (map[string]*tensor.T
 		if len(g.Inputs) != 1 {
 			return nil, fmt.Errorf("input %s holds one array, but %s has %d inputs (%s); give a .safetensors or .npz file with one array per input name", path, model, len(g.Inputs), inputList(g))
 		}
-		t, err := tensorio.ReadNPY(f)
+		t, err := tensorio.ReadNPYLimit(f, budget)
 		if err != nil {
-			return nil, fmt.Errorf("input %s: %w", path, err)
+			return nil, fmt.Errorf("input %s: %w", path, withSource(err, source))
 		}
 		list = []tensorio.Named{{Name: g.Inputs[0].Name, Tensor: t}}
 	case ".npz":
-		// The archive's arrays are held in memory at once, so they may not inflate past it.
-		if list, err = tensorio.ReadNPZ(f, st.Size(), 1<<40); err != nil {
-			return nil, fmt.Errorf("input %s: %w", path, err)
+		if list, err = tensorio.ReadNPZ(f, st.Size(), budget); err != nil {
+			return nil, fmt.Errorf("input %s: %w", path, withSource(err, source))
 		}
 	default:
-		if list, _, err = tensorio.ReadWeightsFrom(f); err != nil {
-			return nil, fmt.Errorf("input %s: %w", path, err)
+		if list, _, err = tensorio.ReadWeightsLimit(f, budget); err != nil {
+			return nil, fmt.Errorf("input %s: %w", path, withSource(err, source))
 		}
 	}
 	out := map[string]*tensor.Tensor{}

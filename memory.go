@@ -1,6 +1,7 @@
 package zoo
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/zoo-dev/zoo/internal/memlimit"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
 // The memory guard: before a caller compiles a model and runs it, it estimates what the run
@@ -44,6 +46,31 @@ func TokenShapes(tok, mask string) func(b, n int) map[string][]int {
 		}
 		return s
 	}
+}
+
+// readBudget is the memory the arrays of an input or weights file may take as zoo holds them:
+// what the memory guard counts as available (memlimit: ZOO_MEMORY_LIMIT, the cgroup's limit,
+// MemAvailable), so that a file that inflates or converts to more (a .npz zip bomb) is
+// refused from its headers. It returns 0 (no budget) when the checks are off; a bad
+// ZOO_MEMORY_LIMIT is an *InputError.
+func readBudget() (int64, string, error) {
+	mem, err := memlimit.Available()
+	if err != nil {
+		return 0, "", inputErr("", err)
+	}
+	if mem.Off() {
+		return 0, "", nil
+	}
+	return max(mem.Available, 1), mem.Source, nil
+}
+
+// withSource names where the budget came from in a *tensorio.BudgetError.
+func withSource(err error, source string) error {
+	var be *tensorio.BudgetError
+	if errors.As(err, &be) {
+		be.Source = source
+	}
+	return err
 }
 
 // memEstimate is what running a graph once takes: the weights once more (compiling folds

@@ -52,8 +52,16 @@ func (m *Model) loadWeightsFile(path string) error {
 	if st, err := f.Stat(); err == nil && st.IsDir() {
 		return fmt.Errorf("weights %s is a directory; give a .safetensors file", path)
 	}
-	list, meta, err := tensorio.ReadWeightsFrom(f)
+	budget, source, err := readBudget()
 	if err != nil {
+		return err
+	}
+	list, meta, err := tensorio.ReadWeightsLimit(f, budget)
+	if err != nil {
+		var be *tensorio.BudgetError
+		if errors.As(withSource(err, source), &be) {
+			return fmt.Errorf("weights %s: %w", path, err)
+		}
 		return fmt.Errorf("weights %s: %w (want a .safetensors state_dict; convert a PyTorch checkpoint with %s)", path, err, stateDictScript)
 	}
 	if err := m.checkWrittenFor(path, meta); err != nil {

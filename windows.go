@@ -132,7 +132,7 @@ func NewWindows(ctx context.Context, t *Tokenizer, r io.Reader, window, batch, v
 	w := &tokenWindower{ch: ch, errc: errc, prefix: prefix.IDs, suffix: suffix.IDs,
 		span: span, batch: batch, pad: t.PadID(), rows: vocabRows, table: table, tok: t}
 	go func() {
-		errc <- tokenize.Stream(ctx, rawTokenizer{t.Tokenizer}, r, func(ids []int64, _ []string) error {
+		errc <- tokenize.StreamRaw(ctx, t.Tokenizer, r, func(ids []int64, _ []string) error {
 			select {
 			case ch <- append([]int64(nil), ids...):
 				return nil
@@ -143,19 +143,6 @@ func NewWindows(ctx context.Context, t *Tokenizer, r io.Reader, window, batch, v
 		close(ch)
 	}()
 	return w, cancel, nil
-}
-
-// rawTokenizer is a tokenizer without its special tokens (the windows add them), keeping
-// whether it streams.
-type rawTokenizer struct{ tokenize.Tokenizer }
-
-func (rawTokenizer) Affixes() (prefix, suffix tokenize.Encoding) {
-	return tokenize.Encoding{}, tokenize.Encoding{}
-}
-
-func (r rawTokenizer) StreamSafe() bool {
-	s, ok := r.Tokenizer.(interface{ StreamSafe() bool })
-	return ok && s.StreamSafe()
 }
 
 // tokenWindower cuts a pretrained tokenizer's id stream into windows with the special tokens

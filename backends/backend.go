@@ -28,6 +28,12 @@ type Probe struct {
 	// BF16Reason then says why in one line.
 	BF16       string
 	BF16Reason string
+	// Int8 names the int8 matrix-product path Options.Precision "int8" runs on here (for the
+	// CPU: "vnni512", "avx-vnni", "avx2" or "generic", pure Go), or is "" when the backend
+	// has no int8 path; Int8Reason then says why, or, beside a path, what keeps a better
+	// one off (the CPU, ZOO_CPU), in one line.
+	Int8       string
+	Int8Reason string
 }
 
 // Options tune compilation. The zero value asks for the backend's defaults.
@@ -40,8 +46,12 @@ type Options struct {
 	// Precision selects the matrix-product math: "" or "fp32" (the default: strict IEEE
 	// fp32), "tf32" (CUDA's TF32 tensor cores, about 1e-3 relative error) or "bf16" (inputs
 	// of every matrix product rounded to bf16, products accumulated in fp32, everything
-	// else fp32). A backend refuses with an error a precision it has no path for on this
-	// machine (Probe().BF16 is "" for bf16).
+	// else fp32) or "int8" (the CPU backend: the constant weights of linear layers quantized
+	// once to int8 per output column, each row of their inputs quantized to u8 as it runs,
+	// exact int32 sums dequantized in the fused epilogue; attention's own products, products
+	// of two run-time values and everything else stay fp32). A backend refuses with an error
+	// a precision it has no path for on this machine (Probe().BF16 is "" for bf16,
+	// Probe().Int8 "" for int8).
 	Precision string
 	// NoFusion turns off a backend's graph fusions (e.g. the CPU backend's fused linear and
 	// attention kernels), so every node runs as its own kernel: for A/B tests and for

@@ -104,7 +104,13 @@ func (c *DescribeCache) Lookup(exe string) (CachedDescription, bool) {
 	if sum, err := fileSHA256(abs); err != nil || sum != e.SHA256 {
 		return CachedDescription{}, false
 	}
-	return e.Describe, true
+	d := e.Describe
+	for _, s := range []string{d.Name, d.Version, d.Summary, d.Paper, d.Complexity} {
+		if printable("", s) != nil { // not what Describe, which refuses them, stored
+			return CachedDescription{}, false
+		}
+	}
+	return d, true
 }
 
 // Store records d as the description of the executable exe as the file is now, and drops

@@ -36,6 +36,9 @@ const (
 	ErrInternal
 	// ErrStopped: the host stopped the plugin (Close, Ctrl-C) while a call was running.
 	ErrStopped
+	// ErrNotPinned: the executable is not pinned by sha256 and the host requires pins
+	// (HostOptions.RequirePinned).
+	ErrNotPinned
 )
 
 // Error is a plugin failure: one line that names the plugin, says what happened and what to do.
@@ -82,7 +85,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // files (exit 2 in the CLI), as opposed to a failure of the plugin while doing its job.
 func (e *Error) BadInput() bool {
 	switch e.Kind {
-	case ErrNotFound, ErrNotExecutable, ErrChecksum, ErrNotPlugin, ErrProtocol, ErrConfig:
+	case ErrNotFound, ErrNotExecutable, ErrChecksum, ErrNotPlugin, ErrProtocol, ErrConfig, ErrNotPinned:
 		return true
 	}
 	return false

@@ -32,6 +32,8 @@ const (
 	DefaultBuildTimeout = 10 * time.Minute
 	StartTimeoutEnv     = env.PluginStartTimeout
 	BuildTimeoutEnv     = env.PluginBuildTimeout
+	// RequirePinnedEnv set to 1 sets HostOptions.RequirePinned in FromEnv.
+	RequirePinnedEnv = env.RequirePinned
 )
 
 // Spec says how to start one plugin.
@@ -79,11 +81,20 @@ type HostOptions struct {
 	Verbose bool
 	// StartTimeout bounds start-up and Describe; BuildTimeout bounds one Build.
 	StartTimeout, BuildTimeout time.Duration
+	// RequirePinned refuses to start an executable plugin whose Spec has no SHA256 (an
+	// ErrNotPinned error that gives the file's digest to pin it with); built-ins always run.
+	RequirePinned bool
 }
 
 // FromEnv fills zero timeouts from StartTimeoutEnv and BuildTimeoutEnv, then from the
-// defaults. A malformed value is an error naming the variable.
+// defaults, and sets RequirePinned when RequirePinnedEnv is 1. A malformed value is an error
+// naming the variable.
 func (o HostOptions) FromEnv() (HostOptions, error) {
+	if pin, err := env.Bool(RequirePinnedEnv); err != nil {
+		return o, err
+	} else if pin {
+		o.RequirePinned = true
+	}
 	for _, t := range []struct {
 		env string
 		dst *time.Duration
@@ -408,6 +419,13 @@ func newProcClient(spec Spec, opts HostOptions) (*Client, error) {
 				err.Fix = "fix plugin: in " + where
 			}
 			return nil, err
+		}
+		if spec.SHA256 == "" && opts.RequirePinned {
+			fix := "pin it in " + where + " with sha256: (sha256sum " + path + ") once you trust this file"
+			if sum, err := fileSHA256(path); err == nil {
+				fix = fmt.Sprintf("if you trust this file, pin it in %s: sha256: \"%s\"", where, sum)
+			}
+			return nil, fail(ErrNotPinned, nil, "is not pinned by sha256, and unpinned plugins are refused ("+RequirePinnedEnv+"=1 or --require-pinned)", fix)
 		}
 		if spec.SHA256 != "" {
 			got, err := fileSHA256(path)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -27,7 +28,8 @@ import (
 // A process group also keeps the terminal's Ctrl-C away from plugins: zoo receives it, and
 // kills them itself (see Host.Close).
 //
-// Orphans: the host kills the group on every exit path it controls. When the host itself
+// Orphans: the host kills the group on every exit path it controls, and on Linux every
+// descendant of the plugin besides, whatever sessions they made (contain_linux.go). When the host itself
 // is killed with SIGKILL, two guards remain, and both are kept on purpose: on Linux the
 // direct child gets SIGKILL from the kernel (Pdeathsig, host side, works for any executable,
 // a script included), and a plugin built with the SDK also polls its parent (exitWithParent,
@@ -46,6 +48,8 @@ type procRunner struct {
 	cmd            *exec.Cmd
 	stdout, stderr io.ReadCloser
 
+	marker string // ZOO_PLUGIN_ID=…: marks the plugin and its descendants
+
 	mu      sync.Mutex
 	started bool
 	killed  bool
@@ -61,13 +65,17 @@ var _ runner.Runner = (*procRunner)(nil)
 // carries.
 func newProcRunner(tmpl *exec.Cmd, path string, args, env []string) *procRunner {
 	cmd := exec.Command(path, args...)
-	cmd.Env = append(append([]string{}, tmpl.Env...), env...)
+	marker := PluginIDEnv + "=" + strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(pluginIDs.Add(1), 10)
+	cmd.Env = append(append(append([]string{}, tmpl.Env...), env...), marker)
 	// No stdin: a plugin in a background process group that read the terminal would be
 	// stopped (SIGTTIN), and it has no business with zoo's input anyway.
 	cmd.Stdin = nil
 	cmd.SysProcAttr = sysProcAttr()
-	return &procRunner{cmd: cmd}
+	return &procRunner{cmd: cmd, marker: marker}
 }
+
+// pluginIDs numbers the plugin processes this process starts (their ZOO_PLUGIN_ID).
+var pluginIDs atomic.Uint64
 
 // Start starts the process, unless Kill came first.
 func (r *procRunner) Start(context.Context) error {
@@ -83,6 +91,8 @@ func (r *procRunner) Start(context.Context) error {
 	if r.stderr, err = r.cmd.StderrPipe(); err != nil {
 		return err
 	}
+	// The plugin's orphans are re-parented to zoo, which can then kill them (Linux).
+	_ = becomeSubreaper()
 	// On failure Start closes the pipes itself.
 	if err := r.cmd.Start(); err != nil {
 		return err
@@ -91,9 +101,9 @@ func (r *procRunner) Start(context.Context) error {
 	return nil
 }
 
-// Kill kills the process group at once (a plugin has nothing to save) and closes the pipes
-// killGrace later. It does not wait, and may be called any number of times, from any
-// goroutine, before or after Start.
+// Kill kills the plugin, its process group and (on Linux) every descendant at once (a plugin
+// has nothing to save), and closes the pipes killGrace later. It does not wait, and may be
+// called any number of times, from any goroutine, before or after Start.
 func (r *procRunner) Kill(context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -104,6 +114,7 @@ func (r *procRunner) Kill(context.Context) error {
 	if !r.started {
 		return nil
 	}
+	killPlugin(r.pid, r.state == nil, r.marker)
 	killGroup(r.cmd.Process)
 	time.AfterFunc(killGrace, r.closePipes)
 	return nil

@@ -23,6 +23,10 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -166,10 +170,23 @@ func DescriptionFromProto(r *pluginpb.DescribeResponse) (variant.Description, er
 	if d.Name == "" {
 		return d, fmt.Errorf("Describe returned no name")
 	}
+	// zoo list, zoo show and the describe cache print these strings on a terminal: a control
+	// character (an escape sequence, a newline) would rewrite what the user sees.
+	for _, f := range []struct{ what, s string }{{"name", d.Name}, {"version", d.Version}, {"summary", d.Summary},
+		{"paper", d.Paper}, {"complexity", d.Complexity}, {"max_len_param", d.Caps.MaxLenParam}} {
+		if err := printable(f.what, f.s); err != nil {
+			return d, err
+		}
+	}
 	seen := map[string]bool{}
 	for _, pp := range r.GetParams() {
 		if pp.GetName() == "" || seen[pp.GetName()] {
 			return d, fmt.Errorf("Describe returned an empty or duplicate hyperparameter name %q", pp.GetName())
+		}
+		for _, s := range append([]string{pp.GetName(), pp.GetDoc()}, pp.GetChoices()...) {
+			if err := printable("hyperparameter "+strconv.Quote(pp.GetName()), s); err != nil {
+				return d, err
+			}
 		}
 		seen[pp.GetName()] = true
 		kind, err := kindFromProto(pp.GetKind())
@@ -192,6 +209,15 @@ func DescriptionFromProto(r *pluginpb.DescribeResponse) (variant.Description, er
 		}
 	}
 	return d, nil
+}
+
+// printable refuses a Describe string with a control character.
+func printable(what, s string) error {
+	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Errorf("Describe returned a %s with a control character (U+%04X at byte %d); the strings a plugin describes itself with are printed as they are and must be printable", what, r, i)
+	}
+	return nil
 }
 
 func kindMatches(k variant.Kind, v any) bool {

@@ -29,6 +29,10 @@ import (
 // log on stderr (trace, debug, info, warn, error); the host sets it to debug under --verbose.
 const LogLevelEnv = env.PluginLogLevel
 
+// PluginIDEnv marks each plugin process the host starts, and what it starts in turn, with an
+// id of its own, so that the host can find and kill all of them (contain_linux.go).
+const PluginIDEnv = env.PluginID
+
 // server adapts a variant.Variant to the gRPC service.
 type server struct {
 	pluginpb.UnimplementedVariantServer

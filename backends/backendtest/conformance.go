@@ -398,17 +398,41 @@ func BuildCase(c Case, allConst bool) (*graph.Graph, map[string]*tensor.Tensor, 
 // inputs and once with every input held as an initializer.
 func Run(t *testing.T, b backends.Backend) {
 	t.Helper()
+	RunOptions(t, b, backends.Options{}, nil)
+}
+
+// RunOptions is Run with the compile options opts (a precision, say); the outputs of cases
+// whose op is a key of loose are compared with its tolerance instead of Tolerance (an int8
+// program's matrix products by constant weights are exact only to int8's rounding), and
+// those cases run a third time with their first input at run time and the others constant
+// (a layer's weights: "/weights").
+func RunOptions(t *testing.T, b backends.Backend, opts backends.Options, loose map[string]float64) {
+	t.Helper()
 	if p := b.Probe(); !p.Available {
 		t.Skipf("backend %s is not available: %s", b.Name(), p.Reason)
 	}
+	var cases []Case
 	for _, c := range Cases() {
+		cases = append(cases, c)
+		if _, ok := loose[c.Op]; ok && len(c.Args) > 1 {
+			w := c
+			w.Name += "/weights"
+			w.Args = append([]Arg(nil), c.Args...)
+			w.Args[0].Const = false
+			for i := 1; i < len(w.Args); i++ {
+				w.Args[i].Const = true
+			}
+			cases = append(cases, w)
+		}
+	}
+	for _, c := range cases {
 		for _, allConst := range []bool{false, true} {
 			name := c.Name
 			if allConst {
 				name += "/const"
 			}
 			t.Run(name, func(t *testing.T) {
-				got, err := RunCase(b, c, allConst)
+				got, err := runCase(b, c, allConst, opts)
 				if c.WantErr {
 					if err == nil {
 						t.Fatalf("%s: want an error, got outputs %v", c.Op, got)
@@ -418,9 +442,13 @@ func Run(t *testing.T, b backends.Backend) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				tol := Tolerance
+				if l, ok := loose[c.Op]; ok {
+					tol = l
+				}
 				for i, want := range c.Want {
 					name := fmt.Sprintf("y%d", i)
-					if err := Compare(got[name], want, Tolerance); err != nil {
+					if err := Compare(got[name], want, tol); err != nil {
 						t.Errorf("%s output %d: %v", c.Op, i, err)
 					}
 				}
@@ -431,11 +459,16 @@ func Run(t *testing.T, b backends.Backend) {
 
 // RunCase builds, compiles and runs one case on b and returns its outputs by name (y0, y1…).
 func RunCase(b backends.Backend, c Case, allConst bool) (map[string]*tensor.Tensor, error) {
+	return runCase(b, c, allConst, backends.Options{})
+}
+
+// runCase is RunCase with compile options.
+func runCase(b backends.Backend, c Case, allConst bool, opts backends.Options) (map[string]*tensor.Tensor, error) {
 	g, inputs, err := BuildCase(c, allConst)
 	if err != nil {
 		return nil, err
 	}
-	p, err := b.Compile(g, backends.Options{})
+	p, err := b.Compile(g, opts)
 	if err != nil {
 		return nil, err
 	}

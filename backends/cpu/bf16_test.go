@@ -26,7 +26,7 @@ func TestPrecisionOption(t *testing.T) {
 		prec, wantErr string
 	}{
 		{"", ""}, {"fp32", ""}, {" FP32 ", ""},
-		{"tf32", `unknown precision "tf32" (want fp32 or bf16)`},
+		{"tf32", `unknown precision "tf32" (want fp32, bf16 or int8)`}, {"int8", ""}, {"INT8", ""},
 		{"fp16", `unknown precision "fp16"`},
 		{"bf16", map[bool]string{true: why, false: ""}[path == ""]},
 	} {

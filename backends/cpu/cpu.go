@@ -75,6 +75,7 @@ func (Backend) Name() string { return Name }
 // The CPU backend is always available.
 func (Backend) Probe() backends.Probe {
 	bf16, why := gemm.BF16Path()
+	i8, i8why := gemm.Int8Path()
 	return backends.Probe{
 		Available:  true,
 		Level:      simd.Current().String(),
@@ -83,22 +84,27 @@ func (Backend) Probe() backends.Probe {
 		Priority:   Priority,
 		BF16:       bf16,
 		BF16Reason: why,
+		Int8:       i8,
+		Int8Reason: i8why,
 	}
 }
 
-// precisionBF16 resolves Options.Precision: false for "" and "fp32", true for "bf16" where
-// this CPU has a bf16 path, and a one-line error otherwise.
-func precisionBF16(p string) (bool, error) {
+// precisionOf resolves Options.Precision: neither flag for "" and "fp32", bf16 for "bf16"
+// where this CPU has a bf16 path, int8 for "int8" (every CPU has one: Int8Path's "generic"
+// is pure Go), and a one-line error otherwise.
+func precisionOf(p string) (bf16, int8 bool, err error) {
 	switch strings.ToLower(strings.TrimSpace(p)) {
 	case "", "fp32":
-		return false, nil
+		return false, false, nil
 	case "bf16":
 		if path, why := gemm.BF16Path(); path == "" {
-			return false, fmt.Errorf("cpu: precision bf16 is not available here: %s", why)
+			return false, false, fmt.Errorf("cpu: precision bf16 is not available here: %s", why)
 		}
-		return true, nil
+		return true, false, nil
+	case "int8":
+		return false, true, nil
 	}
-	return false, fmt.Errorf("cpu: unknown precision %q (want fp32 or bf16)", p)
+	return false, false, fmt.Errorf("cpu: unknown precision %q (want fp32, bf16 or int8)", p)
 }
 
 // DefaultThreads returns the worker count programs use when Options.Threads is 0: the value
@@ -161,7 +167,12 @@ type Program struct {
 	threads int
 	// bf16 rounds the inputs of every matrix product to bf16 (Options.Precision "bf16"):
 	// fused linear layers hold their weights as bf16 pairs, other products convert per call.
-	bf16    bool
+	bf16 bool
+	// int8 holds the constant weights of linear layers (MatMul and Gemm by a constant
+	// matrix, fused or not) as int8 (Options.Precision "int8"): their products quantize
+	// their input rows and run in int8 (gemm.PackBInt8); every other product stays fp32.
+	int8    bool
+	packed  []*gemm.PackedB // the weight matrices packed at compile time (WeightBytes)
 	closed  bool
 	pool    *bufPool       // recycles activation buffers across the steps of a Run
 	fusions map[string]int // fused patterns found at compile time, by kind
@@ -178,11 +189,11 @@ func newProgram(g *graph.Graph, opts backends.Options) (*Program, error) {
 	if threads > workpool.MaxThreads {
 		threads = workpool.MaxThreads
 	}
-	bf16, err := precisionBF16(opts.Precision)
+	bf16, int8, err := precisionOf(opts.Precision)
 	if err != nil {
 		return nil, err
 	}
-	p := &Program{threads: threads, bf16: bf16, pool: newBufPool(), fusions: map[string]int{}}
+	p := &Program{threads: threads, bf16: bf16, int8: int8, pool: newBufPool(), fusions: map[string]int{}}
 	fold := &exec{threads: threads}
 	cfg := compile.Config[kernel]{
 		Backend: Name,
@@ -198,10 +209,18 @@ func newProgram(g *graph.Graph, opts backends.Options) (*Program, error) {
 		},
 		KeepIntermediates: opts.KeepIntermediates,
 	}
-	if !opts.NoFusion {
+	switch {
+	case !opts.NoFusion:
 		cfg.Fuse = func(pl *compile.Plan[kernel]) {
 			p.plan = pl
 			p.fuseOrNot()
+		}
+	case int8:
+		// Unfused, an int8 program still runs each product by a constant matrix on its
+		// int8 weights, and nothing else with it (fuse.go's int8Products).
+		cfg.Fuse = func(pl *compile.Plan[kernel]) {
+			p.plan = pl
+			p.int8ProductsOrNot()
 		}
 	}
 	pl, err := compile.Compile(g, cfg)
@@ -221,7 +240,7 @@ func (p *Program) fuseOrNot() {
 	saved := append([]step(nil), p.plan.Steps...)
 	defer func() {
 		if r := recover(); r != nil {
-			p.plan.Steps, p.fusions, p.notes = saved, map[string]int{}, nil
+			p.plan.Steps, p.fusions, p.notes, p.packed = saved, map[string]int{}, nil, nil
 		}
 	}()
 	p.fuse()
@@ -460,8 +479,41 @@ func (e *exec) packB(pb *gemm.PackedB, transB bool, k, n int, b []float32, ldb i
 // packWeights packs a constant operand once at compile time: gemm.PackB, or
 // gemm.PackBBF16 for a bf16 program (weights are converted once, here).
 func (p *Program) packWeights(transB bool, k, n int, b []float32, ldb int) *gemm.PackedB {
+	var pb *gemm.PackedB
 	if p.bf16 {
-		return gemm.PackBBF16(transB, k, n, b, ldb)
+		pb = gemm.PackBBF16(transB, k, n, b, ldb)
+	} else {
+		pb = gemm.PackB(transB, k, n, b, ldb)
 	}
-	return gemm.PackB(transB, k, n, b, ldb)
+	p.packed = append(p.packed, pb)
+	return pb
+}
+
+// packLinear packs the constant weights of a linear layer once at compile time: as
+// packWeights does, or quantized to int8 (gemm.PackBInt8) in an int8 program, where k
+// allows (gemm.MaxInt8K). Only linear layers take int8 weights: the projections inside
+// attention (kernelized feature maps) stay fp32.
+func (p *Program) packLinear(transB bool, k, n int, b []float32, ldb int) *gemm.PackedB {
+	if p.int8 && k <= gemm.MaxInt8K {
+		pb := gemm.PackBInt8(transB, k, n, b, ldb)
+		p.packed = append(p.packed, pb)
+		return pb
+	}
+	return p.packWeights(transB, k, n, b, ldb)
+}
+
+// WeightBytes returns the memory the program holds for its constants: the packed weight
+// matrices of its fused products (int8 ones in an int8 program) and the constant tensors
+// its steps read (biases, normalisation parameters, weights of unfused products).
+func (p *Program) WeightBytes() int64 {
+	var n int64
+	for _, pb := range p.packed {
+		n += int64(pb.Bytes())
+	}
+	for _, t := range p.plan.Consts {
+		if t != nil {
+			n += int64(t.Bytes())
+		}
+	}
+	return n
 }

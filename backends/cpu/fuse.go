@@ -68,7 +68,8 @@ import (
 // matrices (a training step's input gradients) run the same way; "layernorm-backward"
 // autodiff's LayerNorm gradient (dx, dγ, dβ) run as one pass per row (fuse_norm_grad.go);
 // "relu-backward" Where(Greater(y, 0), dy, 0) as one pass (fuse_relu_grad.go). It is empty when
-// backends.Options.NoFusion was set or nothing matched.
+// backends.Options.NoFusion was set (an int8 program then counts only its products by
+// constant matrices, "matmul" and "linear": int8Products) or nothing matched.
 func (p *Program) Fusions() map[string]int {
 	out := make(map[string]int, len(p.fusions))
 	for k, v := range p.fusions {
@@ -88,6 +89,9 @@ type fuser struct {
 	// relBiases counts the attention steps that compute a relative-position bias themselves,
 	// causals those that apply a causal mask themselves (fuse_causal.go).
 	relBiases, causals int
+	// productOnly limits matchLinear to the product itself (a Gemm with its own C): no
+	// bias Add, activation, residual or LayerNorm joins it (int8Products).
+	productOnly bool
 }
 
 // fusedLinear is a fused linear step with no input besides x, scheduled at step index at.
@@ -121,6 +125,44 @@ func kindless(match func(i int) ([]int, step, bool)) func(i int) ([]int, step, s
 		g, st, ok := match(i)
 		return g, st, "", ok
 	}
+}
+
+// int8ProductsOrNot runs int8Products as fuseOrNot runs fuse: should it panic, the program
+// stays as it was.
+func (p *Program) int8ProductsOrNot() {
+	saved := append([]step(nil), p.plan.Steps...)
+	defer func() {
+		if r := recover(); r != nil {
+			p.plan.Steps, p.fusions, p.notes, p.packed = saved, map[string]int{}, nil, nil
+		}
+	}()
+	p.int8Products()
+}
+
+// int8Products is what an int8 program compiled with NoFusion keeps of the fusions: every
+// MatMul or Gemm by a constant matrix runs on its int8 weights (matchLinear with
+// productOnly), a Gemm with its own bias; each counts as "matmul" or "linear" in Fusions.
+// Everything around the products runs as its own step, as NoFusion asks.
+func (p *Program) int8Products() {
+	readers, producer, output := p.stepGraph()
+	f := &fuser{p: p, uses: make([]int, len(p.plan.Slots)), producer: producer, consumer: readers, dead: make([]bool, len(p.plan.Steps)), productOnly: true}
+	for s, rs := range readers {
+		f.uses[s] = len(rs)
+		if output[s] {
+			f.uses[s] += 1 << 20
+		}
+	}
+	replaced := map[int]step{}
+	for i := range p.plan.Steps {
+		if op := p.plan.Steps[i].Node.Op; f.dead[i] || (op != "MatMul" && op != "Gemm") {
+			continue
+		}
+		if g, st, kind, ok := f.matchLinear(i); ok {
+			f.commit(g, st, replaced)
+			p.fusions[kind]++
+		}
+	}
+	p.rebuild(replaced, f.dead)
 }
 
 func (p *Program) fuse() {

@@ -38,7 +38,7 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		if len(mm.In) != 2 {
 			return nil, step{}, "", false
 		}
-		if c, ok := f.single(a); ok && p.plan.Steps[c].Node.Op == "Add" {
+		if c, ok := f.single(a); ok && !f.productOnly && p.plan.Steps[c].Node.Op == "Add" {
 			bs, _, _ := f.p.otherInput(c, a)
 			if b = f.constF32(bs); b != nil {
 				addI = c
@@ -79,7 +79,7 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 			out = f.outOf(addI)
 		}
 		bias, bRank, kind = b.F32, len(b.Shape), "linear"
-		if g2, o2, a2, ok := f.matchActivation(out); ok {
+		if g2, o2, a2, ok := f.matchActivation(out); ok && !f.productOnly {
 			group = append(group, g2...)
 			out, act = o2, a2
 			kind = map[activation]string{actRelu: "linear+relu", actGelu: "linear+gelu"}[a2]
@@ -87,7 +87,7 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 	} else if b != nil && addI < 0 {
 		return nil, step{}, "", false // a Gemm whose C is not a row of n values
 	}
-	{
+	if !f.productOnly {
 		// A residual Add of a run-time value read by nothing else joins the epilogue (the
 		// fast path checks at run time that it has the output's shape), with a bias or
 		// without (a bias-free output projection, as plugins with attn_bias off write it).
@@ -109,7 +109,7 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 		}
 	}
 	// W is packed once here, in the SGEMM micro-kernel layout, so no run packs it again.
-	spec := &linearSpec{pw: f.p.packWeights(transB, k, n, w.F32, w.Shape[1]), bias: bias, bRank: bRank, act: act, ln: ln, rank2: rank2}
+	spec := &linearSpec{pw: f.p.packLinear(transB, k, n, w.F32, w.Shape[1]), bias: bias, bRank: bRank, act: act, ln: ln, rank2: rank2}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
 		var res *tensor.Tensor
 		if len(in) > 1 {

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
@@ -171,6 +172,9 @@ type linearJob struct {
 	// rows of a column-cut product): normalised by every thread together in finish, as the
 	// last tile's thread would otherwise do it alone while the others idle.
 	deferred []bool
+	// rows holds x quantized once for int8 weights when tiles would otherwise quantize the
+	// same rows again (shareInt8Rows); nil: each tile quantizes its own rows.
+	rows *gemm.Int8Rows
 }
 
 // linInlineLNRows is the height up to which a band cut by columns is normalised by the
@@ -230,7 +234,11 @@ func (j *linearJob) tile(t int) {
 			}
 		}
 	}
-	gemm.SgemmPackedEpilogueAt(tl.r1-tl.r0, j.col0+tl.c0, j.col0+tl.c1, 1, j.x.F32[tl.r0*k:], k, s.pw, 0, c[tl.c0:], w, epi)
+	if j.rows != nil {
+		gemm.SgemmInt8RowsAt(j.rows, tl.r0, tl.r1-tl.r0, j.col0+tl.c0, j.col0+tl.c1, s.pw, 0, c[tl.c0:], w, epi)
+	} else {
+		gemm.SgemmPackedEpilogueAt(tl.r1-tl.r0, j.col0+tl.c0, j.col0+tl.c1, 1, j.x.F32[tl.r0*k:], k, s.pw, 0, c[tl.c0:], w, epi)
+	}
 	if s.ln != nil && j.left[tl.band].Add(-1) == 0 && j.lnLate[tl.band].Load() && !j.deferred[tl.band] {
 		j.normalize(tl.r0, tl.r1)
 	}
@@ -297,6 +305,9 @@ func linearsFast(e *exec, x *tensor.Tensor, specs []*linearSpec) ([]*tensor.Tens
 // runLinearJobs runs the jobs as one parallel step, the threads claiming tiles across all
 // of them, and returns their outputs.
 func runLinearJobs(e *exec, jobs []*linearJob) []*tensor.Tensor {
+	if release := shareInt8Rows(e, jobs); release != nil {
+		defer release()
+	}
 	first := make([]int, len(jobs)+1) // tile index where each job's tiles start
 	for i, j := range jobs {
 		first[i+1] = first[i] + len(j.tiles)
@@ -365,4 +376,46 @@ func linearEpilogue(c []float32, ldc, cOff, r0, i0, i1, j0, j1 int, bias []float
 		}
 	}
 	return ln == nil || whole
+}
+
+// int8RowSets recycles the quantized inputs of shareInt8Rows.
+var int8RowSets = sync.Pool{New: func() any { return new(gemm.Int8Rows) }}
+
+// int8QuantRows is the number of rows one task of shareInt8Rows quantizes.
+const int8QuantRows = 64
+
+// shareInt8Rows quantizes the input of int8 jobs once, in parallel, when their tiles would
+// quantize rows more than once: several jobs on one input (the Q, K and V projections) or
+// one product cut by columns (a few tokens by a wide layer), where every column tile would
+// quantize all the rows again; 128 rows of 512 cost as much as a 64-column tile's product.
+// A product cut by rows quantizes each tile's rows as it goes, in cache. It returns the
+// function that gives the buffers back, or nil when nothing is shared.
+func shareInt8Rows(e *exec, jobs []*linearJob) (release func()) {
+	j0 := jobs[0]
+	if !j0.spec.pw.Int8() || j0.m == 0 {
+		return nil
+	}
+	covered := 0
+	for _, j := range jobs {
+		if j.x != j0.x || !j.spec.pw.Int8() || j.spec.pw.Int8Path() != j0.spec.pw.Int8Path() || j.spec.pw.K() != j0.spec.pw.K() {
+			return nil
+		}
+		for _, t := range j.tiles {
+			covered += t.r1 - t.r0
+		}
+	}
+	if covered <= j0.m {
+		return nil
+	}
+	r := int8RowSets.Get().(*gemm.Int8Rows)
+	r.Prepare(j0.spec.pw, j0.m, 1)
+	k := j0.spec.pw.K()
+	tasks := (j0.m + int8QuantRows - 1) / int8QuantRows
+	workpool.Tasks(e.threads, tasks, func(t int) {
+		r.QuantizeRange(t*int8QuantRows, min((t+1)*int8QuantRows, j0.m), j0.x.F32, k)
+	})
+	for _, j := range jobs {
+		j.rows = r
+	}
+	return func() { int8RowSets.Put(r) }
 }

@@ -188,7 +188,8 @@ func probe() backends.Probe {
 			l.name, gib, l.major, l.minor, l.sms, verString(l.driverVer), l.cublasVer, l.nvrtcMajor, l.nvrtcMinor),
 		Threads: 1,
 		// cuBLAS's bf16 GEMMs run on the tensor cores of every GPU the backend accepts.
-		BF16: "tensor cores",
+		BF16:       "tensor cores",
+		Int8Reason: "int8 runs on the CPU backend only",
 	}
 }
 

@@ -66,7 +66,7 @@ func (r *run) step(st *step, in []value) ([]value, error) {
 	for _, v := range in {
 		anyFloat = anyFloat || v.isFloat()
 	}
-	if hostOps[graph.OpKey(n.Domain, n.Op)] || !anyFloat {
+	if hostOps[graph.OpKey(n.Domain, n.Op)] || !anyFloat || (n.Op == "Pow" && !powOnDevice(in)) {
 		hs := make([]*tensor.Tensor, len(in))
 		for i, v := range in {
 			if v.host == nil && v.dev != nil {
@@ -110,3 +110,15 @@ func hostInts(v value, what string) ([]int64, error) {
 }
 
 func one(t *dtensor) []value { return []value{{dev: t}} }
+
+// powOnDevice reports whether the device's Pow takes these operands: a float32 base and a
+// float32 or int32/int64 exponent (converted to float32 exactly as the reference does).
+// ONNX's Pow also takes an integer base (its result keeps the base's type) and unsigned
+// exponents; those run on the host.
+func powOnDevice(in []value) bool {
+	if len(in) != 2 || !in[0].isFloat() {
+		return false
+	}
+	e := in[1]
+	return e.dev != nil || (e.host != nil && (e.host.DType == tensor.Float32 || e.host.DType == tensor.Int32 || e.host.DType == tensor.Int64))
+}

@@ -24,6 +24,7 @@ func globalFlags() []cli.Flag {
 		flagPrecision(),
 		&cli.BoolFlag{Name: "json", Usage: "print the result as JSON on stdout"},
 		&cli.BoolFlag{Name: "verbose", Usage: "show plugin logs, timings and (zoo run) the backend's compile report: its steps, which fusions applied and why others did not, on stderr (accepted anywhere)"},
+		&cli.BoolFlag{Name: "require-pinned", Usage: "refuse to start a third-party plugin that its registry does not pin by sha256 (accepted anywhere; ZOO_REQUIRE_PINNED=1; see zoo help registry)"},
 		cli.HelpFlag,
 	}
 }

@@ -9,6 +9,7 @@ import (
 	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/completion"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/registryhelp"
 	"github.com/zoo-dev/zoo/zoo/registry"
 )
 
@@ -40,7 +41,7 @@ func completionCommand() *cli.Command {
 // is being typed and may be empty), one per line, those that start with it only.
 func complete(app *cli.App, words []string, w io.Writer) {
 	root := &completion.Command{Flags: completionFlags(app.Flags), Subcommands: completionCommands(app.Commands)}
-	completion.Write(w, root, words, completion.Source{Models: modelNames, FlagValues: flagValues, HelpTopics: []string{envTopic}})
+	completion.Write(w, root, words, completion.Source{Models: modelNames, FlagValues: flagValues, HelpTopics: []string{envTopic, registryhelp.Topic}})
 }
 
 // completionCommands describes cmds for package complete.

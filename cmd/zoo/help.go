@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/registryhelp"
 	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/internal/suggest"
 )
@@ -21,19 +22,22 @@ func examples(lines ...string) string {
 func helpCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "help",
-		Usage:     "show help for zoo, for a command, or for the environment variables",
-		ArgsUsage: "[COMMAND [SUBCOMMAND] | " + envTopic + "]",
+		Usage:     "show help for zoo, for a command, for the environment variables or for registries",
+		ArgsUsage: "[COMMAND [SUBCOMMAND] | " + envTopic + " | " + registryhelp.Topic + "]",
 		Description: "`zoo help COMMAND` is `zoo COMMAND --help`; `zoo help environment` lists every ZOO_* variable\n" +
-			"with its values and default." + examples("zoo help", "zoo help run", "zoo help environment"),
+			"with its values and default; `zoo help registry` explains registry.yaml and whom zoo trusts." +
+			examples("zoo help run", "zoo help environment", "zoo help registry"),
 		Action: func(c *cli.Context) error {
 			switch topic := c.Args().First(); topic {
 			case "":
 				return cli.ShowAppHelp(c)
 			case envTopic, "env":
 				return env.WriteText(c.App.Writer)
+			case registryhelp.Topic:
+				return registryhelp.Write(c.App.Writer)
 			default:
 				// Known commands never get here: helpArgs turned them into COMMAND --help.
-				return unknownCommand(topic, c.App.Commands, "help topic", append(commandNames(c.App.Commands), envTopic))
+				return unknownCommand(topic, c.App.Commands, "help topic", append(commandNames(c.App.Commands), envTopic, registryhelp.Topic))
 			}
 		},
 	}

@@ -35,7 +35,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"help", "run"}, []string{"zoo run - encode", "--input", "Examples:", "zoo run linformer --input text.txt"}},
 		{[]string{"help", "plugin", "new"}, []string{"zoo plugin new", "--zoo-src", "Examples:"}},
 		{[]string{"help", "environment"}, []string{"ZOO_CPU=auto|avx512|avx2|generic", "ZOO_THREADS=N", "Default: 20s", "Tests and benchmarks only"}},
-		{[]string{"help", "help"}, []string{"zoo help environment"}},
+		{[]string{"help", "help"}, []string{"zoo help environment", "zoo help registry"}},
+		{[]string{"help", "registry"}, []string{"A registry is code", "a relative path is resolved", "sha256:", "[unpinned]", "--require-pinned", "ZOO_REQUIRE_PINNED=1", "setsid"}},
 	}
 	for _, c := range cases {
 		code, out, errs := zoo(t, c.args...)

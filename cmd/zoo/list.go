@@ -9,11 +9,13 @@ import (
 
 func listCommand() *cli.Command {
 	return &cli.Command{
-		Name:        "list",
-		Usage:       "list the variants in the registry",
-		Description: examples("zoo list", "zoo list --json", "zoo list --registry my-variants.yaml"),
-		Flags:       []cli.Flag{flagRegistry, flagJSON},
-		Action:      listAction,
+		Name:  "list",
+		Usage: "list the variants in the registry",
+		Description: "A third-party plugin that its registry does not pin by sha256 is marked [unpinned] ([dev] with\n" +
+			"dev: true): zoo runs whatever that file holds; see `zoo help registry`." +
+			examples("zoo list", "zoo list --json", "zoo list --registry my-variants.yaml"),
+		Flags:  []cli.Flag{flagRegistry, flagJSON},
+		Action: listAction,
 	}
 }
 

@@ -195,10 +195,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return 0
 	}
 	args, verbose := stripVerbose(args)
+	args, requirePinned := cliargs.StripBool(args, "require-pinned", false) // or ZOO_REQUIRE_PINNED, in plugin.FromEnv
 	if err := checkEnv(stderr); err != nil {
 		return report(stderr, err)
 	}
 	s := newSession(stderr, verbose)
+	s.requirePinned = requirePinned
 	defer s.end()
 	app := newApp(stdout, s.stderr)
 	args, err := cliargs.Hoist(app, helpArgs(app, args), commonFlags)

@@ -228,3 +228,44 @@ func TestPluginNewBuilds(t *testing.T) {
 		t.Errorf("plugin new with a bad name: exit %d, %s", code, errs)
 	}
 }
+
+// TestRequirePinnedCLI: --require-pinned (anywhere) and ZOO_REQUIRE_PINNED=1 refuse an
+// unpinned third-party plugin before it runs, with the sha256 to pin it; zoo list marks it.
+func TestRequirePinnedCLI(t *testing.T) {
+	dir := t.TempDir()
+	ran := filepath.Join(dir, "ran")
+	prog := filepath.Join(dir, "loose")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\ntouch "+ran+"\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	reg := filepath.Join(dir, "registry.yaml")
+	if err := os.WriteFile(reg, []byte("variants:\n  - name: loose\n    summary: s\n    plugin: ./loose\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := plugin.FileSHA256(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"show", "loose", "--registry", reg, "--require-pinned"},
+		{"--require-pinned", "show", "--registry", reg, "loose"},
+		{"show", "loose", "--registry", reg, "env"},
+	} {
+		if args[len(args)-1] == "env" {
+			args = args[:len(args)-1]
+			t.Setenv("ZOO_REQUIRE_PINNED", "1")
+		}
+		code, _, errs := zoo(t, args...)
+		want := "is not pinned by sha256, and unpinned plugins are refused (ZOO_REQUIRE_PINNED=1 or --require-pinned); if you trust this file, pin it in " + reg + ":2: sha256: \"" + sum + "\""
+		if code != 2 || !strings.Contains(errs, want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q, want exit 2 and one line holding %q", args, code, errs, want)
+		}
+		if _, err := os.Stat(ran); err == nil {
+			t.Fatalf("%v: the unpinned plugin ran", args)
+		}
+	}
+	code, out, _ := zoo(t, "list", "--registry", reg)
+	if code != 0 || !strings.Contains(out, "loose [unpinned]") {
+		t.Errorf("zoo list: exit %d\n%s", code, out)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/cliargs"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/internal/env"
 	"github.com/zoo-dev/zoo/plugin"
@@ -59,7 +60,9 @@ type session struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	verbose bool
-	stderr  io.Writer
+	// requirePinned: --require-pinned (accepted anywhere) refuses unpinned plugins.
+	requirePinned bool
+	stderr        io.Writer
 
 	sigs chan os.Signal
 	done chan struct{} // closed by end
@@ -234,7 +237,8 @@ func (s *session) pluginHost() (*plugin.Host, error) {
 			}
 			return exe, []string{servePluginArg, name}, nil
 		},
-		Verbose: s.verbose,
+		Verbose:       s.verbose,
+		RequirePinned: s.requirePinned, // or ZOO_REQUIRE_PINNED=1, in FromEnv
 	}
 	if s.verbose {
 		opts.Logs = s.stderr
@@ -363,21 +367,5 @@ func (v *pluginVariant) Build(ctx context.Context, cfg variant.Config, seed uint
 // reports whether it was there or ZOO_VERBOSE=1 is set.
 func stripVerbose(args []string) ([]string, bool) {
 	verbose, _ := env.Bool(verboseEnv)
-	out := make([]string, 0, len(args))
-	for i, a := range args {
-		if a == "--" {
-			out = append(out, args[i:]...)
-			break
-		}
-		switch {
-		case i > 0 && (a == "--verbose" || a == "--verbose=true"):
-			verbose = true
-			continue
-		case i > 0 && a == "--verbose=false":
-			verbose = false
-			continue
-		}
-		out = append(out, a)
-	}
-	return out, verbose
+	return cliargs.StripBool(args, "verbose", verbose)
 }

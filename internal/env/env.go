@@ -38,9 +38,11 @@ const (
 	Src                = "ZOO_SRC"
 	MemoryLimit        = "ZOO_MEMORY_LIMIT"
 	APIKey             = "ZOO_API_KEY"
+	RequirePinned      = "ZOO_REQUIRE_PINNED"
 
 	PluginLogLevel = "ZOO_PLUGIN_LOG_LEVEL"
 	PluginCookie   = "ZOO_VARIANT_PLUGIN"
+	PluginID       = "ZOO_PLUGIN_ID"
 
 	TorchExports      = "ZOO_TORCH_EXPORTS"
 	BenchNoFusion     = "ZOO_BENCH_NOFUSION"
@@ -128,6 +130,8 @@ var vars = []Var{
 		Doc: "1 serves built-in variants inside the zoo process (for debuggers).", check: boolean},
 	{Name: MemoryLimit, Syntax: "SIZE|off", Default: "the cgroup's limit, else MemAvailable",
 		Doc: "Caps the memory the memory guard counts as available (512MiB, 8GiB, bytes); off turns the checks off; internal/memlimit parses it."},
+	{Name: RequirePinned, Syntax: "0|1", Default: "0",
+		Doc: "1 is --require-pinned: refuse to start a third-party plugin that its registry does not pin by sha256.", check: boolean},
 	{Name: ORTLib, Syntax: "FILE", Default: "$XDG_DATA_HOME/zoo/onnxruntime, then ./node_modules/onnxruntime-node",
 		Doc: "libonnxruntime.so.1 for parity and bench --against onnxruntime; a missing file is an error there."},
 	{Name: CUDADevice, Syntax: "N", Default: "0",
@@ -145,6 +149,8 @@ var vars = []Var{
 		Doc: "Log level zoo passes to its plugin processes (debug under --verbose)."},
 	{Name: PluginCookie, Syntax: "COOKIE", Default: "unset", Scope: Internal,
 		Doc: "go-plugin handshake cookie that marks a process as started by zoo."},
+	{Name: PluginID, Syntax: "PID.N", Default: "unset", Scope: Internal,
+		Doc: "Marks one plugin process and the processes it starts, so that zoo can find and kill all of them (Linux)."},
 
 	{Name: TorchExports, Syntax: "DIR", Default: "unset: the benchmark skips", Scope: Test,
 		Doc: "PyTorch exports for BenchmarkTorchExportVsORT (scripts/torch_encoder_export.py)."},

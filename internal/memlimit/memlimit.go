@@ -6,7 +6,8 @@
 // memory.max minus memory.current, or v1 memory.limit_in_bytes minus memory.usage_in_bytes,
 // inactive page cache not counted as used, since the kernel reclaims it before it kills),
 // bounded by /proc/meminfo's MemAvailable (a cgroup limit larger than the machine does not
-// make memory), and capped by ZOO_MEMORY_LIMIT when set.
+// make memory) and by the room under the address-space limit (ulimit -v) where one is set,
+// and capped by ZOO_MEMORY_LIMIT when set.
 package memlimit
 
 import (
@@ -80,6 +81,11 @@ func (s System) Available() (Info, error) {
 	}
 	if mem != nil {
 		take(*mem)
+	}
+	if s.Root == "" { // the process's own limit, not a file a test can point at
+		if as := addressSpace(); as != nil {
+			take(*as)
+		}
 	}
 	if best == nil {
 		// Not Linux, or /proc not mounted: nothing to go by, so nothing is refused.

@@ -3,9 +3,16 @@ package memlimit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/zoo-dev/zoo/internal/env"
 )
 
 func TestSystemAvailable(t *testing.T) {
@@ -110,5 +117,35 @@ func TestBudgetContext(t *testing.T) {
 	var ob *OverBudget
 	if !errors.As(e, &ob) || !strings.Contains(e.Error(), "need about 3.0 GiB, more than the 1.0 GiB") {
 		t.Fatalf("error %q", e)
+	}
+}
+
+// TestAddressSpaceLimit: under ulimit -v the memory available is at most the room left under
+// it (a child process, so that the limit binds it alone). Without it, a 2 GiB allocation under
+// a smaller cap killed zoo with the Go runtime's out-of-memory stack dump instead of the
+// guard's one line.
+func TestAddressSpaceLimit(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("RLIMIT_AS is read on Linux")
+	}
+	if os.Getenv(env.TestChild) == "memlimit-as" {
+		info, err := System{}.Available()
+		fmt.Println(info.Available, err, info.Source)
+		os.Exit(0)
+	}
+	const limitKB = 3 << 20 // 3 GiB
+	cmd := exec.Command("/bin/sh", "-c", `ulimit -v `+strconv.Itoa(limitKB)+` && exec "$0" -test.run='^TestAddressSpaceLimit$'`, os.Args[0])
+	cmd.Env = append(os.Environ(), env.TestChild+"=memlimit-as")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	f := strings.Fields(string(out))
+	if len(f) < 3 {
+		t.Fatalf("child said %q", out)
+	}
+	avail, _ := strconv.ParseInt(f[0], 10, 64)
+	if avail <= 0 || avail >= limitKB<<10 || f[1] != "<nil>" || !strings.Contains(string(out), "ulimit -v (RLIMIT_AS) 3.0 GiB") {
+		t.Errorf("under ulimit -v 3 GiB: %q", out)
 	}
 }

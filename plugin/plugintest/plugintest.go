@@ -50,6 +50,13 @@ const (
 	ModeBadDescribe   = "bad-describe"   // Describe has a default of the wrong kind
 	ModeNondeterminst = "nondeterminist" // different weights for the same seed
 	ModeBlob          = "blob"           // streams 64 MiB of bytes (not a model) at once: transfer benchmarks
+
+	// Plugins that leave a process behind: a grandchild in a session of its own (setsid),
+	// which writes its pid to GrandchildFile.
+	ModeSetsidBuild  = "setsid-build"  // starts the grandchild in Build, then never answers
+	ModeSetsidExit   = "setsid-exit"   // starts the grandchild in Build, then exits 3
+	ModeSetsidDaemon = "setsid-daemon" // double-forks the grandchild at start (its parent exits), then serves well
+	ModeOrphanExit   = "orphan-exit"   // double-forks a grandchild in its group that exits at once, then serves well
 )
 
 // blob is the payload of ModeBlob, made once per process.
@@ -74,6 +81,20 @@ func MaybeServe() {
 	switch mode {
 	case ModeOK:
 		plugin.Serve(v)
+	case ModeOrphanExit:
+		if err := StartOrphan(); err != nil {
+			fmt.Fprintln(os.Stderr, "plugintest:", err)
+			os.Exit(2)
+		}
+		plugin.Serve(v)
+	case ModeSetsidDaemon:
+		if err := StartGrandchild(true); err != nil {
+			fmt.Fprintln(os.Stderr, "plugintest:", err)
+			os.Exit(2)
+		}
+		plugin.Serve(v)
+	case ModeSetsidBuild, ModeSetsidExit:
+		plugin.Serve(faulty{v, mode})
 	case ModeCrashBuild, ModeExitBuild, ModeHangBuild, ModeNondeterminst:
 		plugin.Serve(faulty{v, mode})
 	case ModeHangStart:
@@ -161,6 +182,17 @@ func (f faulty) Build(ctx context.Context, cfg variant.Config, seed uint64) (*gr
 	case ModeNondeterminst:
 		calls++
 		seed += uint64(calls)
+	case ModeSetsidBuild, ModeSetsidExit:
+		if err := StartGrandchild(false); err != nil {
+			return nil, err
+		}
+		if f.mode == ModeSetsidExit {
+			os.Exit(3)
+		}
+		if f := os.Getenv(PidFileEnv); f != "" {
+			_ = os.WriteFile(BuildingFile(f), []byte("building\n"), 0o644)
+		}
+		select {}
 	}
 	return f.Variant.Build(ctx, cfg, seed)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -26,6 +27,112 @@ func HangScript(dir string) (string, error) {
 		return "", fmt.Errorf("plugintest: %w", err)
 	}
 	return path, nil
+}
+
+// SetsidScript writes an executable shell script into dir that starts a grandchild in a
+// session of its own (setsid: out of the plugin's process group), which writes its pid to
+// GrandchildFile, then never completes the handshake. It returns the script's path.
+func SetsidScript(dir string) (string, error) {
+	path := filepath.Join(dir, "setsid.sh")
+	script := "#!/bin/sh\n" +
+		"echo $$ > \"$" + PidFileEnv + ".tmp\" && mv \"$" + PidFileEnv + ".tmp\" \"$" + PidFileEnv + "\"\n" +
+		"setsid /bin/sh -c 'echo $$ > \"$0.tmp\" && mv \"$0.tmp\" \"$0\"; exec sleep 1000' \"$" + PidFileEnv + ".grandchild\" &\n" +
+		"sleep 1000\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		return "", fmt.Errorf("plugintest: %w", err)
+	}
+	return path, nil
+}
+
+// GrandchildFile is the file the grandchild of a setsid mode or SetsidScript writes its pid
+// to, next to the plugin's pid file.
+func GrandchildFile(pidFile string) string { return pidFile + ".grandchild" }
+
+// StartGrandchild starts `sleep` in a session of its own that writes its pid to
+// GrandchildFile (of PidFileEnv's file) and waits until it has. daemon double-forks it: the
+// shell that starts it exits at once, leaving it without a parent.
+func StartGrandchild(daemon bool) error {
+	pidFile := os.Getenv(PidFileEnv)
+	if pidFile == "" {
+		return errors.New("plugintest: no pid file to name the grandchild's")
+	}
+	inner := `echo $$ > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 1000`
+	var cmd *exec.Cmd
+	if daemon {
+		cmd = exec.Command("/bin/sh", "-c", `(setsid /bin/sh -c '`+inner+`' "$0" &)`, GrandchildFile(pidFile))
+	} else {
+		cmd = exec.Command("/bin/sh", "-c", inner, GrandchildFile(pidFile))
+		cmd.SysProcAttr = setsidAttr()
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("plugintest: %w", err)
+	}
+	if daemon {
+		_ = cmd.Wait()
+	}
+	_, err := WaitFile(GrandchildFile(pidFile), time.Minute)
+	return err
+}
+
+// StartOrphan double-forks a process in this process's group that writes its pid to
+// GrandchildFile and exits at once, its parent gone before it: it is left for whoever adopts
+// it (a subreaper) to reap.
+func StartOrphan() error {
+	pidFile := os.Getenv(PidFileEnv)
+	if pidFile == "" {
+		return errors.New("plugintest: no pid file to name the orphan's")
+	}
+	cmd := exec.Command("/bin/sh", "-c", `(/bin/sh -c 'sleep 0.2; echo $$ > "$0.tmp" && mv "$0.tmp" "$0"' "$0" &)`, GrandchildFile(pidFile))
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("plugintest: %w", err)
+	}
+	_, err := WaitFile(GrandchildFile(pidFile), time.Minute)
+	return err
+}
+
+// State returns the state letter of process pid ('R', 'S', 'Z', ...) and its parent, or 0
+// when it does not exist.
+func State(pid int) (byte, int) {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, 0
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:])
+	if i < 0 || len(f) < 2 || len(f[0]) != 1 {
+		return 0, 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return f[0][0], ppid
+}
+
+// Alive reports whether process pid runs (a zombie does not), read from /proc.
+func Alive(pid int) bool {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(s[i+1:])
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// WaitGone waits until process pid no longer runs, at most within, and reports whether it
+// is gone.
+func WaitGone(pid int, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for Alive(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
 }
 
 // BuildingFile is the file a plugin in ModeHangBuild creates, next to its pid file, when its

@@ -47,6 +47,9 @@ func Parse(path string, data []byte) (*Registry, error) {
 		}
 		return nil, p.errf(&extra, "a second YAML document; a registry is a single document (remove the \"---\")")
 	}
+	if err := p.checkExpansion(&doc, len(data)); err != nil {
+		return nil, err
+	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
@@ -117,6 +120,70 @@ func Parse(path string, data []byte) (*Registry, error) {
 		reg.entries = append(reg.entries, e)
 	}
 	return reg, nil
+}
+
+// ExpandPerByte and ExpandMin bound alias expansion: every *alias repeats its anchor's
+// content, so a document of n bytes may stand for far more (one anchored preset of k keys
+// named by k presets is k² values: 3,000 made an 84 KB file take 1.3 GB). Parse walks the
+// document as if aliases were written out and refuses one whose expanded size exceeds
+// ExpandPerByte nodes a byte of the file (at least ExpandMin nodes), before it builds anything.
+const (
+	ExpandPerByte = 4
+	ExpandMin     = 1 << 16
+)
+
+// checkExpansion counts the nodes of doc with every alias expanded (each anchored subtree's
+// size counted once, then added at each alias) and refuses doc, naming the alias that crosses
+// the limit, when they exceed the limit for a document of size bytes.
+func (p *parser) checkExpansion(doc *yaml.Node, size int) error {
+	limit := max(ExpandPerByte*int64(size), ExpandMin)
+	sizes := map[*yaml.Node]int64{}
+	var sizeOf func(n *yaml.Node, depth int) int64
+	sizeOf = func(n *yaml.Node, depth int) int64 {
+		if n == nil {
+			return 0
+		}
+		if s, ok := sizes[n]; ok {
+			return s
+		}
+		if depth > 1000 { // yaml.v3 nests no deeper; an alias to an ancestor would loop
+			return limit + 1
+		}
+		s := int64(1)
+		if n.Kind == yaml.AliasNode {
+			s = sizeOf(n.Alias, depth+1)
+		} else {
+			for _, c := range n.Content {
+				s = min(s+sizeOf(c, depth+1), limit+1)
+			}
+		}
+		sizes[n] = s
+		return s
+	}
+	var total int64
+	var walk func(n *yaml.Node) error
+	walk = func(n *yaml.Node) error {
+		if n == nil {
+			return nil
+		}
+		if n.Kind == yaml.AliasNode {
+			total += sizeOf(n, 0)
+		} else {
+			total++
+		}
+		if total > limit {
+			return p.errf(n, "YAML aliases expand the registry (%d bytes) to more than %d nodes, the limit for its size; *%s repeats the anchor &%s (write the values out, or name it less often)", size, limit, n.Value, n.Value)
+		}
+		if n.Kind != yaml.AliasNode {
+			for _, c := range n.Content {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(doc)
 }
 
 type aliasOwner struct {
@@ -277,6 +344,11 @@ func (p *parser) variant(n *yaml.Node, i int) (Entry, *yaml.Node, []*yaml.Node, 
 		e.Plugin = Builtin
 	case filepath.IsAbs(plugin):
 		e.Plugin = filepath.Clean(plugin)
+	case !filepath.IsLocal(plugin):
+		// A relative path is resolved inside the registry's folder: one that leaves it
+		// (../../usr/bin/env) would run any program on the machine from a file that looks
+		// like it names a plugin beside it.
+		return Entry{}, nil, nil, p.errf(pluginNode, "%splugin %q leaves the registry's folder (a relative plugin path is resolved inside %s); write the absolute path of a program outside it", ctx, plugin, filepath.Dir(p.path))
 	default:
 		e.Plugin = filepath.Join(filepath.Dir(p.path), plugin)
 		if !strings.ContainsRune(e.Plugin, filepath.Separator) {

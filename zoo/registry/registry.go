@@ -10,9 +10,9 @@
 //	    aliases: [ma]                  # other names that resolve to this entry
 //	    summary: "for zoo list"        # required for an executable; not allowed for builtin
 //	    paper: "https://arxiv.org/…"   # optional for an executable; not allowed for builtin
-//	    plugin: ./myattn               # builtin, or an executable relative to the registry file
+//	    plugin: ./myattn               # builtin, an executable in the registry file's folder, or an absolute path
 //	    sha256: "<64 hex digits>"      # pins an executable plugin; not allowed for builtin
-//	    dev: false                     # true: an executable plugin may run without sha256
+//	    dev: false                     # true: a development build, rebuilt too often to pin
 //	    args: ["--flag"]               # extra arguments for an executable plugin
 //	    env: {KEY: value}              # extra environment for an executable plugin
 //	    defaults: {d_model: 512}       # overrides of the plugin's own defaults
@@ -28,6 +28,13 @@
 // Default and preset values must be YAML scalars; they are decoded to int64, float64, bool or
 // string, the types variant.Resolve accepts. Whether their names and values fit a variant's
 // hyperparameter schema is checked later, by variant.Resolve.
+//
+// Trust: a registry is code, like a Makefile: each entry names a program that zoo runs with
+// the user's rights. A relative plugin path is resolved inside the registry file's folder; one
+// whose ".." leaves it is refused (write an absolute path to run a program elsewhere). An entry
+// with sha256 pins its executable: zoo refuses to start a file whose digest differs. An entry
+// without one is unpinned: zoo runs whatever the file holds at the time (Pinned is false);
+// `zoo list` marks such entries and --require-pinned (ZOO_REQUIRE_PINNED=1) refuses to start them.
 //
 // Errors name the file and line: `registry.yaml:12: variant "linformer": unknown key "prests"
 // (did you mean "presets"?)`. Layers are merged with Merge: the built-in file, then the user's
@@ -76,6 +83,10 @@ type Entry struct {
 
 // IsBuiltin reports whether the zoo binary itself serves the variant.
 func (e Entry) IsBuiltin() bool { return e.Plugin == Builtin }
+
+// Pinned reports whether zoo knows the program the entry runs: a built-in, or an executable
+// pinned by sha256.
+func (e Entry) Pinned() bool { return e.IsBuiltin() || e.SHA256 != "" }
 
 // PresetNames returns the entry's preset names, sorted.
 func (e Entry) PresetNames() []string {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zoo-dev/zoo/internal/hostile"
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
@@ -199,7 +200,7 @@ func TestPluginPaths(t *testing.T) {
 		{"/etc/zoo/registry.yaml", "/opt/zoo-a", "/opt/zoo-a"},
 		{"registry.yaml", "zoo-a", "./zoo-a"},
 		{"registry.yaml", "./bin/../bin/zoo-a", "bin/zoo-a"},
-		{"conf/registry.yaml", "../zoo-a", "zoo-a"},
+		{"conf/registry.yaml", "bin/./zoo-a", "conf/bin/zoo-a"},
 	} {
 		r, err := Parse(tc.regPath, src(tc.plugin))
 		if err != nil {
@@ -212,6 +213,35 @@ func TestPluginPaths(t *testing.T) {
 		}
 		if e.Plugin != filepath.FromSlash(want) || !e.Dev {
 			t.Errorf("%s + %s = %s, want %s", tc.regPath, tc.plugin, e.Plugin, want)
+		}
+	}
+}
+
+// TestPluginPathsConfined: a relative plugin path whose ".." leaves the registry's folder is
+// refused (`plugin: ../../../../usr/bin/env` with args ran a shell command before zoo found it
+// was no plugin); an absolute path says plainly that it runs a program from elsewhere.
+func TestPluginPathsConfined(t *testing.T) {
+	src := func(p string) []byte {
+		return []byte("variants:\n  - name: a\n    summary: s\n    plugin: " + p + "\n")
+	}
+	for _, p := range []string{"../zoo-a", "../../../../usr/bin/env", "bin/../../zoo-a", ".."} {
+		_, err := Parse("conf/registry.yaml", src(p))
+		want := `conf/registry.yaml:4: variant "a": plugin "` + p + `" leaves the registry's folder (a relative plugin path is resolved inside conf); write the absolute path of a program outside it`
+		if err == nil || err.Error() != want {
+			t.Errorf("plugin %s: %v, want %s", p, err, want)
+		}
+	}
+	r, err := Parse("conf/registry.yaml", src("/usr/bin/env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, _, _ := r.Lookup("a"); e.Plugin != "/usr/bin/env" || e.Pinned() {
+		t.Errorf("absolute plugin: %+v", e)
+	}
+	r = mustParse(t, "r.yaml", "variants:\n  - name: a\n    summary: s\n    plugin: ./a\n    sha256: \""+strings.Repeat("ab", 32)+"\"\n  - name: b\n    plugin: builtin\n")
+	for _, name := range []string{"a", "b"} {
+		if e, _, _ := r.Lookup(name); !e.Pinned() {
+			t.Errorf("%s is not pinned", name)
 		}
 	}
 }
@@ -371,6 +401,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(builtin))
 	f.Add([]byte("variants:\n  - &a {name: x, plugin: builtin, presets: {t: &p {a: 1}, u: *p}}\n  - *a\n"))
 	f.Add([]byte("a: &a [*a]\n"))
+	f.Add(hostile.AliasFanout(8))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := Parse("f.yaml", data)
 		if err != nil {

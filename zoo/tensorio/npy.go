@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zoo-dev/zoo/internal/memlimit"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -227,12 +228,82 @@ func writeData(w *bufio.Writer, t *tensor.Tensor) error {
 // an io.Seeker (such as *os.File or *bytes.Reader) the data size is checked before the data
 // buffer is allocated; otherwise the buffer grows only as data actually arrives.
 func ReadNPY(r io.Reader) (*tensor.Tensor, error) {
+	return readNPY(r, -1, 0)
+}
+
+// ReadNPYLimit is ReadNPY with a memory budget: an array that would take more than budget
+// bytes as zoo holds it (HeldBytes) is a *BudgetError, returned after reading only the
+// header. budget ≤ 0 is no budget. With a known data size (r is an io.Seeker) the array is
+// decoded as it is read, without a copy of the file's bytes.
+func ReadNPYLimit(r io.Reader, budget int64) (*tensor.Tensor, error) {
+	return readNPY(r, -1, budget)
+}
+
+// npyHeaderLen is the bytes before the data of a .npy whose header dictionary is hlen bytes.
+func npyHeaderLen(major byte, hlen int) int64 {
+	if major == 1 {
+		return int64(10 + hlen)
+	}
+	return int64(12 + hlen)
+}
+
+// readNPY reads a .npy from r; rest is the number of bytes r holds in all, header included
+// (-1: not known, then an io.Seeker tells); budget is ReadNPYLimit's.
+func readNPY(r io.Reader, rest, budget int64) (*tensor.Tensor, error) {
+	typ, shape, hdrLen, err := readNPYHeader(r)
+	if err != nil {
+		return nil, err
+	}
+	n := tensor.NumElements(shape)
+	size := int64(n) * int64(typ.size)
+	left := int64(-1)
+	if rest >= 0 {
+		left = rest - hdrLen
+	} else if s, ok := r.(io.Seeker); ok {
+		if l, ok := remaining(s); ok {
+			left = l
+		}
+	}
+	if left >= 0 && left != size {
+		return nil, fmt.Errorf("npy: shape %v of %v needs %d data bytes, file has %d", shape, typ, size, left)
+	}
+	if need := HeldBytes(typ.dt, n); budget > 0 && need > budget {
+		return nil, &BudgetError{Format: "npy", Item: fmt.Sprintf("array %v %v", typ, shape), Need: need, Total: need, Budget: budget}
+	}
+	var t *tensor.Tensor
+	if left >= 0 {
+		// The size is known and matches: decode as the bytes arrive.
+		if t, err = readData(r, typ, shape); err != nil {
+			return nil, err
+		}
+	} else {
+		data, err := readUpTo(r, size)
+		if err != nil {
+			return nil, fmt.Errorf("npy: reading data: %w", err)
+		}
+		if int64(len(data)) != size {
+			return nil, fmt.Errorf("npy: shape %v of %v needs %d data bytes, file has %d", shape, typ, size, len(data))
+		}
+		if t, err = decodeData(typ, shape, data); err != nil {
+			return nil, fmt.Errorf("npy: %w", err)
+		}
+	}
+	var one [1]byte
+	if k, _ := io.ReadFull(r, one[:]); k > 0 {
+		return nil, fmt.Errorf("npy: trailing bytes after the %d data bytes of shape %v", size, shape)
+	}
+	return t, nil
+}
+
+// readNPYHeader reads the magic, version and header dictionary, and returns the array's type
+// and shape and the number of bytes read.
+func readNPYHeader(r io.Reader) (npyType, []int, int64, error) {
 	var pre [8]byte
 	if _, err := io.ReadFull(r, pre[:]); err != nil {
-		return nil, fmt.Errorf("npy: reading magic: %w", noEOF(err))
+		return npyType{}, nil, 0, fmt.Errorf("npy: reading magic: %w", noEOF(err))
 	}
 	if string(pre[:6]) != npyMagic {
-		return nil, fmt.Errorf("npy: not a .npy file (bad magic %q)", pre[:6])
+		return npyType{}, nil, 0, fmt.Errorf("npy: not a .npy file (bad magic %q)", pre[:6])
 	}
 	major, minor := pre[6], pre[7]
 	var hlen int
@@ -240,53 +311,105 @@ func ReadNPY(r io.Reader) (*tensor.Tensor, error) {
 	case major == 1 && minor == 0:
 		var b [2]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return nil, fmt.Errorf("npy: reading header length: %w", noEOF(err))
+			return npyType{}, nil, 0, fmt.Errorf("npy: reading header length: %w", noEOF(err))
 		}
 		hlen = int(binary.LittleEndian.Uint16(b[:]))
 	case (major == 2 || major == 3) && minor == 0:
 		var b [4]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return nil, fmt.Errorf("npy: reading header length: %w", noEOF(err))
+			return npyType{}, nil, 0, fmt.Errorf("npy: reading header length: %w", noEOF(err))
 		}
 		n := binary.LittleEndian.Uint32(b[:])
 		if n > MaxNPYHeader {
-			return nil, fmt.Errorf("npy: header of %d bytes is longer than the limit of %d", n, MaxNPYHeader)
+			return npyType{}, nil, 0, fmt.Errorf("npy: header of %d bytes is longer than the limit of %d", n, MaxNPYHeader)
 		}
 		hlen = int(n)
 	default:
-		return nil, fmt.Errorf("npy: unsupported format version %d.%d", major, minor)
+		return npyType{}, nil, 0, fmt.Errorf("npy: unsupported format version %d.%d", major, minor)
 	}
 	hdr := make([]byte, hlen)
 	if _, err := io.ReadFull(r, hdr); err != nil {
-		return nil, fmt.Errorf("npy: reading %d-byte header: %w", hlen, noEOF(err))
+		return npyType{}, nil, 0, fmt.Errorf("npy: reading %d-byte header: %w", hlen, noEOF(err))
 	}
 	typ, shape, err := parseNPYHeader(hdr, major)
 	if err != nil {
-		return nil, fmt.Errorf("npy: %w", err)
+		return npyType{}, nil, 0, fmt.Errorf("npy: %w", err)
 	}
-	n := tensor.NumElements(shape)
-	size := int64(n) * int64(typ.size)
-	if s, ok := r.(io.Seeker); ok {
-		if left, ok := remaining(s); ok && left != size {
-			return nil, fmt.Errorf("npy: shape %v of %v needs %d data bytes, file has %d", shape, typ, size, left)
-		}
-	}
-	data, err := readUpTo(r, size)
-	if err != nil {
-		return nil, fmt.Errorf("npy: reading data: %w", err)
-	}
-	if int64(len(data)) != size {
-		return nil, fmt.Errorf("npy: shape %v of %v needs %d data bytes, file has %d", shape, typ, size, len(data))
-	}
-	var one [1]byte
-	if k, _ := io.ReadFull(r, one[:]); k > 0 {
-		return nil, fmt.Errorf("npy: trailing bytes after the %d data bytes of shape %v", size, shape)
-	}
-	t, err := decodeData(typ, shape, data)
+	return typ, shape, npyHeaderLen(major, hlen), nil
+}
+
+// readData allocates the tensor and decodes the data into it as it is read.
+func readData(r io.Reader, typ npyType, shape []int) (*tensor.Tensor, error) {
+	t, err := readInto(r, typ.dt, typ.size, shape, func(t *tensor.Tensor, data []byte, at int) error {
+		return decodeInto(t, typ, data, at)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("npy: %w", err)
 	}
 	return t, nil
+}
+
+// readInto allocates a tensor of dt and shape and fills it with decode from r's data, size
+// bytes an element, read in pieces of 64 KiB; r must hold at least the data.
+func readInto(r io.Reader, dt tensor.DType, size int, shape []int, decode func(t *tensor.Tensor, data []byte, at int) error) (*tensor.Tensor, error) {
+	t, err := tensor.New(dt, shape...)
+	if err != nil {
+		return nil, err
+	}
+	n := tensor.NumElements(shape)
+	per := max(1, (64<<10)/size)
+	buf := make([]byte, min(n, per)*size)
+	for at := 0; at < n; {
+		k := min(per, n-at)
+		if _, err := io.ReadFull(r, buf[:k*size]); err != nil {
+			return nil, fmt.Errorf("reading data: %w", noEOF(err))
+		}
+		if err := decode(t, buf[:k*size], at); err != nil {
+			return nil, err
+		}
+		at += k
+	}
+	return t, nil
+}
+
+// HeldBytes is the memory n elements of dt take in a zoo tensor: 4 bytes a float (float16 and
+// bfloat16 are held as float32), 8 an integer, 1 a bool.
+func HeldBytes(dt tensor.DType, n int) int64 {
+	switch dt {
+	case tensor.Bool:
+		return int64(n)
+	case tensor.Int32, tensor.Int64, tensor.Int8, tensor.Uint8:
+		return 8 * int64(n)
+	}
+	return 4 * int64(n)
+}
+
+// BudgetError is an array that does not fit the memory budget a reader was given. It is
+// returned before the array's data is read (or, in an archive, inflated).
+type BudgetError struct {
+	Format string // "npy", "npz" or "safetensors"
+	Item   string // what does not fit: `member "x.npy"`, `tensor "w"`, `array float32 [2 3]`
+	Need   int64  // the bytes the item takes in memory
+	Total  int64  // the bytes of every array read with it, this one included
+	Budget int64
+	// Source, when set, says where the budget comes from ("MemAvailable",
+	// "ZOO_MEMORY_LIMIT=1GiB"); the caller that chose the budget sets it.
+	Source string
+}
+
+func (e *BudgetError) Error() string {
+	total, budget := memlimit.Bytes(e.Total), memlimit.Bytes(e.Budget)
+	if total == budget { // 1.0 KiB, more than 1.0 KiB: say the bytes
+		total, budget = fmt.Sprintf("%s (%d bytes)", total, e.Total), fmt.Sprintf("%s (%d bytes)", budget, e.Budget)
+	}
+	if e.Source != "" {
+		budget += " (" + e.Source + ")"
+	}
+	if e.Total > e.Need {
+		return fmt.Sprintf("%s: %s takes %s in memory, which brings the arrays to %s, more than the memory budget of %s",
+			e.Format, e.Item, memlimit.Bytes(e.Need), total, budget)
+	}
+	return fmt.Sprintf("%s: %s takes %s in memory, more than the memory budget of %s", e.Format, e.Item, total, budget)
 }
 
 // noEOF turns a bare io.EOF into io.ErrUnexpectedEOF: every caller needed more bytes.
@@ -343,46 +466,55 @@ func decodeData(typ npyType, shape []int, data []byte) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := decodeInto(t, typ, data, 0); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// decodeInto decodes the little-endian bytes of file type typ into t's elements from at on.
+func decodeInto(t *tensor.Tensor, typ npyType, data []byte, at int) error {
+	k := len(data) / typ.size
 	switch {
 	case typ.dt == tensor.Float32 && typ.size == 8:
-		for i := range t.F32 {
-			t.F32[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:])))
+		for i, d := 0, t.F32[at:at+k]; i < k; i++ {
+			d[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:])))
 		}
 	case typ.dt == tensor.Float32:
-		for i := range t.F32 {
-			t.F32[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		for i, d := 0, t.F32[at:at+k]; i < k; i++ {
+			d[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
 		}
 	case typ.dt == tensor.Float16:
-		for i := range t.F32 {
+		for i, d := 0, t.F32[at:at+k]; i < k; i++ {
 			// Rounded once more so that a signalling NaN reads as the quiet NaN that writing
 			// it back produces.
-			t.F32[i] = tensor.RoundFloat16(tensor.Float16FromBits(binary.LittleEndian.Uint16(data[2*i:])))
+			d[i] = tensor.RoundFloat16(tensor.Float16FromBits(binary.LittleEndian.Uint16(data[2*i:])))
 		}
 	case typ.dt == tensor.Int32:
-		for i := range t.I64 {
-			t.I64[i] = int64(int32(binary.LittleEndian.Uint32(data[4*i:])))
+		for i, d := 0, t.I64[at:at+k]; i < k; i++ {
+			d[i] = int64(int32(binary.LittleEndian.Uint32(data[4*i:])))
 		}
 	case typ.dt == tensor.Int64:
-		for i := range t.I64 {
-			t.I64[i] = int64(binary.LittleEndian.Uint64(data[8*i:]))
+		for i, d := 0, t.I64[at:at+k]; i < k; i++ {
+			d[i] = int64(binary.LittleEndian.Uint64(data[8*i:]))
 		}
 	case typ.dt == tensor.Int8:
 		for i, c := range data {
-			t.I64[i] = int64(int8(c))
+			t.I64[at+i] = int64(int8(c))
 		}
 	case typ.dt == tensor.Uint8:
 		for i, c := range data {
-			t.I64[i] = int64(c)
+			t.I64[at+i] = int64(c)
 		}
 	case typ.dt == tensor.Bool:
 		for i, c := range data {
 			if c > 1 {
-				return nil, fmt.Errorf("bool element %d is byte 0x%02x, want 0 or 1", i, c)
+				return fmt.Errorf("bool element %d is byte 0x%02x, want 0 or 1", at+i, c)
 			}
-			t.Bool[i] = c == 1
+			t.Bool[at+i] = c == 1
 		}
 	}
-	return t, nil
+	return nil
 }
 
 // parseNPYHeader parses the header dictionary, e.g.

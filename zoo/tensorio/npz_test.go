@@ -38,8 +38,9 @@ func TestReadNPZ(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].Name != "z" || list[0].Tensor.DType != tensor.Float16 || !tensor.SameShape(list[0].Tensor.Shape, []int{64, 64}) {
 		t.Fatalf("compressed: %v, %v", list, err)
 	}
-	// 8 KiB of data inflates from a 237-byte file: a limit below that refuses it up front.
-	if _, err := ReadNPZ(bytes.NewReader(z), int64(len(z)), 4096); err == nil || err.Error() != "npz: members hold more than 4096 bytes uncompressed (the limit)" {
+	// 8 KiB of float16 inflates from a 237-byte file and takes 16 KiB as float32: a budget
+	// below that refuses it up front.
+	if _, err := ReadNPZ(bytes.NewReader(z), int64(len(z)), 4096); err == nil || err.Error() != `npz: member "z.npy" takes 16.0 KiB in memory, more than the memory budget of 4.0 KiB` {
 		t.Errorf("limit: %v", err)
 	}
 }
@@ -76,7 +77,7 @@ func TestReadNPZErrors(t *testing.T) {
 		{"not zip", okNPY, "npz: not a .npz (zip) archive: zip: not a valid zip file"},
 		{"not npy member", zipOf(t, map[string][]byte{"a.txt": []byte("hi")}), `npz: member "a.txt" is not a .npy array`},
 		{"bad array", zipOf(t, map[string][]byte{"a.npy": []byte("hi")}), `npz: member "a.npy": npy: reading magic: unexpected EOF`},
-		{"trailing", zipOf(t, map[string][]byte{"a.npy": append(bytes.Clone(okNPY), 0)}), `npz: member "a.npy": npy: trailing bytes after the 4 data bytes of shape [1]`},
+		{"trailing", zipOf(t, map[string][]byte{"a.npy": append(bytes.Clone(okNPY), 0)}), `npz: member "a.npy": npy: shape [1] of float32 needs 4 data bytes, member has 5`},
 		{"checksum", corrupt, `npz: member "x.npy": reading past the array: zip: checksum error`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

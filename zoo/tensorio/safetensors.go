@@ -233,26 +233,98 @@ func ReadWeightsFrom(r io.Reader) ([]Named, map[string]string, error) {
 	return readSafetensorsFrom(r, true)
 }
 
-func readSafetensorsFrom(r io.Reader, widen bool) ([]Named, map[string]string, error) {
+// ReadWeightsLimit is ReadWeightsFrom with a memory budget: the header is read and checked
+// first, and when the tensors would take more than budget bytes as zoo holds them
+// (HeldBytes) it returns a *BudgetError naming the tensor that crosses the budget, before any
+// data is read. The data is decoded as it is read, without a copy of the file's bytes.
+// budget ≤ 0 is no budget. The checks and their errors are ReadSafetensors's, except that
+// data missing from a stream (r not an io.Seeker) is reported when reading reaches its end.
+func ReadWeightsLimit(r io.Reader, budget int64) ([]Named, map[string]string, error) {
+	hdr, err := readSTHeaderBytes(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	entries, meta, err := parseSTHeader(hdr, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	bodyLen := int64(-1)
+	if s, ok := r.(io.Seeker); ok {
+		if left, ok := remaining(s); ok {
+			bodyLen = left
+		}
+	}
+	if bodyLen < 0 { // a stream: the offsets must tile the data they declare, then EOF
+		bodyLen = 0
+		for _, e := range entries {
+			bodyLen = max(bodyLen, e.info.DataOffsets[1])
+		}
+	}
+	if err := checkSTOffsets(entries, bodyLen); err != nil {
+		return nil, nil, err
+	}
+	var total int64
+	for _, e := range entries {
+		need := HeldBytes(e.dt, tensor.NumElements(e.info.Shape))
+		total += need
+		if budget > 0 && total > budget {
+			return nil, nil, &BudgetError{Format: "safetensors", Item: fmt.Sprintf("tensor %q", clip(e.name)), Need: need, Total: total, Budget: budget}
+		}
+	}
+	out := make([]Named, 0, len(entries))
+	for _, e := range entries { // in offset order (checkSTOffsets sorted them)
+		decode := func(t *tensor.Tensor, data []byte, at int) error {
+			return decodeInto(t, npyType{e.dt, e.size}, data, at)
+		}
+		if _, wide := wideDTypes[e.info.DType]; wide {
+			decode = func(t *tensor.Tensor, data []byte, at int) error {
+				decodeWideInto(t, e.info.DType, data, at)
+				return nil
+			}
+		}
+		t, err := readInto(r, e.dt, e.size, e.info.Shape, decode)
+		if err != nil {
+			return nil, nil, fmt.Errorf("safetensors: tensor %q: %w", e.name, err)
+		}
+		out = append(out, Named{e.name, t})
+	}
+	var one [1]byte
+	if k, _ := io.ReadFull(r, one[:]); k > 0 {
+		return nil, nil, fmt.Errorf("safetensors: bytes after the last tensor (tensors cover %d)", bodyLen)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, meta, nil
+}
+
+// readSTHeaderBytes reads the 8-byte header length and the header.
+func readSTHeaderBytes(r io.Reader) ([]byte, error) {
 	var lenBuf [8]byte
 	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
-		return nil, nil, fmt.Errorf("safetensors: reading header length: %w", noEOF(err))
+		return nil, fmt.Errorf("safetensors: reading header length: %w", noEOF(err))
 	}
 	n := binary.LittleEndian.Uint64(lenBuf[:])
 	if n > MaxSafetensorsHeader {
-		return nil, nil, fmt.Errorf("safetensors: header length %d is beyond the limit of %d", n, MaxSafetensorsHeader)
+		return nil, fmt.Errorf("safetensors: header length %d is beyond the limit of %d", n, MaxSafetensorsHeader)
 	}
 	if s, ok := r.(io.Seeker); ok {
 		if left, ok := remaining(s); ok && uint64(left) < n {
-			return nil, nil, fmt.Errorf("safetensors: header length %d is beyond the end of the %d-byte file", n, left+8)
+			return nil, fmt.Errorf("safetensors: header length %d is beyond the end of the %d-byte file", n, left+8)
 		}
 	}
 	hdr, err := readUpTo(r, int64(n))
 	if err != nil {
-		return nil, nil, fmt.Errorf("safetensors: reading header: %w", err)
+		return nil, fmt.Errorf("safetensors: reading header: %w", err)
 	}
 	if uint64(len(hdr)) != n {
-		return nil, nil, fmt.Errorf("safetensors: header length %d is beyond the end of the %d-byte file", n, len(hdr)+8)
+		return nil, fmt.Errorf("safetensors: header length %d is beyond the end of the %d-byte file", n, len(hdr)+8)
+	}
+	return hdr, nil
+}
+
+func readSafetensorsFrom(r io.Reader, widen bool) ([]Named, map[string]string, error) {
+	hdr, err := readSTHeaderBytes(r)
+	if err != nil {
+		return nil, nil, err
 	}
 	body, err := readUpTo(r, math.MaxInt64)
 	if err != nil {
@@ -265,8 +337,44 @@ func readSafetensorsFrom(r io.Reader, widen bool) ([]Named, map[string]string, e
 // their element sizes.
 var wideDTypes = map[string]int{"F16": 2, "BF16": 2, "F64": 8}
 
+// stEntry is one tensor of a safetensors header.
+type stEntry struct {
+	name string
+	dt   tensor.DType
+	size int // bytes per element in the file
+	info stInfo
+}
+
 // parseSafetensors parses a header and the data after it; widen accepts wideDTypes.
 func parseSafetensors(hdr, body []byte, widen bool) ([]Named, map[string]string, error) {
+	entries, meta, err := parseSTHeader(hdr, widen)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkSTOffsets(entries, int64(len(body))); err != nil {
+		return nil, nil, err
+	}
+	out := make([]Named, 0, len(entries))
+	for _, e := range entries {
+		raw := body[e.info.DataOffsets[0]:e.info.DataOffsets[1]]
+		var t *tensor.Tensor
+		var err error
+		if _, wide := wideDTypes[e.info.DType]; wide {
+			t, err = decodeWide(e.info.DType, e.info.Shape, raw)
+		} else {
+			t, err = decodeData(npyType{e.dt, e.size}, e.info.Shape, raw)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("safetensors: tensor %q: %w", e.name, err)
+		}
+		out = append(out, Named{e.name, t})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, meta, nil
+}
+
+// parseSTHeader parses a safetensors JSON header into its entries and metadata.
+func parseSTHeader(hdr []byte, widen bool) ([]stEntry, map[string]string, error) {
 	if !utf8.Valid(hdr) {
 		return nil, nil, fmt.Errorf("safetensors: header is not valid UTF-8")
 	}
@@ -279,13 +387,7 @@ func parseSafetensors(hdr, body []byte, widen bool) ([]Named, map[string]string,
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, nil, fmt.Errorf("safetensors: header is not a JSON object")
 	}
-	type entry struct {
-		name string
-		dt   tensor.DType
-		size int // bytes per element in the file
-		info stInfo
-	}
-	var entries []entry
+	var entries []stEntry
 	var meta map[string]string
 	seen := map[string]bool{}
 	for dec.More() {
@@ -315,10 +417,15 @@ func parseSafetensors(hdr, body []byte, widen bool) ([]Named, map[string]string,
 		if err := strictUnmarshal(raw, &fields); err != nil {
 			return nil, nil, fmt.Errorf("safetensors: tensor %q: entry is not an object: %w", name, err)
 		}
+		var unknown []string
 		for k := range fields {
 			if k != "dtype" && k != "shape" && k != "data_offsets" {
-				return nil, nil, fmt.Errorf("safetensors: tensor %q: unknown key %q", name, k)
+				unknown = append(unknown, k)
 			}
+		}
+		if len(unknown) > 0 { // the first in order, so that the message does not change
+			sort.Strings(unknown)
+			return nil, nil, fmt.Errorf("safetensors: tensor %q: unknown key %q", name, unknown[0])
 		}
 		var info stInfo
 		var offs []int64
@@ -355,7 +462,7 @@ func parseSafetensors(hdr, body []byte, widen bool) ([]Named, map[string]string,
 			}
 			return nil, nil, fmt.Errorf("safetensors: tensor %q: unsupported dtype %q (zoo reads F32, I32, I64, BOOL)", name, info.DType)
 		}
-		entries = append(entries, entry{name, dt, size, info})
+		entries = append(entries, stEntry{name, dt, size, info})
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, nil, fmt.Errorf("safetensors: header JSON: %w", err)
@@ -364,24 +471,29 @@ func parseSafetensors(hdr, body []byte, widen bool) ([]Named, map[string]string,
 		return nil, nil, fmt.Errorf("safetensors: header has data after its JSON object")
 	}
 
-	// Offsets: each within the data, matching its shape, together tiling the data exactly.
+	return entries, meta, nil
+}
+
+// checkSTOffsets checks the entries' offsets against the bodyLen data bytes: each within the
+// data, matching its shape, together tiling the data exactly. It sorts entries by offset.
+func checkSTOffsets(entries []stEntry, bodyLen int64) error {
 	for _, e := range entries {
 		b, end := e.info.DataOffsets[0], e.info.DataOffsets[1]
-		if b < 0 || end < b || end > int64(len(body)) {
-			return nil, nil, fmt.Errorf("safetensors: tensor %q: data_offsets [%d, %d] outside the %d data bytes", e.name, b, end, len(body))
+		if b < 0 || end < b || end > bodyLen {
+			return fmt.Errorf("safetensors: tensor %q: data_offsets [%d, %d] outside the %d data bytes", e.name, b, end, bodyLen)
 		}
 		elems := int64(1)
 		for _, d := range e.info.Shape {
 			if d < 0 {
-				return nil, nil, fmt.Errorf("safetensors: tensor %q: negative dimension in shape %v", e.name, e.info.Shape)
+				return fmt.Errorf("safetensors: tensor %q: negative dimension in shape %v", e.name, e.info.Shape)
 			}
 			if d > 0 && elems > MaxElements/int64(d) {
-				return nil, nil, fmt.Errorf("safetensors: tensor %q: shape %v has more than 2^31 elements", e.name, e.info.Shape)
+				return fmt.Errorf("safetensors: tensor %q: shape %v has more than 2^31 elements", e.name, e.info.Shape)
 			}
 			elems *= int64(d)
 		}
 		if want := elems * int64(e.size); end-b != want {
-			return nil, nil, fmt.Errorf("safetensors: tensor %q: shape %v of %s needs %d bytes, data_offsets [%d, %d] hold %d", e.name, e.info.Shape, e.info.DType, want, b, end, end-b)
+			return fmt.Errorf("safetensors: tensor %q: shape %v of %s needs %d bytes, data_offsets [%d, %d] hold %d", e.name, e.info.Shape, e.info.DType, want, b, end, end-b)
 		}
 	}
 	sort.Slice(entries, func(i, j int) bool {
@@ -395,33 +507,17 @@ func parseSafetensors(hdr, body []byte, widen bool) ([]Named, map[string]string,
 	for _, e := range entries {
 		if e.info.DataOffsets[0] != pos {
 			if e.info.DataOffsets[0] < pos {
-				return nil, nil, fmt.Errorf("safetensors: tensor %q: data_offsets [%d, %d] overlap another tensor", e.name, e.info.DataOffsets[0], e.info.DataOffsets[1])
+				return fmt.Errorf("safetensors: tensor %q: data_offsets [%d, %d] overlap another tensor", e.name, e.info.DataOffsets[0], e.info.DataOffsets[1])
 			}
-			return nil, nil, fmt.Errorf("safetensors: tensor %q: data_offsets [%d, %d] leave a hole after byte %d", e.name, e.info.DataOffsets[0], e.info.DataOffsets[1], pos)
+			return fmt.Errorf("safetensors: tensor %q: data_offsets [%d, %d] leave a hole after byte %d", e.name, e.info.DataOffsets[0], e.info.DataOffsets[1], pos)
 		}
 		pos = e.info.DataOffsets[1]
 	}
-	if pos != int64(len(body)) {
-		return nil, nil, fmt.Errorf("safetensors: %d bytes after the last tensor (data is %d bytes, tensors cover %d)", int64(len(body))-pos, len(body), pos)
+	if pos != bodyLen {
+		return fmt.Errorf("safetensors: %d bytes after the last tensor (data is %d bytes, tensors cover %d)", bodyLen-pos, bodyLen, pos)
 	}
 
-	out := make([]Named, 0, len(entries))
-	for _, e := range entries {
-		raw := body[e.info.DataOffsets[0]:e.info.DataOffsets[1]]
-		var t *tensor.Tensor
-		var err error
-		if _, wide := wideDTypes[e.info.DType]; wide {
-			t, err = decodeWide(e.info.DType, e.info.Shape, raw)
-		} else {
-			t, err = decodeData(npyType{e.dt, e.size}, e.info.Shape, raw)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("safetensors: tensor %q: %w", e.name, err)
-		}
-		out = append(out, Named{e.name, t})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, meta, nil
+	return nil
 }
 
 // strictUnmarshal decodes one JSON value, rejecting trailing data.
@@ -455,15 +551,24 @@ func decodeWide(dtype string, shape []int, data []byte) (*tensor.Tensor, error) 
 	if err != nil {
 		return nil, err
 	}
-	for i := range t.F32 {
-		switch dtype {
-		case "F16":
-			t.F32[i] = tensor.Float16FromBits(binary.LittleEndian.Uint16(data[2*i:]))
-		case "BF16":
-			t.F32[i] = tensor.BFloat16FromBits(binary.LittleEndian.Uint16(data[2*i:]))
-		case "F64":
-			t.F32[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:])))
+	decodeWideInto(t, dtype, data, 0)
+	return t, nil
+}
+
+// decodeWideInto converts F16, BF16 or F64 data into t's elements from at on.
+func decodeWideInto(t *tensor.Tensor, dtype string, data []byte, at int) {
+	switch dtype {
+	case "F16":
+		for i, d := 0, t.F32[at:at+len(data)/2]; i < len(d); i++ {
+			d[i] = tensor.Float16FromBits(binary.LittleEndian.Uint16(data[2*i:]))
+		}
+	case "BF16":
+		for i, d := 0, t.F32[at:at+len(data)/2]; i < len(d); i++ {
+			d[i] = tensor.BFloat16FromBits(binary.LittleEndian.Uint16(data[2*i:]))
+		}
+	case "F64":
+		for i, d := 0, t.F32[at:at+len(data)/8]; i < len(d); i++ {
+			d[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:])))
 		}
 	}
-	return t, nil
 }

@@ -23,9 +23,8 @@ type pipeline struct {
 	pairErr error
 	special Special
 	size    int
-	// streamable: the encoding of a text is the concatenation of the encodings of its pieces
-	// when the text is cut after a '\n' that sits between two non-space characters.
-	streamable bool
+	// cut: where a text may be cut without changing its encoding (see Stream).
+	cut cutRule
 }
 
 func (p *pipeline) Encode(text string) ([]int64, []string, error) {
@@ -67,9 +66,10 @@ func (p *pipeline) VocabSize() int                     { return p.size }
 func (p *pipeline) Special() Special                   { return p.special }
 func (p *pipeline) Kind() string                       { return p.kind }
 
-// StreamSafe reports whether the text may be encoded in pieces cut after a '\n' between two
-// non-space characters (see Stream).
-func (p *pipeline) StreamSafe() bool { return p.streamable }
+// StreamSafe reports whether the tokenizer has safe cut points (see Stream).
+func (p *pipeline) StreamSafe() bool { return p.cut.at != nil }
+
+func (p *pipeline) cuts() cutRule { return p.cut }
 
 // addedSet finds added tokens in raw text (leftmost, longest first), as Hugging Face's added
 // vocabulary does for tokens that are not normalised.
@@ -242,12 +242,7 @@ func loadHF(name string, data []byte) (Tokenizer, error) {
 			p.special.Pad = *pad.PadID
 		}
 	}
-	p.streamable = streamableParts(p.norm, p.pre)
-	for _, a := range f.AddedTokens {
-		if strings.ContainsRune(a.Content, '\n') {
-			p.streamable = false
-		}
-	}
+	p.cut = pipelineCuts(p.norm, p.pre, f.AddedTokens)
 	return p, nil
 }
 
@@ -256,21 +251,117 @@ func (m *wordLevel) unkToken() int64 { return m.unkID }
 func (m *bpe) unkToken() int64       { return m.unkID }
 func (m *unigram) unkToken() int64   { return m.unkID }
 
-// streamableParts: the pre-tokenizers that cut at whitespace and normalizers that map one
-// character at a time make a text's encoding the concatenation of its lines' encodings.
-func streamableParts(n normalizer, p preTokenizer) bool {
-	switch n.(type) {
-	case nil, *bertNorm, lowercase, stripAccents, unorm:
-	default:
-		return false
-	}
+// Where a pipeline may be cut (see Stream): just before a space, tab, CR or LF, when
+// the normalizers work one character at a time (ASCII whitespace then starts a normalization
+// segment of every Unicode form, and stays whitespace) and the pre-tokenizer starts a new word
+// there whatever follows.
+
+// preKind sorts pre-tokenizers by where they always end a word.
+type preKind int
+
+const (
+	preNone      preKind = iota // no safe cut known
+	preWS                       // words never span whitespace, which is dropped
+	preByteLevel                // GPT-2's regex: before whitespace followed by a non-space
+	preSpace                    // Metaspace: before a space
+)
+
+func preKindOf(p preTokenizer) preKind {
 	switch t := p.(type) {
 	case bertPre, whitespacePre, whitespaceSplit:
-		return true
+		return preWS
+	case preSeq:
+		// Every stage after one that drops whitespace works within a word.
+		if len(t) > 0 && preKindOf(t[0]) == preWS {
+			return preWS
+		}
 	case *byteLevelPre:
-		return !t.AddPrefixSpace && t.UseRegex
+		if !t.AddPrefixSpace && t.UseRegex {
+			return preByteLevel
+		}
+	case *metaspace:
+		if t.doSplit && t.repl != " " {
+			return preSpace
+		}
 	}
-	return false
+	return preNone
+}
+
+// perChar reports whether n normalizes each character alone; strips tells whether it may also
+// trim whitespace at the ends (Strip), which only a pre-tokenizer that drops whitespace
+// tolerates.
+func perChar(n normalizer) (ok, strips bool) {
+	switch t := n.(type) {
+	case nil, *bertNorm, lowercase, stripAccents, unorm:
+		return true, false
+	case strip:
+		return true, true
+	case normSeq:
+		for _, m := range t {
+			o, s := perChar(m)
+			if !o {
+				return false, false
+			}
+			strips = strips || s
+		}
+		return true, strips
+	}
+	return false, false
+}
+
+// pipelineCuts returns the cut rule of a pipeline with these parts and added tokens.
+func pipelineCuts(n normalizer, p preTokenizer, added []hfAdded) cutRule {
+	ok, strips := perChar(n)
+	kind := preKindOf(p)
+	if !ok || kind == preNone || (strips && kind != preWS) {
+		return cutRule{}
+	}
+	// A cut never falls inside an added token (one that holds the whitespace); with byte-level
+	// BPE and Metaspace, an added token that strips the whitespace beside it must not lose it
+	// to a cut either.
+	var inToken, lstripFirst, rstripLast [256]bool
+	anyRstrip := false
+	// \v and \f are control characters to BertNormalizer's clean_text, which drops them: a
+	// cut there would split the word they join.
+	inToken['\v'], inToken['\f'] = true, true
+	for _, a := range added {
+		for i := 0; i < len(a.Content); i++ {
+			if isASCIISpace(a.Content[i]) {
+				inToken[a.Content[i]] = true
+			}
+		}
+		if a.Content == "" {
+			continue
+		}
+		if a.LStrip {
+			lstripFirst[a.Content[0]] = true
+		}
+		if a.RStrip {
+			rstripLast[a.Content[len(a.Content)-1]] = true
+			anyRstrip = true
+		}
+	}
+	if kind == preWS {
+		return cutRule{at: func(b []byte, i int) bool { return !inToken[b[i]] }}
+	}
+	// GPT-2's pattern ends a token before whitespace that is followed by a non-space (the
+	// space joins the next word; a longer run ends one character early), and starts afresh
+	// there; Metaspace starts a word at each space. Whitespace beside the cut must not be
+	// lost to an added token that strips it on one side only.
+	guard := func(b []byte, i int) bool {
+		if inToken[b[i]] || lstripFirst[b[i+1]] || (anyRstrip && (isASCIISpace(b[i-1]) || rstripLast[b[i-1]])) {
+			return false
+		}
+		r, _ := utf8.DecodeRune(b[i+1:])
+		return r != utf8.RuneError && !isSpace(r)
+	}
+	if kind == preSpace {
+		if anyRstrip {
+			return cutRule{}
+		}
+		return cutRule{at: func(b []byte, i int) bool { return b[i] == ' ' && guard(b, i) }}
+	}
+	return cutRule{at: guard}
 }
 
 func findSpecial(v *vocab) Special {
@@ -491,6 +582,11 @@ func mapVocab(m map[string]int64) (*vocab, error) {
 
 // parsePost returns the special tokens the post-processor puts around a single sequence.
 func parsePost(raw json.RawMessage, v *vocab) (prefix, suffix Encoding, err error) {
+	return parsePostAt(raw, v, 0)
+}
+
+// parsePostAt is parsePost for a post-processor inside depth Sequences.
+func parsePostAt(raw json.RawMessage, v *vocab, depth int) (prefix, suffix Encoding, err error) {
 	if isNull(raw) {
 		return
 	}
@@ -531,17 +627,27 @@ func parsePost(raw json.RawMessage, v *vocab) (prefix, suffix Encoding, err erro
 		var m struct {
 			Processors []json.RawMessage `json:"processors"`
 		}
+		if depth >= maxNesting {
+			err = fmt.Errorf("post_processor: Sequence nested more than %d deep", maxNesting)
+			return
+		}
 		if err = json.Unmarshal(raw, &m); err != nil {
 			err = fmt.Errorf("post_processor Sequence: %v", err)
 			return
 		}
+		// Each processor wraps what the ones before it made: the prefixes come in reverse
+		// order (gathered first, so that a long Sequence is not quadratic).
+		var prefixes []Encoding
 		for _, r := range m.Processors {
 			var p, s Encoding
-			if p, s, err = parsePost(r, v); err != nil {
+			if p, s, err = parsePostAt(r, v, depth+1); err != nil {
 				return
 			}
-			prefix.IDs, prefix.Tokens = append(p.IDs, prefix.IDs...), append(p.Tokens, prefix.Tokens...)
+			prefixes = append(prefixes, p)
 			suffix.IDs, suffix.Tokens = append(suffix.IDs, s.IDs...), append(suffix.Tokens, s.Tokens...)
+		}
+		for i := len(prefixes) - 1; i >= 0; i-- {
+			prefix.IDs, prefix.Tokens = append(prefix.IDs, prefixes[i].IDs...), append(prefix.Tokens, prefixes[i].Tokens...)
 		}
 		return
 	case "TemplateProcessing":

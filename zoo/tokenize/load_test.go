@@ -172,16 +172,24 @@ func TestStreamLongInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []int64
-		calls := 0
+		calls, first := 0, 0
 		if err := Stream(context.Background(), tk, strings.NewReader(text), func(i []int64, _ []string) error {
 			got = append(got, i...)
-			calls++
+			if calls++; calls == 1 {
+				first = len(i)
+			}
 			return nil
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if !equalIDs(got, want) || (wantSafe && calls < 4) {
+		if wantSafe && (!equalIDs(got, want) || calls < 4) {
 			t.Errorf("%s: Stream gave %d ids in %d calls, Encode %d (first difference at %d)", f, len(got), calls, len(want), firstDiff(got, want))
+		}
+		// Without a safe cut, the text is cut every StreamMaxRun bytes: the first piece is the
+		// whole text's; after the cut SentencePiece's float scores start afresh, which may
+		// decide near ties differently.
+		if !wantSafe && (calls < 2 || firstDiff(got, want) < first) {
+			t.Errorf("%s: Stream gave %d ids in %d calls, the first %d; Encode %d (first difference at %d)", f, len(got), calls, first, len(want), firstDiff(got, want))
 		}
 	}
 }

@@ -2,7 +2,7 @@ package tokenize
 
 import (
 	"fmt"
-	"math"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -112,18 +112,25 @@ type bpeMerge struct {
 
 const bpeCacheMax = 1 << 16
 
+// cacheWordMax is the longest word the word caches keep (Hugging Face's BPE cache does not
+// keep longer ones either); a kept word is copied, so that it does not hold the whole text
+// it was cut from.
+const cacheWordMax = 256
+
 func (m *bpe) encodeWord(w string, e *Encoding) {
 	m.mu.Lock()
 	ids, ok := m.cache[w]
 	m.mu.Unlock()
 	if !ok {
 		ids = m.merge(w)
-		m.mu.Lock()
-		if m.cache == nil || len(m.cache) >= bpeCacheMax {
-			m.cache = make(map[string][]int64, 1024)
+		if len(w) <= cacheWordMax {
+			m.mu.Lock()
+			if m.cache == nil || len(m.cache) >= bpeCacheMax {
+				m.cache = make(map[string][]int64, 1024)
+			}
+			m.cache[strings.Clone(w)] = ids
+			m.mu.Unlock()
 		}
-		m.cache[w] = ids
-		m.mu.Unlock()
 	}
 	for _, id := range ids {
 		e.IDs = append(e.IDs, id)
@@ -183,23 +190,119 @@ func (m *bpe) merge(w string) []int64 {
 		}
 	}
 	flushUnk()
-	// Repeatedly merge the lowest-ranked adjacent pair, leftmost first (Hugging Face's heap of
-	// (rank, position) gives the same order).
-	for len(syms) > 1 {
-		best, at := math.MaxInt, -1
-		var nid int64
-		for i := 0; i+1 < len(syms); i++ {
-			if mg, ok := m.merges[pairKey(syms[i], syms[i+1])]; ok && mg.rank < best {
-				best, at, nid = mg.rank, i, mg.id
+	return m.mergeAll(syms)
+}
+
+// mergeAll repeatedly merges the lowest-ranked adjacent pair of syms, leftmost first, as
+// Hugging Face's Word::merge_all does: the candidate pairs in a heap by (rank, position),
+// symbols in a linked list, a popped pair used only if it still stands. O(n log n) in the
+// word's length, so that a long word (a line of letters without a space) costs no more than
+// its sort.
+func (m *bpe) mergeAll(syms []int64) []int64 {
+	if len(syms) < 2 {
+		return syms
+	}
+	type sym struct {
+		id         int64
+		prev, next int32 // -1: none
+		gone       bool
+	}
+	list := make([]sym, len(syms))
+	for i, id := range syms {
+		list[i] = sym{id: id, prev: int32(i - 1), next: int32(i + 1)}
+	}
+	list[len(list)-1].next = -1
+	var h bpeHeap
+	push := func(pos int32) {
+		if nx := list[pos].next; nx >= 0 {
+			if mg, ok := m.merges[pairKey(list[pos].id, list[nx].id)]; ok {
+				h.push(bpeCand{rank: mg.rank, pos: pos, id: mg.id})
 			}
 		}
-		if at < 0 {
+	}
+	for i := range list {
+		push(int32(i))
+	}
+	for len(h) > 0 {
+		top := h.pop()
+		l := &list[top.pos]
+		if l.gone || l.next < 0 {
+			continue
+		}
+		r := &list[l.next]
+		if mg, ok := m.merges[pairKey(l.id, r.id)]; !ok || mg.id != top.id {
+			continue // stale: one of the two was merged since
+		}
+		l.id, l.next = top.id, r.next
+		r.gone = true
+		if r.next >= 0 {
+			list[r.next].prev = top.pos
+		}
+		if l.prev >= 0 {
+			push(l.prev)
+		}
+		push(top.pos)
+	}
+	out := syms[:0]
+	for i := int32(0); i >= 0; i = list[i].next {
+		out = append(out, list[i].id)
+	}
+	return out
+}
+
+// bpeCand is a pair that may merge: its rank, the position of its left symbol and the id it
+// merges into.
+type bpeCand struct {
+	rank int
+	pos  int32
+	id   int64
+}
+
+// bpeHeap is a min-heap of candidates by rank, then position.
+type bpeHeap []bpeCand
+
+func (h bpeHeap) less(i, j int) bool {
+	if h[i].rank != h[j].rank {
+		return h[i].rank < h[j].rank
+	}
+	return h[i].pos < h[j].pos
+}
+
+func (h *bpeHeap) push(c bpeCand) {
+	*h = append(*h, c)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a.less(i, p) {
 			break
 		}
-		syms[at] = nid
-		syms = append(syms[:at+1], syms[at+2:]...)
+		a[i], a[p] = a[p], a[i]
+		i = p
 	}
-	return syms
+}
+
+func (h *bpeHeap) pop() bpeCand {
+	a := *h
+	top := a[0]
+	last := len(a) - 1
+	a[0] = a[last]
+	a = a[:last]
+	for i := 0; ; {
+		l, r, best := 2*i+1, 2*i+2, i
+		if l < len(a) && a.less(l, best) {
+			best = l
+		}
+		if r < len(a) && a.less(r, best) {
+			best = r
+		}
+		if best == i {
+			break
+		}
+		a[i], a[best] = a[best], a[i]
+		i = best
+	}
+	*h = a
+	return top
 }
 
 func pairKey(a, b int64) uint64 { return uint64(a)<<32 | uint64(uint32(b)) }
@@ -306,12 +409,14 @@ func (u *unigram) encodeWord(w string, e *Encoding) {
 		}
 		var we Encoding
 		u.encodeUncached(w, &we)
-		u.mu.Lock()
-		if u.cache == nil || len(u.cache) >= bpeCacheMax {
-			u.cache = make(map[string]Encoding, 1024)
+		if len(w) <= cacheWordMax {
+			u.mu.Lock()
+			if u.cache == nil || len(u.cache) >= bpeCacheMax {
+				u.cache = make(map[string]Encoding, 1024)
+			}
+			u.cache[strings.Clone(w)] = we
+			u.mu.Unlock()
 		}
-		u.cache[w] = we
-		u.mu.Unlock()
 		e.IDs, e.Tokens = append(e.IDs, we.IDs...), append(e.Tokens, we.Tokens...)
 		return
 	}

@@ -27,8 +27,19 @@ func (q normSeq) normalize(s string) string {
 	return s
 }
 
+// maxNesting bounds how deep Sequence normalizers, pre-tokenizers and post-processors nest:
+// real files nest one or two deep, and each level costs one more pass over the JSON below it,
+// so the bound keeps loading linear in the file.
+const maxNesting = 16
+
 // parseNormalizer builds a normalizer from its tokenizer.json object (nil for JSON null).
 func parseNormalizer(raw json.RawMessage) (normalizer, error) {
+	return parseNormalizerAt(raw, 0)
+}
+
+// parseNormalizerAt parses a normalizer inside depth Sequences; nested Sequences are
+// flattened into one.
+func parseNormalizerAt(raw json.RawMessage, depth int) (normalizer, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
@@ -43,16 +54,21 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 		var v struct {
 			Normalizers []json.RawMessage `json:"normalizers"`
 		}
+		if depth >= maxNesting {
+			return nil, fmt.Errorf("normalizer: Sequence nested more than %d deep", maxNesting)
+		}
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return nil, fmt.Errorf("normalizer Sequence: %v", err)
 		}
 		var q normSeq
 		for _, r := range v.Normalizers {
-			n, err := parseNormalizer(r)
+			n, err := parseNormalizerAt(r, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			if n != nil {
+			if inner, ok := n.(normSeq); ok {
+				q = append(q, inner...)
+			} else if n != nil {
 				q = append(q, n)
 			}
 		}

@@ -32,6 +32,13 @@ func (q preSeq) split(s string, first bool, dst []string) []string {
 }
 
 func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
+	return parsePreTokenizerAt(raw, 0)
+}
+
+// parsePreTokenizerAt parses a pre-tokenizer inside depth Sequences; nested Sequences are
+// flattened into one (each stage splits every word of the one before, so nesting groups
+// nothing).
+func parsePreTokenizerAt(raw json.RawMessage, depth int) (preTokenizer, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
@@ -46,16 +53,21 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 		var v struct {
 			Pre []json.RawMessage `json:"pretokenizers"`
 		}
+		if depth >= maxNesting {
+			return nil, fmt.Errorf("pre_tokenizer: Sequence nested more than %d deep", maxNesting)
+		}
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return nil, fmt.Errorf("pre_tokenizer Sequence: %v", err)
 		}
 		var q preSeq
 		for _, r := range v.Pre {
-			p, err := parsePreTokenizer(r)
+			p, err := parsePreTokenizerAt(r, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			if p != nil {
+			if inner, ok := p.(preSeq); ok {
+				q = append(q, inner...)
+			} else if p != nil {
 				q = append(q, p)
 			}
 		}
@@ -378,16 +390,20 @@ func (m *metaspace) split(s string, first bool, dst []string) []string {
 	if !m.doSplit {
 		return append(dst, s)
 	}
+	// Split(replacement, MergedWithNext): each replacement starts a word; the text before
+	// the first one is a word of its own.
 	lo := 0
 	for {
-		j := strings.Index(s[lo+min(len(m.repl), len(s)-lo):], m.repl)
+		from := lo
+		if strings.HasPrefix(s[lo:], m.repl) {
+			from += len(m.repl)
+		}
+		j := strings.Index(s[from:], m.repl)
 		if j < 0 {
 			break
 		}
-		at := lo + min(len(m.repl), len(s)-lo) + j
-		if at > lo {
-			dst = append(dst, s[lo:at])
-		}
+		at := from + j
+		dst = append(dst, s[lo:at])
 		lo = at
 	}
 	if lo < len(s) {

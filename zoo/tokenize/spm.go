@@ -47,8 +47,9 @@ type spModel struct {
 	mu        sync.Mutex
 	cache     map[string][]int64
 
-	special    Special
-	streamable bool
+	special Special
+	// cutAt: the ASCII whitespace bytes a text may be cut just before (see Stream).
+	cutAt *[256]bool
 }
 
 type spPiece struct {
@@ -289,7 +290,7 @@ func parseSP(data []byte) (*spModel, error) {
 			m.wordSplit = false
 		}
 	}
-	m.streamable = m.checkStreamable()
+	m.cutAt = m.checkCuts()
 	return m, nil
 }
 
@@ -432,12 +433,14 @@ func (m *spModel) bpeWord(w string, e *Encoding) {
 		var we Encoding
 		m.bpeEncode(w, &we)
 		ids = we.IDs
-		m.mu.Lock()
-		if m.cache == nil || len(m.cache) >= bpeCacheMax {
-			m.cache = make(map[string][]int64, 1024)
+		if len(w) <= cacheWordMax {
+			m.mu.Lock()
+			if m.cache == nil || len(m.cache) >= bpeCacheMax {
+				m.cache = make(map[string][]int64, 1024)
+			}
+			m.cache[strings.Clone(w)] = ids
+			m.mu.Unlock()
 		}
-		m.cache[w] = ids
-		m.mu.Unlock()
 	}
 	for _, id := range ids {
 		e.IDs, e.Tokens = append(e.IDs, id), append(e.Tokens, m.v.tokens[id])
@@ -575,20 +578,40 @@ func (h *spHeap) pop() spPair {
 	return top
 }
 
-// checkStreamable: cutting after a newline between two words changes nothing when the
-// newline normalises to a piece boundary and no piece holds an inner word boundary.
+// checkCuts returns the ASCII whitespace bytes a text may be cut just before: those the
+// normaliser turns into a word boundary (a space, dropped at the ends of a piece and collapsed
+// inside one), in no user-defined symbol, when no piece holds an inner word boundary. nil when
+// there are none.
 //
-// A Unigram model never is: SentencePiece runs one Viterbi over the whole text with float path
+// A Unigram model has none: SentencePiece runs one Viterbi over the whole text with float path
 // scores, so where two segmentations of a word tie, rounding at the magnitude the running score
 // has reached decides, and that depends on everything before the word.
-func (m *spModel) checkStreamable() bool {
-	if m.kind == "Unigram" || !m.escapeWS || !m.addDummy || !m.removeExtraWS {
-		return false
+func (m *spModel) checkCuts() *[256]bool {
+	if m.kind == "Unigram" || !m.escapeWS || !m.addDummy || !m.removeExtraWS || !m.wordSplit {
+		return nil
 	}
-	if m.normalize("x\ny") != m.normalize("x\n")+m.normalize("y") {
-		return false
+	var at [256]bool
+	found := false
+	for c := byte(0); c < 0x80; c++ {
+		if !isASCIISpace(c) {
+			continue
+		}
+		s := string(c)
+		inUser := false
+		for _, u := range m.user {
+			inUser = inUser || strings.Contains(u, s)
+		}
+		if inUser || m.normalize("x"+s+"y") != m.normalize("x")+m.normalize(s+"y") ||
+			m.normalize("x"+s+s+"y") != m.normalize("x"+s)+m.normalize(s+"y") ||
+			m.normalize("x "+s+"y") != m.normalize("x ")+m.normalize(s+"y") {
+			continue
+		}
+		at[c], found = true, true
 	}
-	return m.wordSplit
+	if !found {
+		return nil
+	}
+	return &at
 }
 
 func (m *spModel) Encode(text string) ([]int64, []string, error) { return m.EncodeRaw(text) }
@@ -599,5 +622,13 @@ func (m *spModel) VocabSize() int                     { return len(m.v.tokens) }
 func (m *spModel) Special() Special                   { return m.special }
 func (m *spModel) Kind() string                       { return "SentencePiece " + m.kind }
 
-// StreamSafe reports whether Stream may encode the text line by line (see Stream).
-func (m *spModel) StreamSafe() bool { return m.streamable }
+// StreamSafe reports whether the model has safe cut points (see Stream).
+func (m *spModel) StreamSafe() bool { return m.cutAt != nil }
+
+func (m *spModel) cuts() cutRule {
+	if m.cutAt == nil {
+		return cutRule{}
+	}
+	at := m.cutAt
+	return cutRule{at: func(b []byte, i int) bool { return at[b[i]] }}
+}

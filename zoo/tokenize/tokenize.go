@@ -23,8 +23,9 @@
 // Windows are cut at byte granularity: a multi-byte UTF-8 character may straddle two windows
 // (its first bytes end one window, its last bytes start the next). That is correct for a
 // byte-level model, and concatenating the decoded windows in order reproduces the input exactly.
-// Stream encodes a whole input as one sequence with any Tokenizer, holding a bounded piece of
-// the input where the tokenizer allows it.
+// Stream encodes a whole input as one sequence with any Tokenizer in bounded memory and linear
+// time, cutting it where the tokenizer's ids do not change (see Stream for where, and for the
+// rare cut of a long stretch that has no such point).
 package tokenize
 
 import (

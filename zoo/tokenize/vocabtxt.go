@@ -56,6 +56,6 @@ func loadVocabTxt(name string, data []byte) (Tokenizer, error) {
 		}
 	}
 	p.size = len(v.tokens)
-	p.streamable = true
+	p.cut = pipelineCuts(p.norm, p.pre, nil)
 	return p, nil
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 )
 
-//go:generate go run ./internal/asmgen -o sgemm_amd64.s
+//go:generate go run ./internal/asmgen -o sgemm_amd64.s -int8 int8_amd64.s
 
 // The micro-kernels in sgemm_amd64.s (generated). See that file's header for the contract;
 // kernelTwin is the pure-Go statement of it. They never retain or leak their pointers.

@@ -17,6 +17,8 @@ type PackedB struct {
 	// rows, and kIn is op(B)'s own row count.
 	bf16 bool
 	kIn  int
+	// i8 holds a PackBInt8 or PackBInt8Quantized operand (int8.go); data is then unused.
+	i8 *int8Data
 }
 
 // PackB packs op(B) for SgemmPacked: B is k×n with row stride ldb, or n×k when transB. The
@@ -84,6 +86,9 @@ func (pb *PackedB) pack(kern *microKernel, transB bool, k, n int, b []float32, l
 // it was given as Bᵀ): what the unfused product of a fused layer needs in the rare run
 // that leaves the packed path, without keeping a second copy of the weights all along.
 func (pb *PackedB) Unpack() []float32 {
+	if pb.i8 != nil {
+		return pb.unpackInt8()
+	}
 	if pb.bf16 {
 		return pb.unpackBF16()
 	}
@@ -121,6 +126,12 @@ func (pb *PackedB) N() int { return pb.n }
 // ColAlign is the column granularity of SgemmPackedCols: ranges must start at a multiple
 // of it (the micro-kernel's tile width, or 1 on the generic level).
 func (pb *PackedB) ColAlign() int {
+	if pb.i8 != nil {
+		if pb.i8.kern == nil {
+			return 1
+		}
+		return pb.i8.kern.nr
+	}
 	if pb.kern == nil {
 		return 1
 	}
@@ -189,6 +200,10 @@ func SgemmPackedEpilogueAt(m, j0, j1 int, alpha float32, a []float32, lda int, p
 	checkMat("C", m, n, len(c), ldc)
 	if pb.bf16 {
 		sbgemmPacked(m, j0, j1, alpha, a, lda, pb, beta, c, ldc, epi)
+		return
+	}
+	if pb.i8 != nil && k > 0 {
+		sgemmInt8(pb, m, j0, n, alpha, a, lda, beta, c, ldc, epi)
 		return
 	}
 	if k == 0 || pb.kern == nil {

@@ -238,3 +238,28 @@ type UsageError struct{ msg string }
 func (e *UsageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &UsageError{msg: fmt.Sprintf(format, args...)} }
+
+// StripBool removes the boolean flag --name (--name=true, --name=false) from anywhere in args
+// before "--" (args[0], the program, is kept) and returns what is left with the flag's value:
+// the last one given, or def when none is. zoo accepts --verbose and --require-pinned
+// anywhere on the command line, so they are taken out before urfave/cli parses it.
+func StripBool(args []string, name string, def bool) ([]string, bool) {
+	value := def
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		switch {
+		case i > 0 && (a == "--"+name || a == "--"+name+"=true"):
+			value = true
+			continue
+		case i > 0 && a == "--"+name+"=false":
+			value = false
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, value
+}

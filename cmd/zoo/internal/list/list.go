@@ -27,6 +27,10 @@ type Row struct {
 	// Described says whether zoo knows the plugin's Describe answer without starting it
 	// (always for built-ins; for third-party plugins, once a command has started it).
 	Described bool `json:"described"`
+	// Pinned: a built-in, or a plugin whose executable the registry pins by sha256; Dev: the
+	// entry says it is a development build (dev: true).
+	Pinned bool `json:"pinned"`
+	Dev    bool `json:"dev,omitempty"`
 }
 
 // NotDescribed is the table's summary of a third-party plugin that zoo has not started yet.
@@ -37,7 +41,8 @@ const NotDescribed = "(not described yet: run zoo show %s)"
 // in process, or the answer the third-party plugin gave when a command last started it
 // (cache, valid while the executable is unchanged).
 func RowFor(e registry.Entry, cache *plugin.DescribeCache) Row {
-	row := Row{Name: e.Name, Aliases: e.Aliases, Summary: e.Summary, Paper: e.Paper, Plugin: e.Plugin, Presets: e.PresetNames()}
+	row := Row{Name: e.Name, Aliases: e.Aliases, Summary: e.Summary, Paper: e.Paper, Plugin: e.Plugin, Presets: e.PresetNames(),
+		Pinned: e.Pinned(), Dev: e.Dev && !e.IsBuiltin()}
 	var d plugin.CachedDescription
 	if e.IsBuiltin() {
 		if v, ok := variants.Builtin()[e.Name]; ok {
@@ -66,14 +71,26 @@ func Rows(reg *registry.Registry, cache *plugin.DescribeCache) []Row {
 	return rows
 }
 
-// Render prints the rows as a table.
+// UnpinnedNote follows the table when a row is marked [unpinned] or [dev].
+const UnpinnedNote = "[unpinned], [dev]: a program the registry does not pin by sha256; zoo runs whatever the file holds (zoo help registry)"
+
+// Render prints the rows as a table; a third-party plugin that is not pinned is marked
+// [unpinned] ([dev] for a development build), and a note under the table says what that means.
 func Render(w io.Writer, rows []Row) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tCOST\tPRESETS\tSUMMARY\tPAPER")
+	unpinned := false
 	for _, r := range rows {
 		name := r.Name
 		if len(r.Aliases) > 0 {
 			name += " (" + strings.Join(r.Aliases, ", ") + ")"
+		}
+		switch {
+		case r.Pinned:
+		case r.Dev:
+			name, unpinned = name+" [dev]", true
+		default:
+			name, unpinned = name+" [unpinned]", true
 		}
 		summary := r.Summary
 		if summary == "" && !r.Described {
@@ -82,4 +99,7 @@ func Render(w io.Writer, rows []Row) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, r.Complexity, strings.Join(r.Presets, ","), summary, r.Paper)
 	}
 	tw.Flush()
+	if unpinned {
+		fmt.Fprintln(w, UnpinnedNote)
+	}
 }

@@ -52,7 +52,7 @@ func TestListRowSources(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := RowFor(c.entry, cache)
-			c.want.Name, c.want.Plugin = c.entry.Name, c.entry.Plugin
+			c.want.Name, c.want.Plugin, c.want.Pinned = c.entry.Name, c.entry.Plugin, c.entry.IsBuiltin()
 			if fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Errorf("row %+v, want %+v", got, c.want)
 			}
@@ -61,6 +61,42 @@ func TestListRowSources(t *testing.T) {
 			if !strings.Contains(b.String(), c.table) {
 				t.Errorf("table lacks %q:\n%s", c.table, b.String())
 			}
+			if unpinned := strings.Contains(b.String(), c.entry.Name+" [unpinned]"); unpinned == c.entry.IsBuiltin() {
+				t.Errorf("[unpinned] is %v for %s:\n%s", unpinned, c.entry.Plugin, b.String())
+			}
 		})
+	}
+}
+
+// TestListMarksUnpinned: `zoo list` marks a third-party plugin without a sha256 pin, says what
+// the mark means, and says dev for a development build; pinned and built-in entries are not
+// marked, and --json carries pinned for each.
+func TestListMarksUnpinned(t *testing.T) {
+	rows := []Row{
+		RowFor(registry.Entry{Name: "vanilla", Plugin: registry.Builtin}, nil),
+		RowFor(registry.Entry{Name: "pinned", Plugin: "/bin/p", SHA256: strings.Repeat("ab", 32), Summary: "s"}, &plugin.DescribeCache{Path: filepath.Join(t.TempDir(), "c.json")}),
+		RowFor(registry.Entry{Name: "loose", Plugin: "/bin/l", Summary: "s"}, &plugin.DescribeCache{Path: filepath.Join(t.TempDir(), "c.json")}),
+		RowFor(registry.Entry{Name: "wip", Plugin: "/bin/w", Summary: "s", Dev: true}, &plugin.DescribeCache{Path: filepath.Join(t.TempDir(), "c.json")}),
+	}
+	var b bytes.Buffer
+	Render(&b, rows)
+	out := b.String()
+	for _, want := range []string{"loose [unpinned]", "wip [dev]", UnpinnedNote} {
+		if !strings.Contains(out, want) {
+			t.Errorf("list lacks %q:\n%s", want, out)
+		}
+	}
+	for _, not := range []string{"vanilla [", "pinned ["} {
+		if strings.Contains(out, not) {
+			t.Errorf("list has %q:\n%s", not, out)
+		}
+	}
+	if !rows[0].Pinned || !rows[1].Pinned || rows[2].Pinned || rows[3].Pinned || !rows[3].Dev {
+		t.Errorf("rows %+v", rows)
+	}
+	b.Reset()
+	Render(&b, rows[:2])
+	if strings.Contains(b.String(), "[unpinned]") {
+		t.Errorf("a list of pinned entries explains the mark:\n%s", b.String())
 	}
 }

@@ -1,5 +1,5 @@
 // Command asmgen writes backends/cpu/gemm/sgemm_amd64.s, the register-tiled SGEMM
-// micro-kernels in Go (Plan 9) assembly.
+// micro-kernels in Go (Plan 9) assembly, and int8_amd64.s, the int8 ones (int8.go).
 //
 // The kernels are plain text templates rather than avo programs: the register assignment of
 // an outer-product micro-kernel is fixed and obvious (accumulators, B vectors, broadcast
@@ -8,7 +8,7 @@
 //
 //	go generate ./backends/cpu/gemm
 //
-// TestGeneratedUpToDate in this package fails when the committed file differs from what
+// TestGeneratedUpToDate in this package fails when a committed file differs from what
 // this generator produces.
 package main
 
@@ -63,8 +63,12 @@ var directRows = []string{"(SI)", "(SI)(BX*1)", "(SI)(BX*2)", "(R10)", "(SI)(BX*
 
 func main() {
 	out := flag.String("o", "sgemm_amd64.s", "output file")
+	out8 := flag.String("int8", "int8_amd64.s", "output file of the int8 kernels")
 	flag.Parse()
 	if err := os.WriteFile(*out, generate(), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(*out8, generateInt8(), 0o644); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -16,4 +16,11 @@ func TestGeneratedUpToDate(t *testing.T) {
 	if !bytes.Equal(got, generate()) {
 		t.Fatal("sgemm_amd64.s is stale: run go generate ./backends/cpu/gemm")
 	}
+	got, err = os.ReadFile("../../int8_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, generateInt8()) {
+		t.Fatal("int8_amd64.s is stale: run go generate ./backends/cpu/gemm")
+	}
 }

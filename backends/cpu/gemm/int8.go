@@ -1,0 +1,861 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
+	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
+)
+
+// MaxInt8K is the longest k an int8 product accepts: every sum of k products of a u8
+// (0-255) and an s8 (−128-127) value, and every zero-point correction of one, fits in an
+// int32 for k ≤ 65793 (255·128·65793 < 2³¹), so the int32 accumulation is exact.
+const MaxInt8K = 65793
+
+// int8Fn is the signature of the int8 micro-kernels (int8_amd64.s, generated; int8TileTwin
+// is their Go statement). kg is the number of k steps (groups of int8Kernel.group values of
+// k); a addresses the first of the tile's rows of prepared A (u8, or u16 when the kernel's
+// wideA, row stride lda bytes, 4 bytes per k step); b the kernel's packed panel of op(B); c
+// the top-left element of the tile (row stride ldc elements). flags: int8Raw stores the
+// int32 sums into c as int32; int8Store stores dequant(sum) without reading C; int8Accum
+// stores fma(beta, C, dequant(sum)). rs and rz are the tile's row scales and zero points,
+// cs and csum the tile's column scales and column sums of op(B) (nr of each; unused with
+// int8Raw).
+type int8Fn func(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+
+// The store modes of the int8 micro-kernels.
+const (
+	int8Store = 0 // C = dequant(acc)
+	int8Accum = 1 // C = fma(beta, C, dequant(acc))
+	int8Raw   = 2 // C (as int32) = acc
+)
+
+// int8Kernel is one int8 micro-kernel set: direct kernels of every height from 1 to mr
+// over nr columns, with the B layout it reads.
+type int8Kernel struct {
+	name   string // the Int8Path name: "vnni512", "avx-vnni", "avx2"
+	mr, nr int
+	// group is the number of consecutive k values one 32-bit lane of a k step holds: 4
+	// (VPDPBUSD: four u8·s8 products per lane) or 2 (VPMADDWD on values widened to int16).
+	// A panel of op(B) holds, per k step s and column j, the group values k = s·group + t
+	// at byte (s·nr + j)·group + t, zero past k and past the last column.
+	group int
+	// wideA: A's rows are prepared as u16 (the AVX2 kernel broadcasts a pair of them);
+	// otherwise as u8. Either way a k step of A is 4 bytes.
+	wideA bool
+	fns   []int8Fn // fns[h-1] computes h rows; nil for a path with a place but no kernels
+	// hasCPU says whether the CPU has the instructions (needs names them), level is the
+	// kernel level (simd) they belong to: ZOO_CPU=avx2 turns the AVX-512 path off with the
+	// rest of AVX-512.
+	hasCPU func() bool
+	needs  string
+	level  simd.Level
+}
+
+// cpuOK reports whether this CPU and build can run the kernels, at whatever level.
+func (k *int8Kernel) cpuOK() bool { return k.fns != nil && k.hasCPU() }
+
+// ok reports whether the kernels run here at the kernel level in use.
+func (k *int8Kernel) ok() bool { return k.cpuOK() && simd.Current() >= k.level }
+
+// why says in one line why ok is false.
+func (k *int8Kernel) why() string {
+	switch {
+	case k.fns == nil:
+		return "the " + k.name + " kernels are not implemented"
+	case !k.hasCPU():
+		return "this CPU lacks " + k.needs + " (the " + k.name + " path)"
+	}
+	return "the " + k.name + " kernels need the " + k.level.String() + " kernel level, and " + simd.Current().String() + " is in use (ZOO_CPU)"
+}
+
+// int8Forced is the path SetInt8Path chose ("" for the best).
+var int8Forced atomic.Pointer[string]
+
+// int8Active returns the int8 kernel set products packed now use: the one SetInt8Path
+// chose when it runs here, else the first of int8Kernels that runs, else nil (pure Go).
+func int8Active() *int8Kernel {
+	if f := int8Forced.Load(); f != nil && *f != "" {
+		if *f == "generic" {
+			return nil
+		}
+		for _, k := range int8Kernels {
+			if k.name == *f && k.ok() {
+				return k
+			}
+		}
+	}
+	for _, k := range int8Kernels {
+		if k.ok() {
+			return k
+		}
+	}
+	return nil
+}
+
+// Int8Path names the int8 kernels products with a PackBInt8 operand packed now run on:
+// "vnni512" (AVX512-VNNI VPDPBUSD on zmm), "avx-vnni" (the VEX VPDPBUSD on ymm), "avx2"
+// (operands widened to int16, VPMADDWD) or "generic" (pure Go, every GOARCH). reason is ""
+// on the best path this CPU has, else one line saying what keeps the better one off (the
+// CPU, the purego tag, the kernel level chosen through simd.Set or ZOO_CPU, or
+// SetInt8Path). Every path computes the same int32 sums; their results are bitwise equal.
+func Int8Path() (path, reason string) {
+	act := int8Active()
+	best := "generic"
+	var bestWhy string
+	for _, k := range int8Kernels {
+		if k.ok() {
+			best = k.name
+			break
+		}
+		if bestWhy == "" && k.fns != nil {
+			bestWhy = k.why()
+		}
+	}
+	if best == "generic" && bestWhy == "" {
+		bestWhy = "this build has no int8 kernels (they are amd64 assembly; another GOARCH or the purego tag)"
+	}
+	path = "generic"
+	if act != nil {
+		path = act.name
+	}
+	switch {
+	case path != best:
+		return path, "int8 path " + path + " chosen (SetInt8Path); this CPU runs " + best
+	case bestWhy != "":
+		return path, bestWhy
+	}
+	return path, ""
+}
+
+// Int8Paths returns the int8 paths this CPU and build can run at the kernel level in use,
+// best first; "generic" is last.
+func Int8Paths() []string {
+	var out []string
+	for _, k := range int8Kernels {
+		if k.ok() {
+			out = append(out, k.name)
+		}
+	}
+	return append(out, "generic")
+}
+
+// SetInt8Path makes products packed from now on use the named int8 path ("vnni512",
+// "avx-vnni", "avx2", "generic"; "" or "auto" for the best), so tests and benchmarks can
+// run every path the CPU has (the kernel level, simd.Set, picks the best path below it;
+// this picks among those). It changes nothing and returns an error when the name is
+// unknown or the path cannot run here. Operands already packed keep their path.
+func SetInt8Path(name string) error {
+	switch name {
+	case "", "auto":
+		int8Forced.Store(nil)
+		return nil
+	case "generic":
+		int8Forced.Store(&name)
+		return nil
+	}
+	for _, k := range int8Kernels {
+		if k.name != name {
+			continue
+		}
+		if !k.ok() {
+			return fmt.Errorf("int8 path %s cannot run here: %s", name, k.why())
+		}
+		int8Forced.Store(&name)
+		return nil
+	}
+	return fmt.Errorf("unknown int8 path %q; want one of auto, vnni512, avx-vnni, avx2, generic", name)
+}
+
+// int8Data is the int8 side of a PackedB made by PackInt8 or PackBInt8Quantized.
+type int8Data struct {
+	kern *int8Kernel // nil: pure Go, q holds op(B) row-major (k×n)
+	q    []int8      // panels in kern's layout (see int8Kernel.group), or row-major
+	kg   int         // k steps per panel: ceil(k/group)
+	np   int         // panels: ceil(n/nr)
+	// scale and colSum hold each column's scale and the sum of its int8 values, zero-padded
+	// to np·nr so that a kernel may read whole panels of them.
+	scale  []float32
+	colSum []int32
+}
+
+// PackBInt8 quantizes op(B) (as PackB takes it: k×n, or n×k when transB) to int8 for the
+// int8 products, see PackInt8. It panics, like PackB, when b is too short, and when k
+// exceeds MaxInt8K.
+func PackBInt8(transB bool, k, n int, b []float32, ldb int) *PackedB {
+	pb := new(PackedB)
+	pb.PackInt8(transB, k, n, b, ldb)
+	return pb
+}
+
+// PackInt8 is PackBInt8 into pb, reusing its storage where it can. Each column j of op(B)
+// is quantized once, symmetrically: scale_j = max|column|/127 (0 for a zero column, NaN
+// when the column holds a NaN or an infinity), q = round-to-even(w/scale_j) clamped to
+// ±127. Products with pb (SgemmPacked and its variants) then quantize the rows of A and run
+// in int8 (see the int8 section of the package comment). pb must not be in use by another
+// goroutine. It panics when b is too short for the shape or k exceeds MaxInt8K.
+func (pb *PackedB) PackInt8(transB bool, k, n int, b []float32, ldb int) {
+	checkPackB("PackBInt8", transB, k, n, b, ldb)
+	checkInt8K("PackBInt8", k)
+	// Both passes walk b in memory order: down a row of B, which is op(B)'s column when
+	// transB and its row otherwise.
+	scales := make([]float32, n)
+	bad := make([]bool, n)
+	rows, cols := k, n
+	if transB {
+		rows, cols = n, k
+	}
+	for r := 0; r < rows; r++ {
+		for c, v := range b[r*ldb : r*ldb+cols] {
+			j := c
+			if transB {
+				j = r
+			}
+			if v != v || math.IsInf(float64(v), 0) {
+				bad[j] = true
+			}
+			scales[j] = max(scales[j], abs32(v))
+		}
+	}
+	div := make([]float64, n)
+	for j, amax := range scales {
+		switch {
+		case bad[j]:
+			scales[j] = float32(math.NaN())
+		case amax != 0:
+			scales[j] = amax / 127
+			div[j] = float64(scales[j])
+		}
+	}
+	q := make([]int8, k*n)
+	for r := 0; r < rows; r++ {
+		for c, v := range b[r*ldb : r*ldb+cols] {
+			p, j := r, c
+			if transB {
+				p, j = c, r
+			}
+			if div[j] != 0 {
+				q[p*n+j] = int8(max(-127, min(127, math.RoundToEven(float64(v)/div[j]))))
+			}
+		}
+	}
+	pb.setInt8(int8Active(), k, n, q, scales)
+}
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+
+// PackBInt8Quantized packs weights that are already int8: q is op(B), k×n row-major, and
+// scales holds n per-column scales or one for the whole tensor (op(B) ≈ q·scale), the
+// symmetric form (zero point 0) ONNX Runtime's quantize_dynamic writes. An asymmetric
+// weight zero point is not taken: the products would need every row sum of A as well;
+// a caller holding such weights dequantizes them and packs the floats with PackBInt8
+// (which quantizes them again, symmetrically). GemmU8S8 computes with q exactly; the float
+// products dequantize with the scales. It panics when q or scales has the wrong length or
+// k exceeds MaxInt8K.
+func PackBInt8Quantized(k, n int, q []int8, scales []float32) *PackedB {
+	if k < 0 || n < 0 || len(q) != k*n || (len(scales) != n && len(scales) != 1) {
+		panic(fmt.Sprintf("gemm: PackBInt8Quantized: %d×%d weights need %d values and 1 or %d scales, have %d and %d", k, n, k*n, n, len(q), len(scales)))
+	}
+	checkInt8K("PackBInt8Quantized", k)
+	s := scales
+	if len(scales) == 1 {
+		s = make([]float32, n)
+		for j := range s {
+			s[j] = scales[0]
+		}
+	}
+	pb := new(PackedB)
+	pb.setInt8(int8Active(), k, n, q, s)
+	return pb
+}
+
+func checkInt8K(fn string, k int) {
+	if k > MaxInt8K {
+		panic(fmt.Sprintf("gemm: %s: k = %d exceeds MaxInt8K (%d): the int32 sums could overflow", fn, k, MaxInt8K))
+	}
+}
+
+// Int8 reports whether pb holds int8 weights (PackBInt8, PackBInt8Quantized).
+func (pb *PackedB) Int8() bool { return pb.i8 != nil }
+
+// Int8Path names the int8 path pb was packed for ("" when pb is not int8).
+func (pb *PackedB) Int8Path() string {
+	switch {
+	case pb.i8 == nil:
+		return ""
+	case pb.i8.kern == nil:
+		return "generic"
+	}
+	return pb.i8.kern.name
+}
+
+// Bytes returns the memory pb's packed operand holds, in bytes: what a compiled program
+// keeps of a weight matrix.
+func (pb *PackedB) Bytes() int {
+	if pb.i8 != nil {
+		return len(pb.i8.q) + 4*len(pb.i8.scale) + 4*len(pb.i8.colSum)
+	}
+	return 4 * len(pb.data)
+}
+
+// setInt8 makes pb the int8 operand of the row-major k×n int8 matrix q with column scales
+// s, laid out for kern (nil: row-major, for the pure-Go path).
+func (pb *PackedB) setInt8(kern *int8Kernel, k, n int, q []int8, s []float32) {
+	d := &int8Data{kern: kern}
+	nr, g := 1, 1
+	if kern != nil {
+		nr, g = kern.nr, kern.group
+	}
+	d.kg = (k + g - 1) / g
+	d.np = (n + nr - 1) / nr
+	d.scale = make([]float32, d.np*nr)
+	d.colSum = make([]int32, d.np*nr)
+	copy(d.scale, s)
+	for p := 0; p < k; p++ {
+		for j, v := range q[p*n : p*n+n] {
+			d.colSum[j] += int32(v)
+		}
+	}
+	if kern == nil {
+		d.q = append([]int8(nil), q...)
+	} else {
+		d.q = make([]int8, d.np*d.kg*nr*g)
+		for jp := 0; jp < d.np; jp++ {
+			panel := d.q[jp*d.kg*nr*g:]
+			for p := 0; p < k; p++ {
+				s, t := p/g, p%g
+				row := q[p*n:]
+				for j := 0; j < nr && jp*nr+j < n; j++ {
+					panel[(s*nr+j)*g+t] = row[jp*nr+j]
+				}
+			}
+		}
+	}
+	*pb = PackedB{k: k, n: n, i8: d, data: pb.data[:0]}
+}
+
+// at returns op(B)'s int8 value at (p, j) (n: op(B)'s columns).
+func (d *int8Data) at(p, j int, n int) int8 {
+	if d.kern == nil {
+		return d.q[p*n+j]
+	}
+	nr, g := d.kern.nr, d.kern.group
+	return d.q[(j/nr)*d.kg*nr*g+((p/g)*nr+j%nr)*g+p%g]
+}
+
+// unpackInt8 is Unpack for an int8 operand: op(B) as q·scale, k×n row-major.
+func (pb *PackedB) unpackInt8() []float32 {
+	out := make([]float32, pb.k*pb.n)
+	d := pb.i8
+	for p := 0; p < pb.k; p++ {
+		for j := 0; j < pb.n; j++ {
+			out[p*pb.n+j] = float32(d.at(p, j, pb.n)) * d.scale[j]
+		}
+	}
+	return out
+}
+
+// Int8Values returns op(B)'s int8 values (k×n row-major) and its n column scales, as
+// PackBInt8 quantized them or PackBInt8Quantized was given them: what an exporter writes.
+// It returns nils when pb is not int8.
+func (pb *PackedB) Int8Values() (q []int8, scales []float32) {
+	d := pb.i8
+	if d == nil {
+		return nil, nil
+	}
+	q = make([]int8, pb.k*pb.n)
+	for p := 0; p < pb.k; p++ {
+		for j := 0; j < pb.n; j++ {
+			q[p*pb.n+j] = d.at(p, j, pb.n)
+		}
+	}
+	return q, append([]float32(nil), d.scale[:pb.n]...)
+}
+
+// Quantization of A, a row at a time (the layers' activations): asymmetric u8 with the row's
+// own scale and zero point, the range widened to hold 0 (so that 0 is exact, as in ONNX's
+// DynamicQuantizeLinear):
+//
+//	lo = min(0, min_p x_p), hi = max(0, max_p x_p)
+//	s = float32((hi − lo)/255), inv = float32(1/s), z = clamp(rne(−lo·inv), 0, 255)
+//	q_p = clamp(rne(float32(x_p·inv)) + z, 0, 255)
+//
+// (rne rounds to the nearest integer, ties to even, as VCVTPS2DQ does.) A row of zeros, or
+// so small that inv overflows, gets s = 1, z = 0 and q = 0 (its values are then taken as 0);
+// a row holding a NaN or an infinity gets s = NaN and q = 0, so its products are NaN.
+
+// rowQuant returns the scale, the inverse scale and the zero point of a row whose smallest
+// and largest values are lo and hi; bad marks a NaN or infinity among them.
+func rowQuant(lo, hi float32, bad bool) (s, inv float32, z int32) {
+	if bad || lo != lo || hi != hi || math.IsInf(float64(lo), 0) || math.IsInf(float64(hi), 0) {
+		return float32(math.NaN()), 0, 0
+	}
+	lo, hi = min(lo, 0), max(hi, 0)
+	s = float32((float64(hi) - float64(lo)) / 255)
+	inv = float32(1 / float64(s))
+	if s == 0 || math.IsInf(float64(inv), 0) {
+		return 1, 1, 0
+	}
+	zf := math.RoundToEven(float64(-lo * inv))
+	return s, inv, int32(max(0, min(255, zf)))
+}
+
+// quantOne is q_p for value x of a row with inverse scale inv and zero point z. Adding and
+// subtracting 1.5·2²³ rounds v to an integer, to nearest even, exactly for |v| < 2²²
+// (x·inv of a finite row is within ±256): math.RoundToEven without its call.
+func quantOne(x, inv float32, z int32) int32 {
+	const magic = 1.5 * (1 << 23)
+	v := float32(x * inv)
+	r := float32(v+magic) - magic
+	return max(0, min(255, int32(r)+z))
+}
+
+// quantizeRowsGo is the pure-Go statement of the row quantization: rows rows of alpha·A (a,
+// row stride lda, k values) into dst (row stride ldq bytes; u16 values when wide, else u8;
+// zero past k up to the row's padded length kpad), their scales, times alpha, into rs and
+// their zero points into rz.
+func quantizeRowsGo(dst []byte, ldq int, wide bool, a []float32, lda, rows, k, kpad int, alpha float32, rs []float32, rz []int32) {
+	for i := 0; i < rows; i++ {
+		row := a[i*lda : i*lda+k]
+		lo, hi, bad := rowRange(row)
+		s, inv, z := rowQuant(lo, hi, bad)
+		rs[i], rz[i] = float32(alpha*s), z
+		d := dst[i*ldq:]
+		if s != s {
+			inv, z = 0, 0
+		}
+		for p, x := range row {
+			q := quantOne(x, inv, z)
+			if s != s {
+				q = 0
+			}
+			if wide {
+				d[2*p], d[2*p+1] = byte(q), 0
+			} else {
+				d[p] = byte(q)
+			}
+		}
+		if wide {
+			clear(d[2*k : 2*kpad])
+		} else {
+			clear(d[k:kpad])
+		}
+	}
+}
+
+// rowRange returns the smallest and largest values of row and whether it holds a NaN or
+// an infinity.
+func rowRange(row []float32) (lo, hi float32, bad bool) {
+	var nan float32
+	for _, x := range row {
+		lo, hi = min(lo, x), max(hi, x)
+		nan += x - x
+	}
+	return lo, hi, nan != 0
+}
+
+// dequant is the float result of an int32 sum: float32(v − z·colsum) · (rs·cs), each
+// operation rounded once to float32, as the kernels' store does.
+func dequant(acc, z, colSum int32, rs, cs float32) float32 {
+	v := acc - z*colSum
+	sc := float32(rs * cs)
+	return float32(float32(v) * sc)
+}
+
+// int8TileTwin is the Go statement of the int8 micro-kernels: the exact int32 sums of the
+// h×nr tile (row i from a[i·lda:], kern's layouts, kg k steps) into acc (h×nr).
+func int8TileTwin(kern *int8Kernel, h, kg int, a []byte, lda int, b []int8, acc []int32) {
+	nr, g := kern.nr, kern.group
+	clear(acc[:h*nr])
+	for i := 0; i < h; i++ {
+		row := acc[i*nr : i*nr+nr]
+		for s := 0; s < kg; s++ {
+			for t := 0; t < g; t++ {
+				var av int32
+				if kern.wideA {
+					av = int32(uint16(a[i*lda+4*s+2*t]) | uint16(a[i*lda+4*s+2*t+1])<<8)
+				} else {
+					av = int32(a[i*lda+4*s+t])
+				}
+				bs := b[s*nr*g:]
+				for j := range row {
+					row[j] += av * int32(bs[j*g+t])
+				}
+			}
+		}
+	}
+}
+
+// int8StoreTwin is the Go statement of the kernels' store: acc (h×nr) into the tile of c
+// at row stride ldc, under flags (int8Raw: c's bits become the int32 sums).
+func int8StoreTwin(h, nr int, acc []int32, c []float32, ldc, flags int, beta float32, rs []float32, rz []int32, cs []float32, csum []int32) {
+	for i := 0; i < h; i++ {
+		for j := 0; j < nr; j++ {
+			cv := &c[i*ldc+j]
+			if flags == int8Raw {
+				*cv = math.Float32frombits(uint32(acc[i*nr+j]))
+				continue
+			}
+			d := dequant(acc[i*nr+j], rz[i], csum[j], rs[i], cs[j])
+			if flags == int8Store {
+				*cv = d
+			} else {
+				*cv = fma32(beta, *cv, d)
+			}
+		}
+	}
+}
+
+// int8Work holds one goroutine's buffers for the int8 products.
+type int8Work struct {
+	aq      []byte // prepared rows of A
+	rs      []float32
+	rz      []int32
+	acc     []int32 // the pure-Go path's row sums
+	scratch [maxTile]float32
+}
+
+var int8Works = sync.Pool{New: func() any { return new(int8Work) }}
+
+func growBytes(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+// int8Blocking returns the row stride (bytes) of prepared A rows of k values for kern and
+// the row block height: blocks of about 256 KiB stay in L2 while every panel of op(B)
+// passes over them.
+func int8Blocking(kern *int8Kernel, k int) (ldq, kpad, mc int) {
+	if kern == nil {
+		return k, k, 64
+	}
+	g := kern.group
+	kpad = (k + g - 1) / g * g
+	ldq = kpad
+	if kern.wideA {
+		ldq = 2 * kpad
+	}
+	ldq = (ldq + 63) &^ 63
+	if ldq%1024 == 0 {
+		// Rows 1, 2 or 4 KiB apart would put every row's line of a k step in one L1 set.
+		ldq += 64
+	}
+	mc = max(kern.mr, min(16*kern.mr, (256<<10)/ldq/kern.mr*kern.mr))
+	return ldq, kpad, mc
+}
+
+// int8NC is the column block after which the epilogue runs on the finished block.
+const int8NC = 512
+
+// sgemmInt8 is SgemmPackedEpilogueAt's body for an int8 pb (arguments already checked):
+// row blocks of A are quantized (quantizeRows), then every panel of the columns [j0,
+// j0+n) runs over them, the epilogue following each finished block.
+func sgemmInt8(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda int, beta float32, c []float32, ldc int, epi Epilogue) {
+	d, k := pb.i8, pb.k
+	ws := int8Works.Get().(*int8Work)
+	defer int8Works.Put(ws)
+	ldq, kpad, mc := int8Blocking(d.kern, k)
+	mc = min(mc, m)
+	ws.aq = growBytes(ws.aq, mc*ldq)
+	ws.rs, ws.rz = grow(ws.rs, mc), growInt32(ws.rz, mc)
+	for ic := 0; ic < m; ic += mc {
+		mcb := min(mc, m-ic)
+		quantizeRows(d.kern, ws.aq, ldq, a[ic*lda:], lda, mcb, k, kpad, alpha, ws.rs, ws.rz)
+		int8RowBlock(pb, ws, quantRows{ws.aq, ldq, ws.rs, ws.rz}, ic, mcb, j0, n, beta, c, ldc, epi)
+	}
+}
+
+// quantRows addresses prepared rows of A: row i at q[i·ld:], its scale and zero point at
+// rs[i] and rz[i].
+type quantRows struct {
+	q  []byte
+	ld int
+	rs []float32
+	rz []int32
+}
+
+// int8RowBlock computes rows [ic, ic+mcb) of the product (their prepared rows in r, from
+// r's first) with the columns [j0, j0+n) of pb into c (row ic at c[ic·ldc:], column j0 at
+// c[0]), then beta and the epilogue per block of int8NC columns.
+func int8RowBlock(pb *PackedB, ws *int8Work, r quantRows, ic, mcb, j0, n int, beta float32, c []float32, ldc int, epi Epilogue) {
+	flags := int8Store
+	if beta != 0 {
+		flags = int8Accum
+	}
+	for jc := 0; jc < n; jc += int8NC {
+		ncb := min(int8NC, n-jc)
+		cb := c[ic*ldc+jc:]
+		if pb.i8.kern == nil {
+			int8GoBlock(pb, ws, r, mcb, j0+jc, ncb, cb, ldc, flags, beta)
+		} else {
+			int8Block(pb.i8, ws, r, mcb, j0+jc, ncb, unsafe.Pointer(&cb[0]), ldc, flags, beta)
+		}
+		if epi != nil {
+			epi(ic, ic+mcb, j0+jc, j0+jc+ncb)
+		}
+	}
+}
+
+func growInt32(b []int32, n int) []int32 {
+	if cap(b) < n {
+		return make([]int32, n)
+	}
+	return b[:n]
+}
+
+// int8Block runs kern over the first mcb prepared rows of r and the ncb columns from col
+// (a multiple of nr), storing into the tile at c (row stride ldc elements, float32 or int32
+// by flags).
+func int8Block(d *int8Data, ws *int8Work, r quantRows, mcb, col, ncb int, c unsafe.Pointer, ldc, flags int, beta float32) {
+	kern := d.kern
+	mr, nr, g := kern.mr, kern.nr, kern.group
+	panelBytes := d.kg * nr * g
+	for jr := 0; jr < ncb; jr += nr {
+		nrb := min(nr, ncb-jr)
+		cj := col + jr
+		bp := &d.q[cj/nr*panelBytes]
+		for ir := 0; ir < mcb; ir += mr {
+			h := min(mr, mcb-ir)
+			fn := kern.fns[h-1]
+			if nrb == nr {
+				fn(d.kg, &r.q[ir*r.ld], bp, (*float32)(unsafe.Add(c, 4*(ir*ldc+jr))), ldc, flags, beta, r.ld, &r.rs[ir], &r.rz[ir], &d.scale[cj], &d.colSum[cj])
+				continue
+			}
+			// A partial panel: the whole tile into scratch (op(B)'s padding is zero), then
+			// its columns merged with the update the kernel would have made.
+			sf := int8Store
+			if flags == int8Raw {
+				sf = int8Raw
+			}
+			fn(d.kg, &r.q[ir*r.ld], bp, &ws.scratch[0], nr, sf, 0, r.ld, &r.rs[ir], &r.rz[ir], &d.scale[cj], &d.colSum[cj])
+			for i := 0; i < h; i++ {
+				src := ws.scratch[i*nr : i*nr+nrb]
+				dst := unsafe.Slice((*float32)(unsafe.Add(c, 4*((ir+i)*ldc+jr))), nrb)
+				if flags == int8Accum {
+					for j, s := range src {
+						dst[j] = fma32(beta, dst[j], s)
+					}
+				} else {
+					copy(dst, src)
+				}
+			}
+		}
+	}
+}
+
+// int8GoBlock is int8Block on the pure-Go path (pb's int8 values row-major): the sums of
+// mcb prepared u8 rows with the ncb columns from col, then the same store (int8Raw: the
+// int32 sums into c's bits).
+func int8GoBlock(pb *PackedB, ws *int8Work, r quantRows, mcb, col, ncb int, c []float32, ldc, flags int, beta float32) {
+	d, k, n := pb.i8, pb.k, pb.n
+	ws.acc = growInt32(ws.acc, ncb)
+	acc := ws.acc
+	for i := 0; i < mcb; i++ {
+		clear(acc)
+		arow := r.q[i*r.ld : i*r.ld+k]
+		for p, av := range arow {
+			if av == 0 {
+				continue
+			}
+			axpyInt8(acc, int32(av), d.q[p*n+col:p*n+col+ncb])
+		}
+		int8StoreTwin(1, ncb, acc, c[i*ldc:], ldc, flags, beta, r.rs[i:], r.rz[i:], d.scale[col:], d.colSum[col:])
+	}
+}
+
+// axpyInt8 adds a·b[j] to acc[j] (len(acc) = len(b)), four at a time: the pure-Go path's
+// inner loop, written so the compiler drops the bounds checks.
+func axpyInt8(acc []int32, a int32, b []int8) {
+	acc = acc[:len(b)]
+	j := 0
+	for ; j+4 <= len(b); j += 4 {
+		bb, aa := b[j:j+4:j+4], acc[j:j+4:j+4]
+		aa[0] += a * int32(bb[0])
+		aa[1] += a * int32(bb[1])
+		aa[2] += a * int32(bb[2])
+		aa[3] += a * int32(bb[3])
+	}
+	for ; j < len(b); j++ {
+		acc[j] += a * int32(b[j])
+	}
+}
+
+// quantizeRows quantizes rows rows of alpha·A into dst as kern reads them (see
+// quantizeRowsGo): with the vector routines where kern has them, else in Go.
+func quantizeRows(kern *int8Kernel, dst []byte, ldq int, a []float32, lda, rows, k, kpad int, alpha float32, rs []float32, rz []int32) {
+	wide := kern != nil && kern.wideA
+	if kern != nil && quantizeRowsFast(dst, ldq, wide, a, lda, rows, k, kpad, alpha, rs, rz) {
+		return
+	}
+	quantizeRowsGo(dst, ldq, wide, a, lda, rows, k, kpad, alpha, rs, rz)
+}
+
+// GemmU8S8 computes the exact int32 product C = A·op(B) of an m×k u8 matrix A (row stride
+// lda) and pb's int8 values (k×n; pb from PackBInt8Quantized, or PackBInt8), as ONNX
+// MatMulInteger defines it with zero points 0: every sum exact (k ≤ MaxInt8K), no
+// saturation. A caller with an A zero point za subtracts za·Σ_p op(B)[p, j] itself. It runs
+// on the calling goroutine and panics when pb is not int8, k is not pb's or a slice is too
+// short.
+func GemmU8S8(m, n, k int, a []uint8, lda int, pb *PackedB, c []int32, ldc int) {
+	GemmU8S8Parallel(1, m, n, k, a, lda, pb, c, ldc)
+}
+
+// GemmU8S8Parallel is GemmU8S8 split by rows over up to threads goroutines; the sums are
+// exact, so the result does not depend on threads.
+func GemmU8S8Parallel(threads, m, n, k int, a []uint8, lda int, pb *PackedB, c []int32, ldc int) {
+	if pb == nil || pb.i8 == nil || m < 0 || n != pb.n || k != pb.k {
+		panic(fmt.Sprintf("gemm: GemmU8S8: shape %d×%d does not match the int8 operand", k, n))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	checkMat("A", m, k, len(a), lda)
+	checkMat("C", m, n, len(c), ldc)
+	if k == 0 {
+		for i := 0; i < m; i++ {
+			clear(c[i*ldc : i*ldc+n])
+		}
+		return
+	}
+	parts := 1
+	if threads > 1 && 2*float64(m)*float64(n)*float64(k) >= parallelMinFlops {
+		parts = min(threads, (m+15)/16)
+	}
+	workpool.Tasks(threads, parts, func(t int) {
+		lo, hi := t*m/parts, (t+1)*m/parts
+		if lo < hi {
+			gemmU8S8Rows(pb, hi-lo, a[lo*lda:], lda, c[lo*ldc:], ldc)
+		}
+	})
+}
+
+// gemmU8S8Rows is GemmU8S8 on the calling goroutine.
+func gemmU8S8Rows(pb *PackedB, m int, a []uint8, lda int, c []int32, ldc int) {
+	d, k, n := pb.i8, pb.k, pb.n
+	ws := int8Works.Get().(*int8Work)
+	defer int8Works.Put(ws)
+	ldq, kpad, mc := int8Blocking(d.kern, k)
+	mc = min(mc, m)
+	ws.aq = growBytes(ws.aq, mc*ldq)
+	// The kernels take row scales even when they store raw sums.
+	ws.rs, ws.rz = grow(ws.rs, mc), growInt32(ws.rz, mc)
+	cf := unsafe.Slice((*float32)(unsafe.Pointer(&c[0])), len(c))
+	for ic := 0; ic < m; ic += mc {
+		mcb := min(mc, m-ic)
+		for i := 0; i < mcb; i++ {
+			row, dst := a[(ic+i)*lda:(ic+i)*lda+k], ws.aq[i*ldq:]
+			if d.kern != nil && d.kern.wideA {
+				for p, v := range row {
+					dst[2*p], dst[2*p+1] = v, 0
+				}
+				clear(dst[2*k : 2*kpad])
+			} else {
+				copy(dst, row)
+				clear(dst[k:kpad])
+			}
+		}
+		r := quantRows{ws.aq, ldq, ws.rs, ws.rz}
+		for jc := 0; jc < n; jc += int8NC {
+			ncb := min(int8NC, n-jc)
+			cb := cf[ic*ldc+jc:]
+			if d.kern == nil {
+				int8GoBlock(pb, ws, r, mcb, jc, ncb, cb, ldc, int8Raw, 0)
+			} else {
+				int8Block(d, ws, r, mcb, jc, ncb, unsafe.Pointer(&cb[0]), ldc, int8Raw, 0)
+			}
+		}
+	}
+}
+
+// Int8Rows holds the rows of an A quantized once for several int8 products with operands
+// packed for the same int8 path (QuantizeRows), so that products sharing their A (the
+// column tiles of one product, the Q, K and V projections of one input) do not each
+// quantize it again. The zero value is ready to use; it is not safe for concurrent
+// Prepare, but QuantizeRange on disjoint ranges and the products may run concurrently.
+type Int8Rows struct {
+	kern    *int8Kernel
+	m, k    int
+	ld      int
+	kpad    int
+	alpha   float32
+	q       []byte
+	rs      []float32
+	rz      []int32
+	prepped bool
+}
+
+// Prepare sizes r for m rows of k values quantized for products with int8 operands packed
+// like pb (the same Int8Path), scaled by alpha, reusing r's storage. It panics when pb is
+// not int8.
+func (r *Int8Rows) Prepare(pb *PackedB, m int, alpha float32) {
+	if pb == nil || pb.i8 == nil || m < 0 {
+		panic("gemm: Int8Rows.Prepare: not an int8 operand")
+	}
+	ldq, kpad, _ := int8Blocking(pb.i8.kern, pb.k)
+	r.kern, r.m, r.k, r.ld, r.kpad, r.alpha = pb.i8.kern, m, pb.k, ldq, kpad, alpha
+	r.q = growBytes(r.q, m*ldq)
+	r.rs, r.rz = grow(r.rs, m), growInt32(r.rz, m)
+	r.prepped = true
+}
+
+// QuantizeRange quantizes rows [i0, i1) of A (a addresses row 0, stride lda, Prepare's k
+// values per row) into r, as SgemmPackedEpilogueAt quantizes them (bitwise the same).
+// Calls on disjoint ranges may run concurrently. It panics when r is not prepared, the
+// range is outside it or a is too short.
+func (r *Int8Rows) QuantizeRange(i0, i1 int, a []float32, lda int) {
+	if !r.prepped || i0 < 0 || i1 > r.m || i0 > i1 {
+		panic(fmt.Sprintf("gemm: Int8Rows.QuantizeRange: rows [%d, %d) of %d prepared", i0, i1, r.m))
+	}
+	if i0 == i1 || r.k == 0 {
+		return
+	}
+	checkMat("A", i1, r.k, len(a), lda)
+	quantizeRows(r.kern, r.q[i0*r.ld:], r.ld, a[i0*lda:], lda, i1-i0, r.k, r.kpad, r.alpha, r.rs[i0:], r.rz[i0:])
+}
+
+// SgemmInt8RowsAt is SgemmPackedEpilogueAt with A already quantized: rows [i0, i0+m) of
+// r (all quantized) times the columns [j0, j1) of pb, into c (element (i, j) of the result
+// at c[(i−i0)·ldc + j−j0]), then beta·C and epi, which receives rows counted from i0 and
+// the product's column numbers. The result equals SgemmPackedEpilogueAt's on the same rows
+// bit for bit. It panics when pb was packed for another path or k than r, or the ranges
+// or c are bad.
+func SgemmInt8RowsAt(r *Int8Rows, i0, m, j0, j1 int, pb *PackedB, beta float32, c []float32, ldc int, epi Epilogue) {
+	if pb == nil || pb.i8 == nil || !r.prepped || pb.i8.kern != r.kern || pb.k != r.k || i0 < 0 || m < 0 || i0+m > r.m ||
+		j0 < 0 || j1 > pb.n || j0 > j1 || j0%pb.ColAlign() != 0 {
+		panic(fmt.Sprintf("gemm: SgemmInt8RowsAt: rows [%d, %d) of %d, columns [%d, %d): bad ranges or an operand of another path or k", i0, i0+m, r.m, j0, j1))
+	}
+	n := j1 - j0
+	if m == 0 || n == 0 {
+		return
+	}
+	checkMat("C", m, n, len(c), ldc)
+	if r.k == 0 {
+		scaleC(m, n, beta, c, ldc)
+		if epi != nil {
+			epi(0, m, j0, j1)
+		}
+		return
+	}
+	ws := int8Works.Get().(*int8Work)
+	defer int8Works.Put(ws)
+	_, _, mc := int8Blocking(r.kern, r.k)
+	for ic := 0; ic < m; ic += mc {
+		mcb := min(mc, m-ic)
+		rows := quantRows{r.q[(i0+ic)*r.ld:], r.ld, r.rs[i0+ic:], r.rz[i0+ic:]}
+		int8RowBlock(pb, ws, rows, 0, mcb, j0, n, beta, c[ic*ldc:], ldc, shiftEpi(epi, ic))
+	}
+}
+
+// shiftEpi returns epi with its rows moved by di (nil stays nil).
+func shiftEpi(epi Epilogue, di int) Epilogue {
+	if epi == nil || di == 0 {
+		return epi
+	}
+	return func(i0, i1, j0, j1 int) { epi(i0+di, i1+di, j0, j1) }
+}

@@ -1,0 +1,12 @@
+//go:build !amd64 || purego
+
+package gemm
+
+// Other architectures (and the purego tag) have no int8 kernels: products with int8
+// operands run in Go (Int8Path "generic").
+var int8Kernels []*int8Kernel
+
+// quantizeRowsFast has no vector form here.
+func quantizeRowsFast(dst []byte, ldq int, wide bool, a []float32, lda, rows, k, kpad int, alpha float32, rs []float32, rz []int32) bool {
+	return false
+}

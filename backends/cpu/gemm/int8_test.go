@@ -1,0 +1,670 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// withInt8Path runs f with the named int8 path chosen and restores the automatic choice.
+func withInt8Path(t testing.TB, name string, f func()) {
+	t.Helper()
+	if err := SetInt8Path(name); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := SetInt8Path(""); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	f()
+}
+
+// forEachInt8Path runs f on every int8 path this machine has, each under the best kernel
+// level that offers it (the paths an AVX-512 CPU has below "vnni512" also run under
+// ZOO_CPU=avx2, which is tested by choosing the level too).
+func forEachInt8Path(t *testing.T, f func(t *testing.T)) {
+	seen := map[string]bool{}
+	for _, lv := range levelNames() {
+		withLevel(t, lv, func() {
+			for _, path := range Int8Paths() {
+				key := lv + "/" + path
+				if seen[path] {
+					continue
+				}
+				seen[path] = true
+				withInt8Path(t, path, func() { t.Run(key, f) })
+			}
+		})
+	}
+}
+
+// TestInt8PathNames checks Int8Path against the table and SetInt8Path's refusals.
+func TestInt8PathNames(t *testing.T) {
+	paths := Int8Paths()
+	if paths[len(paths)-1] != "generic" {
+		t.Fatalf("Int8Paths = %v, want generic last", paths)
+	}
+	if got, why := Int8Path(); got != paths[0] {
+		t.Errorf("Int8Path = %q (%q), want the best, %q", got, why, paths[0])
+	}
+	for _, p := range paths {
+		withInt8Path(t, p, func() {
+			if got, _ := Int8Path(); got != p {
+				t.Errorf("after SetInt8Path(%q), Int8Path = %q", p, got)
+			}
+			if pb := PackBInt8(false, 3, 5, make([]float32, 15), 5); pb.Int8Path() != p {
+				t.Errorf("packed under %q, the operand says %q", p, pb.Int8Path())
+			}
+		})
+	}
+	if err := SetInt8Path("vnni"); err == nil {
+		t.Error("SetInt8Path(vnni) accepted an unknown path")
+	}
+	for _, k := range int8Kernels {
+		if !k.ok() {
+			if err := SetInt8Path(k.name); err == nil {
+				t.Errorf("SetInt8Path(%q) accepted a path this CPU cannot run", k.name)
+			} else {
+				t.Logf("%s: %v", k.name, err)
+			}
+		}
+	}
+	if p, why := Int8Path(); why != "" {
+		t.Logf("int8 path %s: %s", p, why)
+	}
+}
+
+// refQuantRow is the documented quantization of one row of alpha·A, restated: lo and hi
+// widened to hold 0, s = (hi−lo)/255, z = rne(−lo/s), q = clamp(rne(x/s) + z, 0, 255), with
+// the inverse scale rounded to float32 as the kernels use it.
+func refQuantRow(row []float32, alpha float32) (q []int32, s float32, z int32) {
+	var lo, hi float32
+	bad := false
+	for _, x := range row {
+		lo, hi = min(lo, x), max(hi, x)
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			bad = true
+		}
+	}
+	q = make([]int32, len(row))
+	if bad {
+		return q, float32(math.NaN()), 0
+	}
+	s = float32((float64(hi) - float64(lo)) / 255)
+	inv := float32(1 / float64(s))
+	if s == 0 || math.IsInf(float64(inv), 0) {
+		s, inv = 1, 1
+	} else {
+		z = int32(math.RoundToEven(float64(-lo * inv)))
+	}
+	for p, x := range row {
+		q[p] = int32(max(0, min(255, math.RoundToEven(float64(x*inv))+float64(z))))
+	}
+	return q, alpha * s, z
+}
+
+// int8Ref is the float64 reference of an int8 product: every row quantized as documented,
+// sums exact in int64, dequantized in float64 from the float32 scales.
+func int8Ref(m, n, k int, alpha float32, a []float32, lda int, pb *PackedB) []float64 {
+	qb, sc := pb.Int8Values()
+	out := make([]float64, m*n)
+	for i := 0; i < m; i++ {
+		q, s, z := refQuantRow(a[i*lda:i*lda+k], alpha)
+		for j := 0; j < n; j++ {
+			var acc int64
+			for p := 0; p < k; p++ {
+				acc += int64(q[p]-z) * int64(qb[p*n+j])
+			}
+			out[i*n+j] = float64(acc) * float64(s) * float64(sc[j])
+		}
+	}
+	return out
+}
+
+// within2ULP reports whether got is within two float32 ulps (relative) of want, or both
+// NaN: the dequantization rounds three times (the int32 to float, the scale product, the
+// final product).
+func within2ULP(got float32, want float64) bool {
+	if math.IsNaN(want) {
+		return got != got
+	}
+	return math.Abs(float64(got)-want) <= 2*math.Abs(want)*(1.0/(1<<24))+1e-45
+}
+
+// int8Shapes are the awkward shapes the int8 products are tested on: none a multiple of a
+// tile, some one row or column, k up to 4096.
+var int8Shapes = [][3]int{{1, 1, 1}, {3, 17, 63}, {17, 63, 64}, {63, 65, 65}, {64, 127, 127}, {65, 3, 768}, {127, 64, 17}, {1, 129, 4096}, {13, 33, 4096}, {200, 1100, 300}}
+
+// TestSgemmInt8 holds SgemmPacked with an int8 operand, on every path, to the float64
+// reference of the same quantized arithmetic within two ulps, to bitwise agreement between
+// paths, and checks beta, column ranges and the epilogue's blocks.
+func TestSgemmInt8(t *testing.T) {
+	type result struct{ c []float32 }
+	first := map[string][]float32{}
+	forEachInt8Path(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(11, 12))
+		for _, sh := range int8Shapes {
+			for _, transB := range []bool{false, true} {
+				m, n, k := sh[0], sh[1], sh[2]
+				if transB && k > 1000 {
+					continue
+				}
+				g := newCase(rng, false, transB, m, n, k, 1, 0, 3)
+				// Activations with outliers and a zero row, weights gaussian.
+				for i := range g.a {
+					g.a[i] = float32(rng.NormFloat64())
+					if rng.IntN(97) == 0 {
+						g.a[i] *= 20
+					}
+				}
+				if m > 2 {
+					clear(g.a[g.offA+g.lda : g.offA+g.lda+k])
+				}
+				pb := PackBInt8(transB, k, n, g.b[g.offB:], g.ldb)
+				for _, ab := range [][2]float32{{1, 0}, {-0.5, 0.75}} {
+					alpha, beta := ab[0], ab[1]
+					c := g.cloneC()
+					SgemmPacked(m, n, k, alpha, g.a[g.offA:], g.lda, pb, beta, c[g.offC:], g.ldc)
+					ref := int8Ref(m, n, k, alpha, g.a[g.offA:], g.lda, pb)
+					for i := 0; i < m; i++ {
+						for j := 0; j < n; j++ {
+							got := c[g.offC+i*g.ldc+j]
+							d := ref[i*n+j]
+							ok := within2ULP(got, d)
+							if beta != 0 {
+								// fma(beta, C, d) rounds once more, after d's own roundings.
+								want := d + float64(beta)*float64(g.c[g.offC+i*g.ldc+j])
+								ok = math.Abs(float64(got)-want) <= (2*math.Abs(d)+math.Abs(want))/(1<<24)+1e-45
+								d = want
+							}
+							if want := d; !ok {
+								t.Fatalf("%v transB=%v alpha=%g beta=%g: (%d, %d) = %g, reference %g", sh, transB, alpha, beta, i, j, got, want)
+							}
+						}
+					}
+					checkGuards(t, g, c)
+					key := fmt.Sprint(sh, transB, ab)
+					if prev, ok := first[key]; ok {
+						bitwise(t, "against the first path "+key, c, prev)
+					} else {
+						first[key] = c
+					}
+					// Column ranges in a scrambled order give the same bits.
+					cols := g.cloneC()
+					step := pb.ColAlign() * (1 + rng.IntN(3))
+					for j := (n - 1) / step * step; j >= 0; j -= step {
+						SgemmPackedCols(m, j, min(j+step, n), alpha, g.a[g.offA:], g.lda, pb, beta, cols[g.offC:], g.ldc)
+					}
+					bitwise(t, "SgemmPackedCols "+key, cols, c)
+				}
+			}
+		}
+	})
+}
+
+// checkGuards fails when anything outside the m×n window of C changed.
+func checkGuards(t *testing.T, g *gemmCase, c []float32) {
+	t.Helper()
+	for i := range c {
+		r, col := (i-g.offC)/g.ldc, (i-g.offC)%g.ldc
+		inside := i >= g.offC && r < g.m && col < g.n
+		if !inside && math.Float32bits(c[i]) != math.Float32bits(g.c[i]) {
+			t.Fatalf("element %d outside C changed: %g, was %g", i, c[i], g.c[i])
+		}
+	}
+}
+
+// TestSgemmInt8Epilogue checks that the epilogue blocks of an int8 product partition the
+// columns and are final when passed.
+func TestSgemmInt8Epilogue(t *testing.T) {
+	forEachInt8Path(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		for _, sh := range [][3]int{{1, 1, 1}, {13, 33, 17}, {400, 1100, 200}} {
+			m, n, k := sh[0], sh[1], sh[2]
+			g := newCase(rng, false, false, m, n, k, 1, 0, 2)
+			pb := PackBInt8(false, k, n, g.b[g.offB:], g.ldb)
+			want := g.cloneC()
+			SgemmPacked(m, n, k, 1, g.a[g.offA:], g.lda, pb, 0.5, want[g.offC:], g.ldc)
+			got := g.cloneC()
+			c := got[g.offC:]
+			seen := make([]int, m*n)
+			SgemmPackedEpilogue(m, 0, n, 1, g.a[g.offA:], g.lda, pb, 0.5, c, g.ldc, func(i0, i1, c0, c1 int) {
+				for i := i0; i < i1; i++ {
+					for j := c0; j < c1; j++ {
+						seen[i*n+j]++
+						if c[i*g.ldc+j] != want[g.offC+i*g.ldc+j] {
+							t.Fatalf("%v: (%d, %d) not final when passed", sh, i, j)
+						}
+					}
+				}
+			})
+			for i, s := range seen {
+				if s != 1 {
+					t.Fatalf("%v: element %d passed %d times", sh, i, s)
+				}
+			}
+		}
+	})
+}
+
+// TestGemmU8S8 holds the exact integer product to int64 sums on every path, with extreme
+// values in A (0, 255) and in the weights (−128, 127), and threads.
+func TestGemmU8S8(t *testing.T) {
+	forEachInt8Path(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(13, 14))
+		for _, sh := range int8Shapes {
+			m, n, k := sh[0], sh[1], sh[2]
+			lda, ldc := k+5, n+2
+			a := make([]uint8, m*lda)
+			for i := range a {
+				a[i] = uint8(rng.IntN(256))
+				if rng.IntN(5) == 0 {
+					a[i] = 255
+				}
+			}
+			q := make([]int8, k*n)
+			for i := range q {
+				q[i] = int8(rng.IntN(256) - 128)
+				if rng.IntN(5) == 0 {
+					q[i] = -128
+				}
+			}
+			pb := PackBInt8Quantized(k, n, q, []float32{0.5})
+			for _, threads := range []int{1, 2} {
+				c := make([]int32, m*ldc)
+				for i := range c {
+					c[i] = -7
+				}
+				GemmU8S8Parallel(threads, m, n, k, a, lda, pb, c, ldc)
+				for i := 0; i < m; i++ {
+					for j := 0; j < ldc; j++ {
+						want := int64(-7)
+						if j < n {
+							want = 0
+							for p := 0; p < k; p++ {
+								want += int64(a[i*lda+p]) * int64(q[p*n+j])
+							}
+						}
+						if int64(c[i*ldc+j]) != want {
+							t.Fatalf("%v threads=%d: (%d, %d) = %d, want %d", sh, threads, i, j, c[i*ldc+j], want)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestInt8NoSaturation proves by construction that no path saturates: every product of the
+// extremes, 255·(−128), summed 4096 times (and 255·127), must come out exact. An AVX2 path
+// adding pairs in int16 (VPMADDUBSW) would clamp each pair at −32768 and answer −67,108,864
+// instead of −133,693,440.
+func TestInt8NoSaturation(t *testing.T) {
+	forEachInt8Path(t, func(t *testing.T) {
+		const m, n, k = 13, 37, 4096
+		a := make([]uint8, m*k)
+		for i := range a {
+			a[i] = 255
+		}
+		for _, w := range []int8{-128, 127} {
+			q := make([]int8, k*n)
+			for i := range q {
+				q[i] = w
+			}
+			pb := PackBInt8Quantized(k, n, q, []float32{1})
+			c := make([]int32, m*n)
+			GemmU8S8(m, n, k, a, k, pb, c, n)
+			want := int32(255 * int(w) * k)
+			for i, v := range c {
+				if v != want {
+					t.Fatalf("w=%d: element %d = %d, want %d", w, i, v, want)
+				}
+			}
+		}
+	})
+}
+
+// TestQuantizeRows holds quantizeRows (the vector routines where a kernel has them) to
+// quantizeRowsGo bit for bit, and quantizeRowsGo to the documented formulas, including
+// zero, NaN, infinite, one-signed and tiny rows.
+func TestQuantizeRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, k := range []int{1, 3, 7, 8, 9, 16, 31, 33, 64, 100, 768} {
+		rows := 9
+		lda := k + 3
+		a := make([]float32, rows*lda)
+		for i := range a {
+			a[i] = float32(rng.NormFloat64()) * 3
+		}
+		a[1*lda] = float32(math.NaN())
+		a[2*lda+k-1] = float32(math.Inf(1))
+		clear(a[3*lda : 3*lda+k])
+		for p := 0; p < k; p++ {
+			a[4*lda+p] = float32(math.Abs(float64(a[4*lda+p]))) // one-signed
+			a[5*lda+p] = -a[4*lda+p]
+			a[6*lda+p] *= 1e-39 // denormal range: taken as zeros
+		}
+		for _, kern := range append([]*int8Kernel{nil}, int8Kernels...) {
+			if kern != nil && !kern.cpuOK() {
+				continue
+			}
+			ldq, kpad, _ := int8Blocking(kern, k)
+			for _, alpha := range []float32{1, -2} {
+				got := make([]byte, rows*ldq)
+				want := make([]byte, rows*ldq)
+				for i := range got {
+					got[i], want[i] = 0xAA, 0xAA
+				}
+				rs, rz := make([]float32, rows), make([]int32, rows)
+				ws, wz := make([]float32, rows), make([]int32, rows)
+				quantizeRows(kern, got, ldq, a, lda, rows, k, kpad, alpha, rs, rz)
+				wide := kern != nil && kern.wideA
+				quantizeRowsGo(want, ldq, wide, a, lda, rows, k, kpad, alpha, ws, wz)
+				name := "generic"
+				if kern != nil {
+					name = kern.name
+				}
+				for i := 0; i < rows; i++ {
+					if math.Float32bits(rs[i]) != math.Float32bits(ws[i]) && !(rs[i] != rs[i] && ws[i] != ws[i]) || rz[i] != wz[i] {
+						t.Fatalf("%s k=%d row %d: scale %g zero %d, Go %g %d", name, k, i, rs[i], rz[i], ws[i], wz[i])
+					}
+					end := kpad
+					if wide {
+						end = 2 * kpad
+					}
+					for p := 0; p < end; p++ {
+						if got[i*ldq+p] != want[i*ldq+p] {
+							t.Fatalf("%s k=%d alpha=%g row %d byte %d = %d, Go %d", name, k, alpha, i, p, got[i*ldq+p], want[i*ldq+p])
+						}
+					}
+					q, s, z := refQuantRow(a[i*lda:i*lda+k], alpha)
+					if math.Float32bits(s) != math.Float32bits(ws[i]) && !(s != s && ws[i] != ws[i]) || z != wz[i] {
+						t.Fatalf("k=%d row %d: scale %g zero %d, reference %g %d", k, i, ws[i], wz[i], s, z)
+					}
+					for p := 0; p < k; p++ {
+						v := int32(want[i*ldq+p])
+						if wide {
+							v = int32(want[i*ldq+2*p]) | int32(want[i*ldq+2*p+1])<<8
+						}
+						if v != q[p] {
+							t.Fatalf("k=%d row %d: q[%d] = %d, reference %d", k, i, p, v, q[p])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestInt8KernelsBitwise checks every int8 micro-kernel this CPU can run, at every height,
+// against int8TileTwin and int8StoreTwin bit for bit, in all three store modes.
+func TestInt8KernelsBitwise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, kern := range int8Kernels {
+		if kern.fns == nil {
+			t.Logf("%s: a place in the table, no kernels yet", kern.name)
+			continue
+		}
+		if !kern.cpuOK() {
+			t.Logf("%s: skipped: %s", kern.name, kern.why())
+			continue
+		}
+		t.Run(kern.name, func(t *testing.T) {
+			mr, nr, g := kern.mr, kern.nr, kern.group
+			for _, kg := range []int{1, 2, 3, 5, 17, 192, 1024} {
+				lda := 4*kg + 64
+				a := make([]byte, mr*lda)
+				for i := range a {
+					a[i] = byte(rng.IntN(256))
+					if kern.wideA && i%2 == 1 {
+						a[i] = 0
+					}
+				}
+				b := make([]int8, kg*nr*g)
+				for i := range b {
+					b[i] = int8(rng.IntN(256) - 128)
+				}
+				rs, rz := make([]float32, mr), make([]int32, mr)
+				for i := range rs {
+					rs[i], rz[i] = rng.Float32()*0.1, int32(rng.IntN(256))
+				}
+				cs, csum := make([]float32, nr), make([]int32, nr)
+				for j := range cs {
+					cs[j], csum[j] = rng.Float32()*0.02, int32(rng.IntN(60000)-30000)
+				}
+				acc := make([]int32, mr*nr)
+				for h := 1; h <= mr; h++ {
+					int8TileTwin(kern, h, kg, a, lda, b, acc)
+					for _, flags := range []int{int8Store, int8Accum, int8Raw} {
+						ldc := nr + 5
+						c := make([]float32, h*ldc)
+						for i := range c {
+							c[i] = rng.Float32()
+						}
+						want := append([]float32(nil), c...)
+						kern.fns[h-1](kg, &a[0], &b[0], &c[0], ldc, flags, 0.75, lda, &rs[0], &rz[0], &cs[0], &csum[0])
+						int8StoreTwin(h, nr, acc, want, ldc, flags, 0.75, rs, rz, cs, csum)
+						for i := range c {
+							if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("kg=%d h=%d flags=%d: c[%d] = %#x, twin %#x", kg, h, flags, i, math.Float32bits(c[i]), math.Float32bits(want[i]))
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPackBInt8 checks the quantized weights: within half a step of the floats, the scale
+// max|column|/127, Unpack and Int8Values consistent, zero and non-finite columns, the
+// transposed form, and the packed size against fp32's.
+func TestPackBInt8(t *testing.T) {
+	forEachInt8Path(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(19, 20))
+		for _, sh := range [][2]int{{1, 1}, {7, 5}, {65, 33}, {768, 768}} {
+			k, n := sh[0], sh[1]
+			w := make([]float32, k*n)
+			for i := range w {
+				w[i] = float32(rng.NormFloat64())
+			}
+			for p := 0; p < k; p++ {
+				w[p*n] = 0 // column 0 is zero
+			}
+			wt := make([]float32, n*k)
+			for p := 0; p < k; p++ {
+				for j := 0; j < n; j++ {
+					wt[j*k+p] = w[p*n+j]
+				}
+			}
+			pb := PackBInt8(false, k, n, w, n)
+			pt := PackBInt8(true, k, n, wt, k)
+			q, s := pb.Int8Values()
+			qt, st := pt.Int8Values()
+			un := pb.Unpack()
+			for j := 0; j < n; j++ {
+				var amax float32
+				for p := 0; p < k; p++ {
+					amax = max(amax, abs32(w[p*n+j]))
+				}
+				if s[j] != amax/127 || st[j] != s[j] {
+					t.Fatalf("%v column %d: scale %g (transposed %g), want %g", sh, j, s[j], st[j], amax/127)
+				}
+				for p := 0; p < k; p++ {
+					i := p*n + j
+					if q[i] != qt[i] || q[i] < -127 {
+						t.Fatalf("%v (%d, %d): q %d, transposed %d", sh, p, j, q[i], qt[i])
+					}
+					if un[i] != float32(q[i])*s[j] || math.Abs(float64(un[i]-w[i])) > float64(s[j])/2*1.0001 {
+						t.Fatalf("%v (%d, %d): unpacked %g from %g (scale %g)", sh, p, j, un[i], w[i], s[j])
+					}
+				}
+			}
+			// What a program keeps of an int8 weight matrix: at most 30 % of its fp32 bytes
+			// once the matrix is of a layer's size.
+			if k*n >= 1<<16 {
+				if ratio := float64(pb.Bytes()) / float64(4*k*n); ratio > 0.30 {
+					t.Fatalf("%v: int8 operand holds %d bytes, %.2f of fp32's", sh, pb.Bytes(), ratio)
+				}
+			}
+		}
+		w := []float32{1, float32(math.NaN()), 2, 3}
+		_, s := PackBInt8(false, 2, 2, w, 2).Int8Values()
+		if s[0] != 2.0/127 || s[1] == s[1] {
+			t.Fatalf("scales %v, want 2/127 and NaN", s)
+		}
+	})
+}
+
+// TestInt8Accuracy compares int8 products with fp32 ones on activations of the kinds a
+// transformer layer sees (gaussian, gaussian with a few large outliers per row, and
+// GELU-like one-signed outputs) and measures the two ways of quantizing A: per row (what
+// the products do) and per tensor (one scale for the whole matrix, as ONNX Runtime's
+// dynamic quantization). Per row must be at least as accurate everywhere and the int8
+// error stay small.
+func TestInt8Accuracy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	const m, n, k = 64, 256, 768
+	w := make([]float32, k*n)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64() * 0.05)
+	}
+	pb := PackBInt8(false, k, n, w, n)
+	exact := func(a []float32) []float64 {
+		out := make([]float64, m*n)
+		for i := 0; i < m; i++ {
+			for p := 0; p < k; p++ {
+				av := float64(a[i*k+p])
+				for j := 0; j < n; j++ {
+					out[i*n+j] += av * float64(w[p*n+j])
+				}
+			}
+		}
+		return out
+	}
+	relErr := func(got []float32, want []float64) float64 {
+		var num, den float64
+		for i, v := range want {
+			d := float64(got[i]) - v
+			num += d * d
+			den += v * v
+		}
+		return math.Sqrt(num / den)
+	}
+	// The error bound of each kind: a row whose range a few outliers widen 30-fold keeps
+	// fewer levels for the rest of its values.
+	bound := map[string]float64{"gaussian": 0.015, "outliers": 0.05, "gelu": 0.015}
+	kinds := map[string]func(i, p int) float32{
+		"gaussian": func(i, p int) float32 { return float32(rng.NormFloat64()) },
+		"outliers": func(i, p int) float32 {
+			v := rng.NormFloat64()
+			if p%97 == i%7 {
+				v *= 30 // a few features far out, as in trained transformers
+			}
+			return float32(v * float64(1+i%5)) // rows of different ranges
+		},
+		"gelu": func(i, p int) float32 {
+			x := rng.NormFloat64() * 2
+			return float32(0.5 * x * (1 + math.Erf(x/math.Sqrt2)))
+		},
+	}
+	for name, gen := range kinds {
+		a := make([]float32, m*k)
+		for i := 0; i < m; i++ {
+			for p := 0; p < k; p++ {
+				a[i*k+p] = gen(i, p)
+			}
+		}
+		want := exact(a)
+		perRow := make([]float32, m*n)
+		SgemmPacked(m, n, k, 1, a, k, pb, 0, perRow, n)
+		// Per tensor: every row scaled to the whole matrix's range, by prepending the
+		// matrix's extremes to each row's quantization (a row with the tensor's lo and hi
+		// gets the tensor's scale and zero point).
+		var lo, hi float32
+		for _, v := range a {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		perTensor := make([]float32, m*n)
+		s, inv, z := rowQuant(lo, hi, false)
+		qb, sc := pb.Int8Values()
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				var acc int32
+				for p := 0; p < k; p++ {
+					acc += (quantOne(a[i*k+p], inv, z) - z) * int32(qb[p*n+j])
+				}
+				perTensor[i*n+j] = float32(acc) * s * sc[j]
+			}
+		}
+		eRow, eTensor := relErr(perRow, want), relErr(perTensor, want)
+		t.Logf("%s: relative RMS error per row %.5f, per tensor %.5f", name, eRow, eTensor)
+		if eRow > eTensor || eRow > bound[name] {
+			t.Errorf("%s: per-row error %.5f (per tensor %.5f): per row should be the better and under %g", name, eRow, eTensor, bound[name])
+		}
+	}
+}
+
+// TestInt8BadArgs checks the refusals: non-int8 operand to GemmU8S8, wrong lengths, k
+// over MaxInt8K.
+func TestInt8BadArgs(t *testing.T) {
+	mustPanic := func(what string, f func()) {
+		t.Helper()
+		defer func() {
+			if recover() == nil {
+				t.Errorf("%s did not panic", what)
+			}
+		}()
+		f()
+	}
+	mustPanic("GemmU8S8 on fp32 weights", func() {
+		GemmU8S8(1, 2, 2, make([]uint8, 2), 2, PackB(false, 2, 2, make([]float32, 4), 2), make([]int32, 2), 2)
+	})
+	mustPanic("PackBInt8Quantized with 3 scales for 2 columns", func() { PackBInt8Quantized(2, 2, make([]int8, 4), make([]float32, 3)) })
+	mustPanic("PackBInt8 with k over MaxInt8K", func() { PackBInt8(false, MaxInt8K+1, 1, make([]float32, MaxInt8K+1), 1) })
+	mustPanic("GemmU8S8 with a short A", func() {
+		GemmU8S8(2, 2, 2, make([]uint8, 3), 2, PackBInt8Quantized(2, 2, make([]int8, 4), []float32{1}), make([]int32, 4), 2)
+	})
+}
+
+// TestInt8Rows holds products on rows quantized once (Int8Rows, in two ranges) to
+// SgemmPackedEpilogueAt on the same rows bit for bit, for row and column sub-ranges, and
+// checks the rows the epilogue is given.
+func TestInt8Rows(t *testing.T) {
+	forEachInt8Path(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(23, 24))
+		for _, sh := range [][3]int{{1, 1, 1}, {17, 70, 33}, {300, 130, 517}} {
+			m, n, k := sh[0], sh[1], sh[2]
+			g := newCase(rng, false, false, m, n, k, -0.5, 0, 2)
+			pb := PackBInt8(false, k, n, g.b[g.offB:], g.ldb)
+			var r Int8Rows
+			r.Prepare(pb, m, g.alpha)
+			r.QuantizeRange(m/2, m, g.a[g.offA:], g.lda)
+			r.QuantizeRange(0, m/2, g.a[g.offA:], g.lda)
+			al := pb.ColAlign()
+			for _, rc := range [][4]int{{0, m, 0, n}, {m / 3, m - m/3, min(al, n-1) / al * al, n - 1}} {
+				i0, i1, j0, j1 := rc[0], rc[1], rc[2], rc[3]
+				if j1 <= j0 || i1 <= i0 {
+					continue
+				}
+				w := j1 - j0
+				want := make([]float32, (i1-i0)*w)
+				SgemmPackedEpilogueAt(i1-i0, j0, j1, g.alpha, g.a[g.offA+i0*g.lda:], g.lda, pb, 0, want, w, nil)
+				got := make([]float32, (i1-i0)*w)
+				rows := 0
+				SgemmInt8RowsAt(&r, i0, i1-i0, j0, j1, pb, 0, got, w, func(a, b, c0, c1 int) {
+					if a < 0 || b > i1-i0 || c0 < j0 || c1 > j1 {
+						t.Fatalf("%v: epilogue block rows [%d, %d) columns [%d, %d)", sh, a, b, c0, c1)
+					}
+					rows += (b - a) * (c1 - c0)
+				})
+				if rows != (i1-i0)*w {
+					t.Fatalf("%v: the epilogue covered %d elements, want %d", sh, rows, (i1-i0)*w)
+				}
+				bitwise(t, fmt.Sprint(sh, rc), got, want)
+			}
+		}
+	})
+}
