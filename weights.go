@@ -1,11 +1,14 @@
 package zoo
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/zoo-dev/zoo/zoo/graph"
@@ -61,6 +64,9 @@ func (m *Model) loadWeightsFile(path string) error {
 		}
 		return fmt.Errorf("weights %s: %w (want a .safetensors state_dict; convert a PyTorch checkpoint with %s)", path, err, stateDictScript)
 	}
+	if err := m.checkWrittenFor(path, meta); err != nil {
+		return err
+	}
 	tensors := make(map[string]*tensor.Tensor, len(list))
 	for _, nt := range list {
 		tensors[nt.Name] = nt.Tensor
@@ -81,6 +87,49 @@ func (m *Model) LoadStateDict(tensors map[string]*tensor.Tensor, source string) 
 	}
 	m.weightsFile = source
 	return nil
+}
+
+// checkWrittenFor refuses the weights at path when zoo wrote them (zoo train, zoo export:
+// their metadata name the variant and its config) for another variant or another config than
+// m's, whatever the shapes: weights that happen to fit another model are not that model's.
+// Hyperparameters that only training reads (dropout rates) may differ. A file without that
+// metadata (PyTorch's, say) is checked by shape alone.
+func (m *Model) checkWrittenFor(path string, meta map[string]string) error {
+	written := meta["variant"]
+	if written == "" || m.fromFile {
+		return nil
+	}
+	base, _, _ := strings.Cut(written, ".")
+	if base != m.name {
+		return inputErrf(optWeights, "%s %s were written for %s, not %s; load them into %s", optWeights, path, written, m.Name(), written)
+	}
+	if meta["config"] == "" {
+		return nil
+	}
+	var theirs map[string]any
+	if err := json.Unmarshal([]byte(meta["config"]), &theirs); err != nil {
+		return nil // not zoo's config: the shapes decide
+	}
+	var ours map[string]any
+	_ = json.Unmarshal([]byte(m.config.JSON()), &ours)
+	var want, have []string
+	for _, k := range slices.Sorted(maps.Keys(theirs)) {
+		if strings.Contains(k, "dropout") || strings.HasPrefix(k, "@") {
+			continue
+		}
+		if a, b := fmt.Sprint(theirs[k]), fmt.Sprint(ours[k]); a != b {
+			want, have = append(want, k+"="+a), append(have, k+"="+b)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	advice := fmt.Sprintf("give %s %s to load them", optSet, strings.Join(want, " "+optSet+" "))
+	if strings.Contains(written, ".") && written != m.Name() {
+		advice = "load them into " + written
+	}
+	return inputErrf(optWeights, "%s %s were written for %s with %s, not %s's %s; %s",
+		optWeights, path, written, strings.Join(want, " "), m.Name(), strings.Join(have, " "), advice)
 }
 
 // writtenFor says which model a zoo-written weights file was made for, when that is not m.

@@ -81,6 +81,14 @@ type Config struct {
 	// its optimizer state and its step. Its recorded settings must equal this Config's
 	// (Steps excepted): see Checkpoint.Continue.
 	Resume string
+	// Cycles is the learning-rate schedule's cycles when the run was extended past the steps
+	// it was given (ExtendRule): nil for a run of one cycle over Steps, which is every run
+	// that Checkpoint.Continue did not extend. Recorded in every checkpoint.
+	Cycles []Cycle
+	// Labels are a front end's own settings of the run (zoo train keeps --log and --plot
+	// there), recorded in every checkpoint and given back by ReadCheckpoint, so that a
+	// resumed run can carry them; they change no number.
+	Labels map[string]string
 }
 
 // DefaultConfig returns zoo train's defaults: 1000 steps of 8 windows, mlm, AdamW (betas 0.9
@@ -157,7 +165,7 @@ func (c Config) Validate() error {
 		return inputErrf(optSteps, "%s must be at least 1, got %d", optSteps, c.Steps)
 	case c.Warmup < 0:
 		return inputErrf(optWarmup, "%s must not be negative, got %d", optWarmup, c.Warmup)
-	case c.Warmup > c.Steps:
+	case c.Warmup > c.Steps && len(c.Cycles) == 0:
 		return inputErrf(optWarmup, "%s %d is longer than %s %d", optWarmup, c.Warmup, optSteps, c.Steps)
 	case c.Schedule != optim.Constant && c.Schedule != optim.Linear && c.Schedule != optim.Cosine:
 		return inputErrf(optSchedule, "%s %q: want constant, linear or cosine", optSchedule, c.Schedule)
@@ -180,6 +188,9 @@ func (c Config) Validate() error {
 	} else if !finite(c.Momentum) || c.Momentum < 0 || c.Momentum >= 1 {
 		return inputErrf(optMomentum, "%s must be in [0, 1), got %g", optMomentum, c.Momentum)
 	}
+	if err := c.validateCycles(); err != nil {
+		return err
+	}
 	switch {
 	case c.Precision == "int8":
 		return inputErrf(optPrecision, "%s int8: training stays fp32 (int8 quantizes a trained model's linear layers for inference: "+
@@ -199,10 +210,6 @@ func (c Config) Validate() error {
 func (c Config) hyper() optim.Hyper {
 	return optim.Hyper{Optimizer: c.Optimizer, WeightDecay: c.WeightDecay, Eps: c.Eps, Momentum: c.Momentum,
 		Beta1: c.Betas[0], Beta2: c.Betas[1]}
-}
-
-func (c Config) schedule() optim.Schedule {
-	return optim.Schedule{LR: c.LR, Warmup: c.Warmup, Steps: c.Steps, Kind: c.Schedule}
 }
 
 // setting is one recorded field of a Config, by option name, formatted for comparison.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	zoo "github.com/zoo-dev/zoo"
@@ -102,43 +101,53 @@ func (s TextSource) check(what string) error {
 	return nil
 }
 
-// windows cuts the source into windows of window tokens.
-func (s TextSource) windows(window int) ([][]int64, error) {
-	var r io.Reader = bytes.NewReader(s.Text)
-	if s.Path != "" {
-		f, err := os.Open(s.Path)
-		if err != nil {
-			return nil, inputErrf(s.Name, "%s %s: %w", s.Name, s.Path, errors.Unwrap(err))
-		}
-		defer f.Close()
-		r = f
-		if s.Offset > 0 || s.Size > 0 {
-			size := s.Size
-			if size <= 0 {
-				size = 1<<63 - 1 - s.Offset
-			}
-			r = io.NewSectionReader(f, s.Offset, size)
-		}
+// windowSource returns the source's windows of window tokens, read on demand (a file's
+// through the operating system's page cache: a text of any size trains in bounded memory),
+// and the function that releases them.
+func (s TextSource) windowSource(window int) (lmdata.Source, func(), error) {
+	if s.Path == "" {
+		src, err := lmdata.NewByteFile(bytes.NewReader(s.Text), 0, int64(len(s.Text)), window)
+		return src, func() {}, err
 	}
-	return lmdata.ReadWindows(r, window)
+	f, err := os.Open(s.Path)
+	if err != nil {
+		return nil, nil, inputErrf(s.Name, "%s %s: %w", s.Name, s.Path, errors.Unwrap(err))
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", s.describe(), err)
+	}
+	size := s.Size
+	if size <= 0 || s.Offset+size > st.Size() {
+		size = st.Size() - s.Offset
+	}
+	src, err := lmdata.NewByteFile(f, s.Offset, max(size, 0), window)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return src, func() { f.Close() }, nil
 }
 
-// loader cuts the source into windows and returns a loader over them.
-func (s TextSource) loader(window int, opt lmdata.Options, shuffle bool) (*lmdata.Loader, error) {
-	windows, err := s.windows(window)
+// loader returns a loader over the source's windows of window tokens, and the function that
+// releases it.
+func (s TextSource) loader(window int, opt lmdata.Options, shuffle bool) (*lmdata.Loader, func(), error) {
+	src, release, err := s.windowSource(window)
 	if err != nil {
 		switch {
 		case zoo.IsInput(err):
-			return nil, err
+			return nil, nil, err
 		case errors.Is(err, tokenize.ErrEmpty):
-			return nil, inputErrf(s.Name, "%s is empty: nothing to train on", s.describe())
+			return nil, nil, inputErrf(s.Name, "%s is empty: nothing to train on", s.describe())
 		}
-		return nil, fmt.Errorf("%s: %w", s.describe(), err)
+		return nil, nil, fmt.Errorf("%s: %w", s.describe(), err)
 	}
 	opt.Shuffle = shuffle
-	l, err := lmdata.NewLoader(windows, opt)
+	l, err := lmdata.NewLoaderFrom(src, opt)
 	if err != nil {
-		return nil, inputErrf(s.Name, "%s: %w", s.describe(), err)
+		release()
+		return nil, nil, inputErrf(s.Name, "%s: %w", s.describe(), err)
 	}
-	return l, nil
+	return l, release, nil
 }

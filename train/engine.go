@@ -31,6 +31,7 @@ type graphEngine struct {
 	vocab        int
 	batch        int
 	train, held  *lmdata.Loader
+	release      []func() // releases the loaders' files
 	feed         map[string]*tensor.Tensor
 	smoothing    float64
 	// model is the training build (its dropout inputs and rate); seed draws the masks.
@@ -83,7 +84,7 @@ func liftKeeping(g *graph.Graph, params []string, keep []string) (*graph.Graph, 
 // the layer's input instead of keeping them (autodiff.Checkpoint): the same numbers, less
 // memory.
 func newGraphEngine(ctx context.Context, m, infer *zoo.Model, cfg Config, window int, data Data, choice backends.Choice,
-	layout *optim.Layout, params []float32) (*graphEngine, error) {
+	layout *optim.Layout, params []float32) (_ *graphEngine, err error) {
 	tokName, maskName, err := zoo.TokenInputs(withoutDropoutInputs(m.Graph()))
 	if err != nil {
 		return nil, inputErr("", err)
@@ -100,13 +101,22 @@ func newGraphEngine(ctx context.Context, m, infer *zoo.Model, cfg Config, window
 	obj := lmdata.Objective(cfg.Objective)
 	e := &graphEngine{layout: layout, tokName: tokName, maskName: maskName, vocab: vocab, batch: cfg.Batch,
 		feed: map[string]*tensor.Tensor{}, smoothing: cfg.LabelSmoothing, model: m.Graph(), seed: cfg.Seed}
-	if e.train, err = data.Train.loader(window, lmdata.ByteOptions(obj, cfg.Batch, cfg.Seed), cfg.Shuffle); err != nil {
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	var release func()
+	if e.train, release, err = data.Train.loader(window, lmdata.ByteOptions(obj, cfg.Batch, cfg.Seed), cfg.Shuffle); err != nil {
 		return nil, err
 	}
+	e.release = append(e.release, release)
 	if data.HasHeld() {
-		if e.held, err = data.Held.loader(window, lmdata.ByteOptions(obj, cfg.Batch, cfg.Seed), false); err != nil {
+		if e.held, release, err = data.Held.loader(window, lmdata.ByteOptions(obj, cfg.Batch, cfg.Seed), false); err != nil {
+			e.close()
 			return nil, err
 		}
+		e.release = append(e.release, release)
 	}
 
 	lossG, err := autodiff.WithCrossEntropy(m.Graph(), autodiff.LossOptions{LabelSmoothing: float32(cfg.LabelSmoothing), IgnoreIndex: lmdata.IgnoreIndex})
@@ -193,6 +203,10 @@ func newGraphEngine(ctx context.Context, m, infer *zoo.Model, cfg Config, window
 }
 
 func (e *graphEngine) close() {
+	for _, r := range e.release {
+		r()
+	}
+	e.release = nil
 	if e.step_ != nil {
 		e.step_.Close()
 		e.step_ = nil
@@ -271,7 +285,10 @@ func (e *graphEngine) eval(ctx context.Context, params []float32) (float64, floa
 	}
 	var s lmdata.Score
 	for first := 0; ; first += e.batch {
-		b := e.held.Sequential(first, e.batch)
+		b, err := e.held.Sequential(first, e.batch)
+		if err != nil {
+			return 0, 0, err
+		}
 		if b == nil {
 			break
 		}

@@ -63,6 +63,40 @@ func (c EvalConfig) Validate() error {
 	return nil
 }
 
+// FromCheckpoint returns c with the settings of ck's run (a training checkpoint given as the
+// model's weights, TrainedWith) where given says the caller set none, so that Evaluate scores
+// text as the run's own evaluations did: the window (EvalConfig.Window), the objective
+// (EvalConfig.Objective) and the seed of mlm's masks (EvalConfig.Seed). given reports by
+// option name ("EvalConfig.Window") what the caller set (nil: nothing). It also returns the
+// names of the options it took from the checkpoint. A run that cut its text with another
+// tokenizer than zoo's byte tokenizer, which Evaluate uses, is an *zoo.InputError.
+func (c EvalConfig) FromCheckpoint(ck *Checkpoint, given func(option string) bool) (EvalConfig, []string, error) {
+	if ck == nil {
+		return c, nil, nil
+	}
+	if ck.Tokenizer != "" && ck.Tokenizer != ByteTokenizer {
+		return c, nil, inputErrf(optLoadWeights, "%s %s was trained on text cut by the %s tokenizer; Evaluate scores with zoo's byte tokenizer",
+			optLoadWeights, ck.Path, ck.Tokenizer)
+	}
+	if given == nil {
+		given = func(string) bool { return false }
+	}
+	var taken []string
+	if !given(optEvalWindow) && ck.Config.Window > 0 {
+		c.Window = ck.Config.Window
+		taken = append(taken, optEvalWindow)
+	}
+	if !given(optEvalObjective) && ck.Config.Objective != "" {
+		c.Objective = ck.Config.Objective
+		taken = append(taken, optEvalObjective)
+	}
+	if !given(optEvalSeed) && c.Objective == MLM {
+		c.Seed = ck.Config.Seed
+		taken = append(taken, optEvalSeed)
+	}
+	return c, taken, nil
+}
+
 // EvalResult is a model's score on a text.
 type EvalResult struct {
 	// Windows is the number of windows scored, Window their length (the last may be
@@ -126,7 +160,7 @@ func Evaluate(ctx context.Context, m *zoo.Model, text TextSource, cfg EvalConfig
 	if err := text.check("score"); err != nil {
 		return EvalResult{}, err
 	}
-	windows, err := text.windows(window)
+	src, release, err := text.windowSource(window)
 	switch {
 	case errors.Is(err, tokenize.ErrEmpty):
 		return EvalResult{}, inputErrf(text.Name, "%s is empty (0 bytes): nothing to score", text.describe())
@@ -135,15 +169,20 @@ func Evaluate(ctx context.Context, m *zoo.Model, text TextSource, cfg EvalConfig
 	case err != nil:
 		return EvalResult{}, fmt.Errorf("%s: %w", text.describe(), err)
 	}
+	defer release()
 	opt := lmdata.ByteOptions(lmdata.Objective(cfg.Objective), cfg.Batch, cfg.Seed)
 	if vocab < int(opt.RandomHi) {
 		return EvalResult{}, inputErrf("", "%s has %d output classes; the byte tokenizer needs 257", m.Name(), vocab)
 	}
-	loader, err := lmdata.NewLoader(windows, opt)
+	loader, err := lmdata.NewLoaderFrom(src, opt)
 	if err != nil {
 		return EvalResult{}, inputErr("", err)
 	}
-	if err := zoo.GuardMemory(m.Name(), m.Graph(), zoo.MemoryRun{Batch: min(cfg.Batch, len(windows)), N: len(windows[0]),
+	first, err := src.Window(0)
+	if err != nil {
+		return EvalResult{}, fmt.Errorf("%s: %w", text.describe(), err)
+	}
+	if err := zoo.GuardMemory(m.Name(), m.Graph(), zoo.MemoryRun{Batch: min(cfg.Batch, src.Len()), N: len(first),
 		Shapes: zoo.TokenShapes(tokName, maskName), BatchOption: optEvalBatch, NOption: optEvalWindow}); err != nil {
 		return EvalResult{}, err
 	}
@@ -156,7 +195,10 @@ func Evaluate(ctx context.Context, m *zoo.Model, text TextSource, cfg EvalConfig
 	t0 := time.Now()
 	score := lmdata.Score{Smoothing: cfg.LabelSmoothing}
 	for first := 0; first < loader.Windows(); first += cfg.Batch {
-		b := loader.Sequential(first, cfg.Batch)
+		b, err := loader.Sequential(first, cfg.Batch)
+		if err != nil {
+			return EvalResult{}, fmt.Errorf("%s: %w", text.describe(), err)
+		}
 		tokens, mask := b.Tensors()
 		feed := map[string]*tensor.Tensor{tokName: tokens}
 		if maskName != "" {

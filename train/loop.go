@@ -173,7 +173,7 @@ func (t *Trainer) Run(ctx context.Context) (res Result, err error) {
 			return res, e
 		}
 		optim.Clip(t.grads, norm, t.cfg.Clip, t.par)
-		lr := t.sched.At(k)
+		lr := t.cfg.LearningRate(k)
 		if err := t.opt.Step(t.params, t.grads, lr); err != nil {
 			return res, fmt.Errorf("step %d: %w", k, err)
 		}

@@ -37,7 +37,7 @@ func fakeTrainer(t *testing.T, eng trainEngine, cfg Config) *Trainer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Trainer{cfg: cfg, eng: eng, opt: opt, sched: cfg.schedule(), par: par, params: make([]float32, 2), grads: make([]float32, 2),
+	return &Trainer{cfg: cfg, eng: eng, opt: opt, par: par, params: make([]float32, 2), grads: make([]float32, 2),
 		lastSaved: -1, data: Data{Train: Text([]byte("x"))}}
 }
 

@@ -186,6 +186,27 @@ func TestResumeBitExact(t *testing.T) {
 	if _, err := train.New(ctx, m, data, changed); !errors.As(err, &ie) || ie.Option != "Config.LR" {
 		t.Errorf("a changed learning rate: %v", err)
 	}
+
+	// Another variant, or the same with another config, is refused whatever the shapes
+	// (linear.tiny's parameters have vanilla.tiny's names and shapes).
+	for _, tc := range []struct {
+		ref  string
+		set  map[string]string
+		want string
+	}{
+		{"linear.tiny", ck.Set, "is a run of vanilla.tiny, not linear.tiny"},
+		{"vanilla.tiny", map[string]string{"layers": "1", "dropout": "0.2"}, "is a run of vanilla.tiny with dropout=0.1, not vanilla.tiny with dropout=0.2"},
+	} {
+		other, err := train.Load(ctx, tc.ref, train.MLM, zoo.LoadOptions{Set: tc.set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = train.New(ctx, other, data, more)
+		other.Close()
+		if !errors.As(err, &ie) || ie.Option != "Config.Resume" || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %v: %v; want an input error naming Config.Resume: %s", tc.ref, tc.set, err, tc.want)
+		}
+	}
 }
 
 // TestEvaluate scores the tiny encoder's seed weights on a text: about ln 257 nats per

@@ -32,7 +32,6 @@ type Trainer struct {
 	graph   *graphEngine
 	eng     trainEngine
 	opt     *optim.Optimizer
-	sched   optim.Schedule
 	par     optim.ParallelFor
 	// params is the flat parameter buffer; the graph's parameter tensors alias it. grads
 	// has its layout.
@@ -41,6 +40,9 @@ type Trainer struct {
 	state []tensorio.Named
 	// meta and optMeta are the metadata of the checkpoint's two files.
 	meta, optMeta map[string]string
+
+	// removed names the temporary files of killed saves that New removed.
+	removed []string
 
 	hooks     []func(Step) error
 	step      int // the last step finished
@@ -53,8 +55,9 @@ type Trainer struct {
 // trained values), selects m's backend (LoadOptions.Backend) and compiles the step and, with
 // held-out data, an inference build of m for evaluation, within the memory guard. Load m
 // with Load (zoo.Load with LoadOptions.Training and, for CLM, causal on); m must not run
-// while the trainer does. Errors the caller can fix are *zoo.InputError, naming the option
-// (Config.Batch, Data.Train).
+// while the trainer does. It removes the temporary files that saves to Config.Output left
+// when they were killed mid-write (Removed). Errors the caller can fix are *zoo.InputError,
+// naming the option (Config.Batch, Data.Train).
 func New(ctx context.Context, m *zoo.Model, data Data, cfg Config) (*Trainer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -85,11 +88,28 @@ func New(ctx context.Context, m *zoo.Model, data Data, cfg Config) (*Trainer, er
 		if ck, err = ReadCheckpoint(cfg.Resume); err != nil {
 			return nil, err
 		}
+		if err := ck.checkModel(m); err != nil {
+			return nil, err
+		}
 		if _, err := ck.Continue(cfg, nil); err != nil {
 			return nil, err
 		}
+		if cfg.Window == 0 {
+			cfg.Window = ck.Config.Window // the window the run chose, not this model's default
+		}
+		if cfg.Cycles == nil {
+			cfg.Cycles = ck.Config.extended(cfg.Steps).Cycles // ExtendRule
+		}
 	}
-	t := &Trainer{m: m, cfg: cfg, data: data, sched: cfg.schedule(), lastSaved: -1}
+	t := &Trainer{m: m, cfg: cfg, data: data, lastSaved: -1}
+	if cfg.Output != "" {
+		// A save that was killed leaves its temporary files; nothing else removes them.
+		removed, err := optim.RemoveStaleTemps(cfg.Output)
+		t.removed = removed
+		if err != nil {
+			return nil, inputErrf(optOutput, "%s %s: remove the temporary files of an interrupted save: %w", optOutput, cfg.Output, err)
+		}
+	}
 	if err := t.prepare(ctx, ck); err != nil {
 		t.Close()
 		return nil, err
@@ -166,7 +186,9 @@ func (t *Trainer) prepare(ctx context.Context, ck *Checkpoint) error {
 	if cfg.Threads > 0 && cfg.Threads < t.threads {
 		t.threads = cfg.Threads
 	}
-	rec := newRecord(m.Name(), m.Options().Set, weights, t.data.Train.Path, cfg)
+	recCfg := cfg
+	recCfg.Window = t.window // the window chosen, which evaluations of the checkpoint take
+	rec := newRecord(m.Name(), m.Options().Set, weights, t.data, recCfg)
 	t.meta, t.optMeta, err = checkpointMeta(rec, m.Name(), m.Config().JSON(), m.Seed())
 	return err
 }
@@ -174,6 +196,10 @@ func (t *Trainer) prepare(ctx context.Context, ck *Checkpoint) error {
 // OnStep adds a hook that Run calls after every step and every evaluation, in the order
 // added. A hook's error ends Run, which returns it as it is.
 func (t *Trainer) OnStep(hook func(Step) error) { t.hooks = append(t.hooks, hook) }
+
+// Removed names the temporary files that earlier saves to Config.Output left when they were
+// killed mid-write, which New removed.
+func (t *Trainer) Removed() []string { return t.removed }
 
 // Model is the model being trained (its graph's parameters are the trainer's buffer).
 func (t *Trainer) Model() *zoo.Model { return t.m }

@@ -1,20 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"math"
-	"os"
+	"maps"
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 
 	zooroot "github.com/zoo-dev/zoo"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/cpu"
@@ -22,44 +20,52 @@ import (
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/compare"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
 	"github.com/zoo-dev/zoo/train"
-	"github.com/zoo-dev/zoo/zoo/tensorio"
 )
 
-// compareHoldout is the share of --input held out for evaluation when no --eval is given.
-const compareHoldout = 0.1
-
 func compareCommand() *cli.Command {
+	d := compare.Defaults()
+	opt := optimizerFlags(d)
+	opt[slices.IndexFunc(opt, func(f cli.Flag) bool { return f.Names()[0] == "warmup" })].(*cli.IntFlag).DefaultText = "a tenth of --steps"
 	return &cli.Command{
 		Name:      "compare",
 		Usage:     "train variants on the same text with the same budget and compare quality, speed, memory and scaling",
 		ArgsUsage: "NAME[.PRESET]...",
-		Description: "Trains each variant as `zoo train` would, all with the same data, steps, batch, window, schedule and seed, then\n" +
-			"measures the trained model's inference at batch 1 and each --seq length as `zoo bench` does (same timing and\n" +
-			"peak-RSS-growth memory) and fits time ∝ n^k and memory ∝ n^k. Per variant it reports parameters, training\n" +
-			"tokens/s, held-out loss and bits per byte after the last step, ms and memory at each n, and both exponents;\n" +
-			"the table prints a row as each variant finishes (progress on stderr when it is a terminal); --json prints\n" +
-			"one JSON array on stdout instead, one object per variant: variant, params, train_tokens_per_s, eval_loss,\n" +
-			"eval_bits_per_byte, inference [{n, ms, mem_bytes}], time_exponent, memory_exponent. --report writes one\n" +
-			"self-contained HTML file (plots embedded as PNG data, no script, nothing fetched): the table, loss curves,\n" +
-			"time and memory against n on log axes, and quality against speed.\n" +
-			"Held-out text: --eval FILE; without it the last 10 % of --input's bytes (--holdout) is held out and the run\n" +
-			"trains on the bytes before it, so no variant ever sees the text it is scored on. The default objective is\n" +
-			"mlm, which every variant can train (clm needs a causal hyperparameter, which linformer and nystrom lack).\n" +
-			"A variant whose max_len is below the longest --seq is built with max_len raised to it (noted; linformer's\n" +
-			"E and F grow with it), unless --set max_len=N is given, in which case longer lengths are skipped for it." +
-			examples("zoo compare vanilla linformer linear performer sparse --preset tiny --input corpus.txt --steps 200 --report report.html",
-				"zoo compare vanilla.tiny linear.tiny --input corpus.txt --eval heldout.txt --seq 128,512,2048 --json"),
+		Description: "Trains each variant as `zoo train` would, all with the same data, steps, batch, window and schedule, once per\n" +
+			"seed (--seeds N: seeds --seed, --seed+1, ...; the default, 0, is 3 seeds up to 1000 steps and 1 beyond), then\n" +
+			"measures the trained model's inference at batch 1 and each --seq length as `zoo bench` does and fits time ∝ n^k\n" +
+			"and memory ∝ n^k. It prints a verdict first: the variant with the lowest held-out bits per byte, those within\n" +
+			"noise of it (means within two standard errors of the difference over the seeds: a tie), the fastest at each\n" +
+			"length, the Pareto front of quality against inference time at the longest length, and a leader's extra\n" +
+			"parameters; then per variant parameters, training tokens/s, held-out loss and bits per byte as mean ± sd over\n" +
+			"the seeds, ms ± sd and memory at each n (! marks a spread above a fifth of the mean), and both exponents. The\n" +
+			"defaults make a short comparison of tiny variants meaningful: 300 steps × batch 8 × window 128 at --lr 1e-3\n" +
+			"after a tenth of the steps of warm-up, decaying linearly (at zoo train's 1e-4 the curves stay on top of each\n" +
+			"other); --eval-every defaults to a tenth of the steps. Each variant trains with its own config; a length beyond\n" +
+			"its max_len is timed on a build with max_len raised (untrained weights, marked u), unless --set max_len=N is\n" +
+			"given (then skipped). --params-match changes each variant's d_ff so that its parameters match the first\n" +
+			"variant's (said beside its row). --json prints one JSON object: variants [{variant, params,\n" +
+			"train_tokens_per_s(_sd), eval_loss(_sd), eval_bits_per_byte(_sd), seeds [{seed, eval_loss, eval_bits_per_byte,\n" +
+			"train_tokens_per_s}], inference [{n, ms, ms_sd, reps, noisy, mem_bytes, untrained}], time_exponent,\n" +
+			"memory_exponent, config_changes}], verdict {best, within_noise, behind, judged, fastest, pareto_front, text,\n" +
+			"...}, partial, seeds, window, steps. --report writes one self-contained HTML file (plots embedded as PNG data).\n" +
+			"Ctrl-C stops the variant in training and writes the table, JSON and report of those that finished, marked\n" +
+			"partial (exit 130). Held-out text: --eval FILE; without it the last 10 % of --input's bytes (--holdout), which\n" +
+			"the runs do not train on. The default objective is mlm, which every variant can train." +
+			examples("zoo compare vanilla linformer linear performer sparse --preset tiny --input corpus.txt --report report.html",
+				"zoo compare vanilla.tiny linear.tiny --input corpus.txt --eval heldout.txt --seeds 5 --seq 128,512,2048 --json"),
 		Flags: slices.Concat(variantFlags(), []cli.Flag{
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "training text `FILE` (any bytes)"},
 			&cli.StringFlag{Name: "eval", Usage: "held-out text `FILE` (default: the tail of --input, see --holdout)"},
-			&cli.Float64Flag{Name: "holdout", Value: compareHoldout, Usage: "without --eval: the share `X` of --input's bytes, from its end, held out for evaluation"},
-			&cli.IntFlag{Name: "steps", Value: 1000, Usage: "optimizer steps `N` per variant"},
-			&cli.IntFlag{Name: "batch", Value: 8, Usage: "windows per step"},
-			&cli.IntFlag{Name: "window", Usage: "tokens per window (0: min(512, the smallest max_len of the variants))"},
+			&cli.Float64Flag{Name: "holdout", Value: compare.Holdout, Usage: "without --eval: the share `X` of --input's bytes, from its end, held out for evaluation"},
+			&cli.IntFlag{Name: "steps", Value: d.Steps, Usage: "optimizer steps `N` per variant and seed"},
+			&cli.IntFlag{Name: "seeds", Usage: "train each variant `N` times, with seeds --seed, --seed+1, ... (0: 3 up to 1000 steps, else 1)"},
+			&cli.IntFlag{Name: "batch", Value: d.Batch, Usage: "windows per step"},
+			&cli.IntFlag{Name: "window", Value: d.Window, Usage: "tokens per window (at most every variant's max_len)"},
 			&cli.StringFlag{Name: "objective", Value: train.MLM, Usage: "mlm (masked tokens, BERT's 15 % with 80/10/10) or clm (next token; turns causal on)"},
-		}, optimizerFlags(), []cli.Flag{
+			&cli.BoolFlag{Name: "params-match", Usage: "set each variant's d_ff so that its parameters match the first variant's"},
+		}, opt, []cli.Flag{
 			&cli.BoolFlag{Name: "shuffle", Usage: "visit the windows in a seeded random order"},
-			&cli.IntFlag{Name: "eval-every", Usage: "also evaluate every `N` steps, for the loss curves (0: before and after training only)"},
+			&cli.IntFlag{Name: "eval-every", Usage: "also evaluate every `N` steps, for the loss curves (0: a tenth of --steps)"},
 			&cli.StringFlag{Name: "seq", Value: "128,512,2048", Usage: "inference lengths `N,N,...`"},
 			&cli.IntFlag{Name: "reps", Aliases: []string{"r"}, Value: 5, Usage: "timed inference runs per length"},
 			&cli.IntFlag{Name: "infer-warmup", Value: 1, Usage: "untimed inference runs before the timed ones"},
@@ -75,11 +81,12 @@ func compareCommand() *cli.Command {
 // comparePlan is one variant of a comparison, resolved before anything trains so that a
 // typo in the last name fails at once.
 type comparePlan struct {
-	name  string // as given
-	run   trainRun
-	notes []string
-	// maxLen is the variant's length limit after any raise (0: none).
-	maxLen int
+	name string // as given
+	run  trainRun
+	// changes are the changes made to the variant's config for training (--params-match).
+	changes []string
+	limit   compare.Limit
+	params  int
 }
 
 // compareInference is how zoo compare times the trained models' inference: --seq, --reps,
@@ -91,29 +98,27 @@ type compareInference struct {
 
 func compareAction(c *cli.Context) error {
 	names := c.Args().Slice()
-	if err := checkCompareNames(names, c.String("input")); err != nil {
-		return err
-	}
-	seqs, err := format.ParseCounts("seq", c.String("seq"))
+	ci := compareInference{reps: c.Int("reps"), warmup: c.Int("infer-warmup"), threads: c.Int("threads")}
+	seqs, err := compare.Check(names, zooroot.IsONNXPath, compare.Flags{Input: c.String("input"), Seq: c.String("seq"), Reps: ci.reps,
+		Warmup: ci.warmup, Threads: ci.threads, EvalEvery: c.Int("eval-every")})
 	if err != nil {
 		return badInput(err)
 	}
-	ci := compareInference{seqs: seqs, reps: c.Int("reps"), warmup: c.Int("infer-warmup"), threads: c.Int("threads")}
-	if ci.reps < 1 || ci.warmup < 0 || ci.threads < 0 {
-		return badInputf("--reps must be at least 1, --infer-warmup and --threads not negative (got %d, %d, %d)", ci.reps, ci.warmup, ci.threads)
-	}
-	if n := c.Int("eval-every"); n < 0 {
-		return badInputf("--eval-every must not be negative, got %d", n)
-	}
+	ci.seqs = seqs
 	reportPath := c.String("report")
-	if err := checkReportPath(reportPath); err != nil {
-		return err
+	if reportPath != "" {
+		if err := checkExtension("--report", reportPath, ".html", ".htm"); err != nil {
+			return badInput(err)
+		}
+		if err := checkOutputPath(reportPath); err != nil {
+			return badInputf("--report: %w", err)
+		}
 	}
-	data, heldDoc, err := compareData(c.String("input"), c.String("eval"), c.Float64("holdout"), c.IsSet("holdout"))
+	data, heldDoc, err := compare.Data(c.String("input"), c.String("eval"), c.Float64("holdout"), c.IsSet("holdout"))
 	if err != nil {
-		return err
+		return badInput(err)
 	}
-	plans, err := planCompare(c.Context, c, names, slices.Max(seqs))
+	plans, err := planCompare(c.Context, c, names)
 	if err != nil {
 		return err
 	}
@@ -121,147 +126,58 @@ func compareAction(c *cli.Context) error {
 	if err != nil {
 		return badInput(err)
 	}
-	window := compareWindow(plans, c.Int("window"))
-	nThreads := choice.Probe.Threads
-	if ci.threads > 0 {
-		nThreads = ci.threads
+	var limits []compare.Limit
+	for _, p := range plans {
+		limits = append(limits, p.limit)
 	}
-	st0 := plans[0].run.cfg
-	setup := compare.Setup{Input: data.Train.String(), Eval: heldDoc, Objective: st0.Objective, Steps: st0.Steps, Batch: st0.Batch,
-		Window: window, Optimizer: st0.Optimizer, LR: st0.LR, Warmup: st0.Warmup, Schedule: st0.Schedule, Seed: st0.Seed,
-		Backend: choice.Backend.Name(), Level: choice.Probe.Level, Threads: nThreads, Seqs: seqs, Reps: ci.reps, InferWarmup: ci.warmup,
-		CPU: cpu.CPUModel(), Cores: runtime.NumCPU(), Zoo: version, GoVer: runtime.Version(), Command: commandLine(c.Args().Slice(), c.Command.Flags, c),
-		TimingDoc: bench.TimingDoc, MemDoc: bench.MemoryDoc}
-	asJSON := c.Bool(flagJSON.Name)
-	var table *compare.Table
-	if !asJSON {
-		table = compare.NewTable(c.App.Writer, names, seqs)
-		table.Begin(setup)
-	}
-	var results []compare.Result
-	for i, p := range plans {
-		r, err := compareOne(c.Context, c, p, data, ci, fmt.Sprintf("(%d/%d)", i+1, len(plans)), c.App.ErrWriter)
-		if err != nil {
-			return err
-		}
-		results = append(results, r)
-		if table != nil {
-			table.Row(r)
-		}
-	}
-	if reportPath != "" {
-		if err := tensorio.AtomicWriteFile(reportPath, func(w io.Writer) error { return compare.WriteHTML(w, results, setup) }); err != nil {
-			return failed(fmt.Errorf("--report %s: %w", reportPath, err))
-		}
-	}
-	if asJSON {
-		return format.WriteJSON(c.App.Writer, results)
-	}
-	table.End(results, setup)
-	if reportPath != "" {
-		fmt.Fprintf(c.App.Writer, "report: %s\n", reportPath)
-	}
-	return nil
-}
-
-// checkCompareNames checks the variants to compare and that there is a text to train on.
-func checkCompareNames(names []string, input string) error {
-	if len(names) == 0 {
-		return badInputf("compare: want the variants to compare (see `zoo list`), e.g. zoo compare vanilla linformer --preset tiny --input corpus.txt")
-	}
-	seen := map[string]bool{}
-	for _, n := range names {
-		if zooroot.IsONNXPath(n) {
-			return badInputf("compare: %s is an ONNX file; zoo compare trains variants (see `zoo list`)", n)
-		}
-		if seen[n] {
-			return badInputf("compare: %s is named twice", n)
-		}
-		seen[n] = true
-	}
-	if input == "" {
-		return badInputf("compare: --input FILE is required (the text to train on)")
-	}
-	return nil
-}
-
-// checkReportPath checks --report's name and that it can be written ("" for none).
-func checkReportPath(path string) error {
-	if path == "" {
-		return nil
-	}
-	if err := checkExtension("--report", path, ".html", ".htm"); err != nil {
+	window, err := compare.Window(c.Int("window"), limits)
+	if err != nil {
 		return badInput(err)
-	}
-	if err := checkOutputPath(path); err != nil {
-		return badInputf("--report: %w", err)
-	}
-	return nil
-}
-
-// compareWindow settles the window every variant trains with and sets it in their Configs:
-// --window, else the first variant's choice (min(512, max_len) by default), which must fit
-// every other, so the smallest limit decides it.
-func compareWindow(plans []comparePlan, window int) int {
-	if window == 0 {
-		window = 512
-		for _, p := range plans {
-			if p.maxLen > 0 {
-				window = min(window, p.maxLen)
-			}
-		}
 	}
 	for i := range plans {
 		plans[i].run.cfg.Window = window
 	}
-	return window
-}
-
-// compareData returns what every variant trains and evaluates on, and a description of the
-// held-out text: evalPath (--eval), or the tail of in (--input), frac (--holdout) of its
-// bytes.
-func compareData(in, evalPath string, frac float64, holdoutSet bool) (train.Data, string, error) {
-	input := train.TextSource{Name: "--input", Path: in}
-	if err := input.Check(); err != nil {
-		return train.Data{}, "", err
-	}
-	if evalPath != "" {
-		if holdoutSet {
-			return train.Data{}, "", badInputf("--holdout splits --input when there is no --eval file; give one of them")
-		}
-		held := train.TextSource{Name: "--eval", Path: evalPath}
-		if err := held.Check(); err != nil {
-			return train.Data{}, "", err
-		}
-		return train.Data{Train: input, Held: held}, "--eval " + evalPath, nil
-	}
-	if !(frac > 0 && frac < 1) {
-		return train.Data{}, "", badInputf("--holdout must be between 0 and 1 (exclusive), got %g", frac)
-	}
-	fi, err := os.Stat(in)
+	st0 := plans[0].run.cfg
+	seeds, err := compare.Seeds(c.Int("seeds"), st0.Steps, st0.Seed)
 	if err != nil {
-		return train.Data{}, "", badInputf("--input %s: %w", in, err)
+		return badInput(err)
 	}
-	size := fi.Size()
-	held := int64(math.Ceil(float64(size) * frac))
-	if held < 2 || size-held < 2 {
-		return train.Data{}, "", badInputf("--input %s has %d bytes, too few to hold out %g of them; give a longer text or --eval FILE", in, size, frac)
+	setup := compare.Setup{Input: data.Train.String(), Eval: heldDoc, Objective: st0.Objective, Steps: st0.Steps, Batch: st0.Batch,
+		Window: window, Optimizer: st0.Optimizer, LR: st0.LR, Warmup: st0.Warmup, Schedule: st0.Schedule, Seeds: seeds,
+		Backend: choice.Backend.Name(), Level: choice.Probe.Level, Threads: cmp.Or(ci.threads, choice.Probe.Threads), Seqs: seqs, Reps: ci.reps,
+		InferWarmup: ci.warmup, CPU: cpu.CPUModel(), Cores: runtime.NumCPU(), Zoo: version, GoVer: runtime.Version(),
+		Command: compare.CommandLine(names, compare.GivenFlags(c.Command.Flags, c.IsSet, c.Value, c.StringSlice)),
+		MemDoc:  bench.MemoryDoc, ParamsMatch: c.Bool("params-match"), Total: len(plans)}
+	asJSON := c.Bool(flagJSON.Name)
+	table := compare.NewTable(c.App.Writer, names, seqs)
+	if !asJSON {
+		table.Begin(setup)
 	}
-	cut := size - held
-	data := train.Data{Train: train.TextSource{Name: "--input", Path: in, Size: cut}, Held: train.TextSource{Name: "--input", Path: in, Offset: cut, Size: held}}
-	return data, fmt.Sprintf("the last %g %% of --input %s (bytes %d–%d; training uses bytes 0–%d)", 100*frac, in, cut, size-1, cut-1), nil
+	// Ctrl-C stops the variant in training; the ones that finished are reported.
+	if s, err := sessionOf(c.Context); err == nil {
+		s.finishOnSignal()
+	}
+	results, stopErr := compareAll(c.Context, c, plans, data, seeds, ci, c.App.ErrWriter)
+	if stopErr != nil && c.Context.Err() == nil {
+		return stopErr
+	}
+	setup.Partial = stopErr != nil
+	if err := compare.Finish(c.App.Writer, results, setup, data, table, asJSON, reportPath); err != nil {
+		return failed(err)
+	}
+	return stopErr
 }
 
 // planCompare resolves and builds every variant with the shared flags (so that a config a
 // variant refuses, such as clm where it cannot hide later positions, fails at once), and
-// raises a max_len below the longest inference length (unless --set gives max_len, which
-// then skips the longer lengths).
-func planCompare(ctx context.Context, c flags, names []string, longest int) ([]comparePlan, error) {
+// with --params-match sets each variant's d_ff so that its parameters match the first's.
+func planCompare(ctx context.Context, c flags, names []string) ([]comparePlan, error) {
 	cfg, err := trainConfig(c)
 	if err != nil {
 		return nil, err
 	}
 	cfg.EvalEvery = c.Int("eval-every")
+	compare.Budget(&cfg, c.IsSet("warmup"))
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -276,158 +192,217 @@ func planCompare(ctx context.Context, c flags, names []string, longest int) ([]c
 			return nil, err
 		}
 		p := comparePlan{name: name, run: trainRun{model: withPreset(name, c.String(flagPreset.Name)), sets: sets, cfg: cfg}}
+		p.limit.Variant = name
 		if mp := spec.Variant.Describe().Caps.MaxLenParam; mp != "" {
-			p.maxLen = spec.Config.Int(mp)
-			if _, given := sets[mp]; p.maxLen < longest && !given {
-				sets[mp] = strconv.Itoa(longest)
-				p.notes = append(p.notes, fmt.Sprintf("built with %s=%d (its own is %d) to reach --seq %d", mp, longest, p.maxLen, longest))
-				p.maxLen = longest
-			}
+			p.limit.MaxLen, p.limit.Param = spec.Config.Int(mp), mp
+			_, p.limit.Set = sets[mp]
 		}
 		// Build it once now: a config the variant refuses (clm on linformer, whose
 		// projections mix every position) fails here, before the first variant trains.
-		m, err := loadTrainModel(ctx, c, p.run)
-		if err != nil {
+		if p.params, err = comparePlanParams(ctx, c, p.run); err != nil {
 			return nil, fmt.Errorf("compare %s: %w", name, err)
 		}
-		m.Close()
+		if c.Bool("params-match") && len(plans) > 0 {
+			if err := matchPlanParams(ctx, c, &p, spec.Config.Int("d_ff"), plans[0]); err != nil {
+				return nil, err
+			}
+		}
 		plans = append(plans, p)
 	}
 	return plans, nil
 }
 
-// compareOne trains one variant and measures its trained model's inference; the progress
-// goes to stderr when it is a terminal.
-func compareOne(ctx context.Context, c flags, p comparePlan, data train.Data, ci compareInference, which string, stderr io.Writer) (compare.Result, error) {
-	r := compare.Result{Variant: p.name, Notes: p.notes}
-	cfg := p.run.cfg
-	m, err := loadTrainModel(ctx, c, p.run)
+// comparePlanParams builds the run's model and counts its trained parameters.
+func comparePlanParams(ctx context.Context, c flags, run trainRun) (int, error) {
+	m, err := loadTrainModel(ctx, c, run)
 	if err != nil {
-		return r, err
+		return 0, err
+	}
+	defer m.Close()
+	return train.Parameters(m)
+}
+
+// withSet returns run with hyperparameter k set to v (its own --set values untouched).
+func withSet(run trainRun, k string, v int) trainRun {
+	run.sets = maps.Clone(run.sets)
+	if run.sets == nil {
+		run.sets = map[string]string{}
+	}
+	run.sets[k] = strconv.Itoa(v)
+	return run
+}
+
+// matchPlanParams sets p's d_ff so that its parameters come closest to ref's (--params-match).
+func matchPlanParams(ctx context.Context, c flags, p *comparePlan, dff int, ref comparePlan) error {
+	if _, given := p.run.sets["d_ff"]; given {
+		return badInputf("--params-match sets d_ff; drop --set d_ff=%s", p.run.sets["d_ff"])
+	}
+	if dff == 0 {
+		return badInputf("--params-match: %s has no d_ff to resize", p.name)
+	}
+	if p.params == ref.params {
+		return nil
+	}
+	count := func(d int) (int, error) { return comparePlanParams(ctx, c, withSet(p.run, "d_ff", d)) }
+	d, got, err := train.MatchParams(count, dff, ref.params)
+	if err != nil {
+		return badInputf("--params-match: %s cannot match %s's %s parameters: %v", p.name, ref.name, format.HumanCount(int64(ref.params)), err)
+	}
+	p.run = withSet(p.run, "d_ff", d)
+	p.changes = append(p.changes, compare.ParamsNote(d, dff, got, ref.name, ref.params))
+	p.params = got
+	return nil
+}
+
+// compareAll compares the plans in turn, saying on stderr as each finishes; it returns the
+// results of those that finished, and the error that stopped it.
+func compareAll(ctx context.Context, c flags, plans []comparePlan, data train.Data, seeds []uint64, ci compareInference, stderr io.Writer) ([]compare.Result, error) {
+	var results []compare.Result
+	for i, p := range plans {
+		which := fmt.Sprintf("(%d/%d)", i+1, len(plans))
+		r, err := compareOne(ctx, c, p, data, seeds, ci, which, stderr)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, r)
+		// One line per finished variant, so that a log shows how far it got.
+		fmt.Fprintf(stderr, "zoo compare: %s %s done: %.3f bits per byte (%s)\n", which, p.name, r.EvalBPB, format.Plural(len(r.Seeds), "seed"))
+	}
+	return results, nil
+}
+
+// compareOne trains one variant once per seed and measures the first seed's trained model's
+// inference; the progress goes to stderr when it is a terminal.
+func compareOne(ctx context.Context, c flags, p comparePlan, data train.Data, seeds []uint64, ci compareInference, which string, stderr io.Writer) (compare.Result, error) {
+	r := compare.Result{Variant: p.name, ConfigChanges: p.changes, Seeds: []compare.Seed{}, Params: p.params}
+	var first compareTrained
+	defer func() {
+		if first.infer != nil {
+			first.infer.Close()
+		}
+	}()
+	for i, seed := range seeds {
+		run := p.run
+		run.cfg.Seed = seed
+		label := fmt.Sprintf("compare %s %s", which, p.name)
+		if len(seeds) > 1 {
+			label += fmt.Sprintf(" seed %d (%d/%d)", seed, i+1, len(seeds))
+		}
+		sd, t, err := compareTrain(ctx, c, run, data, label, stderr, i == 0)
+		if err != nil {
+			return r, fmt.Errorf("compare %s: %w", p.name, err)
+		}
+		if i == 0 {
+			first = t
+			r.Model, r.Config = t.infer.Name(), t.infer.Config().JSON()
+		}
+		r.AddSeed(sd)
+	}
+	return r, compareInfer(ctx, c, &r, p, first, ci, which+" "+p.name, stderr)
+}
+
+// compareTrained is a trained model's inference build with the backend and threads it
+// trained on.
+type compareTrained struct {
+	infer   *zooroot.Model
+	choice  backends.Choice
+	threads int
+}
+
+// compareTrain trains run once and returns its scores and curves and, when keep, the trained
+// model (which the caller closes).
+func compareTrain(ctx context.Context, c flags, run trainRun, data train.Data, label string, stderr io.Writer, keep bool) (compare.Seed, compareTrained, error) {
+	sd := compare.Seed{Seed: run.cfg.Seed}
+	m, err := loadTrainModel(ctx, c, run)
+	if err != nil {
+		return sd, compareTrained{}, err
 	}
 	defer m.Close()
 	// compare keeps no checkpoint (no Config.Output): the trained weights live on in the
-	// inference build.
-	tr, err := train.New(ctx, m, data, cfg)
+	// inference build. The training programs are closed when it returns, so that their
+	// buffers do not weigh on the memory measured.
+	tr, err := train.New(ctx, m, data, run.cfg)
 	if err != nil {
-		return r, err
+		return sd, compareTrained{}, err
 	}
 	defer tr.Close()
-	r.Model, r.Config, r.Params = m.Name(), m.Config().JSON(), tr.Parameters()
-	bar := trainBar(stderr, fmt.Sprintf("compare %s %s: ", which, p.name), cfg.Steps, 0)
-	if bar != nil {
-		tr.OnStep(func(s train.Step) error {
-			if !s.Eval {
-				bar.update(s.Step, fmt.Sprintf("loss %.4f %.0f tok/s", s.Loss, s.TokensPerSecond))
-			}
-			return nil
-		})
+	if bar := trainBar(stderr, label+": ", run.cfg.Steps, 0); bar != nil {
+		tr.OnStep(trainBarHook(bar, 0, run.cfg.Steps))
+		defer bar.finish()
 	}
-	res, runErr := tr.Run(ctx)
-	if bar != nil {
-		bar.finish()
+	res, err := tr.Run(ctx)
+	if err != nil {
+		return sd, compareTrained{}, err
 	}
-	if runErr != nil {
-		return r, fmt.Errorf("compare %s: %w", p.name, runErr)
-	}
-	r.TrainTokensPS, r.TrainSeconds = res.TokensPerSecond(), res.TrainTime.Seconds()
+	sd.TrainTokensPS = res.TokensPerSecond()
 	for _, s := range res.History {
 		if s.Eval {
-			r.Eval = append(r.Eval, compare.Point{Step: s.Step, Loss: s.EvalLoss, BitsPerByte: s.EvalBitsPerByte})
-			r.EvalLoss, r.EvalBPB = s.EvalLoss, s.EvalBitsPerByte
+			sd.Eval = append(sd.Eval, compare.Point{Step: s.Step, Loss: s.EvalLoss, BitsPerByte: s.EvalBitsPerByte})
+			sd.EvalLoss, sd.EvalBPB = s.EvalLoss, s.EvalBitsPerByte
 		} else {
-			r.Train = append(r.Train, compare.Point{Step: s.Step, Loss: s.Loss})
+			sd.Train = append(sd.Train, compare.Point{Step: s.Step, Loss: s.Loss})
 		}
 	}
-
-	// Inference of the trained model, timed as zoo bench times it. The training programs
-	// are closed first so that their buffers do not weigh on the memory measured.
+	if !keep {
+		return sd, compareTrained{}, nil
+	}
 	infer, err := tr.Trained(ctx)
-	if err != nil {
-		return r, fmt.Errorf("compare %s: %w", p.name, err)
-	}
-	defer infer.Close()
-	choice, threads := tr.Backend(), tr.Threads()
-	tr.Close()
-	bm := &benchModel{Model: infer, graph: infer.Graph(), maxLen: p.maxLen}
-	if bm.plan, err = zooroot.PlanFeeds(infer.Graph(), nil); err != nil {
-		return r, badInput(err)
-	}
-	var lengths []int
-	for _, n := range ci.seqs {
-		if bm.fits(n) {
-			lengths = append(lengths, n)
-		} else {
-			r.Notes = append(r.Notes, fmt.Sprintf("n=%d skipped: longer than its max_len %d", n, p.maxLen))
+	return sd, compareTrained{infer: infer, choice: tr.Backend(), threads: tr.Threads()}, err
+}
+
+// compareInfer times inference of the trained model at every --seq length it reaches, and
+// beyond its max_len on a build with max_len raised (untrained weights: time and memory do
+// not depend on their values), unless --set gave max_len (then those lengths are skipped).
+func compareInfer(ctx context.Context, c flags, r *compare.Result, p comparePlan, t compareTrained, ci compareInference, which string, stderr io.Writer) error {
+	trainedLens, raisedLens, notes := p.limit.Split(ci.seqs)
+	r.Notes = append(r.Notes, notes...)
+	builds := []struct {
+		m    *zooroot.Model
+		lens []int
+	}{{t.infer, trainedLens}, {nil, raisedLens}}
+	if len(raisedLens) > 0 {
+		longest := slices.Max(raisedLens)
+		run := withSet(p.run, p.limit.Param, longest)
+		opts, err := loadOptions(ctx, c)
+		if err != nil {
+			return err
 		}
+		if builds[1].m, err = zooroot.Load(ctx, run.model, zooroot.LoadOptions{Set: run.sets, Seed: run.cfg.Seed, Registries: opts.Registries,
+			Plugins: opts.Plugins, Backend: opts.Backend, Configure: train.EvalHook(run.cfg.Objective, run.sets)}); err != nil {
+			return fmt.Errorf("compare %s: build with %s=%d to time n=%d: %w", p.name, p.limit.Param, longest, longest, err)
+		}
+		defer builds[1].m.Close()
+		r.Notes = append(r.Notes, p.limit.RaisedNote(raisedLens, longest))
 	}
-	if err := guardBench(bm, []int{1}, lengths, false); err != nil {
-		return r, err
-	}
-	bb := bench.Backend{Name: choice.Backend.Name(), Level: choice.Probe.Level, Threads: threads}
-	prog, err := choice.Backend.Compile(infer.Graph(), backends.Options{Threads: ci.threads})
-	if err != nil {
-		return r, failed(fmt.Errorf("compile %s on %s: %w", infer.Name(), bb.Name, err))
-	}
-	defer prog.Close()
-	status := newCompareStatus(stderr)
+	bb := bench.Backend{Name: t.choice.Backend.Name(), Level: t.choice.Probe.Level, Threads: t.threads}
+	status := bench.NewProgress(stderr, "compare", isTerminal(underlying(stderr)))
 	defer status.Done()
 	var rows []bench.Row
-	for _, n := range lengths {
-		status.Say("%s %s: inference at n=%d", which, p.name, n)
-		row, err := bench.RunOne(ctx, bm.target(), prog, nil, bb, 1, n, ci.reps, ci.warmup)
-		if err != nil {
-			return r, err
+	r.Inference = []compare.Inference{}
+	for i, b := range builds {
+		if len(b.lens) == 0 {
+			continue
 		}
-		rows = append(rows, row)
-		r.Inference = append(r.Inference, compare.Inference{N: n, MS: row.MSMean, MemBytes: row.PeakRSSGrowth})
+		bm := &benchModel{Model: b.m, graph: b.m.Graph(), maxLen: max(p.limit.MaxLen, slices.Max(b.lens))}
+		var err error
+		if bm.plan, err = zooroot.PlanFeeds(b.m.Graph(), nil); err != nil {
+			return badInput(err)
+		}
+		if err := guardBench(bm, []int{1}, b.lens, false); err != nil {
+			return err
+		}
+		prog, err := t.choice.Backend.Compile(b.m.Graph(), backends.Options{Threads: ci.threads})
+		if err != nil {
+			return failed(fmt.Errorf("compile %s on %s: %w", b.m.Name(), bb.Name, err))
+		}
+		in, rs, err := compare.Infer(ctx, bm.target(), prog, bb, b.lens, ci.reps, ci.warmup, status, which, i == 1)
+		prog.Close()
+		if err != nil {
+			return failed(err)
+		}
+		r.Inference, rows = append(r.Inference, in...), append(rows, rs...)
 	}
 	status.Done()
 	r.SetFit(bench.FitRows(rows))
-	if r.Inference == nil {
-		r.Inference = []compare.Inference{}
-	}
-	return r, nil
-}
-
-// newCompareStatus is zoo compare's one-line status on stderr, shown only when stderr (behind
-// the session's synchronised writer) is a terminal.
-func newCompareStatus(w io.Writer) *bench.Progress {
-	f, ok := underlying(w).(*os.File)
-	return bench.NewProgress(w, "compare", ok && term.IsTerminal(int(f.Fd())))
-}
-
-// commandLine is the comparison as a command line: the variants and every flag given (c),
-// in the order the command defines them (defs), for the report.
-func commandLine(args []string, defs []cli.Flag, c interface {
-	flags
-	Value(name string) any
-}) string {
-	quote := func(a string) string {
-		if a == "" || strings.ContainsAny(a, " \t'\"$\\") {
-			return strconv.Quote(a)
-		}
-		return a
-	}
-	parts := []string{"zoo", "compare"}
-	for _, n := range args {
-		parts = append(parts, quote(n))
-	}
-	for _, f := range defs {
-		name := f.Names()[0]
-		if !c.IsSet(name) {
-			continue
-		}
-		switch f.(type) {
-		case *cli.BoolFlag:
-			parts = append(parts, "--"+name)
-		case *cli.StringSliceFlag:
-			for _, v := range c.StringSlice(name) {
-				parts = append(parts, "--"+name, quote(v))
-			}
-		default:
-			parts = append(parts, "--"+name, quote(fmt.Sprint(c.Value(name))))
-		}
-	}
-	return strings.Join(parts, " ")
+	return nil
 }

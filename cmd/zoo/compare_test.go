@@ -26,7 +26,7 @@ const compareCorpus = "../../examples/corpus/kjv-ruth.txt"
 // compareFast are the flags that keep a comparison of tiny variants to a few seconds: few
 // steps of short windows, three short inference lengths, two timed runs each.
 var compareFast = []string{"--preset", "tiny", "--input", compareCorpus, "--steps", "12", "--batch", "2", "--window", "32",
-	"--lr", "3e-3", "--seq", "32,64,128", "--reps", "2"}
+	"--lr", "3e-3", "--warmup", "2", "--seq", "32,64,128", "--reps", "2", "--seeds", "1"}
 
 func compareArgs(variants []string, extra ...string) []string {
 	return append(append(append([]string{"compare"}, variants...), compareFast...), extra...)
@@ -39,37 +39,57 @@ func compareArgs(variants []string, extra ...string) []string {
 // measured time and memory at every length, with finite exponents.
 func TestCompareJSON(t *testing.T) {
 	variants := []string{"vanilla", "linformer", "performer"}
-	code, out, errs := zoo(t, compareArgs(variants, "--json")...)
+	code, out, errs := zoo(t, compareArgs(variants, "--json", "--seeds", "2")...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var raw []map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(out), &raw); err != nil {
-		t.Fatalf("stdout is not one JSON array: %v\n%s", err, out)
+	var doc struct {
+		Variants []map[string]json.RawMessage `json:"variants"`
+		Verdict  map[string]json.RawMessage   `json:"verdict"`
+		Partial  *bool                        `json:"partial"`
+		Seeds    []uint64                     `json:"seeds"`
 	}
-	want := []string{"eval_bits_per_byte", "eval_loss", "inference", "memory_exponent", "params", "time_exponent", "train_tokens_per_s", "variant"}
-	var got []struct {
-		Variant       string   `json:"variant"`
-		Params        int      `json:"params"`
-		TrainTokensPS float64  `json:"train_tokens_per_s"`
-		EvalLoss      float64  `json:"eval_loss"`
-		EvalBPB       float64  `json:"eval_bits_per_byte"`
-		TimeExponent  *float64 `json:"time_exponent"`
-		MemExponent   *float64 `json:"memory_exponent"`
-		Inference     []struct {
-			N        int     `json:"n"`
-			MS       float64 `json:"ms"`
-			MemBytes *int64  `json:"mem_bytes"`
-		} `json:"inference"`
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out)
+	}
+	raw := doc.Variants
+	want := []string{"config_changes", "eval_bits_per_byte", "eval_bits_per_byte_sd", "eval_loss", "eval_loss_sd", "inference", "memory_exponent", "params",
+		"seeds", "time_exponent", "train_tokens_per_s", "train_tokens_per_s_sd", "variant"}
+	var got struct {
+		Variants []struct {
+			Variant       string   `json:"variant"`
+			Params        int      `json:"params"`
+			TrainTokensPS float64  `json:"train_tokens_per_s"`
+			EvalLoss      float64  `json:"eval_loss"`
+			EvalLossSD    float64  `json:"eval_loss_sd"`
+			EvalBPB       float64  `json:"eval_bits_per_byte"`
+			TimeExponent  *float64 `json:"time_exponent"`
+			MemExponent   *float64 `json:"memory_exponent"`
+			Seeds         []struct {
+				Seed     uint64  `json:"seed"`
+				EvalLoss float64 `json:"eval_loss"`
+			} `json:"seeds"`
+			Inference []struct {
+				N        int     `json:"n"`
+				MS       float64 `json:"ms"`
+				MSSD     float64 `json:"ms_sd"`
+				MemBytes *int64  `json:"mem_bytes"`
+			} `json:"inference"`
+		} `json:"variants"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(variants) {
-		t.Fatalf("%d objects, want one per variant (%d)", len(got), len(variants))
+	if len(got.Variants) != len(variants) || doc.Partial == nil || *doc.Partial || fmt.Sprint(doc.Seeds) != "[0 1]" {
+		t.Fatalf("%d variants, partial %v, seeds %v; want one per variant (%d), not partial, seeds 0 and 1", len(got.Variants), doc.Partial, doc.Seeds, len(variants))
+	}
+	for _, k := range []string{"best", "within_noise", "behind", "fastest", "pareto_front", "text"} {
+		if _, ok := doc.Verdict[k]; !ok {
+			t.Errorf("the verdict lacks %q", k)
+		}
 	}
 	chance := math.Log(257)
-	for i, r := range got {
+	for i, r := range got.Variants {
 		keys := make([]string, 0, len(raw[i]))
 		for k := range raw[i] {
 			keys = append(keys, k)
@@ -87,6 +107,12 @@ func TestCompareJSON(t *testing.T) {
 		if !(r.EvalLoss > 0 && r.EvalLoss < chance) {
 			t.Errorf("%s: held-out loss %v, want in (0, ln 257 = %.4f) after training", r.Variant, r.EvalLoss, chance)
 		}
+		if len(r.Seeds) != 2 || r.Seeds[0].Seed != 0 || r.Seeds[1].Seed != 1 || r.Seeds[0].EvalLoss == r.Seeds[1].EvalLoss {
+			t.Errorf("%s: seeds %+v; want two runs with their own losses", r.Variant, r.Seeds)
+		}
+		if mean := (r.Seeds[0].EvalLoss + r.Seeds[1].EvalLoss) / 2; math.Abs(mean-r.EvalLoss) > 1e-12 || !(r.EvalLossSD > 0) {
+			t.Errorf("%s: eval_loss %v ± %v, want the mean %v of the seeds and their spread", r.Variant, r.EvalLoss, r.EvalLossSD, mean)
+		}
 		if bits := r.EvalLoss / math.Ln2; math.Abs(r.EvalBPB-bits) > 1e-9*bits {
 			t.Errorf("%s: %v bits per byte, want the loss %v in bits, %v (one byte per token, no smoothing)", r.Variant, r.EvalBPB, r.EvalLoss, bits)
 		}
@@ -97,8 +123,8 @@ func TestCompareJSON(t *testing.T) {
 			if n := []int{32, 64, 128}[j]; in.N != n {
 				t.Errorf("%s: inference %d at n=%d, want %d", r.Variant, j, in.N, n)
 			}
-			if !(in.MS > 0) || math.IsInf(in.MS, 0) {
-				t.Errorf("%s n=%d: %v ms, want positive", r.Variant, in.N, in.MS)
+			if !(in.MS > 0) || math.IsInf(in.MS, 0) || in.MSSD < 0 {
+				t.Errorf("%s n=%d: %v ± %v ms, want positive", r.Variant, in.N, in.MS, in.MSSD)
 			}
 			if in.MemBytes == nil || *in.MemBytes <= 0 {
 				t.Errorf("%s n=%d: mem_bytes %v, want a positive peak RSS growth (Linux /proc)", r.Variant, in.N, in.MemBytes)
@@ -113,15 +139,14 @@ func TestCompareJSON(t *testing.T) {
 			}
 		}
 	}
-	// linformer.tiny's max_len (128) reaches the longest --seq: no note. The lengths in
-	// this test are within every variant's limit.
 	if strings.Contains(errs, "panic") {
 		t.Errorf("stderr: %s", errs)
 	}
 }
 
-// TestCompareTable checks the human-readable output: the shared setup, one row per
-// variant, and a note where a variant was built with a longer max_len to reach --seq.
+// TestCompareTable checks the human-readable output: the shared setup, the verdict, one row
+// per variant, and a note where a length beyond a variant's max_len was timed on a build with
+// max_len raised (the trained model keeps its own, and its parameters).
 func TestCompareTable(t *testing.T) {
 	args := compareArgs([]string{"vanilla", "linformer"})
 	args = slices.DeleteFunc(args, func(s string) bool { return s == "32,64,128" })
@@ -135,15 +160,15 @@ func TestCompareTable(t *testing.T) {
 	var rows []string
 	for _, l := range lines {
 		f := strings.Fields(l)
-		if len(f) > 0 && (f[0] == "vanilla" || f[0] == "linformer") {
+		if len(f) > 1 && (f[0] == "vanilla" || f[0] == "linformer") && strings.Contains(l, " ms") {
 			rows = append(rows, l)
 		}
 	}
 	if len(rows) != 2 {
 		t.Fatalf("want one row per variant, got %d:\n%s", len(rows), out)
 	}
-	for _, want := range []string{"12 steps × batch 2 × window 32", "MS@64", "MEM@256", "K TIME",
-		"note: linformer: built with max_len=256 (its own is 128)", "held out: the last 10 % of --input"} {
+	for _, want := range []string{"12 steps × batch 2 × window 32", "Verdict: At n = 32 on kjv-ruth.txt", "MS@64", "MEM@256", "K TIME",
+		"note: linformer: n=256 timed on a build with max_len=256 (its own is 128; untrained weights)", "held out: the last 10 % of --input"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -345,15 +370,18 @@ func TestCompareReportChromium(t *testing.T) {
 // TestCompareFlagOrder checks that flags may come before the variants too.
 func TestCompareFlagOrder(t *testing.T) {
 	args := []string{"compare", "--input", compareCorpus, "--preset", "tiny", "--steps", "2", "--batch", "2", "--window", "16",
-		"--seq", "16,32", "--reps", "1", "--json", "vanilla", "linear"}
+		"--seq", "16,32", "--reps", "1", "--seeds", "1", "--json", "vanilla", "linear"}
 	code, out, errs := zoo(t, args...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var got []struct {
-		Variant string `json:"variant"`
+	var doc struct {
+		Variants []struct {
+			Variant string `json:"variant"`
+		} `json:"variants"`
 	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 2 || got[0].Variant != "vanilla" || got[1].Variant != "linear" {
+	got := doc.Variants
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Variants) != 2 || doc.Variants[0].Variant != "vanilla" || doc.Variants[1].Variant != "linear" {
 		t.Fatalf("got %+v (%v), want vanilla then linear:\n%s", got, err, out)
 	}
 }
@@ -363,4 +391,149 @@ func fmtPtr(k *float64) string {
 		return "missing"
 	}
 	return fmt.Sprint(*k)
+}
+
+// verdictRegistry adds two presets for the verdict tests: vanilla.twin, vanilla.tiny under
+// another name (the same config, so the same weights and losses at every seed), and
+// linformer.blind, whose projection to one position gives every query the same attention
+// output: it cannot find a byte's neighbours.
+func verdictRegistry(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "registry.yaml")
+	yaml := "variants:\n" +
+		"  - name: vanilla\n    plugin: builtin\n    presets:\n      tiny: {d_model: 64, heads: 4, layers: 2, d_ff: 128}\n      twin: {d_model: 64, heads: 4, layers: 2, d_ff: 128}\n" +
+		"  - name: linformer\n    plugin: builtin\n    presets:\n      blind: {d_model: 64, heads: 4, layers: 2, d_ff: 128, k: 1, max_len: 128}\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// periodicCorpus writes a text in which every byte is fixed by its neighbour (the digits
+// 0–9 over and over): a model that sees context predicts a masked byte almost surely, one
+// that does not is left with the digits' frequencies (ln 10 nats).
+func periodicCorpus(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "digits.txt")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("0123456789"), 600), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCompareVerdict compares, on the periodic corpus, vanilla.tiny with its identical twin
+// and with linformer.blind, over two seeds: the twins are called a tie (equal figures at every
+// seed), linformer.blind is behind (about 2 bits per byte against 3.3 after 300 steps), and
+// the JSON verdict and the report say so. (That the text output opens with the verdict is
+// TestTableAndHTML's, in internal/compare.)
+func TestCompareVerdict(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "r.html")
+	args := []string{"compare", "vanilla.tiny", "vanilla.twin", "linformer.blind", "--registry", verdictRegistry(t), "--input", periodicCorpus(t),
+		"--steps", "300", "--batch", "8", "--window", "32", "--lr", "3e-3", "--seeds", "2", "--seq", "32,64", "--reps", "2", "--report", report}
+	code, out, errs := zoo(t, append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Variants []struct {
+			Variant string  `json:"variant"`
+			EvalBPB float64 `json:"eval_bits_per_byte"`
+		} `json:"variants"`
+		Verdict struct {
+			Best   string   `json:"best"`
+			Tied   []string `json:"within_noise"`
+			Behind []string `json:"behind"`
+			Judged bool     `json:"judged"`
+			Text   string   `json:"text"`
+		} `json:"verdict"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	v := doc.Verdict
+	t.Logf("bits per byte: %+v; verdict: %s", doc.Variants, v.Text)
+	if v.Best != "vanilla.tiny" || !slices.Equal(v.Tied, []string{"vanilla.twin"}) || !slices.Equal(v.Behind, []string{"linformer.blind"}) || !v.Judged {
+		t.Errorf("verdict: best %s, tied %v, behind %v, judged %v; want vanilla.tiny tied with vanilla.twin, linformer.blind behind", v.Best, v.Tied, v.Behind, v.Judged)
+	}
+	if !strings.Contains(v.Text, "vanilla.twin is within noise of it, so it is a tie among them. linformer.blind is behind.") {
+		t.Errorf("verdict text %q does not call the tie and the loser", v.Text)
+	}
+	page, err := os.ReadFile(report)
+	if err != nil || !strings.Contains(string(page), "vanilla.twin is within noise of it") {
+		t.Errorf("the report lacks the verdict (%v)", err)
+	}
+}
+
+// TestCompareParamsMatch: --params-match sets linformer.tiny's d_ff so that its parameters
+// (8.2 k more than vanilla.tiny's from its projections E and F) come within a few of
+// vanilla's, and says so beside its row.
+func TestCompareParamsMatch(t *testing.T) {
+	code, out, errs := zoo(t, compareArgs([]string{"vanilla", "linformer"}, "--params-match", "--steps", "2", "--seq", "32", "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Variants []struct {
+			Params  int      `json:"params"`
+			Changes []string `json:"config_changes"`
+		} `json:"variants"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Variants) != 2 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	a, b := doc.Variants[0], doc.Variants[1]
+	if d := math.Abs(float64(a.Params - b.Params)); d > 0.01*float64(a.Params) || len(a.Changes) != 0 || len(b.Changes) != 1 || !strings.Contains(b.Changes[0], "--params-match") {
+		t.Errorf("vanilla %d parameters (changes %v), linformer %d (changes %v); want within 1 %% and linformer's d_ff change stated", a.Params, a.Changes, b.Params, b.Changes)
+	}
+	code, out, _ = zoo(t, compareArgs([]string{"vanilla", "linformer"}, "--params-match", "--steps", "2", "--seq", "32")...)
+	if code != 0 || !strings.Contains(out, "linformer*") || !strings.Contains(out, "* linformer: d_ff=") {
+		t.Errorf("the table does not mark the changed row:\n%s", out)
+	}
+}
+
+// TestComparePartial interrupts a real zoo compare with SIGINT while its second variant
+// trains: it exits 130 and writes the table, the JSON and the report of the first, marked
+// partial.
+func TestComparePartial(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		t.Run(fmt.Sprint("json=", asJSON), func(t *testing.T) {
+			report := filepath.Join(t.TempDir(), "r.html")
+			args := []string{"compare", "vanilla.tiny", "vanilla.base", "--input", compareCorpus, "--steps", "400", "--batch", "2", "--window", "32",
+				"--seq", "32", "--reps", "1", "--seeds", "1", "--report", report}
+			if asJSON {
+				args = append(args, "--json")
+			}
+			p := startZoo(t, t.TempDir(), nil, args...)
+			for !strings.Contains(p.stderr.String(), "(1/2) vanilla.tiny done") {
+				select {
+				case <-p.done:
+					t.Fatalf("zoo compare ended before the first variant was done: %s", p.stderr.String())
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+			time.Sleep(300 * time.Millisecond) // into the second variant's training
+			if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			if code := p.wait(t); code != 130 {
+				t.Fatalf("exit %d, want 130: %s", code, p.stderr.String())
+			}
+			out := p.stdout.String()
+			if asJSON {
+				var doc struct {
+					Variants []struct{ Variant string } `json:"variants"`
+					Partial  bool                       `json:"partial"`
+				}
+				if err := json.Unmarshal([]byte(out), &doc); err != nil || !doc.Partial || len(doc.Variants) != 1 || doc.Variants[0].Variant != "vanilla.tiny" {
+					t.Errorf("JSON after Ctrl-C: %+v (%v); want the first variant, partial\n%s", doc, err, out)
+				}
+			} else if !strings.Contains(out, "PARTIAL: interrupted after 1 of 2 variants") || !strings.Contains(out, "vanilla.tiny ") {
+				t.Errorf("table after Ctrl-C:\n%s", out)
+			}
+			page, err := os.ReadFile(report)
+			if err != nil || !strings.Contains(string(page), `id="partial"`) || !strings.Contains(string(page), "<tr><td>vanilla.tiny</td>") {
+				t.Errorf("no partial report after Ctrl-C (%v)", err)
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	zooroot "github.com/zoo-dev/zoo"
 
@@ -30,7 +31,9 @@ func evalCommand() *cli.Command {
 			"counts those; clm builds the variant with causal=true and counts every position but a window's last, whose\n" +
 			"target is the next token. loss is the mean cross-entropy over counted tokens (with --label-smoothing as\n" +
 			"F.cross_entropy); bits per byte and perplexity are the plain cross-entropy: total nats / ln 2 / bytes of the\n" +
-			"counted targets, and exp(mean nats). Without --weights the model has the seed's random weights." +
+			"counted targets, and exp(mean nats). Without --weights the model has the seed's random weights. Weights\n" +
+			"that zoo train wrote are scored as the run scored its held-out text: --window, --objective and --seed\n" +
+			"(mlm's masks) default to the run's, recorded in the checkpoint; give them to score otherwise." +
 			examples("zoo eval vanilla.tiny --weights model.safetensors --input heldout.txt", "zoo eval vanilla.tiny -i heldout.txt --objective clm --json"),
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "held-out text `FILE`", Required: true},
@@ -61,6 +64,10 @@ type evalReport struct {
 	Backend        string                `json:"backend"`
 	Precision      string                `json:"precision"`
 	RunMS          float64               `json:"run_ms"`
+	// FromCheckpoint lists the flags whose values came from the training checkpoint given as
+	// --weights ("--window"), not from the command line or the defaults.
+	FromCheckpoint []string `json:"from_checkpoint,omitempty"`
+	Seed           uint64   `json:"seed"`
 }
 
 func evalAction(c *cli.Context) error {
@@ -81,6 +88,16 @@ func evalAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	var taken []string
+	if w := c.String(flagWeights.Name); w != "" && !zooroot.IsONNXPath(c.Args().First()) {
+		ck, err := train.TrainedWith(w)
+		if err != nil {
+			return err
+		}
+		if cfg, taken, err = cfg.FromCheckpoint(ck, func(option string) bool { return c.IsSet(flagOf(option)) }); err != nil {
+			return err
+		}
+	}
 	opts.Configure = train.EvalHook(cfg.Objective, opts.Set)
 	m, err := loadWith(c.Context, c, c.Args().First(), opts)
 	if err != nil {
@@ -95,7 +112,10 @@ func evalAction(c *cli.Context) error {
 	rep := evalReport{Model: m.Name(), Weights: m.Weights(), Objective: cfg.Objective, Input: inPath, Windows: res.Windows,
 		Window: res.Window, Tokens: res.Tokens, Loss: res.Loss, BitsPerByte: res.BitsPerByte, Accuracy: res.Accuracy,
 		Perplexity: res.Perplexity, LabelSmoothing: cfg.LabelSmoothing, Backend: res.Backend.Backend.Name(),
-		Precision: reportedPrecision(res.Backend.Backend.Name(), cfg.Precision), RunMS: format.MS(res.Duration)}
+		Precision: reportedPrecision(res.Backend.Backend.Name(), cfg.Precision), RunMS: format.MS(res.Duration), Seed: cfg.Seed}
+	for _, o := range taken {
+		rep.FromCheckpoint = append(rep.FromCheckpoint, "--"+flagOf(o))
+	}
 	if c.Bool(flagJSON.Name) {
 		return format.WriteJSON(c.App.Writer, rep)
 	}
@@ -129,6 +149,20 @@ func printEvalReport(w io.Writer, r evalReport) {
 	fmt.Fprintf(w, "model          %s\n", r.Model)
 	fmt.Fprintf(w, "weights        %s\n", r.Weights)
 	fmt.Fprintf(w, "input          %s: %s of ≤%d, %s, %s scored\n", r.Input, format.Plural(r.Windows, "window"), r.Window, r.Objective, format.Plural(r.Tokens, "token"))
+	if len(r.FromCheckpoint) > 0 {
+		var set []string
+		for _, f := range r.FromCheckpoint {
+			switch f {
+			case "--window":
+				set = append(set, fmt.Sprintf("--window %d", r.Window))
+			case "--objective":
+				set = append(set, "--objective "+r.Objective)
+			case "--seed":
+				set = append(set, fmt.Sprintf("--seed %d", r.Seed))
+			}
+		}
+		fmt.Fprintf(w, "settings       %s: the training run's, from %s\n", strings.Join(set, ", "), r.Weights.File)
+	}
 	if r.LabelSmoothing > 0 {
 		fmt.Fprintf(w, "loss           %.6f (label smoothing %g)\n", r.Loss, r.LabelSmoothing)
 	} else {

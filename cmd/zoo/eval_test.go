@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -94,5 +97,44 @@ func TestEvalBadInput(t *testing.T) {
 		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, errs, tc.want)
 		}
+	}
+}
+
+// TestEvalTakesCheckpointSettings: weights that zoo train wrote are scored as the run scored
+// its held-out text: without --window, --objective or --seed, eval takes the run's (window 24,
+// not the default min(512, max_len); clm, which builds the variant causal) and gives the
+// run's own final held-out loss; a flag given wins.
+func TestEvalTakesCheckpointSettings(t *testing.T) {
+	dir := t.TempDir()
+	for _, obj := range []string{"mlm", "clm"} {
+		t.Run(obj, func(t *testing.T) {
+			out := filepath.Join(dir, obj+".safetensors")
+			code, stdout, stderr := zoo(t, trainArgs("--steps", "2", "--objective", obj, "--seed", "3", "--eval", text, "-o", out, "--json")...)
+			if code != 0 {
+				t.Fatalf("train: exit %d: %s", code, stderr)
+			}
+			var tr trainReport
+			if err := json.Unmarshal([]byte(stdout), &tr); err != nil || tr.EvalLoss == nil {
+				t.Fatalf("train report %q: %v", stdout, err)
+			}
+			rep := evalJSON(t, "vanilla.tiny", "--weights", out, "--input", text)
+			if rep.Window != 24 || rep.Objective != obj || rep.Loss != *tr.EvalLoss {
+				t.Errorf("eval: window %d, %s, loss %v; want the run's window 24, %s and its held-out loss %v", rep.Window, rep.Objective, rep.Loss, obj, *tr.EvalLoss)
+			}
+			want := "[--window --objective --seed]"
+			if obj == "clm" {
+				want = "[--window --objective]" // clm draws no masks
+			}
+			if fmt.Sprint(rep.FromCheckpoint) != want {
+				t.Errorf("from_checkpoint %v, want %s", rep.FromCheckpoint, want)
+			}
+			if other := evalJSON(t, "vanilla.tiny", "--weights", out, "--input", text, "--window", "37"); other.Window != 37 || slices.Contains(other.FromCheckpoint, "--window") {
+				t.Errorf("--window 37 given: window %d, from the checkpoint %v", other.Window, other.FromCheckpoint)
+			}
+			code, text, _ := zoo(t, "eval", "vanilla.tiny", "--weights", out, "--input", text)
+			if code != 0 || !strings.Contains(text, "settings       --window 24, --objective "+obj) {
+				t.Errorf("the text report does not say which settings came from the checkpoint:\n%s", text)
+			}
+		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/trainout"
 	"github.com/zoo-dev/zoo/train"
 	"github.com/zoo-dev/zoo/zoo/optim"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
@@ -31,7 +32,9 @@ func trainCommand() *cli.Command {
 		Description: "Step k (1-based) trains on windows (k-1)*B ... k*B-1 of the input, cut as `zoo run` cuts them\n" +
 			"and taken cyclically (--shuffle: in a seeded order). -o FILE.safetensors holds the model's state_dict;\n" +
 			"FILE.optim.safetensors beside it the optimizer's moments and step count. --resume FILE continues a run\n" +
-			"with the settings it started with, so that its losses equal an uninterrupted run's bit for bit;\n" +
+			"with the settings it started with, so that its losses equal an uninterrupted run's bit for bit, and with\n" +
+			"its --eval, --eval-every, --log (appended to), --plot, --save-every, --threads and --checkpoint-activations\n" +
+			"unless given again; -o defaults to FILE.\n" + format.Wrap(train.ExtendRule, 110) + "\n" +
 			"Ctrl-C or SIGTERM saves the last finished step's checkpoint before zoo exits (130 or 143); a killed run\n" +
 			"loses the steps since its last save (--save-every). A NaN or infinite\n" +
 			"loss stops training with one line naming the step and the parameter with the largest gradient.\n" +
@@ -46,7 +49,7 @@ func trainCommand() *cli.Command {
 			&cli.IntFlag{Name: "batch", Value: d.Batch, Usage: "windows per step"},
 			&cli.IntFlag{Name: "window", Usage: "tokens per window (0: min(512, the model's maximum length))"},
 			&cli.StringFlag{Name: "objective", Value: d.Objective, Usage: "mlm (masked tokens, BERT's 15 % with 80/10/10) or clm (next token within each window; turns causal on)"},
-		}, optimizerFlags(), []cli.Flag{
+		}, optimizerFlags(d), []cli.Flag{
 			&cli.IntFlag{Name: "save-every", Usage: "also write the checkpoint every `N` steps (0: only at the end)"},
 			&cli.StringFlag{Name: "resume", Usage: "continue the run whose checkpoint is `FILE`.safetensors (with FILE.optim.safetensors beside it)"},
 			&cli.StringFlag{Name: "eval", Usage: "held-out text `FILE`: its loss and bits per byte before training, every --eval-every steps and at the end"},
@@ -63,9 +66,8 @@ func trainCommand() *cli.Command {
 }
 
 // optimizerFlags are the flags of the optimizer, the schedule and the loss, which zoo train
-// and zoo compare share (trainConfig reads them).
-func optimizerFlags() []cli.Flag {
-	d := train.DefaultConfig()
+// and zoo compare share (trainConfig reads them), with d's defaults.
+func optimizerFlags(d train.Config) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "optimizer", Value: d.Optimizer, Usage: "adamw (torch.optim.AdamW) or sgd (torch.optim.SGD)"},
 		&cli.Float64Flag{Name: "momentum", Usage: "SGD momentum (0: plain SGD)"},
@@ -73,7 +75,7 @@ func optimizerFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "weight-decay", Value: d.WeightDecay, Usage: "weight decay on every parameter (AdamW: decoupled; SGD: added to the gradient)"},
 		&cli.Float64Flag{Name: "eps", Value: d.Eps, Usage: "AdamW's epsilon"},
 		&cli.StringFlag{Name: "betas", Value: formatBetas(d.Betas), Usage: "AdamW's `B1,B2`"},
-		&cli.IntFlag{Name: "warmup", Usage: "steps `N` of linear warm-up from 0 to --lr"},
+		&cli.IntFlag{Name: "warmup", Value: d.Warmup, Usage: "steps `N` of linear warm-up from 0 to --lr"},
 		&cli.StringFlag{Name: "schedule", Value: d.Schedule, Usage: "learning rate after warm-up: constant, linear (to 0 at the last step) or cosine"},
 		&cli.Float64Flag{Name: "label-smoothing", Usage: "label smoothing `X` of the cross-entropy (PyTorch's formula)"},
 		&cli.Float64Flag{Name: "clip", Value: d.Clip, Usage: "clip the global gradient norm to `X` (0: no clipping)"},
@@ -136,14 +138,24 @@ func withPreset(ref, preset string) string {
 }
 
 // trainRun is what zoo train trains: the model (its reference, --set values and initial
-// weights), the text and the Config.
+// weights), the text and the Config, and where its log and plot go.
 type trainRun struct {
-	model   string
-	sets    map[string]string
-	weights string
-	data    train.Data
-	cfg     train.Config
+	model     string
+	sets      map[string]string
+	weights   string
+	data      train.Data
+	cfg       train.Config
+	log, plot string
+	// carried lists the settings a resumed run took from its checkpoint ("--eval FILE");
+	// notes says what else a user should know of it (an extension of the schedule).
+	carried, notes []string
 }
+
+// The labels under which a checkpoint records zoo train's --log and --plot (train.Config.Labels).
+const (
+	labelLog  = "log"
+	labelPlot = "plot"
+)
 
 // trainRunOf reads zoo train's flags into the run (ref is the model argument, "" for a
 // resumed run), continuing --resume's run when it is given, and checks what needs no model.
@@ -153,6 +165,14 @@ func trainRunOf(c flags, ref string) (trainRun, error) {
 		return trainRun{}, err
 	}
 	cfg.SaveEvery, cfg.EvalEvery, cfg.Output = c.Int("save-every"), c.Int("eval-every"), c.String("output")
+	for label, flag := range map[string]string{labelLog: "log", labelPlot: "plot"} {
+		if v := c.String(flag); v != "" {
+			if cfg.Labels == nil {
+				cfg.Labels = map[string]string{}
+			}
+			cfg.Labels[label] = v
+		}
+	}
 	sets, err := parseSets(c.StringSlice(flagSet.Name))
 	if err != nil {
 		return trainRun{}, badInput(err)
@@ -167,6 +187,7 @@ func trainRunOf(c flags, ref string) (trainRun, error) {
 			return run, err
 		}
 	}
+	run.log, run.plot = run.cfg.Labels[labelLog], run.cfg.Labels[labelPlot]
 	if run.data.Train.Path == "" {
 		return run, badInputf("train: --input FILE is required (the text to train on)")
 	}
@@ -209,8 +230,32 @@ func resumeRun(c flags, run trainRun, ref string) (trainRun, error) {
 		return run, err
 	}
 	run.model, run.sets, run.weights, run.cfg = ck.Model, ck.Set, "", cfg
+	if len(cfg.Cycles) > max(1, len(ck.Config.Cycles)) {
+		run.notes = append(run.notes, fmt.Sprintf("extending the run from %d to %d steps: %s (see zoo help train)",
+			ck.Config.Steps, cfg.Steps, cfg.DescribeCycle(cfg.Cycles[len(cfg.Cycles)-1])))
+	}
 	if !c.IsSet("input") {
-		run.data.Train.Path = ck.Input
+		run.data.Train = ck.Data.Train
+		run.data.Train.Name = "--input"
+	}
+	// What the first run was given besides the recorded settings comes along.
+	carry := func(flag, value string) {
+		if !c.IsSet(flag) && value != "" && value != "0" && value != "false" {
+			run.carried = append(run.carried, "--"+flag+" "+value)
+		}
+	}
+	if !c.IsSet("eval") && ck.Data.Held.Path != "" {
+		run.data.Held = ck.Data.Held
+		run.data.Held.Name = "--eval"
+		carry("eval", ck.Data.Held.Path)
+	}
+	carry("eval-every", strconv.Itoa(cfg.EvalEvery))
+	carry("log", cfg.Labels[labelLog])
+	carry("plot", cfg.Labels[labelPlot])
+	carry("save-every", strconv.Itoa(cfg.SaveEvery))
+	carry("threads", strconv.Itoa(cfg.Threads))
+	if cfg.CheckpointActivations && !c.IsSet(flagCheckpointActivations.Name) {
+		run.carried = append(run.carried, "--"+flagCheckpointActivations.Name)
 	}
 	return run, nil
 }
@@ -266,8 +311,10 @@ func checkTrainArgs(nArgs int, ref, resume, out string) error {
 		return badInputf("train: want one model name (see `zoo list`), got %d arguments", nArgs)
 	case ref == "" && resume == "":
 		return badInputf("train: want a model name (see `zoo list`), e.g. zoo train vanilla.tiny --input corpus.txt -o model.safetensors")
-	case out == "":
+	case out == "" && resume == "":
 		return badInputf("train: -o FILE.safetensors is required (where the trained state_dict goes)")
+	case out == "":
+		out = resume // a resumed run writes its checkpoint back
 	case !strings.EqualFold(filepath.Ext(out), ".safetensors"):
 		return badInputf("-o %s: the trained state_dict is written as .safetensors; name the file FILE.safetensors", out)
 	}
@@ -312,6 +359,12 @@ func trainAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(run.carried) > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "zoo train: resuming %s with the run's %s\n", run.cfg.Resume, strings.Join(run.carried, " "))
+	}
+	for _, n := range run.notes {
+		fmt.Fprintf(c.App.ErrWriter, "zoo train: %s\n", n)
+	}
 	t0 := time.Now()
 	m, err := loadTrainModel(c.Context, c, run)
 	if err != nil {
@@ -323,14 +376,24 @@ func trainAction(c *cli.Context) error {
 		return err
 	}
 	defer tr.Close()
-	rec := &trainRecorder{}
-	if p := c.String("log"); p != "" {
-		if rec.log, rec.lines, err = openTrainLog(p, tr.Step()); err != nil {
+	removed := tr.Removed()
+	for _, p := range []string{run.log, run.plot} {
+		if p != "" {
+			r, _ := tensorio.RemoveStaleTemps(p)
+			removed = append(removed, r...)
+		}
+	}
+	if len(removed) > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "zoo train: removed %s that killed saves left: %s\n", format.Plural(len(removed), "temporary file"), strings.Join(removed, ", "))
+	}
+	rec := &trainout.Recorder{}
+	if p := run.log; p != "" {
+		if rec.Log, rec.Lines, err = trainout.Open(p, tr.Step()); err != nil {
 			return badInput(err)
 		}
-		defer rec.log.close()
+		defer rec.Log.Close()
 	}
-	tr.OnStep(rec.record)
+	tr.OnStep(rec.Record)
 	bar := trainBar(c.App.ErrWriter, "", run.cfg.Steps, tr.Step())
 	if bar != nil {
 		tr.OnStep(trainBarHook(bar, tr.Step(), run.cfg.Steps))
@@ -343,17 +406,17 @@ func trainAction(c *cli.Context) error {
 		bar.finish()
 	}
 	reportStopped(c.App.ErrWriter, runErr, run.cfg)
-	if p := c.String("plot"); p != "" && len(rec.lines) > 0 {
+	if p := run.plot; p != "" && len(rec.Lines) > 0 {
 		title := fmt.Sprintf("zoo train %s — %s, %s, batch %d × %d tokens", m.Name(), run.cfg.Objective, run.cfg.Optimizer, run.cfg.Batch, tr.Window())
-		if err := tensorio.AtomicWriteFile(p, func(w io.Writer) error { return renderTrainPlot(w, rec.lines, title) }); err != nil && runErr == nil {
+		if err := tensorio.AtomicWriteFile(p, func(w io.Writer) error { return trainout.Plot(w, rec.Lines, title) }); err != nil && runErr == nil {
 			runErr = failed(err)
 		}
 	}
 	if runErr != nil {
 		return runErr
 	}
-	rep := newTrainReport(tr, res, rec.lines, time.Since(t0))
-	for _, p := range []string{c.String("log"), c.String("plot")} {
+	rep := newTrainReport(tr, res, rec.Lines, time.Since(t0))
+	for _, p := range []string{run.log, run.plot} {
 		if p != "" {
 			rep.Written = append(rep.Written, p)
 		}
@@ -379,24 +442,23 @@ func reportStopped(w io.Writer, err error, cfg train.Config) {
 
 // newTrainReport reports a finished run: lines are the --log lines kept from before a resume
 // and this run's, which give the first and final losses and the held-out scores.
-func newTrainReport(tr *train.Trainer, res train.Result, lines []trainLog, took time.Duration) trainReport {
+func newTrainReport(tr *train.Trainer, res train.Result, lines []trainout.Line, took time.Duration) trainReport {
 	cfg, choice := tr.Config(), tr.Backend()
 	rep := trainReport{Model: tr.Model().Name(), Backend: choice.Backend.Name(), Level: choice.Probe.Level, Threads: tr.Threads(),
 		Precision: reportedPrecision(choice.Backend.Name(), cfg.Precision), Objective: cfg.Objective, Optimizer: cfg.Optimizer,
 		Params: tr.Parameters(), StartStep: res.StartStep, Steps: cfg.Steps, Tokens: res.Tokens, Seconds: took.Seconds(),
 		TokensPS: res.TokensPerSecond(), Written: []string{cfg.Output, optim.OptimPath(cfg.Output)}}
-	for i := range lines {
-		l := &lines[i]
+	for _, l := range lines {
 		switch {
-		case l.eval && l.Step == 0:
-			rep.InitialEval, rep.InitialEvalBPB = &l.evalV, &l.bpbV
-		case l.eval:
-			rep.EvalLoss, rep.EvalBPB = &l.evalV, &l.bpbV
+		case l.IsEval() && l.Step == 0:
+			rep.InitialEval, rep.InitialEvalBPB = l.EvalLoss, l.EvalBitsPB
+		case l.IsEval():
+			rep.EvalLoss, rep.EvalBPB = l.EvalLoss, l.EvalBitsPB
 		case l.Step > res.StartStep && rep.FirstLoss == nil:
-			rep.FirstLoss = &l.lossV
+			rep.FirstLoss = l.Loss
 		}
-		if !l.eval {
-			rep.FinalLoss = &l.lossV
+		if !l.IsEval() {
+			rep.FinalLoss = l.Loss
 		}
 	}
 	return rep

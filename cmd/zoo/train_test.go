@@ -499,3 +499,226 @@ func TestTrainOptionsRenderAsFlags(t *testing.T) {
 		t.Errorf("EvalConfig.Batch and Config.Batch render as %q", got)
 	}
 }
+
+// waitLogLines waits until the --log file of a running zoo holds n lines.
+func waitLogLines(t *testing.T, p *zooProc, log string, n int) {
+	t.Helper()
+	for {
+		if lines, err := os.ReadFile(log); err == nil && bytes.Count(lines, []byte("\n")) >= n {
+			return
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("zoo train ended before its log had %d lines: %s", n, p.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// TestTrainResumeCarriesSettings: `zoo train --resume FILE --steps N`, with nothing else,
+// continues the run as it was started: its --eval and --eval-every (evaluations after the
+// resume), its --log (appended: one line per step 1–6 and per evaluation), its --plot
+// (redrawn), -o (the checkpoint itself) and its --save-every (a resumed run killed after step
+// 9 of 400 kept a checkpoint of step 8, not the resumed step 4).
+func TestTrainResumeCarriesSettings(t *testing.T) {
+	dir := t.TempDir()
+	out, log, plot := filepath.Join(dir, "m.safetensors"), filepath.Join(dir, "m.jsonl"), filepath.Join(dir, "m.png")
+	if code, _, stderr := zoo(t, trainArgs("--steps", "4", "--eval", text, "--eval-every", "2", "--save-every", "2", "-o", out, "--log", log, "--plot", plot)...); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	if err := os.Remove(plot); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := zoo(t, "train", "--resume", out, "--steps", "6")
+	if code != 0 {
+		t.Fatalf("resumed run: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "with the run's --eval "+text+" --eval-every 2 --log "+log+" --plot "+plot+" --save-every 2") {
+		t.Errorf("stderr %q does not say which settings the resumed run carried", stderr)
+	}
+	var steps, evals []int
+	for _, l := range readTrainLog(t, log) {
+		if _, ok := l["eval_loss"]; ok {
+			evals = append(evals, int(l["step"]))
+		} else {
+			steps = append(steps, int(l["step"]))
+		}
+	}
+	if fmt.Sprint(steps) != "[1 2 3 4 5 6]" || fmt.Sprint(evals) != "[0 2 4 6]" {
+		t.Errorf("log after the resume: steps %v, evaluations %v; want 1–6 and 0 2 4 6", steps, evals)
+	}
+	if png, err := os.ReadFile(plot); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("the resumed run did not redraw --plot: %v", err)
+	}
+	ck, err := train.ReadCheckpoint(out)
+	if err != nil || ck.Step != 6 {
+		t.Fatalf("checkpoint after the resume: %+v, %v", ck, err)
+	}
+
+	// --save-every comes along: a resumed run killed after step 9 lost at most one step.
+	p := startZoo(t, t.TempDir(), nil, "train", "--resume", out, "--steps", "400", "--eval-every", "0", "--schedule", "linear")
+	waitLogLines(t, p, log, len(steps)+len(evals)+3) // steps 7, 8 and 9
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t)
+	if ck, err := train.ReadCheckpoint(out); err != nil || ck.Step < 8 {
+		t.Errorf("after a kill at step 9 of a resumed run the checkpoint holds step %d (%v); want 8, saved by the run's --save-every 2", ck.Step, err)
+	}
+}
+
+// TestTrainExtendSchedule: `zoo train --resume FILE --steps N` beyond a finished linear run
+// follows the documented rule (train.ExtendRule), says so on stderr, and logs it: the first
+// run's learning rates stay, the rate climbs back from the 0 it ended at by a tenth of --lr a
+// step (no jump) and decays linearly to 0 at the new last step.
+func TestTrainExtendSchedule(t *testing.T) {
+	dir := t.TempDir()
+	out, log := filepath.Join(dir, "m.safetensors"), filepath.Join(dir, "m.jsonl")
+	if code, _, stderr := zoo(t, trainArgs("--steps", "6", "-o", out, "--log", log)...); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	first := readTrainLog(t, log)
+	code, _, stderr := zoo(t, "train", "--resume", out, "--steps", "26")
+	if code != 0 {
+		t.Fatalf("extended run: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "extending the run from 6 to 26 steps: steps 7–26: warm-up over 10 steps from lr 0 to 0.001, then linear to 0 at step 26") {
+		t.Errorf("stderr %q does not state the schedule of the added steps", stderr)
+	}
+	lines := readTrainLog(t, log)
+	if len(lines) != 26 {
+		t.Fatalf("%d log lines, want 26", len(lines))
+	}
+	for k := range first {
+		if lines[k]["lr"] != first[k]["lr"] {
+			t.Errorf("step %d: lr %g after the extension, %g before", k+1, lines[k]["lr"], first[k]["lr"])
+		}
+	}
+	for k := 6; k < 26; k++ {
+		if d := math.Abs(lines[k]["lr"] - lines[k-1]["lr"]); d > 1e-4+1e-12 {
+			t.Errorf("lr %g at step %d, %g at step %d: a jump of %g", lines[k-1]["lr"], k, lines[k]["lr"], k+1, d)
+		}
+	}
+	if lines[15]["lr"] != 1e-3 || lines[25]["lr"] != 0 {
+		t.Errorf("lr %g at step 16 and %g at step 26; want the peak 0.001 back and 0 at the end", lines[15]["lr"], lines[25]["lr"])
+	}
+}
+
+// tempFiles lists the temporary files of atomic writes in dir.
+func tempFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp-") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestTrainKilledSaveLeavesNoTemp kills a real zoo train with SIGKILL while it writes a
+// checkpoint (its temporary file is on disk), and checks that the next run on that output
+// removes what the killed save left and says so, and that the resumed checkpoint still holds.
+func TestTrainKilledSaveLeavesNoTemp(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.safetensors")
+	// A wider model, saved every step, so that a save is in progress often.
+	args := trainArgs("--steps", "100000", "--save-every", "1", "--set", "d_model=256", "--set", "d_ff=1024", "-o", out)
+	var left []string
+	for try := 0; try < 20 && len(left) == 0; try++ {
+		p := startZoo(t, t.TempDir(), nil, args...)
+		deadline := time.Now().Add(30 * time.Second)
+		for len(tempFiles(t, dir)) == 0 || !fileExists(out) {
+			select {
+			case <-p.done:
+				t.Fatalf("zoo train ended: %s", p.stderr.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no save in progress seen within 30 s")
+			}
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		p.wait(t)
+		left = tempFiles(t, dir)
+	}
+	if len(left) == 0 {
+		t.Skip("no kill landed inside a save in 20 tries")
+	}
+	t.Logf("the killed save left %v", left)
+	ck, err := train.ReadCheckpoint(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := zoo(t, "train", "--resume", out, "--steps", strconv.Itoa(ck.Step+1), "--save-every", "0")
+	if code != 0 {
+		t.Fatalf("the run after the kill: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "that killed saves left") {
+		t.Errorf("stderr %q does not say what was removed", stderr)
+	}
+	if rest := tempFiles(t, dir); len(rest) != 0 {
+		t.Errorf("temporary files after the next run: %v", rest)
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestTrainStreamsInput trains on a 64 MB text in a real zoo process and checks its peak
+// resident memory: the windows are read from the file as batches need them, so the text is
+// not held (as int64 token ids it would take 512 MB).
+func TestTrainStreamsInput(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.txt")
+	chunk := bytes.Repeat([]byte("In the beginning God created the heaven and the earth. "), 1<<14)
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for written := 0; written < 64<<20; written += len(chunk) {
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := startZoo(t, t.TempDir(), nil, "train", "vanilla.tiny", "--input", big, "--window", "64", "--batch", "2", "--steps", "40", "--shuffle",
+		"-o", filepath.Join(dir, "m.safetensors"))
+	// The peak is the kernel's high-water mark of the process's own memory (VmHWM), read
+	// until it exits: rusage's maxrss would also count the test process, whose memory the
+	// child shares until it execs.
+	var peak int64
+	for done := false; !done; {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			done = true
+		case <-time.After(5 * time.Millisecond):
+		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid)); err == nil {
+			for _, line := range strings.Split(string(st), "\n") {
+				var kb int64
+				if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil {
+					peak = max(peak, kb<<10)
+				}
+			}
+		}
+	}
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, p.stderr.String())
+	}
+	if peak == 0 {
+		t.Skip("no /proc/PID/status on this platform")
+	}
+	t.Logf("peak RSS training on a 64 MiB text: %d MiB", peak>>20)
+	if peak > 256<<20 {
+		t.Errorf("peak RSS %d MiB training on a 64 MiB text: the text is held in memory", peak>>20)
+	}
+}

@@ -178,12 +178,39 @@ func TestWeightsBadInput(t *testing.T) {
 		{[]string{"run", "vanilla.tiny", "--input", text, "--weights", junk}, "junk.safetensors: safetensors:"},
 		{[]string{"run", "vanilla.tiny", "--input", text, "--weights", filepath.Join(dir, "none.safetensors")}, "no such file"},
 		{[]string{"run", "vanilla.tiny", "--input", text, "--weights", filepath.Join(dir, "model.pt")}, "state_dict_to_safetensors.py"},
-		{[]string{"run", "vanilla", "--input", text, "--weights", good}, "the file holds vanilla with config"},
+		{[]string{"run", "vanilla", "--input", text, "--weights", good}, "--weights " + good + " were written for vanilla with d_ff=128 d_model=64 heads=4 layers=2, not vanilla's d_ff=2048 d_model=512 heads=8 layers=6"},
 		{[]string{"export", "--onnx", "-o", dir, "--from-weights", good}, "name the model"},
 	} {
 		code, _, errs := zoo(t, tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, errs, tc.want)
 		}
+	}
+}
+
+// TestWeightsOfAnotherModel: weights zoo train wrote are refused by another variant, or by
+// the same variant with another config, whatever the shapes (linear.tiny's parameters have
+// vanilla.tiny's names and shapes), in one line naming both; a dropout rate, which only
+// training reads, may differ.
+func TestWeightsOfAnotherModel(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m.safetensors")
+	if code, _, stderr := zoo(t, trainArgs("--steps", "1", "-o", out)...); code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "linear.tiny", "--input", text}, "--weights " + out + " were written for vanilla.tiny, not linear.tiny; load them into vanilla.tiny"},
+		{[]string{"run", "vanilla.tiny", "--set", "layers=3", "--input", text}, "were written for vanilla.tiny with layers=2, not vanilla.tiny's layers=3; give --set layers=2 to load them"},
+		{[]string{"run", "vanilla.tiny", "--set", "causal=true", "--input", text}, "with causal=false, not vanilla.tiny's causal=true"},
+	} {
+		code, _, stderr := zoo(t, append(tc.args, "--weights", out)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	if code, _, stderr := zoo(t, "eval", "vanilla.tiny", "--set", "dropout=0.3", "--input", text, "--weights", out); code != 0 {
+		t.Errorf("another dropout rate: exit %d: %s", code, stderr)
 	}
 }

@@ -32,6 +32,9 @@ type Series struct {
 	N        []float64
 	TimeMS   []float64
 	MemBytes []float64
+	// TimeSD, when as long as N, is the standard deviation of each time over its timed
+	// runs, drawn as an error bar (cut at a tenth of the mean where mean − sd is below it: lowErr).
+	TimeSD []float64
 	// Dashed draws the line dashed (used for reference runtimes such as ONNX Runtime).
 	Dashed bool
 	// Color is the palette index of the line (plotutil.Color); series of one variant share it.
@@ -105,7 +108,7 @@ func Render(w io.Writer, series []Series, opts Options) (err error) {
 			err = fmt.Errorf("benchplot: draw: %v", r)
 		}
 	}()
-	timeP, err := panel(series, opts.Title+" — time per run", "time (ms)", func(s Series) []float64 { return s.TimeMS })
+	timeP, err := panel(series, opts.Title+" — time per run (bars: ± sd, cut at a tenth)", "time (ms)", func(s Series) []float64 { return s.TimeMS }, func(s Series) []float64 { return s.TimeSD })
 	if err != nil {
 		return err
 	}
@@ -115,7 +118,7 @@ func Render(w io.Writer, series []Series, opts Options) (err error) {
 			mib[i] = b / (1 << 20)
 		}
 		return mib
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}
@@ -133,7 +136,7 @@ func Render(w io.Writer, series []Series, opts Options) (err error) {
 }
 
 // panel draws one log-log panel of y(s) against n for every series.
-func panel(series []Series, title, ylabel string, y func(Series) []float64) (*plot.Plot, error) {
+func panel(series []Series, title, ylabel string, y, sd func(Series) []float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "sequence length n"
@@ -145,12 +148,23 @@ func panel(series []Series, title, ylabel string, y func(Series) []float64) (*pl
 	drawn := 0
 	for i, s := range series {
 		ys := y(s)
+		var sds []float64
+		if sd != nil {
+			sds = sd(s)
+		}
 		var pts plotter.XYs
+		var errs plotter.YErrors
 		for j := range s.N {
 			if j < len(ys) && s.N[j] > 0 && ys[j] > 0 && !math.IsInf(ys[j], 0) && !math.IsNaN(ys[j]) {
 				pts = append(pts, plotter.XY{X: s.N[j], Y: ys[j]})
+				e := 0.0
+				if len(sds) == len(s.N) && finite(sds[j]) {
+					e = math.Abs(sds[j])
+				}
+				low := lowErr(ys[j], e, true)
+				errs = append(errs, struct{ Low, High float64 }{low, e})
 				xmin, xmax = math.Min(xmin, s.N[j]), math.Max(xmax, s.N[j])
-				ymin, ymax = math.Min(ymin, ys[j]), math.Max(ymax, ys[j])
+				ymin, ymax = math.Min(ymin, ys[j]-low), math.Max(ymax, ys[j]+e)
 			}
 		}
 		if len(pts) == 0 {
@@ -169,6 +183,14 @@ func panel(series []Series, title, ylabel string, y func(Series) []float64) (*pl
 		points.Color = c
 		points.Shape = plotutil.Shape(i)
 		p.Add(line, points)
+		for _, e := range errs {
+			if e.High > 0 {
+				eb := &plotter.YErrorBars{XYs: pts, YErrors: errs}
+				eb.Color, eb.LineStyle.Width, eb.CapWidth = c, vg.Points(1), vg.Points(6)
+				p.Add(eb)
+				break
+			}
+		}
 		label := s.Label
 		if k, ok := Slope(s.N, ys); ok {
 			label += fmt.Sprintf(" (k=%.2f)", k)
@@ -192,12 +214,12 @@ func panel(series []Series, title, ylabel string, y func(Series) []float64) (*pl
 	p.X.Min, p.X.Max = xmin/1.15, xmax*1.15
 	p.Y.Min, p.Y.Max = ymin/1.3, ymax*1.3
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = nTicks(series), logTicks{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = nTicks(series), LogTicks{}
 	return p, nil
 }
 
 // nTicks labels the measured sequence lengths themselves (16, 32, 64, ...) when there are
-// at most 12 of them, and falls back to logTicks otherwise.
+// at most 12 of them, and falls back to LogTicks otherwise.
 func nTicks(series []Series) plot.Ticker {
 	seen := map[float64]bool{}
 	var vals []float64
@@ -210,7 +232,7 @@ func nTicks(series []Series) plot.Ticker {
 		}
 	}
 	if len(vals) == 0 || len(vals) > 12 {
-		return logTicks{}
+		return LogTicks{}
 	}
 	return valueTicks(vals)
 }
@@ -220,7 +242,7 @@ type valueTicks []float64
 
 // Ticks implements plot.Ticker.
 func (v valueTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := logTicks{}.Ticks(min, max)
+	ticks := LogTicks{}.Ticks(min, max)
 	for i := range ticks {
 		ticks[i].Label = ""
 	}
@@ -232,12 +254,12 @@ func (v valueTicks) Ticks(min, max float64) []plot.Tick {
 	return ticks
 }
 
-// logTicks labels powers of 10 and, when the range spans less than two decades (as bench
+// LogTicks labels a log axis at powers of 10 and, when the range spans less than two decades (as bench
 // ranges often do), the 2× and 5× steps too, so a short axis still gets readable labels.
-type logTicks struct{}
+type LogTicks struct{}
 
 // Ticks implements plot.Ticker.
-func (logTicks) Ticks(min, max float64) []plot.Tick {
+func (LogTicks) Ticks(min, max float64) []plot.Tick {
 	lo, hi := math.Floor(math.Log10(min)), math.Ceil(math.Log10(max))
 	dense := hi-lo <= 2
 	var ticks []plot.Tick

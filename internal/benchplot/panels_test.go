@@ -48,3 +48,68 @@ func TestRenderPanels(t *testing.T) {
 		})
 	}
 }
+
+// TestLinearTicksDistinct: on every range, narrow ones included (6.80 to 6.95, where
+// gonum's default labels read 6.9, 6.9, 6.8), the labelled ticks read differently and
+// in order, four to ten of them.
+func TestLinearTicksDistinct(t *testing.T) {
+	for _, r := range [][2]float64{{6.8, 6.95}, {0, 1}, {-0.003, 0.004}, {1, 300}, {5.5, 5.51}, {2.9, 8.3}, {0.02, 0.0201}, {1e5, 3.2e5}} {
+		seen := map[string]bool{}
+		labelled := 0
+		prev := math.Inf(-1)
+		for _, tk := range (LinearTicks{}).Ticks(r[0], r[1]) {
+			if tk.Label == "" {
+				continue
+			}
+			if seen[tk.Label] {
+				t.Errorf("range %v: label %q twice", r, tk.Label)
+			}
+			seen[tk.Label] = true
+			if tk.Value <= prev || tk.Value < r[0] || tk.Value > r[1]*(1+1e-9)+1e-12 {
+				t.Errorf("range %v: tick %v out of order or range", r, tk.Value)
+			}
+			prev = tk.Value
+			labelled++
+		}
+		if labelled < 3 || labelled > 10 {
+			t.Errorf("range %v: %d labelled ticks", r, labelled)
+		}
+	}
+}
+
+// TestSeparateLabels: labels at nearly the same place (the ends of curves that converge,
+// two scatter points side by side) are moved apart until no two boxes overlap.
+func TestSeparateLabels(t *testing.T) {
+	ts := []placedLabel{{text: "linformer", x: 10, y: 5.00}, {text: "linear", x: 10.2, y: 5.01}, {text: "vanilla", x: 10.1, y: 4.99}, {text: "far", x: 1, y: 5}}
+	ax, ay := axisMap{0, 12, false}, axisMap{4, 6, false}
+	const w, h = 500, 400
+	separate(ts, ax, ay, w, h)
+	for i := range ts {
+		for j := i + 1; j < len(ts); j++ {
+			a, b := ts[i], ts[j]
+			ax0, bx0 := ax.frac(a.x)*w+6, ax.frac(b.x)*w+6
+			overlapX := ax0 < bx0+float64(len(b.text))*labelCharW && bx0 < ax0+float64(len(a.text))*labelCharW
+			if overlapX && math.Abs(ay.frac(a.y)*h-ay.frac(b.y)*h) < labelH-1e-9 {
+				t.Errorf("%s and %s overlap: y %v and %v", a.text, b.text, a.y, b.y)
+			}
+		}
+	}
+	if ts[3].y != 5 {
+		t.Errorf("a label with room was moved to %v", ts[3].y)
+	}
+}
+
+// TestErrorBarsOnLogAxes draws error bars larger than their points on log axes (a timing
+// whose spread exceeds its mean): they stop short of zero instead of failing the drawing.
+func TestErrorBarsOnLogAxes(t *testing.T) {
+	var buf bytes.Buffer
+	p := Panel{LogX: true, LogY: true, Curves: []Curve{{X: []float64{7, 17}, Y: []float64{3, 4}, XErr: []float64{10, 1}, YErr: []float64{5, 0.1},
+		Scatter: true, PointLabels: []string{"a", "b"}}}}
+	if err := RenderPanels(&buf, []Panel{p}, 600, 400); err != nil {
+		t.Fatal(err)
+	}
+	s := []Series{{Label: "v", N: []float64{128, 512}, TimeMS: []float64{7.23, 17.36}, TimeSD: []float64{11.2, 10.15}, MemBytes: []float64{1 << 20, 2 << 20}}}
+	if err := Render(&buf, s, Options{}); err != nil {
+		t.Fatal(err)
+	}
+}

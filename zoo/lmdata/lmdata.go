@@ -3,7 +3,8 @@
 //
 // The contract (scripts and the parity checks rely on it):
 //   - Windows are cut as `zoo run` cuts them: in file order, Window tokens each, no overlap,
-//     the last one shorter (ReadWindows, through tokenize.Windower).
+//     the last one shorter (ReadWindows, through tokenize.Windower; ByteFile reads the same
+//     windows from a file on demand, so that a corpus of any size trains in bounded memory).
 //   - Step k (1-based) of a Loader uses the draws j = (k−1)·B … k·B−1, and draw j is window
 //     j mod W (W windows), taken cyclically over the file. With Shuffle, pass e = j div W
 //     visits the windows in a permutation drawn from the seed for that pass (Fisher–Yates,
@@ -126,11 +127,67 @@ func ByteOptions(obj Objective, batch int, seed uint64) Options {
 	return Options{Objective: obj, Batch: batch, Seed: seed, MaskID: tokenize.PadID, RandomLo: 1, RandomHi: 257}
 }
 
+// Source is the windows a Loader draws from: Len of them, none empty, window j's token ids
+// read by Window (which may read a file; the Loader does not keep what it returns).
+type Source interface {
+	Len() int
+	Window(j int) ([]int64, error)
+}
+
+// sliceSource is windows held in memory.
+type sliceSource [][]int64
+
+func (s sliceSource) Len() int                      { return len(s) }
+func (s sliceSource) Window(j int) ([]int64, error) { return s[j], nil }
+
+// ByteFile is the windows of zoo's byte tokenizer (id = byte + 1) over a part of a file,
+// window bytes each in order and the last one shorter — the windows
+// ReadWindows cuts from those bytes — read from R when a batch needs them, so that a text
+// of any size is held by the operating system's page cache, not the process.
+type ByteFile struct {
+	r            io.ReaderAt
+	offset, size int64
+	window       int
+}
+
+// NewByteFile returns the byte tokenizer's windows of window tokens over bytes [offset,
+// offset+size) of r; tokenize.ErrEmpty when size is 0.
+func NewByteFile(r io.ReaderAt, offset, size int64, window int) (*ByteFile, error) {
+	if window < 1 {
+		return nil, fmt.Errorf("lmdata: window must be at least 1, got %d", window)
+	}
+	if size <= 0 {
+		return nil, tokenize.ErrEmpty
+	}
+	return &ByteFile{r: r, offset: offset, size: size, window: window}, nil
+}
+
+// Len is the number of windows.
+func (f *ByteFile) Len() int { return int((f.size + int64(f.window) - 1) / int64(f.window)) }
+
+// Window reads window j's ids.
+func (f *ByteFile) Window(j int) ([]int64, error) {
+	lo := int64(j) * int64(f.window)
+	n := min(int64(f.window), f.size-lo)
+	buf := make([]byte, n)
+	if _, err := f.r.ReadAt(buf, f.offset+lo); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // the file is shorter than it was when the run began
+		}
+		return nil, fmt.Errorf("read window %d (bytes %d–%d): %w", j, f.offset+lo, f.offset+lo+n-1, err)
+	}
+	ids := make([]int64, n)
+	for i, c := range buf {
+		ids[i] = int64(c) + 1
+	}
+	return ids, nil
+}
+
 // Loader draws the batches of a training run or an evaluation from a list of windows.
 type Loader struct {
-	windows [][]int64
-	opt     Options
-	perms   map[int][]int // pass → permutation (Shuffle only), built on demand
+	src   Source
+	opt   Options
+	perms map[int][]int32 // pass → permutation (Shuffle only), built on demand
 }
 
 // NewLoader returns a Loader over windows (at least one, none empty) with opt; bad options are
@@ -144,6 +201,15 @@ func NewLoader(windows [][]int64, opt Options) (*Loader, error) {
 			return nil, fmt.Errorf("lmdata: window %d is empty", i)
 		}
 	}
+	return NewLoaderFrom(sliceSource(windows), opt)
+}
+
+// NewLoaderFrom returns a Loader over the windows of src (at least one) with opt; bad
+// options are an error naming them.
+func NewLoaderFrom(src Source, opt Options) (*Loader, error) {
+	if src.Len() == 0 {
+		return nil, fmt.Errorf("lmdata: no windows")
+	}
 	if opt.Objective != MLM && opt.Objective != CLM {
 		return nil, fmt.Errorf("lmdata: objective %q: want mlm or clm", opt.Objective)
 	}
@@ -153,11 +219,11 @@ func NewLoader(windows [][]int64, opt Options) (*Loader, error) {
 	if opt.Objective == MLM && opt.RandomHi <= opt.RandomLo {
 		return nil, fmt.Errorf("lmdata: mlm's random ids [%d, %d) are empty", opt.RandomLo, opt.RandomHi)
 	}
-	return &Loader{windows: windows, opt: opt, perms: map[int][]int{}}, nil
+	return &Loader{src: src, opt: opt, perms: map[int][]int32{}}, nil
 }
 
 // Windows returns the number of windows W.
-func (l *Loader) Windows() int { return len(l.windows) }
+func (l *Loader) Windows() int { return l.src.Len() }
 
 // Batch is one step's inputs and targets.
 type Batch struct {
@@ -182,18 +248,18 @@ func (l *Loader) Step(k int) (*Batch, error) {
 	for i := range draws {
 		draws[i] = first + int64(i)
 	}
-	return l.build(draws), nil
+	return l.build(draws)
 }
 
 // Sequential returns the batch of draws first … first+count−1 without wrapping past the last
 // window (count is cut to the windows left): an evaluation covers the file once with
 // Sequential(0, B), Sequential(B, B), … until first reaches Windows(). It returns nil when
-// first is out of range or count is below 1.
-func (l *Loader) Sequential(first, count int) *Batch {
-	if first < 0 || first >= len(l.windows) || count < 1 {
-		return nil
+// first is out of range or count is below 1, and an error when a window cannot be read.
+func (l *Loader) Sequential(first, count int) (*Batch, error) {
+	if first < 0 || first >= l.src.Len() || count < 1 {
+		return nil, nil
 	}
-	count = min(count, len(l.windows)-first)
+	count = min(count, l.src.Len()-first)
 	draws := make([]int64, count)
 	for i := range draws {
 		draws[i] = int64(first + i)
@@ -203,7 +269,7 @@ func (l *Loader) Sequential(first, count int) *Batch {
 
 // window returns the index of the window that draw j takes.
 func (l *Loader) window(j int64) int {
-	w := int64(len(l.windows))
+	w := int64(l.src.Len())
 	pos := int(j % w)
 	if !l.opt.Shuffle {
 		return pos
@@ -211,30 +277,39 @@ func (l *Loader) window(j int64) int {
 	pass := int(j / w)
 	p, ok := l.perms[pass]
 	if !ok {
-		p = make([]int, w)
+		p = make([]int32, w)
 		for i := range p {
-			p[i] = i
+			p[i] = int32(i)
 		}
 		r := initrand.New(l.opt.Seed, fmt.Sprintf("shuffle/%d", pass))
 		for i := len(p) - 1; i > 0; i-- {
 			k := intn(r, i+1)
 			p[i], p[k] = p[k], p[i]
 		}
-		if len(l.perms) > 4 { // a run moves forward: keep a few passes, not all
+		if len(l.perms) > 1 { // a run moves forward: keep this pass and the last (4 bytes a window each)
 			clear(l.perms)
 		}
 		l.perms[pass] = p
 	}
-	return p[pos]
+	return int(p[pos])
 }
 
-func (l *Loader) build(draws []int64) *Batch {
+func (l *Loader) build(draws []int64) (*Batch, error) {
 	rows := len(draws)
 	idx := make([]int, rows)
+	wins := make([][]int64, rows)
 	n := 0
 	for i, j := range draws {
 		idx[i] = l.window(j)
-		n = max(n, len(l.windows[idx[i]]))
+		w, err := l.src.Window(idx[i])
+		if err != nil {
+			return nil, err
+		}
+		if len(w) == 0 {
+			return nil, fmt.Errorf("lmdata: window %d is empty", idx[i])
+		}
+		wins[i] = w
+		n = max(n, len(w))
 	}
 	b := &Batch{Batch: tokenize.Batch{B: rows, N: n, Tokens: make([]int64, rows*n), Mask: make([]bool, rows*n),
 		Lengths: make([]int, rows), Offsets: make([]int64, rows)}, Targets: make([]int64, rows*n)}
@@ -244,7 +319,7 @@ func (l *Loader) build(draws []int64) *Batch {
 		b.Mask[i] = true
 	}
 	for i, w := range idx {
-		win := l.windows[w]
+		win := wins[i]
 		row, tgt := b.Tokens[i*n:(i+1)*n], b.Targets[i*n:(i+1)*n]
 		copy(row, win)
 		for t := range win {
@@ -266,7 +341,7 @@ func (l *Loader) build(draws []int64) *Batch {
 			}
 		}
 	}
-	return b
+	return b, nil
 }
 
 // mask applies mlm's choice to one window's valid tokens in place and sets the targets.

@@ -2,6 +2,8 @@ package lmdata
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"reflect"
@@ -77,10 +79,10 @@ func TestStepsAreCyclicAndCLMTargets(t *testing.T) {
 		t.Error("step 0 accepted")
 	}
 	// Sequential covers the file once, the last batch shorter.
-	if s := l.Sequential(2, 2); s.B != 1 || s.Offsets[0] != 2 {
+	if s, _ := l.Sequential(2, 2); s.B != 1 || s.Offsets[0] != 2 {
 		t.Errorf("Sequential(2, 2): %d rows from %v", s.B, s.Offsets)
 	}
-	if l.Sequential(3, 2) != nil {
+	if s, _ := l.Sequential(3, 2); s != nil {
 		t.Error("Sequential past the end returned a batch")
 	}
 }
@@ -237,5 +239,49 @@ func TestScoreMatchesTorch(t *testing.T) {
 	}
 	if err := s.Add(make([]float32, 4), 2, []int64{0, 2}, 0); err == nil || !strings.Contains(err.Error(), "outside the vocabulary") {
 		t.Errorf("target beyond vocab: %v", err)
+	}
+}
+
+// TestByteFileAsReadWindows: the windows ByteFile reads on demand from a part of a file are
+// the ones ReadWindows cuts from those bytes, and a loader over them draws the same batches
+// (shuffled, masked) as one over the windows in memory.
+func TestByteFileAsReadWindows(t *testing.T) {
+	text := []byte(strings.Repeat("In the beginning God created the heaven and the earth. ", 20))
+	for _, tc := range []struct {
+		off, size int64
+		window    int
+	}{{0, int64(len(text)), 24}, {7, 500, 24}, {100, 1, 8}, {3, 64, 64}, {0, int64(len(text)), 1000}} {
+		part := text[tc.off : tc.off+tc.size]
+		want, err := ReadWindows(bytes.NewReader(part), tc.window)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := NewByteFile(bytes.NewReader(text), tc.off, tc.size, tc.window)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src.Len() != len(want) {
+			t.Fatalf("%+v: %d windows, ReadWindows %d", tc, src.Len(), len(want))
+		}
+		for j := range want {
+			got, err := src.Window(j)
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(want[j]) {
+				t.Fatalf("%+v: window %d: %v (%v), want %v", tc, j, got, err, want[j])
+			}
+		}
+		opt := ByteOptions(MLM, 3, 5)
+		opt.Shuffle = true
+		a, _ := NewLoader(want, opt)
+		b, _ := NewLoaderFrom(src, opt)
+		for k := 1; k <= 7; k++ {
+			x, _ := a.Step(k)
+			y, err := b.Step(k)
+			if err != nil || fmt.Sprint(x.Tokens, x.Targets, x.Mask) != fmt.Sprint(y.Tokens, y.Targets, y.Mask) {
+				t.Fatalf("%+v: step %d differs (%v)", tc, k, err)
+			}
+		}
+	}
+	if _, err := NewByteFile(bytes.NewReader(text), 0, 0, 8); !errors.Is(err, tokenize.ErrEmpty) {
+		t.Errorf("an empty part: %v", err)
 	}
 }

@@ -189,6 +189,23 @@ func SaveCheckpoint(modelPath string, state StateDict, modelMeta map[string]stri
 	return nil
 }
 
+// RemoveStaleTemps removes the temporary files that SaveCheckpoint(modelPath, ...) calls
+// killed mid-write left next to modelPath (tensorio.RemoveStaleTemps of the model file, the
+// optimizer file and its pending state), and returns their names. The pending state itself is
+// LoadCheckpoint's to complete or remove. Call it before saving, when no other process saves
+// to modelPath.
+func RemoveStaleTemps(modelPath string) ([]string, error) {
+	var removed []string
+	for _, p := range []string{modelPath, OptimPath(modelPath), OptimPath(modelPath) + pendingSuffix} {
+		r, err := tensorio.RemoveStaleTemps(p)
+		removed = append(removed, r...)
+		if err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
 // LoadCheckpoint reads a checkpoint pair for --resume: the model file's tensors and
 // metadata, and the optimizer state restored into o. When the optimizer file is behind the
 // model file and the pending state of an interrupted SaveCheckpoint matches the model, it

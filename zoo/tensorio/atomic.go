@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // AtomicWriteFile writes a file at path so that readers see either the old file or the complete
@@ -82,6 +83,50 @@ func AtomicWriteFile(path string, write func(io.Writer) error) (err error) {
 	return nil
 }
 
+// tempPrefix is the name of AtomicWriteFile's temporary files for base, before their random
+// suffix of 8 hex digits.
+func tempPrefix(base string) string { return "." + base + ".tmp-" }
+
+// RemoveStaleTemps removes the temporary files that AtomicWriteFile(path, ...) calls left next
+// to path when they were killed before their rename (".NAME.tmp-1a2b3c4d"), and returns the
+// names it removed. Call it before writing path, when no other process is writing it: a
+// write in progress would lose its temporary file and fail.
+func RemoveStaleTemps(path string) ([]string, error) {
+	target := path
+	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+		target = resolved
+	}
+	dir, base := filepath.Split(target)
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	prefix := tempPrefix(base)
+	var removed []string
+	for _, e := range entries {
+		name := e.Name()
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok || len(rest) != 8 || !e.Type().IsRegular() {
+			continue
+		}
+		if _, err := hex.DecodeString(rest); err != nil {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, err
+		}
+		removed = append(removed, p)
+	}
+	return removed, nil
+}
+
 // createTemp creates a new hidden file next to target with the given permission (before
 // umask), returning it and its name.
 func createTemp(target string, perm fs.FileMode) (*os.File, string, error) {
@@ -89,7 +134,7 @@ func createTemp(target string, perm fs.FileMode) (*os.File, string, error) {
 	for range 100 {
 		var r [4]byte
 		_, _ = rand.Read(r[:])
-		name := filepath.Join(dir, "."+base+".tmp-"+hex.EncodeToString(r[:]))
+		name := filepath.Join(dir, tempPrefix(base)+hex.EncodeToString(r[:]))
 		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 		if errors.Is(err, fs.ErrExist) {
 			continue

@@ -159,3 +159,38 @@ func TestCheckWritable(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveStaleTemps removes exactly the temporary files AtomicWriteFile leaves for a path
+// when it is killed before its rename: not the file, not another file's, not a look-alike.
+func TestRemoveStaleTemps(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.safetensors")
+	names := map[string]bool{ // name: removed
+		"m.safetensors":                     false,
+		".m.safetensors.tmp-0a1b2c3d":       true,
+		".m.safetensors.tmp-ffffffff":       true,
+		".m.safetensors.tmp-notahexx":       false,
+		".m.safetensors.tmp-0a1b2c3d4":      false,
+		".m.optim.safetensors.tmp-0a1b2c3d": false,
+		".n.safetensors.tmp-0a1b2c3d":       false,
+		"m.safetensors.tmp-0a1b2c3d":        false,
+	}
+	for n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := RemoveStaleTemps(path)
+	if err != nil || len(removed) != 2 {
+		t.Fatalf("removed %v, %v; want the two temporary files", removed, err)
+	}
+	for n, gone := range names {
+		_, err := os.Stat(filepath.Join(dir, n))
+		if gone != os.IsNotExist(err) {
+			t.Errorf("%s: removed %v, want %v", n, os.IsNotExist(err), gone)
+		}
+	}
+	if r, err := RemoveStaleTemps(filepath.Join(dir, "none", "x.safetensors")); err != nil || len(r) != 0 {
+		t.Errorf("a missing directory: %v, %v", r, err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/zoo-dev/zoo/internal/benchplot"
 	"github.com/zoo-dev/zoo/zoo/attnmap"
 )
 
@@ -67,8 +68,10 @@ func Draw(w io.Writer, m attnmap.Map, title string) error {
 	grid.Max.Y = head.Min.Y
 	pal := weightPalette(64)
 	plots := make([][]*plot.Plot, len(m.Layers))
+	bars := make([][]*plot.Plot, len(m.Layers))
 	for i, l := range m.Layers {
 		for _, h := range l.Heads {
+			bars[i] = append(bars[i], colorBar(pal, maxWeight(h.Weights)))
 			p := plot.New()
 			p.Title.Text = fmt.Sprintf("layer %d, head %d", l.Layer, h.Head)
 			hm := plotter.NewHeatMap(weightGrid(h.Weights), pal)
@@ -88,11 +91,59 @@ func Draw(w io.Writer, m attnmap.Map, title string) error {
 	canvases := plot.Align(plots, tiles, grid)
 	for i := range plots {
 		for j, p := range plots[i] {
-			p.Draw(canvases[i][j])
+			// Each map's own colour bar at its right: the map scales white to its largest
+			// weight, which the bar's ticks read out.
+			// Its bar runs the height of the map's cells: the offsets of a plot's data area
+			// from its canvas do not depend on the canvas's size.
+			mc, bc := canvases[i][j], canvases[i][j]
+			mc.Max.X -= px(ColorBarWidth)
+			bc.Min.X, bc.Max.X = mc.Max.X+px(4), bc.Max.X-px(6)
+			da, bd := p.DataCanvas(mc), bars[i][j].DataCanvas(bc)
+			bc.Min.Y += da.Min.Y - bd.Min.Y
+			bc.Max.Y += da.Max.Y - bd.Max.Y
+			p.Draw(mc)
+			bars[i][j].Draw(bc)
 		}
 	}
 	_, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w)
 	return err
+}
+
+// ColorBarWidth is the width in pixels of the colour bar beside each map, with its labels,
+// taken from the right of the map's tile.
+const ColorBarWidth = 64
+
+// barGrid is a colour bar's cells: two columns of n rows running from 0 to max.
+type barGrid struct {
+	n   int
+	max float64
+}
+
+// Dims returns the bar's two columns and n rows.
+func (g barGrid) Dims() (c, r int) { return 2, g.n }
+
+// Z is the weight at the middle of row r, the same in both columns.
+func (g barGrid) Z(c, r int) float64 { return (float64(r) + 0.5) * g.max / float64(g.n) }
+
+// X and Y place the cells: columns at integers, rows at the weight they show.
+func (g barGrid) X(c int) float64 { return float64(c) }
+func (g barGrid) Y(r int) float64 { return (float64(r) + 0.5) * g.max / float64(g.n) }
+
+// colorBar is the plot of a map's colour scale: pal from 0 (white) to hi, labelled on the
+// right with the weights (ticks that never read twice).
+func colorBar(pal palette.Palette, hi float64) *plot.Plot {
+	p := plot.New()
+	// Its name along its axis, not as a title: a title sits above the map's and can run
+	// into the picture's.
+	p.Y.Label.Text = "weight"
+	hm := plotter.NewHeatMap(barGrid{n: 64, max: hi}, pal)
+	hm.Min, hm.Max = 0, hi
+	hm.Rasterized = true // one smooth ramp, not 64 cells with seams
+	p.Add(hm)
+	p.HideX()
+	p.Y.Min, p.Y.Max = 0, hi
+	p.Y.Tick.Marker = benchplot.LinearTicks{}
+	return p
 }
 
 // weightPalette runs from white (weight 0) to dark blue (the map's largest weight), so

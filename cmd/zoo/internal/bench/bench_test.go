@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -232,5 +233,17 @@ func TestParseFormat(t *testing.T) {
 	}
 	if _, err := ParseFormat("xml"); err == nil || !strings.Contains(err.Error(), "--format") {
 		t.Errorf("xml: %v", err)
+	}
+}
+
+// TestFitSeriesCarriesSpread: the plotted series carry each row's standard deviation, which
+// zoo bench --plot draws as error bars (a noisy row then shows as noise, not as a kink).
+func TestFitSeriesCarriesSpread(t *testing.T) {
+	rows := seriesRows("v cpu", 2, 128, 512)
+	rows[0].MSStddev, rows[1].MSStddev = 0.5, 10.15
+	d := &Doc{Rows: rows}
+	d.Fit()
+	if len(d.Series) != 1 || fmt.Sprint(d.Series[0].TimeSD) != "[0.5 10.15]" {
+		t.Errorf("series %+v: want the rows' standard deviations", d.Series)
 	}
 }

@@ -41,15 +41,16 @@ func exponent(n, y []float64) (*float64, int) {
 
 // series accumulates one series' measurements over n.
 type series struct {
-	fit     Fit
-	n, t, m []float64
-	dashed  bool
-	color   int
+	fit         Fit
+	n, t, sd, m []float64
+	dashed      bool
+	color       int
 }
 
-func (s *series) add(n int, ms float64, mem *int64) {
+func (s *series) add(n int, ms, msSD float64, mem *int64) {
 	s.n = append(s.n, float64(n))
 	s.t = append(s.t, ms)
+	s.sd = append(s.sd, msSD)
 	m := -1.0 // not measured: left out of the fit and the plot
 	if mem != nil {
 		m = float64(*mem)
@@ -75,7 +76,7 @@ func FitRows(rows []Row) Fit {
 	r0 := rows[0]
 	s := &series{fit: Fit{Series: r0.SeriesKey, Variant: r0.Variant, Backend: r0.Backend, Batch: r0.Batch}}
 	for _, r := range rows {
-		s.add(r.N, r.MSMean, r.PeakRSSGrowth)
+		s.add(r.N, r.MSMean, r.MSStddev, r.PeakRSSGrowth)
 	}
 	return s.finish()
 }
@@ -86,7 +87,7 @@ func (d *Doc) Fit() {
 	colors := map[string]int{} // one colour per variant and batch, shared by its backends and ORT
 	var order []string
 	all := map[string]*series{}
-	add := func(key, variant, backend string, batch, n int, ms float64, mem *int64, dashed bool) {
+	add := func(key, variant, backend string, batch, n int, ms, msSD float64, mem *int64, dashed bool) {
 		s := all[key]
 		if s == nil {
 			ck := fmt.Sprintf("%s b=%d", variant, batch)
@@ -97,21 +98,25 @@ func (d *Doc) Fit() {
 			all[key] = s
 			order = append(order, key)
 		}
-		s.add(n, ms, mem)
+		s.add(n, ms, msSD, mem)
 	}
 	for _, r := range d.Rows {
-		add(r.SeriesKey, r.Variant, r.Backend, r.Batch, r.N, r.MSMean, r.PeakRSSGrowth, false)
+		add(r.SeriesKey, r.Variant, r.Backend, r.Batch, r.N, r.MSMean, r.MSStddev, r.PeakRSSGrowth, false)
 	}
 	for _, r := range d.Rows {
 		if r.ORTMSMean != nil {
-			add(r.ORTSeries, r.Variant, "onnxruntime", r.Batch, r.N, *r.ORTMSMean, r.ORTPeakRSS, true)
+			sd := 0.0
+			if r.ORTMSStddev != nil {
+				sd = *r.ORTMSStddev
+			}
+			add(r.ORTSeries, r.Variant, "onnxruntime", r.Batch, r.N, *r.ORTMSMean, sd, r.ORTPeakRSS, true)
 		}
 	}
 	d.Fits, d.Series = nil, nil
 	for _, key := range order {
 		s := all[key]
 		d.Fits = append(d.Fits, s.finish())
-		d.Series = append(d.Series, benchplot.Series{Label: key, N: s.n, TimeMS: s.t, MemBytes: s.m, Dashed: s.dashed, Color: s.color})
+		d.Series = append(d.Series, benchplot.Series{Label: key, N: s.n, TimeMS: s.t, TimeSD: s.sd, MemBytes: s.m, Dashed: s.dashed, Color: s.color})
 	}
 }
 

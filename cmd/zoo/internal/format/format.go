@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // HumanCount formats n with a decimal suffix and two decimals: "1.50 k", "12.00 M", "3.21 G",
@@ -89,4 +90,26 @@ func AppendFloat32(buf []byte, x float32) []byte {
 		return append(buf, "null"...)
 	}
 	return strconv.AppendFloat(buf, f, 'g', -1, 32)
+}
+
+// Wrap breaks s into lines of at most width runes at blanks (a longer word stands on its own
+// line); runs of blanks become one.
+func Wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(s) {
+		l := utf8.RuneCountInString(w)
+		if i > 0 {
+			if n+1+l > width {
+				b.WriteByte('\n')
+				n = 0
+			} else {
+				b.WriteByte(' ')
+				n++
+			}
+		}
+		b.WriteString(w)
+		n += l
+	}
+	return b.String()
 }

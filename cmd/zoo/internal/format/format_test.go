@@ -90,3 +90,21 @@ func TestPlural(t *testing.T) {
 		t.Errorf("Plural(uint64(592), token) = %q", got)
 	}
 }
+
+func TestWrap(t *testing.T) {
+	for _, c := range []struct {
+		s     string
+		width int
+		want  string
+	}{
+		{"a bb ccc", 4, "a bb\nccc"},
+		{"a  bb   ccc", 80, "a bb ccc"},
+		{"ééé éé", 5, "ééé\néé"}, // runes, not bytes
+		{"longword a", 3, "longword\na"},
+		{"", 10, ""},
+	} {
+		if got := Wrap(c.s, c.width); got != c.want {
+			t.Errorf("Wrap(%q, %d) = %q, want %q", c.s, c.width, got, c.want)
+		}
+	}
+}
