@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,29 +10,6 @@ import (
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/paritycheck"
 	"github.com/zoo-dev/zoo/onnx/ort"
 )
-
-// zooProcess runs the test binary as zoo (asZooEnv) in a fresh process and returns its exit
-// code, stdout and stderr.
-func zooProcess(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Skipf("cannot find the test binary: %v", err)
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), asZooEnv+"=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return ee.ExitCode(), stdout.String(), stderr.String()
-	case err != nil:
-		t.Fatal(err)
-	}
-	return 0, stdout.String(), stderr.String()
-}
 
 // TestInt8ExportRunsOnORT writes vanilla.tiny's int8 export with one zoo process and compares
 // it with another (zoo parity FILE: ONNX Runtime runs the file, zoo imports it onto its int8

@@ -33,13 +33,13 @@ type Row struct {
 	// WeightBytes is the memory the compiled program holds for its constants (packed weight
 	// matrices, int8 ones at --precision int8, and the other constants), where the backend
 	// reports it (the cpu backend's Program.WeightBytes).
-	WeightBytes *int64 `json:"weight_bytes,omitempty"`
-	ORTMSMean     *float64  `json:"ort_ms_mean,omitempty"`
-	ORTMSStddev   *float64  `json:"ort_ms_stddev,omitempty"`
-	ORTMSSamples  []float64 `json:"ort_ms_samples,omitempty"`
-	ORTTokensPS   *float64  `json:"ort_tokens_per_s,omitempty"`
-	ORTPeakRSS    *int64    `json:"ort_peak_rss_growth_bytes,omitempty"`
-	ZooOverORT    *float64  `json:"zoo_over_ort,omitempty"`
+	WeightBytes  *int64    `json:"weight_bytes,omitempty"`
+	ORTMSMean    *float64  `json:"ort_ms_mean,omitempty"`
+	ORTMSStddev  *float64  `json:"ort_ms_stddev,omitempty"`
+	ORTMSSamples []float64 `json:"ort_ms_samples,omitempty"`
+	ORTTokensPS  *float64  `json:"ort_tokens_per_s,omitempty"`
+	ORTPeakRSS   *int64    `json:"ort_peak_rss_growth_bytes,omitempty"`
+	ZooOverORT   *float64  `json:"zoo_over_ort,omitempty"`
 	// SeriesKey names the series the row belongs to ("vanilla.tiny cpu b=8"): one variant on
 	// one backend at one batch size, over n. ORTSeries names the matching ONNX Runtime series.
 	SeriesKey string `json:"-"`
