@@ -287,7 +287,10 @@ func separate(ts []placedLabel, ax, ay axisMap, areaW, areaH float64) {
 			hit := -1
 			for _, j := range placed {
 				o := boxes[j]
-				if b.x0 < o.x1 && o.x0 < b.x1 && math.Abs(b.y-o.y) < labelH {
+				// The tolerance: a label just moved to o.y + labelH can differ from o.y by a
+				// hair less than labelH in floating point, and must not count as a hit again
+				// (it did: three labels ended on one spot after tries ran out).
+				if b.x0 < o.x1 && o.x0 < b.x1 && math.Abs(b.y-o.y) < labelH-1e-6 {
 					hit = j
 					break
 				}

@@ -78,24 +78,43 @@ func TestLinearTicksDistinct(t *testing.T) {
 }
 
 // TestSeparateLabels: labels at nearly the same place (the ends of curves that converge,
-// two scatter points side by side) are moved apart until no two boxes overlap.
+// two scatter points side by side) are moved apart until no two boxes overlap. The second
+// case is a compare report's training-loss panel, whose labels once ended three on one spot:
+// a label moved to just above another differed from it by a hair less than labelH in
+// floating point and kept being moved back onto it.
 func TestSeparateLabels(t *testing.T) {
-	ts := []placedLabel{{text: "linformer", x: 10, y: 5.00}, {text: "linear", x: 10.2, y: 5.01}, {text: "vanilla", x: 10.1, y: 4.99}, {text: "far", x: 1, y: 5}}
-	ax, ay := axisMap{0, 12, false}, axisMap{4, 6, false}
-	const w, h = 500, 400
-	separate(ts, ax, ay, w, h)
-	for i := range ts {
-		for j := i + 1; j < len(ts); j++ {
-			a, b := ts[i], ts[j]
-			ax0, bx0 := ax.frac(a.x)*w+6, ax.frac(b.x)*w+6
-			overlapX := ax0 < bx0+float64(len(b.text))*labelCharW && bx0 < ax0+float64(len(a.text))*labelCharW
-			if overlapX && math.Abs(ay.frac(a.y)*h-ay.frac(b.y)*h) < labelH-1e-9 {
-				t.Errorf("%s and %s overlap: y %v and %v", a.text, b.text, a.y, b.y)
+	for _, c := range []struct {
+		name   string
+		ts     []placedLabel
+		ax, ay axisMap
+		w, h   float64
+		still  int // the index of a label with room, which must stay; -1 for none
+	}{
+		{"converging", []placedLabel{{text: "linformer", x: 10, y: 5.00}, {text: "linear", x: 10.2, y: 5.01}, {text: "vanilla", x: 10.1, y: 4.99}, {text: "far", x: 1, y: 5}},
+			axisMap{0, 12, false}, axisMap{4, 6, false}, 500, 400, 3},
+		{"compare report", []placedLabel{{text: "vanilla", x: 40, y: 3.5583667755126953}, {text: "linear", x: 40, y: 3.5598251819610596},
+			{text: "performer", x: 40, y: 3.5541205406188965}, {text: "linformer", x: 40, y: 3.5557949542999268}},
+			axisMap{-1.2, 47.2, false}, axisMap{3.199405565261841, 5.958380088806153, false}, 590, 450, -1},
+	} {
+		ts, ax, ay, w, h := c.ts, c.ax, c.ay, c.w, c.h
+		var keep float64
+		if c.still >= 0 {
+			keep = ts[c.still].y
+		}
+		separate(ts, ax, ay, w, h)
+		for i := range ts {
+			for j := i + 1; j < len(ts); j++ {
+				a, b := ts[i], ts[j]
+				ax0, bx0 := ax.frac(a.x)*w+6, ax.frac(b.x)*w+6
+				overlapX := ax0 < bx0+float64(len(b.text))*labelCharW && bx0 < ax0+float64(len(a.text))*labelCharW
+				if overlapX && math.Abs(ay.frac(a.y)*h-ay.frac(b.y)*h) < labelH-1e-3 {
+					t.Errorf("%s: %s and %s overlap: y %v and %v", c.name, a.text, b.text, a.y, b.y)
+				}
 			}
 		}
-	}
-	if ts[3].y != 5 {
-		t.Errorf("a label with room was moved to %v", ts[3].y)
+		if c.still >= 0 && ts[c.still].y != keep {
+			t.Errorf("%s: a label with room was moved to %v", c.name, ts[c.still].y)
+		}
 	}
 }
 
