@@ -72,10 +72,7 @@ func fuseAttention(p *compile.Plan[gpuOp]) {
 			}
 		}
 	}
-	isOut := make([]bool, len(p.Slots))
-	for _, s := range p.OutSlot {
-		isOut[s] = true
-	}
+	isOut := outputSlots(p)
 	used := make([]bool, len(p.Steps))
 	// only returns the producer of s when s is a run-time value read once, by step reader.
 	only := func(s, reader int) (int, bool) {
@@ -148,18 +145,7 @@ func fuseAttention(p *compile.Plan[gpuOp]) {
 		}
 		replace[last] = fused
 	}
-	if len(replace) == 0 {
-		return
-	}
-	steps := p.Steps[:0:0]
-	for i, st := range p.Steps {
-		if r, ok := replace[i]; ok {
-			steps = append(steps, r)
-		} else if !drop[i] {
-			steps = append(steps, st)
-		}
-	}
-	p.Steps = steps
+	replaceSteps(p, replace, drop)
 }
 
 // attrs describes the fusion on its node (for reports and tests): the absorbed

@@ -101,10 +101,7 @@ func fusePairs(p *compile.Plan[gpuOp], match func(first, second step, s int) (st
 			}
 		}
 	}
-	isOut := make([]bool, len(p.Slots))
-	for _, s := range p.OutSlot {
-		isOut[s] = true
-	}
+	isOut := outputSlots(p)
 	replace := map[int]step{}
 	drop := make([]bool, len(p.Steps))
 	for i, st := range p.Steps {
@@ -133,6 +130,21 @@ func fusePairs(p *compile.Plan[gpuOp], match func(first, second step, s int) (st
 		drop[i] = true
 		replace[j] = fused
 	}
+	replaceSteps(p, replace, drop)
+}
+
+// outputSlots marks the plan's graph outputs, which a fusion must keep as values.
+func outputSlots(p *compile.Plan[gpuOp]) []bool {
+	isOut := make([]bool, len(p.Slots))
+	for _, s := range p.OutSlot {
+		isOut[s] = true
+	}
+	return isOut
+}
+
+// replaceSteps rebuilds p's steps after a fusion pass: the step at each index of replace
+// becomes its fused step, and the steps marked in drop (absorbed into a fused one) go.
+func replaceSteps(p *compile.Plan[gpuOp], replace map[int]step, drop []bool) {
 	if len(replace) == 0 {
 		return
 	}
