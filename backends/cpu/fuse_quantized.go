@@ -543,13 +543,9 @@ func (f *fuser) fuseDynamicGroup(i int, replaced map[int]step) bool {
 			}
 		}
 	}
-	k := layers[0].k
-	outs := make([]int, len(layers))
-	for j, l := range layers {
-		if l.k != k {
-			return false
-		}
-		outs[j] = l.out
+	k, outs, ok := layerOuts(layers)
+	if !ok {
+		return false
 	}
 	override := packLayers(p, layers)
 	fast := func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, bool, error) {
@@ -684,13 +680,11 @@ func (f *fuser) fuseQDQGroup(i int, replaced map[int]step) bool {
 	if len(layers) == 0 || !f.onlyReaders(xdq, group) {
 		return false
 	}
-	k := layers[0].k
-	outs := make([]int, len(layers))
-	for j, l := range layers {
-		if l.k != k {
-			return false
-		}
-		outs[j] = l.out
+	k, outs, ok := layerOuts(layers)
+	if !ok {
+		return false
+	}
+	for _, l := range layers {
 		for c := range l.sConst {
 			l.sConst[c] = float32(qs.F32[0] * l.wScale[c])
 		}
@@ -953,4 +947,18 @@ func packLayers(p *Program, layers []*qLayer) map[int]func() *tensor.Tensor {
 		}
 	}
 	return override
+}
+
+// layerOuts returns the inner dimension k that a group of layers reading one input share,
+// and their output slots; ok is false when their k differ (they cannot read one input).
+func layerOuts(layers []*qLayer) (k int, outs []int, ok bool) {
+	k = layers[0].k
+	outs = make([]int, len(layers))
+	for j, l := range layers {
+		if l.k != k {
+			return 0, nil, false
+		}
+		outs[j] = l.out
+	}
+	return k, outs, true
 }
