@@ -257,30 +257,7 @@ i8RowRangeAVX2_loop:
 	DECQ CX
 	JNZ i8RowRangeAVX2_loop
 i8RowRangeAVX2_reduce:
-	VEXTRACTF128 $1, Y0, X3
-	VMINPS X3, X0, X0
-	VEXTRACTF128 $1, Y1, X3
-	VMAXPS X3, X1, X1
-	VEXTRACTF128 $1, Y2, X3
-	VADDPS X3, X2, X2
-	VPERMILPS $0x4E, X0, X3
-	VMINPS X3, X0, X0
-	VPERMILPS $0xB1, X0, X3
-	VMINPS X3, X0, X0
-	VPERMILPS $0x4E, X1, X3
-	VMAXPS X3, X1, X1
-	VPERMILPS $0xB1, X1, X3
-	VMAXPS X3, X1, X1
-	VPERMILPS $0x4E, X2, X3
-	VADDPS X3, X2, X2
-	VPERMILPS $0xB1, X2, X3
-	VADDPS X3, X2, X2
-	VMOVSS X0, lo+16(FP)
-	VMOVSS X1, hi+20(FP)
-	VMOVSS X2, nan+24(FP)
-	VZEROUPPER
-	RET
-
+` + int8RowRangeTail + `
 // func i8QuantU8AVX2(dst *uint8, x *float32, n int, inv float32, z int32)
 // dst[p] = clamp(rne(x[p]·inv) + z, 0, 255) for n a multiple of 32 (quantOne): VCVTPS2DQ
 // rounds to nearest even; the packs saturate int32 to int16 to u8, which is the clamp.
@@ -403,30 +380,7 @@ i8RowRangeAVX512_reduce:
 	VMAXPS Y3, Y1, Y1
 	VEXTRACTF64X4 $1, Z2, Y3
 	VADDPS Y3, Y2, Y2
-	VEXTRACTF128 $1, Y0, X3
-	VMINPS X3, X0, X0
-	VEXTRACTF128 $1, Y1, X3
-	VMAXPS X3, X1, X1
-	VEXTRACTF128 $1, Y2, X3
-	VADDPS X3, X2, X2
-	VPERMILPS $0x4E, X0, X3
-	VMINPS X3, X0, X0
-	VPERMILPS $0xB1, X0, X3
-	VMINPS X3, X0, X0
-	VPERMILPS $0x4E, X1, X3
-	VMAXPS X3, X1, X1
-	VPERMILPS $0xB1, X1, X3
-	VMAXPS X3, X1, X1
-	VPERMILPS $0x4E, X2, X3
-	VADDPS X3, X2, X2
-	VPERMILPS $0xB1, X2, X3
-	VADDPS X3, X2, X2
-	VMOVSS X0, lo+16(FP)
-	VMOVSS X1, hi+20(FP)
-	VMOVSS X2, nan+24(FP)
-	VZEROUPPER
-	RET
-
+` + int8RowRangeTail + `
 // func i8QuantU8AVX512(dst *uint8, x *float32, n int, inv float32, z int32)
 // i8QuantU8AVX2 on zmm, n a multiple of 16: the maximum with 0, then VPMOVUSDB's unsigned
 // saturation, which clamps above at 255.
@@ -466,4 +420,32 @@ DATA i8PermU8<>+20(SB)/4, $6
 DATA i8PermU8<>+24(SB)/4, $3
 DATA i8PermU8<>+28(SB)/4, $7
 GLOBL i8PermU8<>(SB), RODATA|NOPTR, $32
+`
+
+// int8RowRangeTail ends both row-range kernels (AVX2 and AVX-512, once each has folded its
+// accumulators to ymm): the ymm minimum, maximum and NaN sum folded to one lane each and
+// stored as the results.
+const int8RowRangeTail = `	VEXTRACTF128 $1, Y0, X3
+	VMINPS X3, X0, X0
+	VEXTRACTF128 $1, Y1, X3
+	VMAXPS X3, X1, X1
+	VEXTRACTF128 $1, Y2, X3
+	VADDPS X3, X2, X2
+	VPERMILPS $0x4E, X0, X3
+	VMINPS X3, X0, X0
+	VPERMILPS $0xB1, X0, X3
+	VMINPS X3, X0, X0
+	VPERMILPS $0x4E, X1, X3
+	VMAXPS X3, X1, X1
+	VPERMILPS $0xB1, X1, X3
+	VMAXPS X3, X1, X1
+	VPERMILPS $0x4E, X2, X3
+	VADDPS X3, X2, X2
+	VPERMILPS $0xB1, X2, X3
+	VADDPS X3, X2, X2
+	VMOVSS X0, lo+16(FP)
+	VMOVSS X1, hi+20(FP)
+	VMOVSS X2, nan+24(FP)
+	VZEROUPPER
+	RET
 `
