@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"testing"
 
@@ -12,9 +11,7 @@ import (
 	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/internal/pairtime"
-	"github.com/zoo-dev/zoo/variants"
 	"github.com/zoo-dev/zoo/zoo/tensor"
-	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 // TestPrecisionOption checks which Options.Precision values compile: fp32 always, bf16
@@ -57,28 +54,10 @@ func TestBF16Programs(t *testing.T) {
 	if path, why := gemm.BF16Path(); path == "" {
 		t.Skipf("no bf16 path on this CPU: %s", why)
 	}
-	builtin := variants.Builtin()
-	names := make([]string, 0, len(builtin))
-	for name := range builtin {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	in := encoderInputs(2, 40)
-	mask := in[variant.InputKeyPadding].Bool
-	for i := 35; i < 40; i++ {
-		mask[40+i] = true // the second sequence is 35 long
-	}
+	names, in := smallBuiltins()
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			v := builtin[name]
-			cfg, err := variant.Resolve(v.Describe(), map[string]any{"layers": int64(2), "d_model": int64(64), "heads": int64(4), "d_ff": int64(128)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := v.Build(context.Background(), cfg, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := smallBuiltin(t, name)
 			run := func(opts backends.Options) *tensor.Tensor {
 				p, err := cpu.Backend{}.Compile(g, opts)
 				if err != nil {

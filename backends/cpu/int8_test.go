@@ -3,16 +3,13 @@ package cpu_test
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/internal/pairtime"
-	"github.com/zoo-dev/zoo/variants"
 	"github.com/zoo-dev/zoo/zoo/tensor"
-	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 // TestInt8Probe checks that Probe reports gemm's int8 path.
@@ -32,28 +29,10 @@ func TestInt8Probe(t *testing.T) {
 // largest value; fused and unfused int8 agree as closely. The paths compute the same bits,
 // so every path's hidden states equal the first one's.
 func TestInt8Programs(t *testing.T) {
-	builtin := variants.Builtin()
-	names := make([]string, 0, len(builtin))
-	for name := range builtin {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	in := encoderInputs(2, 40)
-	mask := in[variant.InputKeyPadding].Bool
-	for i := 35; i < 40; i++ {
-		mask[40+i] = true // the second sequence is 35 long
-	}
+	names, in := smallBuiltins()
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			v := builtin[name]
-			cfg, err := variant.Resolve(v.Describe(), map[string]any{"layers": int64(2), "d_model": int64(64), "heads": int64(4), "d_ff": int64(128)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := v.Build(context.Background(), cfg, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := smallBuiltin(t, name)
 			run := func(opts backends.Options) (*tensor.Tensor, map[string]int) {
 				p, err := cpu.Backend{}.Compile(g, opts)
 				if err != nil {
