@@ -309,10 +309,11 @@ func TestPrecompiledRules(t *testing.T) {
 	}
 }
 
-// TestConcurrentEncode: a loaded tokenizer (with its word caches) is safe for concurrent use.
+// TestConcurrentEncode: a loaded tokenizer (with its word caches and Viterbi lattice) is safe
+// for concurrent use.
 func TestConcurrentEncode(t *testing.T) {
 	_, lines := readCorpus(t)
-	for _, f := range []string{"bytelevel-bpe.tokenizer.json", "spm-unigram.tokenizer.json", "spm-bpe.model"} {
+	for _, f := range []string{"bytelevel-bpe.tokenizer.json", "spm-unigram.tokenizer.json", "spm-unigram.model", "spm-bpe.model"} {
 		tk, err := Load(filepath.Join("testdata", f))
 		if err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package tokenize
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -325,6 +326,12 @@ type unigram struct {
 
 	mu    sync.Mutex
 	cache map[string]Encoding
+	// scratch is the lattice of the last text up to scratchMax bytes, kept for the next:
+	// SentencePiece runs Viterbi on whole stream chunks, and a fresh lattice per chunk made a
+	// 16 MB text allocate 2.6 GB, which a loaded machine's collector let pile up to 123 MiB
+	// resident. A caller that finds it in use (another goroutine) allocates its own.
+	scratchMu sync.Mutex
+	scratch   uniScratch
 	// hfUnkText: Hugging Face reports an unknown piece by its text; SentencePiece by the unk piece.
 	hfUnkText bool
 }
@@ -424,8 +431,13 @@ func (u *unigram) encodeWord(w string, e *Encoding) {
 }
 
 func (u *unigram) encodeUncached(w string, e *Encoding) {
-	var rev []uniPiece
-	rev = u.bestPathViterbi(w)
+	sc := new(uniScratch)
+	if len(w) <= scratchMax && u.scratchMu.TryLock() {
+		defer u.scratchMu.Unlock()
+		sc = &u.scratch
+	}
+	rev := u.bestPathViterbi(w, sc)
+	e.IDs, e.Tokens = slices.Grow(e.IDs, len(rev)), slices.Grow(e.Tokens, len(rev))
 	for i := len(rev) - 1; i >= 0; i-- {
 		p := rev[i]
 		if p.id == u.unkID && u.fuseUnk {
@@ -463,11 +475,15 @@ func (u *unigram) encodeUncached(w string, e *Encoding) {
 // bestPathViterbi is the "optimized" Viterbi of Hugging Face and SentencePiece: the best path
 // ending at each byte position, the first candidate winning ties; in f64 for Hugging Face, with
 // SentencePiece's float rounding when f32 is set (near ties depend on it). It returns the path
-// from its end to its start.
-func (u *unigram) bestPathViterbi(w string) []uniPiece {
-	best := make([]uniNode, len(w)+1)
+// from its end to its start, in sc's storage (valid until sc is used again).
+func (u *unigram) bestPathViterbi(w string, sc *uniScratch) []uniPiece {
+	if cap(sc.best) < len(w)+1 {
+		sc.best = make([]uniNode, len(w)+1)
+	}
+	best := sc.best[:len(w)+1]
+	best[0] = uniNode{}
 	for i := 1; i < len(best); i++ {
-		best[i].start = -1
+		best[i] = uniNode{start: -1}
 	}
 	for start := 0; start < len(w); {
 		_, mblen := utf8.DecodeRuneInString(w[start:])
@@ -511,11 +527,23 @@ func (u *unigram) bestPathViterbi(w string) []uniPiece {
 		}
 		start += mblen
 	}
-	var rev []uniPiece
+	rev := sc.rev[:0]
 	for end := len(w); end > 0; {
 		n := best[end]
 		rev = append(rev, uniPiece{int(n.start), end, int64(n.id)})
 		end = int(n.start)
 	}
+	sc.rev = rev
 	return rev
 }
+
+// uniScratch holds a Viterbi lattice and path for reuse.
+type uniScratch struct {
+	best []uniNode
+	rev  []uniPiece
+}
+
+// scratchMax bounds the text whose lattice a unigram model keeps (16 bytes a byte, so at most
+// 8 MiB): the longest run the streamer hands over once normalization has written each space
+// as "▁" (three bytes), so one huge text never stays resident.
+const scratchMax = 2 * StreamMaxRun

@@ -197,9 +197,12 @@ func TestStreamLooksOnce(t *testing.T) {
 	}
 }
 
-// TestStreamPeakMemory tokenizes a 32 MB CRLF text and a 64 MB line in a child process each
-// and bounds its peak resident memory by the window, not the input: before, the CRLF text took
-// 843 MB (held whole and rescanned) and a 16 MB line 498 MB.
+// TestStreamPeakMemory tokenizes a 32 MB CRLF text, a 64 MB line and two 16 MB texts in a
+// child process each and bounds the growth of its peak resident memory with the input: before,
+// the CRLF text took 843 MB (held whole and rescanned) and a 16 MB line 498 MB. The bound is on
+// the difference from the same child on an eighth of the text, not on the absolute figure,
+// because the runtime's own share (a heap per processor, how far a starved collector lags)
+// differs by tens of MiB between an idle 2-core machine and a loaded CI machine with many cores.
 func TestStreamPeakMemory(t *testing.T) {
 	if v, _ := env.Get(env.TestChild); strings.HasPrefix(v, "stream:") {
 		tk := loadFixture(t, strings.TrimPrefix(v, "stream:"))
@@ -214,38 +217,49 @@ func TestStreamPeakMemory(t *testing.T) {
 		os.Exit(0)
 	}
 	if testing.Short() {
-		t.Skip("tokenizes 96 MB")
+		t.Skip("tokenizes 128 MB")
 	}
 	dir := t.TempDir()
+	// The child's tokenizer files are found from the package directory.
+	wd, _ := os.Getwd()
+	_ = os.Symlink(filepath.Join(wd, "testdata"), filepath.Join(dir, "testdata"))
+	peakOf := func(name, tok string, n int, eol string) int64 {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "text.txt"), hostile.Text(n, eol), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestStreamPeakMemory$")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), env.TestChild+"=stream:"+tok)
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		f := strings.Fields(string(out))
+		if err != nil || len(f) != 3 || f[2] != "<nil>" {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+		peak, _ := strconv.ParseInt(f[0], 10, 64)
+		if peak <= 0 {
+			t.Fatalf("%s: no peak resident memory (%q)", name, out)
+		}
+		t.Logf("%s, %d MB: %s tokens, peak resident memory %d MiB, %v", name, n>>20, f[1], peak>>20, time.Since(start).Round(time.Millisecond))
+		return peak
+	}
+	const growth = 64 << 20
 	for _, c := range []struct {
 		name, tok string
 		n         int
 		eol       string
 	}{
-		{"32 MB CRLF", "minilm.tokenizer.json", 32 << 20, "\r\n"},
-		{"64 MB line", "minilm.tokenizer.json", 64 << 20, ""},
-		{"16 MB line, byte-level BPE", "bytelevel-bpe.tokenizer.json", 16 << 20, ""},
-		{"16 MB, SentencePiece Unigram", "spm-unigram.model", 16 << 20, "\n"},
+		{"CRLF", "minilm.tokenizer.json", 32 << 20, "\r\n"},
+		{"one line", "minilm.tokenizer.json", 64 << 20, ""},
+		{"one line, byte-level BPE", "bytelevel-bpe.tokenizer.json", 16 << 20, ""},
+		{"SentencePiece Unigram", "spm-unigram.model", 16 << 20, "\n"},
 	} {
-		if err := os.WriteFile(filepath.Join(dir, "text.txt"), hostile.Text(c.n, c.eol), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(os.Args[0], "-test.run=^TestStreamPeakMemory$")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), env.TestChild+"=stream:"+c.tok)
-		// The child's tokenizer files are found from the package directory.
-		wd, _ := os.Getwd()
-		_ = os.Symlink(filepath.Join(wd, "testdata"), filepath.Join(dir, "testdata"))
-		start := time.Now()
-		out, err := cmd.CombinedOutput()
-		f := strings.Fields(string(out))
-		if err != nil || len(f) != 3 || f[2] != "<nil>" {
-			t.Fatalf("%s: %v\n%s", c.name, err, out)
-		}
-		peak, _ := strconv.ParseInt(f[0], 10, 64)
-		t.Logf("%s: %s tokens, peak resident memory %d MiB, %v", c.name, f[1], peak>>20, time.Since(start).Round(time.Millisecond))
-		if peak <= 0 || peak > 100<<20 {
-			t.Errorf("%s: peak resident memory %d MiB, want under 100 MiB", c.name, peak>>20)
+		small := peakOf(c.name, c.tok, c.n/8, c.eol)
+		big := peakOf(c.name, c.tok, c.n, c.eol)
+		if big-small > growth {
+			t.Errorf("%s: peak resident memory %d MiB for %d MB against %d MiB for %d MB: grows with the input by more than %d MiB",
+				c.name, big>>20, c.n>>20, small>>20, c.n>>23, growth>>20)
 		}
 	}
 }
