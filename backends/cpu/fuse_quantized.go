@@ -548,6 +548,7 @@ func (f *fuser) fuseDynamicGroup(i int, replaced map[int]step) bool {
 		return false
 	}
 	override := packLayers(p, layers)
+	specs, za := dynamicSpecs(layers)
 	fast := func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, bool, error) {
 		x := in[0]
 		if x == nil || x.DType != tensor.Float32 {
@@ -558,6 +559,13 @@ func (f *fuser) fuseDynamicGroup(i int, replaced map[int]step) bool {
 			return nil, false, nil
 		}
 		scale, zp, a := dynamicQuantize(e, x.F32)
+		if specs != nil {
+			z := za
+			if z < 0 {
+				z = int32(zp)
+			}
+			return runDynamicLinears(e, x, m, k, a, scale, z, specs)
+		}
 		res := make([]*tensor.Tensor, len(layers))
 		for j, l := range layers {
 			y, err := e.allocRaw(outShape(x.Shape, l.w.n))
@@ -583,6 +591,59 @@ func (f *fuser) fuseDynamicGroup(i int, replaced map[int]step) bool {
 	f.newFusedAt("Int8DynamicLinear", i, group, []int{dq.In[0]}, outs, fast, override, replaced)
 	p.fusions["int8-dynamic"] += len(layers)
 	return true
+}
+
+// dynamicSpecs returns the group's layers as int8 linear layers of the fused-linear path
+// (their weights rescaled by wScale, bias and Relu in the epilogue) with the A zero point
+// they share (−1: the activation quantization's own), or nil when the group is outside
+// that path: a constant scale (the graph's scale is then not x_scale·w_scale_j, which the
+// kernels' store computes), weight zero points, zero points that differ between layers,
+// or a Relu without a bias (the epilogue applies activations with the bias).
+func dynamicSpecs(layers []*qLayer) ([]*linearSpec, int32) {
+	za := int32(-1)
+	if !layers[0].zaOwn {
+		za = layers[0].zaConst
+	}
+	specs := make([]*linearSpec, len(layers))
+	for i, l := range layers {
+		if l.sConst != nil || l.w.zq != nil || l.zaOwn != layers[0].zaOwn || (!l.zaOwn && l.zaConst != za) ||
+			(l.bias == nil && l.act != vec.ActNone) || l.w.pb.Int8Path() != layers[0].w.pb.Int8Path() {
+			return nil, 0
+		}
+		specs[i] = &linearSpec{pw: l.w.pb.WithInt8Scales(l.wScale), bias: l.bias}
+		if l.act == vec.ActRelu {
+			specs[i].act = actRelu
+		}
+	}
+	return specs, za
+}
+
+// runDynamicLinears runs an "int8-dynamic" group on the fused-linear path: x's m rows,
+// quantized per tensor into a (scale, zero point za), are laid out once for the int8
+// kernels, and the layers run as one parallel step whose kernels dequantize in their store
+// (float32(float32(sum − za·colsum)·float32(scale·w_scale_j)), the graph's Cast and
+// Mul(x_scale, w_scale) rounded alike) before the bias and Relu of the epilogue.
+func runDynamicLinears(e *exec, x *tensor.Tensor, m, k int, a []uint8, scale float32, za int32, specs []*linearSpec) ([]*tensor.Tensor, bool, error) {
+	jobs := make([]*linearJob, len(specs))
+	for i, s := range specs {
+		j, err := s.plan(e, x, nil)
+		if err != nil {
+			return nil, true, err
+		}
+		jobs[i] = j
+	}
+	r := int8RowSets.Get().(*gemm.Int8Rows)
+	defer int8RowSets.Put(r)
+	r.Prepare(specs[0].pw, m, 1)
+	tasks := (m + int8QuantRows - 1) / int8QuantRows
+	workpool.Tasks(e.threads, tasks, func(t int) {
+		lo, hi := t*int8QuantRows, min((t+1)*int8QuantRows, m)
+		r.SetRange(lo, hi, a[lo*k:hi*k], k, scale, za)
+	})
+	for _, j := range jobs {
+		j.rows = r
+	}
+	return runLinearJobs(e, jobs), true, nil
 }
 
 // dynamicQuantize is DynamicQuantizeLinear of x into u8 with its scale and zero point, the

@@ -235,6 +235,8 @@ func quantizedShapes(t *testing.T) {
 	}{
 		{1, 1, 1, tensor.Int8, false}, {3, 7, 5, tensor.Int8, true}, {50, 33, 67, tensor.Uint8, true}, {17, 300, 129, tensor.Int8, true},
 		{65, 64, 64, tensor.Uint8, false}, {5, 4096, 19, tensor.Int8, true},
+		// int8 weights without a zero point run on the fused-linear path (runDynamicLinears)
+		{17, 300, 129, tensor.Int8, false}, {130, 4096, 33, tensor.Int8, false}, {2, 64, 1, tensor.Int8, false},
 	} {
 		t.Run(fmt.Sprintf("%dx%dx%d_%v_zp%v", c.rows, c.k, c.n, c.bt, c.zp), func(t *testing.T) {
 			g := quantizedGraph(t, rng, c.k, c.n, c.bt, c.zp)

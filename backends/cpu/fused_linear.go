@@ -392,7 +392,7 @@ const int8QuantRows = 64
 // function that gives the buffers back, or nil when nothing is shared.
 func shareInt8Rows(e *exec, jobs []*linearJob) (release func()) {
 	j0 := jobs[0]
-	if !j0.spec.pw.Int8() || j0.m == 0 {
+	if !j0.spec.pw.Int8() || j0.m == 0 || j0.rows != nil { // rows given: already quantized
 		return nil
 	}
 	covered := 0

@@ -273,6 +273,23 @@ func PackBInt8Quantized(k, n int, q []int8, scales []float32) *PackedB {
 	return pb
 }
 
+// WithInt8Scales returns an operand that shares pb's int8 values (and their column sums)
+// with other column scales: scales holds n values, or one for every column. Products with
+// it dequantize by the new scales; pb is unchanged. Layers that share a weight matrix
+// under different scales (ONNX files that quantize one weight once and scale it per use)
+// keep one copy of the values. It panics when pb is not int8 or scales has the wrong length.
+func (pb *PackedB) WithInt8Scales(scales []float32) *PackedB {
+	if pb == nil || pb.i8 == nil || (len(scales) != pb.n && len(scales) != 1) {
+		panic("gemm: WithInt8Scales: not an int8 operand, or not 1 or n scales")
+	}
+	d := *pb.i8
+	d.scale = make([]float32, len(pb.i8.scale))
+	for j := range pb.n {
+		d.scale[j] = scales[min(j, len(scales)-1)]
+	}
+	return &PackedB{k: pb.k, n: pb.n, i8: &d}
+}
+
 func checkInt8K(fn string, k int) {
 	if k > MaxInt8K {
 		panic(fmt.Sprintf("gemm: %s: k = %d exceeds MaxInt8K (%d): the int32 sums could overflow", fn, k, MaxInt8K))
@@ -817,6 +834,38 @@ func (r *Int8Rows) QuantizeRange(i0, i1 int, a []float32, lda int) {
 	}
 	checkMat("A", i1, r.k, len(a), lda)
 	quantizeRows(r.kern, r.q[i0*r.ld:], r.ld, a[i0*lda:], lda, i1-i0, r.k, r.kpad, r.alpha, r.rs[i0:], r.rz[i0:])
+}
+
+// SetRange stores rows [i0, i1) of A already quantized to u8 (row i at q[(i−i0)·ldq:],
+// Prepare's k values each) into r, with one scale and zero point for all of them: ONNX's
+// per-tensor DynamicQuantizeLinear, whose division and rounding the caller has done. The
+// products then compute float32(float32(Σ_p (q_ip − zp)·b_pj) · float32(scale·s_j)) with
+// the operand's column scales s_j: the graph's Cast of MatMulInteger's sum times its
+// Mul(x_scale, w_scale), rounded as the graph rounds them. Calls on disjoint ranges may
+// run concurrently. It panics when r is not prepared, the range is outside it, q is too
+// short or zp is not in 0..255.
+func (r *Int8Rows) SetRange(i0, i1 int, q []uint8, ldq int, scale float32, zp int32) {
+	if !r.prepped || i0 < 0 || i1 > r.m || i0 > i1 || zp < 0 || zp > 255 {
+		panic(fmt.Sprintf("gemm: Int8Rows.SetRange: rows [%d, %d) of %d prepared, zero point %d", i0, i1, r.m, zp))
+	}
+	if i0 == i1 || r.k == 0 {
+		return
+	}
+	checkMat("q", i1-i0, r.k, len(q), ldq)
+	wide := r.kern != nil && r.kern.wideA
+	for i := i0; i < i1; i++ {
+		row, dst := q[(i-i0)*ldq:(i-i0)*ldq+r.k], r.q[i*r.ld:]
+		if wide {
+			for p, v := range row {
+				dst[2*p], dst[2*p+1] = v, 0
+			}
+			clear(dst[2*r.k : 2*r.kpad])
+		} else {
+			copy(dst, row)
+			clear(dst[r.k:r.kpad])
+		}
+		r.rs[i], r.rz[i] = scale, zp
+	}
 }
 
 // SgemmInt8RowsAt is SgemmPackedEpilogueAt with A already quantized: rows [i0, i0+m) of

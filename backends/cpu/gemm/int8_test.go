@@ -624,6 +624,12 @@ func TestInt8BadArgs(t *testing.T) {
 	})
 	mustPanic("PackBInt8Quantized with 3 scales for 2 columns", func() { PackBInt8Quantized(2, 2, make([]int8, 4), make([]float32, 3)) })
 	mustPanic("PackBInt8 with k over MaxInt8K", func() { PackBInt8(false, MaxInt8K+1, 1, make([]float32, MaxInt8K+1), 1) })
+	mustPanic("WithInt8Scales on fp32 weights", func() { PackB(false, 2, 2, make([]float32, 4), 2).WithInt8Scales([]float32{1}) })
+	mustPanic("SetRange with zero point 256", func() {
+		var r Int8Rows
+		r.Prepare(PackBInt8Quantized(2, 2, make([]int8, 4), []float32{1}), 1, 1)
+		r.SetRange(0, 1, make([]uint8, 2), 2, 1, 256)
+	})
 	mustPanic("GemmU8S8 with a short A", func() {
 		GemmU8S8(2, 2, 2, make([]uint8, 3), 2, PackBInt8Quantized(2, 2, make([]int8, 4), []float32{1}), make([]int32, 4), 2)
 	})
@@ -664,6 +670,55 @@ func TestInt8Rows(t *testing.T) {
 					t.Fatalf("%v: the epilogue covered %d elements, want %d", sh, rows, (i1-i0)*w)
 				}
 				bitwise(t, fmt.Sprint(sh, rc), got, want)
+			}
+		}
+	})
+}
+
+// TestInt8RowsSetRange: rows quantized by the caller with one scale and zero point
+// (SetRange, in two ranges) times an operand rescaled by WithInt8Scales give, on every path,
+// float32(float32(Σ (q − zp)·b) · float32(scale·s_j)) bit for bit: ONNX's Cast of
+// MatMulInteger's sum times its Mul(x_scale, w_scale). The original operand keeps its scales.
+func TestInt8RowsSetRange(t *testing.T) {
+	forEachInt8Path(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(25, 26))
+		for _, sh := range [][3]int{{1, 1, 1}, {17, 70, 33}, {300, 130, 517}, {5, 33, 4096}} {
+			m, n, k := sh[0], sh[1], sh[2]
+			ldq := k + 3
+			q := make([]uint8, m*ldq)
+			for i := range q {
+				q[i] = uint8(rng.IntN(256))
+			}
+			b := make([]int8, k*n)
+			for i := range b {
+				b[i] = int8(rng.IntN(256) - 128)
+			}
+			s := make([]float32, n)
+			for j := range s {
+				s[j] = rng.Float32() / 64
+			}
+			base := PackBInt8Quantized(k, n, b, []float32{1})
+			pb := base.WithInt8Scales(s)
+			scale, zp := float32(0.0137), int32(rng.IntN(256))
+			var r Int8Rows
+			r.Prepare(pb, m, 1)
+			r.SetRange(m/2, m, q[m/2*ldq:], ldq, scale, zp)
+			r.SetRange(0, m/2, q, ldq, scale, zp)
+			got := make([]float32, m*n)
+			SgemmInt8RowsAt(&r, 0, m, 0, n, pb, 0, got, n, nil)
+			want := make([]float32, m*n)
+			for i := 0; i < m; i++ {
+				for j := 0; j < n; j++ {
+					var sum int32
+					for p := 0; p < k; p++ {
+						sum += (int32(q[i*ldq+p]) - zp) * int32(b[p*n+j])
+					}
+					want[i*n+j] = float32(float32(sum) * float32(scale*s[j]))
+				}
+			}
+			bitwise(t, fmt.Sprint(sh), got, want)
+			if _, bs := base.Int8Values(); bs[n-1] != 1 {
+				t.Fatalf("%v: WithInt8Scales changed the original operand's scales", sh)
 			}
 		}
 	})
