@@ -558,14 +558,15 @@ func (f *fuser) fuseDynamicGroup(i int, replaced map[int]step) bool {
 		if !ok {
 			return nil, false, nil
 		}
-		scale, zp, a := dynamicQuantize(e, x.F32)
 		if specs != nil {
+			scale, zp := dynamicParams(e, x.F32)
 			z := za
 			if z < 0 {
 				z = int32(zp)
 			}
-			return runDynamicLinears(e, x, m, k, a, scale, z, specs)
+			return runDynamicLinears(e, x, m, k, scale, z, specs)
 		}
+		scale, zp, a := dynamicQuantize(e, x.F32)
 		res := make([]*tensor.Tensor, len(layers))
 		for j, l := range layers {
 			y, err := e.allocRaw(outShape(x.Shape, l.w.n))
@@ -618,12 +619,13 @@ func dynamicSpecs(layers []*qLayer) ([]*linearSpec, int32) {
 	return specs, za
 }
 
-// runDynamicLinears runs an "int8-dynamic" group on the fused-linear path: x's m rows,
-// quantized per tensor into a (scale, zero point za), are laid out once for the int8
-// kernels, and the layers run as one parallel step whose kernels dequantize in their store
-// (float32(float32(sum − za·colsum)·float32(scale·w_scale_j)), the graph's Cast and
-// Mul(x_scale, w_scale) rounded alike) before the bias and Relu of the epilogue.
-func runDynamicLinears(e *exec, x *tensor.Tensor, m, k int, a []uint8, scale float32, za int32, specs []*linearSpec) ([]*tensor.Tensor, bool, error) {
+// runDynamicLinears runs an "int8-dynamic" group on the fused-linear path: x's m rows are
+// quantized once with DynamicQuantizeLinear's scale and zero point (za: the one the layers
+// subtract) straight into the int8 kernels' layout, and the layers run as one parallel step
+// whose kernels dequantize in their store (float32(float32(sum − za·colsum) ·
+// float32(scale·w_scale_j)), the graph's Cast and Mul(x_scale, w_scale) rounded alike)
+// before the bias and Relu of the epilogue.
+func runDynamicLinears(e *exec, x *tensor.Tensor, m, k int, scale float32, za int32, specs []*linearSpec) ([]*tensor.Tensor, bool, error) {
 	jobs := make([]*linearJob, len(specs))
 	for i, s := range specs {
 		j, err := s.plan(e, x, nil)
@@ -638,7 +640,7 @@ func runDynamicLinears(e *exec, x *tensor.Tensor, m, k int, a []uint8, scale flo
 	tasks := (m + int8QuantRows - 1) / int8QuantRows
 	workpool.Tasks(e.threads, tasks, func(t int) {
 		lo, hi := t*int8QuantRows, min((t+1)*int8QuantRows, m)
-		r.SetRange(lo, hi, a[lo*k:hi*k], k, scale, za)
+		r.QuantizeTensorRange(lo, hi, x.F32, k, scale, za)
 	})
 	for _, j := range jobs {
 		j.rows = r
@@ -648,18 +650,11 @@ func runDynamicLinears(e *exec, x *tensor.Tensor, m, k int, a []uint8, scale flo
 
 // dynamicQuantize is DynamicQuantizeLinear of x into u8 with its scale and zero point, the
 // answer of graph's functions (MinMax0, DynamicQuantParams, DynamicQuantize) computed in
-// parallel over e's threads: min and max are exact in any order, the division by the scale
-// runs vectorised (vec.DivScalar, a true division element by element) and each quotient is
-// then rounded and clamped by graph.QuantizeU8, as DynamicQuantize does.
+// parallel over e's threads and in vector code: the range by gemm.Range0 (min and max are
+// exact in any order; TestRange0Definition), the values by gemm.QuantizeTensorU8 (a true
+// division, rounded and clamped as DynamicQuantize does; TestQuantizeTensorU8Definition).
 func dynamicQuantize(e *exec, x []float32) (scale float32, zp uint8, q []uint8) {
-	const grain = 1 << 13
-	parts := max(1, min(e.threads, len(x)/grain))
-	los, his := make([]float32, parts), make([]float32, parts)
-	workpool.Tasks(e.threads, parts, func(t int) {
-		los[t], his[t] = graph.MinMax0(x[t*len(x)/parts : (t+1)*len(x)/parts])
-	})
-	lo, hi := graph.MinMax0(append(los, his...))
-	scale, zp = graph.DynamicQuantParams(lo, hi)
+	scale, zp = dynamicParams(e, x)
 	q = make([]uint8, len(x))
 	if scale == 0 {
 		return scale, zp, q // DynamicQuantize's 0 for every element
@@ -668,13 +663,31 @@ func dynamicQuantize(e *exec, x []float32) (scale float32, zp uint8, q []uint8) 
 	return scale, zp, q
 }
 
+// dynamicParams returns DynamicQuantizeLinear's scale and zero point for x, its range found
+// in parallel over e's threads.
+func dynamicParams(e *exec, x []float32) (scale float32, zp uint8) {
+	const grain = 1 << 13
+	parts := max(1, min(e.threads, len(x)/grain))
+	los, his := make([]float32, parts), make([]float32, parts)
+	workpool.Tasks(e.threads, parts, func(t int) {
+		los[t], his[t] = gemm.Range0(x[t*len(x)/parts : (t+1)*len(x)/parts])
+	})
+	return graph.DynamicQuantParams(graph.MinMax0(append(los, his...)))
+}
+
 // qDivScratch recycles quantizeU8's blocks of quotients (kept off the goroutine stack: a
 // 16 KiB array there made every call grow the stack).
 var qDivScratch = sync.Pool{New: func() any { return new([1 << 12]float32) }}
 
-// quantizeU8 sets q[i] = graph.QuantizeU8(x[i]/scale, zp, lo, hi), in blocks over e's threads.
+// quantizeU8 sets q[i] = graph.QuantizeU8(x[i]/scale, zp, lo, hi), in blocks over e's threads:
+// for the u8 range through gemm.QuantizeTensorU8's vector code (the same answer,
+// TestQuantizeTensorU8Definition), else dividing in vector code and rounding in Go.
 func quantizeU8(e *exec, q []uint8, x []float32, scale float32, zp, lo, hi int32) {
 	const block = 1 << 12
+	if lo == 0 && hi == 255 && zp >= 0 && zp <= 255 {
+		workpool.For(e.threads, len(x), 1<<13, func(a, b int) { gemm.QuantizeTensorU8(q[a:b], x[a:b], scale, zp) })
+		return
+	}
 	workpool.For(e.threads, len(x), 1<<13, func(a, b int) {
 		buf := qDivScratch.Get().(*[block]float32)
 		defer qDivScratch.Put(buf)

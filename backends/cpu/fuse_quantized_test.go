@@ -11,6 +11,7 @@ import (
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
+	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -296,11 +297,17 @@ func floatLayer(k, n int) *graph.Graph {
 	return g
 }
 
-// BenchmarkQuantizedLayer times one linear layer (1024×512 by 512×2048) in fp32, in int8
-// through Options.Precision (per-row activations, the int8 kernels' own quantization and
+// BenchmarkQuantizedLayer times one linear layer (1024 rows by 512×2048, a feed-forward
+// block's first layer, and by 2048×512, its second) in fp32, in int8 through
+// Options.Precision (per-row activations, the int8 kernels' own quantization and
 // dequantization), and imported in quantize_dynamic's form (the "int8-dynamic" step).
 func BenchmarkQuantizedLayer(b *testing.B) {
-	const m, k, n = 1024, 512, 2048
+	for _, sh := range [][3]int{{1024, 512, 2048}, {1024, 2048, 512}} {
+		benchmarkQuantizedLayer(b, sh[0], sh[1], sh[2])
+	}
+}
+
+func benchmarkQuantizedLayer(b *testing.B, m, k, n int) {
 	g := floatLayer(k, n)
 	data, err := onnx.Export(g, onnx.ExportOptions{Precision: "int8"})
 	if err != nil {
@@ -313,7 +320,7 @@ func BenchmarkQuantizedLayer(b *testing.B) {
 		g    *graph.Graph
 		prec string
 	}{{"fp32", g, ""}, {"native-int8", g, "int8"}, {"imported-int8", qg, ""}} {
-		b.Run(c.name, func(b *testing.B) {
+		b.Run(fmt.Sprintf("%dx%dx%d/%s", m, k, n, c.name), func(b *testing.B) {
 			p, err := cpu.Backend{}.Compile(c.g, backends.Options{Threads: 2, Precision: c.prec})
 			if err != nil {
 				b.Fatal(err)
@@ -324,7 +331,86 @@ func BenchmarkQuantizedLayer(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(2*m*k*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(2*float64(m*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
+	}
+}
+
+// TestQuantizeTensorU8Definition holds gemm.QuantizeTensorU8 (the fused steps' vector
+// quantization) to ONNX's definition as graph states it (DynamicQuantize), on every kernel
+// level: exact ties of the scale, NaN, ±Inf, quotients past ±512, zero points 0 to 255.
+func TestQuantizeTensorU8Definition(t *testing.T) {
+	rng := rand.New(rand.NewSource(36))
+	x := make([]float32, 4099)
+	for i := range x {
+		switch i % 5 {
+		case 0:
+			x[i] = (float32(rng.Intn(600)-300) + 0.5) * 0.037
+		case 1:
+			x[i] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 1e30, -1e30, 0}[rng.Intn(6)]
+		default:
+			x[i] = float32(rng.NormFloat64() * 3)
+		}
+	}
+	prev := simd.Current().String()
+	defer simd.Set(prev)
+	for _, level := range simd.AvailableNames() {
+		if err := simd.Set(level); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			scale float32
+			zp    uint8
+		}{{0.037, 0}, {0.037, 131}, {0.037, 255}, {1e-3, 7}, {250, 3}} {
+			got := make([]uint8, len(x))
+			gemm.QuantizeTensorU8(got, x, c.scale, int32(c.zp))
+			for i, v := range x {
+				if want := graph.DynamicQuantize(v, c.scale, c.zp); got[i] != want {
+					t.Fatalf("%s scale %v zp %d: %v → %d, DynamicQuantize gives %d", level, c.scale, c.zp, v, got[i], want)
+				}
+			}
+		}
+	}
+}
+
+// TestRange0Definition holds gemm.Range0 (the fused steps' vector range) to graph.MinMax0 bit
+// for bit on every kernel level: lengths around the vector widths, −0, NaN (passed over) and
+// ±Inf (kept), all-negative and all-positive inputs.
+func TestRange0Definition(t *testing.T) {
+	rng := rand.New(rand.NewSource(37))
+	neg0 := float32(math.Copysign(0, -1))
+	prev := simd.Current().String()
+	defer simd.Set(prev)
+	for _, level := range simd.AvailableNames() {
+		if err := simd.Set(level); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 100, 1000} {
+			for c := range 6 {
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+					switch c {
+					case 1:
+						x[i] = neg0
+					case 2:
+						x[i] = -float32(math.Abs(float64(x[i]))) - 1
+					case 3:
+						x[i] = float32(math.Abs(float64(x[i]))) + 1
+					}
+				}
+				if n > 0 && c == 4 {
+					x[rng.Intn(n)] = float32(math.NaN())
+				}
+				if n > 0 && c == 5 {
+					x[rng.Intn(n)] = float32(math.Inf(2*rng.Intn(2) - 1))
+				}
+				lo, hi := gemm.Range0(x)
+				wl, wh := graph.MinMax0(x)
+				if math.Float32bits(lo) != math.Float32bits(wl) || math.Float32bits(hi) != math.Float32bits(wh) {
+					t.Fatalf("%s n %d case %d: Range0 (%v, %v), MinMax0 (%v, %v)", level, n, c, lo, hi, wl, wh)
+				}
+			}
+		}
 	}
 }

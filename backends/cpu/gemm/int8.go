@@ -464,6 +464,59 @@ func quantizeRowsGo(dst []byte, ldq int, wide bool, a []float32, lda, rows, k, k
 	}
 }
 
+// Range0 returns min(0, min x) and max(0, max x), NaNs passed over: the range ONNX's
+// DynamicQuantizeLinear quantizes x over, found in vector code where the CPU has AVX2. A
+// −0 never replaces the 0 the range starts from.
+func Range0(x []float32) (lo, hi float32) {
+	if lo, hi, ok := rangeFast(x); ok {
+		return lo, hi
+	}
+	for _, v := range x {
+		if v < lo {
+			lo = v
+		}
+		if v > hi {
+			hi = v
+		}
+	}
+	return lo, hi
+}
+
+// QuantizeTensorU8 sets dst[p] = clamp(rne(x[p]/scale) + zp, 0, 255), 0 where the quotient
+// is NaN: ONNX's DynamicQuantizeLinear (and QuantizeLinear to uint8) of each value once its
+// scale and zero point are known, with the true division ONNX specifies (a product by 1/scale
+// would round some ties the other way), in vector code where the CPU has AVX2. The caller
+// keeps scale away from 0 (the operator's own answer for a zero scale is all zeros). It
+// panics when dst is shorter than x or zp is outside 0..255.
+func QuantizeTensorU8(dst []uint8, x []float32, scale float32, zp int32) {
+	if len(dst) < len(x) || zp < 0 || zp > 255 {
+		panic(fmt.Sprintf("gemm: QuantizeTensorU8: %d values into %d, zero point %d", len(x), len(dst), zp))
+	}
+	done := quantizeDivFast(dst, x, scale, zp)
+	for p := done; p < len(x); p++ {
+		dst[p] = quantDivOne(x[p], scale, zp)
+	}
+}
+
+// quantDivOne is QuantizeTensorU8 of one value: the quotient clamped to 512 first (it
+// saturates to 255 from there), then rounded half to even by adding and subtracting 1.5·2²³
+// (exact below 2²²), the zero point added and the sum clamped to 0..255. A NaN quotient
+// gives 0, as its conversion to INT_MIN in the vector code does.
+func quantDivOne(x, scale float32, zp int32) uint8 {
+	const magic = 1.5 * (1 << 23)
+	v := x / scale
+	switch {
+	case v != v:
+		return 0
+	case v > 512:
+		v = 512
+	case v < -512:
+		v = -512
+	}
+	r := int32(float32(float32(v+magic)-magic)) + zp
+	return uint8(max(0, min(255, r)))
+}
+
 // rowRange returns the smallest and largest values of row and whether it holds a NaN or
 // an infinity.
 func rowRange(row []float32) (lo, hi float32, bad bool) {
@@ -836,32 +889,45 @@ func (r *Int8Rows) QuantizeRange(i0, i1 int, a []float32, lda int) {
 	quantizeRows(r.kern, r.q[i0*r.ld:], r.ld, a[i0*lda:], lda, i1-i0, r.k, r.kpad, r.alpha, r.rs[i0:], r.rz[i0:])
 }
 
-// SetRange stores rows [i0, i1) of A already quantized to u8 (row i at q[(i−i0)·ldq:],
-// Prepare's k values each) into r, with one scale and zero point for all of them: ONNX's
-// per-tensor DynamicQuantizeLinear, whose division and rounding the caller has done. The
-// products then compute float32(float32(Σ_p (q_ip − zp)·b_pj) · float32(scale·s_j)) with
-// the operand's column scales s_j: the graph's Cast of MatMulInteger's sum times its
-// Mul(x_scale, w_scale), rounded as the graph rounds them. Calls on disjoint ranges may
-// run concurrently. It panics when r is not prepared, the range is outside it, q is too
-// short or zp is not in 0..255.
-func (r *Int8Rows) SetRange(i0, i1 int, q []uint8, ldq int, scale float32, zp int32) {
+// QuantizeTensorRange quantizes rows [i0, i1) of A (a addresses row 0, stride lda,
+// Prepare's k values per row) into r with one scale and zero point for all of them, as
+// QuantizeTensorU8 does (all zeros when scale is 0): ONNX's per-tensor DynamicQuantizeLinear
+// once the caller has its scale and zero point (Range0 gives the range). The products then
+// compute float32(float32(Σ_p (q_ip − zp)·b_pj) · float32(scale·s_j)) with the operand's
+// column scales s_j: the graph's Cast of MatMulInteger's sum times its Mul(x_scale,
+// w_scale), rounded as the graph rounds them. Calls on disjoint ranges may run
+// concurrently. It panics when r is not prepared, the range is outside it, a is too short
+// or zp is not in 0..255.
+func (r *Int8Rows) QuantizeTensorRange(i0, i1 int, a []float32, lda int, scale float32, zp int32) {
 	if !r.prepped || i0 < 0 || i1 > r.m || i0 > i1 || zp < 0 || zp > 255 {
-		panic(fmt.Sprintf("gemm: Int8Rows.SetRange: rows [%d, %d) of %d prepared, zero point %d", i0, i1, r.m, zp))
+		panic(fmt.Sprintf("gemm: Int8Rows.QuantizeTensorRange: rows [%d, %d) of %d prepared, zero point %d", i0, i1, r.m, zp))
 	}
 	if i0 == i1 || r.k == 0 {
 		return
 	}
-	checkMat("q", i1-i0, r.k, len(q), ldq)
+	checkMat("A", i1, r.k, len(a), lda)
 	wide := r.kern != nil && r.kern.wideA
+	var tmp []uint8
+	if wide {
+		tmp = make([]uint8, r.k)
+	}
 	for i := i0; i < i1; i++ {
-		row, dst := q[(i-i0)*ldq:(i-i0)*ldq+r.k], r.q[i*r.ld:]
+		row, dst := a[i*lda:i*lda+r.k], r.q[i*r.ld:]
+		q := dst[:r.k]
 		if wide {
-			for p, v := range row {
+			q = tmp
+		}
+		if scale == 0 {
+			clear(q)
+		} else {
+			QuantizeTensorU8(q, row, scale, zp)
+		}
+		if wide {
+			for p, v := range q {
 				dst[2*p], dst[2*p+1] = v, 0
 			}
 			clear(dst[2*r.k : 2*r.kpad])
 		} else {
-			copy(dst, row)
 			clear(dst[r.k:r.kpad])
 		}
 		r.rs[i], r.rz[i] = scale, zp

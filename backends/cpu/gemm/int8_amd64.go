@@ -128,6 +128,61 @@ func i8RowRangeAVX512(x *float32, n int) (lo, hi, nan float32)
 //go:noescape
 func i8QuantU8AVX512(dst *uint8, x *float32, n int, inv float32, z int32)
 
+// i8QuantDivU8AVX2 writes quantDivOne(x[p], scale, z) as bytes for p < n, n a multiple of 32.
+//
+//go:noescape
+func i8QuantDivU8AVX2(dst *uint8, x *float32, n int, scale float32, z int32)
+
+// i8QuantDivU8AVX512 is i8QuantDivU8AVX2 on zmm, n a multiple of 16.
+//
+//go:noescape
+func i8QuantDivU8AVX512(dst *uint8, x *float32, n int, scale float32, z int32)
+
+// rangeFast is Range0's body with the vector routines on the leading multiple of the vector
+// width; ok is false (and Range0 scans in Go) without AVX2, at the generic level, or when x
+// holds a NaN or an infinity, which the routines flag but do not pass over.
+func rangeFast(x []float32) (lo, hi float32, ok bool) {
+	if !cpuAVX2 || simd.Current() < simd.AVX2 {
+		return 0, 0, false
+	}
+	var nan float32
+	v := len(x) &^ 7
+	switch {
+	case v == 0:
+	case cpuAVX512 && simd.Current() == simd.AVX512:
+		v = len(x) &^ 15
+		if v > 0 {
+			lo, hi, nan = i8RowRangeAVX512(&x[0], v)
+		}
+	default:
+		lo, hi, nan = i8RowRangeAVX2(&x[0], v)
+	}
+	tl, th, bad := rowRange(x[v:])
+	// The vector minimum of 0 and −0 may be −0: adding 0 makes it the 0 the range starts from.
+	return min(lo, tl) + 0, max(hi, th) + 0, nan == 0 && !bad
+}
+
+// quantizeDivFast is QuantizeTensorU8's body with the vector routines (AVX-512 at the
+// avx512 level, AVX2 at the avx2 level); it returns how many leading values it did (0
+// without AVX2 or at the generic level).
+func quantizeDivFast(dst []uint8, x []float32, scale float32, z int32) int {
+	switch {
+	case !cpuAVX2 || simd.Current() < simd.AVX2:
+		return 0
+	case cpuAVX512 && simd.Current() == simd.AVX512:
+		n := len(x) &^ 15
+		if n > 0 {
+			i8QuantDivU8AVX512(&dst[0], &x[0], n, scale, z)
+		}
+		return n
+	}
+	n := len(x) &^ 31
+	if n > 0 {
+		i8QuantDivU8AVX2(&dst[0], &x[0], n, scale, z)
+	}
+	return n
+}
+
 // quantizeRowsFast is quantizeRowsGo with the vector routines: AVX-512 ones at the avx512
 // kernel level for u8 rows (the vnni512 kernels'), else AVX2 ones (every CPU the int8
 // kernels run on has AVX2); it reports false, doing nothing, without AVX2. The tails

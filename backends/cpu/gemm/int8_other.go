@@ -10,3 +10,9 @@ var int8Kernels []*int8Kernel
 func quantizeRowsFast(dst []byte, ldq int, wide bool, a []float32, lda, rows, k, kpad int, alpha float32, rs []float32, rz []int32) bool {
 	return false
 }
+
+// quantizeDivFast has no vector form here.
+func quantizeDivFast(dst []uint8, x []float32, scale float32, z int32) int { return 0 }
+
+// rangeFast has no vector form here.
+func rangeFast(x []float32) (lo, hi float32, ok bool) { return 0, 0, false }

@@ -625,10 +625,10 @@ func TestInt8BadArgs(t *testing.T) {
 	mustPanic("PackBInt8Quantized with 3 scales for 2 columns", func() { PackBInt8Quantized(2, 2, make([]int8, 4), make([]float32, 3)) })
 	mustPanic("PackBInt8 with k over MaxInt8K", func() { PackBInt8(false, MaxInt8K+1, 1, make([]float32, MaxInt8K+1), 1) })
 	mustPanic("WithInt8Scales on fp32 weights", func() { PackB(false, 2, 2, make([]float32, 4), 2).WithInt8Scales([]float32{1}) })
-	mustPanic("SetRange with zero point 256", func() {
+	mustPanic("QuantizeTensorRange with zero point 256", func() {
 		var r Int8Rows
 		r.Prepare(PackBInt8Quantized(2, 2, make([]int8, 4), []float32{1}), 1, 1)
-		r.SetRange(0, 1, make([]uint8, 2), 2, 1, 256)
+		r.QuantizeTensorRange(0, 1, make([]float32, 2), 2, 1, 256)
 	})
 	mustPanic("GemmU8S8 with a short A", func() {
 		GemmU8S8(2, 2, 2, make([]uint8, 3), 2, PackBInt8Quantized(2, 2, make([]int8, 4), []float32{1}), make([]int32, 4), 2)
@@ -675,19 +675,20 @@ func TestInt8Rows(t *testing.T) {
 	})
 }
 
-// TestInt8RowsSetRange: rows quantized by the caller with one scale and zero point
-// (SetRange, in two ranges) times an operand rescaled by WithInt8Scales give, on every path,
-// float32(float32(Σ (q − zp)·b) · float32(scale·s_j)) bit for bit: ONNX's Cast of
-// MatMulInteger's sum times its Mul(x_scale, w_scale). The original operand keeps its scales.
-func TestInt8RowsSetRange(t *testing.T) {
+// TestInt8RowsTensorRange: rows quantized with one scale and zero point (QuantizeTensorRange,
+// in two ranges) times an operand rescaled by WithInt8Scales give, on every path,
+// float32(float32(Σ (q − zp)·b) · float32(scale·s_j)) bit for bit, q the values
+// QuantizeTensorU8 gives: ONNX's Cast of MatMulInteger's sum times its Mul(x_scale,
+// w_scale). A zero scale quantizes to zeros. The original operand keeps its scales.
+func TestInt8RowsTensorRange(t *testing.T) {
 	forEachInt8Path(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(25, 26))
 		for _, sh := range [][3]int{{1, 1, 1}, {17, 70, 33}, {300, 130, 517}, {5, 33, 4096}} {
 			m, n, k := sh[0], sh[1], sh[2]
-			ldq := k + 3
-			q := make([]uint8, m*ldq)
-			for i := range q {
-				q[i] = uint8(rng.IntN(256))
+			lda := k + 3
+			x := make([]float32, m*lda)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
 			}
 			b := make([]int8, k*n)
 			for i := range b {
@@ -699,27 +700,72 @@ func TestInt8RowsSetRange(t *testing.T) {
 			}
 			base := PackBInt8Quantized(k, n, b, []float32{1})
 			pb := base.WithInt8Scales(s)
-			scale, zp := float32(0.0137), int32(rng.IntN(256))
-			var r Int8Rows
-			r.Prepare(pb, m, 1)
-			r.SetRange(m/2, m, q[m/2*ldq:], ldq, scale, zp)
-			r.SetRange(0, m/2, q, ldq, scale, zp)
-			got := make([]float32, m*n)
-			SgemmInt8RowsAt(&r, 0, m, 0, n, pb, 0, got, n, nil)
-			want := make([]float32, m*n)
-			for i := 0; i < m; i++ {
-				for j := 0; j < n; j++ {
-					var sum int32
-					for p := 0; p < k; p++ {
-						sum += (int32(q[i*ldq+p]) - zp) * int32(b[p*n+j])
+			for _, scale := range []float32{0.0137, 0} {
+				zp := int32(rng.IntN(256))
+				var r Int8Rows
+				r.Prepare(pb, m, 1)
+				r.QuantizeTensorRange(m/2, m, x, lda, scale, zp)
+				r.QuantizeTensorRange(0, m/2, x, lda, scale, zp)
+				got := make([]float32, m*n)
+				SgemmInt8RowsAt(&r, 0, m, 0, n, pb, 0, got, n, nil)
+				want := make([]float32, m*n)
+				for i := 0; i < m; i++ {
+					q := make([]uint8, k)
+					if scale != 0 {
+						QuantizeTensorU8(q, x[i*lda:i*lda+k], scale, zp)
 					}
-					want[i*n+j] = float32(float32(sum) * float32(scale*s[j]))
+					for j := 0; j < n; j++ {
+						var sum int32
+						for p := 0; p < k; p++ {
+							sum += (int32(q[p]) - zp) * int32(b[p*n+j])
+						}
+						want[i*n+j] = float32(float32(sum) * float32(scale*s[j]))
+					}
 				}
+				bitwise(t, fmt.Sprint(sh, scale), got, want)
 			}
-			bitwise(t, fmt.Sprint(sh), got, want)
 			if _, bs := base.Int8Values(); bs[n-1] != 1 {
 				t.Fatalf("%v: WithInt8Scales changed the original operand's scales", sh)
 			}
 		}
 	})
+}
+
+// TestQuantizeTensorU8 holds the vector quantization to its Go twin (quantDivOne) on every
+// kernel level, on lengths around the vector widths and on awkward values: exact ties
+// (k + ½)·scale, which a product by 1/scale can round the other way, NaN, ±Inf, quotients
+// past ±512 and past 2³¹ (which convert to INT_MIN in vector code), and zero points 0 and 255.
+func TestQuantizeTensorU8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	x := make([]float32, 1000)
+	const scale = float32(0.0123)
+	for i := range x {
+		switch i % 7 {
+		case 0:
+			x[i] = (float32(rng.IntN(300)-150) + 0.5) * scale
+		case 1:
+			x[i] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 3e9, -3e9, 7, -7, 0}[rng.IntN(8)]
+		default:
+			x[i] = float32(rng.NormFloat64()) * 2
+		}
+	}
+	for _, lv := range levelNames() {
+		withLevel(t, lv, func() {
+			for _, zp := range []int32{0, 128, 255} {
+				for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000} {
+					got := make([]uint8, n+1)
+					got[n] = 77
+					QuantizeTensorU8(got, x[:n], scale, zp)
+					for p := 0; p < n; p++ {
+						if want := quantDivOne(x[p], scale, zp); got[p] != want {
+							t.Fatalf("%s zp %d n %d: x[%d] = %v → %d, want %d", lv, zp, n, p, x[p], got[p], want)
+						}
+					}
+					if got[n] != 77 {
+						t.Fatalf("%s n %d: wrote past the end", lv, n)
+					}
+				}
+			}
+		})
+	}
 }

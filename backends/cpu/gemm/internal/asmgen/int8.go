@@ -410,6 +410,93 @@ i8QuantU8AVX512_done:
 	VZEROUPPER
 	RET
 
+// func i8QuantDivU8AVX2(dst *uint8, x *float32, n int, scale float32, z int32)
+// dst[p] = clamp(rne(min(x[p]/scale, 512)) + z, 0, 255) for n a multiple of 32
+// (quantDivOne): a true division, as ONNX's DynamicQuantizeLinear divides. The minimum
+// with 512 keeps a quotient of 2³¹ or more from converting to INT_MIN (which clamps to 0,
+// not 255); a NaN quotient passes it (VMINPS returns its second source) and converts to
+// INT_MIN, which clamps to 0.
+TEXT ·i8QuantDivU8AVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS scale+24(FP), Y8
+	MOVL z+28(FP), AX
+	MOVQ AX, X9
+	VPBROADCASTD X9, Y9
+	VMOVDQU i8PermU8<>(SB), Y10
+	MOVL $0x44000000, AX // 512.0
+	MOVQ AX, X11
+	VPBROADCASTD X11, Y11
+	SHRQ $5, CX
+	JZ i8QuantDivU8AVX2_done
+i8QuantDivU8AVX2_loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VDIVPS Y8, Y0, Y0
+	VDIVPS Y8, Y1, Y1
+	VDIVPS Y8, Y2, Y2
+	VDIVPS Y8, Y3, Y3
+	VMINPS Y0, Y11, Y0
+	VMINPS Y1, Y11, Y1
+	VMINPS Y2, Y11, Y2
+	VMINPS Y3, Y11, Y3
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VCVTPS2DQ Y2, Y2
+	VCVTPS2DQ Y3, Y3
+	VPADDD Y9, Y0, Y0
+	VPADDD Y9, Y1, Y1
+	VPADDD Y9, Y2, Y2
+	VPADDD Y9, Y3, Y3
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y3, Y2, Y2
+	VPACKUSWB Y2, Y0, Y0
+	VPERMD Y0, Y10, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $128, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ i8QuantDivU8AVX2_loop
+i8QuantDivU8AVX2_done:
+	VZEROUPPER
+	RET
+
+// func i8QuantDivU8AVX512(dst *uint8, x *float32, n int, scale float32, z int32)
+// i8QuantDivU8AVX2 on zmm, n a multiple of 16.
+TEXT ·i8QuantDivU8AVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS scale+24(FP), Z8
+	MOVL z+28(FP), AX
+	MOVQ AX, X9
+	VPBROADCASTD X9, Z9
+	VPXORD Z10, Z10, Z10
+	MOVL $0x44000000, AX // 512.0
+	MOVQ AX, X11
+	VPBROADCASTD X11, Z11
+	SHRQ $4, CX
+	JZ i8QuantDivU8AVX512_done
+i8QuantDivU8AVX512_loop:
+	VMOVUPS (SI), Z0
+	VDIVPS Z8, Z0, Z0
+	VMINPS Z0, Z11, Z0
+	VCVTPS2DQ Z0, Z0
+	VPADDD Z9, Z0, Z0
+	VPMAXSD Z10, Z0, Z0
+	VPMOVUSDB Z0, X1
+	VMOVDQU X1, (DI)
+	ADDQ $64, SI
+	ADDQ $16, DI
+	DECQ CX
+	JNZ i8QuantDivU8AVX512_loop
+i8QuantDivU8AVX512_done:
+	VZEROUPPER
+	RET
+
 // The dword order VPERMD puts the two packs' results back in (i8QuantU8AVX2).
 DATA i8PermU8<>+0(SB)/4, $0
 DATA i8PermU8<>+4(SB)/4, $4
