@@ -173,6 +173,7 @@ type Program struct {
 	// their input rows and run in int8 (gemm.PackBInt8); every other product stays fp32.
 	int8   bool
 	packed []*gemm.PackedB // the weight matrices packed at compile time (WeightBytes)
+	tables []*int8Table    // an int8 program's row tables (int8_tables.go)
 	// dequantized and qpacked serve the fusion of imported quantized layers while it runs
 	// (fuse_quantized.go): folded DequantizeLinears of integer weights, and the packed ones.
 	dequantized map[string]foldedDQ
@@ -235,6 +236,9 @@ func newProgram(g *graph.Graph, opts backends.Options) (*Program, error) {
 		return nil, err
 	}
 	p.plan = pl
+	if int8 {
+		p.int8Tables()
+	}
 	return p, nil
 }
 
@@ -516,6 +520,9 @@ func (p *Program) WeightBytes() int64 {
 	var n int64
 	for _, pb := range p.packed {
 		n += int64(pb.Bytes())
+	}
+	for _, tb := range p.tables {
+		n += tb.bytes()
 	}
 	for _, t := range p.plan.Consts {
 		if t != nil {
