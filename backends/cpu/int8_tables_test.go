@@ -27,7 +27,7 @@ func tableGraph(t *testing.T, table *tensor.Tensor) *graph.Graph {
 	n := b.Slice(b.Shape(x), b.ConstInts(0), b.ConstInts(1), b.ConstInts(0))
 	b.Output("emb", b.Gather(tab, ids, 0), tensor.Float32, graph.Sym("n"), graph.Fixed(int64(table.Shape[1])))
 	b.Output("pos", b.Op("Add", []string{x, b.Slice(tab, b.ConstInts(0), n, b.ConstInts(0))}, nil), tensor.Float32, graph.Sym("n"), graph.Fixed(int64(table.Shape[1])))
-	odd := b.Op("Slice", []string{tab, starts, b.ConstInts(-5, 1 << 40), b.ConstInts(0, 1), b.ConstInts(-1, 2)}, nil)
+	odd := b.Op("Slice", []string{tab, starts, b.ConstInts(-5, 1<<40), b.ConstInts(0, 1), b.ConstInts(-1, 2)}, nil)
 	b.Output("odd", odd, tensor.Float32, graph.Fixed(4), graph.Fixed(int64(table.Shape[1]/2)))
 	g, err := b.Build()
 	if err != nil {
