@@ -4,6 +4,7 @@
 package backendlist
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -23,9 +24,10 @@ type Row struct {
 	// then says why (never "" then). Both are always present, so that scripts can test them.
 	BF16       string `json:"bf16"`
 	BF16Reason string `json:"bf16_reason"`
-	// Int8 is the backend's int8 path (the CPU's: "vnni512", "avx-vnni", "avx2", or "generic",
-	// pure Go), "" when it has none here; Int8Reason says why, or beside a path what keeps a
-	// better one off ("" on the best path). Both are always present.
+	// Int8 is the backend's int8 path (the CPU's: "vnni512", "avx-vnni", "avx2", or "none"
+	// where it has no int8 kernels and --precision int8 runs in pure Go, which Int8Reason
+	// then says), "" when the backend has no int8 path at all; Int8Reason says why, or beside
+	// a path what keeps a better one off ("" on the best path). Both are always present.
 	Int8       string `json:"int8"`
 	Int8Reason string `json:"int8_reason"`
 	Chosen     bool   `json:"chosen"`
@@ -45,6 +47,10 @@ func Rows(all []backends.Backend, chosen *backends.Choice) []Row {
 			if !p.Available {
 				row.BF16Reason = "the backend is unavailable here"
 			}
+		}
+		if row.Int8 == "generic" {
+			// The CPU's pure-Go products: no int8 kernel path, though int8 still runs.
+			row.Int8, row.Int8Reason = "none", "products in pure Go: "+cmp.Or(p.Int8Reason, "no int8 kernels here")
 		}
 		if row.Int8 == "" && row.Int8Reason == "" {
 			row.Int8Reason = "the backend names no int8 path"

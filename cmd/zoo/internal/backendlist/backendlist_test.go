@@ -2,6 +2,7 @@ package backendlist
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,6 +35,9 @@ func TestRows(t *testing.T) {
 		t.Errorf("%d rows chosen, want 1", chosen)
 	}
 	for _, r := range Rows(backends.All(), nil) {
+		if r.Name == "cpu" && !slices.Contains([]string{"vnni512", "avx-vnni", "avx2", "none"}, r.Int8) {
+			t.Errorf("cpu: int8 %q, want vnni512, avx-vnni, avx2 or none", r.Int8)
+		}
 		if r.Chosen {
 			t.Errorf("%s chosen without a choice", r.Name)
 		}
@@ -46,11 +50,11 @@ func TestRender(t *testing.T) {
 		{Name: "cpu", Available: true, Level: "avx2", Threads: 8, BF16Reason: "no AVX512-BF16", Int8: "avx2", Chosen: true},
 		{Name: "cuda", Reason: "no GPU", BF16Reason: "the backend is unavailable here", Int8Reason: "the backend is unavailable here"},
 		{Name: "gpu", Available: true, BF16: "tensor-cores", Int8Reason: "the backend names no int8 path"},
-		{Name: "old", Available: true, BF16Reason: "no AVX512-BF16", Int8: "generic", Int8Reason: "the CPU lacks AVX2"},
+		{Name: "old", Available: true, BF16Reason: "no AVX512-BF16", Int8: "none", Int8Reason: "products in pure Go: the CPU lacks AVX2"},
 	})
 	out := b.String()
 	for _, want := range []string{"available (chosen)", "none (no AVX512-BF16)", "unavailable: no GPU", "cuda",
-		"INT8", "none (the backend names no int8 path)", "generic (the CPU lacks AVX2)"} {
+		"INT8", "none (the backend names no int8 path)", "none (products in pure Go: the CPU lacks AVX2)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
