@@ -3,12 +3,15 @@ package cpu_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
+	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 	"github.com/zoo-dev/zoo/internal/pairtime"
+	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -109,10 +112,34 @@ func TestInt8WeightBytes(t *testing.T) {
 // BenchmarkVanillaInt8 runs the vanilla base encoder (2 threads) in fp32 and int8, paired
 // run by run, and reports both medians and the median of the per-pair speed-ups of int8
 // (the goal: at least 3× with AVX512-VNNI, 1.6× on AVX2 alone, at batch 8, n = 512).
+// Where this CPU has better kernels, it also runs both at the avx2 kernel level on the avx2
+// int8 path (sub-benchmarks named avx2/…): the instructions an AVX2-only CPU has, on this
+// CPU's cores.
 //
 //	go test ./backends/cpu -run '^$' -bench VanillaInt8 -benchtime 10x
 func BenchmarkVanillaInt8(b *testing.B) {
 	g := vanillaBase(b, nil)
+	best, _ := gemm.Int8Path()
+	configs := [][2]string{{simd.Current().String(), best}}
+	if best != "avx2" && slices.Contains(gemm.Int8Paths(), "avx2") {
+		configs = append(configs, [2]string{"avx2", "avx2"})
+	}
+	prev := simd.Current().String()
+	defer simd.Set(prev)
+	defer gemm.SetInt8Path("")
+	for _, c := range configs {
+		if err := simd.Set(c[0]); err != nil {
+			b.Fatal(err)
+		}
+		if err := gemm.SetInt8Path(c[1]); err != nil {
+			b.Fatal(err)
+		}
+		benchVanillaInt8(b, g, c[1])
+	}
+}
+
+// benchVanillaInt8 is BenchmarkVanillaInt8 on the kernel level and int8 path set now.
+func benchVanillaInt8(b *testing.B, g *graph.Graph, path string) {
 	const threads = 2
 	progs := map[string]backends.Program{}
 	for _, prec := range []string{"fp32", "int8"} {
@@ -123,7 +150,6 @@ func BenchmarkVanillaInt8(b *testing.B) {
 		defer p.Close()
 		progs[prec] = p
 	}
-	path, _ := gemm.Int8Path()
 	for _, sh := range []struct{ batch, n int }{{1, 128}, {8, 128}, {8, 512}} {
 		in := encoderInputs(sh.batch, sh.n)
 		runner := func(p backends.Program) func() error {
