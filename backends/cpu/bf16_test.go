@@ -2,7 +2,6 @@ package cpu_test
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
-	"github.com/zoo-dev/zoo/internal/pairtime"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -121,36 +119,5 @@ func BenchmarkVanillaBF16(b *testing.B) {
 	if path, why := gemm.BF16Path(); path == "" {
 		b.Skipf("no bf16 path on this CPU: %s", why)
 	}
-	g := vanillaBase(b, nil)
-	const threads = 2
-	progs := map[string]backends.Program{}
-	for _, prec := range []string{"fp32", "bf16"} {
-		p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: threads, Precision: prec})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer p.Close()
-		progs[prec] = p
-	}
-	for _, sh := range []struct{ batch, n int }{{1, 128}, {1, 512}, {8, 128}, {8, 512}} {
-		in := encoderInputs(sh.batch, sh.n)
-		runner := func(p backends.Program) func() error {
-			return func() error { _, err := p.Run(context.Background(), in); return err }
-		}
-		b.Run(fmt.Sprintf("b=%d/n=%d", sh.batch, sh.n), func(b *testing.B) {
-			for _, f := range []func() error{runner(progs["bf16"]), runner(progs["fp32"])} {
-				if err := f(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ResetTimer()
-			r, err := pairtime.Interleave(context.Background(), runner(progs["bf16"]), runner(progs["fp32"]), b.N, pairGap, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(pairtime.Median(r.A), "bf16-ms")
-			b.ReportMetric(pairtime.Median(r.B), "fp32-ms")
-			b.ReportMetric(r.Ratio, "speedup")
-		})
-	}
+	benchPrecision(b, vanillaBase(b, nil), "bf16", "", [][2]int{{1, 128}, {1, 512}, {8, 128}, {8, 512}})
 }

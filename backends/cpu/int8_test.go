@@ -2,7 +2,6 @@ package cpu_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -10,8 +9,6 @@ import (
 	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
-	"github.com/zoo-dev/zoo/internal/pairtime"
-	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -134,41 +131,6 @@ func BenchmarkVanillaInt8(b *testing.B) {
 		if err := gemm.SetInt8Path(c[1]); err != nil {
 			b.Fatal(err)
 		}
-		benchVanillaInt8(b, g, c[1])
-	}
-}
-
-// benchVanillaInt8 is BenchmarkVanillaInt8 on the kernel level and int8 path set now.
-func benchVanillaInt8(b *testing.B, g *graph.Graph, path string) {
-	const threads = 2
-	progs := map[string]backends.Program{}
-	for _, prec := range []string{"fp32", "int8"} {
-		p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: threads, Precision: prec})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer p.Close()
-		progs[prec] = p
-	}
-	for _, sh := range []struct{ batch, n int }{{1, 128}, {8, 128}, {8, 512}} {
-		in := encoderInputs(sh.batch, sh.n)
-		runner := func(p backends.Program) func() error {
-			return func() error { _, err := p.Run(context.Background(), in); return err }
-		}
-		b.Run(fmt.Sprintf("%s/b=%d/n=%d", path, sh.batch, sh.n), func(b *testing.B) {
-			for _, f := range []func() error{runner(progs["int8"]), runner(progs["fp32"])} {
-				if err := f(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ResetTimer()
-			r, err := pairtime.Interleave(context.Background(), runner(progs["int8"]), runner(progs["fp32"]), b.N, pairGap, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(pairtime.Median(r.A), "int8-ms")
-			b.ReportMetric(pairtime.Median(r.B), "fp32-ms")
-			b.ReportMetric(r.Ratio, "speedup")
-		})
+		benchPrecision(b, g, "int8", c[1]+"/", [][2]int{{1, 128}, {8, 128}, {8, 512}})
 	}
 }

@@ -2,9 +2,13 @@ package cpu_test
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"testing"
 
+	"github.com/zoo-dev/zoo/backends"
+	"github.com/zoo-dev/zoo/backends/cpu"
+	"github.com/zoo-dev/zoo/internal/pairtime"
 	"github.com/zoo-dev/zoo/variants"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
@@ -40,4 +44,41 @@ func smallBuiltin(t *testing.T, name string) *graph.Graph {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// benchPrecision runs g (2 threads) in fp32 and in prec, paired run by run, at each shape
+// (batch, n), as sub-benchmarks prefix+"b=…/n=…", and reports both medians (prec+"-ms",
+// "fp32-ms") and the median of the per-pair speed-ups of prec ("speedup").
+func benchPrecision(b *testing.B, g *graph.Graph, prec, prefix string, shapes [][2]int) {
+	const threads = 2
+	progs := map[string]backends.Program{}
+	for _, pr := range []string{"fp32", prec} {
+		p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: threads, Precision: pr})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close()
+		progs[pr] = p
+	}
+	for _, sh := range shapes {
+		in := encoderInputs(sh[0], sh[1])
+		runner := func(p backends.Program) func() error {
+			return func() error { _, err := p.Run(context.Background(), in); return err }
+		}
+		b.Run(fmt.Sprintf("%sb=%d/n=%d", prefix, sh[0], sh[1]), func(b *testing.B) {
+			for _, f := range []func() error{runner(progs[prec]), runner(progs["fp32"])} {
+				if err := f(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			r, err := pairtime.Interleave(context.Background(), runner(progs[prec]), runner(progs["fp32"]), b.N, pairGap, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(pairtime.Median(r.A), prec+"-ms")
+			b.ReportMetric(pairtime.Median(r.B), "fp32-ms")
+			b.ReportMetric(r.Ratio, "speedup")
+		})
+	}
 }
