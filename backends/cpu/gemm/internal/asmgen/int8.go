@@ -39,7 +39,7 @@ func generateInt8() []byte {
 			k.emit(&w)
 		}
 	}
-	fmt.Fprint(&w, int8QuantAsm)
+	fmt.Fprint(&w, int8QuantAsm())
 	return w.Bytes()
 }
 
@@ -232,9 +232,11 @@ func (k int8Kernel) emit(w *bytes.Buffer) {
 	p("RET")
 }
 
-// int8QuantAsm is the row quantization (int8.go's quantizeRowsGo, a row at a time), in AVX2
-// for every kernel set and in AVX-512 for the vnni512 one.
-const int8QuantAsm = `
+// int8QuantAsm returns the quantization routines: the row quantization (int8.go's
+// quantizeRowsGo, a row at a time) and the per-tensor one (QuantizeTensorU8), in AVX2 for
+// every kernel set and in AVX-512 for the vnni512 one.
+func int8QuantAsm() string {
+	return `
 // func i8RowRangeAVX2(x *float32, n int) (lo, hi, nan float32)
 // lo = min(0, x[0..n)), hi = max(0, x[0..n)) and nan = Σ (x − x), which is NaN when some x
 // is a NaN or an infinity, for n a multiple of 8. Minimum and maximum do not depend on the
@@ -258,46 +260,7 @@ i8RowRangeAVX2_loop:
 	JNZ i8RowRangeAVX2_loop
 i8RowRangeAVX2_reduce:
 ` + int8RowRangeTail + `
-// func i8QuantU8AVX2(dst *uint8, x *float32, n int, inv float32, z int32)
-// dst[p] = clamp(rne(x[p]·inv) + z, 0, 255) for n a multiple of 32 (quantOne): VCVTPS2DQ
-// rounds to nearest even; the packs saturate int32 to int16 to u8, which is the clamp.
-TEXT ·i8QuantU8AVX2(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ n+16(FP), CX
-	VBROADCASTSS inv+24(FP), Y8
-	MOVL z+28(FP), AX
-	MOVQ AX, X9
-	VPBROADCASTD X9, Y9
-	VMOVDQU i8PermU8<>(SB), Y10
-	SHRQ $5, CX
-	JZ i8QuantU8AVX2_done
-i8QuantU8AVX2_loop:
-	VMULPS (SI), Y8, Y0
-	VMULPS 32(SI), Y8, Y1
-	VMULPS 64(SI), Y8, Y2
-	VMULPS 96(SI), Y8, Y3
-	VCVTPS2DQ Y0, Y0
-	VCVTPS2DQ Y1, Y1
-	VCVTPS2DQ Y2, Y2
-	VCVTPS2DQ Y3, Y3
-	VPADDD Y9, Y0, Y0
-	VPADDD Y9, Y1, Y1
-	VPADDD Y9, Y2, Y2
-	VPADDD Y9, Y3, Y3
-	VPACKSSDW Y1, Y0, Y0
-	VPACKSSDW Y3, Y2, Y2
-	VPACKUSWB Y2, Y0, Y0
-	VPERMD Y0, Y10, Y0
-	VMOVDQU Y0, (DI)
-	ADDQ $128, SI
-	ADDQ $32, DI
-	DECQ CX
-	JNZ i8QuantU8AVX2_loop
-i8QuantU8AVX2_done:
-	VZEROUPPER
-	RET
-
+` + quantU8AVX2(false) + `
 // func i8QuantU16AVX2(dst *uint8, x *float32, n int, inv float32, z int32)
 // As i8QuantU8AVX2 with u16 results (the AVX2 kernels' A), n a multiple of 16: the
 // minimum with 255, then the unsigned pack to u16, which clamps below at 0.
@@ -381,122 +344,9 @@ i8RowRangeAVX512_reduce:
 	VEXTRACTF64X4 $1, Z2, Y3
 	VADDPS Y3, Y2, Y2
 ` + int8RowRangeTail + `
-// func i8QuantU8AVX512(dst *uint8, x *float32, n int, inv float32, z int32)
-// i8QuantU8AVX2 on zmm, n a multiple of 16: the maximum with 0, then VPMOVUSDB's unsigned
-// saturation, which clamps above at 255.
-TEXT ·i8QuantU8AVX512(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ n+16(FP), CX
-	VBROADCASTSS inv+24(FP), Z8
-	MOVL z+28(FP), AX
-	MOVQ AX, X9
-	VPBROADCASTD X9, Z9
-	VPXORD Z10, Z10, Z10
-	SHRQ $4, CX
-	JZ i8QuantU8AVX512_done
-i8QuantU8AVX512_loop:
-	VMULPS (SI), Z8, Z0
-	VCVTPS2DQ Z0, Z0
-	VPADDD Z9, Z0, Z0
-	VPMAXSD Z10, Z0, Z0
-	VPMOVUSDB Z0, X1
-	VMOVDQU X1, (DI)
-	ADDQ $64, SI
-	ADDQ $16, DI
-	DECQ CX
-	JNZ i8QuantU8AVX512_loop
-i8QuantU8AVX512_done:
-	VZEROUPPER
-	RET
-
-// func i8QuantDivU8AVX2(dst *uint8, x *float32, n int, scale float32, z int32)
-// dst[p] = clamp(rne(min(x[p]/scale, 512)) + z, 0, 255) for n a multiple of 32
-// (quantDivOne): a true division, as ONNX's DynamicQuantizeLinear divides. The minimum
-// with 512 keeps a quotient of 2³¹ or more from converting to INT_MIN (which clamps to 0,
-// not 255); a NaN quotient passes it (VMINPS returns its second source) and converts to
-// INT_MIN, which clamps to 0.
-TEXT ·i8QuantDivU8AVX2(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ n+16(FP), CX
-	VBROADCASTSS scale+24(FP), Y8
-	MOVL z+28(FP), AX
-	MOVQ AX, X9
-	VPBROADCASTD X9, Y9
-	VMOVDQU i8PermU8<>(SB), Y10
-	MOVL $0x44000000, AX // 512.0
-	MOVQ AX, X11
-	VPBROADCASTD X11, Y11
-	SHRQ $5, CX
-	JZ i8QuantDivU8AVX2_done
-i8QuantDivU8AVX2_loop:
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 64(SI), Y2
-	VMOVUPS 96(SI), Y3
-	VDIVPS Y8, Y0, Y0
-	VDIVPS Y8, Y1, Y1
-	VDIVPS Y8, Y2, Y2
-	VDIVPS Y8, Y3, Y3
-	VMINPS Y0, Y11, Y0
-	VMINPS Y1, Y11, Y1
-	VMINPS Y2, Y11, Y2
-	VMINPS Y3, Y11, Y3
-	VCVTPS2DQ Y0, Y0
-	VCVTPS2DQ Y1, Y1
-	VCVTPS2DQ Y2, Y2
-	VCVTPS2DQ Y3, Y3
-	VPADDD Y9, Y0, Y0
-	VPADDD Y9, Y1, Y1
-	VPADDD Y9, Y2, Y2
-	VPADDD Y9, Y3, Y3
-	VPACKSSDW Y1, Y0, Y0
-	VPACKSSDW Y3, Y2, Y2
-	VPACKUSWB Y2, Y0, Y0
-	VPERMD Y0, Y10, Y0
-	VMOVDQU Y0, (DI)
-	ADDQ $128, SI
-	ADDQ $32, DI
-	DECQ CX
-	JNZ i8QuantDivU8AVX2_loop
-i8QuantDivU8AVX2_done:
-	VZEROUPPER
-	RET
-
-// func i8QuantDivU8AVX512(dst *uint8, x *float32, n int, scale float32, z int32)
-// i8QuantDivU8AVX2 on zmm, n a multiple of 16.
-TEXT ·i8QuantDivU8AVX512(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ n+16(FP), CX
-	VBROADCASTSS scale+24(FP), Z8
-	MOVL z+28(FP), AX
-	MOVQ AX, X9
-	VPBROADCASTD X9, Z9
-	VPXORD Z10, Z10, Z10
-	MOVL $0x44000000, AX // 512.0
-	MOVQ AX, X11
-	VPBROADCASTD X11, Z11
-	SHRQ $4, CX
-	JZ i8QuantDivU8AVX512_done
-i8QuantDivU8AVX512_loop:
-	VMOVUPS (SI), Z0
-	VDIVPS Z8, Z0, Z0
-	VMINPS Z0, Z11, Z0
-	VCVTPS2DQ Z0, Z0
-	VPADDD Z9, Z0, Z0
-	VPMAXSD Z10, Z0, Z0
-	VPMOVUSDB Z0, X1
-	VMOVDQU X1, (DI)
-	ADDQ $64, SI
-	ADDQ $16, DI
-	DECQ CX
-	JNZ i8QuantDivU8AVX512_loop
-i8QuantDivU8AVX512_done:
-	VZEROUPPER
-	RET
-
+` + quantU8AVX512(false) + `
+` + quantU8AVX2(true) + `
+` + quantU8AVX512(true) + `
 // The dword order VPERMD puts the two packs' results back in (i8QuantU8AVX2).
 DATA i8PermU8<>+0(SB)/4, $0
 DATA i8PermU8<>+4(SB)/4, $4
@@ -508,6 +358,7 @@ DATA i8PermU8<>+24(SB)/4, $3
 DATA i8PermU8<>+28(SB)/4, $7
 GLOBL i8PermU8<>(SB), RODATA|NOPTR, $32
 `
+}
 
 // int8RowRangeTail ends both row-range kernels (AVX2 and AVX-512, once each has folded its
 // accumulators to ymm): the ymm minimum, maximum and NaN sum folded to one lane each and
@@ -536,3 +387,131 @@ const int8RowRangeTail = `	VEXTRACTF128 $1, Y0, X3
 	VZEROUPPER
 	RET
 `
+
+// quantU8AVX2 returns i8QuantU8AVX2 (div false: dst[p] = clamp(rne(x[p]·inv) + z, 0, 255),
+// quantOne) or i8QuantDivU8AVX2 (div true: the quotient x[p]/scale, clamped at 512 first,
+// quantDivOne), for n a multiple of 32.
+func quantU8AVX2(div bool) string {
+	name, arg, doc := "i8QuantU8AVX2", "inv", `// dst[p] = clamp(rne(x[p]·inv) + z, 0, 255) for n a multiple of 32 (quantOne): VCVTPS2DQ
+// rounds to nearest even; the packs saturate int32 to int16 to u8, which is the clamp.
+`
+	if div {
+		name, arg, doc = "i8QuantDivU8AVX2", "scale", `// dst[p] = clamp(rne(min(x[p]/scale, 512)) + z, 0, 255) for n a multiple of 32
+// (quantDivOne): a true division, as ONNX's DynamicQuantizeLinear divides. The minimum
+// with 512 keeps a quotient of 2³¹ or more from converting to INT_MIN (which clamps to 0,
+// not 255); a NaN quotient passes it (VMINPS returns its second source) and converts to
+// INT_MIN, which clamps to 0.
+`
+	}
+	var w bytes.Buffer
+	fmt.Fprintf(&w, "// func %s(dst *uint8, x *float32, n int, %s float32, z int32)\n%sTEXT ·%s(SB), NOSPLIT, $0-32\n", name, arg, doc, name)
+	p := func(format string, args ...any) { fmt.Fprintf(&w, "\t"+format+"\n", args...) }
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ x+8(FP), SI")
+	p("MOVQ n+16(FP), CX")
+	p("VBROADCASTSS %s+24(FP), Y8", arg)
+	p("MOVL z+28(FP), AX")
+	p("MOVQ AX, X9")
+	p("VPBROADCASTD X9, Y9")
+	p("VMOVDQU i8PermU8<>(SB), Y10")
+	if div {
+		p("MOVL $0x44000000, AX // 512.0")
+		p("MOVQ AX, X11")
+		p("VPBROADCASTD X11, Y11")
+	}
+	p("SHRQ $5, CX")
+	p("JZ %s_done", name)
+	fmt.Fprintf(&w, "%s_loop:\n", name)
+	if div {
+		for i := range 4 {
+			p("VMOVUPS %s(SI), Y%d", offset(32*i), i)
+		}
+		for i := range 4 {
+			p("VDIVPS Y8, Y%d, Y%d", i, i)
+		}
+		for i := range 4 {
+			p("VMINPS Y%d, Y11, Y%d", i, i)
+		}
+	} else {
+		for i := range 4 {
+			p("VMULPS %s(SI), Y8, Y%d", offset(32*i), i)
+		}
+	}
+	for _, op := range []string{"VCVTPS2DQ Y%d, Y%d", "VPADDD Y9, Y%d, Y%d"} {
+		for i := range 4 {
+			p(op, i, i)
+		}
+	}
+	p("VPACKSSDW Y1, Y0, Y0")
+	p("VPACKSSDW Y3, Y2, Y2")
+	p("VPACKUSWB Y2, Y0, Y0")
+	p("VPERMD Y0, Y10, Y0")
+	p("VMOVDQU Y0, (DI)")
+	p("ADDQ $128, SI")
+	p("ADDQ $32, DI")
+	p("DECQ CX")
+	p("JNZ %s_loop", name)
+	fmt.Fprintf(&w, "%s_done:\n", name)
+	p("VZEROUPPER")
+	p("RET")
+	return w.String()
+}
+
+// quantU8AVX512 returns quantU8AVX2's routine on zmm (i8QuantU8AVX512, i8QuantDivU8AVX512),
+// for n a multiple of 16: the maximum with 0, then VPMOVUSDB's unsigned saturation, which
+// clamps above at 255.
+func quantU8AVX512(div bool) string {
+	name, arg, doc := "i8QuantU8AVX512", "inv", `// i8QuantU8AVX2 on zmm, n a multiple of 16: the maximum with 0, then VPMOVUSDB's unsigned
+// saturation, which clamps above at 255.
+`
+	if div {
+		name, arg, doc = "i8QuantDivU8AVX512", "scale", "// i8QuantDivU8AVX2 on zmm, n a multiple of 16.\n"
+	}
+	var w bytes.Buffer
+	fmt.Fprintf(&w, "// func %s(dst *uint8, x *float32, n int, %s float32, z int32)\n%sTEXT ·%s(SB), NOSPLIT, $0-32\n", name, arg, doc, name)
+	p := func(format string, args ...any) { fmt.Fprintf(&w, "\t"+format+"\n", args...) }
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ x+8(FP), SI")
+	p("MOVQ n+16(FP), CX")
+	p("VBROADCASTSS %s+24(FP), Z8", arg)
+	p("MOVL z+28(FP), AX")
+	p("MOVQ AX, X9")
+	p("VPBROADCASTD X9, Z9")
+	p("VPXORD Z10, Z10, Z10")
+	if div {
+		p("MOVL $0x44000000, AX // 512.0")
+		p("MOVQ AX, X11")
+		p("VPBROADCASTD X11, Z11")
+	}
+	p("SHRQ $4, CX")
+	p("JZ %s_done", name)
+	fmt.Fprintf(&w, "%s_loop:\n", name)
+	if div {
+		p("VMOVUPS (SI), Z0")
+		p("VDIVPS Z8, Z0, Z0")
+		p("VMINPS Z0, Z11, Z0")
+	} else {
+		p("VMULPS (SI), Z8, Z0")
+	}
+	p("VCVTPS2DQ Z0, Z0")
+	p("VPADDD Z9, Z0, Z0")
+	p("VPMAXSD Z10, Z0, Z0")
+	p("VPMOVUSDB Z0, X1")
+	p("VMOVDQU X1, (DI)")
+	p("ADDQ $64, SI")
+	p("ADDQ $16, DI")
+	p("DECQ CX")
+	p("JNZ %s_loop", name)
+	fmt.Fprintf(&w, "%s_done:\n", name)
+	p("VZEROUPPER")
+	p("RET")
+	return w.String()
+}
+
+// offset writes a memory displacement as the hand-written routines did: none for 0.
+func offset(d int) string {
+	if d == 0 {
+		return ""
+	}
+	return fmt.Sprint(d)
+}
