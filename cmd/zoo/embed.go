@@ -53,20 +53,11 @@ func embedAction(c *cli.Context) error {
 	if ext := strings.ToLower(filepath.Ext(outPath)); outPath != "" && ext != ".npy" && ext != ".json" && ext != ".safetensors" {
 		return badInputf("output %s: unknown format %q; use .npy, .safetensors or .json", outPath, ext)
 	}
-	inPath, in, _, err := openInput(inPath, c.App.Reader, c.App.ErrWriter)
+	inPath, lines, numbers, err := readInputLines(inPath, c.App.Reader, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	lines, numbers, err := readLines(in)
-	if err != nil {
-		return badInputf("input %s: %w", inPath, err)
-	}
-	opts, err := runLoadOptions(c.Context, c)
-	if err != nil {
-		return err
-	}
-	m, err := loadWith(c.Context, c, c.Args().First(), opts)
+	m, err := loadRunModel(c.Context, c, c.Args().First())
 	if err != nil {
 		return err
 	}
@@ -86,6 +77,21 @@ func embedAction(c *cli.Context) error {
 		return err
 	}
 	return writeEmbeddings(c.App.Writer, outPath, c.Bool(flagJSON.Name), m.Name(), vecs)
+}
+
+// readInputLines reads the input at path (as openInput opens it: "-" is stdin) and returns
+// its name, its non-empty lines and each one's line number (zoo embed, zoo rerank); an input
+// with no text, or one that cannot be read, is a bad-input error naming it.
+func readInputLines(path string, stdin io.Reader, stderr io.Writer) (name string, lines []string, numbers []int, err error) {
+	name, in, _, err := openInput(path, stdin, stderr)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	defer in.Close()
+	if lines, numbers, err = readLines(in); err != nil {
+		return "", nil, nil, badInputf("input %s: %w", name, err)
+	}
+	return name, lines, numbers, nil
 }
 
 // readLines returns the non-empty lines of r (without their line breaks) and each one's line

@@ -54,20 +54,11 @@ func rerankAction(c *cli.Context) error {
 	if c.Int("top") < 0 {
 		return badInputf("--top must not be negative, got %d", c.Int("top"))
 	}
-	inPath, in, _, err := openInput(c.String("input"), c.App.Reader, c.App.ErrWriter)
+	_, lines, numbers, err := readInputLines(c.String("input"), c.App.Reader, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	lines, numbers, err := readLines(in)
-	if err != nil {
-		return badInputf("input %s: %w", inPath, err)
-	}
-	opts, err := runLoadOptions(c.Context, c)
-	if err != nil {
-		return err
-	}
-	m, err := loadWith(c.Context, c, c.Args().First(), opts)
+	m, err := loadRunModel(c.Context, c, c.Args().First())
 	if err != nil {
 		return err
 	}

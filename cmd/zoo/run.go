@@ -207,6 +207,16 @@ func runLoadOptions(ctx context.Context, c flags) (zooroot.LoadOptions, error) {
 	return opts, nil
 }
 
+// loadRunModel loads ref with run's load options (runLoadOptions): the model of zoo embed
+// and zoo rerank.
+func loadRunModel(ctx context.Context, c flags, ref string) (*zooroot.Model, error) {
+	opts, err := runLoadOptions(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return loadWith(ctx, c, ref, opts)
+}
+
 // encoderOptions turns run's text flags into the encoder's options; --batch counts only when
 // given, so that a model with a static batch keeps its own.
 func encoderOptions(c flags) zooroot.EncoderOptions {
