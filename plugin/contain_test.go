@@ -40,6 +40,27 @@ func assertGrandchildGone(t *testing.T, what string, pid int) {
 	}
 }
 
+// buildingPlugin starts a plugin that hangs in Build (plugintest.ModeSetsidBuild) on a new
+// host with an hour's Build timeout, and a Build under ctx, and returns once the plugin is
+// building: the host, the Build's result and the pid of the plugin's setsid grandchild.
+func buildingPlugin(t *testing.T, ctx context.Context) (*plugin.Host, <-chan error, int) {
+	t.Helper()
+	spec, pidFile := self(t, plugintest.ModeSetsidBuild)
+	h := plugin.NewHost(plugin.HostOptions{StartTimeout: time.Minute, BuildTimeout: time.Hour})
+	c, err := h.Client(context.Background(), spec)
+	if err != nil {
+		h.Close()
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { _, err := c.Build(ctx, resolve(t, c), 1); errc <- err }()
+	if _, err := plugintest.WaitFile(plugintest.BuildingFile(pidFile), hangBound); err != nil {
+		h.Close()
+		t.Fatal(err)
+	}
+	return h, errc, grandchild(t, pidFile)
+}
+
 // TestSetsidGrandchildKilled: a plugin's descendant in a session of its own is killed on every
 // exit path: a start that times out, a cancelled start, a Build timeout, a cancelled Build, a
 // host closed during Build, Host.Kill (a signal), a plugin that exits during Build, and Close
@@ -99,52 +120,21 @@ func TestSetsidGrandchildKilled(t *testing.T) {
 			assertGrandchildGone(t, "build timeout", pid)
 		}},
 		{"build cancelled, then the host closed", func(t *testing.T) {
-			spec, pidFile := self(t, plugintest.ModeSetsidBuild)
-			h := plugin.NewHost(plugin.HostOptions{StartTimeout: time.Minute, BuildTimeout: time.Hour})
-			c, err := h.Client(context.Background(), spec)
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx, cancel := context.WithCancel(context.Background())
-			errc := make(chan error, 1)
-			go func() { _, err := c.Build(ctx, resolve(t, c), 1); errc <- err }()
-			if _, err := plugintest.WaitFile(plugintest.BuildingFile(pidFile), hangBound); err != nil {
-				t.Fatal(err)
-			}
-			pid := grandchild(t, pidFile)
+			h, errc, pid := buildingPlugin(t, ctx)
 			cancel()
 			<-errc
 			h.Close()
 			assertGrandchildGone(t, "build cancelled", pid)
 		}},
 		{"host closed during build", func(t *testing.T) {
-			spec, pidFile := self(t, plugintest.ModeSetsidBuild)
-			h := plugin.NewHost(plugin.HostOptions{StartTimeout: time.Minute, BuildTimeout: time.Hour})
-			c, err := h.Client(context.Background(), spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			go func() { _, _ = c.Build(context.Background(), resolve(t, c), 1) }()
-			if _, err := plugintest.WaitFile(plugintest.BuildingFile(pidFile), hangBound); err != nil {
-				t.Fatal(err)
-			}
-			pid := grandchild(t, pidFile)
+			h, _, pid := buildingPlugin(t, context.Background())
 			h.Close()
 			assertGrandchildGone(t, "host closed", pid)
 		}},
 		{"host killed (a signal)", func(t *testing.T) {
-			spec, pidFile := self(t, plugintest.ModeSetsidBuild)
-			h := plugin.NewHost(plugin.HostOptions{StartTimeout: time.Minute, BuildTimeout: time.Hour})
+			h, _, pid := buildingPlugin(t, context.Background())
 			defer h.Close()
-			c, err := h.Client(context.Background(), spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			go func() { _, _ = c.Build(context.Background(), resolve(t, c), 1) }()
-			if _, err := plugintest.WaitFile(plugintest.BuildingFile(pidFile), hangBound); err != nil {
-				t.Fatal(err)
-			}
-			pid := grandchild(t, pidFile)
 			h.Kill()
 			assertGrandchildGone(t, "Host.Kill", pid)
 		}},
