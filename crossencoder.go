@@ -179,7 +179,7 @@ func (e *Encoder) ScorePairs(ctx context.Context, pairs ...[2]string) ([]float64
 			return nil, inputErrf("", "pair %d: %v", i, err)
 		}
 		if len(ids) > e.window {
-			return nil, inputErrf(optTruncate, "pair %d is %d tokens, longer than the window of %d tokens (%s); cut it with %s", i, len(ids), e.window, optWindow, optTruncate)
+			return nil, &InputError{Option: optTruncate, Err: &TooLongError{Index: i, Text: p[1], Window: e.window, Tokens: len(ids), Pair: true}}
 		}
 		for _, id := range ids {
 			if id < 0 || id >= int64(limit) {

@@ -3,6 +3,7 @@ package zoo_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"strings"
@@ -75,8 +76,10 @@ func TestRerank(t *testing.T) {
 		}
 	}
 	long := [2]string{want.Long.Query, want.Long.Text}
-	if _, err := enc.ScorePairs(context.Background(), long); !zoo.IsInput(err) {
-		t.Errorf("a pair of %d tokens over the window of 64: %v, want an *InputError", want.Long.Tokens, err)
+	_, err = enc.ScorePairs(context.Background(), [2]string{"q", "short"}, long)
+	var tl *zoo.TooLongError
+	if !zoo.IsInput(err) || !errors.As(err, &tl) || !tl.Pair || tl.Index != 1 || tl.Text != long[1] || tl.Tokens != want.Long.Tokens {
+		t.Errorf("a pair of %d tokens over the window of 64 (second of two): %v, want an *InputError holding a pair TooLongError for pair 1 of %d tokens", want.Long.Tokens, err, want.Long.Tokens)
 	}
 	cut, err := m.NewEncoder(zoo.EncoderOptions{Truncate: true})
 	if err != nil {

@@ -358,14 +358,23 @@ func (e *Encoder) windowOf(ctx context.Context, i int, text string) (window, err
 	return window{ids: append([]int64(nil), b.Tokens[:b.Lengths[0]]...), offset: b.Offsets[0]}, nil
 }
 
-// TooLongError is a text longer than an Encoder's window (wrapped in an *InputError).
+// TooLongError is a text, or a (query, text) pair, longer than an Encoder's window (wrapped
+// in an *InputError): what Embed, Rerank and ScorePairs refuse without Truncate.
 type TooLongError struct {
-	Index  int    // the text's index among those passed
-	Text   string // the text
+	Index  int    // the text's (or pair's) index among those passed
+	Text   string // the text (of a pair, its second text)
 	Window int    // the window, in tokens
+	// Tokens is what a pair takes with its special tokens; 0 for a text, whose encoding
+	// stops once it is past the window.
+	Tokens int
+	Pair   bool // the pair of Text with its query (ScorePairs, Rerank) is too long
 }
 
 func (e *TooLongError) Error() string {
+	if e.Pair {
+		return fmt.Sprintf("pair %d (%s, with its query) is %d tokens, longer than the window of %d tokens (%s); cut it with %s",
+			e.Index, quoteStart(e.Text), e.Tokens, e.Window, optWindow, optTruncate)
+	}
 	return fmt.Sprintf("text %d (%s) is longer than the window of %d tokens (%s, at most the model's maximum length); cut it with %s",
 		e.Index, quoteStart(e.Text), e.Window, optWindow, optTruncate)
 }

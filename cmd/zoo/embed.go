@@ -68,13 +68,8 @@ func embedAction(c *cli.Context) error {
 		return err
 	}
 	vecs, err := enc.Embed(c.Context, lines...)
-	var long *zooroot.TooLongError
-	if errors.As(err, &long) {
-		return badInputf("input %s line %d is longer than the window of %d tokens (%s's maximum length is %d); cut it with --truncate",
-			inPath, numbers[long.Index], long.Window, m.Name(), m.Info().MaxLen)
-	}
 	if err != nil {
-		return err
+		return tooLongLine(err, inPath, numbers, m)
 	}
 	return writeEmbeddings(c.App.Writer, outPath, c.Bool(flagJSON.Name), m.Name(), vecs)
 }
@@ -92,6 +87,22 @@ func readInputLines(path string, stdin io.Reader, stderr io.Writer) (name string
 		return "", nil, nil, badInputf("input %s: %w", name, err)
 	}
 	return name, lines, numbers, nil
+}
+
+// tooLongLine turns a line of the input at inPath that is over the window (a
+// zooroot.TooLongError for the text or pair at index i, read as line numbers[i]) into a
+// bad-input error naming the line; other errors pass unchanged.
+func tooLongLine(err error, inPath string, numbers []int, m *zooroot.Model) error {
+	var long *zooroot.TooLongError
+	switch {
+	case !errors.As(err, &long) || long.Index < 0 || long.Index >= len(numbers):
+		return err
+	case long.Pair:
+		return badInputf("input %s line %d is %d tokens with the query, longer than the window of %d tokens (%s's maximum length is %d); cut it with --truncate",
+			inPath, numbers[long.Index], long.Tokens, long.Window, m.Name(), m.Info().MaxLen)
+	}
+	return badInputf("input %s line %d is longer than the window of %d tokens (%s's maximum length is %d); cut it with --truncate",
+		inPath, numbers[long.Index], long.Window, m.Name(), m.Info().MaxLen)
 }
 
 // readLines returns the non-empty lines of r (without their line breaks) and each one's line

@@ -54,7 +54,7 @@ func rerankAction(c *cli.Context) error {
 	if c.Int("top") < 0 {
 		return badInputf("--top must not be negative, got %d", c.Int("top"))
 	}
-	_, lines, numbers, err := readInputLines(c.String("input"), c.App.Reader, c.App.ErrWriter)
+	inPath, lines, numbers, err := readInputLines(c.String("input"), c.App.Reader, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func rerankAction(c *cli.Context) error {
 	}
 	ranked, err := enc.Rerank(c.Context, c.String("query"), lines...)
 	if err != nil {
-		return err
+		return tooLongLine(err, inPath, numbers, m)
 	}
 	if top := c.Int("top"); top > 0 && top < len(ranked) {
 		ranked = ranked[:top]

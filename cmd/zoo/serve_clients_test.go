@@ -235,6 +235,14 @@ func TestServeHeads(t *testing.T) {
 	if code, _, stderr := zoo(t, "rerank", "testdata/heads/bi.onnx", "--tokenizer", minilm, "--query", "q", "-i", passages); code != 2 || !strings.Contains(stderr, "not a cross-encoder") {
 		t.Errorf("zoo rerank on a model without logits: exit %d: %s", code, stderr)
 	}
+	// A passage over the window is named by its line in the input (a blank line before it
+	// counts), as zoo embed names one.
+	longIn := filepath.Join(t.TempDir(), "long.txt")
+	os.WriteFile(longIn, []byte("short\n\n"+want.Long.Text+"\n"), 0o644)
+	if code, _, stderr := zoo(t, "rerank", "testdata/heads/cross.onnx", "--tokenizer", minilm, "--query", want.Long.Query, "-i", longIn); code != 2 ||
+		!strings.Contains(stderr, fmt.Sprintf("line 3 is %d tokens with the query, longer than the window of 64 tokens", want.Long.Tokens)) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("zoo rerank on a passage over the window: exit %d: %s", code, stderr)
+	}
 }
 
 // ranks0 returns the server's ranking of the fixture's texts, by index.
