@@ -46,8 +46,9 @@ type LoadOptions struct {
 	Registries []string
 	// Backend names the backend ("cpu", "cuda"); "" chooses as backends.Select does.
 	Backend string
-	// Precision of matrix products: "" (the backend's default), "fp32", "bf16" or "int8"
-	// (inference only: linear layers' weights in int8, see backends.Options.Precision).
+	// Precision of matrix products: "" (the backend's default), "fp32", "bf16", "int8"
+	// (inference only: linear layers' weights in int8) or "int8-attention" (int8 and
+	// attention's products in int8 too); see backends.Options.Precision.
 	Precision string
 	// Threads caps the backend's worker threads (0: every core).
 	Threads int
@@ -64,7 +65,7 @@ type LoadOptions struct {
 }
 
 // precisions are the values LoadOptions.Precision takes besides "".
-var precisions = []string{"fp32", "bf16", "int8"}
+var precisions = []string{"fp32", "bf16", "int8", "int8-attention"}
 
 // Model is a loaded model: its graph with its weights, its config, its tokenizer and, once
 // compiled, its program on a backend. Its methods are safe for concurrent use, but Run and
@@ -368,12 +369,12 @@ func (m *Model) SelectBackend() (backends.Choice, error) {
 // where its probe names no bf16 path (an *InputError carrying the probe's reason), int8 where
 // it names no int8 path (an *InputError naming the CPU backend's int8 path instead).
 func CheckPrecision(ch backends.Choice, p string) error {
-	if p == "int8" && ch.Probe.Int8 == "" {
+	if backends.Int8Precision(p) && ch.Probe.Int8 == "" {
 		cpu := "the cpu backend"
 		if b, ok := backends.Lookup("cpu"); ok && b.Probe().Int8 != "" {
 			cpu += " (its int8 path here: " + b.Probe().Int8 + ")"
 		}
-		return inputErrf(optPrecision, "%s int8: backend %s has no int8 path; int8 runs on %s: set %s cpu", optPrecision, ch.Backend.Name(), cpu, optBackend)
+		return inputErrf(optPrecision, "%s %s: backend %s has no int8 path; int8 runs on %s: set %s cpu", optPrecision, p, ch.Backend.Name(), cpu, optBackend)
 	}
 	if p != "bf16" || ch.Probe.BF16 != "" {
 		return nil

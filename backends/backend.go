@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/zoo-dev/zoo/zoo/graph"
@@ -51,7 +52,9 @@ type Options struct {
 	// exact int32 sums dequantized in the fused epilogue; attention's own products, products
 	// of two run-time values and everything else stay fp32). A backend refuses with an error
 	// a precision it has no path for on this machine (Probe().BF16 is "" for bf16,
-	// Probe().Int8 "" for int8).
+	// Probe().Int8 "" for int8). "int8-attention" is "int8" with fused attention's two
+	// products (Q·Kᵀ and the probabilities times V) in int8 as well: keys and values
+	// quantized per key and per channel as they run, queries and probabilities per row.
 	Precision string
 	// NoFusion turns off a backend's graph fusions (e.g. the CPU backend's fused linear and
 	// attention kernels), so every node runs as its own kernel: for A/B tests and for
@@ -177,4 +180,14 @@ func All() []Backend {
 func Lookup(name string) (Backend, bool) {
 	b, ok := registry[name]
 	return b, ok
+}
+
+// Int8Precision reports whether Options.Precision p is one of the int8 precisions, "int8"
+// or "int8-attention" (case and surrounding space ignored).
+func Int8Precision(p string) bool {
+	switch strings.ToLower(strings.TrimSpace(p)) {
+	case "int8", "int8-attention":
+		return true
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/zoo/optim"
 )
 
@@ -192,8 +193,8 @@ func (c Config) Validate() error {
 		return err
 	}
 	switch {
-	case c.Precision == "int8":
-		return inputErrf(optPrecision, "%s int8: training stays fp32 (int8 quantizes a trained model's linear layers for inference: "+
+	case backends.Int8Precision(c.Precision):
+		return inputErrf(optPrecision, "%s "+c.Precision+": training stays fp32 (int8 quantizes a trained model's linear layers for inference: "+
 			"run, bench, parity, eval, profile, serve); train with fp32 or bf16", optPrecision)
 	case c.Precision != "" && c.Precision != "fp32" && c.Precision != "bf16":
 		return inputErrf(optPrecision, "%s %q: want fp32 or bf16", optPrecision, c.Precision)

@@ -57,8 +57,8 @@ func (c EvalConfig) Validate() error {
 		return inputErrf(optEvalBatch, "%s must be at least 1, got %d", optEvalBatch, c.Batch)
 	case c.Threads < 0:
 		return inputErrf(optEvalThreads, "%s must not be negative, got %d", optEvalThreads, c.Threads)
-	case c.Precision != "" && c.Precision != "fp32" && c.Precision != "bf16" && c.Precision != "int8":
-		return inputErrf(optEvalPrecision, "%s %q: want fp32, bf16 or int8", optEvalPrecision, c.Precision)
+	case c.Precision != "" && c.Precision != "fp32" && c.Precision != "bf16" && !backends.Int8Precision(c.Precision):
+		return inputErrf(optEvalPrecision, "%s %q: want fp32, bf16, int8 or int8-attention", optEvalPrecision, c.Precision)
 	}
 	return nil
 }

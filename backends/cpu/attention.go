@@ -49,6 +49,7 @@ const (
 type attnState struct {
 	s, m, l []float32
 	kt, v   gemm.PackedB
+	p       gemm.Int8Rows // an int8-attention run's quantized probabilities
 }
 
 var attnStates = sync.Pool{New: func() any {
@@ -193,9 +194,21 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 	qs, ks, vs, ost := batchStrided(batch, qStride), batchStrided(batch, kStride), batchStrided(batch, vStride), batchStrided(batch, oStride)
 	nb := graph.NumElements(batch)
 	nkb := (nk + attnKBlock - 1) / attnKBlock
+	// An int8-attention run (attention_int8.go) folds the leading scalings of the scores
+	// into the first product and packs Kᵀ and V as int8; a training step's forward pass
+	// (withLSE) stays fp32.
+	attn8 := e.attn8 && !withLSE
+	qscale, sops := float32(1), ops
+	if attn8 {
+		qscale, sops = foldScoreScale(ops)
+	}
 	// packKV packs key block k0 of matrix b: Kᵀ's columns and V's rows k0….
 	packKV := func(ktp, vp *gemm.PackedB, b, k0 int) {
 		cols := min(attnKBlock, nk-k0)
+		if attn8 {
+			packKVInt8(ktp, vp, kt, v, ks, vs, b, k0, cols, dk, dv)
+			return
+		}
 		if ks.cs == 1 {
 			e.packB(ktp, false, dk, cols, kt.F32[ks.off[b]+k0:], ks.ld)
 		} else {
@@ -267,16 +280,22 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 					}
 				}
 				sc := s[:rows*width]
+				// An int8-attention block quantizes each row of probabilities as soon as
+				// it is final, while it is in L1; a causal block cut short runs in fp32.
+				p8 := attn8 && width == cols
+				if p8 {
+					st.p.Prepare(vp, rows, 1)
+				}
 				if width == cols {
-					gemm.SgemmPacked(rows, cols, dk, 1, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, cols)
+					gemm.SgemmPacked(rows, cols, dk, qscale, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, cols)
 				} else {
-					gemm.SgemmPackedCols(rows, 0, width, 1, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, width)
+					gemm.SgemmPackedCols(rows, 0, width, qscale, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, width)
 				}
 				o := out.F32[ost.off[b]+q0*ost.ld:]
 				mq, lq := m[q0-qLo:], l[q0-qLo:]
 				for i := 0; i < rows; i++ {
 					row := sc[i*width : (i+1)*width]
-					applyScoreOps(row, ops, operands, b, q0+i, k0)
+					applyScoreOps(row, sops, operands, b, q0+i, k0)
 					mx := vec.Max(row)
 					mnew := mx
 					if mx == mx && mq[i] > mx {
@@ -284,6 +303,9 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 					}
 					if math.IsInf(float64(mnew), -1) {
 						clear(row) // every key so far is masked out
+						if p8 {
+							st.p.QuantizeUnit(i, row)
+						}
 						continue
 					}
 					alpha := float32(math.Exp(float64(mq[i] - mnew)))
@@ -293,10 +315,16 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 					}
 					lq[i] = lq[i]*alpha + sum
 					mq[i] = mnew
+					if p8 {
+						st.p.QuantizeUnit(i, row)
+					}
 				}
-				if width == cols {
+				switch {
+				case p8:
+					gemm.SgemmInt8RowsAt(&st.p, 0, rows, 0, dv, vp, beta, o, ost.ld, nil)
+				case width == cols:
 					gemm.SgemmPacked(rows, dv, cols, 1, sc, cols, vp, beta, o, ost.ld)
-				} else {
+				default:
 					e.sgemm(false, false, rows, dv, width, 1, sc, width, v.F32[vs.off[b]+k0*vs.ld:], vs.ld, beta, o, ost.ld)
 				}
 			}

@@ -21,7 +21,8 @@ func TestPrecisionOption(t *testing.T) {
 		prec, wantErr string
 	}{
 		{"", ""}, {"fp32", ""}, {" FP32 ", ""},
-		{"tf32", `unknown precision "tf32" (want fp32, bf16 or int8)`}, {"int8", ""}, {"INT8", ""},
+		{"tf32", `unknown precision "tf32" (want fp32, bf16, int8 or int8-attention)`}, {"int8", ""}, {"INT8", ""},
+		{"int8-attention", ""}, {"int8-attn", `unknown precision "int8-attn"`},
 		{"fp16", `unknown precision "fp16"`},
 		{"bf16", map[bool]string{true: why, false: ""}[path == ""]},
 	} {

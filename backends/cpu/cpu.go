@@ -91,20 +91,22 @@ func (Backend) Probe() backends.Probe {
 
 // precisionOf resolves Options.Precision: neither flag for "" and "fp32", bf16 for "bf16"
 // where this CPU has a bf16 path, int8 for "int8" (every CPU has one: Int8Path's "generic"
-// is pure Go), and a one-line error otherwise.
-func precisionOf(p string) (bf16, int8 bool, err error) {
+// is pure Go), int8 and attn8 for "int8-attention", and a one-line error otherwise.
+func precisionOf(p string) (bf16, int8, attn8 bool, err error) {
 	switch strings.ToLower(strings.TrimSpace(p)) {
 	case "", "fp32":
-		return false, false, nil
+		return false, false, false, nil
 	case "bf16":
 		if path, why := gemm.BF16Path(); path == "" {
-			return false, false, fmt.Errorf("cpu: precision bf16 is not available here: %s", why)
+			return false, false, false, fmt.Errorf("cpu: precision bf16 is not available here: %s", why)
 		}
-		return true, false, nil
+		return true, false, false, nil
 	case "int8":
-		return false, true, nil
+		return false, true, false, nil
+	case "int8-attention":
+		return false, true, true, nil
 	}
-	return false, false, fmt.Errorf("cpu: unknown precision %q (want fp32, bf16 or int8)", p)
+	return false, false, false, fmt.Errorf("cpu: unknown precision %q (want fp32, bf16, int8 or int8-attention)", p)
 }
 
 // DefaultThreads returns the worker count programs use when Options.Threads is 0: the value
@@ -171,7 +173,10 @@ type Program struct {
 	// int8 holds the constant weights of linear layers (MatMul and Gemm by a constant
 	// matrix, fused or not) as int8 (Options.Precision "int8"): their products quantize
 	// their input rows and run in int8 (gemm.PackBInt8); every other product stays fp32.
-	int8   bool
+	int8 bool
+	// attn8 also runs the two products of fused attention in int8 (Options.Precision
+	// "int8-attention"; attention_int8.go).
+	attn8  bool
 	packed []*gemm.PackedB // the weight matrices packed at compile time (WeightBytes)
 	tables []*int8Table    // an int8 program's row tables (int8_tables.go)
 	// dequantized and qpacked serve the fusion of imported quantized layers while it runs
@@ -194,11 +199,11 @@ func newProgram(g *graph.Graph, opts backends.Options) (*Program, error) {
 	if threads > workpool.MaxThreads {
 		threads = workpool.MaxThreads
 	}
-	bf16, int8, err := precisionOf(opts.Precision)
+	bf16, int8, attn8, err := precisionOf(opts.Precision)
 	if err != nil {
 		return nil, err
 	}
-	p := &Program{threads: threads, bf16: bf16, int8: int8, pool: newBufPool(), fusions: map[string]int{}}
+	p := &Program{threads: threads, bf16: bf16, int8: int8, attn8: attn8, pool: newBufPool(), fusions: map[string]int{}}
 	fold := &exec{threads: threads}
 	cfg := compile.Config[kernel]{
 		Backend: Name,
@@ -344,7 +349,7 @@ func (p *Program) run(ctx context.Context, inputs map[string]*tensor.Tensor, pr 
 			out, err = nil, fmt.Errorf("cpu: %s: internal error: %v", where, r)
 		}
 	}()
-	e := &exec{threads: p.threads, bf16: p.bf16, pool: p.pool}
+	e := &exec{threads: p.threads, bf16: p.bf16, attn8: p.attn8, pool: p.pool}
 	defer p.pool.endRun()
 	ins := make([]*tensor.Tensor, 0, 8)
 	for i := range p.plan.Steps {
@@ -441,6 +446,7 @@ func aliasesInput(t *tensor.Tensor, inputs map[string]*tensor.Tensor) bool {
 type exec struct {
 	threads int
 	bf16    bool     // matrix products round their inputs to bf16 (Program.bf16)
+	attn8   bool     // fused attention's products run in int8 (Program.attn8)
 	pool    *bufPool // nil at compile time (constant folding): plain allocation
 }
 

@@ -108,8 +108,8 @@ func precision(opts backends.Options) (string, error) {
 type precisionError struct{ p string }
 
 func (e *precisionError) Error() string {
-	if e.p == "int8" {
-		return "cuda: precision int8 runs on the CPU backend only (--backend cpu)"
+	if backends.Int8Precision(e.p) {
+		return "cuda: precision " + e.p + " runs on the CPU backend only (--backend cpu)"
 	}
 	return "cuda: unknown precision " + `"` + e.p + `"` + " (want fp32, tf32 or bf16; set by Options.Precision or " + PrecisionEnv + ")"
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // precisions are the values of --precision, the default first (completion offers them).
-var precisions = []string{"fp32", "bf16", "int8"}
+var precisions = []string{"fp32", "bf16", "int8", "int8-attention"}
 
 // precisionFlagName is the name of the --precision flag.
 const precisionFlagName = "precision"
@@ -20,12 +20,13 @@ func flagPrecision() cli.Flag {
 	return &cli.StringFlag{Name: precisionFlagName, Value: precisions[0],
 		Usage: "matrix products in `TYPE`, fp32, bf16 or int8: fp32 is strict IEEE; bf16 rounds their inputs to bf16 and accumulates " +
 			"in fp32, the rest staying fp32 (needs the backend's bf16 path: see zoo backends); int8 (cpu, inference only: train refuses it) " +
-			"quantizes linear layers' weights per output column and their inputs per row, with exact int32 sums, attention staying fp32"}
+			"quantizes linear layers' weights per output column and their inputs per row, with exact int32 sums, attention staying fp32; " +
+			"int8-attention also runs attention's two products in int8 (keys per key, values per channel, queries and probabilities per row)"}
 }
 
 // precisionOf returns the backends.Options.Precision a verb compiles with: "" when
 // --precision was not given, so the backend keeps its default (fp32; on cuda
-// ZOO_CUDA_PRECISION may set another), else "fp32", "bf16" or "int8" (case and surrounding space
+// ZOO_CUDA_PRECISION may set another), else "fp32", "bf16", "int8" or "int8-attention" (case and surrounding space
 // ignored). Any other value is bad input (exit 2), naming the values.
 func precisionOf(c flags) (string, error) {
 	if !c.IsSet(precisionFlagName) {

@@ -61,7 +61,7 @@ func withoutBF16(t *testing.T) {
 // exit 2 before any model is run, and the flags of the ONNX Runtime check with parity's bf16.
 func TestPrecisionFlag(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "m.safetensors")
-	const bad = `--precision "fp16": want fp32 or bf16 or int8`
+	const bad = `--precision "fp16": want fp32 or bf16 or int8 or int8-attention`
 	cases := []struct {
 		name string
 		args []string
@@ -76,7 +76,7 @@ func TestPrecisionFlag(t *testing.T) {
 		{"eval", []string{"eval", "vanilla.tiny", "-i", text, "--precision", "fp16"}, bad},
 		{"profile", []string{"profile", "vanilla.tiny", "--precision", "fp16"}, bad},
 		{"profile train", []string{"profile", "vanilla.tiny", "--train", "--precision", "fp16"}, bad},
-		{"empty", []string{"run", "vanilla.tiny", "-i", text, "--precision", ""}, `--precision "": want fp32 or bf16 or int8`},
+		{"empty", []string{"run", "vanilla.tiny", "-i", text, "--precision", ""}, `--precision "": want fp32 or bf16 or int8 or int8-attention`},
 		{"tf32 is cuda's env only", []string{"bench", "vanilla.tiny", "--precision=tf32"}, `--precision "tf32"`},
 		{"parity bf16 --atol", []string{"parity", "vanilla.tiny", "--precision", "bf16", "--atol", "1e-3"}, "--atol belongs to the check against ONNX Runtime"},
 		{"parity bf16 --layers", []string{"parity", "vanilla.tiny", "--precision", "bf16", "--layers"}, "drop --layers"},

@@ -181,6 +181,10 @@ type int8Data struct {
 	// to np·nr so that a kernel may read whole panels of them.
 	scale  []float32
 	colSum []int32
+	// PackInt8Activation's scratch: per-column inverse scales and magnitudes, a row.
+	inv  []float32
+	bits []uint32
+	tmp  []int8
 }
 
 // PackBInt8 quantizes op(B) (as PackB takes it: k×n, or n×k when transB) to int8 for the
@@ -931,6 +935,37 @@ func (r *Int8Rows) QuantizeTensorRange(i0, i1 int, a []float32, lda int, scale f
 			clear(dst[r.k:r.kpad])
 		}
 		r.rs[i], r.rz[i] = scale, zp
+	}
+}
+
+// QuantizeUnit quantizes row i of A (Prepare's k values, each in [0, 1]: probabilities)
+// into r with the fixed scale 1/255 and zero point 0, q = clamp(rne(x·255), 0, 255), so no
+// pass finds the row's range first. A value outside [0, 1] is clamped; a NaN becomes 0.
+// Calls for different rows may run concurrently. It panics when r is not prepared, i is
+// outside it or row is shorter than k.
+func (r *Int8Rows) QuantizeUnit(i int, row []float32) {
+	if !r.prepped || i < 0 || i >= r.m || len(row) < r.k {
+		panic(fmt.Sprintf("gemm: Int8Rows.QuantizeUnit: row %d of %d prepared, %d values of %d", i, r.m, len(row), r.k))
+	}
+	row = row[:r.k]
+	d := r.q[i*r.ld:]
+	wide := r.kern != nil && r.kern.wideA
+	r.rs[i], r.rz[i] = float32(r.alpha*float32(1.0/255)), 0
+	if r.kern != nil && r.k > 0 && quantRowWith(d, wide, row, r.kpad, 255, 0) {
+		return
+	}
+	for p, x := range row {
+		q := quantOne(x, 255, 0)
+		if wide {
+			d[2*p], d[2*p+1] = byte(q), 0
+		} else {
+			d[p] = byte(q)
+		}
+	}
+	if wide {
+		clear(d[2*r.k : 2*r.kpad])
+	} else {
+		clear(d[r.k:r.kpad])
 	}
 }
 

@@ -214,37 +214,153 @@ func quantizeRowsFast(dst []byte, ldq int, wide bool, a []float32, lda, rows, k,
 		s, inv, z := rowQuant(lo, hi, tbad || nan != 0)
 		rs[i], rz[i] = float32(alpha*s), z
 		d := dst[i*ldq:]
-		end := kpad
-		if wide {
-			end = 2 * kpad
-		}
 		if s != s {
+			end := kpad
+			if wide {
+				end = 2 * kpad
+			}
 			clear(d[:end])
 			continue
 		}
-		done := 0
-		if wide {
-			if done = k &^ 15; done > 0 {
-				i8QuantU16AVX2(&d[0], &row[0], done, inv, z)
-			}
-			for p := done; p < k; p++ {
-				q := quantOne(row[p], inv, z)
-				d[2*p], d[2*p+1] = byte(q), 0
-			}
-			clear(d[2*k : end])
-			continue
+		quantRowFast(d, wide, row, kpad, inv, z)
+	}
+	return true
+}
+
+// The run-time quantization of PackInt8Activation (int8_act.go; the Go statements are
+// absMaxGo, absMaxColsGo and quantS8).
+
+//go:noescape
+func i8AbsMaxAVX2(x *float32, n int) uint32
+
+//go:noescape
+func i8AbsMaxAVX512(x *float32, n int) uint32
+
+//go:noescape
+func i8AbsMaxColsAVX2(acc *uint32, x *float32, n int)
+
+//go:noescape
+func i8AbsMaxColsAVX512(acc *uint32, x *float32, n int)
+
+//go:noescape
+func i8QuantS8AVX2(dst *int8, x *float32, n int, inv float32)
+
+//go:noescape
+func i8QuantS8AVX512(dst *int8, x *float32, n int, inv float32)
+
+//go:noescape
+func i8QuantS8ColsAVX2(dst *int8, x *float32, inv *float32, n int)
+
+//go:noescape
+func i8QuantS8ColsAVX512(dst *int8, x *float32, inv *float32, n int)
+
+// actVector returns the vector width (floats) the run-time quantization routines use at
+// the kernel level in use: 16 (AVX-512), 8 (AVX2), or 0 (none: Go).
+func actVector() int {
+	switch {
+	case !cpuAVX2 || simd.Current() < simd.AVX2:
+		return 0
+	case cpuAVX512 && simd.Current() == simd.AVX512:
+		return 16
+	}
+	return 8
+}
+
+// absMaxFast returns absMaxGo of the leading values of x it did, and how many (0 without
+// AVX2).
+func absMaxFast(x []float32) (bits uint32, done int) {
+	switch w := actVector(); w {
+	case 16:
+		if done = len(x) &^ 15; done > 0 {
+			bits = i8AbsMaxAVX512(&x[0], done)
 		}
-		if zmm {
-			if done = k &^ 15; done > 0 {
-				i8QuantU8AVX512(&d[0], &row[0], done, inv, z)
-			}
-		} else if done = k &^ 31; done > 0 {
-			i8QuantU8AVX2(&d[0], &row[0], done, inv, z)
+	case 8:
+		if done = len(x) &^ 7; done > 0 {
+			bits = i8AbsMaxAVX2(&x[0], done)
+		}
+	}
+	return bits, done
+}
+
+// absMaxColsFast is absMaxColsGo on the leading columns it does, returning how many.
+func absMaxColsFast(acc []uint32, x []float32) int {
+	var done int
+	switch actVector() {
+	case 16:
+		if done = len(x) &^ 15; done > 0 {
+			i8AbsMaxColsAVX512(&acc[0], &x[0], done)
+		}
+	case 8:
+		if done = len(x) &^ 7; done > 0 {
+			i8AbsMaxColsAVX2(&acc[0], &x[0], done)
+		}
+	}
+	return done
+}
+
+// quantS8Fast sets dst[p] = quantS8(x[p], inv) (inv nil: one inverse, one) for the leading
+// values it does, returning how many.
+func quantS8Fast(dst []int8, x []float32, one float32, inv []float32) int {
+	var done int
+	switch actVector() {
+	case 16:
+		if done = len(x) &^ 15; done == 0 {
+			return 0
+		}
+		if inv != nil {
+			i8QuantS8ColsAVX512(&dst[0], &x[0], &inv[0], done)
+		} else {
+			i8QuantS8AVX512(&dst[0], &x[0], done, one)
+		}
+	case 8:
+		if done = len(x) &^ 31; done == 0 {
+			return 0
+		}
+		if inv != nil {
+			i8QuantS8ColsAVX2(&dst[0], &x[0], &inv[0], done)
+		} else {
+			i8QuantS8AVX2(&dst[0], &x[0], done, one)
+		}
+	}
+	return done
+}
+
+// quantRowFast writes quantOne(row[p], inv, z) for p < len(row) into d as quantizeRowsGo
+// does (u16 values when wide, else u8, zero up to kpad), with the vector routines; the
+// caller has checked for AVX2.
+func quantRowFast(d []byte, wide bool, row []float32, kpad int, inv float32, z int32) {
+	k := len(row)
+	done := 0
+	if wide {
+		if done = k &^ 15; done > 0 {
+			i8QuantU16AVX2(&d[0], &row[0], done, inv, z)
 		}
 		for p := done; p < k; p++ {
-			d[p] = byte(quantOne(row[p], inv, z))
+			q := quantOne(row[p], inv, z)
+			d[2*p], d[2*p+1] = byte(q), 0
 		}
-		clear(d[k:end])
+		clear(d[2*k : 2*kpad])
+		return
 	}
+	if cpuAVX512 && simd.Current() == simd.AVX512 {
+		if done = k &^ 15; done > 0 {
+			i8QuantU8AVX512(&d[0], &row[0], done, inv, z)
+		}
+	} else if done = k &^ 31; done > 0 {
+		i8QuantU8AVX2(&d[0], &row[0], done, inv, z)
+	}
+	for p := done; p < k; p++ {
+		d[p] = byte(quantOne(row[p], inv, z))
+	}
+	clear(d[k:kpad])
+}
+
+// quantRowWith is quantRowFast where the CPU has AVX2 (at the avx2 kernel level or above)
+// and reports false otherwise.
+func quantRowWith(d []byte, wide bool, row []float32, kpad int, inv float32, z int32) bool {
+	if !cpuAVX2 || simd.Current() < simd.AVX2 {
+		return false
+	}
+	quantRowFast(d, wide, row, kpad, inv, z)
 	return true
 }

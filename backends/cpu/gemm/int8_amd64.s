@@ -7220,3 +7220,226 @@ DATA i8PermU8<>+20(SB)/4, $6
 DATA i8PermU8<>+24(SB)/4, $3
 DATA i8PermU8<>+28(SB)/4, $7
 GLOBL i8PermU8<>(SB), RODATA|NOPTR, $32
+
+// func i8AbsMaxAVX2(x *float32, n int) uint32
+// The largest of the bits of |x[p]| for p < n, n a multiple of 8 (absMaxGo).
+TEXT ·i8AbsMaxAVX2(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVL $0x7fffffff, AX
+	MOVQ AX, X8
+	VPBROADCASTD X8, Y8
+	VPXOR Y0, Y0, Y0
+	SHRQ $3, CX
+	JZ i8AbsMaxAVX2_reduce
+i8AbsMaxAVX2_loop:
+	VPAND (SI), Y8, Y1
+	VPMAXUD Y1, Y0, Y0
+	ADDQ $32, SI
+	DECQ CX
+	JNZ i8AbsMaxAVX2_loop
+i8AbsMaxAVX2_reduce:
+	VEXTRACTI128 $1, Y0, X1
+	VPMAXUD X1, X0, X0
+	VPSHUFD $0x4E, X0, X1
+	VPMAXUD X1, X0, X0
+	VPSHUFD $0xB1, X0, X1
+	VPMAXUD X1, X0, X0
+	VMOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func i8AbsMaxColsAVX2(acc *uint32, x *float32, n int)
+// acc[j] = max(acc[j], the bits of |x[j]|) for j < n, n a multiple of 8 (absMaxColsGo).
+TEXT ·i8AbsMaxColsAVX2(SB), NOSPLIT, $0-24
+	MOVQ acc+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVL $0x7fffffff, AX
+	MOVQ AX, X8
+	VPBROADCASTD X8, Y8
+	SHRQ $3, CX
+	JZ i8AbsMaxColsAVX2_done
+i8AbsMaxColsAVX2_loop:
+	VPAND (SI), Y8, Y1
+	VPMAXUD (DI), Y1, Y1
+	VMOVDQU Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ i8AbsMaxColsAVX2_loop
+i8AbsMaxColsAVX2_done:
+	VZEROUPPER
+	RET
+
+// func i8QuantS8AVX2(dst *int8, x *float32, n int, inv float32)
+// dst[p] = quantS8(x[p], inv) for p < n, n a multiple of 32: VCVTPS2DQ rounds to nearest even and
+// the signed saturation to int8 cannot bind (|x·inv| < 127.5 by construction of inv).
+TEXT ·i8QuantS8AVX2(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS inv+24(FP), Y8
+	VMOVDQU i8PermU8<>(SB), Y10
+	SHRQ $5, CX
+	JZ i8QuantS8AVX2_done
+i8QuantS8AVX2_loop:
+	VMULPS (SI), Y8, Y0
+	VMULPS 32(SI), Y8, Y1
+	VMULPS 64(SI), Y8, Y2
+	VMULPS 96(SI), Y8, Y3
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VCVTPS2DQ Y2, Y2
+	VCVTPS2DQ Y3, Y3
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y3, Y2, Y2
+	VPACKSSWB Y2, Y0, Y0
+	VPERMD Y0, Y10, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $128, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ i8QuantS8AVX2_loop
+i8QuantS8AVX2_done:
+	VZEROUPPER
+	RET
+
+// func i8QuantS8ColsAVX2(dst *int8, x *float32, inv *float32, n int)
+// dst[p] = quantS8(x[p], inv[p]) for p < n, n a multiple of 32: VCVTPS2DQ rounds to nearest even and
+// the signed saturation to int8 cannot bind (|x·inv| < 127.5 by construction of inv).
+TEXT ·i8QuantS8ColsAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ inv+16(FP), DX
+	MOVQ n+24(FP), CX
+	VMOVDQU i8PermU8<>(SB), Y10
+	SHRQ $5, CX
+	JZ i8QuantS8ColsAVX2_done
+i8QuantS8ColsAVX2_loop:
+	VMOVUPS (SI), Y0
+	VMULPS (DX), Y0, Y0
+	VMOVUPS 32(SI), Y1
+	VMULPS 32(DX), Y1, Y1
+	VMOVUPS 64(SI), Y2
+	VMULPS 64(DX), Y2, Y2
+	VMOVUPS 96(SI), Y3
+	VMULPS 96(DX), Y3, Y3
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VCVTPS2DQ Y2, Y2
+	VCVTPS2DQ Y3, Y3
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y3, Y2, Y2
+	VPACKSSWB Y2, Y0, Y0
+	VPERMD Y0, Y10, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $128, SI
+	ADDQ $128, DX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ i8QuantS8ColsAVX2_loop
+i8QuantS8ColsAVX2_done:
+	VZEROUPPER
+	RET
+
+// func i8AbsMaxAVX512(x *float32, n int) uint32
+// The largest of the bits of |x[p]| for p < n, n a multiple of 16 (absMaxGo).
+TEXT ·i8AbsMaxAVX512(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVL $0x7fffffff, AX
+	MOVQ AX, X8
+	VPBROADCASTD X8, Z8
+	VPXOR Y0, Y0, Y0
+	SHRQ $4, CX
+	JZ i8AbsMaxAVX512_reduce
+i8AbsMaxAVX512_loop:
+	VPANDD (SI), Z8, Z1
+	VPMAXUD Z1, Z0, Z0
+	ADDQ $64, SI
+	DECQ CX
+	JNZ i8AbsMaxAVX512_loop
+i8AbsMaxAVX512_reduce:
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPMAXUD Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPMAXUD X1, X0, X0
+	VPSHUFD $0x4E, X0, X1
+	VPMAXUD X1, X0, X0
+	VPSHUFD $0xB1, X0, X1
+	VPMAXUD X1, X0, X0
+	VMOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func i8AbsMaxColsAVX512(acc *uint32, x *float32, n int)
+// acc[j] = max(acc[j], the bits of |x[j]|) for j < n, n a multiple of 16 (absMaxColsGo).
+TEXT ·i8AbsMaxColsAVX512(SB), NOSPLIT, $0-24
+	MOVQ acc+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVL $0x7fffffff, AX
+	MOVQ AX, X8
+	VPBROADCASTD X8, Z8
+	SHRQ $4, CX
+	JZ i8AbsMaxColsAVX512_done
+i8AbsMaxColsAVX512_loop:
+	VPANDD (SI), Z8, Z1
+	VPMAXUD (DI), Z1, Z1
+	VMOVDQU32 Z1, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ i8AbsMaxColsAVX512_loop
+i8AbsMaxColsAVX512_done:
+	VZEROUPPER
+	RET
+
+// func i8QuantS8AVX512(dst *int8, x *float32, n int, inv float32)
+// dst[p] = quantS8(x[p], inv) for p < n, n a multiple of 16: VCVTPS2DQ rounds to nearest even and
+// the signed saturation to int8 cannot bind (|x·inv| < 127.5 by construction of inv).
+TEXT ·i8QuantS8AVX512(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS inv+24(FP), Z8
+	SHRQ $4, CX
+	JZ i8QuantS8AVX512_done
+i8QuantS8AVX512_loop:
+	VMULPS (SI), Z8, Z0
+	VCVTPS2DQ Z0, Z0
+	VPMOVSDB Z0, X1
+	VMOVDQU X1, (DI)
+	ADDQ $64, SI
+	ADDQ $16, DI
+	DECQ CX
+	JNZ i8QuantS8AVX512_loop
+i8QuantS8AVX512_done:
+	VZEROUPPER
+	RET
+
+// func i8QuantS8ColsAVX512(dst *int8, x *float32, inv *float32, n int)
+// dst[p] = quantS8(x[p], inv[p]) for p < n, n a multiple of 16: VCVTPS2DQ rounds to nearest even and
+// the signed saturation to int8 cannot bind (|x·inv| < 127.5 by construction of inv).
+TEXT ·i8QuantS8ColsAVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ inv+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHRQ $4, CX
+	JZ i8QuantS8ColsAVX512_done
+i8QuantS8ColsAVX512_loop:
+	VMOVUPS (SI), Z0
+	VMULPS (DX), Z0, Z0
+	VCVTPS2DQ Z0, Z0
+	VPMOVSDB Z0, X1
+	VMOVDQU X1, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $16, DI
+	DECQ CX
+	JNZ i8QuantS8ColsAVX512_loop
+i8QuantS8ColsAVX512_done:
+	VZEROUPPER
+	RET

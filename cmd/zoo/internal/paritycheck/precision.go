@@ -116,7 +116,11 @@ func ComparePrecision(ctx context.Context, ch backends.Choice, g *graph.Graph, n
 	}
 	rep := &PrecisionReport{Model: name, Backend: ch.Backend.Name(), Level: ch.Probe.Level, Precision: prec,
 		Reference: "fp32", BF16Path: ch.Probe.BF16, Output: out, Shape: want.Shape, Rule: parity.VectorRule, VectorStats: stats}
-	if prec == "int8" {
+	switch {
+	case prec == "int8-attention":
+		rep.Int8Path = ch.Probe.Int8
+		rep.ORTNote = "not compared with ONNX Runtime: its quantized form (zoo export --precision int8) keeps attention in fp32"
+	case prec == "int8":
 		rep.Int8Path = ch.Probe.Int8
 		rep.ORT, rep.ORTNote, err = compareORTInt8(ctx, ch, g, name, out, inputs, valid, threads)
 		if err != nil {
@@ -203,7 +207,7 @@ func HiddenOutput(g *graph.Graph, names []string) (string, error) {
 // PrintPrecision renders the report as one block.
 func PrintPrecision(w io.Writer, r PrecisionReport) {
 	path := "bf16 path " + r.BF16Path
-	if r.Precision == "int8" {
+	if backends.Int8Precision(r.Precision) {
 		path = "int8 path " + r.Int8Path
 	}
 	fmt.Fprintf(w, "%s against %s on %s: zoo %s (%s; %s)\n", r.Precision, r.Reference, r.Model, r.Backend, r.Level, path)

@@ -40,6 +40,7 @@ func generateInt8() []byte {
 		}
 	}
 	fmt.Fprint(&w, int8QuantAsm())
+	fmt.Fprint(&w, int8ActAsm())
 	return w.Bytes()
 }
 
@@ -514,4 +515,150 @@ func offset(d int) string {
 		return ""
 	}
 	return fmt.Sprint(d)
+}
+
+// int8ActAsm returns the routines PackInt8Activation quantizes run-time operands with, in
+// AVX2 and AVX-512: the largest magnitude of a vector or of each column of rows, taken
+// on the bits of |x| (for non-negative floats, NaNs included, the integer order of the
+// bits is the order of the values, and a NaN or an infinity shows as bits ≥ 0x7f800000),
+// and the symmetric rounding to s8 by one inverse scale or one per column (quantS8).
+func int8ActAsm() string {
+	var w bytes.Buffer
+	p := func(format string, args ...any) { fmt.Fprintf(&w, "\t"+format+"\n", args...) }
+	absMask := func(reg string) {
+		p("MOVL $0x7fffffff, AX")
+		p("MOVQ AX, X8")
+		p("VPBROADCASTD X8, %s8", reg)
+	}
+	for _, z := range []bool{false, true} {
+		name, r, width, and, mov := "AVX2", "Y", 8, "VPAND", "VMOVDQU"
+		if z {
+			name, r, width, and, mov = "AVX512", "Z", 16, "VPANDD", "VMOVDQU32"
+		}
+		shift := map[int]int{8: 3, 16: 4, 32: 5}
+		fmt.Fprintf(&w, `
+// func i8AbsMax%[1]s(x *float32, n int) uint32
+// The largest of the bits of |x[p]| for p < n, n a multiple of %[2]d (absMaxGo).
+TEXT ·i8AbsMax%[1]s(SB), NOSPLIT, $0-20
+`, name, width)
+		p("MOVQ x+0(FP), SI")
+		p("MOVQ n+8(FP), CX")
+		absMask(r)
+		p("VPXOR Y0, Y0, Y0")
+		p("SHRQ $%d, CX", shift[width])
+		p("JZ i8AbsMax%s_reduce", name)
+		fmt.Fprintf(&w, "i8AbsMax%s_loop:\n", name)
+		p("%s (SI), %s8, %s1", and, r, r)
+		p("VPMAXUD %s1, %s0, %s0", r, r, r)
+		p("ADDQ $%d, SI", 4*width)
+		p("DECQ CX")
+		p("JNZ i8AbsMax%s_loop", name)
+		fmt.Fprintf(&w, "i8AbsMax%s_reduce:\n", name)
+		if z {
+			p("VEXTRACTI64X4 $1, Z0, Y1")
+			p("VPMAXUD Y1, Y0, Y0")
+		}
+		p("VEXTRACTI128 $1, Y0, X1")
+		p("VPMAXUD X1, X0, X0")
+		p("VPSHUFD $0x4E, X0, X1")
+		p("VPMAXUD X1, X0, X0")
+		p("VPSHUFD $0xB1, X0, X1")
+		p("VPMAXUD X1, X0, X0")
+		p("VMOVSS X0, ret+16(FP)")
+		p("VZEROUPPER")
+		p("RET")
+
+		fmt.Fprintf(&w, `
+// func i8AbsMaxCols%[1]s(acc *uint32, x *float32, n int)
+// acc[j] = max(acc[j], the bits of |x[j]|) for j < n, n a multiple of %[2]d (absMaxColsGo).
+TEXT ·i8AbsMaxCols%[1]s(SB), NOSPLIT, $0-24
+`, name, width)
+		p("MOVQ acc+0(FP), DI")
+		p("MOVQ x+8(FP), SI")
+		p("MOVQ n+16(FP), CX")
+		absMask(r)
+		p("SHRQ $%d, CX", shift[width])
+		p("JZ i8AbsMaxCols%s_done", name)
+		fmt.Fprintf(&w, "i8AbsMaxCols%s_loop:\n", name)
+		p("%s (SI), %s8, %s1", and, r, r)
+		p("VPMAXUD (DI), %s1, %s1", r, r)
+		p("%s %s1, (DI)", mov, r)
+		p("ADDQ $%d, SI", 4*width)
+		p("ADDQ $%d, DI", 4*width)
+		p("DECQ CX")
+		p("JNZ i8AbsMaxCols%s_loop", name)
+		fmt.Fprintf(&w, "i8AbsMaxCols%s_done:\n", name)
+		p("VZEROUPPER")
+		p("RET")
+
+		for _, cols := range []bool{false, true} {
+			fn, sig, frame := "i8QuantS8"+name, "(dst *int8, x *float32, n int, inv float32)", "$0-28"
+			doc := "dst[p] = quantS8(x[p], inv)"
+			if cols {
+				fn, sig, frame = "i8QuantS8Cols"+name, "(dst *int8, x *float32, inv *float32, n int)", "$0-32"
+				doc = "dst[p] = quantS8(x[p], inv[p])"
+			}
+			step := width
+			if !z {
+				step = 32 // four ymm packed to one
+			}
+			fmt.Fprintf(&w, `
+// func %[1]s%[2]s
+// %[3]s for p < n, n a multiple of %[4]d: VCVTPS2DQ rounds to nearest even and
+// the signed saturation to int8 cannot bind (|x·inv| < 127.5 by construction of inv).
+TEXT ·%[1]s(SB), NOSPLIT, %[5]s
+`, fn, sig, doc, step, frame)
+			p("MOVQ dst+0(FP), DI")
+			p("MOVQ x+8(FP), SI")
+			if cols {
+				p("MOVQ inv+16(FP), DX")
+				p("MOVQ n+24(FP), CX")
+			} else {
+				p("MOVQ n+16(FP), CX")
+				p("VBROADCASTSS inv+24(FP), %s8", r)
+			}
+			if !z {
+				p("VMOVDQU i8PermU8<>(SB), Y10")
+			}
+			p("SHRQ $%d, CX", shift[step])
+			p("JZ %s_done", fn)
+			fmt.Fprintf(&w, "%s_loop:\n", fn)
+			regs := 1
+			if !z {
+				regs = 4
+			}
+			for i := range regs {
+				if cols {
+					p("VMOVUPS %s(SI), %s%d", offset(4*width*i), r, i)
+					p("VMULPS %s(DX), %s%d, %s%d", offset(4*width*i), r, i, r, i)
+				} else {
+					p("VMULPS %s(SI), %s8, %s%d", offset(4*width*i), r, r, i)
+				}
+			}
+			for i := range regs {
+				p("VCVTPS2DQ %s%d, %s%d", r, i, r, i)
+			}
+			if z {
+				p("VPMOVSDB Z0, X1")
+				p("VMOVDQU X1, (DI)")
+			} else {
+				p("VPACKSSDW Y1, Y0, Y0")
+				p("VPACKSSDW Y3, Y2, Y2")
+				p("VPACKSSWB Y2, Y0, Y0")
+				p("VPERMD Y0, Y10, Y0")
+				p("VMOVDQU Y0, (DI)")
+			}
+			p("ADDQ $%d, SI", 4*step)
+			if cols {
+				p("ADDQ $%d, DX", 4*step)
+			}
+			p("ADDQ $%d, DI", step)
+			p("DECQ CX")
+			p("JNZ %s_loop", fn)
+			fmt.Fprintf(&w, "%s_done:\n", fn)
+			p("VZEROUPPER")
+			p("RET")
+		}
+	}
+	return w.String()
 }

@@ -1,0 +1,227 @@
+package gemm
+
+import (
+	"math"
+	"unsafe"
+)
+
+// PackInt8Activation packs op(B) as int8 for products whose B changes on every call, such
+// as attention's keys and values. It uses PackInt8's symmetric per-column form: scale_j =
+// max|column j|/127, 0 for a zero column and NaN for a column that holds a NaN or an
+// infinity, whose values are then 0. Each value is rounded as
+//
+//	q = clamp(rne(float32(v·inv_j)), −127, 127),  inv_j = float32(127/max|column j|)
+//
+// which is a product by the inverse where PackInt8 divides exactly. A value whose quotient
+// lies within a float32 rounding of a half can therefore differ from PackInt8's by one; the
+// scales and the layout are PackInt8's. pb's storage is reused from call to call, so a
+// kernel keeps one PackedB per operand. pb must not be in use by another goroutine. It
+// panics when b is too short for the shape or k exceeds MaxInt8K.
+func (pb *PackedB) PackInt8Activation(transB bool, k, n int, b []float32, ldb int) {
+	checkPackB("PackInt8Activation", transB, k, n, b, ldb)
+	checkInt8K("PackInt8Activation", k)
+	d := pb.i8
+	if d == nil {
+		d = new(int8Data)
+	}
+	kern := int8Active()
+	nr, g := 1, 1
+	if kern != nil {
+		nr, g = kern.nr, kern.group
+	}
+	d.kern = kern
+	d.kg, d.np = (k+g-1)/g, (n+nr-1)/nr
+	d.q = growInt8(d.q, d.np*d.kg*nr*g)
+	d.scale = grow(d.scale, d.np*nr)
+	d.colSum = growInt32(d.colSum, d.np*nr)
+	d.inv = grow(d.inv, n)
+	clear(d.q)
+	clear(d.scale)
+	clear(d.colSum)
+	if transB {
+		packActCols(d, k, n, b, ldb)
+	} else {
+		packActRows(d, k, n, b, ldb)
+	}
+	*pb = PackedB{k: k, n: n, i8: d, data: pb.data[:0]}
+}
+
+// absMax returns the largest of the bits of |x[p]|: the bits of the largest magnitude, or
+// bits ≥ 0x7f800000 when x holds a NaN or an infinity.
+func absMax(x []float32) uint32 {
+	bits, done := absMaxFast(x)
+	return max(bits, absMaxGo(x[done:]))
+}
+
+// absMaxGo is the Go statement of absMax.
+func absMaxGo(x []float32) uint32 {
+	var m uint32
+	for _, v := range x {
+		m = max(m, math.Float32bits(v)&0x7fffffff)
+	}
+	return m
+}
+
+// absMaxCols sets acc[j] = max(acc[j], the bits of |x[j]|) (len(acc) ≥ len(x)).
+func absMaxCols(acc []uint32, x []float32) {
+	done := absMaxColsFast(acc, x)
+	absMaxColsGo(acc[done:], x[done:])
+}
+
+// absMaxColsGo is the Go statement of absMaxCols.
+func absMaxColsGo(acc []uint32, x []float32) {
+	acc = acc[:len(x)]
+	for j, v := range x {
+		acc[j] = max(acc[j], math.Float32bits(v)&0x7fffffff)
+	}
+}
+
+// quantS8Row sets dst[p] = quantS8(x[p], inv[p]), or quantS8(x[p], one) when inv is nil.
+func quantS8Row(dst []int8, x []float32, one float32, inv []float32) {
+	dst = dst[:len(x)]
+	for p := quantS8Fast(dst, x, one, inv); p < len(x); p++ {
+		if inv != nil {
+			one = inv[p]
+		}
+		dst[p] = quantS8(x[p], one)
+	}
+}
+
+// actScale returns the scale and the inverse scale of a column whose largest magnitude has
+// the bits amax (see absMax). inv 0 makes every value of the column 0: so it is for a zero
+// column, for one holding a NaN or an infinity (scale NaN), and for one whose largest
+// magnitude is below 127/MaxFloat32 (about 3.7e-37; scale 0), whose inverse would overflow.
+func actScale(amax uint32) (s, inv float32) {
+	if amax >= 0x7f800000 {
+		return float32(math.NaN()), 0
+	}
+	a := math.Float32frombits(amax)
+	inv = float32(127 / a)
+	if a == 0 || math.IsInf(float64(inv), 0) {
+		return 0, 0
+	}
+	return a / 127, inv
+}
+
+// quantS8 is q for value v of a column with inverse scale inv; |v·inv| < 127.5, so adding
+// and subtracting 1.5·2²³ rounds it to nearest even exactly, as VCVTPS2DQ does.
+func quantS8(v, inv float32) int8 {
+	const magic = 1.5 * (1 << 23)
+	r := int32(float32(float32(v*inv)+magic) - magic)
+	return int8(max(-127, min(127, r)))
+}
+
+// packActCols packs op(B) = Bᵀ (b holds op(B)'s columns as its rows): each column is
+// contiguous, so its scale comes from one pass over it and its values go, a k step (group
+// values) at a time, to their place in the column's panel.
+func packActCols(d *int8Data, k, n int, b []float32, ldb int) {
+	nr, g := 1, 1
+	if d.kern != nil {
+		nr, g = d.kern.nr, d.kern.group
+	}
+	step := nr * g
+	var tmp [256]int8
+	for j := 0; j < n; j++ {
+		col := b[j*ldb : j*ldb+k]
+		s, inv := actScale(absMax(col))
+		d.scale[j] = s
+		if inv == 0 {
+			continue
+		}
+		var sum int32
+		var panel []int8
+		if d.kern != nil {
+			panel = d.q[(j/nr)*d.kg*step+(j%nr)*g:]
+		}
+		for p0 := 0; p0 < k; p0 += len(tmp) {
+			c := min(k-p0, len(tmp))
+			q := tmp[:c]
+			quantS8Row(q, col[p0:p0+c], inv, nil)
+			for _, v := range q {
+				sum += int32(v)
+			}
+			switch {
+			case d.kern == nil:
+				for p, v := range q {
+					d.q[(p0+p)*n+j] = v
+				}
+			case g == 4 && c%4 == 0:
+				// a k step is 4 consecutive values, so one 32-bit move (p0 is a multiple of 4)
+				for p := 0; p < c; p += 4 {
+					o := (p0 + p) / 4 * step
+					*(*uint32)(unsafe.Pointer(&panel[o])) = *(*uint32)(unsafe.Pointer(&q[p]))
+				}
+			default:
+				for p, v := range q {
+					pp := p0 + p
+					panel[pp/g*step+pp%g] = v
+				}
+			}
+		}
+		d.colSum[j] = sum
+	}
+}
+
+// packActRows packs op(B) = B (k×n, rows contiguous): one pass finds every column's scale,
+// a second quantizes the rows, a row at a time, into the k step it belongs to.
+func packActRows(d *int8Data, k, n int, b []float32, ldb int) {
+	nr, g := 1, 1
+	if d.kern != nil {
+		nr, g = d.kern.nr, d.kern.group
+	}
+	d.bits = growUint32(d.bits, n)
+	amax, inv := d.bits[:n], d.inv[:n]
+	clear(amax)
+	for p := 0; p < k; p++ {
+		absMaxCols(amax, b[p*ldb:p*ldb+n])
+	}
+	bad := false
+	for j, a := range amax {
+		d.scale[j], inv[j] = actScale(a)
+		bad = bad || inv[j] == 0
+	}
+	d.tmp = growInt8(d.tmp, n)
+	q := d.tmp[:n]
+	panelBytes := d.kg * nr * g
+	for p := 0; p < k; p++ {
+		quantS8Row(q, b[p*ldb:p*ldb+n], 0, inv)
+		if bad {
+			// a product by inv 0 is NaN for an infinite or NaN value; such columns are 0
+			for j, v := range inv {
+				if v == 0 {
+					q[j] = 0
+				}
+			}
+		}
+		if d.kern == nil {
+			copy(d.q[p*n:p*n+n], q)
+			for j, v := range q {
+				d.colSum[j] += int32(v)
+			}
+			continue
+		}
+		off := (p/g)*nr*g + p%g
+		for j0 := 0; j0 < n; j0 += nr {
+			panel := d.q[(j0/nr)*panelBytes+off:]
+			cs := d.colSum[j0:min(n, j0+nr)]
+			for jj, v := range q[j0:min(n, j0+nr)] {
+				panel[jj*g] = v
+				cs[jj] += int32(v)
+			}
+		}
+	}
+}
+
+func growInt8(b []int8, n int) []int8 {
+	if cap(b) < n {
+		return make([]int8, n)
+	}
+	return b[:n]
+}
+
+func growUint32(b []uint32, n int) []uint32 {
+	if cap(b) < n {
+		return make([]uint32, n)
+	}
+	return b[:n]
+}
