@@ -281,8 +281,8 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 				}
 				sc := s[:rows*width]
 				// An int8-attention block quantizes each row of probabilities as soon as
-				// it is final, while it is in L1; a causal block cut short runs in fp32.
-				p8 := attn8 && width == cols
+				// it is final, while it is in L1 (the keys a causal block leaves out as 0).
+				p8 := attn8
 				if p8 {
 					st.p.Prepare(vp, rows, 1)
 				}
