@@ -969,6 +969,25 @@ func (r *Int8Rows) QuantizeUnit(i int, row []float32) {
 	}
 }
 
+// UnitRow gives row i of A to a caller that quantizes it itself at QuantizeUnit's fixed
+// scale (vec.ExpSumU8 computes a block's probabilities straight into it): it sets the row's
+// scale and zero point as QuantizeUnit does, zeroes the values from n on, and returns the n
+// bytes the caller must fill with clamp(rne(x·255), 0, 255). It returns nil, changing
+// nothing, when r's rows are not u8 (the avx2 path widens them to u16: use QuantizeUnit).
+// It panics when r is not prepared, i is outside it or n exceeds k.
+func (r *Int8Rows) UnitRow(i, n int) []byte {
+	if !r.prepped || i < 0 || i >= r.m || n < 0 || n > r.k {
+		panic(fmt.Sprintf("gemm: Int8Rows.UnitRow: row %d of %d prepared, %d values of %d", i, r.m, n, r.k))
+	}
+	if r.kern != nil && r.kern.wideA {
+		return nil
+	}
+	d := r.q[i*r.ld : i*r.ld+r.kpad]
+	r.rs[i], r.rz[i] = float32(r.alpha*float32(1.0/255)), 0
+	clear(d[n:])
+	return d[:n:n]
+}
+
 // SgemmInt8RowsAt is SgemmPackedEpilogueAt with A already quantized: rows [i0, i0+m) of
 // r (all quantized) times the columns [j0, j1) of pb, into c (element (i, j) of the result
 // at c[(i−i0)·ldc + j−j0]), then beta·C and epi, which receives rows counted from i0 and
