@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # int8 on the CPU backend, a benchmark (not a test; run it on a quiet machine):
 #
-#  1. every built-in variant, base preset: zoo bench at --precision int8 against fp32 (batch 8,
-#     n = 512, 2 threads by default), ROUNDS alternating rounds of each, the speed-up being the
-#     ratio of the medians of the rounds' means (a shared machine's drift hits both sides); the
-#     compiled weights' memory of both (weight_bytes); int8's accuracy against fp32 (zoo parity
-#     --precision int8 on the sample text: relative errors and per-position cosine of `hidden`).
+#  1. every built-in variant, base preset: zoo bench at --precision int8 and int8-attention
+#     against fp32 (batch 8, n = 512, 2 threads by default), ROUNDS alternating rounds of each,
+#     the speed-up being the ratio of the medians of the rounds' means (a shared machine's drift
+#     hits all sides); the compiled weights' memory (weight_bytes); the accuracy of both against
+#     fp32 (zoo parity --precision P on the sample text: relative errors and per-position cosine
+#     of `hidden`). Where the CPU has better kernels than AVX2, AVX2_VARIANTS (default vanilla)
+#     are also run under ZOO_CPU=avx2: the instructions an AVX2-only CPU has, on these cores.
 #  2. vanilla base against ONNX Runtime on the same int8 file, batch 1 and 8, n = 128 and 512: zoo's
 #     own export (zoo export --precision int8: per output column) and a file in ONNX Runtime's
 #     quantize_dynamic form (its defaults: per tensor; written from the fp32 export by
@@ -32,14 +34,29 @@ path="$("$tmp/zoo" backends --json | /usr/bin/python3 -c 'import json,sys; print
 load_before="$(uptime)"
 f="${FILE:-$OUT/int8.md}"
 
+PRECS="fp32 int8 int8-attention"
 for v in $VARIANTS; do
-  "$tmp/zoo" parity "$v" --precision int8 --threads "$THREADS" --json >"$tmp/$v.parity.json"
+  for p in int8 int8-attention; do
+    "$tmp/zoo" parity "$v" --precision "$p" --threads "$THREADS" --json >"$tmp/$v.$p.parity.json"
+  done
   for r in $(seq "$ROUNDS"); do
-    for p in fp32 int8; do
+    for p in $PRECS; do
       "$tmp/zoo" bench "$v" --batch "$BATCH" --seq "$SEQ" --reps "$REPS" --threads "$THREADS" --precision "$p" --json >"$tmp/$v.$p.$r.json"
     done
   done
   echo "int8-bench: $v done" >&2
+done
+AVX2_VARIANTS="${AVX2_VARIANTS-vanilla}"
+if [[ "$path" == "avx2" || "$path" == "generic" ]]; then
+  AVX2_VARIANTS="" # this CPU's own run above is already the AVX2 one
+fi
+for v in $AVX2_VARIANTS; do
+  for r in $(seq "$ROUNDS"); do
+    for p in $PRECS; do
+      ZOO_CPU=avx2 "$tmp/zoo" bench "$v" --batch "$BATCH" --seq "$SEQ" --reps "$REPS" --threads "$THREADS" --precision "$p" --json >"$tmp/avx2.$v.$p.$r.json"
+    done
+  done
+  echo "int8-bench: $v at ZOO_CPU=avx2 done" >&2
 done
 
 "$tmp/zoo" export "$ORT_MODEL" --onnx --precision int8 -o "$tmp/zoo-int8.onnx" >/dev/null
@@ -51,20 +68,37 @@ for file in zoo-int8 ort-int8; do
 done
 load_after="$(uptime)"
 
-/usr/bin/python3 - "$tmp" "$VARIANTS" "$ROUNDS" >"$tmp/table" <<'PY'
-import json, statistics, sys
-tmp, variants, rounds = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
-print("| variant | fp32 ms | int8 ms | int8 speed-up | weights fp32 | weights int8 | int8/fp32 | max rel. error | mean rel. error | min cosine | mean cosine |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+/usr/bin/python3 - "$tmp" "$VARIANTS" "$ROUNDS" "$AVX2_VARIANTS" >"$tmp/table" <<'PY'
+import json, os, statistics, sys
+tmp, variants, rounds, avx2 = sys.argv[1], sys.argv[2].split(), int(sys.argv[3]), sys.argv[4].split()
+precs = ("fp32", "int8", "int8-attention")
+def times(prefix, v):
+    rows = {p: [json.load(open(f"{tmp}/{prefix}{v}.{p}.{r}.json"))["rows"][0] for r in range(1, rounds + 1)] for p in precs}
+    return rows, {p: statistics.median(r["ms_mean"] for r in rows[p]) for p in rows}
+print("| variant | fp32 ms | int8 ms | int8 speed-up | int8-attention ms | int8-attention speed-up | weights fp32 | weights int8 | int8/fp32 |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for v in variants:
-    par = json.load(open(f"{tmp}/{v}.parity.json"))
-    rows = {p: [json.load(open(f"{tmp}/{v}.{p}.{r}.json"))["rows"][0] for r in range(1, rounds + 1)] for p in ("fp32", "int8")}
-    ms = {p: statistics.median(r["ms_mean"] for r in rows[p]) for p in rows}
+    rows, ms = times("", v)
     wb = {p: rows[p][0].get("weight_bytes", 0) for p in rows}
-    print(f"| {v} | {ms['fp32']:.0f} | {ms['int8']:.0f} | {ms['fp32'] / ms['int8']:.2f}× | {wb['fp32'] / 2**20:.1f} MiB | "
-          f"{wb['int8'] / 2**20:.1f} MiB | {wb['int8'] / wb['fp32']:.3f} | {par['max_rel_error']:.2e} | {par['mean_rel_error']:.2e} | "
-          f"{par['min_cosine']:.5f} | {par['mean_cosine']:.5f} |")
+    print(f"| {v} | {ms['fp32']:.0f} | {ms['int8']:.0f} | {ms['fp32'] / ms['int8']:.2f}× | {ms['int8-attention']:.0f} | "
+          f"{ms['fp32'] / ms['int8-attention']:.2f}× | {wb['fp32'] / 2**20:.1f} MiB | {wb['int8'] / 2**20:.1f} MiB | {wb['int8'] / wb['fp32']:.3f} |")
 print()
+print("| variant | precision | max rel. error | mean rel. error | min cosine | mean cosine |")
+print("| --- | --- | ---: | ---: | ---: | ---: |")
+for v in variants:
+    for p in precs[1:]:
+        par = json.load(open(f"{tmp}/{v}.{p}.parity.json"))
+        print(f"| {v} | {p} | {par['max_rel_error']:.2e} | {par['mean_rel_error']:.2e} | {par['min_cosine']:.5f} | {par['mean_cosine']:.5f} |")
+print()
+if avx2:
+    print("At the avx2 kernel level (ZOO_CPU=avx2: AVX2 and FMA only, the avx2 int8 path):")
+    print()
+    print("| variant | fp32 ms | int8 ms | int8 speed-up | int8-attention ms | int8-attention speed-up |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for v in avx2:
+        _, ms = times("avx2.", v)
+        print(f"| {v} | {ms['fp32']:.0f} | {ms['int8']:.0f} | {ms['fp32'] / ms['int8']:.2f}× | {ms['int8-attention']:.0f} | {ms['fp32'] / ms['int8-attention']:.2f}× |")
+    print()
 print("| file | batch | n | zoo ms | ONNX Runtime ms | zoo/ORT |")
 print("| --- | ---: | ---: | ---: | ---: | ---: |")
 for file, what in (("zoo-int8", "zoo export --precision int8 (per column)"), ("ort-int8", "ORT's quantize_dynamic form (per tensor)")):
@@ -78,11 +112,11 @@ PY
   echo "CPU flags of note: ${flags:-none}; int8 path: $path."
   echo "Load before: \`$load_before\`; after: \`$load_after\`."
   echo
-  echo "Speed: \`zoo bench NAME --batch $BATCH --seq $SEQ --reps $REPS --threads $THREADS --precision fp32|int8 --json\`, base"
+  echo "Speed: \`zoo bench NAME --batch $BATCH --seq $SEQ --reps $REPS --threads $THREADS --precision fp32|int8|int8-attention --json\`, base"
   echo "presets, $ROUNDS alternating rounds each; the ms are the medians of the rounds' means, the speed-up their ratio. Weights:"
-  echo "the compiled program's constants (weight_bytes). Accuracy: \`zoo parity NAME --precision int8 --threads $THREADS\` (the"
+  echo "the compiled program's constants (weight_bytes; int8-attention holds the same). Accuracy: \`zoo parity NAME --precision P --threads $THREADS\` (the"
   echo "sample text, 3 windows of 37, 29 and 11 tokens; random weights from --seed 0): the relative error of an element is"
-  echo "|int8 − fp32| / max |fp32| of its position's vector; cosine is per position."
+  echo "|P − fp32| / max |fp32| of its position's vector; cosine is per position."
   echo
   echo "Against ONNX Runtime: \`zoo bench FILE --against onnxruntime --batch 1,8 --seq 128,512 --reps $ORT_REPS --threads $THREADS\`"
   echo "on $ORT_MODEL (base) exported by \`zoo export $ORT_MODEL --onnx --precision int8\`, and on its fp32 export rewritten by"

@@ -281,8 +281,8 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 				}
 				sc := s[:rows*width]
 				// An int8-attention block quantizes each row of probabilities as soon as
-				// it is final, while it is in L1; a causal block cut short runs in fp32.
-				p8 := attn8 && width == cols
+				// it is final, while it is in L1 (the keys a causal block leaves out as 0).
+				p8 := attn8
 				if p8 {
 					st.p.Prepare(vp, rows, 1)
 				}
@@ -309,15 +309,20 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 						continue
 					}
 					alpha := float32(math.Exp(float64(mq[i] - mnew)))
-					sum := vec.ExpSum(row, row, mnew)
+					var sum float32
+					if q8 := unitRow(&st.p, p8, i, len(row)); q8 != nil {
+						sum = vec.ExpSumU8(q8, row, mnew) // the probabilities straight to int8
+					} else {
+						sum = vec.ExpSum(row, row, mnew)
+						if p8 {
+							st.p.QuantizeUnit(i, row)
+						}
+					}
 					if k0 > 0 && alpha != 1 {
 						vec.Scale(o[i*ost.ld:i*ost.ld+dv], alpha)
 					}
 					lq[i] = lq[i]*alpha + sum
 					mq[i] = mnew
-					if p8 {
-						st.p.QuantizeUnit(i, row)
-					}
 				}
 				switch {
 				case p8:

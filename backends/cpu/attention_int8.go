@@ -14,7 +14,8 @@ import (
 //     quantize theirs); the leading constant scalings of the scores (the 1/√d_k) fold into
 //     the rows' scales;
 //   - the softmax stays fp32, and exp(S − m) lies in [0, 1];
-//   - P·V quantizes each row of those probabilities to u8.
+//   - P·V quantizes each row of those probabilities to u8, at the scale 1/255, in the same
+//     pass as their exp where the rows are u8 (vec.ExpSumU8 into Int8Rows.UnitRow).
 //
 // The row sums l of the softmax are taken before P is quantized, so a row's weights sum
 // to 1 within P's rounding. A training step's forward pass (it keeps the log-sum-exp for
@@ -46,4 +47,13 @@ func packKVInt8(ktp, vp *gemm.PackedB, kt, v *tensor.Tensor, ks, vs strided, b, 
 		ktp.PackInt8Activation(true, dk, cols, kt.F32[ks.off[b]+k0*ks.cs:], ks.cs)
 	}
 	vp.PackInt8Activation(false, cols, dv, v.F32[vs.off[b]+k0*vs.ld:], vs.ld)
+}
+
+// unitRow is p.UnitRow(i, n) in an int8-attention block (p8), nil otherwise or where the
+// rows are not u8.
+func unitRow(p *gemm.Int8Rows, p8 bool, i, n int) []byte {
+	if !p8 {
+		return nil
+	}
+	return p.UnitRow(i, n)
 }

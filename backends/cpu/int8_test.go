@@ -106,9 +106,10 @@ func TestInt8WeightBytes(t *testing.T) {
 	}
 }
 
-// BenchmarkVanillaInt8 runs the vanilla base encoder (2 threads) in fp32 and int8, paired
-// run by run, and reports both medians and the median of the per-pair speed-ups of int8
-// (the goal: at least 3× with AVX512-VNNI, 1.6× on AVX2 alone, at batch 8, n = 512).
+// BenchmarkVanillaInt8 runs the vanilla base encoder (2 threads) in fp32 and int8, and in
+// fp32 and int8-attention, paired run by run, and reports both medians and the median of the
+// per-pair speed-ups (the goal: at least 3× with AVX512-VNNI, 1.6× on AVX2 alone, at
+// batch 8, n = 512).
 // Where this CPU has better kernels, it also runs both at the avx2 kernel level on the avx2
 // int8 path (sub-benchmarks named avx2/…): the instructions an AVX2-only CPU has, on this
 // CPU's cores.
@@ -131,6 +132,8 @@ func BenchmarkVanillaInt8(b *testing.B) {
 		if err := gemm.SetInt8Path(c[1]); err != nil {
 			b.Fatal(err)
 		}
-		benchPrecision(b, g, "int8", c[1]+"/", [][2]int{{1, 128}, {8, 128}, {8, 512}})
+		for _, prec := range []string{"int8", "int8-attention"} {
+			benchPrecision(b, g, prec, c[1]+"/"+prec+"/", [][2]int{{1, 128}, {8, 128}, {8, 512}})
+		}
 	}
 }

@@ -938,20 +938,20 @@ func (r *Int8Rows) QuantizeTensorRange(i0, i1 int, a []float32, lda int, scale f
 	}
 }
 
-// QuantizeUnit quantizes row i of A (Prepare's k values, each in [0, 1]: probabilities)
-// into r with the fixed scale 1/255 and zero point 0, q = clamp(rne(x·255), 0, 255), so no
-// pass finds the row's range first. A value outside [0, 1] is clamped; a NaN becomes 0.
+// QuantizeUnit quantizes row i of A (values in [0, 1]: probabilities) into r with the
+// fixed scale 1/255 and zero point 0, q = clamp(rne(x·255), 0, 255), so no pass finds the
+// row's range first. row holds the row's first values, up to Prepare's k; the rest are 0 (a
+// causal block's keys past its query). A value outside [0, 1] is clamped; a NaN becomes 0.
 // Calls for different rows may run concurrently. It panics when r is not prepared, i is
-// outside it or row is shorter than k.
+// outside it or row is longer than k.
 func (r *Int8Rows) QuantizeUnit(i int, row []float32) {
-	if !r.prepped || i < 0 || i >= r.m || len(row) < r.k {
+	if !r.prepped || i < 0 || i >= r.m || len(row) > r.k {
 		panic(fmt.Sprintf("gemm: Int8Rows.QuantizeUnit: row %d of %d prepared, %d values of %d", i, r.m, len(row), r.k))
 	}
-	row = row[:r.k]
 	d := r.q[i*r.ld:]
 	wide := r.kern != nil && r.kern.wideA
 	r.rs[i], r.rz[i] = float32(r.alpha*float32(1.0/255)), 0
-	if r.kern != nil && r.k > 0 && quantRowWith(d, wide, row, r.kpad, 255, 0) {
+	if r.kern != nil && len(row) > 0 && quantRowWith(d, wide, row, r.kpad, 255, 0) {
 		return
 	}
 	for p, x := range row {
@@ -963,10 +963,29 @@ func (r *Int8Rows) QuantizeUnit(i int, row []float32) {
 		}
 	}
 	if wide {
-		clear(d[2*r.k : 2*r.kpad])
+		clear(d[2*len(row) : 2*r.kpad])
 	} else {
-		clear(d[r.k:r.kpad])
+		clear(d[len(row):r.kpad])
 	}
+}
+
+// UnitRow gives row i of A to a caller that quantizes it itself at QuantizeUnit's fixed
+// scale (vec.ExpSumU8 computes a block's probabilities straight into it): it sets the row's
+// scale and zero point as QuantizeUnit does, zeroes the values from n on, and returns the n
+// bytes the caller must fill with clamp(rne(x·255), 0, 255). It returns nil, changing
+// nothing, when r's rows are not u8 (the avx2 path widens them to u16: use QuantizeUnit).
+// It panics when r is not prepared, i is outside it or n exceeds k.
+func (r *Int8Rows) UnitRow(i, n int) []byte {
+	if !r.prepped || i < 0 || i >= r.m || n < 0 || n > r.k {
+		panic(fmt.Sprintf("gemm: Int8Rows.UnitRow: row %d of %d prepared, %d values of %d", i, r.m, n, r.k))
+	}
+	if r.kern != nil && r.kern.wideA {
+		return nil
+	}
+	d := r.q[i*r.ld : i*r.ld+r.kpad]
+	r.rs[i], r.rz[i] = float32(r.alpha*float32(1.0/255)), 0
+	clear(d[n:])
+	return d[:n:n]
 }
 
 // SgemmInt8RowsAt is SgemmPackedEpilogueAt with A already quantized: rows [i0, i0+m) of

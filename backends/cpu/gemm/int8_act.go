@@ -76,15 +76,22 @@ func absMaxColsGo(acc []uint32, x []float32) {
 	}
 }
 
-// quantS8Row sets dst[p] = quantS8(x[p], inv[p]), or quantS8(x[p], one) when inv is nil.
-func quantS8Row(dst []int8, x []float32, one float32, inv []float32) {
+// quantS8Row sets dst[p] = quantS8(x[p], inv[p]), or quantS8(x[p], one) when inv is nil,
+// and returns Σ dst[p] when inv is nil.
+func quantS8Row(dst []int8, x []float32, one float32, inv []float32) (sum int32) {
 	dst = dst[:len(x)]
-	for p := quantS8Fast(dst, x, one, inv); p < len(x); p++ {
+	p, sum := quantS8Fast(dst, x, one, inv)
+	for ; p < len(x); p++ {
 		if inv != nil {
 			one = inv[p]
 		}
 		dst[p] = quantS8(x[p], one)
+		sum += int32(dst[p])
 	}
+	if inv != nil {
+		sum = 0
+	}
+	return sum
 }
 
 // actScale returns the scale and the inverse scale of a column whose largest magnitude has
@@ -136,10 +143,7 @@ func packActCols(d *int8Data, k, n int, b []float32, ldb int) {
 		for p0 := 0; p0 < k; p0 += len(tmp) {
 			c := min(k-p0, len(tmp))
 			q := tmp[:c]
-			quantS8Row(q, col[p0:p0+c], inv, nil)
-			for _, v := range q {
-				sum += int32(v)
-			}
+			sum += quantS8Row(q, col[p0:p0+c], inv, nil)
 			switch {
 			case d.kern == nil:
 				for p, v := range q {
@@ -178,15 +182,29 @@ func packActRows(d *int8Data, k, n int, b []float32, ldb int) {
 	bad := false
 	for j, a := range amax {
 		d.scale[j], inv[j] = actScale(a)
-		bad = bad || inv[j] == 0
+		bad = bad || d.scale[j] != d.scale[j]
 	}
 	d.tmp = growInt8(d.tmp, n)
 	q := d.tmp[:n]
 	panelBytes := d.kg * nr * g
-	for p := 0; p < k; p++ {
-		quantS8Row(q, b[p*ldb:p*ldb+n], 0, inv)
+	p := 0
+	if g == 4 && !bad {
+		// whole k steps straight from the rows into the panels
+		for ; p+4 <= k; p += 4 {
+			done := packRows4Fast(d.q[p*nr:], b[p*ldb:], ldb, inv, d.colSum, n, nr, panelBytes)
+			if done == 0 {
+				break
+			}
+			for t := range 4 {
+				packActRow(d, q, b[(p+t)*ldb:(p+t)*ldb+n], inv, p+t, done, nr, g, panelBytes)
+			}
+		}
+	}
+	for ; p < k; p++ {
+		row := b[p*ldb : p*ldb+n]
+		quantS8Row(q, row, 0, inv)
 		if bad {
-			// a product by inv 0 is NaN for an infinite or NaN value; such columns are 0
+			// a product by inv 0 is NaN for an infinite or NaN value: those columns are 0
 			for j, v := range inv {
 				if v == 0 {
 					q[j] = 0
@@ -200,15 +218,32 @@ func packActRows(d *int8Data, k, n int, b []float32, ldb int) {
 			}
 			continue
 		}
-		off := (p/g)*nr*g + p%g
-		for j0 := 0; j0 < n; j0 += nr {
-			panel := d.q[(j0/nr)*panelBytes+off:]
-			cs := d.colSum[j0:min(n, j0+nr)]
-			for jj, v := range q[j0:min(n, j0+nr)] {
-				panel[jj*g] = v
-				cs[jj] += int32(v)
-			}
+		packActRow(d, q, row, inv, p, 0, nr, g, panelBytes)
+	}
+}
+
+// packActRow puts row p of op(B), its columns from j0 on, into their panels: q holds the
+// row's quantized values from packActRows unless j0 > 0, when this quantizes them itself.
+func packActRow(d *int8Data, q []int8, row []float32, inv []float32, p, j0, nr, g, panelBytes int) {
+	n := len(row)
+	if j0 == n {
+		return
+	}
+	if j0 > 0 {
+		for j := j0; j < n; j++ {
+			q[j] = quantS8(row[j], inv[j])
 		}
+	}
+	off := (p/g)*nr*g + p%g
+	for j := j0; j < n; {
+		end := min(n, (j/nr+1)*nr)
+		panel := d.q[(j/nr)*panelBytes+off+(j%nr)*g:]
+		cs := d.colSum[j:end]
+		for jj, v := range q[j:end] {
+			panel[jj*g] = v
+			cs[jj] += int32(v)
+		}
+		j = end
 	}
 }
 

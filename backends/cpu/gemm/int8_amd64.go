@@ -243,10 +243,16 @@ func i8AbsMaxColsAVX2(acc *uint32, x *float32, n int)
 func i8AbsMaxColsAVX512(acc *uint32, x *float32, n int)
 
 //go:noescape
-func i8QuantS8AVX2(dst *int8, x *float32, n int, inv float32)
+func i8QuantS8AVX2(dst *int8, x *float32, n int, inv float32) (sum int32)
 
 //go:noescape
-func i8QuantS8AVX512(dst *int8, x *float32, n int, inv float32)
+func i8QuantS8AVX512(dst *int8, x *float32, n int, inv float32) (sum int32)
+
+//go:noescape
+func i8PackRows4AVX2(dst *int8, x *float32, ldx int, inv *float32, sum *int32, n, per, panel int)
+
+//go:noescape
+func i8PackRows4AVX512(dst *int8, x *float32, ldx int, inv *float32, sum *int32, n, per, panel int)
 
 //go:noescape
 func i8QuantS8ColsAVX2(dst *int8, x *float32, inv *float32, n int)
@@ -299,28 +305,49 @@ func absMaxColsFast(acc []uint32, x []float32) int {
 }
 
 // quantS8Fast sets dst[p] = quantS8(x[p], inv) (inv nil: one inverse, one) for the leading
-// values it does, returning how many.
-func quantS8Fast(dst []int8, x []float32, one float32, inv []float32) int {
-	var done int
+// values it does, returning how many and, with one inverse, their sum.
+func quantS8Fast(dst []int8, x []float32, one float32, inv []float32) (done int, sum int32) {
 	switch actVector() {
 	case 16:
 		if done = len(x) &^ 15; done == 0 {
-			return 0
+			return 0, 0
 		}
 		if inv != nil {
 			i8QuantS8ColsAVX512(&dst[0], &x[0], &inv[0], done)
 		} else {
-			i8QuantS8AVX512(&dst[0], &x[0], done, one)
+			sum = i8QuantS8AVX512(&dst[0], &x[0], done, one)
 		}
 	case 8:
 		if done = len(x) &^ 31; done == 0 {
-			return 0
+			return 0, 0
 		}
 		if inv != nil {
 			i8QuantS8ColsAVX2(&dst[0], &x[0], &inv[0], done)
 		} else {
-			i8QuantS8AVX2(&dst[0], &x[0], done, one)
+			sum = i8QuantS8AVX2(&dst[0], &x[0], done, one)
 		}
+	}
+	return done, sum
+}
+
+// packRows4Fast packs the k step of the four rows at b (row stride ldb) for the leading
+// columns it does, returning how many (see i8PackRows4AVX512): q addresses the step in
+// the first panel, nr and panelBytes give the layout.
+func packRows4Fast(q []int8, b []float32, ldb int, inv []float32, sum []int32, n, nr, panelBytes int) int {
+	w := actVector()
+	if w == 0 || nr%w != 0 {
+		return 0
+	}
+	done := n &^ (w - 1)
+	if done == 0 {
+		return 0
+	}
+	_ = b[3*ldb+done-1]
+	_ = q[(done-1)/nr*panelBytes+(done-1)%nr*4+3]
+	if w == 16 {
+		i8PackRows4AVX512(&q[0], &b[0], 4*ldb, &inv[0], &sum[0], done, nr/w, panelBytes)
+	} else {
+		i8PackRows4AVX2(&q[0], &b[0], 4*ldb, &inv[0], &sum[0], done, nr/w, panelBytes)
 	}
 	return done
 }

@@ -7272,15 +7272,16 @@ i8AbsMaxColsAVX2_done:
 	VZEROUPPER
 	RET
 
-// func i8QuantS8AVX2(dst *int8, x *float32, n int, inv float32)
-// dst[p] = quantS8(x[p], inv) for p < n, n a multiple of 32: VCVTPS2DQ rounds to nearest even and
+// func i8QuantS8AVX2(dst *int8, x *float32, n int, inv float32) (sum int32)
+// dst[p] = quantS8(x[p], inv), returning Σ dst[p], for p < n, n a multiple of 32: VCVTPS2DQ rounds to nearest even and
 // the signed saturation to int8 cannot bind (|x·inv| < 127.5 by construction of inv).
-TEXT ·i8QuantS8AVX2(SB), NOSPLIT, $0-28
+TEXT ·i8QuantS8AVX2(SB), NOSPLIT, $0-36
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
 	VBROADCASTSS inv+24(FP), Y8
 	VMOVDQU i8PermU8<>(SB), Y10
+	VPXOR Y9, Y9, Y9
 	SHRQ $5, CX
 	JZ i8QuantS8AVX2_done
 i8QuantS8AVX2_loop:
@@ -7292,6 +7293,10 @@ i8QuantS8AVX2_loop:
 	VCVTPS2DQ Y1, Y1
 	VCVTPS2DQ Y2, Y2
 	VCVTPS2DQ Y3, Y3
+	VPADDD Y0, Y9, Y9
+	VPADDD Y1, Y9, Y9
+	VPADDD Y2, Y9, Y9
+	VPADDD Y3, Y9, Y9
 	VPACKSSDW Y1, Y0, Y0
 	VPACKSSDW Y3, Y2, Y2
 	VPACKSSWB Y2, Y0, Y0
@@ -7302,6 +7307,13 @@ i8QuantS8AVX2_loop:
 	DECQ CX
 	JNZ i8QuantS8AVX2_loop
 i8QuantS8AVX2_done:
+	VEXTRACTI128 $1, Y9, X1
+	VPADDD X1, X9, X9
+	VPSHUFD $0x4E, X9, X1
+	VPADDD X1, X9, X9
+	VPSHUFD $0xB1, X9, X1
+	VPADDD X1, X9, X9
+	VMOVSS X9, sum+32(FP)
 	VZEROUPPER
 	RET
 
@@ -7340,6 +7352,70 @@ i8QuantS8ColsAVX2_loop:
 	DECQ CX
 	JNZ i8QuantS8ColsAVX2_loop
 i8QuantS8ColsAVX2_done:
+	VZEROUPPER
+	RET
+
+// func i8PackRows4AVX2(dst *int8, x *float32, ldx int, inv *float32, sum *int32, n, per, panel int)
+// The k step of rows x, x+ldx, x+2·ldx, x+3·ldx (ldx in bytes): for each column j < n (n a
+// multiple of 8) the four values quantS8(x_t[j], inv[j]) go to bytes 4j'+t of dst,
+// where the columns run in chunks of 8 (64 or 32 bytes of dst each), per chunks to a
+// panel and panels panel bytes apart; sum[j] gains the four values. (packActRows is the
+// Go statement.)
+TEXT ·i8PackRows4AVX2(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ ldx+16(FP), BX
+	MOVQ inv+24(FP), DX
+	MOVQ sum+32(FP), R8
+	MOVQ n+40(FP), CX
+	MOVQ per+48(FP), R9
+	MOVQ panel+56(FP), R10
+	MOVL $0xff, AX
+	MOVQ AX, X15
+	VPBROADCASTD X15, Y15
+	SHRQ $3, CX
+	JZ i8PackRows4AVX2_done
+	MOVQ R9, R11 // chunks left in this panel
+	MOVQ DI, R12 // this panel's first chunk
+i8PackRows4AVX2_loop:
+	VMOVUPS (DX), Y8
+	LEAQ (SI)(BX*2), R13
+	VMULPS (SI), Y8, Y0
+	VMULPS (SI)(BX*1), Y8, Y1
+	VMULPS (R13), Y8, Y2
+	VMULPS (R13)(BX*1), Y8, Y3
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VCVTPS2DQ Y2, Y2
+	VCVTPS2DQ Y3, Y3
+	VPADDD Y1, Y0, Y4
+	VPADDD Y3, Y2, Y5
+	VPADDD Y5, Y4, Y4
+	VPADDD (R8), Y4, Y4
+	VMOVDQU Y4, (R8)
+	VPAND Y15, Y0, Y0
+	VPAND Y15, Y1, Y1
+	VPAND Y15, Y2, Y2
+	VPSLLD $8, Y1, Y1
+	VPSLLD $16, Y2, Y2
+	VPSLLD $24, Y3, Y3
+	VPOR Y1, Y0, Y0
+	VPOR Y3, Y2, Y2
+	VPOR Y2, Y0, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, R8
+	ADDQ $32, DI
+	DECQ R11
+	JNZ i8PackRows4AVX2_next
+	ADDQ R10, R12
+	MOVQ R12, DI
+	MOVQ R9, R11
+i8PackRows4AVX2_next:
+	DECQ CX
+	JNZ i8PackRows4AVX2_loop
+i8PackRows4AVX2_done:
 	VZEROUPPER
 	RET
 
@@ -7396,19 +7472,21 @@ i8AbsMaxColsAVX512_done:
 	VZEROUPPER
 	RET
 
-// func i8QuantS8AVX512(dst *int8, x *float32, n int, inv float32)
-// dst[p] = quantS8(x[p], inv) for p < n, n a multiple of 16: VCVTPS2DQ rounds to nearest even and
+// func i8QuantS8AVX512(dst *int8, x *float32, n int, inv float32) (sum int32)
+// dst[p] = quantS8(x[p], inv), returning Σ dst[p], for p < n, n a multiple of 16: VCVTPS2DQ rounds to nearest even and
 // the signed saturation to int8 cannot bind (|x·inv| < 127.5 by construction of inv).
-TEXT ·i8QuantS8AVX512(SB), NOSPLIT, $0-28
+TEXT ·i8QuantS8AVX512(SB), NOSPLIT, $0-36
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
 	VBROADCASTSS inv+24(FP), Z8
+	VPXOR Y9, Y9, Y9
 	SHRQ $4, CX
 	JZ i8QuantS8AVX512_done
 i8QuantS8AVX512_loop:
 	VMULPS (SI), Z8, Z0
 	VCVTPS2DQ Z0, Z0
+	VPADDD Z0, Z9, Z9
 	VPMOVSDB Z0, X1
 	VMOVDQU X1, (DI)
 	ADDQ $64, SI
@@ -7416,6 +7494,15 @@ i8QuantS8AVX512_loop:
 	DECQ CX
 	JNZ i8QuantS8AVX512_loop
 i8QuantS8AVX512_done:
+	VEXTRACTI64X4 $1, Z9, Y1
+	VPADDD Y1, Y9, Y9
+	VEXTRACTI128 $1, Y9, X1
+	VPADDD X1, X9, X9
+	VPSHUFD $0x4E, X9, X1
+	VPADDD X1, X9, X9
+	VPSHUFD $0xB1, X9, X1
+	VPADDD X1, X9, X9
+	VMOVSS X9, sum+32(FP)
 	VZEROUPPER
 	RET
 
@@ -7441,5 +7528,69 @@ i8QuantS8ColsAVX512_loop:
 	DECQ CX
 	JNZ i8QuantS8ColsAVX512_loop
 i8QuantS8ColsAVX512_done:
+	VZEROUPPER
+	RET
+
+// func i8PackRows4AVX512(dst *int8, x *float32, ldx int, inv *float32, sum *int32, n, per, panel int)
+// The k step of rows x, x+ldx, x+2·ldx, x+3·ldx (ldx in bytes): for each column j < n (n a
+// multiple of 16) the four values quantS8(x_t[j], inv[j]) go to bytes 4j'+t of dst,
+// where the columns run in chunks of 16 (64 or 32 bytes of dst each), per chunks to a
+// panel and panels panel bytes apart; sum[j] gains the four values. (packActRows is the
+// Go statement.)
+TEXT ·i8PackRows4AVX512(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ ldx+16(FP), BX
+	MOVQ inv+24(FP), DX
+	MOVQ sum+32(FP), R8
+	MOVQ n+40(FP), CX
+	MOVQ per+48(FP), R9
+	MOVQ panel+56(FP), R10
+	MOVL $0xff, AX
+	MOVQ AX, X15
+	VPBROADCASTD X15, Z15
+	SHRQ $4, CX
+	JZ i8PackRows4AVX512_done
+	MOVQ R9, R11 // chunks left in this panel
+	MOVQ DI, R12 // this panel's first chunk
+i8PackRows4AVX512_loop:
+	VMOVUPS (DX), Z8
+	LEAQ (SI)(BX*2), R13
+	VMULPS (SI), Z8, Z0
+	VMULPS (SI)(BX*1), Z8, Z1
+	VMULPS (R13), Z8, Z2
+	VMULPS (R13)(BX*1), Z8, Z3
+	VCVTPS2DQ Z0, Z0
+	VCVTPS2DQ Z1, Z1
+	VCVTPS2DQ Z2, Z2
+	VCVTPS2DQ Z3, Z3
+	VPADDD Z1, Z0, Z4
+	VPADDD Z3, Z2, Z5
+	VPADDD Z5, Z4, Z4
+	VPADDD (R8), Z4, Z4
+	VMOVDQU32 Z4, (R8)
+	VPANDD Z15, Z0, Z0
+	VPANDD Z15, Z1, Z1
+	VPANDD Z15, Z2, Z2
+	VPSLLD $8, Z1, Z1
+	VPSLLD $16, Z2, Z2
+	VPSLLD $24, Z3, Z3
+	VPORD Z1, Z0, Z0
+	VPORD Z3, Z2, Z2
+	VPORD Z2, Z0, Z0
+	VMOVDQU32 Z0, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, R8
+	ADDQ $64, DI
+	DECQ R11
+	JNZ i8PackRows4AVX512_next
+	ADDQ R10, R12
+	MOVQ R12, DI
+	MOVQ R9, R11
+i8PackRows4AVX512_next:
+	DECQ CX
+	JNZ i8PackRows4AVX512_loop
+i8PackRows4AVX512_done:
 	VZEROUPPER
 	RET

@@ -17,9 +17,13 @@ func quantizeDivFast(dst []uint8, x []float32, scale float32, z int32) int { ret
 // rangeFast has no vector form here.
 func rangeFast(x []float32) (lo, hi float32, ok bool) { return 0, 0, false }
 
-func absMaxFast(x []float32) (bits uint32, done int)                      { return 0, 0 }
-func absMaxColsFast(acc []uint32, x []float32) int                        { return 0 }
-func quantS8Fast(dst []int8, x []float32, one float32, inv []float32) int { return 0 }
+func absMaxFast(x []float32) (bits uint32, done int)                               { return 0, 0 }
+func absMaxColsFast(acc []uint32, x []float32) int                                 { return 0 }
+func quantS8Fast(dst []int8, x []float32, one float32, inv []float32) (int, int32) { return 0, 0 }
+
+func packRows4Fast(q []int8, b []float32, ldb int, inv []float32, sum []int32, n, nr, panelBytes int) int {
+	return 0
+}
 
 func quantRowWith(d []byte, wide bool, row []float32, kpad int, inv float32, z int32) bool {
 	return false

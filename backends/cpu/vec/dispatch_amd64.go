@@ -17,6 +17,12 @@ func expSum512(dst, src *float32, n int, shift float32) float32
 func expSum256(dst, src *float32, n int, shift float32) float32
 
 //go:noescape
+func expSumU8512(dst *uint8, src *float32, n int, shift float32) float32
+
+//go:noescape
+func expSumU8256(dst *uint8, src *float32, n int, shift float32) float32
+
+//go:noescape
 func max512(src *float32, n int) float32
 
 //go:noescape
@@ -109,6 +115,23 @@ func expSum(dst, src []float32, shift float32) float32 {
 		return expSum256(p(dst), p(src), len(src), shift)
 	}
 	return expSumGeneric(dst, src, shift)
+}
+
+// expSumU8 runs the vector routine on the leading multiple of 16 values and the Go
+// statement on the rest, as expSumU8Generic splits them.
+func expSumU8(dst []uint8, src []float32, shift float32) float32 {
+	v := len(src) &^ 15
+	if v == 0 || level() == levelGeneric {
+		return expSumU8Generic(dst, src, shift)
+	}
+	_ = dst[len(src)-1]
+	var s float32
+	if level() == levelAVX512 {
+		s = expSumU8512(&dst[0], p(src), v, shift)
+	} else {
+		s = expSumU8256(&dst[0], p(src), v, shift)
+	}
+	return s + expSumU8Tail(dst[v:], src[v:], shift)
 }
 
 func max32(x []float32) float32 {

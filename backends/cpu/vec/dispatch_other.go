@@ -4,6 +4,9 @@ package vec
 
 func expSum(dst, src []float32, shift float32) float32 { return expSumGeneric(dst, src, shift) }
 func max32(x []float32) float32                        { return maxGeneric(x) }
+func expSumU8(dst []uint8, src []float32, shift float32) float32 {
+	return expSumU8Generic(dst, src, shift)
+}
 func scale(x []float32, c float32)                     { scaleGeneric(x, c) }
 func div(x []float32, c float32)                       { divGeneric(x, c) }
 func add(dst, a, b []float32)                          { addGeneric(dst, a, b) }

@@ -90,6 +90,43 @@ func expSumGeneric(dst, src []float32, shift float32) float32 {
 	return fold16(&acc)
 }
 
+// expSumU8Generic is the Go statement of ExpSumU8: the leading multiple of 16 values summed
+// as expSumGeneric sums them, the rest (expSumU8Tail) summed apart and added.
+func expSumU8Generic(dst []uint8, src []float32, shift float32) float32 {
+	v := len(src) &^ 15
+	var acc [16]float32
+	for i, x := range src[:v] {
+		e := exp32(x - shift)
+		dst[i] = quantU8(e)
+		acc[i&15] += e
+	}
+	return fold16(&acc) + expSumU8Tail(dst[v:], src[v:], shift)
+}
+
+// expSumU8Tail is expSumU8Generic on fewer than 16 values, in lanes of their own.
+func expSumU8Tail(dst []uint8, src []float32, shift float32) float32 {
+	var acc [16]float32
+	for i, x := range src {
+		e := exp32(x - shift)
+		dst[i] = quantU8(e)
+		acc[i&15] += e
+	}
+	return fold16(&acc)
+}
+
+// quantU8 is clamp(rne(e·255), 0, 255), 0 for a NaN: VCVTPS2DQ's rounding and the
+// saturations of the vector code.
+func quantU8(e float32) uint8 {
+	v := float64(float32(e * 255))
+	switch {
+	case v != v || v <= 0:
+		return 0
+	case v >= 255:
+		return 255
+	}
+	return uint8(math.RoundToEven(v))
+}
+
 // fold16 sums 16 lanes pairwise: (0..7)+(8..15), then 4, 2, 1, the order of the SIMD
 // horizontal reductions.
 func fold16(a *[16]float32) float32 {

@@ -82,6 +82,18 @@ func ExpSum(dst, src []float32, shift float32) float32 {
 	return expSum(dst[:len(src)], src, shift)
 }
 
+// ExpSumU8 is ExpSum with the exp values not stored but quantized to bytes at the scale
+// 1/255: dst[i] = clamp(rne(exp(src[i] − shift)·255), 0, 255), 0 for a NaN. It returns the
+// sum of the exp values (as floats): an int8 attention block's probabilities, which lie in
+// [0, 1] when shift is at least the row's maximum, and their row sum in one pass. It panics
+// when dst is shorter than src.
+func ExpSumU8(dst []uint8, src []float32, shift float32) float32 {
+	if len(dst) < len(src) {
+		panic("vec: ExpSumU8: dst shorter than src")
+	}
+	return expSumU8(dst[:len(src)], src, shift)
+}
+
 // Max returns the largest element of x, NaN if x holds a NaN, and −Inf for an empty x.
 func Max(x []float32) float32 { return max32(x) }
 

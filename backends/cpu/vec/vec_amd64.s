@@ -420,7 +420,23 @@ DATA consts<>+1648(SB)/4, $0x7fc00000
 DATA consts<>+1652(SB)/4, $0x7fc00000
 DATA consts<>+1656(SB)/4, $0x7fc00000
 DATA consts<>+1660(SB)/4, $0x7fc00000
-GLOBL consts<>(SB), RODATA|NOPTR, $1664
+DATA consts<>+1664(SB)/4, $0x437f0000
+DATA consts<>+1668(SB)/4, $0x437f0000
+DATA consts<>+1672(SB)/4, $0x437f0000
+DATA consts<>+1676(SB)/4, $0x437f0000
+DATA consts<>+1680(SB)/4, $0x437f0000
+DATA consts<>+1684(SB)/4, $0x437f0000
+DATA consts<>+1688(SB)/4, $0x437f0000
+DATA consts<>+1692(SB)/4, $0x437f0000
+DATA consts<>+1696(SB)/4, $0x437f0000
+DATA consts<>+1700(SB)/4, $0x437f0000
+DATA consts<>+1704(SB)/4, $0x437f0000
+DATA consts<>+1708(SB)/4, $0x437f0000
+DATA consts<>+1712(SB)/4, $0x437f0000
+DATA consts<>+1716(SB)/4, $0x437f0000
+DATA consts<>+1720(SB)/4, $0x437f0000
+DATA consts<>+1724(SB)/4, $0x437f0000
+GLOBL consts<>(SB), RODATA|NOPTR, $1728
 DATA tailmask<>+0(SB)/4, $0xffffffff
 DATA tailmask<>+4(SB)/4, $0xffffffff
 DATA tailmask<>+8(SB)/4, $0xffffffff
@@ -438,6 +454,15 @@ DATA tailmask<>+52(SB)/4, $0x00000000
 DATA tailmask<>+56(SB)/4, $0x00000000
 DATA tailmask<>+60(SB)/4, $0x00000000
 GLOBL tailmask<>(SB), RODATA|NOPTR, $64
+DATA u8perm<>+0(SB)/4, $0
+DATA u8perm<>+4(SB)/4, $4
+DATA u8perm<>+8(SB)/4, $1
+DATA u8perm<>+12(SB)/4, $5
+DATA u8perm<>+16(SB)/4, $2
+DATA u8perm<>+20(SB)/4, $6
+DATA u8perm<>+24(SB)/4, $3
+DATA u8perm<>+28(SB)/4, $7
+GLOBL u8perm<>(SB), RODATA|NOPTR, $32
 
 // func expSum512(dst *float32, src *float32, n int, shift float32) float32
 TEXT ·expSum512(SB), NOSPLIT, $0-36
@@ -2991,5 +3016,158 @@ normBias256_tail0:
 	VFMADD213PS Y4, Y3, Y2
 	VMASKMOVPS Y2, Y12, (DI)
 normBias256_done:
+	VZEROUPPER
+	RET
+
+// func expSumU8512(dst *uint8, src *float32, n int, shift float32) float32
+TEXT ·expSumU8512(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS shift+24(FP), Z31
+	VMOVUPS consts<>+0(SB), Z16
+	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+1664(SB), Z18
+	VPXORD Z19, Z19, Z19
+	VMOVUPS consts<>+1472(SB), Z0
+expSumU8512_loop:
+	CMPQ CX, $16
+	JLT expSumU8512_done
+	VMOVUPS (SI), Z2
+	VSUBPS Z31, Z2, Z2
+	VMAXPS Z2, Z16, Z2
+	VMINPS Z2, Z17, Z2
+	VMULPS consts<>+128(SB), Z2, Z3
+	VCMPPS $0x16, Z16, Z2, K4
+	VRNDSCALEPS $0, Z3, Z3
+	VMOVAPS Z2, Z4
+	VFNMADD231PS consts<>+192(SB), Z3, Z4
+	VFNMADD231PS consts<>+256(SB), Z3, Z4
+	VMOVUPS consts<>+320(SB), Z5
+	VFMADD213PS consts<>+384(SB), Z4, Z5
+	VFMADD213PS consts<>+448(SB), Z4, Z5
+	VFMADD213PS consts<>+512(SB), Z4, Z5
+	VFMADD213PS consts<>+576(SB), Z4, Z5
+	VFMADD213PS consts<>+640(SB), Z4, Z5
+	VFMADD213PS consts<>+704(SB), Z4, Z5
+	VFMADD213PS consts<>+704(SB), Z4, Z5
+	VSCALEFPS.Z Z3, Z5, K4, Z2
+	VADDPS Z2, Z0, Z0
+	VMULPS Z18, Z2, Z2
+	VCVTPS2DQ Z2, Z2
+	VPMAXSD Z19, Z2, Z2
+	VPMOVUSDB Z2, X3
+	VMOVDQU X3, (DI)
+	ADDQ $64, SI
+	ADDQ $16, DI
+	SUBQ $16, CX
+	JMP expSumU8512_loop
+expSumU8512_done:
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X1, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDPS X1, X0, X0
+	MOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func expSumU8256(dst *uint8, src *float32, n int, shift float32) float32
+TEXT ·expSumU8256(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS shift+24(FP), Y13
+	VMOVUPS consts<>+0(SB), Y15
+	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+1664(SB), Y11
+	VMOVDQU u8perm<>(SB), Y10
+	VMOVUPS consts<>+1472(SB), Y0
+	VMOVUPS consts<>+1472(SB), Y1
+expSumU8256_loop:
+	CMPQ CX, $16
+	JLT expSumU8256_done
+	VMOVUPS (SI), Y2
+	VSUBPS Y13, Y2, Y2
+	VMAXPS Y2, Y15, Y2
+	VMINPS Y2, Y14, Y2
+	VMULPS consts<>+128(SB), Y2, Y3
+	VROUNDPS $0, Y3, Y3
+	VMOVAPS Y2, Y4
+	VFNMADD231PS consts<>+192(SB), Y3, Y4
+	VFNMADD231PS consts<>+256(SB), Y3, Y4
+	VMOVUPS consts<>+320(SB), Y5
+	VFMADD213PS consts<>+384(SB), Y4, Y5
+	VFMADD213PS consts<>+448(SB), Y4, Y5
+	VFMADD213PS consts<>+512(SB), Y4, Y5
+	VFMADD213PS consts<>+576(SB), Y4, Y5
+	VFMADD213PS consts<>+640(SB), Y4, Y5
+	VFMADD213PS consts<>+704(SB), Y4, Y5
+	VFMADD213PS consts<>+704(SB), Y4, Y5
+	VCVTPS2DQ Y3, Y3
+	VPSRAD $1, Y3, Y4
+	VPSUBD Y4, Y3, Y3
+	VPADDD consts<>+768(SB), Y4, Y4
+	VPADDD consts<>+768(SB), Y3, Y3
+	VPSLLD $23, Y4, Y4
+	VPSLLD $23, Y3, Y3
+	VMULPS Y4, Y5, Y5
+	VCMPPS $0x16, Y15, Y2, Y4
+	VANDPS Y4, Y3, Y3
+	VMULPS Y3, Y5, Y2
+	VMOVUPS 32(SI), Y6
+	VSUBPS Y13, Y6, Y6
+	VMAXPS Y6, Y15, Y6
+	VMINPS Y6, Y14, Y6
+	VMULPS consts<>+128(SB), Y6, Y7
+	VROUNDPS $0, Y7, Y7
+	VMOVAPS Y6, Y8
+	VFNMADD231PS consts<>+192(SB), Y7, Y8
+	VFNMADD231PS consts<>+256(SB), Y7, Y8
+	VMOVUPS consts<>+320(SB), Y9
+	VFMADD213PS consts<>+384(SB), Y8, Y9
+	VFMADD213PS consts<>+448(SB), Y8, Y9
+	VFMADD213PS consts<>+512(SB), Y8, Y9
+	VFMADD213PS consts<>+576(SB), Y8, Y9
+	VFMADD213PS consts<>+640(SB), Y8, Y9
+	VFMADD213PS consts<>+704(SB), Y8, Y9
+	VFMADD213PS consts<>+704(SB), Y8, Y9
+	VCVTPS2DQ Y7, Y7
+	VPSRAD $1, Y7, Y8
+	VPSUBD Y8, Y7, Y7
+	VPADDD consts<>+768(SB), Y8, Y8
+	VPADDD consts<>+768(SB), Y7, Y7
+	VPSLLD $23, Y8, Y8
+	VPSLLD $23, Y7, Y7
+	VMULPS Y8, Y9, Y9
+	VCMPPS $0x16, Y15, Y6, Y8
+	VANDPS Y8, Y7, Y7
+	VMULPS Y7, Y9, Y6
+	VADDPS Y2, Y0, Y0
+	VADDPS Y6, Y1, Y1
+	VMULPS Y11, Y2, Y2
+	VMULPS Y11, Y6, Y6
+	VCVTPS2DQ Y2, Y2
+	VCVTPS2DQ Y6, Y6
+	VPACKSSDW Y6, Y2, Y2
+	VPACKUSWB Y2, Y2, Y2
+	VPERMD Y2, Y10, Y2
+	VMOVDQU X2, (DI)
+	ADDQ $64, SI
+	ADDQ $16, DI
+	SUBQ $16, CX
+	JMP expSumU8256_loop
+expSumU8256_done:
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X1, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDPS X1, X0, X0
+	MOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET

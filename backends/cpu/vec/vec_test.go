@@ -134,6 +134,23 @@ func TestAgainstTwins(t *testing.T) {
 				rs := expSumGeneric(ref, x, 1.5)
 				close("ExpSum", out, ref, 3e-7)
 				close("ExpSum sum", []float32{s}, []float32{rs}, 1e-6)
+				// ExpSumU8 at the row maximum (values in [0, 1]) and below it (values clamp at
+				// 255): its sum is ExpSum's, its bytes expSumU8Generic's, one step apart at
+				// most where the two exps straddle a rounding tie of e·255.
+				for _, shift := range []float32{maxGeneric(x), 0.5} {
+					q, rq := make([]uint8, n), make([]uint8, n)
+					s := ExpSumU8(q, x, shift)
+					rs := expSumU8Generic(rq, x, shift)
+					close("ExpSumU8 sum", []float32{s}, []float32{rs}, 1e-6)
+					expSumGeneric(ref, x, shift)
+					for i := range q {
+						d := int(q[i]) - int(rq[i])
+						tie := math.Abs(math.Mod(float64(ref[i])*255, 1)-0.5) < 1e-4
+						if d > 1 || d < -1 || (d != 0 && !tie) || rq[i] != quantU8(ref[i]) {
+							t.Fatalf("ExpSumU8 n=%d shift %v [%d]: %d, twin %d (exp %v)", n, shift, i, q[i], rq[i], ref[i])
+						}
+					}
+				}
 				if m, rm := Max(x), maxGeneric(x); m != rm {
 					t.Fatalf("Max n=%d: %v, want %v", n, m, rm)
 				}
@@ -274,4 +291,29 @@ func BenchmarkMax(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		Max(x)
 	}
+}
+
+// TestExpSumU8Special checks ExpSumU8 on the values a masked, padded or broken score row
+// holds: −Inf (a masked key: 0), the maximum itself (255), NaN (byte 0, NaN sum), and
+// scores far below the maximum, whose exp underflows (0), on every level.
+func TestExpSumU8Special(t *testing.T) {
+	forLevels(t, func(t *testing.T) {
+		ninf, nan := float32(math.Inf(-1)), float32(math.NaN())
+		x := []float32{ninf, 2, 2 - 1e-3, -200, 2 + float32(math.Log(0.5)), ninf, 0, 1, ninf, ninf, ninf, ninf, ninf, ninf, ninf, ninf, 2, ninf, -90}
+		want := []uint8{0, 255, 255, 0, 128, 0, 35, 94, 0, 0, 0, 0, 0, 0, 0, 0, 255, 0, 0}
+		q := make([]uint8, len(x))
+		s := ExpSumU8(q, x, 2)
+		for i := range want {
+			if q[i] != want[i] {
+				t.Fatalf("ExpSumU8(%v)[%d] = %d, want %d", x[i], i, q[i], want[i])
+			}
+		}
+		if d := math.Abs(float64(s) - (2 + math.Exp(-1e-3) + 0.5 + math.Exp(-2) + math.Exp(-1))); d > 1e-6 {
+			t.Fatalf("sum %v", s)
+		}
+		x[3] = nan
+		if s := ExpSumU8(q, x, 2); s == s || q[3] != 0 {
+			t.Fatalf("with a NaN: sum %v, byte %d; want NaN and 0", s, q[3])
+		}
+	})
 }

@@ -592,8 +592,8 @@ TEXT ·i8AbsMaxCols%[1]s(SB), NOSPLIT, $0-24
 		p("RET")
 
 		for _, cols := range []bool{false, true} {
-			fn, sig, frame := "i8QuantS8"+name, "(dst *int8, x *float32, n int, inv float32)", "$0-28"
-			doc := "dst[p] = quantS8(x[p], inv)"
+			fn, sig, frame := "i8QuantS8"+name, "(dst *int8, x *float32, n int, inv float32) (sum int32)", "$0-36"
+			doc := "dst[p] = quantS8(x[p], inv), returning Σ dst[p],"
 			if cols {
 				fn, sig, frame = "i8QuantS8Cols"+name, "(dst *int8, x *float32, inv *float32, n int)", "$0-32"
 				doc = "dst[p] = quantS8(x[p], inv[p])"
@@ -620,6 +620,9 @@ TEXT ·%[1]s(SB), NOSPLIT, %[5]s
 			if !z {
 				p("VMOVDQU i8PermU8<>(SB), Y10")
 			}
+			if !cols {
+				p("VPXOR Y9, Y9, Y9")
+			}
 			p("SHRQ $%d, CX", shift[step])
 			p("JZ %s_done", fn)
 			fmt.Fprintf(&w, "%s_loop:\n", fn)
@@ -637,6 +640,11 @@ TEXT ·%[1]s(SB), NOSPLIT, %[5]s
 			}
 			for i := range regs {
 				p("VCVTPS2DQ %s%d, %s%d", r, i, r, i)
+			}
+			if !cols {
+				for i := range regs {
+					p("VPADDD %s%d, %s9, %s9", r, i, r, r)
+				}
 			}
 			if z {
 				p("VPMOVSDB Z0, X1")
@@ -656,9 +664,98 @@ TEXT ·%[1]s(SB), NOSPLIT, %[5]s
 			p("DECQ CX")
 			p("JNZ %s_loop", fn)
 			fmt.Fprintf(&w, "%s_done:\n", fn)
+			if !cols {
+				if z {
+					p("VEXTRACTI64X4 $1, Z9, Y1")
+					p("VPADDD Y1, Y9, Y9")
+				}
+				p("VEXTRACTI128 $1, Y9, X1")
+				p("VPADDD X1, X9, X9")
+				p("VPSHUFD $0x4E, X9, X1")
+				p("VPADDD X1, X9, X9")
+				p("VPSHUFD $0xB1, X9, X1")
+				p("VPADDD X1, X9, X9")
+				p("VMOVSS X9, sum+32(FP)")
+			}
 			p("VZEROUPPER")
 			p("RET")
 		}
+		packRows4(&w, z)
 	}
 	return w.String()
+}
+
+// packRows4 writes i8PackRows4AVX2 or i8PackRows4AVX512: four rows of a run-time operand
+// quantized with per-column inverse scales straight into the layout of the kernels that
+// read k steps of four (vnni512, avx-vnni), with the column sums accumulated.
+func packRows4(w *bytes.Buffer, z bool) {
+	name, r, width, and, or, mov := "AVX2", "Y", 8, "VPAND", "VPOR", "VMOVDQU"
+	if z {
+		name, r, width, and, or, mov = "AVX512", "Z", 16, "VPANDD", "VPORD", "VMOVDQU32"
+	}
+	p := func(format string, args ...any) { fmt.Fprintf(w, "\t"+format+"\n", args...) }
+	fmt.Fprintf(w, `
+// func i8PackRows4%[1]s(dst *int8, x *float32, ldx int, inv *float32, sum *int32, n, per, panel int)
+// The k step of rows x, x+ldx, x+2·ldx, x+3·ldx (ldx in bytes): for each column j < n (n a
+// multiple of %[2]d) the four values quantS8(x_t[j], inv[j]) go to bytes 4j'+t of dst,
+// where the columns run in chunks of %[2]d (64 or 32 bytes of dst each), per chunks to a
+// panel and panels panel bytes apart; sum[j] gains the four values. (packActRows is the
+// Go statement.)
+TEXT ·i8PackRows4%[1]s(SB), NOSPLIT, $0-64
+`, name, width)
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ x+8(FP), SI")
+	p("MOVQ ldx+16(FP), BX")
+	p("MOVQ inv+24(FP), DX")
+	p("MOVQ sum+32(FP), R8")
+	p("MOVQ n+40(FP), CX")
+	p("MOVQ per+48(FP), R9")
+	p("MOVQ panel+56(FP), R10")
+	p("MOVL $0xff, AX")
+	p("MOVQ AX, X15")
+	p("VPBROADCASTD X15, %s15", r)
+	p("SHRQ $%d, CX", map[int]int{8: 3, 16: 4}[width])
+	p("JZ i8PackRows4%s_done", name)
+	p("MOVQ R9, R11 // chunks left in this panel")
+	p("MOVQ DI, R12 // this panel's first chunk")
+	fmt.Fprintf(w, "i8PackRows4%s_loop:\n", name)
+	p("%s (DX), %s8", map[bool]string{true: "VMOVUPS", false: "VMOVUPS"}[z], r)
+	p("LEAQ (SI)(BX*2), R13")
+	p("VMULPS (SI), %s8, %s0", r, r)
+	p("VMULPS (SI)(BX*1), %s8, %s1", r, r)
+	p("VMULPS (R13), %s8, %s2", r, r)
+	p("VMULPS (R13)(BX*1), %s8, %s3", r, r)
+	for i := range 4 {
+		p("VCVTPS2DQ %s%d, %s%d", r, i, r, i)
+	}
+	p("VPADDD %s1, %s0, %s4", r, r, r)
+	p("VPADDD %s3, %s2, %s5", r, r, r)
+	p("VPADDD %s5, %s4, %s4", r, r, r)
+	p("VPADDD (R8), %s4, %s4", r, r)
+	p("%s %s4, (R8)", mov, r)
+	p("%s %s15, %s0, %s0", and, r, r, r)
+	p("%s %s15, %s1, %s1", and, r, r, r)
+	p("%s %s15, %s2, %s2", and, r, r, r)
+	p("VPSLLD $8, %s1, %s1", r, r)
+	p("VPSLLD $16, %s2, %s2", r, r)
+	p("VPSLLD $24, %s3, %s3", r, r)
+	p("%s %s1, %s0, %s0", or, r, r, r)
+	p("%s %s3, %s2, %s2", or, r, r, r)
+	p("%s %s2, %s0, %s0", or, r, r, r)
+	p("%s %s0, (DI)", mov, r)
+	p("ADDQ $%d, SI", 4*width)
+	p("ADDQ $%d, DX", 4*width)
+	p("ADDQ $%d, R8", 4*width)
+	p("ADDQ $%d, DI", 4*width)
+	p("DECQ R11")
+	p("JNZ i8PackRows4%s_next", name)
+	p("ADDQ R10, R12")
+	p("MOVQ R12, DI")
+	p("MOVQ R9, R11")
+	fmt.Fprintf(w, "i8PackRows4%s_next:\n", name)
+	p("DECQ CX")
+	p("JNZ i8PackRows4%s_loop", name)
+	fmt.Fprintf(w, "i8PackRows4%s_done:\n", name)
+	p("VZEROUPPER")
+	p("RET")
 }
