@@ -207,9 +207,10 @@ func actQuantInput(rng *rand.Rand, inv float32) float32 {
 
 // TestActQuantS8Twins holds quantS8Row, with one inverse scale and with one per value, to
 // its Go statement quantS8 bit for bit at every kernel level, on every length of
-// actLengths at four alignments (checking that no byte past the row is written and that
-// the vector code takes the leading multiple of its width), and holds quantS8 to its
-// formula: clamp(round-half-even(float32(x·inv)), −127, 127).
+// actLengths at four alignments (checking that no byte past the row is written, that the
+// vector code takes the leading multiple of its width and, with one inverse, the sums
+// both return), and holds quantS8 to its formula: clamp(round-half-even(float32(x·inv)),
+// −127, 127).
 //
 // Only inputs within the routines' contract are used (|x·inv| < 127.5, which every column
 // packed by PackInt8Activation satisfies; the generator's comment says so): outside it the
@@ -245,14 +246,26 @@ func TestActQuantS8Twins(t *testing.T) {
 						for p := range dst {
 							dst[p] = 0x5a
 						}
-						quantS8Row(dst, x, one, inv)
+						sum := quantS8Row(dst, x, one, inv)
 						fast := make([]int8, n+3)
 						for p := range fast {
 							fast[p] = 0x5a
 						}
-						done := quantS8Fast(fast, x, one, inv)
+						done, fastSum := quantS8Fast(fast, x, one, inv)
 						if _, wantDone := actFastWidths(lv, n); done != wantDone {
 							t.Fatalf("%s: quantS8Fast did %d values, want %d", what, done, wantDone)
+						}
+						// With one inverse both return the sum of what they wrote (the
+						// column sum of a transposed pack); with one per value, 0.
+						var wantSum, wantFast int32
+						for p := 0; p < n && !perValue; p++ {
+							wantSum += int32(quantS8(x[p], one))
+							if p < done {
+								wantFast += int32(quantS8(x[p], one))
+							}
+						}
+						if sum != wantSum || !perValue && fastSum != wantFast {
+							t.Fatalf("%s: quantS8Row sum %d, want %d; quantS8Fast sum %d of %d values, want %d", what, sum, wantSum, fastSum, done, wantFast)
 						}
 						for p := range dst {
 							if p >= n {
@@ -345,11 +358,12 @@ func refActPack(k, n int, w []float32) (q []int8, s []float32) {
 }
 
 // actMatrix returns a k×n op(B) of gaussian values whose leading columns are special (as
-// many as n allows): zero; a NaN; +Inf; −Inf; every value tiny (1e-38: 127/max
+// many as n allows): zero; when nonFinite a NaN, +Inf and −Inf (a pack of rows then takes
+// its Go path: without them it takes the vector one, i8PackRows4); every value tiny (1e-38: 127/max
 // overflows, scale 0); every value tiny but above the overflow (4e-37: a denormal scale);
 // denormals only; max 127 and 254 (inverses 1 and 0.5) with half-integer values (exact
 // ties); the largest magnitude negative; values near MaxFloat32; −0s and a 1.
-func actMatrix(rng *rand.Rand, k, n int) []float32 {
+func actMatrix(rng *rand.Rand, k, n int, nonFinite bool) []float32 {
 	w := make([]float32, k*n)
 	for i := range w {
 		w[i] = float32(rng.NormFloat64())
@@ -367,9 +381,11 @@ func actMatrix(rng *rand.Rand, k, n int) []float32 {
 		}
 	}
 	col(0, func(int) float32 { return 0 })
-	at(1, float32(math.NaN()))
-	at(2, float32(math.Inf(1)))
-	at(3, float32(math.Inf(-1)))
+	if nonFinite {
+		at(1, float32(math.NaN()))
+		at(2, float32(math.Inf(1)))
+		at(3, float32(math.Inf(-1)))
+	}
 	col(4, func(int) float32 { return float32(rng.Float64()*2-1) * 1e-38 })
 	col(5, func(int) float32 { return float32(rng.Float64()*2-1) * 4e-37 })
 	col(6, func(int) float32 { return math.Float32frombits(uint32(rng.IntN(0x800000)) | uint32(rng.IntN(2))<<31) })
@@ -517,48 +533,58 @@ func checkActProducts(t *testing.T, what string, rng *rand.Rand, pb *PackedB, k,
 var actShapes = [][2]int{{1, 1}, {3, 5}, {64, 512}, {512, 64}, {65, 33}, {7, 100}, {300, 17}, {13, 1}, {1, 40}, {261, 3}, {513, 20}}
 
 // TestPackInt8ActivationColumns packs op(B), stored both ways with strides past the row,
-// with PackInt8Activation on every int8 path and checks Int8Values (q and scales) against
-// the documented formula bit for bit, the two orientations against each other down to the
-// padding, and the products (checkActProducts), on actShapes with special columns: zero,
-// NaN, ±Inf, too tiny for 127/max, denormal scale, denormals only, exact ties, ±MaxFloat32.
+// with PackInt8Activation on every int8 path under every kernel level that offers it (the
+// vector routines differ by level: a k step of four rows goes to the panels in one pass at
+// 16 or 8 columns a time, i8PackRows4) and checks Int8Values (q and scales) against the
+// documented formula bit for bit, the two orientations against each other down to the
+// padding, and the products (checkActProducts), on actShapes with special columns (zero,
+// too tiny for 127/max, denormal scale, denormals only, exact ties, ±MaxFloat32), with and
+// without a NaN and infinite ones (which send a pack of rows to its Go path).
 func TestPackInt8ActivationColumns(t *testing.T) {
-	forEachInt8Path(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(35, 36))
-		path, _ := Int8Path()
-		for _, sh := range actShapes {
-			k, n := sh[0], sh[1]
-			w := actMatrix(rng, k, n)
-			q, s := refActPack(k, n, w)
-			b, ldb, bt, ldbt := actLayouts(k, n, w)
-			var packs [2]*PackedB
-			for o, transB := range []bool{false, true} {
-				what := fmt.Sprintf("%s %v transB=%v", path, sh, transB)
-				pb := new(PackedB)
-				if transB {
-					pb.PackInt8Activation(true, k, n, bt, ldbt)
-				} else {
-					pb.PackInt8Activation(false, k, n, b, ldb)
-				}
-				packs[o] = pb
-				if !pb.Int8() || pb.Int8Path() != path {
-					t.Fatalf("%s: packed for path %q", what, pb.Int8Path())
-				}
-				gq, gs := pb.Int8Values()
-				for j := 0; j < n; j++ {
-					if math.Float32bits(gs[j]) != math.Float32bits(s[j]) && !(isNaN32(gs[j]) && isNaN32(s[j])) {
-						t.Fatalf("%s: column %d scale %g (%#x), want %g (%#x)", what, j, gs[j], math.Float32bits(gs[j]), s[j], math.Float32bits(s[j]))
-					}
-					for p := 0; p < k; p++ {
-						if gq[p*n+j] != q[p*n+j] {
-							t.Fatalf("%s: q(%d, %d) = %d from %g, want %d (scale %g)", what, p, j, gq[p*n+j], w[p*n+j], q[p*n+j], s[j])
+	rng := rand.New(rand.NewPCG(35, 36))
+	for _, lv := range levelNames() {
+		withLevel(t, lv, func() {
+			for _, path := range Int8Paths() {
+				withInt8Path(t, path, func() {
+					for _, sh := range actShapes {
+						for _, nonFinite := range []bool{false, true} {
+							k, n := sh[0], sh[1]
+							w := actMatrix(rng, k, n, nonFinite)
+							q, s := refActPack(k, n, w)
+							b, ldb, bt, ldbt := actLayouts(k, n, w)
+							var packs [2]*PackedB
+							for o, transB := range []bool{false, true} {
+								what := fmt.Sprintf("%s/%s %v nonFinite=%v transB=%v", lv, path, sh, nonFinite, transB)
+								pb := new(PackedB)
+								if transB {
+									pb.PackInt8Activation(true, k, n, bt, ldbt)
+								} else {
+									pb.PackInt8Activation(false, k, n, b, ldb)
+								}
+								packs[o] = pb
+								if !pb.Int8() || pb.Int8Path() != path {
+									t.Fatalf("%s: packed for path %q", what, pb.Int8Path())
+								}
+								gq, gs := pb.Int8Values()
+								for j := 0; j < n; j++ {
+									if math.Float32bits(gs[j]) != math.Float32bits(s[j]) && !(isNaN32(gs[j]) && isNaN32(s[j])) {
+										t.Fatalf("%s: column %d scale %g (%#x), want %g (%#x)", what, j, gs[j], math.Float32bits(gs[j]), s[j], math.Float32bits(s[j]))
+									}
+									for p := 0; p < k; p++ {
+										if gq[p*n+j] != q[p*n+j] {
+											t.Fatalf("%s: q(%d, %d) = %d from %g, want %d (scale %g)", what, p, j, gq[p*n+j], w[p*n+j], q[p*n+j], s[j])
+										}
+									}
+								}
+								checkActProducts(t, what, rng, pb, k, n, q, s)
+							}
+							sameInt8Storage(t, fmt.Sprintf("%s/%s %v nonFinite=%v: transB against not", lv, path, sh, nonFinite), packs[1], packs[0])
 						}
 					}
-				}
-				checkActProducts(t, what, rng, pb, k, n, q, s)
+				})
 			}
-			sameInt8Storage(t, fmt.Sprintf("%s %v: transB against not", path, sh), packs[1], packs[0])
-		}
-	})
+		})
+	}
 }
 
 // TestPackInt8ActivationReuse packs into one PackedB, again and again, shapes that grow,
@@ -583,7 +609,7 @@ func TestPackInt8ActivationReuse(t *testing.T) {
 					for si, st := range seq {
 						// gaussian columns beside the special ones: a stale value left in
 						// the padding would be nonzero
-						w := actMatrix(rng, st.k, st.n)
+						w := actMatrix(rng, st.k, st.n, si%2 == 0)
 						b, ldb, bt, ldbt := actLayouts(st.k, st.n, w)
 						src, ld := b, ldb
 						if st.transB {
@@ -669,8 +695,9 @@ func unitRows(rng *rand.Rand, m, k int) []float32 {
 }
 
 // TestInt8RowsQuantizeUnit quantizes probability rows with Int8Rows.QuantizeUnit on every
-// int8 path, for lengths around the vector widths and an attention block's 512 keys, and
-// checks the stored rows (u8, or u16 for the AVX2 kernels) against clamp(rne(x·255), 0,
+// int8 path, for lengths around the vector widths and an attention block's 512 keys, some
+// rows given short (the rest taken as 0) and some filled by the caller through UnitRow
+// (u8 rows only; nil for the u16 rows of the avx2 path), and checks the stored rows (u8, or u16 for the AVX2 kernels) against clamp(rne(x·255), 0,
 // 255) value by value, the zeros up to the padded length, the row scale alpha·(1/255) and
 // zero point 0; then the products with SgemmInt8RowsAt, by an int8 operand given its
 // values (PackBInt8Quantized) and by one packed at run time (PackInt8Activation, as
@@ -698,7 +725,7 @@ func TestInt8RowsQuantizeUnit(t *testing.T) {
 			act := new(PackedB)
 			act.PackInt8Activation(false, k, n, vw, n)
 			aq, as := act.Int8Values()
-			x := unitRows(rng, m, k)
+			rows := unitRows(rng, m, k)
 			for _, op := range []struct {
 				name string
 				pb   *PackedB
@@ -707,20 +734,36 @@ func TestInt8RowsQuantizeUnit(t *testing.T) {
 			}{{"quantized", PackBInt8Quantized(k, n, bq, bs), bq, bs}, {"activation", act, aq, as}} {
 				for _, alpha := range []float32{1, 0.37} {
 					what := fmt.Sprintf("%s k=%d %s alpha=%g", path, k, op.name, alpha)
+					x := append([]float32(nil), rows...)
 					var r Int8Rows
 					r.Prepare(op.pb, m, alpha)
 					// Stale bytes first, so that what QuantizeUnit leaves is checked.
 					for i := range r.q {
 						r.q[i] = 0xa5
 					}
-					// Rows in a random order, some passed with the rows after them (a
-					// row longer than k: its first k values count).
+					// Rows in a random order, some of them given short (their first
+					// values only: the rest are 0, as a causal block's keys past its
+					// query), and, where the rows are u8, some filled through UnitRow.
+					given := make([]int, m)
 					for _, i := range rng.Perm(m) {
-						row := x[i*k:]
-						if rng.IntN(2) == 0 {
-							row = row[:k]
+						given[i] = k
+						if rng.IntN(3) == 0 {
+							given[i] = rng.IntN(k + 1)
+						}
+						row := x[i*k : i*k+given[i]]
+						if i%4 == 3 {
+							if d := r.UnitRow(i, len(row)); d != nil {
+								for p, v := range row {
+									d[p] = uint8(refUnit(v))
+								}
+								continue
+							}
 						}
 						r.QuantizeUnit(i, row)
+					}
+					// the values past a short row count as 0 from here on
+					for i := 0; i < m; i++ {
+						clear(x[i*k+given[i] : (i+1)*k])
 					}
 					wide := r.kern != nil && r.kern.wideA
 					rs := alpha * float32(1.0/255)
@@ -813,8 +856,9 @@ func TestInt8RowsQuantizeUnitConcurrent(t *testing.T) {
 	})
 }
 
-// TestInt8RowsQuantizeUnitBadArgs checks QuantizeUnit's refusals: an unprepared Int8Rows,
-// a row outside the prepared ones, a row shorter than k.
+// TestInt8RowsQuantizeUnitBadArgs checks the refusals of QuantizeUnit (an unprepared
+// Int8Rows, a row outside the prepared ones, a row longer than k), of UnitRow and of
+// PackInt8Activation.
 func TestInt8RowsQuantizeUnitBadArgs(t *testing.T) {
 	mustPanic := func(what string, f func()) {
 		t.Helper()
@@ -835,10 +879,15 @@ func TestInt8RowsQuantizeUnitBadArgs(t *testing.T) {
 		r.Prepare(pb, 2, 1)
 		r.QuantizeUnit(2, make([]float32, 4))
 	})
-	mustPanic("QuantizeUnit of 3 values for k 4", func() {
+	mustPanic("QuantizeUnit of 5 values for k 4", func() {
 		var r Int8Rows
 		r.Prepare(pb, 2, 1)
-		r.QuantizeUnit(0, make([]float32, 3))
+		r.QuantizeUnit(0, make([]float32, 5))
+	})
+	mustPanic("UnitRow of 5 values for k 4", func() {
+		var r Int8Rows
+		r.Prepare(pb, 2, 1)
+		r.UnitRow(1, 5)
 	})
 	mustPanic("PackInt8Activation with a short b", func() {
 		new(PackedB).PackInt8Activation(false, 3, 4, make([]float32, 11), 4)
