@@ -425,12 +425,22 @@ func rowQuant(lo, hi float32, bad bool) (s, inv float32, z int32) {
 	return s, inv, int32(max(0, min(255, zf)))
 }
 
-// quantOne is q_p for value x of a row with inverse scale inv and zero point z. Adding and
-// subtracting 1.5·2²³ rounds v to an integer, to nearest even, exactly for |v| < 2²²
-// (x·inv of a finite row is within ±256): math.RoundToEven without its call.
+// quantOne is q_p for value x of a row with inverse scale inv and zero point z. x·inv is
+// clamped to ±512 first (the vector code's VMINPS; a row's own values lie within ±256, but
+// QuantizeUnit takes any), so that adding and subtracting 1.5·2²³ rounds it to an integer,
+// to nearest even, exactly: math.RoundToEven without its call. A NaN gives 0, as its
+// conversion to INT_MIN does in the vector code.
 func quantOne(x, inv float32, z int32) int32 {
 	const magic = 1.5 * (1 << 23)
 	v := float32(x * inv)
+	switch {
+	case v != v:
+		return 0
+	case v > 512:
+		v = 512
+	case v < -512:
+		v = -512
+	}
 	r := float32(v+magic) - magic
 	return max(0, min(255, int32(r)+z))
 }

@@ -77,7 +77,8 @@ func absMaxColsGo(acc []uint32, x []float32) {
 }
 
 // quantS8Row sets dst[p] = quantS8(x[p], inv[p]), or quantS8(x[p], one) when inv is nil,
-// and returns Σ dst[p] when inv is nil.
+// and returns Σ dst[p] when inv is nil. Its callers keep |x·inv| below 127.5 (inv from
+// actScale); beyond that, and for NaN, the vector code gives −128 where quantS8 gives −127.
 func quantS8Row(dst []int8, x []float32, one float32, inv []float32) (sum int32) {
 	dst = dst[:len(x)]
 	p, sum := quantS8Fast(dst, x, one, inv)

@@ -6949,8 +6949,9 @@ i8RowRangeAVX2_reduce:
 	RET
 
 // func i8QuantU8AVX2(dst *uint8, x *float32, n int, inv float32, z int32)
-// dst[p] = clamp(rne(x[p]·inv) + z, 0, 255) for n a multiple of 32 (quantOne): VCVTPS2DQ
-// rounds to nearest even; the packs saturate int32 to int16 to u8, which is the clamp.
+// dst[p] = clamp(rne(min(x[p]·inv, 512)) + z, 0, 255) for n a multiple of 32 (quantOne):
+// VCVTPS2DQ rounds to nearest even; the packs saturate int32 to int16 to u8, which is the
+// clamp; the minimum keeps a product of 2³¹ or more from converting to INT_MIN (0, not 255).
 TEXT ·i8QuantU8AVX2(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
@@ -6960,6 +6961,9 @@ TEXT ·i8QuantU8AVX2(SB), NOSPLIT, $0-32
 	MOVQ AX, X9
 	VPBROADCASTD X9, Y9
 	VMOVDQU i8PermU8<>(SB), Y10
+	MOVL $0x44000000, AX // 512.0
+	MOVQ AX, X11
+	VPBROADCASTD X11, Y11
 	SHRQ $5, CX
 	JZ i8QuantU8AVX2_done
 i8QuantU8AVX2_loop:
@@ -6967,6 +6971,10 @@ i8QuantU8AVX2_loop:
 	VMULPS 32(SI), Y8, Y1
 	VMULPS 64(SI), Y8, Y2
 	VMULPS 96(SI), Y8, Y3
+	VMINPS Y0, Y11, Y0
+	VMINPS Y1, Y11, Y1
+	VMINPS Y2, Y11, Y2
+	VMINPS Y3, Y11, Y3
 	VCVTPS2DQ Y0, Y0
 	VCVTPS2DQ Y1, Y1
 	VCVTPS2DQ Y2, Y2
@@ -7002,11 +7010,16 @@ TEXT ·i8QuantU16AVX2(SB), NOSPLIT, $0-32
 	MOVL $255, AX
 	MOVQ AX, X10
 	VPBROADCASTD X10, Y10
+	MOVL $0x44000000, AX // 512.0
+	MOVQ AX, X11
+	VPBROADCASTD X11, Y11
 	SHRQ $4, CX
 	JZ i8QuantU16AVX2_done
 i8QuantU16AVX2_loop:
 	VMULPS (SI), Y8, Y0
 	VMULPS 32(SI), Y8, Y1
+	VMINPS Y0, Y11, Y0
+	VMINPS Y1, Y11, Y1
 	VCVTPS2DQ Y0, Y0
 	VCVTPS2DQ Y1, Y1
 	VPADDD Y9, Y0, Y0
@@ -7106,10 +7119,14 @@ TEXT ·i8QuantU8AVX512(SB), NOSPLIT, $0-32
 	MOVQ AX, X9
 	VPBROADCASTD X9, Z9
 	VPXORD Z10, Z10, Z10
+	MOVL $0x44000000, AX // 512.0
+	MOVQ AX, X11
+	VPBROADCASTD X11, Z11
 	SHRQ $4, CX
 	JZ i8QuantU8AVX512_done
 i8QuantU8AVX512_loop:
 	VMULPS (SI), Z8, Z0
+	VMINPS Z0, Z11, Z0
 	VCVTPS2DQ Z0, Z0
 	VPADDD Z9, Z0, Z0
 	VPMAXSD Z10, Z0, Z0

@@ -276,11 +276,16 @@ TEXT ·i8QuantU16AVX2(SB), NOSPLIT, $0-32
 	MOVL $255, AX
 	MOVQ AX, X10
 	VPBROADCASTD X10, Y10
+	MOVL $0x44000000, AX // 512.0
+	MOVQ AX, X11
+	VPBROADCASTD X11, Y11
 	SHRQ $4, CX
 	JZ i8QuantU16AVX2_done
 i8QuantU16AVX2_loop:
 	VMULPS (SI), Y8, Y0
 	VMULPS 32(SI), Y8, Y1
+	VMINPS Y0, Y11, Y0
+	VMINPS Y1, Y11, Y1
 	VCVTPS2DQ Y0, Y0
 	VCVTPS2DQ Y1, Y1
 	VPADDD Y9, Y0, Y0
@@ -393,8 +398,9 @@ const int8RowRangeTail = `	VEXTRACTF128 $1, Y0, X3
 // quantOne) or i8QuantDivU8AVX2 (div true: the quotient x[p]/scale, clamped at 512 first,
 // quantDivOne), for n a multiple of 32.
 func quantU8AVX2(div bool) string {
-	name, arg, doc := "i8QuantU8AVX2", "inv", `// dst[p] = clamp(rne(x[p]·inv) + z, 0, 255) for n a multiple of 32 (quantOne): VCVTPS2DQ
-// rounds to nearest even; the packs saturate int32 to int16 to u8, which is the clamp.
+	name, arg, doc := "i8QuantU8AVX2", "inv", `// dst[p] = clamp(rne(min(x[p]·inv, 512)) + z, 0, 255) for n a multiple of 32 (quantOne):
+// VCVTPS2DQ rounds to nearest even; the packs saturate int32 to int16 to u8, which is the
+// clamp; the minimum keeps a product of 2³¹ or more from converting to INT_MIN (0, not 255).
 `
 	if div {
 		name, arg, doc = "i8QuantDivU8AVX2", "scale", `// dst[p] = clamp(rne(min(x[p]/scale, 512)) + z, 0, 255) for n a multiple of 32
@@ -415,11 +421,9 @@ func quantU8AVX2(div bool) string {
 	p("MOVQ AX, X9")
 	p("VPBROADCASTD X9, Y9")
 	p("VMOVDQU i8PermU8<>(SB), Y10")
-	if div {
-		p("MOVL $0x44000000, AX // 512.0")
-		p("MOVQ AX, X11")
-		p("VPBROADCASTD X11, Y11")
-	}
+	p("MOVL $0x44000000, AX // 512.0")
+	p("MOVQ AX, X11")
+	p("VPBROADCASTD X11, Y11")
 	p("SHRQ $5, CX")
 	p("JZ %s_done", name)
 	fmt.Fprintf(&w, "%s_loop:\n", name)
@@ -436,6 +440,9 @@ func quantU8AVX2(div bool) string {
 	} else {
 		for i := range 4 {
 			p("VMULPS %s(SI), Y8, Y%d", offset(32*i), i)
+		}
+		for i := range 4 {
+			p("VMINPS Y%d, Y11, Y%d", i, i)
 		}
 	}
 	for _, op := range []string{"VCVTPS2DQ Y%d, Y%d", "VPADDD Y9, Y%d, Y%d"} {
@@ -479,11 +486,9 @@ func quantU8AVX512(div bool) string {
 	p("MOVQ AX, X9")
 	p("VPBROADCASTD X9, Z9")
 	p("VPXORD Z10, Z10, Z10")
-	if div {
-		p("MOVL $0x44000000, AX // 512.0")
-		p("MOVQ AX, X11")
-		p("VPBROADCASTD X11, Z11")
-	}
+	p("MOVL $0x44000000, AX // 512.0")
+	p("MOVQ AX, X11")
+	p("VPBROADCASTD X11, Z11")
 	p("SHRQ $4, CX")
 	p("JZ %s_done", name)
 	fmt.Fprintf(&w, "%s_loop:\n", name)
@@ -493,6 +498,7 @@ func quantU8AVX512(div bool) string {
 		p("VMINPS Z0, Z11, Z0")
 	} else {
 		p("VMULPS (SI), Z8, Z0")
+		p("VMINPS Z0, Z11, Z0")
 	}
 	p("VCVTPS2DQ Z0, Z0")
 	p("VPADDD Z9, Z0, Z0")
