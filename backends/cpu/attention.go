@@ -254,6 +254,10 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 		for i := range m {
 			m[i], l[i] = float32(math.Inf(-1)), 0
 		}
+		if attn8 {
+			// the first query rows come from memory while the keys and values are packed
+			gemm.Prefetch(q.F32[qs.off[b]+qLo*qs.ld:], qs.ld, min(attnQBlock, qHi-qLo), dk)
+		}
 		for k0 := 0; k0 < nk; k0 += attnKBlock {
 			if skip && k0 > qHi-1+diag {
 				break // every row of the task has these keys masked
@@ -280,6 +284,9 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 					}
 				}
 				sc := s[:rows*width]
+				if attn8 && q0+rows < qHi {
+					gemm.Prefetch(q.F32[qs.off[b]+(q0+rows)*qs.ld:], qs.ld, min(attnQBlock, qHi-q0-rows), dk)
+				}
 				// An int8-attention block quantizes each row of probabilities as soon as
 				// it is final, while it is in L1 (the keys a causal block leaves out as 0).
 				p8 := attn8

@@ -391,3 +391,16 @@ func quantRowWith(d []byte, wide bool, row []float32, kpad int, inv float32, z i
 	quantRowFast(d, wide, row, kpad, inv, z)
 	return true
 }
+
+//go:noescape
+func i8PrefetchRows(x *float32, ld, rows, lines int)
+
+// prefetchRows asks for the first width values of rows rows of x (row stride ld) to be
+// brought into the cache; it reads nothing past x's end.
+func prefetchRows(x []float32, ld, rows, width int) {
+	rows = min(rows, (len(x)-width)/max(ld, 1)+1)
+	if rows <= 0 || width <= 0 || len(x) < width {
+		return
+	}
+	i8PrefetchRows(&x[0], 4*ld, rows, (4*width+63)/64)
+}

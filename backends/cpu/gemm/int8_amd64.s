@@ -7611,3 +7611,27 @@ i8PackRows4AVX512_next:
 i8PackRows4AVX512_done:
 	VZEROUPPER
 	RET
+
+// func i8PrefetchRows(x *float32, ld, rows, lines int)
+TEXT ·i8PrefetchRows(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ ld+8(FP), BX
+	MOVQ rows+16(FP), CX
+	MOVQ lines+24(FP), DX
+	TESTQ CX, CX
+	JZ i8PrefetchRows_done
+	TESTQ DX, DX
+	JZ i8PrefetchRows_done
+i8PrefetchRows_row:
+	MOVQ SI, DI
+	MOVQ DX, AX
+i8PrefetchRows_line:
+	PREFETCHT0 (DI)
+	ADDQ $64, DI
+	DECQ AX
+	JNZ i8PrefetchRows_line
+	ADDQ BX, SI
+	DECQ CX
+	JNZ i8PrefetchRows_row
+i8PrefetchRows_done:
+	RET

@@ -282,6 +282,18 @@ func BenchmarkExpSum(b *testing.B) {
 	}
 }
 
+func BenchmarkExpSumU8(b *testing.B) {
+	x := make([]float32, 512)
+	for i := range x {
+		x[i] = float32(-i) / 50
+	}
+	q := make([]uint8, 512)
+	b.SetBytes(4 * 512)
+	for i := 0; i < b.N; i++ {
+		ExpSumU8(q, x, 0)
+	}
+}
+
 func BenchmarkMax(b *testing.B) {
 	x := make([]float32, 512)
 	for i := range x {

@@ -44,7 +44,7 @@ def data():
     return "\n".join(out)
 
 
-def exp(V, x, n, r, p):
+def exp(V, x, n, r, p, k="K4", cr=None):
     """exp of register x in place; lo/hi must be in V('16')/V('17') (zmm) or Y15/Y14 (ymm).
 
     Lanes clamped to lo give exactly 0 (exp(lo) rounds to 0 in float32), and they get it
@@ -54,24 +54,28 @@ def exp(V, x, n, r, p):
     the second power of two as +0. The test is NLE_UQ, true for NaN, so NaN lanes stay NaN.
     """
     lo, hi = (("Z16", "Z17") if V == "Z" else ("Y15", "Y14"))
+    if cr:  # constants held in registers
+        c = lambda name: cr[name]  # noqa: E731
+    else:
+        c = globals()["c"]
     s = [
         "VMAXPS %s, %s, %s" % (x, lo, x),  # x is the second source: a NaN x stays NaN
         "VMINPS %s, %s, %s" % (x, hi, x),
         "VMULPS %s, %s, %s" % (c("log2e"), x, n),
     ]
     if V == "Z":
-        s.append("VCMPPS $0x16, %s, %s, K4" % (lo, x))  # K4 = !(x <= lo)
+        s.append("VCMPPS $0x16, %s, %s, %s" % (lo, x, k))  # k = !(x <= lo)
     s.append("VRNDSCALEPS $0, %s, %s" % (n, n) if V == "Z" else "VROUNDPS $0, %s, %s" % (n, n))
     s += [
         "VMOVAPS %s, %s" % (x, r),
         "VFNMADD231PS %s, %s, %s" % (c("ln2hi"), n, r),
         "VFNMADD231PS %s, %s, %s" % (c("ln2lo"), n, r),
-        "VMOVUPS %s, %s" % (c("p0"), p),
+        ("VMOVAPS %s, %s" if cr else "VMOVUPS %s, %s") % (c("p0"), p),
     ]
-    for k in ("p1", "p2", "p3", "p4", "p5", "one", "one"):
-        s.append("VFMADD213PS %s, %s, %s" % (c(k), r, p))
+    for name in ("p1", "p2", "p3", "p4", "p5", "one", "one"):
+        s.append("VFMADD213PS %s, %s, %s" % (c(name), r, p))
     if V == "Z":
-        s.append("VSCALEFPS.Z %s, %s, K4, %s" % (n, p, x))
+        s.append("VSCALEFPS.Z %s, %s, %s, %s" % (n, p, k, x))
     else:
         s += [
             "VCVTPS2DQ %s, %s" % (n, n),
@@ -410,16 +414,28 @@ def emit_expsum_u8(V):
     L = ["", "// func %s(dst *uint8, src *float32, n int, shift float32) float32" % name,
          "TEXT ·%s(SB), NOSPLIT, $0-36" % name,
          "MOVQ dst+0(FP), DI", "MOVQ src+8(FP), SI", "MOVQ n+16(FP), CX"]
+    names = ("log2e", "ln2hi", "ln2lo", "p0", "p1", "p2", "p3", "p4", "p5", "one")
+    cr = {nm: "Z%d" % (20 + i) for i, nm in enumerate(names)}
     if V == "Z":
         L += ["VBROADCASTSS shift+24(FP), Z31", "VMOVUPS %s, Z16" % c("lo"), "VMOVUPS %s, Z17" % c("hi"),
-              "VMOVUPS %s, Z18" % c("f255"), "VPXORD Z19, Z19, Z19", "VMOVUPS %s, Z0" % c("zero")]
+              "VMOVUPS %s, Z18" % c("f255"), "VPXORD Z19, Z19, Z19", "VMOVUPS %s, Z0" % c("zero"),
+              "VMOVUPS %s, Z1" % c("zero")]
+        L += ["VMOVUPS %s, %s" % (c(nm), cr[nm]) for nm in names]
+        # two independent vectors a step, each summed into its own accumulator
+        L += [name + "_loop2:", "CMPQ CX, $32", "JLT %s_loop" % name]
+        for j, (x, n, r, pp, acc, k) in enumerate((("Z2", "Z3", "Z4", "Z5", "Z0", "K4"), ("Z6", "Z7", "Z8", "Z9", "Z1", "K5"))):
+            L += ["VMOVUPS %d(SI), %s" % (64 * j, x), "VSUBPS Z31, %s, %s" % (x, x)]
+            L += exp(V, x, n, r, pp, k=k, cr=cr)
+            L += ["VADDPS %s, %s, %s" % (x, acc, acc), "VMULPS Z18, %s, %s" % (x, x), "VCVTPS2DQ %s, %s" % (x, x),
+                  "VPMAXSD Z19, %s, %s" % (x, x), "VPMOVUSDB %s, X%s" % (x, int(n[1:])), "VMOVDQU X%s, %d(DI)" % (int(n[1:]), 16 * j)]
+        L += ["ADDQ $128, SI", "ADDQ $32, DI", "SUBQ $32, CX", "JMP %s_loop2" % name]
     else:
         L += ["VBROADCASTSS shift+24(FP), Y13", "VMOVUPS %s, Y15" % c("lo"), "VMOVUPS %s, Y14" % c("hi"),
               "VMOVUPS %s, Y11" % c("f255"), "VMOVDQU u8perm<>(SB), Y10",
               "VMOVUPS %s, Y0" % c("zero"), "VMOVUPS %s, Y1" % c("zero")]
     L += [name + "_loop:", "CMPQ CX, $16", "JLT %s_done" % name]
     if V == "Z":
-        L += ["VMOVUPS (SI), Z2", "VSUBPS Z31, Z2, Z2"] + exp(V, "Z2", "Z3", "Z4", "Z5") + [
+        L += ["VMOVUPS (SI), Z2", "VSUBPS Z31, Z2, Z2"] + exp(V, "Z2", "Z3", "Z4", "Z5", cr=cr) + [
             "VADDPS Z2, Z0, Z0", "VMULPS Z18, Z2, Z2", "VCVTPS2DQ Z2, Z2", "VPMAXSD Z19, Z2, Z2",
             "VPMOVUSDB Z2, X3", "VMOVDQU X3, (DI)"]
     else:
@@ -429,6 +445,8 @@ def emit_expsum_u8(V):
             "VCVTPS2DQ Y2, Y2", "VCVTPS2DQ Y6, Y6", "VPACKSSDW Y6, Y2, Y2", "VPACKUSWB Y2, Y2, Y2",
             "VPERMD Y2, Y10, Y2", "VMOVDQU X2, (DI)"]
     L += ["ADDQ $64, SI", "ADDQ $16, DI", "SUBQ $16, CX", "JMP %s_loop" % name, name + "_done:"]
+    if V == "Z":
+        L += ["VADDPS Z1, Z0, Z0"]
     L += fold(V, "VADDPS") + ["MOVSS X0, ret+32(FP)", "VZEROUPPER", "RET"]
     return "\n".join(l if l.endswith(":") or l.startswith("//") or l.startswith("TEXT") or l == "" else "\t" + l for l in L)
 
