@@ -91,7 +91,8 @@ func expSumGeneric(dst, src []float32, shift float32) float32 {
 }
 
 // expSumU8Generic is the Go statement of ExpSumU8: the leading multiple of 16 values summed
-// as expSumGeneric sums them, the rest (expSumU8Tail) summed apart and added.
+// as expSumGeneric sums them, the rest (expSumU8Tail) summed apart and added. The AVX-512
+// code sums alternate groups of 16 into two accumulators, so its sum agrees to rounding.
 func expSumU8Generic(dst []uint8, src []float32, shift float32) float32 {
 	v := len(src) &^ 15
 	var acc [16]float32
