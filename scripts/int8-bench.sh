@@ -7,7 +7,8 @@
 #     hits all sides); the compiled weights' memory (weight_bytes); the accuracy of both against
 #     fp32 (zoo parity --precision P on the sample text: relative errors and per-position cosine
 #     of `hidden`). Where the CPU has better kernels than AVX2, AVX2_VARIANTS (default vanilla)
-#     are also run under ZOO_CPU=avx2: the instructions an AVX2-only CPU has, on these cores.
+#     are also run under ZOO_CPU=avx2 ZOO_INT8=avx2: the instructions an AVX2-only CPU has
+#     (no AVX-512, no AVX-VNNI), on these cores.
 #  2. vanilla base against ONNX Runtime on the same int8 file, batch 1 and 8, n = 128 and 512: zoo's
 #     own export (zoo export --precision int8: per output column) and a file in ONNX Runtime's
 #     quantize_dynamic form (its defaults: per tensor; written from the fp32 export by
@@ -53,7 +54,7 @@ fi
 for v in $AVX2_VARIANTS; do
   for r in $(seq "$ROUNDS"); do
     for p in $PRECS; do
-      ZOO_CPU=avx2 "$tmp/zoo" bench "$v" --batch "$BATCH" --seq "$SEQ" --reps "$REPS" --threads "$THREADS" --precision "$p" --json >"$tmp/avx2.$v.$p.$r.json"
+      ZOO_CPU=avx2 ZOO_INT8=avx2 "$tmp/zoo" bench "$v" --batch "$BATCH" --seq "$SEQ" --reps "$REPS" --threads "$THREADS" --precision "$p" --json >"$tmp/avx2.$v.$p.$r.json"
     done
   done
   echo "int8-bench: $v at ZOO_CPU=avx2 done" >&2
@@ -91,7 +92,7 @@ for v in variants:
         print(f"| {v} | {p} | {par['max_rel_error']:.2e} | {par['mean_rel_error']:.2e} | {par['min_cosine']:.5f} | {par['mean_cosine']:.5f} |")
 print()
 if avx2:
-    print("At the avx2 kernel level (ZOO_CPU=avx2: AVX2 and FMA only, the avx2 int8 path):")
+    print("At the avx2 kernel level on the avx2 int8 path (ZOO_CPU=avx2 ZOO_INT8=avx2: AVX2 and FMA only, what an AVX2-only CPU runs):")
     print()
     print("| variant | fp32 ms | int8 ms | int8 speed-up | int8-attention ms | int8-attention speed-up |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")

@@ -48,11 +48,24 @@ const Priority = 10
 // ThreadsEnv is the environment variable that overrides the default worker count.
 const ThreadsEnv = env.Threads
 
-// ApplyEnv sets the SIMD kernel level of the backend from ZOO_CPU (internal/env); unset or
-// empty selects the best level this CPU runs. The error names the variable and says why:
-// an unknown level, or one this CPU lacks (ZOO_CPU=avx512 without AVX-512). No package
-// reads ZOO_CPU at initialisation; a program calls this once at start-up.
-func ApplyEnv() error { return simd.ApplyEnv() }
+// ApplyEnv sets the SIMD kernel level of the backend from ZOO_CPU and then its int8 path
+// from ZOO_INT8 (internal/env); unset or empty selects the best this CPU runs. The error
+// names the variable and says why: an unknown value, or one this CPU or level cannot run
+// (ZOO_CPU=avx512 without AVX-512, ZOO_INT8=vnni512 at ZOO_CPU=avx2). No package reads
+// them at initialisation; a program calls this once at start-up.
+func ApplyEnv() error {
+	if err := simd.ApplyEnv(); err != nil {
+		return err
+	}
+	v, err := env.Get(env.Int8)
+	if err != nil {
+		return err
+	}
+	if err := gemm.SetInt8Path(v); err != nil {
+		return fmt.Errorf("%s=%q: %w", env.Int8, v, err)
+	}
+	return nil
+}
 
 // Levels returns the SIMD kernel levels this CPU and build run, best first ("generic" last).
 func Levels() []string {

@@ -26,6 +26,7 @@ const (
 	Backend            = "ZOO_BACKEND"
 	Threads            = "ZOO_THREADS"
 	CPU                = "ZOO_CPU"
+	Int8               = "ZOO_INT8"
 	Config             = "ZOO_CONFIG"
 	Verbose            = "ZOO_VERBOSE"
 	PluginStartTimeout = "ZOO_PLUGIN_START_TIMEOUT"
@@ -118,6 +119,9 @@ var vars = []Var{
 		Doc: "Worker threads of the CPU backend; --threads wins over it.", check: positiveInt},
 	{Name: CPU, Syntax: "auto|avx512|avx2|generic", Default: "auto: the best level this CPU runs",
 		Doc: "SIMD kernel level of the CPU backend; a level this CPU lacks is an error.", check: oneOf("auto", "avx512", "avx2", "generic")},
+	{Name: Int8, Syntax: "auto|vnni512|avx-vnni|avx2|generic", Default: "auto: the best int8 path the kernel level runs",
+		Doc: "int8 path of the CPU backend (--precision int8): ZOO_CPU=avx2 ZOO_INT8=avx2 runs what an AVX2-only CPU has; a path this CPU or level cannot run is an error.",
+		check: oneOf("auto", "vnni512", "avx-vnni", "avx2", "generic")},
 	{Name: Config, Syntax: "FILE", Default: "os.UserConfigDir()/zoo/config.yaml",
 		Doc: "The config file (per-machine default backend)."},
 	{Name: Verbose, Syntax: "0|1", Default: "0",

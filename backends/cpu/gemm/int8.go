@@ -125,7 +125,7 @@ func Int8Path() (path, reason string) {
 	}
 	switch {
 	case path != best:
-		return path, "int8 path " + path + " chosen (SetInt8Path); this CPU runs " + best
+		return path, "int8 path " + path + " chosen (ZOO_INT8, SetInt8Path); this CPU runs " + best
 	case bestWhy != "":
 		return path, bestWhy
 	}
