@@ -120,7 +120,7 @@ var vars = []Var{
 	{Name: CPU, Syntax: "auto|avx512|avx2|generic", Default: "auto: the best level this CPU runs",
 		Doc: "SIMD kernel level of the CPU backend; a level this CPU lacks is an error.", check: oneOf("auto", "avx512", "avx2", "generic")},
 	{Name: Int8, Syntax: "auto|vnni512|avx-vnni|avx2|generic", Default: "auto: the best int8 path the kernel level runs",
-		Doc: "int8 path of the CPU backend (--precision int8): ZOO_CPU=avx2 ZOO_INT8=avx2 runs what an AVX2-only CPU has; a path this CPU or level cannot run is an error.",
+		Doc:   "int8 path of the CPU backend (--precision int8): ZOO_CPU=avx2 ZOO_INT8=avx2 runs what an AVX2-only CPU has; a path this CPU or level cannot run is an error.",
 		check: oneOf("auto", "vnni512", "avx-vnni", "avx2", "generic")},
 	{Name: Config, Syntax: "FILE", Default: "os.UserConfigDir()/zoo/config.yaml",
 		Doc: "The config file (per-machine default backend)."},
