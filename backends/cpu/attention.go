@@ -291,8 +291,7 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 				}
 				// An int8-attention block quantizes each row of probabilities as soon as
 				// it is final, while it is in L1 (the keys a causal block leaves out as 0).
-				p8 := attn8
-				if p8 {
+				if attn8 {
 					st.p.Prepare(vp, rows, 1)
 				}
 				if width == cols {
@@ -312,18 +311,18 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 					}
 					if math.IsInf(float64(mnew), -1) {
 						clear(row) // every key so far is masked out
-						if p8 {
+						if attn8 {
 							st.p.QuantizeUnit(i, row)
 						}
 						continue
 					}
 					alpha := float32(math.Exp(float64(mq[i] - mnew)))
 					var sum float32
-					if q8 := unitRow(&st.p, p8, i, len(row)); q8 != nil {
+					if q8 := unitRow(&st.p, attn8, i, len(row)); q8 != nil {
 						sum = vec.ExpSumU8(q8, row, mnew) // the probabilities straight to int8
 					} else {
 						sum = vec.ExpSum(row, row, mnew)
-						if p8 {
+						if attn8 {
 							st.p.QuantizeUnit(i, row)
 						}
 					}
@@ -334,7 +333,7 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 					mq[i] = mnew
 				}
 				switch {
-				case p8:
+				case attn8:
 					gemm.SgemmInt8RowsAt(&st.p, 0, rows, 0, dv, vp, beta, o, ost.ld, nil)
 				case width == cols:
 					gemm.SgemmPacked(rows, dv, cols, 1, sc, cols, vp, beta, o, ost.ld)

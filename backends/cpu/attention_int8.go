@@ -49,10 +49,10 @@ func packKVInt8(ktp, vp *gemm.PackedB, kt, v *tensor.Tensor, ks, vs strided, b, 
 	vp.PackInt8Activation(false, cols, dv, v.F32[vs.off[b]+k0*vs.ld:], vs.ld)
 }
 
-// unitRow is p.UnitRow(i, n) in an int8-attention block (p8), nil otherwise or where the
+// unitRow is p.UnitRow(i, n) in an int8-attention run (attn8), nil otherwise or where the
 // rows are not u8.
-func unitRow(p *gemm.Int8Rows, p8 bool, i, n int) []byte {
-	if !p8 {
+func unitRow(p *gemm.Int8Rows, attn8 bool, i, n int) []byte {
+	if !attn8 {
 		return nil
 	}
 	return p.UnitRow(i, n)

@@ -4,18 +4,18 @@ package vec
 
 func expSum(dst, src []float32, shift float32) float32 { return expSumGeneric(dst, src, shift) }
 func max32(x []float32) float32                        { return maxGeneric(x) }
-func expSumU8(dst []uint8, src []float32, shift float32) float32 {
-	return expSumU8Generic(dst, src, shift)
-}
-func scale(x []float32, c float32)          { scaleGeneric(x, c) }
-func div(x []float32, c float32)            { divGeneric(x, c) }
-func add(dst, a, b []float32)               { addGeneric(dst, a, b) }
-func biasAct(x, bias []float32, act Act)    { biasActGeneric(x, bias, act) }
-func relu(dst, src []float32)               { reluGeneric(dst, src) }
-func gelu(dst, src []float32)               { geluGeneric(dst, src) }
-func erfv(dst, src []float32)               { erfGeneric(dst, src) }
-func sum(x []float32) float32               { return sumGeneric(x) }
-func sqDev(x []float32, mu float32) float32 { return sqDevGeneric(x, mu) }
+func scale(x []float32, c float32)                     { scaleGeneric(x, c) }
+func div(x []float32, c float32)                       { divGeneric(x, c) }
+func add(dst, a, b []float32)                          { addGeneric(dst, a, b) }
+func biasAct(x, bias []float32, act Act)               { biasActGeneric(x, bias, act) }
+func relu(dst, src []float32)                          { reluGeneric(dst, src) }
+func gelu(dst, src []float32)                          { geluGeneric(dst, src) }
+func erfv(dst, src []float32)                          { erfGeneric(dst, src) }
+func sum(x []float32) float32                          { return sumGeneric(x) }
+func sqDev(x []float32, mu float32) float32            { return sqDevGeneric(x, mu) }
 func normAffine(dst, x, g, b []float32, mu, is float32) {
 	normAffineGeneric(dst, x, g, b, mu, is)
+}
+func expSumU8(dst []uint8, src []float32, shift float32) float32 {
+	return expSumU8Generic(dst, src, shift)
 }
