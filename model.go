@@ -67,6 +67,10 @@ type LoadOptions struct {
 // precisions are the values LoadOptions.Precision takes besides "".
 var precisions = []string{"fp32", "bf16", "int8", "int8-attention"}
 
+// Precisions returns the values LoadOptions.Precision takes besides "", the default (fp32)
+// first: what a front end offers and validates against.
+func Precisions() []string { return slices.Clone(precisions) }
+
 // Model is a loaded model: its graph with its weights, its config, its tokenizer and, once
 // compiled, its program on a backend. Its methods are safe for concurrent use, but Run and
 // the encoders of one model share one program and take turns on it.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	zoo "github.com/zoo-dev/zoo"
@@ -57,8 +59,9 @@ func (c EvalConfig) Validate() error {
 		return inputErrf(optEvalBatch, "%s must be at least 1, got %d", optEvalBatch, c.Batch)
 	case c.Threads < 0:
 		return inputErrf(optEvalThreads, "%s must not be negative, got %d", optEvalThreads, c.Threads)
-	case c.Precision != "" && c.Precision != "fp32" && c.Precision != "bf16" && !backends.Int8Precision(c.Precision):
-		return inputErrf(optEvalPrecision, "%s %q: want fp32, bf16, int8 or int8-attention", optEvalPrecision, c.Precision)
+	case c.Precision != "" && !slices.Contains(zoo.Precisions(), c.Precision):
+		ps := zoo.Precisions()
+		return inputErrf(optEvalPrecision, "%s %q: want %s or %s", optEvalPrecision, c.Precision, strings.Join(ps[:len(ps)-1], ", "), ps[len(ps)-1])
 	}
 	return nil
 }

@@ -3,13 +3,15 @@ package main
 import (
 	"strings"
 
+	zooroot "github.com/zoo-dev/zoo"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/zoo-dev/zoo/internal/env"
 )
 
 // precisions are the values of --precision, the default first (completion offers them).
-var precisions = []string{"fp32", "bf16", "int8", "int8-attention"}
+var precisions = zooroot.Precisions()
 
 // precisionFlagName is the name of the --precision flag.
 const precisionFlagName = "precision"
