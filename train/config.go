@@ -194,8 +194,8 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case backends.Int8Precision(c.Precision):
-		return inputErrf(optPrecision, "%s "+c.Precision+": training stays fp32 (int8 quantizes a trained model's linear layers for inference: "+
-			"run, bench, parity, eval, profile, serve); train with fp32 or bf16", optPrecision)
+		return inputErrf(optPrecision, "%s %s: training stays fp32 (int8 quantizes a trained model's linear layers for inference: "+
+			"run, bench, parity, eval, profile, serve); train with fp32 or bf16", optPrecision, c.Precision)
 	case c.Precision != "" && c.Precision != "fp32" && c.Precision != "bf16":
 		return inputErrf(optPrecision, "%s %q: want fp32 or bf16", optPrecision, c.Precision)
 	case c.Threads < 0:
