@@ -142,18 +142,16 @@ func i8QuantDivU8AVX512(dst *uint8, x *float32, n int, scale float32, z int32)
 // width; ok is false (and Range0 scans in Go) without AVX2, at the generic level, or when x
 // holds a NaN or an infinity, which the routines flag but do not pass over.
 func rangeFast(x []float32) (lo, hi float32, ok bool) {
-	if !cpuAVX2 || simd.Current() < simd.AVX2 {
+	w := actVector()
+	if w == 0 {
 		return 0, 0, false
 	}
 	var nan float32
-	v := len(x) &^ 7
+	v := len(x) &^ (w - 1)
 	switch {
 	case v == 0:
-	case cpuAVX512 && simd.Current() == simd.AVX512:
-		v = len(x) &^ 15
-		if v > 0 {
-			lo, hi, nan = i8RowRangeAVX512(&x[0], v)
-		}
+	case w == 16:
+		lo, hi, nan = i8RowRangeAVX512(&x[0], v)
 	default:
 		lo, hi, nan = i8RowRangeAVX2(&x[0], v)
 	}
@@ -166,10 +164,10 @@ func rangeFast(x []float32) (lo, hi float32, ok bool) {
 // avx512 level, AVX2 at the avx2 level); it returns how many leading values it did (0
 // without AVX2 or at the generic level).
 func quantizeDivFast(dst []uint8, x []float32, scale float32, z int32) int {
-	switch {
-	case !cpuAVX2 || simd.Current() < simd.AVX2:
+	switch actVector() {
+	case 0:
 		return 0
-	case cpuAVX512 && simd.Current() == simd.AVX512:
+	case 16:
 		n := len(x) &^ 15
 		if n > 0 {
 			i8QuantDivU8AVX512(&dst[0], &x[0], n, scale, z)
@@ -192,7 +190,7 @@ func quantizeRowsFast(dst []byte, ldq int, wide bool, a []float32, lda, rows, k,
 	if !cpuAVX2 || rows == 0 || k == 0 {
 		return false
 	}
-	zmm := !wide && cpuAVX512 && simd.Current() == simd.AVX512
+	zmm := !wide && actVector() == 16
 	_ = a[(rows-1)*lda+k-1]
 	_ = dst[(rows-1)*ldq+kpad-1]
 	for i := 0; i < rows; i++ {
@@ -260,8 +258,9 @@ func i8QuantS8ColsAVX2(dst *int8, x *float32, inv *float32, n int)
 //go:noescape
 func i8QuantS8ColsAVX512(dst *int8, x *float32, inv *float32, n int)
 
-// actVector returns the vector width (floats) the run-time quantization routines use at
-// the kernel level in use: 16 (AVX-512), 8 (AVX2), or 0 (none: Go).
+// actVector returns the vector width (floats) the quantization routines use at the kernel
+// level in use: 16 (AVX-512), 8 (AVX2), or 0 (none: Go). Every choice between the AVX-512,
+// AVX2 and Go forms of a routine in this file goes through it.
 func actVector() int {
 	switch {
 	case !cpuAVX2 || simd.Current() < simd.AVX2:
@@ -369,7 +368,7 @@ func quantRowFast(d []byte, wide bool, row []float32, kpad int, inv float32, z i
 		clear(d[2*k : 2*kpad])
 		return
 	}
-	if cpuAVX512 && simd.Current() == simd.AVX512 {
+	if actVector() == 16 {
 		if done = k &^ 15; done > 0 {
 			i8QuantU8AVX512(&d[0], &row[0], done, inv, z)
 		}
@@ -385,7 +384,7 @@ func quantRowFast(d []byte, wide bool, row []float32, kpad int, inv float32, z i
 // quantRowWith is quantRowFast where the CPU has AVX2 (at the avx2 kernel level or above)
 // and reports false otherwise.
 func quantRowWith(d []byte, wide bool, row []float32, kpad int, inv float32, z int32) bool {
-	if !cpuAVX2 || simd.Current() < simd.AVX2 {
+	if actVector() == 0 {
 		return false
 	}
 	quantRowFast(d, wide, row, kpad, inv, z)
