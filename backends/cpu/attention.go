@@ -317,15 +317,7 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 						continue
 					}
 					alpha := float32(math.Exp(float64(mq[i] - mnew)))
-					var sum float32
-					if q8 := unitRow(&st.p, attn8, i, len(row)); q8 != nil {
-						sum = vec.ExpSumU8(q8, row, mnew) // the probabilities straight to int8
-					} else {
-						sum = vec.ExpSum(row, row, mnew)
-						if attn8 {
-							st.p.QuantizeUnit(i, row)
-						}
-					}
+					sum := expRow(&st.p, attn8, i, row, mnew)
 					if k0 > 0 && alpha != 1 {
 						vec.Scale(o[i*ost.ld:i*ost.ld+dv], alpha)
 					}

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
+	"github.com/zoo-dev/zoo/backends/cpu/vec"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -49,11 +50,18 @@ func packKVInt8(ktp, vp *gemm.PackedB, kt, v *tensor.Tensor, ks, vs strided, b, 
 	vp.PackInt8Activation(false, cols, dv, v.F32[vs.off[b]+k0*vs.ld:], vs.ld)
 }
 
-// unitRow is p.UnitRow(i, n) in an int8-attention run (attn8), nil otherwise or where the
-// rows are not u8.
-func unitRow(p *gemm.Int8Rows, attn8 bool, i, n int) []byte {
+// expRow is vec.ExpSum(row, row, m) for row i of a block: it returns the sum of exp(row −
+// m). In an int8-attention run (attn8) it also quantizes the probabilities into p's row i,
+// in the same pass where p's rows are u8 (row's floats are then left unchanged, as nothing
+// reads them again).
+func expRow(p *gemm.Int8Rows, attn8 bool, i int, row []float32, m float32) float32 {
 	if !attn8 {
-		return nil
+		return vec.ExpSum(row, row, m)
 	}
-	return p.UnitRow(i, n)
+	if q := p.UnitRow(i, len(row)); q != nil {
+		return vec.ExpSumU8(q, row, m)
+	}
+	sum := vec.ExpSum(row, row, m)
+	p.QuantizeUnit(i, row)
+	return sum
 }
