@@ -52,28 +52,27 @@ def exp(V, x, n, r, p, k="K4", cr=None):
     (FTZ is off) of about a hundred cycles per vector: a masked key's score is −Inf, and a
     padded batch's softmax rows are full of them. Kept in K4 (zmm) or, on AVX2, folded into
     the second power of two as +0. The test is NLE_UQ, true for NaN, so NaN lanes stay NaN.
+    k is the opmask register for that test (zmm); cr, when given, maps the polynomial's
+    constants to the registers holding them (zmm), instead of reading them from consts<>.
     """
     lo, hi = (("Z16", "Z17") if V == "Z" else ("Y15", "Y14"))
-    if cr:  # constants held in registers
-        c = lambda name: cr[name]  # noqa: E731
-    else:
-        c = globals()["c"]
+    const = cr.get if cr else c  # constants held in registers, or in memory
     s = [
         "VMAXPS %s, %s, %s" % (x, lo, x),  # x is the second source: a NaN x stays NaN
         "VMINPS %s, %s, %s" % (x, hi, x),
-        "VMULPS %s, %s, %s" % (c("log2e"), x, n),
+        "VMULPS %s, %s, %s" % (const("log2e"), x, n),
     ]
     if V == "Z":
         s.append("VCMPPS $0x16, %s, %s, %s" % (lo, x, k))  # k = !(x <= lo)
     s.append("VRNDSCALEPS $0, %s, %s" % (n, n) if V == "Z" else "VROUNDPS $0, %s, %s" % (n, n))
     s += [
         "VMOVAPS %s, %s" % (x, r),
-        "VFNMADD231PS %s, %s, %s" % (c("ln2hi"), n, r),
-        "VFNMADD231PS %s, %s, %s" % (c("ln2lo"), n, r),
-        ("VMOVAPS %s, %s" if cr else "VMOVUPS %s, %s") % (c("p0"), p),
+        "VFNMADD231PS %s, %s, %s" % (const("ln2hi"), n, r),
+        "VFNMADD231PS %s, %s, %s" % (const("ln2lo"), n, r),
+        ("VMOVAPS %s, %s" if cr else "VMOVUPS %s, %s") % (const("p0"), p),
     ]
     for name in ("p1", "p2", "p3", "p4", "p5", "one", "one"):
-        s.append("VFMADD213PS %s, %s, %s" % (c(name), r, p))
+        s.append("VFMADD213PS %s, %s, %s" % (const(name), r, p))
     if V == "Z":
         s.append("VSCALEFPS.Z %s, %s, %s, %s" % (n, p, k, x))
     else:
@@ -81,8 +80,8 @@ def exp(V, x, n, r, p, k="K4", cr=None):
             "VCVTPS2DQ %s, %s" % (n, n),
             "VPSRAD $1, %s, %s" % (n, r),
             "VPSUBD %s, %s, %s" % (r, n, n),
-            "VPADDD %s, %s, %s" % (c("i127"), r, r),
-            "VPADDD %s, %s, %s" % (c("i127"), n, n),
+            "VPADDD %s, %s, %s" % (const("i127"), r, r),
+            "VPADDD %s, %s, %s" % (const("i127"), n, n),
             "VPSLLD $23, %s, %s" % (r, r),
             "VPSLLD $23, %s, %s" % (n, n),
             "VMULPS %s, %s, %s" % (r, p, p),
