@@ -19,7 +19,7 @@ func profileCommand() *cli.Command {
 		ArgsUsage: "NAME[.PRESET]|FILE.onnx",
 		Description: "Runs the model on a batch of --batch × --seq tokens of the sample text (ids wrapped to the model's\n" +
 			"vocabulary, no padding): --warmup untimed runs, then --reps profiled runs in which the backend reads the clock\n" +
-			"around every step. Times are means per run. A step is a graph node or a fused kernel of the backend, which\n" +
+			"around every step, the Go heap collected before each (untimed). Times are means per run. A step is a graph node or a fused kernel of the backend, which\n" +
 			"does the work of several nodes: it is listed under its own name (FusedAttention, FusedLinear, ...) with the\n" +
 			"ops it replaced in brackets. FLOPs are the op table's cost rules of the nodes a step covers (a multiply-add\n" +
 			"counts 2); bytes moved are the op table's bytes of a plain node, and for a fused step the values it reads\n" +

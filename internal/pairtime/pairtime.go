@@ -6,9 +6,20 @@ package pairtime
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"time"
 )
+
+// Settle collects garbage, to be called outside the timed region before each timed run.
+// A run that returns fresh tensors allocates the same tens of megabytes each time; without a
+// collection in between, the runs of one GC cycle take those bytes from heap pages nothing has
+// touched since the OS got them (or since debug.FreeOSMemory gave them back), and each 4 KiB
+// page costs a fault. A long-running process (a server) recycles pages it already touched, so
+// a settled heap is what it sees: vanilla base, batch 8, n 512 at int8 measured 12-15 % faster
+// settled, with 3,000 faults fewer per run. The collection itself is cheap for these heaps
+// (mostly pointer-free tensors) and would otherwise fall into one run in several.
+func Settle() { runtime.GC() }
 
 // Result holds the timed runs of Interleave.
 type Result struct {
@@ -17,7 +28,8 @@ type Result struct {
 }
 
 // Interleave runs a and b reps times each, alternating which goes first, sleeping gap before
-// every timed run so that neither pays for worker threads the other leaves spinning. When
+// every timed run so that neither pays for worker threads the other leaves spinning, and
+// settling the heap (Settle) before each. When
 // around is set it is called just before and just after each timed run of a, outside the
 // timed region (to read allocation counters, say). It returns the first error of a or b,
 // or ctx's, and an error when reps is not positive.
@@ -26,6 +38,7 @@ func Interleave(ctx context.Context, a, b func() error, reps int, gap time.Durat
 		return Result{}, errors.New("pairtime: reps must be at least 1")
 	}
 	timed := func(f func() error) (float64, error) {
+		Settle()
 		time.Sleep(gap)
 		if err := ctx.Err(); err != nil {
 			return 0, err

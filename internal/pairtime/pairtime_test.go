@@ -3,6 +3,7 @@ package pairtime
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -30,6 +31,27 @@ func TestInterleave(t *testing.T) {
 	}
 	if want := Median(ratios); r.Ratio != want || r.Ratio <= 0 {
 		t.Errorf("ratio %g, want the median of the pairs' B/A, %g", r.Ratio, want)
+	}
+}
+
+// Every timed run, of either side, starts on a collected heap.
+func TestInterleaveSettles(t *testing.T) {
+	var last uint32
+	unsettled := 0
+	run := func() error {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.NumGC == last {
+			unsettled++
+		}
+		last = ms.NumGC
+		return nil
+	}
+	if _, err := Interleave(context.Background(), run, run, 3, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if unsettled != 0 {
+		t.Errorf("%d of 6 timed runs found no collection since the one before", unsettled)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -79,9 +80,21 @@ func TestMeanStddev(t *testing.T) {
 
 func TestTimeRuns(t *testing.T) {
 	calls := 0
-	res, err := TimeRuns(context.Background(), func() error { calls++; return nil }, 3, 2)
+	var gcs []uint32 // runtime.NumGC at each call
+	res, err := TimeRuns(context.Background(), func() error {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		calls++
+		gcs = append(gcs, ms.NumGC)
+		return nil
+	}, 3, 2)
 	if err != nil || calls != 5 || len(res.MS) != 3 {
-		t.Errorf("err %v, %d calls, %d samples; want 5 calls, 3 samples", err, calls, len(res.MS))
+		t.Fatalf("err %v, %d calls, %d samples; want 5 calls, 3 samples", err, calls, len(res.MS))
+	}
+	for i := 2; i < 5; i++ { // the timed runs each start on a collected heap
+		if gcs[i] == gcs[i-1] {
+			t.Errorf("timed run %d: no collection since the run before (NumGC %v)", i-1, gcs)
+		}
 	}
 	boom := errors.New("boom")
 	if _, err := TimeRuns(context.Background(), func() error { return boom }, 1, 0); !errors.Is(err, boom) {

@@ -15,7 +15,7 @@ import (
 const MemoryDoc = "mem = peak RSS growth: before each row zoo collects garbage, returns free memory to the OS " +
 	"(debug.FreeOSMemory), resets the kernel's peak-RSS mark (/proc/self/clear_refs) and reads VmRSS; after the " +
 	"warm-up and timed runs it reads VmHWM; mem = VmHWM − VmRSS before. It counts everything the runs touched " +
-	"(Go heap including garbage not yet collected, C memory, stacks), not the weights compiled beforehand. " +
+	"(Go heap including garbage not yet collected, C memory, stacks; the heap is collected before each timed run), not the weights compiled beforehand. " +
 	"With --against, each runtime's mem is measured the same way over its own warm-up runs (at least one), run alone"
 
 // rssBegin frees what it can, resets the peak-RSS mark and returns the current RSS. It

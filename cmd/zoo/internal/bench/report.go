@@ -3,7 +3,8 @@ package bench
 import "github.com/zoo-dev/zoo/internal/benchplot"
 
 // TimingDoc says how a row is timed (printed in the help and every JSON report).
-const TimingDoc = "ms = mean ± sample stddev of the wall time of one Run over --reps repetitions after --warmup untimed runs; " +
+const TimingDoc = "ms = mean ± sample stddev of the wall time of one Run over --reps repetitions after --warmup untimed runs, " +
+	"the Go heap collected before each timed run (untimed: a run then reuses memory already touched, as in a long-running process); " +
 	"tokens/s = batch·n / mean; GFLOP/s = FLOPs counted over the graph (zoo show) / mean; " +
 	"% SGEMM peak = GFLOP/s / measured SGEMM peak (the best reading so far when a row is printed; the JSON document " +
 	"uses the best reading of the whole run)"

@@ -16,8 +16,9 @@ type Timed struct {
 	AllocPerRun int64     // Go heap bytes allocated per timed run
 }
 
-// TimeRuns runs fn warmup times untimed and reps times timed. It returns the first error
-// of fn or ctx, and an error when reps is not positive.
+// TimeRuns runs fn warmup times untimed and reps times timed, settling the heap before each
+// timed run (pairtime.Settle, outside the timed region). It returns the first error of fn or
+// ctx, and an error when reps is not positive.
 func TimeRuns(ctx context.Context, fn func() error, reps, warmup int) (Timed, error) {
 	if reps < 1 {
 		return Timed{}, fmt.Errorf("bench: reps must be at least 1, got %d", reps)
@@ -38,6 +39,8 @@ func TimeRuns(ctx context.Context, fn func() error, reps, warmup int) (Timed, er
 		if err := ctx.Err(); err != nil {
 			return Timed{}, err
 		}
+		runtime.GC()
+		pairtime.Settle()
 		t0 := time.Now()
 		if err := fn(); err != nil {
 			return Timed{}, err

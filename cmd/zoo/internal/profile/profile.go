@@ -21,6 +21,7 @@ import (
 	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/format"
+	"github.com/zoo-dev/zoo/internal/pairtime"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 	"github.com/zoo-dev/zoo/zoo/tensorio"
@@ -48,7 +49,8 @@ func (s Settings) Check() error {
 	return nil
 }
 
-// Runs runs prog s.Warmup times untimed and then s.Reps times profiled on inputs.
+// Runs runs prog s.Warmup times untimed and then s.Reps times profiled on inputs, settling
+// the heap before each profiled run (pairtime.Settle).
 func Runs(ctx context.Context, prog backends.Program, profiler backends.Profiler, inputs map[string]*tensor.Tensor, s Settings) ([]Run, error) {
 	for i := 0; i < s.Warmup; i++ {
 		if _, err := prog.Run(ctx, inputs); err != nil {
@@ -58,6 +60,7 @@ func Runs(ctx context.Context, prog backends.Program, profiler backends.Profiler
 	runs := make([]Run, 0, s.Reps)
 	first := time.Now()
 	for i := 0; i < s.Reps; i++ {
+		pairtime.Settle()
 		at := time.Since(first)
 		_, prof, err := profiler.RunProfiled(ctx, inputs)
 		if err != nil {
