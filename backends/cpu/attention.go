@@ -148,8 +148,11 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 		if !ok {
 			return nil, nil, false, nil
 		}
-		if where {
+		switch {
+		case where:
 			bo.planReplace(op.kind, nk)
+		case op.kind == '+':
+			bo.planZero(nk)
 		}
 		operands[op.input] = bo
 	}
@@ -358,6 +361,9 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 			vec.Scale(row, op.c)
 		case '+':
 			bo := &operands[op.input]
+			if bo.zero != nil && bo.zero[b] {
+				continue
+			}
 			off := bo.base[b] + i*bo.rs + k0*bo.cs
 			if bo.cs == 1 {
 				vec.Add(row, row, bo.t.F32[off:off+len(row)])

@@ -262,6 +262,58 @@ func TestFusedAttentionRandom(t *testing.T) {
 	}
 }
 
+// TestFusedAttentionZeroBias: a batch whose additive mask is zero for every key (+0 or −0)
+// skips the add, and gives bitwise what the same attention without a mask gives, at every
+// precision; a padded batch beside it still takes its mask.
+func TestFusedAttentionZeroBias(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	for _, prec := range []string{"fp32", "int8-attention"} {
+		for _, n := range []int{67, 600} {
+			t.Run(fmt.Sprintf("%s/n=%d", prec, n), func(t *testing.T) {
+				const b, h, dk = 3, 2, 32
+				masked, err := cpu.Backend{}.Compile(attnGraph(t, dk, "b11n", false), backends.Options{Threads: 2, Precision: prec})
+				if err != nil {
+					t.Fatal(err)
+				}
+				bare, err := cpu.Backend{}.Compile(attnGraph(t, dk, "", false), backends.Options{Threads: 2, Precision: prec})
+				if err != nil {
+					t.Fatal(err)
+				}
+				in := map[string]*tensor.Tensor{"q": randT(r, b, h, n, dk), "k": randT(r, b, h, n, dk), "v": randT(r, b, h, n, dk)}
+				bias, _ := tensor.New(tensor.Float32, b, 1, 1, n)
+				negZero := float32(math.Copysign(0, -1))
+				for j := 0; j < n; j++ {
+					bias.F32[n+j] = negZero // batch 1: −0 everywhere; batch 0: +0
+					if j > n/2 {
+						bias.F32[2*n+j] = float32(math.Inf(-1)) // batch 2: padded
+					}
+				}
+				got, err := masked.Run(context.Background(), map[string]*tensor.Tensor{"q": in["q"], "k": in["k"], "v": in["v"], "mask": bias})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := bare.Run(context.Background(), in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				per := h * n * dk
+				for i := 0; i < 2*per; i++ {
+					if g, w := got["y"].F32[i], want["y"].F32[i]; math.Float32bits(g) != math.Float32bits(w) {
+						t.Fatalf("batch %d: y[%d] = %g with a zero mask, %g without one", i/per, i, g, w)
+					}
+				}
+				same := true
+				for i := 2 * per; i < 3*per; i++ {
+					same = same && got["y"].F32[i] == want["y"].F32[i]
+				}
+				if same {
+					t.Error("batch 2: the padding mask changed nothing")
+				}
+			})
+		}
+	}
+}
+
 // TestFusionRespectsOutputs checks that no pattern fuses when an intermediate is a graph
 // output or a kept intermediate.
 func TestFusionRespectsOutputs(t *testing.T) {
