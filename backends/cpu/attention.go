@@ -319,7 +319,11 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 						}
 						continue
 					}
-					alpha := float32(math.Exp(float64(mq[i] - mnew)))
+					// The first block of keys a row sees has nothing to rescale (exp(−Inf) = 0).
+					alpha := float32(0)
+					if !math.IsInf(float64(mq[i]), -1) {
+						alpha = float32(math.Exp(float64(mq[i] - mnew)))
+					}
 					sum := expRow(&st.p, attn8, i, row, mnew)
 					if k0 > 0 && alpha != 1 {
 						vec.Scale(o[i*ost.ld:i*ost.ld+dv], alpha)
