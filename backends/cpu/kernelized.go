@@ -325,7 +325,7 @@ func featureMap(e *exec, in []*tensor.Tensor, sp *featureSpec) (*tensor.Tensor, 
 				case 'Q':
 					at := xAt(row)
 					xr := x.F32[at : at+k]
-					v = dot32(xr, xr)
+					v = vec.Dot(xr, xr)
 					for _, op := range t.scale {
 						if op.kind == '/' {
 							v /= op.c
@@ -591,7 +591,7 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 		}
 		ks := ksum[s*m : (s+1)*m]
 		for i := r0; i < r1; i++ {
-			den := dot32(as[i*m:(i+1)*m], ks)
+			den := vec.Dot(as[i*m:(i+1)*m], ks)
 			if sp.hasEps {
 				den += sp.eps
 			}
@@ -645,21 +645,4 @@ func padStride(n int) int {
 		return n + 16
 	}
 	return n
-}
-
-// dot32 returns Σ a[i]·b[i] in float32, four partial sums.
-func dot32(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
 }

@@ -89,6 +89,12 @@ func sqDev512(src *float32, n int, mu float32) float32
 func sqDev256(src *float32, n int, mu float32) float32
 
 //go:noescape
+func dot512(a, b *float32, n int) float32
+
+//go:noescape
+func dot256(a, b *float32, n int) float32
+
+//go:noescape
 func norm512(dst, src, gamma *float32, n int, mu, is float32)
 
 //go:noescape
@@ -268,6 +274,19 @@ func sum(x []float32) float32 {
 		return sum256(p(x), len(x))
 	}
 	return sumGeneric(x)
+}
+
+func dot(a, b []float32) float32 {
+	if len(a) == 0 {
+		return 0
+	}
+	switch level() {
+	case levelAVX512:
+		return dot512(p(a), p(b), len(a))
+	case levelAVX2:
+		return dot256(p(a), p(b), len(a))
+	}
+	return dotGeneric(a, b)
 }
 
 func sqDev(x []float32, mu float32) float32 {

@@ -231,6 +231,15 @@ func sqDevGeneric(x []float32, mu float32) float32 {
 	return fold16(&acc)
 }
 
+// dotGeneric returns Σ a[i]·b[i] in 16 lanes.
+func dotGeneric(a, b []float32) float32 {
+	var acc [16]float32
+	for i, v := range a {
+		acc[i&15] += v * b[i]
+	}
+	return fold16(&acc)
+}
+
 // normAffineGeneric writes dst[i] = (x[i] − mu)·is·g[i] + b[i] (b may be nil).
 func normAffineGeneric(dst, x, g, b []float32, mu, is float32) {
 	if b == nil {

@@ -97,6 +97,16 @@ func ExpSumU8(dst []uint8, src []float32, shift float32) float32 {
 // Max returns the largest element of x, NaN if x holds a NaN, and −Inf for an empty x.
 func Max(x []float32) float32 { return max32(x) }
 
+// Dot returns Σ a[i]·b[i], summed in 16 lanes with fused multiply-adds (the lanes folded
+// pairwise at the end), so it differs from a sequential sum by float32 rounding only. It
+// panics when a and b differ in length.
+func Dot(a, b []float32) float32 {
+	if len(a) != len(b) {
+		panic("vec: Dot operands differ in length")
+	}
+	return dot(a, b)
+}
+
 // Softmax writes the softmax of src to dst: exp(src[i] − max) / Σ. A row whose maximum is
 // −Inf (every entry masked) or NaN gives NaN everywhere, as the unfused graph does.
 func Softmax(dst, src []float32) {

@@ -2779,6 +2779,111 @@ sqDev256_done:
 	VZEROUPPER
 	RET
 
+// func dot512(a *float32, b *float32, n int) float32
+TEXT ·dot512(SB), NOSPLIT, $0-28
+	MOVQ a+0(FP), DI
+	MOVQ b+8(FP), SI
+	MOVQ n+16(FP), CX
+	VMOVUPS consts<>+0(SB), Z16
+	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+1472(SB), Z0
+	VMOVUPS consts<>+1472(SB), Z1
+dot512_loop:
+	CMPQ CX, $16
+	JLT dot512_tail
+	VMOVUPS 0(DI), Z2
+	VMOVUPS 0(SI), Z4
+	VFMADD231PS Z4, Z2, Z0
+	ADDQ $64, DI
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JMP dot512_loop
+dot512_tail:
+	TESTQ CX, CX
+	JEQ dot512_done
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	VMOVUPS.Z (DI), K1, Z2
+	VMOVUPS.Z (SI), K1, Z4
+	VFMADD231PS Z4, Z2, Z0
+dot512_done:
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X1, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDPS X1, X0, X0
+	MOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dot256(a *float32, b *float32, n int) float32
+TEXT ·dot256(SB), NOSPLIT, $0-28
+	MOVQ a+0(FP), DI
+	MOVQ b+8(FP), SI
+	MOVQ n+16(FP), CX
+	VMOVUPS consts<>+0(SB), Y15
+	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+1472(SB), Y0
+	VMOVUPS consts<>+1472(SB), Y1
+dot256_loop:
+	CMPQ CX, $16
+	JLT dot256_tail
+	VMOVUPS 0(DI), Y2
+	VMOVUPS 0(SI), Y4
+	VFMADD231PS Y4, Y2, Y0
+	VMOVUPS 32(DI), Y3
+	VMOVUPS 32(SI), Y5
+	VFMADD231PS Y5, Y3, Y1
+	ADDQ $64, DI
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JMP dot256_loop
+dot256_tail:
+	CMPQ CX, $8
+	JLT dot256_tail0
+	VMOVUPS 0(DI), Y2
+	VMOVUPS 0(SI), Y4
+	VFMADD231PS Y4, Y2, Y0
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	TESTQ CX, CX
+	JEQ dot256_done
+	LEAQ tailmask<>+32(SB), AX
+	SHLQ $2, CX
+	SUBQ CX, AX
+	VMOVUPS (AX), Y12
+	VMASKMOVPS (DI), Y12, Y3
+	VMASKMOVPS (SI), Y12, Y5
+	VFMADD231PS Y5, Y3, Y1
+	JMP dot256_done
+dot256_tail0:
+	TESTQ CX, CX
+	JEQ dot256_done
+	LEAQ tailmask<>+32(SB), AX
+	SHLQ $2, CX
+	SUBQ CX, AX
+	VMOVUPS (AX), Y12
+	VMASKMOVPS (DI), Y12, Y2
+	VMASKMOVPS (SI), Y12, Y4
+	VFMADD231PS Y4, Y2, Y0
+dot256_done:
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X1, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDPS X1, X0, X0
+	MOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
 // func norm512(dst *float32, src *float32, gamma *float32, n int, mu float32, is float32)
 TEXT ·norm512(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI

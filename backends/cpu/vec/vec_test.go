@@ -151,6 +151,10 @@ func TestAgainstTwins(t *testing.T) {
 						}
 					}
 				}
+				// Dot: the same lanes as its twin, the asm fusing each multiply-add.
+				if d, rd := Dot(x, y), dotGeneric(x, y); math.Abs(float64(d-rd)) > 1e-5*(1+math.Abs(float64(rd))) {
+					t.Fatalf("Dot n=%d start=%d: %v, twin %v", n, start, d, rd)
+				}
 				if m, rm := Max(x), maxGeneric(x); m != rm {
 					t.Fatalf("Max n=%d: %v, want %v", n, m, rm)
 				}

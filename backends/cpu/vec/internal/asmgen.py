@@ -373,6 +373,12 @@ def body_sqdev(V, ctx):
     return s + ["VFMADD231PS %s, %s, %s" % (x, x, ctx["acc"])]
 
 
+def body_dot(V, ctx):
+    x, y = (R(V, 2), R(V, 4)) if ctx["acc"][1:] == "0" else (R(V, 3), R(V, 5))
+    # masked lanes load as 0 (zmm zeroing, ymm VMASKMOVPS), so their products add nothing
+    return load(V, ctx, x, "DI") + load(V, ctx, y, "SI") + ["VFMADD231PS %s, %s, %s" % (y, x, ctx["acc"])]
+
+
 def body_norm(V, ctx, bias):
     x, g = R(V, 2), R(V, 3)
     s = load(V, ctx, x, "SI") + load(V, ctx, g, "DX") + [
@@ -399,6 +405,7 @@ KERNELS = [
     K("erf", ["dst", "src"], [], body_erf),
     K("sum", ["src"], [], body_sum, ret="VADDPS"),
     K("sqDev", ["src"], ["mu"], body_sqdev, ret="VADDPS"),
+    K("dot", ["a", "b"], [], body_dot, ret="VADDPS"),
     K("norm", ["dst", "src", "gamma"], ["mu", "is"], lambda V, ctx: body_norm(V, ctx, False)),
     K("normBias", ["dst", "src", "gamma", "beta"], ["mu", "is"], lambda V, ctx: body_norm(V, ctx, True)),
 ]
