@@ -172,31 +172,15 @@ func resolveRows(in []*tensor.Tensor, out []int, post []rowOp, terms []rowTerm) 
 func (ro *rowOperands) f32(j, row int) float32 { return ro.in[j].F32[ro.idx[j][row]] }
 func (ro *rowOperands) cond(j, row int) bool   { return ro.in[j].Bool[ro.idx[j][row]] }
 
-// addScalar adds c to every element of x with the vectorised bias add, in blocks of a
-// constant row (the same sum x[i] + c, rounded once).
-func addScalar(x []float32, c float32) {
-	var buf [64]float32
-	for i := range buf {
-		buf[i] = c
-	}
-	for len(x) > 0 {
-		n := min(len(x), len(buf))
-		vec.BiasAct(x[:n], buf[:n], vec.ActNone)
-		x = x[n:]
-	}
-}
-
 // applyPost applies the post chain to one row of features.
 func applyPost(x []float32, post []rowOp, ro *rowOperands, row int) {
 	for i := 0; i < len(post); i++ {
 		op := post[i]
 		switch op.kind {
 		case '+':
-			addScalar(x, op.c)
+			vec.AddScalar(x, op.c)
 		case '-':
-			for j := range x {
-				x[j] -= op.c
-			}
+			vec.AddScalar(x, -op.c) // x − c is x + (−c) in IEEE arithmetic, bit for bit
 		case 'r':
 			for j := range x {
 				x[j] = op.c - x[j]

@@ -89,6 +89,12 @@ func sqDev512(src *float32, n int, mu float32) float32
 func sqDev256(src *float32, n int, mu float32) float32
 
 //go:noescape
+func shift512(dst *float32, n int, c float32)
+
+//go:noescape
+func shift256(dst *float32, n int, c float32)
+
+//go:noescape
 func dot512(a, b *float32, n int) float32
 
 //go:noescape
@@ -274,6 +280,20 @@ func sum(x []float32) float32 {
 		return sum256(p(x), len(x))
 	}
 	return sumGeneric(x)
+}
+
+func shift(x []float32, c float32) {
+	if len(x) == 0 {
+		return
+	}
+	switch level() {
+	case levelAVX512:
+		shift512(p(x), len(x), c)
+	case levelAVX2:
+		shift256(p(x), len(x), c)
+	default:
+		shiftGeneric(x, c)
+	}
 }
 
 func dot(a, b []float32) float32 {

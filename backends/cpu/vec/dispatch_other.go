@@ -13,6 +13,7 @@ func gelu(dst, src []float32)                          { geluGeneric(dst, src) }
 func erfv(dst, src []float32)                          { erfGeneric(dst, src) }
 func sum(x []float32) float32                          { return sumGeneric(x) }
 func dot(a, b []float32) float32                       { return dotGeneric(a, b) }
+func shift(x []float32, c float32)                     { shiftGeneric(x, c) }
 func sqDev(x []float32, mu float32) float32            { return sqDevGeneric(x, mu) }
 func normAffine(dst, x, g, b []float32, mu, is float32) {
 	normAffineGeneric(dst, x, g, b, mu, is)

@@ -231,6 +231,13 @@ func sqDevGeneric(x []float32, mu float32) float32 {
 	return fold16(&acc)
 }
 
+// shiftGeneric adds c to every x[i].
+func shiftGeneric(x []float32, c float32) {
+	for i := range x {
+		x[i] += c
+	}
+}
+
 // dotGeneric returns Σ a[i]·b[i] in 16 lanes.
 func dotGeneric(a, b []float32) float32 {
 	var acc [16]float32

@@ -123,6 +123,9 @@ func Softmax(dst, src []float32) {
 // Scale multiplies x by c in place.
 func Scale(x []float32, c float32) { scale(x, c) }
 
+// AddScalar adds c to x in place.
+func AddScalar(x []float32, c float32) { shift(x, c) }
+
 // DivScalar divides x by c in place (a true division, as the graph's Div does).
 func DivScalar(x []float32, c float32) { div(x, c) }
 

@@ -1082,6 +1082,87 @@ div256_done:
 	VZEROUPPER
 	RET
 
+// func shift512(dst *float32, n int, c float32)
+TEXT ·shift512(SB), NOSPLIT, $0-20
+	MOVQ dst+0(FP), DI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS c+16(FP), Z31
+	VMOVUPS consts<>+0(SB), Z16
+	VMOVUPS consts<>+64(SB), Z17
+shift512_loop:
+	CMPQ CX, $16
+	JLT shift512_tail
+	VMOVUPS 0(DI), Z2
+	VADDPS Z31, Z2, Z2
+	VMOVUPS Z2, 0(DI)
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP shift512_loop
+shift512_tail:
+	TESTQ CX, CX
+	JEQ shift512_done
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	VMOVUPS.Z (DI), K1, Z2
+	VADDPS Z31, Z2, Z2
+	VMOVUPS Z2, K1, (DI)
+shift512_done:
+	VZEROUPPER
+	RET
+
+// func shift256(dst *float32, n int, c float32)
+TEXT ·shift256(SB), NOSPLIT, $0-20
+	MOVQ dst+0(FP), DI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS c+16(FP), Y13
+	VMOVUPS consts<>+0(SB), Y15
+	VMOVUPS consts<>+64(SB), Y14
+shift256_loop:
+	CMPQ CX, $16
+	JLT shift256_tail
+	VMOVUPS 0(DI), Y2
+	VADDPS Y13, Y2, Y2
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS 32(DI), Y2
+	VADDPS Y13, Y2, Y2
+	VMOVUPS Y2, 32(DI)
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP shift256_loop
+shift256_tail:
+	CMPQ CX, $8
+	JLT shift256_tail0
+	VMOVUPS 0(DI), Y2
+	VADDPS Y13, Y2, Y2
+	VMOVUPS Y2, 0(DI)
+	ADDQ $32, DI
+	SUBQ $8, CX
+	TESTQ CX, CX
+	JEQ shift256_done
+	LEAQ tailmask<>+32(SB), AX
+	SHLQ $2, CX
+	SUBQ CX, AX
+	VMOVUPS (AX), Y12
+	VMASKMOVPS (DI), Y12, Y2
+	VADDPS Y13, Y2, Y2
+	VMASKMOVPS Y2, Y12, (DI)
+	JMP shift256_done
+shift256_tail0:
+	TESTQ CX, CX
+	JEQ shift256_done
+	LEAQ tailmask<>+32(SB), AX
+	SHLQ $2, CX
+	SUBQ CX, AX
+	VMOVUPS (AX), Y12
+	VMASKMOVPS (DI), Y12, Y2
+	VADDPS Y13, Y2, Y2
+	VMASKMOVPS Y2, Y12, (DI)
+shift256_done:
+	VZEROUPPER
+	RET
+
 // func add512(dst *float32, src *float32, src2 *float32, n int)
 TEXT ·add512(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI

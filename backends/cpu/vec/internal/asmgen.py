@@ -316,6 +316,11 @@ def body_scale(V, ctx):
     return load(V, ctx, x, "DI") + ["VMULPS %s, %s, %s" % (ctx["s"]["c"], x, x)] + store(V, ctx, x, "DI")
 
 
+def body_shift(V, ctx):
+    x = R(V, 2)
+    return load(V, ctx, x, "DI") + ["VADDPS %s, %s, %s" % (ctx["s"]["c"], x, x)] + store(V, ctx, x, "DI")
+
+
 def body_div(V, ctx):
     x = R(V, 2)
     return load(V, ctx, x, "DI") + ["VDIVPS %s, %s, %s" % (ctx["s"]["c"], x, x)] + store(V, ctx, x, "DI")
@@ -397,6 +402,7 @@ KERNELS = [
     K("max", ["src"], [], body_max, ret="VMAXPS", acc_init="neginf", wide={"Z": ["Z18", "Z19"], "Y": ["Y4", "Y5"]}),
     K("scale", ["dst"], ["c"], body_scale),
     K("div", ["dst"], ["c"], body_div),
+    K("shift", ["dst"], ["c"], body_shift),
     K("add", ["dst", "src", "src2"], [], body_add),
     K("relu", ["dst", "src"], [], body_relu),
     K("biasRelu", ["dst", "src"], [], body_biasrelu),
