@@ -39,7 +39,6 @@ func TimeRuns(ctx context.Context, fn func() error, reps, warmup int) (Timed, er
 		if err := ctx.Err(); err != nil {
 			return Timed{}, err
 		}
-		runtime.GC()
 		pairtime.Settle()
 		t0 := time.Now()
 		if err := fn(); err != nil {
