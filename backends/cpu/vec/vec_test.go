@@ -135,14 +135,16 @@ func TestAgainstTwins(t *testing.T) {
 				close("ExpSum", out, ref, 3e-7)
 				close("ExpSum sum", []float32{s}, []float32{rs}, 1e-6)
 				// ExpSumU8 at the row maximum (values in [0, 1]) and below it (values clamp at
-				// 255): its sum is ExpSum's, its bytes expSumU8Generic's, one step apart at
+				// 255): its sum is its twin's, its bytes expSumU8Generic's, one step apart at
 				// most where the two exps straddle a rounding tie of e·255.
 				for _, shift := range []float32{maxGeneric(x), 0.5} {
 					q, rq := make([]uint8, n), make([]uint8, n)
 					s := ExpSumU8(q, x, shift)
 					rs := expSumU8Generic(rq, x, shift)
 					close("ExpSumU8 sum", []float32{s}, []float32{rs}, 1e-6)
-					expSumGeneric(ref, x, shift)
+					for i, v := range x {
+						ref[i] = expU8(v - shift)
+					}
 					for i := range q {
 						d := int(q[i]) - int(rq[i])
 						tie := math.Abs(math.Mod(float64(ref[i])*255, 1)-0.5) < 1e-4
@@ -317,6 +319,51 @@ func BenchmarkMax(b *testing.B) {
 // TestExpSumU8Special checks ExpSumU8 on the values a masked, padded or broken score row
 // holds: −Inf (a masked key: 0), the maximum itself (255), NaN (byte 0, NaN sum), and
 // scores far below the maximum, whose exp underflows (0), on every level.
+// TestExpU8Accuracy bounds the exp of ExpSumU8 (expU8 and its vector forms) against
+// math.Exp: relative error below 7e-6 wherever the result is a normal float32, absolute
+// below 1e-37 where it underflows, exactly 1 at 0 (a row's maximum is probability 255), and
+// its bytes are quantU8 of its values. Each value is read back as the sum of 16 copies of
+// itself, which float32 adds exactly.
+func TestExpU8Accuracy(t *testing.T) {
+	forLevels(t, func(t *testing.T) {
+		// the polynomial's 5.4e-6 (in float32), the reduction by a float32 ln2 (|n|·1.9e-9,
+		// 2.4e-7 at the bottom of the normal range) and the roundings
+		const bound = 7e-6
+		worst := 0.0
+		x, q := make([]float32, 16), make([]uint8, 16)
+		for v := -110.0; v <= 80; v += 0.00071 { // 16 copies of e^80 still sum to a finite float32
+			xs := float32(v)
+			if v > -1e-4 && v < 1e-4 {
+				xs = 0
+			}
+			for i := range x {
+				x[i] = xs
+			}
+			e := ExpSumU8(q, x, 0) / 16
+			want := math.Exp(float64(xs))
+			if q[0] != quantU8(e) {
+				t.Fatalf("x %v: byte %d, want quantU8(%v) = %d", xs, q[0], e, quantU8(e))
+			}
+			switch {
+			case want < 1.2e-38:
+				if math.Abs(float64(e)-want) > 1e-37 {
+					t.Fatalf("x %v: %v, want %v", xs, e, want)
+				}
+			default:
+				rel := math.Abs(float64(e)-want) / want
+				worst = max(worst, rel)
+				if rel > bound {
+					t.Fatalf("x %v: %v, want %v: relative error %.3g above %g", xs, e, want, rel, bound)
+				}
+			}
+			if xs == 0 && (e != 1 || q[0] != 255) {
+				t.Fatalf("exp(0) = %v (byte %d), want 1 (255)", e, q[0])
+			}
+		}
+		t.Logf("worst relative error %.3g", worst)
+	})
+}
+
 func TestExpSumU8Special(t *testing.T) {
 	forLevels(t, func(t *testing.T) {
 		ninf, nan := float32(math.Inf(-1)), float32(math.NaN())
@@ -329,7 +376,8 @@ func TestExpSumU8Special(t *testing.T) {
 				t.Fatalf("ExpSumU8(%v)[%d] = %d, want %d", x[i], i, q[i], want[i])
 			}
 		}
-		if d := math.Abs(float64(s) - (2 + math.Exp(-1e-3) + 0.5 + math.Exp(-2) + math.Exp(-1))); d > 1e-6 {
+		// expU8's relative error is below 7e-6 (TestExpU8Accuracy)
+		if d := math.Abs(float64(s) - (2 + math.Exp(-1e-3) + 0.5 + math.Exp(-2) + math.Exp(-1))); d > 4*7e-6 {
 			t.Fatalf("sum %v", s)
 		}
 		x[3] = nan

@@ -18,6 +18,9 @@ CONSTS = [
     ("isqrt2", "f", 0.70710678118654752), ("absmask", "i", 0x7fffffff),
     ("signmask", "i", 0x80000000), ("zero", "i", 0), ("neginf", "i", 0xff800000),
     ("nan", "i", 0x7fc00000), ("f255", "f", 255.0),
+    # expU8's reduction and polynomial (generic.go's expU8 constants)
+    ("ln2", "f", 0.693147180559945309), ("q2", "f", 0.5000491738319397),
+    ("q3", "f", 0.16753514111042023), ("q4", "f", 0.04129645600914955),
 ]
 OFF = {name: 64 * i for i, (name, _, _) in enumerate(CONSTS)}
 
@@ -44,7 +47,7 @@ def data():
     return "\n".join(out)
 
 
-def exp(V, x, n, r, p, k="K4", cr=None):
+def exp(V, x, n, r, p, k="K4", cr=None, u8=False):
     """exp of register x in place; lo/hi must be in V('16')/V('17') (zmm) or Y15/Y14 (ymm).
 
     Lanes clamped to lo give exactly 0 (exp(lo) rounds to 0 in float32), and they get it
@@ -54,6 +57,9 @@ def exp(V, x, n, r, p, k="K4", cr=None):
     the second power of two as +0. The test is NLE_UQ, true for NaN, so NaN lanes stay NaN.
     k is the opmask register for that test (zmm); cr, when given, maps the polynomial's
     constants to the registers holding them (zmm), instead of reading them from consts<>.
+    u8 selects expU8's cheaper form, for values that end as 8-bit probabilities: one
+    reduction step by ln2 rounded to float32 and a degree-4 polynomial (relative error
+    below 7e-6, against 2 ulps), four vector operations fewer.
     """
     lo, hi = (("Z16", "Z17") if V == "Z" else ("Y15", "Y14"))
     const = cr.get if cr else c  # constants held in registers, or in memory
@@ -65,13 +71,15 @@ def exp(V, x, n, r, p, k="K4", cr=None):
     if V == "Z":
         s.append("VCMPPS $0x16, %s, %s, %s" % (lo, x, k))  # k = !(x <= lo)
     s.append("VRNDSCALEPS $0, %s, %s" % (n, n) if V == "Z" else "VROUNDPS $0, %s, %s" % (n, n))
-    s += [
-        "VMOVAPS %s, %s" % (x, r),
-        "VFNMADD231PS %s, %s, %s" % (const("ln2hi"), n, r),
-        "VFNMADD231PS %s, %s, %s" % (const("ln2lo"), n, r),
-        ("VMOVAPS %s, %s" if cr else "VMOVUPS %s, %s") % (const("p0"), p),
-    ]
-    for name in ("p1", "p2", "p3", "p4", "p5", "one", "one"):
+    s.append("VMOVAPS %s, %s" % (x, r))
+    if u8:
+        s.append("VFNMADD231PS %s, %s, %s" % (const("ln2"), n, r))
+        first, rest = "q4", ("q3", "q2", "one", "one")
+    else:
+        s += ["VFNMADD231PS %s, %s, %s" % (const("ln2hi"), n, r), "VFNMADD231PS %s, %s, %s" % (const("ln2lo"), n, r)]
+        first, rest = "p0", ("p1", "p2", "p3", "p4", "p5", "one", "one")
+    s.append(("VMOVAPS %s, %s" if cr else "VMOVUPS %s, %s") % (const(first), p))
+    for name in rest:
         s.append("VFMADD213PS %s, %s, %s" % (const(name), r, p))
     if V == "Z":
         s.append("VSCALEFPS.Z %s, %s, %s, %s" % (n, p, k, x))
@@ -420,13 +428,15 @@ KERNELS = [
 def emit_expsum_u8(V):
     """expSumU8: expSum's exp and sum over n (a multiple of 16) elements, the exp values
     not stored but quantized to bytes, clamp(rne(e·255), 0, 255): the probabilities of an
-    int8 attention block at the scale 1/255 (expSumU8Generic is the Go statement)."""
+    int8 attention block at the scale 1/255 (expSumU8Generic is the Go statement). e·255
+    is clamped at 255 before its conversion (NaN kept: VMINPS returns its second source for
+    a NaN), which would turn values from 2³¹ up into INT_MIN and so 0."""
     suf = "512" if V == "Z" else "256"
     name = "expSumU8" + suf
     L = ["", "// func %s(dst *uint8, src *float32, n int, shift float32) float32" % name,
          "TEXT ·%s(SB), NOSPLIT, $0-36" % name,
          "MOVQ dst+0(FP), DI", "MOVQ src+8(FP), SI", "MOVQ n+16(FP), CX"]
-    names = ("log2e", "ln2hi", "ln2lo", "p0", "p1", "p2", "p3", "p4", "p5", "one")
+    names = ("log2e", "ln2", "q2", "q3", "q4", "one")
     cr = {nm: "Z%d" % (20 + i) for i, nm in enumerate(names)}
     if V == "Z":
         L += ["VBROADCASTSS shift+24(FP), Z31", "VMOVUPS %s, Z16" % c("lo"), "VMOVUPS %s, Z17" % c("hi"),
@@ -437,8 +447,8 @@ def emit_expsum_u8(V):
         L += [name + "_loop2:", "CMPQ CX, $32", "JLT %s_loop" % name]
         for j, (x, n, r, pp, acc, k) in enumerate((("Z2", "Z3", "Z4", "Z5", "Z0", "K4"), ("Z6", "Z7", "Z8", "Z9", "Z1", "K5"))):
             L += ["VMOVUPS %d(SI), %s" % (64 * j, x), "VSUBPS Z31, %s, %s" % (x, x)]
-            L += exp(V, x, n, r, pp, k=k, cr=cr)
-            L += ["VADDPS %s, %s, %s" % (x, acc, acc), "VMULPS Z18, %s, %s" % (x, x), "VCVTPS2DQ %s, %s" % (x, x),
+            L += exp(V, x, n, r, pp, k=k, cr=cr, u8=True)
+            L += ["VADDPS %s, %s, %s" % (x, acc, acc), "VMULPS Z18, %s, %s" % (x, x), "VMINPS %s, Z18, %s" % (x, x), "VCVTPS2DQ %s, %s" % (x, x),
                   "VPMAXSD Z19, %s, %s" % (x, x), "VPMOVUSDB %s, X%s" % (x, int(n[1:])), "VMOVDQU X%s, %d(DI)" % (int(n[1:]), 16 * j)]
         L += ["ADDQ $128, SI", "ADDQ $32, DI", "SUBQ $32, CX", "JMP %s_loop2" % name]
     else:
@@ -447,13 +457,14 @@ def emit_expsum_u8(V):
               "VMOVUPS %s, Y0" % c("zero"), "VMOVUPS %s, Y1" % c("zero")]
     L += [name + "_loop:", "CMPQ CX, $16", "JLT %s_done" % name]
     if V == "Z":
-        L += ["VMOVUPS (SI), Z2", "VSUBPS Z31, Z2, Z2"] + exp(V, "Z2", "Z3", "Z4", "Z5", cr=cr) + [
-            "VADDPS Z2, Z0, Z0", "VMULPS Z18, Z2, Z2", "VCVTPS2DQ Z2, Z2", "VPMAXSD Z19, Z2, Z2",
+        L += ["VMOVUPS (SI), Z2", "VSUBPS Z31, Z2, Z2"] + exp(V, "Z2", "Z3", "Z4", "Z5", cr=cr, u8=True) + [
+            "VADDPS Z2, Z0, Z0", "VMULPS Z18, Z2, Z2", "VMINPS Z2, Z18, Z2", "VCVTPS2DQ Z2, Z2", "VPMAXSD Z19, Z2, Z2",
             "VPMOVUSDB Z2, X3", "VMOVDQU X3, (DI)"]
     else:
-        L += ["VMOVUPS (SI), Y2", "VSUBPS Y13, Y2, Y2"] + exp(V, "Y2", "Y3", "Y4", "Y5") + \
-            ["VMOVUPS 32(SI), Y6", "VSUBPS Y13, Y6, Y6"] + exp(V, "Y6", "Y7", "Y8", "Y9") + [
+        L += ["VMOVUPS (SI), Y2", "VSUBPS Y13, Y2, Y2"] + exp(V, "Y2", "Y3", "Y4", "Y5", u8=True) + \
+            ["VMOVUPS 32(SI), Y6", "VSUBPS Y13, Y6, Y6"] + exp(V, "Y6", "Y7", "Y8", "Y9", u8=True) + [
             "VADDPS Y2, Y0, Y0", "VADDPS Y6, Y1, Y1", "VMULPS Y11, Y2, Y2", "VMULPS Y11, Y6, Y6",
+            "VMINPS Y2, Y11, Y2", "VMINPS Y6, Y11, Y6",
             "VCVTPS2DQ Y2, Y2", "VCVTPS2DQ Y6, Y6", "VPACKSSDW Y6, Y2, Y2", "VPACKUSWB Y2, Y2, Y2",
             "VPERMD Y2, Y10, Y2", "VMOVDQU X2, (DI)"]
     L += ["ADDQ $64, SI", "ADDQ $16, DI", "SUBQ $16, CX", "JMP %s_loop" % name, name + "_done:"]
