@@ -131,6 +131,9 @@ type linearSpec struct {
 	act   activation
 	ln    *lnEpilogue
 	rank2 bool // x must be a matrix (the layer was a Gemm, which rejects other ranks)
+	// inKernel: pw's int8 kernels add the bias and apply the activation themselves
+	// (gemm's SetInt8Epilogue), so the block epilogue leaves both out.
+	inKernel bool
 }
 
 // fits reports whether the fast path handles input x (and residual res, nil when the layer
@@ -227,9 +230,13 @@ func (j *linearJob) tile(t int) {
 	tl := j.tiles[t]
 	c := j.out.F32[tl.r0*w:]
 	var epi gemm.Epilogue
-	if s.bias != nil || j.res != nil || s.ln != nil {
+	bias, va := s.bias, j.va
+	if s.inKernel {
+		bias, va = nil, vec.ActNone
+	}
+	if bias != nil || j.res != nil || s.ln != nil {
 		epi = func(i0, i1, j0, j1 int) {
-			if !linearEpilogue(c, w, j.col0, tl.r0, i0, i1, j0, j1, s.bias, j.va, j.res, s.ln) {
+			if !linearEpilogue(c, w, j.col0, tl.r0, i0, i1, j0, j1, bias, va, j.res, s.ln) {
 				j.lnLate[tl.band].Store(true)
 			}
 		}

@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -23,15 +24,20 @@ const MaxInt8K = 65793
 // the top-left element of the tile (row stride ldc elements). flags: int8Raw stores the
 // int32 sums into c as int32; int8Store stores dequant(sum) without reading C; int8Accum
 // stores fma(beta, C, dequant(sum)). rs and rz are the tile's row scales and zero points,
-// cs and csum the tile's column scales and column sums of op(B) (nr of each; unused with
-// int8Raw).
-type int8Fn func(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// cs and csum the tile's column scales and column sums of op(B), bias the tile's biases
+// (nr of each; unused with int8Raw, bias read only with int8Bias).
+type int8Fn func(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 
-// The store modes of the int8 micro-kernels.
+// The store modes of the int8 micro-kernels, and the two bits that add an epilogue to the
+// dequantizing ones: the value becomes fma(float32(sum − z·colsum), rs·cs, bias) (one
+// rounding instead of the product's and the bias add's), then max(0, value) + 0 (vec's
+// Relu: NaN kept, −0 made +0), before the store mode applies.
 const (
 	int8Store = 0 // C = dequant(acc)
 	int8Accum = 1 // C = fma(beta, C, dequant(acc))
 	int8Raw   = 2 // C (as int32) = acc
+	int8Bias  = 4 // dequant adds the column's bias in its FMA
+	int8Relu  = 8 // then ReLU
 )
 
 // int8Kernel is one int8 micro-kernel set: direct kernels of every height from 1 to mr
@@ -181,6 +187,10 @@ type int8Data struct {
 	// to np·nr so that a kernel may read whole panels of them.
 	scale  []float32
 	colSum []int32
+	// bias, zero-padded like scale, and relu are the epilogue the kernels' store applies
+	// (SetInt8Epilogue); nil and false for none.
+	bias []float32
+	relu bool
 	// PackInt8Activation's scratch: per-column inverse scales and magnitudes, a row.
 	inv  []float32
 	bits []uint32
@@ -300,6 +310,49 @@ func checkInt8K(fn string, k int) {
 	}
 }
 
+// SetInt8Epilogue makes every product with pb's int8 weights add bias (one value per
+// column, or nil) and then, with relu, apply ReLU as its micro-kernels store each tile,
+// instead of a pass over the finished block: the bias joins the dequantizing multiply in
+// one FMA, so a value is rounded once where the product and a separate add round twice.
+// It returns an error, changing nothing, when pb is not int8 or bias is neither nil nor of
+// pb's n values.
+func (pb *PackedB) SetInt8Epilogue(bias []float32, relu bool) error {
+	if pb.i8 == nil {
+		return errors.New("gemm: SetInt8Epilogue: the operand is not int8")
+	}
+	if bias != nil && len(bias) != pb.n {
+		return fmt.Errorf("gemm: SetInt8Epilogue: %d biases for %d columns", len(bias), pb.n)
+	}
+	d := pb.i8
+	d.bias = nil
+	if bias != nil {
+		d.bias = make([]float32, len(d.scale))
+		copy(d.bias, bias)
+	}
+	d.relu = relu
+	return nil
+}
+
+// biasFrom returns d's biases from column col on, nil without them.
+func (d *int8Data) biasFrom(col int) []float32 {
+	if d.bias == nil {
+		return nil
+	}
+	return d.bias[col:]
+}
+
+// flags returns the kernels' epilogue bits for d's SetInt8Epilogue.
+func (d *int8Data) flags() int {
+	f := 0
+	if d.bias != nil {
+		f |= int8Bias
+	}
+	if d.relu {
+		f |= int8Relu
+	}
+	return f
+}
+
 // Int8 reports whether pb holds int8 weights (PackBInt8, PackBInt8Quantized).
 func (pb *PackedB) Int8() bool { return pb.i8 != nil }
 
@@ -318,7 +371,7 @@ func (pb *PackedB) Int8Path() string {
 // keeps of a weight matrix.
 func (pb *PackedB) Bytes() int {
 	if pb.i8 != nil {
-		return len(pb.i8.q) + 4*len(pb.i8.scale) + 4*len(pb.i8.colSum)
+		return len(pb.i8.q) + 4*len(pb.i8.scale) + 4*len(pb.i8.colSum) + 4*len(pb.i8.bias)
 	}
 	return 4 * len(pb.data)
 }
@@ -576,7 +629,7 @@ func int8TileTwin(kern *int8Kernel, h, kg int, a []byte, lda int, b []int8, acc 
 
 // int8StoreTwin is the Go statement of the kernels' store: acc (h×nr) into the tile of c
 // at row stride ldc, under flags (int8Raw: c's bits become the int32 sums).
-func int8StoreTwin(h, nr int, acc []int32, c []float32, ldc, flags int, beta float32, rs []float32, rz []int32, cs []float32, csum []int32) {
+func int8StoreTwin(h, nr int, acc []int32, c []float32, ldc, flags int, beta float32, rs []float32, rz []int32, cs []float32, csum []int32, bias []float32) {
 	for i := 0; i < h; i++ {
 		for j := 0; j < nr; j++ {
 			cv := &c[i*ldc+j]
@@ -584,8 +637,16 @@ func int8StoreTwin(h, nr int, acc []int32, c []float32, ldc, flags int, beta flo
 				*cv = math.Float32frombits(uint32(acc[i*nr+j]))
 				continue
 			}
-			d := dequant(acc[i*nr+j], rz[i], csum[j], rs[i], cs[j])
-			if flags == int8Store {
+			var d float32
+			if flags&int8Bias != 0 {
+				d = fma32(float32(acc[i*nr+j]-rz[i]*csum[j]), float32(rs[i]*cs[j]), bias[j])
+			} else {
+				d = dequant(acc[i*nr+j], rz[i], csum[j], rs[i], cs[j])
+			}
+			if flags&int8Relu != 0 && !(d > 0) && d == d {
+				d = 0 // max(0, d) + 0: negatives and −0 become +0, a NaN stays
+			}
+			if flags&int8Accum == 0 {
 				*cv = d
 			} else {
 				*cv = fma32(beta, *cv, d)
@@ -668,9 +729,9 @@ type quantRows struct {
 // r's first) with the columns [j0, j0+n) of pb into c (row ic at c[ic·ldc:], column j0 at
 // c[0]), then beta and the epilogue per block of int8NC columns.
 func int8RowBlock(pb *PackedB, ws *int8Work, r quantRows, ic, mcb, j0, n int, beta float32, c []float32, ldc int, epi Epilogue) {
-	flags := int8Store
+	flags := int8Store | pb.i8.flags()
 	if beta != 0 {
-		flags = int8Accum
+		flags |= int8Accum
 	}
 	for jc := 0; jc < n; jc += int8NC {
 		ncb := min(int8NC, n-jc)
@@ -704,24 +765,25 @@ func int8Block(d *int8Data, ws *int8Work, r quantRows, mcb, col, ncb int, c unsa
 		nrb := min(nr, ncb-jr)
 		cj := col + jr
 		bp := &d.q[cj/nr*panelBytes]
+		bias := &d.scale[cj] // not read without int8Bias
+		if d.bias != nil {
+			bias = &d.bias[cj]
+		}
 		for ir := 0; ir < mcb; ir += mr {
 			h := min(mr, mcb-ir)
 			fn := kern.fns[h-1]
 			if nrb == nr {
-				fn(d.kg, &r.q[ir*r.ld], bp, (*float32)(unsafe.Add(c, 4*(ir*ldc+jr))), ldc, flags, beta, r.ld, &r.rs[ir], &r.rz[ir], &d.scale[cj], &d.colSum[cj])
+				fn(d.kg, &r.q[ir*r.ld], bp, (*float32)(unsafe.Add(c, 4*(ir*ldc+jr))), ldc, flags, beta, r.ld, &r.rs[ir], &r.rz[ir], &d.scale[cj], &d.colSum[cj], bias)
 				continue
 			}
 			// A partial panel: the whole tile into scratch (op(B)'s padding is zero), then
 			// its columns merged with the update the kernel would have made.
-			sf := int8Store
-			if flags == int8Raw {
-				sf = int8Raw
-			}
-			fn(d.kg, &r.q[ir*r.ld], bp, &ws.scratch[0], nr, sf, 0, r.ld, &r.rs[ir], &r.rz[ir], &d.scale[cj], &d.colSum[cj])
+			sf := flags &^ int8Accum
+			fn(d.kg, &r.q[ir*r.ld], bp, &ws.scratch[0], nr, sf, 0, r.ld, &r.rs[ir], &r.rz[ir], &d.scale[cj], &d.colSum[cj], bias)
 			for i := 0; i < h; i++ {
 				src := ws.scratch[i*nr : i*nr+nrb]
 				dst := unsafe.Slice((*float32)(unsafe.Add(c, 4*((ir+i)*ldc+jr))), nrb)
-				if flags == int8Accum {
+				if flags&int8Accum != 0 {
 					for j, s := range src {
 						dst[j] = fma32(beta, dst[j], s)
 					}
@@ -749,7 +811,7 @@ func int8GoBlock(pb *PackedB, ws *int8Work, r quantRows, mcb, col, ncb int, c []
 			}
 			axpyInt8(acc, int32(av), d.q[p*n+col:p*n+col+ncb])
 		}
-		int8StoreTwin(1, ncb, acc, c[i*ldc:], ldc, flags, beta, r.rs[i:], r.rz[i:], d.scale[col:], d.colSum[col:])
+		int8StoreTwin(1, ncb, acc, c[i*ldc:], ldc, flags, beta, r.rs[i:], r.rz[i:], d.scale[col:], d.colSum[col:], d.biasFrom(col))
 	}
 }
 

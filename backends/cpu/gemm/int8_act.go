@@ -30,6 +30,7 @@ func (pb *PackedB) PackInt8Activation(transB bool, k, n int, b []float32, ldb in
 		nr, g = kern.nr, kern.group
 	}
 	d.kern = kern
+	d.bias, d.relu = nil, false
 	d.kg, d.np = (k+g-1)/g, (n+nr-1)/nr
 	d.q = growInt8(d.q, d.np*d.kg*nr*g)
 	d.scale = grow(d.scale, d.np*nr)

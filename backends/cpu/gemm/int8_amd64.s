@@ -6,7 +6,7 @@
 
 // The int8 micro-kernels have the Go signature
 //
-//	func(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+//	func(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 //
 // a points at the first of the tile's MR rows of prepared A (row stride lda bytes; 4 bytes
 // per k step: four u8 values, or two u16 for the AVX2 kernels), b at a packed panel of op(B)
@@ -14,15 +14,16 @@
 // element (row stride ldc elements). Each kernel forms the exact int32 sums of the kg k
 // steps in registers, then stores them by flags: 2 stores the sums as int32; 0 stores
 // float32(sum − rz[i]·csum[j])·(rs[i]·cs[j]) without reading C; 1 stores
-// beta·C + that value as one FMA. int8TileTwin and int8StoreTwin (int8.go) are the Go
-// statement; the tests hold the two to the same bits.
+// beta·C + that value as one FMA. Bit 4 makes the value one FMA with bias[j] added, bit 8
+// then applies ReLU (max with 0, plus 0). int8TileTwin and int8StoreTwin (int8.go) are the
+// Go statement; the tests hold the two to the same bits.
 //
 // Go's assembler has no VEX form of VPDPBUSD (AVX-VNNI), and the EVEX one is written out
 // as bytes too, by the generator's encoders, so both are checked the same way.
 
-// func i8KernelVNNI512x12(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelVNNI512x12(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX512-VNNI, 12×32 tile: sums in Z0–Z23, B in Z24–Z25.
-TEXT ·i8KernelVNNI512x12(SB), NOSPLIT, $0-96
+TEXT ·i8KernelVNNI512x12(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -316,6 +317,7 @@ i8KernelVNNI512x12_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Z25
 	VPMULLD 0(R12), Z25, Z26
 	VPSUBD Z26, Z0, Z0
@@ -325,16 +327,40 @@ i8KernelVNNI512x12_dequant:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias0_0
 	VMULPS Z27, Z0, Z0
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu0_0
+i8KernelVNNI512x12_bias0_0:
+	VFMADD213PS 0(R13), Z27, Z0 // value·rs·cs + bias
+i8KernelVNNI512x12_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc0_0
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z0, Z26, Z0 // a NaN value stays
+	VADDPS Z26, Z0, Z0 // −0 becomes +0
+i8KernelVNNI512x12_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st0_0
 	VFMADD231PS 0(DX), Z25, Z0 // beta·C + value
 i8KernelVNNI512x12_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias0_1
 	VMULPS Z27, Z1, Z1
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu0_1
+i8KernelVNNI512x12_bias0_1:
+	VFMADD213PS 64(R13), Z27, Z1 // value·rs·cs + bias
+i8KernelVNNI512x12_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc0_1
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z1, Z26, Z1 // a NaN value stays
+	VADDPS Z26, Z1, Z1 // −0 becomes +0
+i8KernelVNNI512x12_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st0_1
 	VFMADD231PS 64(DX), Z25, Z1 // beta·C + value
 i8KernelVNNI512x12_st0_1:
@@ -349,16 +375,40 @@ i8KernelVNNI512x12_st0_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias1_0
 	VMULPS Z27, Z2, Z2
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu1_0
+i8KernelVNNI512x12_bias1_0:
+	VFMADD213PS 0(R13), Z27, Z2 // value·rs·cs + bias
+i8KernelVNNI512x12_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc1_0
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z2, Z26, Z2 // a NaN value stays
+	VADDPS Z26, Z2, Z2 // −0 becomes +0
+i8KernelVNNI512x12_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st1_0
 	VFMADD231PS 0(DX), Z25, Z2 // beta·C + value
 i8KernelVNNI512x12_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias1_1
 	VMULPS Z27, Z3, Z3
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu1_1
+i8KernelVNNI512x12_bias1_1:
+	VFMADD213PS 64(R13), Z27, Z3 // value·rs·cs + bias
+i8KernelVNNI512x12_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc1_1
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z3, Z26, Z3 // a NaN value stays
+	VADDPS Z26, Z3, Z3 // −0 becomes +0
+i8KernelVNNI512x12_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st1_1
 	VFMADD231PS 64(DX), Z25, Z3 // beta·C + value
 i8KernelVNNI512x12_st1_1:
@@ -373,16 +423,40 @@ i8KernelVNNI512x12_st1_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias2_0
 	VMULPS Z27, Z4, Z4
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu2_0
+i8KernelVNNI512x12_bias2_0:
+	VFMADD213PS 0(R13), Z27, Z4 // value·rs·cs + bias
+i8KernelVNNI512x12_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc2_0
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z4, Z26, Z4 // a NaN value stays
+	VADDPS Z26, Z4, Z4 // −0 becomes +0
+i8KernelVNNI512x12_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st2_0
 	VFMADD231PS 0(DX), Z25, Z4 // beta·C + value
 i8KernelVNNI512x12_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias2_1
 	VMULPS Z27, Z5, Z5
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu2_1
+i8KernelVNNI512x12_bias2_1:
+	VFMADD213PS 64(R13), Z27, Z5 // value·rs·cs + bias
+i8KernelVNNI512x12_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc2_1
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z5, Z26, Z5 // a NaN value stays
+	VADDPS Z26, Z5, Z5 // −0 becomes +0
+i8KernelVNNI512x12_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st2_1
 	VFMADD231PS 64(DX), Z25, Z5 // beta·C + value
 i8KernelVNNI512x12_st2_1:
@@ -397,16 +471,40 @@ i8KernelVNNI512x12_st2_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias3_0
 	VMULPS Z27, Z6, Z6
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu3_0
+i8KernelVNNI512x12_bias3_0:
+	VFMADD213PS 0(R13), Z27, Z6 // value·rs·cs + bias
+i8KernelVNNI512x12_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc3_0
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z6, Z26, Z6 // a NaN value stays
+	VADDPS Z26, Z6, Z6 // −0 becomes +0
+i8KernelVNNI512x12_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st3_0
 	VFMADD231PS 0(DX), Z25, Z6 // beta·C + value
 i8KernelVNNI512x12_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias3_1
 	VMULPS Z27, Z7, Z7
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu3_1
+i8KernelVNNI512x12_bias3_1:
+	VFMADD213PS 64(R13), Z27, Z7 // value·rs·cs + bias
+i8KernelVNNI512x12_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc3_1
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z7, Z26, Z7 // a NaN value stays
+	VADDPS Z26, Z7, Z7 // −0 becomes +0
+i8KernelVNNI512x12_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st3_1
 	VFMADD231PS 64(DX), Z25, Z7 // beta·C + value
 i8KernelVNNI512x12_st3_1:
@@ -421,16 +519,40 @@ i8KernelVNNI512x12_st3_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias4_0
 	VMULPS Z27, Z8, Z8
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu4_0
+i8KernelVNNI512x12_bias4_0:
+	VFMADD213PS 0(R13), Z27, Z8 // value·rs·cs + bias
+i8KernelVNNI512x12_relu4_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc4_0
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z8, Z26, Z8 // a NaN value stays
+	VADDPS Z26, Z8, Z8 // −0 becomes +0
+i8KernelVNNI512x12_acc4_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st4_0
 	VFMADD231PS 0(DX), Z25, Z8 // beta·C + value
 i8KernelVNNI512x12_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias4_1
 	VMULPS Z27, Z9, Z9
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu4_1
+i8KernelVNNI512x12_bias4_1:
+	VFMADD213PS 64(R13), Z27, Z9 // value·rs·cs + bias
+i8KernelVNNI512x12_relu4_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc4_1
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z9, Z26, Z9 // a NaN value stays
+	VADDPS Z26, Z9, Z9 // −0 becomes +0
+i8KernelVNNI512x12_acc4_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st4_1
 	VFMADD231PS 64(DX), Z25, Z9 // beta·C + value
 i8KernelVNNI512x12_st4_1:
@@ -445,16 +567,40 @@ i8KernelVNNI512x12_st4_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z10, Z10
 	VMULPS 0(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias5_0
 	VMULPS Z27, Z10, Z10
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu5_0
+i8KernelVNNI512x12_bias5_0:
+	VFMADD213PS 0(R13), Z27, Z10 // value·rs·cs + bias
+i8KernelVNNI512x12_relu5_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc5_0
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z10, Z26, Z10 // a NaN value stays
+	VADDPS Z26, Z10, Z10 // −0 becomes +0
+i8KernelVNNI512x12_acc5_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st5_0
 	VFMADD231PS 0(DX), Z25, Z10 // beta·C + value
 i8KernelVNNI512x12_st5_0:
 	VMOVUPS Z10, 0(DX)
 	VCVTDQ2PS Z11, Z11
 	VMULPS 64(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias5_1
 	VMULPS Z27, Z11, Z11
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu5_1
+i8KernelVNNI512x12_bias5_1:
+	VFMADD213PS 64(R13), Z27, Z11 // value·rs·cs + bias
+i8KernelVNNI512x12_relu5_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc5_1
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z11, Z26, Z11 // a NaN value stays
+	VADDPS Z26, Z11, Z11 // −0 becomes +0
+i8KernelVNNI512x12_acc5_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st5_1
 	VFMADD231PS 64(DX), Z25, Z11 // beta·C + value
 i8KernelVNNI512x12_st5_1:
@@ -469,16 +615,40 @@ i8KernelVNNI512x12_st5_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z12, Z12
 	VMULPS 0(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias6_0
 	VMULPS Z27, Z12, Z12
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu6_0
+i8KernelVNNI512x12_bias6_0:
+	VFMADD213PS 0(R13), Z27, Z12 // value·rs·cs + bias
+i8KernelVNNI512x12_relu6_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc6_0
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z12, Z26, Z12 // a NaN value stays
+	VADDPS Z26, Z12, Z12 // −0 becomes +0
+i8KernelVNNI512x12_acc6_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st6_0
 	VFMADD231PS 0(DX), Z25, Z12 // beta·C + value
 i8KernelVNNI512x12_st6_0:
 	VMOVUPS Z12, 0(DX)
 	VCVTDQ2PS Z13, Z13
 	VMULPS 64(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias6_1
 	VMULPS Z27, Z13, Z13
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu6_1
+i8KernelVNNI512x12_bias6_1:
+	VFMADD213PS 64(R13), Z27, Z13 // value·rs·cs + bias
+i8KernelVNNI512x12_relu6_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc6_1
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z13, Z26, Z13 // a NaN value stays
+	VADDPS Z26, Z13, Z13 // −0 becomes +0
+i8KernelVNNI512x12_acc6_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st6_1
 	VFMADD231PS 64(DX), Z25, Z13 // beta·C + value
 i8KernelVNNI512x12_st6_1:
@@ -493,16 +663,40 @@ i8KernelVNNI512x12_st6_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z14, Z14
 	VMULPS 0(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias7_0
 	VMULPS Z27, Z14, Z14
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu7_0
+i8KernelVNNI512x12_bias7_0:
+	VFMADD213PS 0(R13), Z27, Z14 // value·rs·cs + bias
+i8KernelVNNI512x12_relu7_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc7_0
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z14, Z26, Z14 // a NaN value stays
+	VADDPS Z26, Z14, Z14 // −0 becomes +0
+i8KernelVNNI512x12_acc7_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st7_0
 	VFMADD231PS 0(DX), Z25, Z14 // beta·C + value
 i8KernelVNNI512x12_st7_0:
 	VMOVUPS Z14, 0(DX)
 	VCVTDQ2PS Z15, Z15
 	VMULPS 64(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias7_1
 	VMULPS Z27, Z15, Z15
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu7_1
+i8KernelVNNI512x12_bias7_1:
+	VFMADD213PS 64(R13), Z27, Z15 // value·rs·cs + bias
+i8KernelVNNI512x12_relu7_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc7_1
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z15, Z26, Z15 // a NaN value stays
+	VADDPS Z26, Z15, Z15 // −0 becomes +0
+i8KernelVNNI512x12_acc7_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st7_1
 	VFMADD231PS 64(DX), Z25, Z15 // beta·C + value
 i8KernelVNNI512x12_st7_1:
@@ -517,16 +711,40 @@ i8KernelVNNI512x12_st7_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z16, Z16
 	VMULPS 0(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias8_0
 	VMULPS Z27, Z16, Z16
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu8_0
+i8KernelVNNI512x12_bias8_0:
+	VFMADD213PS 0(R13), Z27, Z16 // value·rs·cs + bias
+i8KernelVNNI512x12_relu8_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc8_0
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z16, Z26, Z16 // a NaN value stays
+	VADDPS Z26, Z16, Z16 // −0 becomes +0
+i8KernelVNNI512x12_acc8_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st8_0
 	VFMADD231PS 0(DX), Z25, Z16 // beta·C + value
 i8KernelVNNI512x12_st8_0:
 	VMOVUPS Z16, 0(DX)
 	VCVTDQ2PS Z17, Z17
 	VMULPS 64(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias8_1
 	VMULPS Z27, Z17, Z17
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu8_1
+i8KernelVNNI512x12_bias8_1:
+	VFMADD213PS 64(R13), Z27, Z17 // value·rs·cs + bias
+i8KernelVNNI512x12_relu8_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc8_1
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z17, Z26, Z17 // a NaN value stays
+	VADDPS Z26, Z17, Z17 // −0 becomes +0
+i8KernelVNNI512x12_acc8_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st8_1
 	VFMADD231PS 64(DX), Z25, Z17 // beta·C + value
 i8KernelVNNI512x12_st8_1:
@@ -541,16 +759,40 @@ i8KernelVNNI512x12_st8_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z18, Z18
 	VMULPS 0(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias9_0
 	VMULPS Z27, Z18, Z18
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu9_0
+i8KernelVNNI512x12_bias9_0:
+	VFMADD213PS 0(R13), Z27, Z18 // value·rs·cs + bias
+i8KernelVNNI512x12_relu9_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc9_0
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z18, Z26, Z18 // a NaN value stays
+	VADDPS Z26, Z18, Z18 // −0 becomes +0
+i8KernelVNNI512x12_acc9_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st9_0
 	VFMADD231PS 0(DX), Z25, Z18 // beta·C + value
 i8KernelVNNI512x12_st9_0:
 	VMOVUPS Z18, 0(DX)
 	VCVTDQ2PS Z19, Z19
 	VMULPS 64(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias9_1
 	VMULPS Z27, Z19, Z19
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu9_1
+i8KernelVNNI512x12_bias9_1:
+	VFMADD213PS 64(R13), Z27, Z19 // value·rs·cs + bias
+i8KernelVNNI512x12_relu9_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc9_1
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z19, Z26, Z19 // a NaN value stays
+	VADDPS Z26, Z19, Z19 // −0 becomes +0
+i8KernelVNNI512x12_acc9_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st9_1
 	VFMADD231PS 64(DX), Z25, Z19 // beta·C + value
 i8KernelVNNI512x12_st9_1:
@@ -565,16 +807,40 @@ i8KernelVNNI512x12_st9_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z20, Z20
 	VMULPS 0(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias10_0
 	VMULPS Z27, Z20, Z20
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu10_0
+i8KernelVNNI512x12_bias10_0:
+	VFMADD213PS 0(R13), Z27, Z20 // value·rs·cs + bias
+i8KernelVNNI512x12_relu10_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc10_0
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z20, Z26, Z20 // a NaN value stays
+	VADDPS Z26, Z20, Z20 // −0 becomes +0
+i8KernelVNNI512x12_acc10_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st10_0
 	VFMADD231PS 0(DX), Z25, Z20 // beta·C + value
 i8KernelVNNI512x12_st10_0:
 	VMOVUPS Z20, 0(DX)
 	VCVTDQ2PS Z21, Z21
 	VMULPS 64(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias10_1
 	VMULPS Z27, Z21, Z21
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu10_1
+i8KernelVNNI512x12_bias10_1:
+	VFMADD213PS 64(R13), Z27, Z21 // value·rs·cs + bias
+i8KernelVNNI512x12_relu10_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc10_1
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z21, Z26, Z21 // a NaN value stays
+	VADDPS Z26, Z21, Z21 // −0 becomes +0
+i8KernelVNNI512x12_acc10_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st10_1
 	VFMADD231PS 64(DX), Z25, Z21 // beta·C + value
 i8KernelVNNI512x12_st10_1:
@@ -589,16 +855,40 @@ i8KernelVNNI512x12_st10_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z22, Z22
 	VMULPS 0(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias11_0
 	VMULPS Z27, Z22, Z22
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu11_0
+i8KernelVNNI512x12_bias11_0:
+	VFMADD213PS 0(R13), Z27, Z22 // value·rs·cs + bias
+i8KernelVNNI512x12_relu11_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc11_0
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z22, Z26, Z22 // a NaN value stays
+	VADDPS Z26, Z22, Z22 // −0 becomes +0
+i8KernelVNNI512x12_acc11_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st11_0
 	VFMADD231PS 0(DX), Z25, Z22 // beta·C + value
 i8KernelVNNI512x12_st11_0:
 	VMOVUPS Z22, 0(DX)
 	VCVTDQ2PS Z23, Z23
 	VMULPS 64(R11), Z24, Z27 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x12_bias11_1
 	VMULPS Z27, Z23, Z23
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x12_relu11_1
+i8KernelVNNI512x12_bias11_1:
+	VFMADD213PS 64(R13), Z27, Z23 // value·rs·cs + bias
+i8KernelVNNI512x12_relu11_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x12_acc11_1
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z23, Z26, Z23 // a NaN value stays
+	VADDPS Z26, Z23, Z23 // −0 becomes +0
+i8KernelVNNI512x12_acc11_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x12_st11_1
 	VFMADD231PS 64(DX), Z25, Z23 // beta·C + value
 i8KernelVNNI512x12_st11_1:
@@ -606,9 +896,9 @@ i8KernelVNNI512x12_st11_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelVNNI512x11(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelVNNI512x11(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX512-VNNI, 11×32 tile: sums in Z0–Z21, B in Z22–Z23.
-TEXT ·i8KernelVNNI512x11(SB), NOSPLIT, $0-96
+TEXT ·i8KernelVNNI512x11(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -882,6 +1172,7 @@ i8KernelVNNI512x11_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Z23
 	VPMULLD 0(R12), Z23, Z24
 	VPSUBD Z24, Z0, Z0
@@ -891,16 +1182,40 @@ i8KernelVNNI512x11_dequant:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias0_0
 	VMULPS Z25, Z0, Z0
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu0_0
+i8KernelVNNI512x11_bias0_0:
+	VFMADD213PS 0(R13), Z25, Z0 // value·rs·cs + bias
+i8KernelVNNI512x11_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc0_0
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z0, Z24, Z0 // a NaN value stays
+	VADDPS Z24, Z0, Z0 // −0 becomes +0
+i8KernelVNNI512x11_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st0_0
 	VFMADD231PS 0(DX), Z23, Z0 // beta·C + value
 i8KernelVNNI512x11_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias0_1
 	VMULPS Z25, Z1, Z1
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu0_1
+i8KernelVNNI512x11_bias0_1:
+	VFMADD213PS 64(R13), Z25, Z1 // value·rs·cs + bias
+i8KernelVNNI512x11_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc0_1
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z1, Z24, Z1 // a NaN value stays
+	VADDPS Z24, Z1, Z1 // −0 becomes +0
+i8KernelVNNI512x11_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st0_1
 	VFMADD231PS 64(DX), Z23, Z1 // beta·C + value
 i8KernelVNNI512x11_st0_1:
@@ -915,16 +1230,40 @@ i8KernelVNNI512x11_st0_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias1_0
 	VMULPS Z25, Z2, Z2
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu1_0
+i8KernelVNNI512x11_bias1_0:
+	VFMADD213PS 0(R13), Z25, Z2 // value·rs·cs + bias
+i8KernelVNNI512x11_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc1_0
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z2, Z24, Z2 // a NaN value stays
+	VADDPS Z24, Z2, Z2 // −0 becomes +0
+i8KernelVNNI512x11_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st1_0
 	VFMADD231PS 0(DX), Z23, Z2 // beta·C + value
 i8KernelVNNI512x11_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias1_1
 	VMULPS Z25, Z3, Z3
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu1_1
+i8KernelVNNI512x11_bias1_1:
+	VFMADD213PS 64(R13), Z25, Z3 // value·rs·cs + bias
+i8KernelVNNI512x11_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc1_1
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z3, Z24, Z3 // a NaN value stays
+	VADDPS Z24, Z3, Z3 // −0 becomes +0
+i8KernelVNNI512x11_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st1_1
 	VFMADD231PS 64(DX), Z23, Z3 // beta·C + value
 i8KernelVNNI512x11_st1_1:
@@ -939,16 +1278,40 @@ i8KernelVNNI512x11_st1_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias2_0
 	VMULPS Z25, Z4, Z4
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu2_0
+i8KernelVNNI512x11_bias2_0:
+	VFMADD213PS 0(R13), Z25, Z4 // value·rs·cs + bias
+i8KernelVNNI512x11_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc2_0
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z4, Z24, Z4 // a NaN value stays
+	VADDPS Z24, Z4, Z4 // −0 becomes +0
+i8KernelVNNI512x11_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st2_0
 	VFMADD231PS 0(DX), Z23, Z4 // beta·C + value
 i8KernelVNNI512x11_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias2_1
 	VMULPS Z25, Z5, Z5
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu2_1
+i8KernelVNNI512x11_bias2_1:
+	VFMADD213PS 64(R13), Z25, Z5 // value·rs·cs + bias
+i8KernelVNNI512x11_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc2_1
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z5, Z24, Z5 // a NaN value stays
+	VADDPS Z24, Z5, Z5 // −0 becomes +0
+i8KernelVNNI512x11_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st2_1
 	VFMADD231PS 64(DX), Z23, Z5 // beta·C + value
 i8KernelVNNI512x11_st2_1:
@@ -963,16 +1326,40 @@ i8KernelVNNI512x11_st2_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias3_0
 	VMULPS Z25, Z6, Z6
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu3_0
+i8KernelVNNI512x11_bias3_0:
+	VFMADD213PS 0(R13), Z25, Z6 // value·rs·cs + bias
+i8KernelVNNI512x11_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc3_0
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z6, Z24, Z6 // a NaN value stays
+	VADDPS Z24, Z6, Z6 // −0 becomes +0
+i8KernelVNNI512x11_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st3_0
 	VFMADD231PS 0(DX), Z23, Z6 // beta·C + value
 i8KernelVNNI512x11_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias3_1
 	VMULPS Z25, Z7, Z7
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu3_1
+i8KernelVNNI512x11_bias3_1:
+	VFMADD213PS 64(R13), Z25, Z7 // value·rs·cs + bias
+i8KernelVNNI512x11_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc3_1
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z7, Z24, Z7 // a NaN value stays
+	VADDPS Z24, Z7, Z7 // −0 becomes +0
+i8KernelVNNI512x11_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st3_1
 	VFMADD231PS 64(DX), Z23, Z7 // beta·C + value
 i8KernelVNNI512x11_st3_1:
@@ -987,16 +1374,40 @@ i8KernelVNNI512x11_st3_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias4_0
 	VMULPS Z25, Z8, Z8
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu4_0
+i8KernelVNNI512x11_bias4_0:
+	VFMADD213PS 0(R13), Z25, Z8 // value·rs·cs + bias
+i8KernelVNNI512x11_relu4_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc4_0
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z8, Z24, Z8 // a NaN value stays
+	VADDPS Z24, Z8, Z8 // −0 becomes +0
+i8KernelVNNI512x11_acc4_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st4_0
 	VFMADD231PS 0(DX), Z23, Z8 // beta·C + value
 i8KernelVNNI512x11_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias4_1
 	VMULPS Z25, Z9, Z9
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu4_1
+i8KernelVNNI512x11_bias4_1:
+	VFMADD213PS 64(R13), Z25, Z9 // value·rs·cs + bias
+i8KernelVNNI512x11_relu4_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc4_1
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z9, Z24, Z9 // a NaN value stays
+	VADDPS Z24, Z9, Z9 // −0 becomes +0
+i8KernelVNNI512x11_acc4_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st4_1
 	VFMADD231PS 64(DX), Z23, Z9 // beta·C + value
 i8KernelVNNI512x11_st4_1:
@@ -1011,16 +1422,40 @@ i8KernelVNNI512x11_st4_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z10, Z10
 	VMULPS 0(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias5_0
 	VMULPS Z25, Z10, Z10
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu5_0
+i8KernelVNNI512x11_bias5_0:
+	VFMADD213PS 0(R13), Z25, Z10 // value·rs·cs + bias
+i8KernelVNNI512x11_relu5_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc5_0
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z10, Z24, Z10 // a NaN value stays
+	VADDPS Z24, Z10, Z10 // −0 becomes +0
+i8KernelVNNI512x11_acc5_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st5_0
 	VFMADD231PS 0(DX), Z23, Z10 // beta·C + value
 i8KernelVNNI512x11_st5_0:
 	VMOVUPS Z10, 0(DX)
 	VCVTDQ2PS Z11, Z11
 	VMULPS 64(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias5_1
 	VMULPS Z25, Z11, Z11
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu5_1
+i8KernelVNNI512x11_bias5_1:
+	VFMADD213PS 64(R13), Z25, Z11 // value·rs·cs + bias
+i8KernelVNNI512x11_relu5_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc5_1
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z11, Z24, Z11 // a NaN value stays
+	VADDPS Z24, Z11, Z11 // −0 becomes +0
+i8KernelVNNI512x11_acc5_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st5_1
 	VFMADD231PS 64(DX), Z23, Z11 // beta·C + value
 i8KernelVNNI512x11_st5_1:
@@ -1035,16 +1470,40 @@ i8KernelVNNI512x11_st5_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z12, Z12
 	VMULPS 0(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias6_0
 	VMULPS Z25, Z12, Z12
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu6_0
+i8KernelVNNI512x11_bias6_0:
+	VFMADD213PS 0(R13), Z25, Z12 // value·rs·cs + bias
+i8KernelVNNI512x11_relu6_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc6_0
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z12, Z24, Z12 // a NaN value stays
+	VADDPS Z24, Z12, Z12 // −0 becomes +0
+i8KernelVNNI512x11_acc6_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st6_0
 	VFMADD231PS 0(DX), Z23, Z12 // beta·C + value
 i8KernelVNNI512x11_st6_0:
 	VMOVUPS Z12, 0(DX)
 	VCVTDQ2PS Z13, Z13
 	VMULPS 64(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias6_1
 	VMULPS Z25, Z13, Z13
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu6_1
+i8KernelVNNI512x11_bias6_1:
+	VFMADD213PS 64(R13), Z25, Z13 // value·rs·cs + bias
+i8KernelVNNI512x11_relu6_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc6_1
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z13, Z24, Z13 // a NaN value stays
+	VADDPS Z24, Z13, Z13 // −0 becomes +0
+i8KernelVNNI512x11_acc6_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st6_1
 	VFMADD231PS 64(DX), Z23, Z13 // beta·C + value
 i8KernelVNNI512x11_st6_1:
@@ -1059,16 +1518,40 @@ i8KernelVNNI512x11_st6_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z14, Z14
 	VMULPS 0(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias7_0
 	VMULPS Z25, Z14, Z14
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu7_0
+i8KernelVNNI512x11_bias7_0:
+	VFMADD213PS 0(R13), Z25, Z14 // value·rs·cs + bias
+i8KernelVNNI512x11_relu7_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc7_0
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z14, Z24, Z14 // a NaN value stays
+	VADDPS Z24, Z14, Z14 // −0 becomes +0
+i8KernelVNNI512x11_acc7_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st7_0
 	VFMADD231PS 0(DX), Z23, Z14 // beta·C + value
 i8KernelVNNI512x11_st7_0:
 	VMOVUPS Z14, 0(DX)
 	VCVTDQ2PS Z15, Z15
 	VMULPS 64(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias7_1
 	VMULPS Z25, Z15, Z15
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu7_1
+i8KernelVNNI512x11_bias7_1:
+	VFMADD213PS 64(R13), Z25, Z15 // value·rs·cs + bias
+i8KernelVNNI512x11_relu7_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc7_1
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z15, Z24, Z15 // a NaN value stays
+	VADDPS Z24, Z15, Z15 // −0 becomes +0
+i8KernelVNNI512x11_acc7_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st7_1
 	VFMADD231PS 64(DX), Z23, Z15 // beta·C + value
 i8KernelVNNI512x11_st7_1:
@@ -1083,16 +1566,40 @@ i8KernelVNNI512x11_st7_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z16, Z16
 	VMULPS 0(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias8_0
 	VMULPS Z25, Z16, Z16
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu8_0
+i8KernelVNNI512x11_bias8_0:
+	VFMADD213PS 0(R13), Z25, Z16 // value·rs·cs + bias
+i8KernelVNNI512x11_relu8_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc8_0
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z16, Z24, Z16 // a NaN value stays
+	VADDPS Z24, Z16, Z16 // −0 becomes +0
+i8KernelVNNI512x11_acc8_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st8_0
 	VFMADD231PS 0(DX), Z23, Z16 // beta·C + value
 i8KernelVNNI512x11_st8_0:
 	VMOVUPS Z16, 0(DX)
 	VCVTDQ2PS Z17, Z17
 	VMULPS 64(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias8_1
 	VMULPS Z25, Z17, Z17
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu8_1
+i8KernelVNNI512x11_bias8_1:
+	VFMADD213PS 64(R13), Z25, Z17 // value·rs·cs + bias
+i8KernelVNNI512x11_relu8_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc8_1
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z17, Z24, Z17 // a NaN value stays
+	VADDPS Z24, Z17, Z17 // −0 becomes +0
+i8KernelVNNI512x11_acc8_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st8_1
 	VFMADD231PS 64(DX), Z23, Z17 // beta·C + value
 i8KernelVNNI512x11_st8_1:
@@ -1107,16 +1614,40 @@ i8KernelVNNI512x11_st8_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z18, Z18
 	VMULPS 0(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias9_0
 	VMULPS Z25, Z18, Z18
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu9_0
+i8KernelVNNI512x11_bias9_0:
+	VFMADD213PS 0(R13), Z25, Z18 // value·rs·cs + bias
+i8KernelVNNI512x11_relu9_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc9_0
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z18, Z24, Z18 // a NaN value stays
+	VADDPS Z24, Z18, Z18 // −0 becomes +0
+i8KernelVNNI512x11_acc9_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st9_0
 	VFMADD231PS 0(DX), Z23, Z18 // beta·C + value
 i8KernelVNNI512x11_st9_0:
 	VMOVUPS Z18, 0(DX)
 	VCVTDQ2PS Z19, Z19
 	VMULPS 64(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias9_1
 	VMULPS Z25, Z19, Z19
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu9_1
+i8KernelVNNI512x11_bias9_1:
+	VFMADD213PS 64(R13), Z25, Z19 // value·rs·cs + bias
+i8KernelVNNI512x11_relu9_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc9_1
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z19, Z24, Z19 // a NaN value stays
+	VADDPS Z24, Z19, Z19 // −0 becomes +0
+i8KernelVNNI512x11_acc9_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st9_1
 	VFMADD231PS 64(DX), Z23, Z19 // beta·C + value
 i8KernelVNNI512x11_st9_1:
@@ -1131,16 +1662,40 @@ i8KernelVNNI512x11_st9_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z20, Z20
 	VMULPS 0(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias10_0
 	VMULPS Z25, Z20, Z20
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu10_0
+i8KernelVNNI512x11_bias10_0:
+	VFMADD213PS 0(R13), Z25, Z20 // value·rs·cs + bias
+i8KernelVNNI512x11_relu10_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc10_0
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z20, Z24, Z20 // a NaN value stays
+	VADDPS Z24, Z20, Z20 // −0 becomes +0
+i8KernelVNNI512x11_acc10_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st10_0
 	VFMADD231PS 0(DX), Z23, Z20 // beta·C + value
 i8KernelVNNI512x11_st10_0:
 	VMOVUPS Z20, 0(DX)
 	VCVTDQ2PS Z21, Z21
 	VMULPS 64(R11), Z22, Z25 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x11_bias10_1
 	VMULPS Z25, Z21, Z21
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x11_relu10_1
+i8KernelVNNI512x11_bias10_1:
+	VFMADD213PS 64(R13), Z25, Z21 // value·rs·cs + bias
+i8KernelVNNI512x11_relu10_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x11_acc10_1
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z21, Z24, Z21 // a NaN value stays
+	VADDPS Z24, Z21, Z21 // −0 becomes +0
+i8KernelVNNI512x11_acc10_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x11_st10_1
 	VFMADD231PS 64(DX), Z23, Z21 // beta·C + value
 i8KernelVNNI512x11_st10_1:
@@ -1148,9 +1703,9 @@ i8KernelVNNI512x11_st10_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelVNNI512x10(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelVNNI512x10(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX512-VNNI, 10×32 tile: sums in Z0–Z19, B in Z20–Z21.
-TEXT ·i8KernelVNNI512x10(SB), NOSPLIT, $0-96
+TEXT ·i8KernelVNNI512x10(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -1404,6 +1959,7 @@ i8KernelVNNI512x10_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Z21
 	VPMULLD 0(R12), Z21, Z22
 	VPSUBD Z22, Z0, Z0
@@ -1413,16 +1969,40 @@ i8KernelVNNI512x10_dequant:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias0_0
 	VMULPS Z23, Z0, Z0
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu0_0
+i8KernelVNNI512x10_bias0_0:
+	VFMADD213PS 0(R13), Z23, Z0 // value·rs·cs + bias
+i8KernelVNNI512x10_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc0_0
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z0, Z22, Z0 // a NaN value stays
+	VADDPS Z22, Z0, Z0 // −0 becomes +0
+i8KernelVNNI512x10_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st0_0
 	VFMADD231PS 0(DX), Z21, Z0 // beta·C + value
 i8KernelVNNI512x10_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias0_1
 	VMULPS Z23, Z1, Z1
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu0_1
+i8KernelVNNI512x10_bias0_1:
+	VFMADD213PS 64(R13), Z23, Z1 // value·rs·cs + bias
+i8KernelVNNI512x10_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc0_1
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z1, Z22, Z1 // a NaN value stays
+	VADDPS Z22, Z1, Z1 // −0 becomes +0
+i8KernelVNNI512x10_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st0_1
 	VFMADD231PS 64(DX), Z21, Z1 // beta·C + value
 i8KernelVNNI512x10_st0_1:
@@ -1437,16 +2017,40 @@ i8KernelVNNI512x10_st0_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias1_0
 	VMULPS Z23, Z2, Z2
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu1_0
+i8KernelVNNI512x10_bias1_0:
+	VFMADD213PS 0(R13), Z23, Z2 // value·rs·cs + bias
+i8KernelVNNI512x10_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc1_0
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z2, Z22, Z2 // a NaN value stays
+	VADDPS Z22, Z2, Z2 // −0 becomes +0
+i8KernelVNNI512x10_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st1_0
 	VFMADD231PS 0(DX), Z21, Z2 // beta·C + value
 i8KernelVNNI512x10_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias1_1
 	VMULPS Z23, Z3, Z3
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu1_1
+i8KernelVNNI512x10_bias1_1:
+	VFMADD213PS 64(R13), Z23, Z3 // value·rs·cs + bias
+i8KernelVNNI512x10_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc1_1
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z3, Z22, Z3 // a NaN value stays
+	VADDPS Z22, Z3, Z3 // −0 becomes +0
+i8KernelVNNI512x10_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st1_1
 	VFMADD231PS 64(DX), Z21, Z3 // beta·C + value
 i8KernelVNNI512x10_st1_1:
@@ -1461,16 +2065,40 @@ i8KernelVNNI512x10_st1_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias2_0
 	VMULPS Z23, Z4, Z4
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu2_0
+i8KernelVNNI512x10_bias2_0:
+	VFMADD213PS 0(R13), Z23, Z4 // value·rs·cs + bias
+i8KernelVNNI512x10_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc2_0
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z4, Z22, Z4 // a NaN value stays
+	VADDPS Z22, Z4, Z4 // −0 becomes +0
+i8KernelVNNI512x10_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st2_0
 	VFMADD231PS 0(DX), Z21, Z4 // beta·C + value
 i8KernelVNNI512x10_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias2_1
 	VMULPS Z23, Z5, Z5
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu2_1
+i8KernelVNNI512x10_bias2_1:
+	VFMADD213PS 64(R13), Z23, Z5 // value·rs·cs + bias
+i8KernelVNNI512x10_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc2_1
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z5, Z22, Z5 // a NaN value stays
+	VADDPS Z22, Z5, Z5 // −0 becomes +0
+i8KernelVNNI512x10_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st2_1
 	VFMADD231PS 64(DX), Z21, Z5 // beta·C + value
 i8KernelVNNI512x10_st2_1:
@@ -1485,16 +2113,40 @@ i8KernelVNNI512x10_st2_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias3_0
 	VMULPS Z23, Z6, Z6
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu3_0
+i8KernelVNNI512x10_bias3_0:
+	VFMADD213PS 0(R13), Z23, Z6 // value·rs·cs + bias
+i8KernelVNNI512x10_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc3_0
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z6, Z22, Z6 // a NaN value stays
+	VADDPS Z22, Z6, Z6 // −0 becomes +0
+i8KernelVNNI512x10_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st3_0
 	VFMADD231PS 0(DX), Z21, Z6 // beta·C + value
 i8KernelVNNI512x10_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias3_1
 	VMULPS Z23, Z7, Z7
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu3_1
+i8KernelVNNI512x10_bias3_1:
+	VFMADD213PS 64(R13), Z23, Z7 // value·rs·cs + bias
+i8KernelVNNI512x10_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc3_1
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z7, Z22, Z7 // a NaN value stays
+	VADDPS Z22, Z7, Z7 // −0 becomes +0
+i8KernelVNNI512x10_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st3_1
 	VFMADD231PS 64(DX), Z21, Z7 // beta·C + value
 i8KernelVNNI512x10_st3_1:
@@ -1509,16 +2161,40 @@ i8KernelVNNI512x10_st3_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias4_0
 	VMULPS Z23, Z8, Z8
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu4_0
+i8KernelVNNI512x10_bias4_0:
+	VFMADD213PS 0(R13), Z23, Z8 // value·rs·cs + bias
+i8KernelVNNI512x10_relu4_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc4_0
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z8, Z22, Z8 // a NaN value stays
+	VADDPS Z22, Z8, Z8 // −0 becomes +0
+i8KernelVNNI512x10_acc4_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st4_0
 	VFMADD231PS 0(DX), Z21, Z8 // beta·C + value
 i8KernelVNNI512x10_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias4_1
 	VMULPS Z23, Z9, Z9
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu4_1
+i8KernelVNNI512x10_bias4_1:
+	VFMADD213PS 64(R13), Z23, Z9 // value·rs·cs + bias
+i8KernelVNNI512x10_relu4_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc4_1
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z9, Z22, Z9 // a NaN value stays
+	VADDPS Z22, Z9, Z9 // −0 becomes +0
+i8KernelVNNI512x10_acc4_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st4_1
 	VFMADD231PS 64(DX), Z21, Z9 // beta·C + value
 i8KernelVNNI512x10_st4_1:
@@ -1533,16 +2209,40 @@ i8KernelVNNI512x10_st4_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z10, Z10
 	VMULPS 0(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias5_0
 	VMULPS Z23, Z10, Z10
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu5_0
+i8KernelVNNI512x10_bias5_0:
+	VFMADD213PS 0(R13), Z23, Z10 // value·rs·cs + bias
+i8KernelVNNI512x10_relu5_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc5_0
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z10, Z22, Z10 // a NaN value stays
+	VADDPS Z22, Z10, Z10 // −0 becomes +0
+i8KernelVNNI512x10_acc5_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st5_0
 	VFMADD231PS 0(DX), Z21, Z10 // beta·C + value
 i8KernelVNNI512x10_st5_0:
 	VMOVUPS Z10, 0(DX)
 	VCVTDQ2PS Z11, Z11
 	VMULPS 64(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias5_1
 	VMULPS Z23, Z11, Z11
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu5_1
+i8KernelVNNI512x10_bias5_1:
+	VFMADD213PS 64(R13), Z23, Z11 // value·rs·cs + bias
+i8KernelVNNI512x10_relu5_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc5_1
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z11, Z22, Z11 // a NaN value stays
+	VADDPS Z22, Z11, Z11 // −0 becomes +0
+i8KernelVNNI512x10_acc5_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st5_1
 	VFMADD231PS 64(DX), Z21, Z11 // beta·C + value
 i8KernelVNNI512x10_st5_1:
@@ -1557,16 +2257,40 @@ i8KernelVNNI512x10_st5_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z12, Z12
 	VMULPS 0(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias6_0
 	VMULPS Z23, Z12, Z12
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu6_0
+i8KernelVNNI512x10_bias6_0:
+	VFMADD213PS 0(R13), Z23, Z12 // value·rs·cs + bias
+i8KernelVNNI512x10_relu6_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc6_0
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z12, Z22, Z12 // a NaN value stays
+	VADDPS Z22, Z12, Z12 // −0 becomes +0
+i8KernelVNNI512x10_acc6_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st6_0
 	VFMADD231PS 0(DX), Z21, Z12 // beta·C + value
 i8KernelVNNI512x10_st6_0:
 	VMOVUPS Z12, 0(DX)
 	VCVTDQ2PS Z13, Z13
 	VMULPS 64(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias6_1
 	VMULPS Z23, Z13, Z13
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu6_1
+i8KernelVNNI512x10_bias6_1:
+	VFMADD213PS 64(R13), Z23, Z13 // value·rs·cs + bias
+i8KernelVNNI512x10_relu6_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc6_1
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z13, Z22, Z13 // a NaN value stays
+	VADDPS Z22, Z13, Z13 // −0 becomes +0
+i8KernelVNNI512x10_acc6_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st6_1
 	VFMADD231PS 64(DX), Z21, Z13 // beta·C + value
 i8KernelVNNI512x10_st6_1:
@@ -1581,16 +2305,40 @@ i8KernelVNNI512x10_st6_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z14, Z14
 	VMULPS 0(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias7_0
 	VMULPS Z23, Z14, Z14
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu7_0
+i8KernelVNNI512x10_bias7_0:
+	VFMADD213PS 0(R13), Z23, Z14 // value·rs·cs + bias
+i8KernelVNNI512x10_relu7_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc7_0
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z14, Z22, Z14 // a NaN value stays
+	VADDPS Z22, Z14, Z14 // −0 becomes +0
+i8KernelVNNI512x10_acc7_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st7_0
 	VFMADD231PS 0(DX), Z21, Z14 // beta·C + value
 i8KernelVNNI512x10_st7_0:
 	VMOVUPS Z14, 0(DX)
 	VCVTDQ2PS Z15, Z15
 	VMULPS 64(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias7_1
 	VMULPS Z23, Z15, Z15
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu7_1
+i8KernelVNNI512x10_bias7_1:
+	VFMADD213PS 64(R13), Z23, Z15 // value·rs·cs + bias
+i8KernelVNNI512x10_relu7_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc7_1
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z15, Z22, Z15 // a NaN value stays
+	VADDPS Z22, Z15, Z15 // −0 becomes +0
+i8KernelVNNI512x10_acc7_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st7_1
 	VFMADD231PS 64(DX), Z21, Z15 // beta·C + value
 i8KernelVNNI512x10_st7_1:
@@ -1605,16 +2353,40 @@ i8KernelVNNI512x10_st7_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z16, Z16
 	VMULPS 0(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias8_0
 	VMULPS Z23, Z16, Z16
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu8_0
+i8KernelVNNI512x10_bias8_0:
+	VFMADD213PS 0(R13), Z23, Z16 // value·rs·cs + bias
+i8KernelVNNI512x10_relu8_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc8_0
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z16, Z22, Z16 // a NaN value stays
+	VADDPS Z22, Z16, Z16 // −0 becomes +0
+i8KernelVNNI512x10_acc8_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st8_0
 	VFMADD231PS 0(DX), Z21, Z16 // beta·C + value
 i8KernelVNNI512x10_st8_0:
 	VMOVUPS Z16, 0(DX)
 	VCVTDQ2PS Z17, Z17
 	VMULPS 64(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias8_1
 	VMULPS Z23, Z17, Z17
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu8_1
+i8KernelVNNI512x10_bias8_1:
+	VFMADD213PS 64(R13), Z23, Z17 // value·rs·cs + bias
+i8KernelVNNI512x10_relu8_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc8_1
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z17, Z22, Z17 // a NaN value stays
+	VADDPS Z22, Z17, Z17 // −0 becomes +0
+i8KernelVNNI512x10_acc8_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st8_1
 	VFMADD231PS 64(DX), Z21, Z17 // beta·C + value
 i8KernelVNNI512x10_st8_1:
@@ -1629,16 +2401,40 @@ i8KernelVNNI512x10_st8_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z18, Z18
 	VMULPS 0(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias9_0
 	VMULPS Z23, Z18, Z18
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu9_0
+i8KernelVNNI512x10_bias9_0:
+	VFMADD213PS 0(R13), Z23, Z18 // value·rs·cs + bias
+i8KernelVNNI512x10_relu9_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc9_0
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z18, Z22, Z18 // a NaN value stays
+	VADDPS Z22, Z18, Z18 // −0 becomes +0
+i8KernelVNNI512x10_acc9_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st9_0
 	VFMADD231PS 0(DX), Z21, Z18 // beta·C + value
 i8KernelVNNI512x10_st9_0:
 	VMOVUPS Z18, 0(DX)
 	VCVTDQ2PS Z19, Z19
 	VMULPS 64(R11), Z20, Z23 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x10_bias9_1
 	VMULPS Z23, Z19, Z19
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x10_relu9_1
+i8KernelVNNI512x10_bias9_1:
+	VFMADD213PS 64(R13), Z23, Z19 // value·rs·cs + bias
+i8KernelVNNI512x10_relu9_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x10_acc9_1
+	VPXORD Z22, Z22, Z22
+	VMAXPS Z19, Z22, Z19 // a NaN value stays
+	VADDPS Z22, Z19, Z19 // −0 becomes +0
+i8KernelVNNI512x10_acc9_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x10_st9_1
 	VFMADD231PS 64(DX), Z21, Z19 // beta·C + value
 i8KernelVNNI512x10_st9_1:
@@ -1646,9 +2442,9 @@ i8KernelVNNI512x10_st9_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelVNNI512x9(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelVNNI512x9(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX512-VNNI, 9×32 tile: sums in Z0–Z17, B in Z18–Z19.
-TEXT ·i8KernelVNNI512x9(SB), NOSPLIT, $0-96
+TEXT ·i8KernelVNNI512x9(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -1882,6 +2678,7 @@ i8KernelVNNI512x9_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Z19
 	VPMULLD 0(R12), Z19, Z20
 	VPSUBD Z20, Z0, Z0
@@ -1891,16 +2688,40 @@ i8KernelVNNI512x9_dequant:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias0_0
 	VMULPS Z21, Z0, Z0
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu0_0
+i8KernelVNNI512x9_bias0_0:
+	VFMADD213PS 0(R13), Z21, Z0 // value·rs·cs + bias
+i8KernelVNNI512x9_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc0_0
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z0, Z20, Z0 // a NaN value stays
+	VADDPS Z20, Z0, Z0 // −0 becomes +0
+i8KernelVNNI512x9_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st0_0
 	VFMADD231PS 0(DX), Z19, Z0 // beta·C + value
 i8KernelVNNI512x9_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias0_1
 	VMULPS Z21, Z1, Z1
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu0_1
+i8KernelVNNI512x9_bias0_1:
+	VFMADD213PS 64(R13), Z21, Z1 // value·rs·cs + bias
+i8KernelVNNI512x9_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc0_1
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z1, Z20, Z1 // a NaN value stays
+	VADDPS Z20, Z1, Z1 // −0 becomes +0
+i8KernelVNNI512x9_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st0_1
 	VFMADD231PS 64(DX), Z19, Z1 // beta·C + value
 i8KernelVNNI512x9_st0_1:
@@ -1915,16 +2736,40 @@ i8KernelVNNI512x9_st0_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias1_0
 	VMULPS Z21, Z2, Z2
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu1_0
+i8KernelVNNI512x9_bias1_0:
+	VFMADD213PS 0(R13), Z21, Z2 // value·rs·cs + bias
+i8KernelVNNI512x9_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc1_0
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z2, Z20, Z2 // a NaN value stays
+	VADDPS Z20, Z2, Z2 // −0 becomes +0
+i8KernelVNNI512x9_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st1_0
 	VFMADD231PS 0(DX), Z19, Z2 // beta·C + value
 i8KernelVNNI512x9_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias1_1
 	VMULPS Z21, Z3, Z3
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu1_1
+i8KernelVNNI512x9_bias1_1:
+	VFMADD213PS 64(R13), Z21, Z3 // value·rs·cs + bias
+i8KernelVNNI512x9_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc1_1
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z3, Z20, Z3 // a NaN value stays
+	VADDPS Z20, Z3, Z3 // −0 becomes +0
+i8KernelVNNI512x9_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st1_1
 	VFMADD231PS 64(DX), Z19, Z3 // beta·C + value
 i8KernelVNNI512x9_st1_1:
@@ -1939,16 +2784,40 @@ i8KernelVNNI512x9_st1_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias2_0
 	VMULPS Z21, Z4, Z4
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu2_0
+i8KernelVNNI512x9_bias2_0:
+	VFMADD213PS 0(R13), Z21, Z4 // value·rs·cs + bias
+i8KernelVNNI512x9_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc2_0
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z4, Z20, Z4 // a NaN value stays
+	VADDPS Z20, Z4, Z4 // −0 becomes +0
+i8KernelVNNI512x9_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st2_0
 	VFMADD231PS 0(DX), Z19, Z4 // beta·C + value
 i8KernelVNNI512x9_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias2_1
 	VMULPS Z21, Z5, Z5
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu2_1
+i8KernelVNNI512x9_bias2_1:
+	VFMADD213PS 64(R13), Z21, Z5 // value·rs·cs + bias
+i8KernelVNNI512x9_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc2_1
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z5, Z20, Z5 // a NaN value stays
+	VADDPS Z20, Z5, Z5 // −0 becomes +0
+i8KernelVNNI512x9_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st2_1
 	VFMADD231PS 64(DX), Z19, Z5 // beta·C + value
 i8KernelVNNI512x9_st2_1:
@@ -1963,16 +2832,40 @@ i8KernelVNNI512x9_st2_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias3_0
 	VMULPS Z21, Z6, Z6
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu3_0
+i8KernelVNNI512x9_bias3_0:
+	VFMADD213PS 0(R13), Z21, Z6 // value·rs·cs + bias
+i8KernelVNNI512x9_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc3_0
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z6, Z20, Z6 // a NaN value stays
+	VADDPS Z20, Z6, Z6 // −0 becomes +0
+i8KernelVNNI512x9_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st3_0
 	VFMADD231PS 0(DX), Z19, Z6 // beta·C + value
 i8KernelVNNI512x9_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias3_1
 	VMULPS Z21, Z7, Z7
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu3_1
+i8KernelVNNI512x9_bias3_1:
+	VFMADD213PS 64(R13), Z21, Z7 // value·rs·cs + bias
+i8KernelVNNI512x9_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc3_1
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z7, Z20, Z7 // a NaN value stays
+	VADDPS Z20, Z7, Z7 // −0 becomes +0
+i8KernelVNNI512x9_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st3_1
 	VFMADD231PS 64(DX), Z19, Z7 // beta·C + value
 i8KernelVNNI512x9_st3_1:
@@ -1987,16 +2880,40 @@ i8KernelVNNI512x9_st3_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias4_0
 	VMULPS Z21, Z8, Z8
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu4_0
+i8KernelVNNI512x9_bias4_0:
+	VFMADD213PS 0(R13), Z21, Z8 // value·rs·cs + bias
+i8KernelVNNI512x9_relu4_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc4_0
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z8, Z20, Z8 // a NaN value stays
+	VADDPS Z20, Z8, Z8 // −0 becomes +0
+i8KernelVNNI512x9_acc4_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st4_0
 	VFMADD231PS 0(DX), Z19, Z8 // beta·C + value
 i8KernelVNNI512x9_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias4_1
 	VMULPS Z21, Z9, Z9
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu4_1
+i8KernelVNNI512x9_bias4_1:
+	VFMADD213PS 64(R13), Z21, Z9 // value·rs·cs + bias
+i8KernelVNNI512x9_relu4_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc4_1
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z9, Z20, Z9 // a NaN value stays
+	VADDPS Z20, Z9, Z9 // −0 becomes +0
+i8KernelVNNI512x9_acc4_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st4_1
 	VFMADD231PS 64(DX), Z19, Z9 // beta·C + value
 i8KernelVNNI512x9_st4_1:
@@ -2011,16 +2928,40 @@ i8KernelVNNI512x9_st4_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z10, Z10
 	VMULPS 0(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias5_0
 	VMULPS Z21, Z10, Z10
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu5_0
+i8KernelVNNI512x9_bias5_0:
+	VFMADD213PS 0(R13), Z21, Z10 // value·rs·cs + bias
+i8KernelVNNI512x9_relu5_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc5_0
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z10, Z20, Z10 // a NaN value stays
+	VADDPS Z20, Z10, Z10 // −0 becomes +0
+i8KernelVNNI512x9_acc5_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st5_0
 	VFMADD231PS 0(DX), Z19, Z10 // beta·C + value
 i8KernelVNNI512x9_st5_0:
 	VMOVUPS Z10, 0(DX)
 	VCVTDQ2PS Z11, Z11
 	VMULPS 64(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias5_1
 	VMULPS Z21, Z11, Z11
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu5_1
+i8KernelVNNI512x9_bias5_1:
+	VFMADD213PS 64(R13), Z21, Z11 // value·rs·cs + bias
+i8KernelVNNI512x9_relu5_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc5_1
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z11, Z20, Z11 // a NaN value stays
+	VADDPS Z20, Z11, Z11 // −0 becomes +0
+i8KernelVNNI512x9_acc5_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st5_1
 	VFMADD231PS 64(DX), Z19, Z11 // beta·C + value
 i8KernelVNNI512x9_st5_1:
@@ -2035,16 +2976,40 @@ i8KernelVNNI512x9_st5_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z12, Z12
 	VMULPS 0(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias6_0
 	VMULPS Z21, Z12, Z12
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu6_0
+i8KernelVNNI512x9_bias6_0:
+	VFMADD213PS 0(R13), Z21, Z12 // value·rs·cs + bias
+i8KernelVNNI512x9_relu6_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc6_0
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z12, Z20, Z12 // a NaN value stays
+	VADDPS Z20, Z12, Z12 // −0 becomes +0
+i8KernelVNNI512x9_acc6_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st6_0
 	VFMADD231PS 0(DX), Z19, Z12 // beta·C + value
 i8KernelVNNI512x9_st6_0:
 	VMOVUPS Z12, 0(DX)
 	VCVTDQ2PS Z13, Z13
 	VMULPS 64(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias6_1
 	VMULPS Z21, Z13, Z13
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu6_1
+i8KernelVNNI512x9_bias6_1:
+	VFMADD213PS 64(R13), Z21, Z13 // value·rs·cs + bias
+i8KernelVNNI512x9_relu6_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc6_1
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z13, Z20, Z13 // a NaN value stays
+	VADDPS Z20, Z13, Z13 // −0 becomes +0
+i8KernelVNNI512x9_acc6_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st6_1
 	VFMADD231PS 64(DX), Z19, Z13 // beta·C + value
 i8KernelVNNI512x9_st6_1:
@@ -2059,16 +3024,40 @@ i8KernelVNNI512x9_st6_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z14, Z14
 	VMULPS 0(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias7_0
 	VMULPS Z21, Z14, Z14
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu7_0
+i8KernelVNNI512x9_bias7_0:
+	VFMADD213PS 0(R13), Z21, Z14 // value·rs·cs + bias
+i8KernelVNNI512x9_relu7_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc7_0
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z14, Z20, Z14 // a NaN value stays
+	VADDPS Z20, Z14, Z14 // −0 becomes +0
+i8KernelVNNI512x9_acc7_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st7_0
 	VFMADD231PS 0(DX), Z19, Z14 // beta·C + value
 i8KernelVNNI512x9_st7_0:
 	VMOVUPS Z14, 0(DX)
 	VCVTDQ2PS Z15, Z15
 	VMULPS 64(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias7_1
 	VMULPS Z21, Z15, Z15
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu7_1
+i8KernelVNNI512x9_bias7_1:
+	VFMADD213PS 64(R13), Z21, Z15 // value·rs·cs + bias
+i8KernelVNNI512x9_relu7_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc7_1
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z15, Z20, Z15 // a NaN value stays
+	VADDPS Z20, Z15, Z15 // −0 becomes +0
+i8KernelVNNI512x9_acc7_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st7_1
 	VFMADD231PS 64(DX), Z19, Z15 // beta·C + value
 i8KernelVNNI512x9_st7_1:
@@ -2083,16 +3072,40 @@ i8KernelVNNI512x9_st7_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z16, Z16
 	VMULPS 0(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias8_0
 	VMULPS Z21, Z16, Z16
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu8_0
+i8KernelVNNI512x9_bias8_0:
+	VFMADD213PS 0(R13), Z21, Z16 // value·rs·cs + bias
+i8KernelVNNI512x9_relu8_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc8_0
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z16, Z20, Z16 // a NaN value stays
+	VADDPS Z20, Z16, Z16 // −0 becomes +0
+i8KernelVNNI512x9_acc8_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st8_0
 	VFMADD231PS 0(DX), Z19, Z16 // beta·C + value
 i8KernelVNNI512x9_st8_0:
 	VMOVUPS Z16, 0(DX)
 	VCVTDQ2PS Z17, Z17
 	VMULPS 64(R11), Z18, Z21 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x9_bias8_1
 	VMULPS Z21, Z17, Z17
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x9_relu8_1
+i8KernelVNNI512x9_bias8_1:
+	VFMADD213PS 64(R13), Z21, Z17 // value·rs·cs + bias
+i8KernelVNNI512x9_relu8_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x9_acc8_1
+	VPXORD Z20, Z20, Z20
+	VMAXPS Z17, Z20, Z17 // a NaN value stays
+	VADDPS Z20, Z17, Z17 // −0 becomes +0
+i8KernelVNNI512x9_acc8_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x9_st8_1
 	VFMADD231PS 64(DX), Z19, Z17 // beta·C + value
 i8KernelVNNI512x9_st8_1:
@@ -2100,9 +3113,9 @@ i8KernelVNNI512x9_st8_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelVNNI512x8(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelVNNI512x8(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX512-VNNI, 8×32 tile: sums in Z0–Z15, B in Z16–Z17.
-TEXT ·i8KernelVNNI512x8(SB), NOSPLIT, $0-96
+TEXT ·i8KernelVNNI512x8(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -2316,6 +3329,7 @@ i8KernelVNNI512x8_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Z17
 	VPMULLD 0(R12), Z17, Z18
 	VPSUBD Z18, Z0, Z0
@@ -2325,16 +3339,40 @@ i8KernelVNNI512x8_dequant:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias0_0
 	VMULPS Z19, Z0, Z0
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu0_0
+i8KernelVNNI512x8_bias0_0:
+	VFMADD213PS 0(R13), Z19, Z0 // value·rs·cs + bias
+i8KernelVNNI512x8_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc0_0
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z0, Z18, Z0 // a NaN value stays
+	VADDPS Z18, Z0, Z0 // −0 becomes +0
+i8KernelVNNI512x8_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st0_0
 	VFMADD231PS 0(DX), Z17, Z0 // beta·C + value
 i8KernelVNNI512x8_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias0_1
 	VMULPS Z19, Z1, Z1
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu0_1
+i8KernelVNNI512x8_bias0_1:
+	VFMADD213PS 64(R13), Z19, Z1 // value·rs·cs + bias
+i8KernelVNNI512x8_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc0_1
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z1, Z18, Z1 // a NaN value stays
+	VADDPS Z18, Z1, Z1 // −0 becomes +0
+i8KernelVNNI512x8_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st0_1
 	VFMADD231PS 64(DX), Z17, Z1 // beta·C + value
 i8KernelVNNI512x8_st0_1:
@@ -2349,16 +3387,40 @@ i8KernelVNNI512x8_st0_1:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias1_0
 	VMULPS Z19, Z2, Z2
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu1_0
+i8KernelVNNI512x8_bias1_0:
+	VFMADD213PS 0(R13), Z19, Z2 // value·rs·cs + bias
+i8KernelVNNI512x8_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc1_0
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z2, Z18, Z2 // a NaN value stays
+	VADDPS Z18, Z2, Z2 // −0 becomes +0
+i8KernelVNNI512x8_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st1_0
 	VFMADD231PS 0(DX), Z17, Z2 // beta·C + value
 i8KernelVNNI512x8_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias1_1
 	VMULPS Z19, Z3, Z3
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu1_1
+i8KernelVNNI512x8_bias1_1:
+	VFMADD213PS 64(R13), Z19, Z3 // value·rs·cs + bias
+i8KernelVNNI512x8_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc1_1
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z3, Z18, Z3 // a NaN value stays
+	VADDPS Z18, Z3, Z3 // −0 becomes +0
+i8KernelVNNI512x8_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st1_1
 	VFMADD231PS 64(DX), Z17, Z3 // beta·C + value
 i8KernelVNNI512x8_st1_1:
@@ -2373,16 +3435,40 @@ i8KernelVNNI512x8_st1_1:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias2_0
 	VMULPS Z19, Z4, Z4
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu2_0
+i8KernelVNNI512x8_bias2_0:
+	VFMADD213PS 0(R13), Z19, Z4 // value·rs·cs + bias
+i8KernelVNNI512x8_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc2_0
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z4, Z18, Z4 // a NaN value stays
+	VADDPS Z18, Z4, Z4 // −0 becomes +0
+i8KernelVNNI512x8_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st2_0
 	VFMADD231PS 0(DX), Z17, Z4 // beta·C + value
 i8KernelVNNI512x8_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias2_1
 	VMULPS Z19, Z5, Z5
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu2_1
+i8KernelVNNI512x8_bias2_1:
+	VFMADD213PS 64(R13), Z19, Z5 // value·rs·cs + bias
+i8KernelVNNI512x8_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc2_1
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z5, Z18, Z5 // a NaN value stays
+	VADDPS Z18, Z5, Z5 // −0 becomes +0
+i8KernelVNNI512x8_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st2_1
 	VFMADD231PS 64(DX), Z17, Z5 // beta·C + value
 i8KernelVNNI512x8_st2_1:
@@ -2397,16 +3483,40 @@ i8KernelVNNI512x8_st2_1:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias3_0
 	VMULPS Z19, Z6, Z6
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu3_0
+i8KernelVNNI512x8_bias3_0:
+	VFMADD213PS 0(R13), Z19, Z6 // value·rs·cs + bias
+i8KernelVNNI512x8_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc3_0
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z6, Z18, Z6 // a NaN value stays
+	VADDPS Z18, Z6, Z6 // −0 becomes +0
+i8KernelVNNI512x8_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st3_0
 	VFMADD231PS 0(DX), Z17, Z6 // beta·C + value
 i8KernelVNNI512x8_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias3_1
 	VMULPS Z19, Z7, Z7
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu3_1
+i8KernelVNNI512x8_bias3_1:
+	VFMADD213PS 64(R13), Z19, Z7 // value·rs·cs + bias
+i8KernelVNNI512x8_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc3_1
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z7, Z18, Z7 // a NaN value stays
+	VADDPS Z18, Z7, Z7 // −0 becomes +0
+i8KernelVNNI512x8_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st3_1
 	VFMADD231PS 64(DX), Z17, Z7 // beta·C + value
 i8KernelVNNI512x8_st3_1:
@@ -2421,16 +3531,40 @@ i8KernelVNNI512x8_st3_1:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias4_0
 	VMULPS Z19, Z8, Z8
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu4_0
+i8KernelVNNI512x8_bias4_0:
+	VFMADD213PS 0(R13), Z19, Z8 // value·rs·cs + bias
+i8KernelVNNI512x8_relu4_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc4_0
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z8, Z18, Z8 // a NaN value stays
+	VADDPS Z18, Z8, Z8 // −0 becomes +0
+i8KernelVNNI512x8_acc4_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st4_0
 	VFMADD231PS 0(DX), Z17, Z8 // beta·C + value
 i8KernelVNNI512x8_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias4_1
 	VMULPS Z19, Z9, Z9
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu4_1
+i8KernelVNNI512x8_bias4_1:
+	VFMADD213PS 64(R13), Z19, Z9 // value·rs·cs + bias
+i8KernelVNNI512x8_relu4_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc4_1
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z9, Z18, Z9 // a NaN value stays
+	VADDPS Z18, Z9, Z9 // −0 becomes +0
+i8KernelVNNI512x8_acc4_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st4_1
 	VFMADD231PS 64(DX), Z17, Z9 // beta·C + value
 i8KernelVNNI512x8_st4_1:
@@ -2445,16 +3579,40 @@ i8KernelVNNI512x8_st4_1:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z10, Z10
 	VMULPS 0(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias5_0
 	VMULPS Z19, Z10, Z10
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu5_0
+i8KernelVNNI512x8_bias5_0:
+	VFMADD213PS 0(R13), Z19, Z10 // value·rs·cs + bias
+i8KernelVNNI512x8_relu5_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc5_0
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z10, Z18, Z10 // a NaN value stays
+	VADDPS Z18, Z10, Z10 // −0 becomes +0
+i8KernelVNNI512x8_acc5_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st5_0
 	VFMADD231PS 0(DX), Z17, Z10 // beta·C + value
 i8KernelVNNI512x8_st5_0:
 	VMOVUPS Z10, 0(DX)
 	VCVTDQ2PS Z11, Z11
 	VMULPS 64(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias5_1
 	VMULPS Z19, Z11, Z11
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu5_1
+i8KernelVNNI512x8_bias5_1:
+	VFMADD213PS 64(R13), Z19, Z11 // value·rs·cs + bias
+i8KernelVNNI512x8_relu5_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc5_1
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z11, Z18, Z11 // a NaN value stays
+	VADDPS Z18, Z11, Z11 // −0 becomes +0
+i8KernelVNNI512x8_acc5_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st5_1
 	VFMADD231PS 64(DX), Z17, Z11 // beta·C + value
 i8KernelVNNI512x8_st5_1:
@@ -2469,16 +3627,40 @@ i8KernelVNNI512x8_st5_1:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z12, Z12
 	VMULPS 0(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias6_0
 	VMULPS Z19, Z12, Z12
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu6_0
+i8KernelVNNI512x8_bias6_0:
+	VFMADD213PS 0(R13), Z19, Z12 // value·rs·cs + bias
+i8KernelVNNI512x8_relu6_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc6_0
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z12, Z18, Z12 // a NaN value stays
+	VADDPS Z18, Z12, Z12 // −0 becomes +0
+i8KernelVNNI512x8_acc6_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st6_0
 	VFMADD231PS 0(DX), Z17, Z12 // beta·C + value
 i8KernelVNNI512x8_st6_0:
 	VMOVUPS Z12, 0(DX)
 	VCVTDQ2PS Z13, Z13
 	VMULPS 64(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias6_1
 	VMULPS Z19, Z13, Z13
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu6_1
+i8KernelVNNI512x8_bias6_1:
+	VFMADD213PS 64(R13), Z19, Z13 // value·rs·cs + bias
+i8KernelVNNI512x8_relu6_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc6_1
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z13, Z18, Z13 // a NaN value stays
+	VADDPS Z18, Z13, Z13 // −0 becomes +0
+i8KernelVNNI512x8_acc6_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st6_1
 	VFMADD231PS 64(DX), Z17, Z13 // beta·C + value
 i8KernelVNNI512x8_st6_1:
@@ -2493,16 +3675,40 @@ i8KernelVNNI512x8_st6_1:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z14, Z14
 	VMULPS 0(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias7_0
 	VMULPS Z19, Z14, Z14
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu7_0
+i8KernelVNNI512x8_bias7_0:
+	VFMADD213PS 0(R13), Z19, Z14 // value·rs·cs + bias
+i8KernelVNNI512x8_relu7_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc7_0
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z14, Z18, Z14 // a NaN value stays
+	VADDPS Z18, Z14, Z14 // −0 becomes +0
+i8KernelVNNI512x8_acc7_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st7_0
 	VFMADD231PS 0(DX), Z17, Z14 // beta·C + value
 i8KernelVNNI512x8_st7_0:
 	VMOVUPS Z14, 0(DX)
 	VCVTDQ2PS Z15, Z15
 	VMULPS 64(R11), Z16, Z19 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x8_bias7_1
 	VMULPS Z19, Z15, Z15
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x8_relu7_1
+i8KernelVNNI512x8_bias7_1:
+	VFMADD213PS 64(R13), Z19, Z15 // value·rs·cs + bias
+i8KernelVNNI512x8_relu7_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x8_acc7_1
+	VPXORD Z18, Z18, Z18
+	VMAXPS Z15, Z18, Z15 // a NaN value stays
+	VADDPS Z18, Z15, Z15 // −0 becomes +0
+i8KernelVNNI512x8_acc7_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x8_st7_1
 	VFMADD231PS 64(DX), Z17, Z15 // beta·C + value
 i8KernelVNNI512x8_st7_1:
@@ -2510,9 +3716,9 @@ i8KernelVNNI512x8_st7_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelVNNI512x7(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelVNNI512x7(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX512-VNNI, 7×32 tile: sums in Z0–Z13, B in Z14–Z15.
-TEXT ·i8KernelVNNI512x7(SB), NOSPLIT, $0-96
+TEXT ·i8KernelVNNI512x7(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -2706,6 +3912,7 @@ i8KernelVNNI512x7_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Z15
 	VPMULLD 0(R12), Z15, Z16
 	VPSUBD Z16, Z0, Z0
@@ -2715,16 +3922,40 @@ i8KernelVNNI512x7_dequant:
 	VBROADCASTSS beta+48(FP), Z15
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z14, Z17 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x7_bias0_0
 	VMULPS Z17, Z0, Z0
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x7_relu0_0
+i8KernelVNNI512x7_bias0_0:
+	VFMADD213PS 0(R13), Z17, Z0 // value·rs·cs + bias
+i8KernelVNNI512x7_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x7_acc0_0
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z0, Z16, Z0 // a NaN value stays
+	VADDPS Z16, Z0, Z0 // −0 becomes +0
+i8KernelVNNI512x7_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x7_st0_0
 	VFMADD231PS 0(DX), Z15, Z0 // beta·C + value
 i8KernelVNNI512x7_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z14, Z17 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x7_bias0_1
 	VMULPS Z17, Z1, Z1
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x7_relu0_1
+i8KernelVNNI512x7_bias0_1:
+	VFMADD213PS 64(R13), Z17, Z1 // value·rs·cs + bias
+i8KernelVNNI512x7_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x7_acc0_1
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z1, Z16, Z1 // a NaN value stays
+	VADDPS Z16, Z1, Z1 // −0 becomes +0
+i8KernelVNNI512x7_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x7_st0_1
 	VFMADD231PS 64(DX), Z15, Z1 // beta·C + value
 i8KernelVNNI512x7_st0_1:
@@ -2739,16 +3970,40 @@ i8KernelVNNI512x7_st0_1:
 	VBROADCASTSS beta+48(FP), Z15
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z14, Z17 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x7_bias1_0
 	VMULPS Z17, Z2, Z2
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x7_relu1_0
+i8KernelVNNI512x7_bias1_0:
+	VFMADD213PS 0(R13), Z17, Z2 // value·rs·cs + bias
+i8KernelVNNI512x7_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x7_acc1_0
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z2, Z16, Z2 // a NaN value stays
+	VADDPS Z16, Z2, Z2 // −0 becomes +0
+i8KernelVNNI512x7_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x7_st1_0
 	VFMADD231PS 0(DX), Z15, Z2 // beta·C + value
 i8KernelVNNI512x7_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z14, Z17 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x7_bias1_1
 	VMULPS Z17, Z3, Z3
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x7_relu1_1
+i8KernelVNNI512x7_bias1_1:
+	VFMADD213PS 64(R13), Z17, Z3 // value·rs·cs + bias
+i8KernelVNNI512x7_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x7_acc1_1
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z3, Z16, Z3 // a NaN value stays
+	VADDPS Z16, Z3, Z3 // −0 becomes +0
+i8KernelVNNI512x7_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x7_st1_1
 	VFMADD231PS 64(DX), Z15, Z3 // beta·C + value
 i8KernelVNNI512x7_st1_1:
@@ -2763,16 +4018,40 @@ i8KernelVNNI512x7_st1_1:
 	VBROADCASTSS beta+48(FP), Z15
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z14, Z17 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x7_bias2_0
 	VMULPS Z17, Z4, Z4
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x7_relu2_0
+i8KernelVNNI512x7_bias2_0:
+	VFMADD213PS 0(R13), Z17, Z4 // value·rs·cs + bias
+i8KernelVNNI512x7_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x7_acc2_0
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z4, Z16, Z4 // a NaN value stays
+	VADDPS Z16, Z4, Z4 // −0 becomes +0
+i8KernelVNNI512x7_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x7_st2_0
 	VFMADD231PS 0(DX), Z15, Z4 // beta·C + value
 i8KernelVNNI512x7_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z14, Z17 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x7_bias2_1
 	VMULPS Z17, Z5, Z5
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x7_relu2_1
+i8KernelVNNI512x7_bias2_1:
+	VFMADD213PS 64(R13), Z17, Z5 // value·rs·cs + bias
+i8KernelVNNI512x7_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x7_acc2_1
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z5, Z16, Z5 // a NaN value stays
+	VADDPS Z16, Z5, Z5 // −0 becomes +0
+i8KernelVNNI512x7_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x7_st2_1
 	VFMADD231PS 64(DX), Z15, Z5 // beta·C + value
 i8KernelVNNI512x7_st2_1:
@@ -2787,16 +4066,40 @@ i8KernelVNNI512x7_st2_1:
 	VBROADCASTSS beta+48(FP), Z15
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z14, Z17 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x7_bias3_0
 	VMULPS Z17, Z6, Z6
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x7_relu3_0
+i8KernelVNNI512x7_bias3_0:
+	VFMADD213PS 0(R13), Z17, Z6 // value·rs·cs + bias
+i8KernelVNNI512x7_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x7_acc3_0
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z6, Z16, Z6 // a NaN value stays
+	VADDPS Z16, Z6, Z6 // −0 becomes +0
+i8KernelVNNI512x7_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x7_st3_0
 	VFMADD231PS 0(DX), Z15, Z6 // beta·C + value
 i8KernelVNNI512x7_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z14, Z17 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x7_bias3_1
 	VMULPS Z17, Z7, Z7
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x7_relu3_1
+i8KernelVNNI512x7_bias3_1:
+	VFMADD213PS 64(R13), Z17, Z7 // value·rs·cs + bias
+i8KernelVNNI512x7_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x7_acc3_1
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z7, Z16, Z7 // a NaN value stays
+	VADDPS Z16, Z7, Z7 // −0 becomes +0
+i8KernelVNNI512x7_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x7_st3_1
 	VFMADD231PS 64(DX), Z15, Z7 // beta·C + value
 i8KernelVNNI512x7_st3_1:
@@ -2811,16 +4114,40 @@ i8KernelVNNI512x7_st3_1:
 	VBROADCASTSS beta+48(FP), Z15
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z14, Z17 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x7_bias4_0
 	VMULPS Z17, Z8, Z8
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x7_relu4_0
+i8KernelVNNI512x7_bias4_0:
+	VFMADD213PS 0(R13), Z17, Z8 // value·rs·cs + bias
+i8KernelVNNI512x7_relu4_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x7_acc4_0
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z8, Z16, Z8 // a NaN value stays
+	VADDPS Z16, Z8, Z8 // −0 becomes +0
+i8KernelVNNI512x7_acc4_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x7_st4_0
 	VFMADD231PS 0(DX), Z15, Z8 // beta·C + value
 i8KernelVNNI512x7_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z14, Z17 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x7_bias4_1
 	VMULPS Z17, Z9, Z9
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x7_relu4_1
+i8KernelVNNI512x7_bias4_1:
+	VFMADD213PS 64(R13), Z17, Z9 // value·rs·cs + bias
+i8KernelVNNI512x7_relu4_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x7_acc4_1
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z9, Z16, Z9 // a NaN value stays
+	VADDPS Z16, Z9, Z9 // −0 becomes +0
+i8KernelVNNI512x7_acc4_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x7_st4_1
 	VFMADD231PS 64(DX), Z15, Z9 // beta·C + value
 i8KernelVNNI512x7_st4_1:
@@ -2835,16 +4162,40 @@ i8KernelVNNI512x7_st4_1:
 	VBROADCASTSS beta+48(FP), Z15
 	VCVTDQ2PS Z10, Z10
 	VMULPS 0(R11), Z14, Z17 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x7_bias5_0
 	VMULPS Z17, Z10, Z10
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x7_relu5_0
+i8KernelVNNI512x7_bias5_0:
+	VFMADD213PS 0(R13), Z17, Z10 // value·rs·cs + bias
+i8KernelVNNI512x7_relu5_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x7_acc5_0
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z10, Z16, Z10 // a NaN value stays
+	VADDPS Z16, Z10, Z10 // −0 becomes +0
+i8KernelVNNI512x7_acc5_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x7_st5_0
 	VFMADD231PS 0(DX), Z15, Z10 // beta·C + value
 i8KernelVNNI512x7_st5_0:
 	VMOVUPS Z10, 0(DX)
 	VCVTDQ2PS Z11, Z11
 	VMULPS 64(R11), Z14, Z17 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x7_bias5_1
 	VMULPS Z17, Z11, Z11
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x7_relu5_1
+i8KernelVNNI512x7_bias5_1:
+	VFMADD213PS 64(R13), Z17, Z11 // value·rs·cs + bias
+i8KernelVNNI512x7_relu5_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x7_acc5_1
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z11, Z16, Z11 // a NaN value stays
+	VADDPS Z16, Z11, Z11 // −0 becomes +0
+i8KernelVNNI512x7_acc5_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x7_st5_1
 	VFMADD231PS 64(DX), Z15, Z11 // beta·C + value
 i8KernelVNNI512x7_st5_1:
@@ -2859,16 +4210,40 @@ i8KernelVNNI512x7_st5_1:
 	VBROADCASTSS beta+48(FP), Z15
 	VCVTDQ2PS Z12, Z12
 	VMULPS 0(R11), Z14, Z17 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x7_bias6_0
 	VMULPS Z17, Z12, Z12
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x7_relu6_0
+i8KernelVNNI512x7_bias6_0:
+	VFMADD213PS 0(R13), Z17, Z12 // value·rs·cs + bias
+i8KernelVNNI512x7_relu6_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x7_acc6_0
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z12, Z16, Z12 // a NaN value stays
+	VADDPS Z16, Z12, Z12 // −0 becomes +0
+i8KernelVNNI512x7_acc6_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x7_st6_0
 	VFMADD231PS 0(DX), Z15, Z12 // beta·C + value
 i8KernelVNNI512x7_st6_0:
 	VMOVUPS Z12, 0(DX)
 	VCVTDQ2PS Z13, Z13
 	VMULPS 64(R11), Z14, Z17 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x7_bias6_1
 	VMULPS Z17, Z13, Z13
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x7_relu6_1
+i8KernelVNNI512x7_bias6_1:
+	VFMADD213PS 64(R13), Z17, Z13 // value·rs·cs + bias
+i8KernelVNNI512x7_relu6_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x7_acc6_1
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z13, Z16, Z13 // a NaN value stays
+	VADDPS Z16, Z13, Z13 // −0 becomes +0
+i8KernelVNNI512x7_acc6_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x7_st6_1
 	VFMADD231PS 64(DX), Z15, Z13 // beta·C + value
 i8KernelVNNI512x7_st6_1:
@@ -2876,9 +4251,9 @@ i8KernelVNNI512x7_st6_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelVNNI512x6(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelVNNI512x6(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX512-VNNI, 6×32 tile: sums in Z0–Z11, B in Z12–Z13.
-TEXT ·i8KernelVNNI512x6(SB), NOSPLIT, $0-96
+TEXT ·i8KernelVNNI512x6(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -3052,6 +4427,7 @@ i8KernelVNNI512x6_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Z13
 	VPMULLD 0(R12), Z13, Z14
 	VPSUBD Z14, Z0, Z0
@@ -3061,16 +4437,40 @@ i8KernelVNNI512x6_dequant:
 	VBROADCASTSS beta+48(FP), Z13
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z12, Z15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x6_bias0_0
 	VMULPS Z15, Z0, Z0
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x6_relu0_0
+i8KernelVNNI512x6_bias0_0:
+	VFMADD213PS 0(R13), Z15, Z0 // value·rs·cs + bias
+i8KernelVNNI512x6_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x6_acc0_0
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z0, Z14, Z0 // a NaN value stays
+	VADDPS Z14, Z0, Z0 // −0 becomes +0
+i8KernelVNNI512x6_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x6_st0_0
 	VFMADD231PS 0(DX), Z13, Z0 // beta·C + value
 i8KernelVNNI512x6_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z12, Z15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x6_bias0_1
 	VMULPS Z15, Z1, Z1
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x6_relu0_1
+i8KernelVNNI512x6_bias0_1:
+	VFMADD213PS 64(R13), Z15, Z1 // value·rs·cs + bias
+i8KernelVNNI512x6_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x6_acc0_1
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z1, Z14, Z1 // a NaN value stays
+	VADDPS Z14, Z1, Z1 // −0 becomes +0
+i8KernelVNNI512x6_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x6_st0_1
 	VFMADD231PS 64(DX), Z13, Z1 // beta·C + value
 i8KernelVNNI512x6_st0_1:
@@ -3085,16 +4485,40 @@ i8KernelVNNI512x6_st0_1:
 	VBROADCASTSS beta+48(FP), Z13
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z12, Z15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x6_bias1_0
 	VMULPS Z15, Z2, Z2
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x6_relu1_0
+i8KernelVNNI512x6_bias1_0:
+	VFMADD213PS 0(R13), Z15, Z2 // value·rs·cs + bias
+i8KernelVNNI512x6_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x6_acc1_0
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z2, Z14, Z2 // a NaN value stays
+	VADDPS Z14, Z2, Z2 // −0 becomes +0
+i8KernelVNNI512x6_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x6_st1_0
 	VFMADD231PS 0(DX), Z13, Z2 // beta·C + value
 i8KernelVNNI512x6_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z12, Z15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x6_bias1_1
 	VMULPS Z15, Z3, Z3
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x6_relu1_1
+i8KernelVNNI512x6_bias1_1:
+	VFMADD213PS 64(R13), Z15, Z3 // value·rs·cs + bias
+i8KernelVNNI512x6_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x6_acc1_1
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z3, Z14, Z3 // a NaN value stays
+	VADDPS Z14, Z3, Z3 // −0 becomes +0
+i8KernelVNNI512x6_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x6_st1_1
 	VFMADD231PS 64(DX), Z13, Z3 // beta·C + value
 i8KernelVNNI512x6_st1_1:
@@ -3109,16 +4533,40 @@ i8KernelVNNI512x6_st1_1:
 	VBROADCASTSS beta+48(FP), Z13
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z12, Z15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x6_bias2_0
 	VMULPS Z15, Z4, Z4
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x6_relu2_0
+i8KernelVNNI512x6_bias2_0:
+	VFMADD213PS 0(R13), Z15, Z4 // value·rs·cs + bias
+i8KernelVNNI512x6_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x6_acc2_0
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z4, Z14, Z4 // a NaN value stays
+	VADDPS Z14, Z4, Z4 // −0 becomes +0
+i8KernelVNNI512x6_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x6_st2_0
 	VFMADD231PS 0(DX), Z13, Z4 // beta·C + value
 i8KernelVNNI512x6_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z12, Z15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x6_bias2_1
 	VMULPS Z15, Z5, Z5
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x6_relu2_1
+i8KernelVNNI512x6_bias2_1:
+	VFMADD213PS 64(R13), Z15, Z5 // value·rs·cs + bias
+i8KernelVNNI512x6_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x6_acc2_1
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z5, Z14, Z5 // a NaN value stays
+	VADDPS Z14, Z5, Z5 // −0 becomes +0
+i8KernelVNNI512x6_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x6_st2_1
 	VFMADD231PS 64(DX), Z13, Z5 // beta·C + value
 i8KernelVNNI512x6_st2_1:
@@ -3133,16 +4581,40 @@ i8KernelVNNI512x6_st2_1:
 	VBROADCASTSS beta+48(FP), Z13
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z12, Z15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x6_bias3_0
 	VMULPS Z15, Z6, Z6
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x6_relu3_0
+i8KernelVNNI512x6_bias3_0:
+	VFMADD213PS 0(R13), Z15, Z6 // value·rs·cs + bias
+i8KernelVNNI512x6_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x6_acc3_0
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z6, Z14, Z6 // a NaN value stays
+	VADDPS Z14, Z6, Z6 // −0 becomes +0
+i8KernelVNNI512x6_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x6_st3_0
 	VFMADD231PS 0(DX), Z13, Z6 // beta·C + value
 i8KernelVNNI512x6_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z12, Z15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x6_bias3_1
 	VMULPS Z15, Z7, Z7
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x6_relu3_1
+i8KernelVNNI512x6_bias3_1:
+	VFMADD213PS 64(R13), Z15, Z7 // value·rs·cs + bias
+i8KernelVNNI512x6_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x6_acc3_1
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z7, Z14, Z7 // a NaN value stays
+	VADDPS Z14, Z7, Z7 // −0 becomes +0
+i8KernelVNNI512x6_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x6_st3_1
 	VFMADD231PS 64(DX), Z13, Z7 // beta·C + value
 i8KernelVNNI512x6_st3_1:
@@ -3157,16 +4629,40 @@ i8KernelVNNI512x6_st3_1:
 	VBROADCASTSS beta+48(FP), Z13
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z12, Z15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x6_bias4_0
 	VMULPS Z15, Z8, Z8
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x6_relu4_0
+i8KernelVNNI512x6_bias4_0:
+	VFMADD213PS 0(R13), Z15, Z8 // value·rs·cs + bias
+i8KernelVNNI512x6_relu4_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x6_acc4_0
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z8, Z14, Z8 // a NaN value stays
+	VADDPS Z14, Z8, Z8 // −0 becomes +0
+i8KernelVNNI512x6_acc4_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x6_st4_0
 	VFMADD231PS 0(DX), Z13, Z8 // beta·C + value
 i8KernelVNNI512x6_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z12, Z15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x6_bias4_1
 	VMULPS Z15, Z9, Z9
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x6_relu4_1
+i8KernelVNNI512x6_bias4_1:
+	VFMADD213PS 64(R13), Z15, Z9 // value·rs·cs + bias
+i8KernelVNNI512x6_relu4_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x6_acc4_1
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z9, Z14, Z9 // a NaN value stays
+	VADDPS Z14, Z9, Z9 // −0 becomes +0
+i8KernelVNNI512x6_acc4_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x6_st4_1
 	VFMADD231PS 64(DX), Z13, Z9 // beta·C + value
 i8KernelVNNI512x6_st4_1:
@@ -3181,16 +4677,40 @@ i8KernelVNNI512x6_st4_1:
 	VBROADCASTSS beta+48(FP), Z13
 	VCVTDQ2PS Z10, Z10
 	VMULPS 0(R11), Z12, Z15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x6_bias5_0
 	VMULPS Z15, Z10, Z10
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x6_relu5_0
+i8KernelVNNI512x6_bias5_0:
+	VFMADD213PS 0(R13), Z15, Z10 // value·rs·cs + bias
+i8KernelVNNI512x6_relu5_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x6_acc5_0
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z10, Z14, Z10 // a NaN value stays
+	VADDPS Z14, Z10, Z10 // −0 becomes +0
+i8KernelVNNI512x6_acc5_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x6_st5_0
 	VFMADD231PS 0(DX), Z13, Z10 // beta·C + value
 i8KernelVNNI512x6_st5_0:
 	VMOVUPS Z10, 0(DX)
 	VCVTDQ2PS Z11, Z11
 	VMULPS 64(R11), Z12, Z15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x6_bias5_1
 	VMULPS Z15, Z11, Z11
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x6_relu5_1
+i8KernelVNNI512x6_bias5_1:
+	VFMADD213PS 64(R13), Z15, Z11 // value·rs·cs + bias
+i8KernelVNNI512x6_relu5_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x6_acc5_1
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z11, Z14, Z11 // a NaN value stays
+	VADDPS Z14, Z11, Z11 // −0 becomes +0
+i8KernelVNNI512x6_acc5_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x6_st5_1
 	VFMADD231PS 64(DX), Z13, Z11 // beta·C + value
 i8KernelVNNI512x6_st5_1:
@@ -3198,9 +4718,9 @@ i8KernelVNNI512x6_st5_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelVNNI512x5(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelVNNI512x5(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX512-VNNI, 5×32 tile: sums in Z0–Z9, B in Z10–Z11.
-TEXT ·i8KernelVNNI512x5(SB), NOSPLIT, $0-96
+TEXT ·i8KernelVNNI512x5(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -3354,6 +4874,7 @@ i8KernelVNNI512x5_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Z11
 	VPMULLD 0(R12), Z11, Z12
 	VPSUBD Z12, Z0, Z0
@@ -3363,16 +4884,40 @@ i8KernelVNNI512x5_dequant:
 	VBROADCASTSS beta+48(FP), Z11
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z10, Z13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x5_bias0_0
 	VMULPS Z13, Z0, Z0
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x5_relu0_0
+i8KernelVNNI512x5_bias0_0:
+	VFMADD213PS 0(R13), Z13, Z0 // value·rs·cs + bias
+i8KernelVNNI512x5_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x5_acc0_0
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z0, Z12, Z0 // a NaN value stays
+	VADDPS Z12, Z0, Z0 // −0 becomes +0
+i8KernelVNNI512x5_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x5_st0_0
 	VFMADD231PS 0(DX), Z11, Z0 // beta·C + value
 i8KernelVNNI512x5_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z10, Z13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x5_bias0_1
 	VMULPS Z13, Z1, Z1
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x5_relu0_1
+i8KernelVNNI512x5_bias0_1:
+	VFMADD213PS 64(R13), Z13, Z1 // value·rs·cs + bias
+i8KernelVNNI512x5_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x5_acc0_1
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z1, Z12, Z1 // a NaN value stays
+	VADDPS Z12, Z1, Z1 // −0 becomes +0
+i8KernelVNNI512x5_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x5_st0_1
 	VFMADD231PS 64(DX), Z11, Z1 // beta·C + value
 i8KernelVNNI512x5_st0_1:
@@ -3387,16 +4932,40 @@ i8KernelVNNI512x5_st0_1:
 	VBROADCASTSS beta+48(FP), Z11
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z10, Z13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x5_bias1_0
 	VMULPS Z13, Z2, Z2
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x5_relu1_0
+i8KernelVNNI512x5_bias1_0:
+	VFMADD213PS 0(R13), Z13, Z2 // value·rs·cs + bias
+i8KernelVNNI512x5_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x5_acc1_0
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z2, Z12, Z2 // a NaN value stays
+	VADDPS Z12, Z2, Z2 // −0 becomes +0
+i8KernelVNNI512x5_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x5_st1_0
 	VFMADD231PS 0(DX), Z11, Z2 // beta·C + value
 i8KernelVNNI512x5_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z10, Z13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x5_bias1_1
 	VMULPS Z13, Z3, Z3
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x5_relu1_1
+i8KernelVNNI512x5_bias1_1:
+	VFMADD213PS 64(R13), Z13, Z3 // value·rs·cs + bias
+i8KernelVNNI512x5_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x5_acc1_1
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z3, Z12, Z3 // a NaN value stays
+	VADDPS Z12, Z3, Z3 // −0 becomes +0
+i8KernelVNNI512x5_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x5_st1_1
 	VFMADD231PS 64(DX), Z11, Z3 // beta·C + value
 i8KernelVNNI512x5_st1_1:
@@ -3411,16 +4980,40 @@ i8KernelVNNI512x5_st1_1:
 	VBROADCASTSS beta+48(FP), Z11
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z10, Z13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x5_bias2_0
 	VMULPS Z13, Z4, Z4
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x5_relu2_0
+i8KernelVNNI512x5_bias2_0:
+	VFMADD213PS 0(R13), Z13, Z4 // value·rs·cs + bias
+i8KernelVNNI512x5_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x5_acc2_0
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z4, Z12, Z4 // a NaN value stays
+	VADDPS Z12, Z4, Z4 // −0 becomes +0
+i8KernelVNNI512x5_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x5_st2_0
 	VFMADD231PS 0(DX), Z11, Z4 // beta·C + value
 i8KernelVNNI512x5_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z10, Z13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x5_bias2_1
 	VMULPS Z13, Z5, Z5
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x5_relu2_1
+i8KernelVNNI512x5_bias2_1:
+	VFMADD213PS 64(R13), Z13, Z5 // value·rs·cs + bias
+i8KernelVNNI512x5_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x5_acc2_1
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z5, Z12, Z5 // a NaN value stays
+	VADDPS Z12, Z5, Z5 // −0 becomes +0
+i8KernelVNNI512x5_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x5_st2_1
 	VFMADD231PS 64(DX), Z11, Z5 // beta·C + value
 i8KernelVNNI512x5_st2_1:
@@ -3435,16 +5028,40 @@ i8KernelVNNI512x5_st2_1:
 	VBROADCASTSS beta+48(FP), Z11
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z10, Z13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x5_bias3_0
 	VMULPS Z13, Z6, Z6
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x5_relu3_0
+i8KernelVNNI512x5_bias3_0:
+	VFMADD213PS 0(R13), Z13, Z6 // value·rs·cs + bias
+i8KernelVNNI512x5_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x5_acc3_0
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z6, Z12, Z6 // a NaN value stays
+	VADDPS Z12, Z6, Z6 // −0 becomes +0
+i8KernelVNNI512x5_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x5_st3_0
 	VFMADD231PS 0(DX), Z11, Z6 // beta·C + value
 i8KernelVNNI512x5_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z10, Z13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x5_bias3_1
 	VMULPS Z13, Z7, Z7
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x5_relu3_1
+i8KernelVNNI512x5_bias3_1:
+	VFMADD213PS 64(R13), Z13, Z7 // value·rs·cs + bias
+i8KernelVNNI512x5_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x5_acc3_1
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z7, Z12, Z7 // a NaN value stays
+	VADDPS Z12, Z7, Z7 // −0 becomes +0
+i8KernelVNNI512x5_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x5_st3_1
 	VFMADD231PS 64(DX), Z11, Z7 // beta·C + value
 i8KernelVNNI512x5_st3_1:
@@ -3459,16 +5076,40 @@ i8KernelVNNI512x5_st3_1:
 	VBROADCASTSS beta+48(FP), Z11
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z10, Z13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x5_bias4_0
 	VMULPS Z13, Z8, Z8
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x5_relu4_0
+i8KernelVNNI512x5_bias4_0:
+	VFMADD213PS 0(R13), Z13, Z8 // value·rs·cs + bias
+i8KernelVNNI512x5_relu4_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x5_acc4_0
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z8, Z12, Z8 // a NaN value stays
+	VADDPS Z12, Z8, Z8 // −0 becomes +0
+i8KernelVNNI512x5_acc4_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x5_st4_0
 	VFMADD231PS 0(DX), Z11, Z8 // beta·C + value
 i8KernelVNNI512x5_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z10, Z13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x5_bias4_1
 	VMULPS Z13, Z9, Z9
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x5_relu4_1
+i8KernelVNNI512x5_bias4_1:
+	VFMADD213PS 64(R13), Z13, Z9 // value·rs·cs + bias
+i8KernelVNNI512x5_relu4_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x5_acc4_1
+	VPXORD Z12, Z12, Z12
+	VMAXPS Z9, Z12, Z9 // a NaN value stays
+	VADDPS Z12, Z9, Z9 // −0 becomes +0
+i8KernelVNNI512x5_acc4_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x5_st4_1
 	VFMADD231PS 64(DX), Z11, Z9 // beta·C + value
 i8KernelVNNI512x5_st4_1:
@@ -3476,9 +5117,9 @@ i8KernelVNNI512x5_st4_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelVNNI512x4(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelVNNI512x4(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX512-VNNI, 4×32 tile: sums in Z0–Z7, B in Z8–Z9.
-TEXT ·i8KernelVNNI512x4(SB), NOSPLIT, $0-96
+TEXT ·i8KernelVNNI512x4(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -3612,6 +5253,7 @@ i8KernelVNNI512x4_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Z9
 	VPMULLD 0(R12), Z9, Z10
 	VPSUBD Z10, Z0, Z0
@@ -3621,16 +5263,40 @@ i8KernelVNNI512x4_dequant:
 	VBROADCASTSS beta+48(FP), Z9
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z8, Z11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x4_bias0_0
 	VMULPS Z11, Z0, Z0
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x4_relu0_0
+i8KernelVNNI512x4_bias0_0:
+	VFMADD213PS 0(R13), Z11, Z0 // value·rs·cs + bias
+i8KernelVNNI512x4_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x4_acc0_0
+	VPXORD Z10, Z10, Z10
+	VMAXPS Z0, Z10, Z0 // a NaN value stays
+	VADDPS Z10, Z0, Z0 // −0 becomes +0
+i8KernelVNNI512x4_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x4_st0_0
 	VFMADD231PS 0(DX), Z9, Z0 // beta·C + value
 i8KernelVNNI512x4_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z8, Z11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x4_bias0_1
 	VMULPS Z11, Z1, Z1
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x4_relu0_1
+i8KernelVNNI512x4_bias0_1:
+	VFMADD213PS 64(R13), Z11, Z1 // value·rs·cs + bias
+i8KernelVNNI512x4_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x4_acc0_1
+	VPXORD Z10, Z10, Z10
+	VMAXPS Z1, Z10, Z1 // a NaN value stays
+	VADDPS Z10, Z1, Z1 // −0 becomes +0
+i8KernelVNNI512x4_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x4_st0_1
 	VFMADD231PS 64(DX), Z9, Z1 // beta·C + value
 i8KernelVNNI512x4_st0_1:
@@ -3645,16 +5311,40 @@ i8KernelVNNI512x4_st0_1:
 	VBROADCASTSS beta+48(FP), Z9
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z8, Z11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x4_bias1_0
 	VMULPS Z11, Z2, Z2
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x4_relu1_0
+i8KernelVNNI512x4_bias1_0:
+	VFMADD213PS 0(R13), Z11, Z2 // value·rs·cs + bias
+i8KernelVNNI512x4_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x4_acc1_0
+	VPXORD Z10, Z10, Z10
+	VMAXPS Z2, Z10, Z2 // a NaN value stays
+	VADDPS Z10, Z2, Z2 // −0 becomes +0
+i8KernelVNNI512x4_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x4_st1_0
 	VFMADD231PS 0(DX), Z9, Z2 // beta·C + value
 i8KernelVNNI512x4_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z8, Z11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x4_bias1_1
 	VMULPS Z11, Z3, Z3
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x4_relu1_1
+i8KernelVNNI512x4_bias1_1:
+	VFMADD213PS 64(R13), Z11, Z3 // value·rs·cs + bias
+i8KernelVNNI512x4_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x4_acc1_1
+	VPXORD Z10, Z10, Z10
+	VMAXPS Z3, Z10, Z3 // a NaN value stays
+	VADDPS Z10, Z3, Z3 // −0 becomes +0
+i8KernelVNNI512x4_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x4_st1_1
 	VFMADD231PS 64(DX), Z9, Z3 // beta·C + value
 i8KernelVNNI512x4_st1_1:
@@ -3669,16 +5359,40 @@ i8KernelVNNI512x4_st1_1:
 	VBROADCASTSS beta+48(FP), Z9
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z8, Z11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x4_bias2_0
 	VMULPS Z11, Z4, Z4
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x4_relu2_0
+i8KernelVNNI512x4_bias2_0:
+	VFMADD213PS 0(R13), Z11, Z4 // value·rs·cs + bias
+i8KernelVNNI512x4_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x4_acc2_0
+	VPXORD Z10, Z10, Z10
+	VMAXPS Z4, Z10, Z4 // a NaN value stays
+	VADDPS Z10, Z4, Z4 // −0 becomes +0
+i8KernelVNNI512x4_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x4_st2_0
 	VFMADD231PS 0(DX), Z9, Z4 // beta·C + value
 i8KernelVNNI512x4_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z8, Z11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x4_bias2_1
 	VMULPS Z11, Z5, Z5
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x4_relu2_1
+i8KernelVNNI512x4_bias2_1:
+	VFMADD213PS 64(R13), Z11, Z5 // value·rs·cs + bias
+i8KernelVNNI512x4_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x4_acc2_1
+	VPXORD Z10, Z10, Z10
+	VMAXPS Z5, Z10, Z5 // a NaN value stays
+	VADDPS Z10, Z5, Z5 // −0 becomes +0
+i8KernelVNNI512x4_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x4_st2_1
 	VFMADD231PS 64(DX), Z9, Z5 // beta·C + value
 i8KernelVNNI512x4_st2_1:
@@ -3693,16 +5407,40 @@ i8KernelVNNI512x4_st2_1:
 	VBROADCASTSS beta+48(FP), Z9
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z8, Z11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x4_bias3_0
 	VMULPS Z11, Z6, Z6
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x4_relu3_0
+i8KernelVNNI512x4_bias3_0:
+	VFMADD213PS 0(R13), Z11, Z6 // value·rs·cs + bias
+i8KernelVNNI512x4_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x4_acc3_0
+	VPXORD Z10, Z10, Z10
+	VMAXPS Z6, Z10, Z6 // a NaN value stays
+	VADDPS Z10, Z6, Z6 // −0 becomes +0
+i8KernelVNNI512x4_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x4_st3_0
 	VFMADD231PS 0(DX), Z9, Z6 // beta·C + value
 i8KernelVNNI512x4_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z8, Z11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x4_bias3_1
 	VMULPS Z11, Z7, Z7
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x4_relu3_1
+i8KernelVNNI512x4_bias3_1:
+	VFMADD213PS 64(R13), Z11, Z7 // value·rs·cs + bias
+i8KernelVNNI512x4_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x4_acc3_1
+	VPXORD Z10, Z10, Z10
+	VMAXPS Z7, Z10, Z7 // a NaN value stays
+	VADDPS Z10, Z7, Z7 // −0 becomes +0
+i8KernelVNNI512x4_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x4_st3_1
 	VFMADD231PS 64(DX), Z9, Z7 // beta·C + value
 i8KernelVNNI512x4_st3_1:
@@ -3710,9 +5448,9 @@ i8KernelVNNI512x4_st3_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelVNNI512x3(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelVNNI512x3(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX512-VNNI, 3×32 tile: sums in Z0–Z5, B in Z6–Z7.
-TEXT ·i8KernelVNNI512x3(SB), NOSPLIT, $0-96
+TEXT ·i8KernelVNNI512x3(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -3826,6 +5564,7 @@ i8KernelVNNI512x3_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Z7
 	VPMULLD 0(R12), Z7, Z8
 	VPSUBD Z8, Z0, Z0
@@ -3835,16 +5574,40 @@ i8KernelVNNI512x3_dequant:
 	VBROADCASTSS beta+48(FP), Z7
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z6, Z9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x3_bias0_0
 	VMULPS Z9, Z0, Z0
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x3_relu0_0
+i8KernelVNNI512x3_bias0_0:
+	VFMADD213PS 0(R13), Z9, Z0 // value·rs·cs + bias
+i8KernelVNNI512x3_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x3_acc0_0
+	VPXORD Z8, Z8, Z8
+	VMAXPS Z0, Z8, Z0 // a NaN value stays
+	VADDPS Z8, Z0, Z0 // −0 becomes +0
+i8KernelVNNI512x3_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x3_st0_0
 	VFMADD231PS 0(DX), Z7, Z0 // beta·C + value
 i8KernelVNNI512x3_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z6, Z9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x3_bias0_1
 	VMULPS Z9, Z1, Z1
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x3_relu0_1
+i8KernelVNNI512x3_bias0_1:
+	VFMADD213PS 64(R13), Z9, Z1 // value·rs·cs + bias
+i8KernelVNNI512x3_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x3_acc0_1
+	VPXORD Z8, Z8, Z8
+	VMAXPS Z1, Z8, Z1 // a NaN value stays
+	VADDPS Z8, Z1, Z1 // −0 becomes +0
+i8KernelVNNI512x3_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x3_st0_1
 	VFMADD231PS 64(DX), Z7, Z1 // beta·C + value
 i8KernelVNNI512x3_st0_1:
@@ -3859,16 +5622,40 @@ i8KernelVNNI512x3_st0_1:
 	VBROADCASTSS beta+48(FP), Z7
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z6, Z9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x3_bias1_0
 	VMULPS Z9, Z2, Z2
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x3_relu1_0
+i8KernelVNNI512x3_bias1_0:
+	VFMADD213PS 0(R13), Z9, Z2 // value·rs·cs + bias
+i8KernelVNNI512x3_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x3_acc1_0
+	VPXORD Z8, Z8, Z8
+	VMAXPS Z2, Z8, Z2 // a NaN value stays
+	VADDPS Z8, Z2, Z2 // −0 becomes +0
+i8KernelVNNI512x3_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x3_st1_0
 	VFMADD231PS 0(DX), Z7, Z2 // beta·C + value
 i8KernelVNNI512x3_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z6, Z9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x3_bias1_1
 	VMULPS Z9, Z3, Z3
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x3_relu1_1
+i8KernelVNNI512x3_bias1_1:
+	VFMADD213PS 64(R13), Z9, Z3 // value·rs·cs + bias
+i8KernelVNNI512x3_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x3_acc1_1
+	VPXORD Z8, Z8, Z8
+	VMAXPS Z3, Z8, Z3 // a NaN value stays
+	VADDPS Z8, Z3, Z3 // −0 becomes +0
+i8KernelVNNI512x3_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x3_st1_1
 	VFMADD231PS 64(DX), Z7, Z3 // beta·C + value
 i8KernelVNNI512x3_st1_1:
@@ -3883,16 +5670,40 @@ i8KernelVNNI512x3_st1_1:
 	VBROADCASTSS beta+48(FP), Z7
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z6, Z9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x3_bias2_0
 	VMULPS Z9, Z4, Z4
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x3_relu2_0
+i8KernelVNNI512x3_bias2_0:
+	VFMADD213PS 0(R13), Z9, Z4 // value·rs·cs + bias
+i8KernelVNNI512x3_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x3_acc2_0
+	VPXORD Z8, Z8, Z8
+	VMAXPS Z4, Z8, Z4 // a NaN value stays
+	VADDPS Z8, Z4, Z4 // −0 becomes +0
+i8KernelVNNI512x3_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x3_st2_0
 	VFMADD231PS 0(DX), Z7, Z4 // beta·C + value
 i8KernelVNNI512x3_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z6, Z9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x3_bias2_1
 	VMULPS Z9, Z5, Z5
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x3_relu2_1
+i8KernelVNNI512x3_bias2_1:
+	VFMADD213PS 64(R13), Z9, Z5 // value·rs·cs + bias
+i8KernelVNNI512x3_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x3_acc2_1
+	VPXORD Z8, Z8, Z8
+	VMAXPS Z5, Z8, Z5 // a NaN value stays
+	VADDPS Z8, Z5, Z5 // −0 becomes +0
+i8KernelVNNI512x3_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x3_st2_1
 	VFMADD231PS 64(DX), Z7, Z5 // beta·C + value
 i8KernelVNNI512x3_st2_1:
@@ -3900,9 +5711,9 @@ i8KernelVNNI512x3_st2_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelVNNI512x2(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelVNNI512x2(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX512-VNNI, 2×32 tile: sums in Z0–Z3, B in Z4–Z5.
-TEXT ·i8KernelVNNI512x2(SB), NOSPLIT, $0-96
+TEXT ·i8KernelVNNI512x2(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -3996,6 +5807,7 @@ i8KernelVNNI512x2_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Z5
 	VPMULLD 0(R12), Z5, Z6
 	VPSUBD Z6, Z0, Z0
@@ -4005,16 +5817,40 @@ i8KernelVNNI512x2_dequant:
 	VBROADCASTSS beta+48(FP), Z5
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z4, Z7 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x2_bias0_0
 	VMULPS Z7, Z0, Z0
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x2_relu0_0
+i8KernelVNNI512x2_bias0_0:
+	VFMADD213PS 0(R13), Z7, Z0 // value·rs·cs + bias
+i8KernelVNNI512x2_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x2_acc0_0
+	VPXORD Z6, Z6, Z6
+	VMAXPS Z0, Z6, Z0 // a NaN value stays
+	VADDPS Z6, Z0, Z0 // −0 becomes +0
+i8KernelVNNI512x2_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x2_st0_0
 	VFMADD231PS 0(DX), Z5, Z0 // beta·C + value
 i8KernelVNNI512x2_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z4, Z7 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x2_bias0_1
 	VMULPS Z7, Z1, Z1
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x2_relu0_1
+i8KernelVNNI512x2_bias0_1:
+	VFMADD213PS 64(R13), Z7, Z1 // value·rs·cs + bias
+i8KernelVNNI512x2_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x2_acc0_1
+	VPXORD Z6, Z6, Z6
+	VMAXPS Z1, Z6, Z1 // a NaN value stays
+	VADDPS Z6, Z1, Z1 // −0 becomes +0
+i8KernelVNNI512x2_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x2_st0_1
 	VFMADD231PS 64(DX), Z5, Z1 // beta·C + value
 i8KernelVNNI512x2_st0_1:
@@ -4029,16 +5865,40 @@ i8KernelVNNI512x2_st0_1:
 	VBROADCASTSS beta+48(FP), Z5
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z4, Z7 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x2_bias1_0
 	VMULPS Z7, Z2, Z2
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x2_relu1_0
+i8KernelVNNI512x2_bias1_0:
+	VFMADD213PS 0(R13), Z7, Z2 // value·rs·cs + bias
+i8KernelVNNI512x2_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x2_acc1_0
+	VPXORD Z6, Z6, Z6
+	VMAXPS Z2, Z6, Z2 // a NaN value stays
+	VADDPS Z6, Z2, Z2 // −0 becomes +0
+i8KernelVNNI512x2_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x2_st1_0
 	VFMADD231PS 0(DX), Z5, Z2 // beta·C + value
 i8KernelVNNI512x2_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z4, Z7 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x2_bias1_1
 	VMULPS Z7, Z3, Z3
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x2_relu1_1
+i8KernelVNNI512x2_bias1_1:
+	VFMADD213PS 64(R13), Z7, Z3 // value·rs·cs + bias
+i8KernelVNNI512x2_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x2_acc1_1
+	VPXORD Z6, Z6, Z6
+	VMAXPS Z3, Z6, Z3 // a NaN value stays
+	VADDPS Z6, Z3, Z3 // −0 becomes +0
+i8KernelVNNI512x2_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x2_st1_1
 	VFMADD231PS 64(DX), Z5, Z3 // beta·C + value
 i8KernelVNNI512x2_st1_1:
@@ -4046,9 +5906,9 @@ i8KernelVNNI512x2_st1_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelVNNI512x1(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelVNNI512x1(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX512-VNNI, 1×32 tile: sums in Z0–Z1, B in Z2–Z3.
-TEXT ·i8KernelVNNI512x1(SB), NOSPLIT, $0-96
+TEXT ·i8KernelVNNI512x1(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -4122,6 +5982,7 @@ i8KernelVNNI512x1_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Z3
 	VPMULLD 0(R12), Z3, Z4
 	VPSUBD Z4, Z0, Z0
@@ -4131,16 +5992,40 @@ i8KernelVNNI512x1_dequant:
 	VBROADCASTSS beta+48(FP), Z3
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z2, Z5 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x1_bias0_0
 	VMULPS Z5, Z0, Z0
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x1_relu0_0
+i8KernelVNNI512x1_bias0_0:
+	VFMADD213PS 0(R13), Z5, Z0 // value·rs·cs + bias
+i8KernelVNNI512x1_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x1_acc0_0
+	VPXORD Z4, Z4, Z4
+	VMAXPS Z0, Z4, Z0 // a NaN value stays
+	VADDPS Z4, Z0, Z0 // −0 becomes +0
+i8KernelVNNI512x1_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x1_st0_0
 	VFMADD231PS 0(DX), Z3, Z0 // beta·C + value
 i8KernelVNNI512x1_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z2, Z5 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelVNNI512x1_bias0_1
 	VMULPS Z5, Z1, Z1
-	TESTQ AX, AX
+	JMP i8KernelVNNI512x1_relu0_1
+i8KernelVNNI512x1_bias0_1:
+	VFMADD213PS 64(R13), Z5, Z1 // value·rs·cs + bias
+i8KernelVNNI512x1_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelVNNI512x1_acc0_1
+	VPXORD Z4, Z4, Z4
+	VMAXPS Z1, Z4, Z1 // a NaN value stays
+	VADDPS Z4, Z1, Z1 // −0 becomes +0
+i8KernelVNNI512x1_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelVNNI512x1_st0_1
 	VFMADD231PS 64(DX), Z3, Z1 // beta·C + value
 i8KernelVNNI512x1_st0_1:
@@ -4148,9 +6033,9 @@ i8KernelVNNI512x1_st0_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelAVXVNNIx6(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelAVXVNNIx6(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX-VNNI, 6×16 tile: sums in Y0–Y11, B in Y12–Y13.
-TEXT ·i8KernelAVXVNNIx6(SB), NOSPLIT, $0-96
+TEXT ·i8KernelAVXVNNIx6(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -4324,6 +6209,7 @@ i8KernelAVXVNNIx6_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Y13
 	VPMULLD 0(R12), Y13, Y14
 	VPSUBD Y14, Y0, Y0
@@ -4333,16 +6219,40 @@ i8KernelAVXVNNIx6_dequant:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx6_bias0_0
 	VMULPS Y15, Y0, Y0
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx6_relu0_0
+i8KernelAVXVNNIx6_bias0_0:
+	VFMADD213PS 0(R13), Y15, Y0 // value·rs·cs + bias
+i8KernelAVXVNNIx6_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx6_acc0_0
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y0, Y14, Y0 // a NaN value stays
+	VADDPS Y14, Y0, Y0 // −0 becomes +0
+i8KernelAVXVNNIx6_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx6_st0_0
 	VFMADD231PS 0(DX), Y13, Y0 // beta·C + value
 i8KernelAVXVNNIx6_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx6_bias0_1
 	VMULPS Y15, Y1, Y1
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx6_relu0_1
+i8KernelAVXVNNIx6_bias0_1:
+	VFMADD213PS 32(R13), Y15, Y1 // value·rs·cs + bias
+i8KernelAVXVNNIx6_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx6_acc0_1
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y1, Y14, Y1 // a NaN value stays
+	VADDPS Y14, Y1, Y1 // −0 becomes +0
+i8KernelAVXVNNIx6_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx6_st0_1
 	VFMADD231PS 32(DX), Y13, Y1 // beta·C + value
 i8KernelAVXVNNIx6_st0_1:
@@ -4357,16 +6267,40 @@ i8KernelAVXVNNIx6_st0_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx6_bias1_0
 	VMULPS Y15, Y2, Y2
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx6_relu1_0
+i8KernelAVXVNNIx6_bias1_0:
+	VFMADD213PS 0(R13), Y15, Y2 // value·rs·cs + bias
+i8KernelAVXVNNIx6_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx6_acc1_0
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y2, Y14, Y2 // a NaN value stays
+	VADDPS Y14, Y2, Y2 // −0 becomes +0
+i8KernelAVXVNNIx6_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx6_st1_0
 	VFMADD231PS 0(DX), Y13, Y2 // beta·C + value
 i8KernelAVXVNNIx6_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx6_bias1_1
 	VMULPS Y15, Y3, Y3
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx6_relu1_1
+i8KernelAVXVNNIx6_bias1_1:
+	VFMADD213PS 32(R13), Y15, Y3 // value·rs·cs + bias
+i8KernelAVXVNNIx6_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx6_acc1_1
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y3, Y14, Y3 // a NaN value stays
+	VADDPS Y14, Y3, Y3 // −0 becomes +0
+i8KernelAVXVNNIx6_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx6_st1_1
 	VFMADD231PS 32(DX), Y13, Y3 // beta·C + value
 i8KernelAVXVNNIx6_st1_1:
@@ -4381,16 +6315,40 @@ i8KernelAVXVNNIx6_st1_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx6_bias2_0
 	VMULPS Y15, Y4, Y4
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx6_relu2_0
+i8KernelAVXVNNIx6_bias2_0:
+	VFMADD213PS 0(R13), Y15, Y4 // value·rs·cs + bias
+i8KernelAVXVNNIx6_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx6_acc2_0
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y4, Y14, Y4 // a NaN value stays
+	VADDPS Y14, Y4, Y4 // −0 becomes +0
+i8KernelAVXVNNIx6_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx6_st2_0
 	VFMADD231PS 0(DX), Y13, Y4 // beta·C + value
 i8KernelAVXVNNIx6_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx6_bias2_1
 	VMULPS Y15, Y5, Y5
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx6_relu2_1
+i8KernelAVXVNNIx6_bias2_1:
+	VFMADD213PS 32(R13), Y15, Y5 // value·rs·cs + bias
+i8KernelAVXVNNIx6_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx6_acc2_1
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y5, Y14, Y5 // a NaN value stays
+	VADDPS Y14, Y5, Y5 // −0 becomes +0
+i8KernelAVXVNNIx6_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx6_st2_1
 	VFMADD231PS 32(DX), Y13, Y5 // beta·C + value
 i8KernelAVXVNNIx6_st2_1:
@@ -4405,16 +6363,40 @@ i8KernelAVXVNNIx6_st2_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y6, Y6
 	VMULPS 0(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx6_bias3_0
 	VMULPS Y15, Y6, Y6
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx6_relu3_0
+i8KernelAVXVNNIx6_bias3_0:
+	VFMADD213PS 0(R13), Y15, Y6 // value·rs·cs + bias
+i8KernelAVXVNNIx6_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx6_acc3_0
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y6, Y14, Y6 // a NaN value stays
+	VADDPS Y14, Y6, Y6 // −0 becomes +0
+i8KernelAVXVNNIx6_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx6_st3_0
 	VFMADD231PS 0(DX), Y13, Y6 // beta·C + value
 i8KernelAVXVNNIx6_st3_0:
 	VMOVUPS Y6, 0(DX)
 	VCVTDQ2PS Y7, Y7
 	VMULPS 32(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx6_bias3_1
 	VMULPS Y15, Y7, Y7
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx6_relu3_1
+i8KernelAVXVNNIx6_bias3_1:
+	VFMADD213PS 32(R13), Y15, Y7 // value·rs·cs + bias
+i8KernelAVXVNNIx6_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx6_acc3_1
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y7, Y14, Y7 // a NaN value stays
+	VADDPS Y14, Y7, Y7 // −0 becomes +0
+i8KernelAVXVNNIx6_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx6_st3_1
 	VFMADD231PS 32(DX), Y13, Y7 // beta·C + value
 i8KernelAVXVNNIx6_st3_1:
@@ -4429,16 +6411,40 @@ i8KernelAVXVNNIx6_st3_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y8, Y8
 	VMULPS 0(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx6_bias4_0
 	VMULPS Y15, Y8, Y8
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx6_relu4_0
+i8KernelAVXVNNIx6_bias4_0:
+	VFMADD213PS 0(R13), Y15, Y8 // value·rs·cs + bias
+i8KernelAVXVNNIx6_relu4_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx6_acc4_0
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y8, Y14, Y8 // a NaN value stays
+	VADDPS Y14, Y8, Y8 // −0 becomes +0
+i8KernelAVXVNNIx6_acc4_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx6_st4_0
 	VFMADD231PS 0(DX), Y13, Y8 // beta·C + value
 i8KernelAVXVNNIx6_st4_0:
 	VMOVUPS Y8, 0(DX)
 	VCVTDQ2PS Y9, Y9
 	VMULPS 32(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx6_bias4_1
 	VMULPS Y15, Y9, Y9
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx6_relu4_1
+i8KernelAVXVNNIx6_bias4_1:
+	VFMADD213PS 32(R13), Y15, Y9 // value·rs·cs + bias
+i8KernelAVXVNNIx6_relu4_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx6_acc4_1
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y9, Y14, Y9 // a NaN value stays
+	VADDPS Y14, Y9, Y9 // −0 becomes +0
+i8KernelAVXVNNIx6_acc4_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx6_st4_1
 	VFMADD231PS 32(DX), Y13, Y9 // beta·C + value
 i8KernelAVXVNNIx6_st4_1:
@@ -4453,16 +6459,40 @@ i8KernelAVXVNNIx6_st4_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y10, Y10
 	VMULPS 0(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx6_bias5_0
 	VMULPS Y15, Y10, Y10
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx6_relu5_0
+i8KernelAVXVNNIx6_bias5_0:
+	VFMADD213PS 0(R13), Y15, Y10 // value·rs·cs + bias
+i8KernelAVXVNNIx6_relu5_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx6_acc5_0
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y10, Y14, Y10 // a NaN value stays
+	VADDPS Y14, Y10, Y10 // −0 becomes +0
+i8KernelAVXVNNIx6_acc5_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx6_st5_0
 	VFMADD231PS 0(DX), Y13, Y10 // beta·C + value
 i8KernelAVXVNNIx6_st5_0:
 	VMOVUPS Y10, 0(DX)
 	VCVTDQ2PS Y11, Y11
 	VMULPS 32(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx6_bias5_1
 	VMULPS Y15, Y11, Y11
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx6_relu5_1
+i8KernelAVXVNNIx6_bias5_1:
+	VFMADD213PS 32(R13), Y15, Y11 // value·rs·cs + bias
+i8KernelAVXVNNIx6_relu5_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx6_acc5_1
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y11, Y14, Y11 // a NaN value stays
+	VADDPS Y14, Y11, Y11 // −0 becomes +0
+i8KernelAVXVNNIx6_acc5_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx6_st5_1
 	VFMADD231PS 32(DX), Y13, Y11 // beta·C + value
 i8KernelAVXVNNIx6_st5_1:
@@ -4470,9 +6500,9 @@ i8KernelAVXVNNIx6_st5_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelAVXVNNIx5(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelAVXVNNIx5(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX-VNNI, 5×16 tile: sums in Y0–Y9, B in Y10–Y11.
-TEXT ·i8KernelAVXVNNIx5(SB), NOSPLIT, $0-96
+TEXT ·i8KernelAVXVNNIx5(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -4626,6 +6656,7 @@ i8KernelAVXVNNIx5_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Y11
 	VPMULLD 0(R12), Y11, Y12
 	VPSUBD Y12, Y0, Y0
@@ -4635,16 +6666,40 @@ i8KernelAVXVNNIx5_dequant:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx5_bias0_0
 	VMULPS Y13, Y0, Y0
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx5_relu0_0
+i8KernelAVXVNNIx5_bias0_0:
+	VFMADD213PS 0(R13), Y13, Y0 // value·rs·cs + bias
+i8KernelAVXVNNIx5_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx5_acc0_0
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y0, Y12, Y0 // a NaN value stays
+	VADDPS Y12, Y0, Y0 // −0 becomes +0
+i8KernelAVXVNNIx5_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx5_st0_0
 	VFMADD231PS 0(DX), Y11, Y0 // beta·C + value
 i8KernelAVXVNNIx5_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx5_bias0_1
 	VMULPS Y13, Y1, Y1
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx5_relu0_1
+i8KernelAVXVNNIx5_bias0_1:
+	VFMADD213PS 32(R13), Y13, Y1 // value·rs·cs + bias
+i8KernelAVXVNNIx5_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx5_acc0_1
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y1, Y12, Y1 // a NaN value stays
+	VADDPS Y12, Y1, Y1 // −0 becomes +0
+i8KernelAVXVNNIx5_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx5_st0_1
 	VFMADD231PS 32(DX), Y11, Y1 // beta·C + value
 i8KernelAVXVNNIx5_st0_1:
@@ -4659,16 +6714,40 @@ i8KernelAVXVNNIx5_st0_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx5_bias1_0
 	VMULPS Y13, Y2, Y2
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx5_relu1_0
+i8KernelAVXVNNIx5_bias1_0:
+	VFMADD213PS 0(R13), Y13, Y2 // value·rs·cs + bias
+i8KernelAVXVNNIx5_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx5_acc1_0
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y2, Y12, Y2 // a NaN value stays
+	VADDPS Y12, Y2, Y2 // −0 becomes +0
+i8KernelAVXVNNIx5_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx5_st1_0
 	VFMADD231PS 0(DX), Y11, Y2 // beta·C + value
 i8KernelAVXVNNIx5_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx5_bias1_1
 	VMULPS Y13, Y3, Y3
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx5_relu1_1
+i8KernelAVXVNNIx5_bias1_1:
+	VFMADD213PS 32(R13), Y13, Y3 // value·rs·cs + bias
+i8KernelAVXVNNIx5_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx5_acc1_1
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y3, Y12, Y3 // a NaN value stays
+	VADDPS Y12, Y3, Y3 // −0 becomes +0
+i8KernelAVXVNNIx5_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx5_st1_1
 	VFMADD231PS 32(DX), Y11, Y3 // beta·C + value
 i8KernelAVXVNNIx5_st1_1:
@@ -4683,16 +6762,40 @@ i8KernelAVXVNNIx5_st1_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx5_bias2_0
 	VMULPS Y13, Y4, Y4
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx5_relu2_0
+i8KernelAVXVNNIx5_bias2_0:
+	VFMADD213PS 0(R13), Y13, Y4 // value·rs·cs + bias
+i8KernelAVXVNNIx5_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx5_acc2_0
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y4, Y12, Y4 // a NaN value stays
+	VADDPS Y12, Y4, Y4 // −0 becomes +0
+i8KernelAVXVNNIx5_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx5_st2_0
 	VFMADD231PS 0(DX), Y11, Y4 // beta·C + value
 i8KernelAVXVNNIx5_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx5_bias2_1
 	VMULPS Y13, Y5, Y5
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx5_relu2_1
+i8KernelAVXVNNIx5_bias2_1:
+	VFMADD213PS 32(R13), Y13, Y5 // value·rs·cs + bias
+i8KernelAVXVNNIx5_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx5_acc2_1
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y5, Y12, Y5 // a NaN value stays
+	VADDPS Y12, Y5, Y5 // −0 becomes +0
+i8KernelAVXVNNIx5_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx5_st2_1
 	VFMADD231PS 32(DX), Y11, Y5 // beta·C + value
 i8KernelAVXVNNIx5_st2_1:
@@ -4707,16 +6810,40 @@ i8KernelAVXVNNIx5_st2_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y6, Y6
 	VMULPS 0(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx5_bias3_0
 	VMULPS Y13, Y6, Y6
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx5_relu3_0
+i8KernelAVXVNNIx5_bias3_0:
+	VFMADD213PS 0(R13), Y13, Y6 // value·rs·cs + bias
+i8KernelAVXVNNIx5_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx5_acc3_0
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y6, Y12, Y6 // a NaN value stays
+	VADDPS Y12, Y6, Y6 // −0 becomes +0
+i8KernelAVXVNNIx5_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx5_st3_0
 	VFMADD231PS 0(DX), Y11, Y6 // beta·C + value
 i8KernelAVXVNNIx5_st3_0:
 	VMOVUPS Y6, 0(DX)
 	VCVTDQ2PS Y7, Y7
 	VMULPS 32(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx5_bias3_1
 	VMULPS Y13, Y7, Y7
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx5_relu3_1
+i8KernelAVXVNNIx5_bias3_1:
+	VFMADD213PS 32(R13), Y13, Y7 // value·rs·cs + bias
+i8KernelAVXVNNIx5_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx5_acc3_1
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y7, Y12, Y7 // a NaN value stays
+	VADDPS Y12, Y7, Y7 // −0 becomes +0
+i8KernelAVXVNNIx5_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx5_st3_1
 	VFMADD231PS 32(DX), Y11, Y7 // beta·C + value
 i8KernelAVXVNNIx5_st3_1:
@@ -4731,16 +6858,40 @@ i8KernelAVXVNNIx5_st3_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y8, Y8
 	VMULPS 0(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx5_bias4_0
 	VMULPS Y13, Y8, Y8
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx5_relu4_0
+i8KernelAVXVNNIx5_bias4_0:
+	VFMADD213PS 0(R13), Y13, Y8 // value·rs·cs + bias
+i8KernelAVXVNNIx5_relu4_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx5_acc4_0
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y8, Y12, Y8 // a NaN value stays
+	VADDPS Y12, Y8, Y8 // −0 becomes +0
+i8KernelAVXVNNIx5_acc4_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx5_st4_0
 	VFMADD231PS 0(DX), Y11, Y8 // beta·C + value
 i8KernelAVXVNNIx5_st4_0:
 	VMOVUPS Y8, 0(DX)
 	VCVTDQ2PS Y9, Y9
 	VMULPS 32(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx5_bias4_1
 	VMULPS Y13, Y9, Y9
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx5_relu4_1
+i8KernelAVXVNNIx5_bias4_1:
+	VFMADD213PS 32(R13), Y13, Y9 // value·rs·cs + bias
+i8KernelAVXVNNIx5_relu4_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx5_acc4_1
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y9, Y12, Y9 // a NaN value stays
+	VADDPS Y12, Y9, Y9 // −0 becomes +0
+i8KernelAVXVNNIx5_acc4_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx5_st4_1
 	VFMADD231PS 32(DX), Y11, Y9 // beta·C + value
 i8KernelAVXVNNIx5_st4_1:
@@ -4748,9 +6899,9 @@ i8KernelAVXVNNIx5_st4_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelAVXVNNIx4(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelAVXVNNIx4(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX-VNNI, 4×16 tile: sums in Y0–Y7, B in Y8–Y9.
-TEXT ·i8KernelAVXVNNIx4(SB), NOSPLIT, $0-96
+TEXT ·i8KernelAVXVNNIx4(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -4884,6 +7035,7 @@ i8KernelAVXVNNIx4_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Y9
 	VPMULLD 0(R12), Y9, Y10
 	VPSUBD Y10, Y0, Y0
@@ -4893,16 +7045,40 @@ i8KernelAVXVNNIx4_dequant:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx4_bias0_0
 	VMULPS Y11, Y0, Y0
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx4_relu0_0
+i8KernelAVXVNNIx4_bias0_0:
+	VFMADD213PS 0(R13), Y11, Y0 // value·rs·cs + bias
+i8KernelAVXVNNIx4_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx4_acc0_0
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y0, Y10, Y0 // a NaN value stays
+	VADDPS Y10, Y0, Y0 // −0 becomes +0
+i8KernelAVXVNNIx4_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx4_st0_0
 	VFMADD231PS 0(DX), Y9, Y0 // beta·C + value
 i8KernelAVXVNNIx4_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx4_bias0_1
 	VMULPS Y11, Y1, Y1
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx4_relu0_1
+i8KernelAVXVNNIx4_bias0_1:
+	VFMADD213PS 32(R13), Y11, Y1 // value·rs·cs + bias
+i8KernelAVXVNNIx4_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx4_acc0_1
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y1, Y10, Y1 // a NaN value stays
+	VADDPS Y10, Y1, Y1 // −0 becomes +0
+i8KernelAVXVNNIx4_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx4_st0_1
 	VFMADD231PS 32(DX), Y9, Y1 // beta·C + value
 i8KernelAVXVNNIx4_st0_1:
@@ -4917,16 +7093,40 @@ i8KernelAVXVNNIx4_st0_1:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx4_bias1_0
 	VMULPS Y11, Y2, Y2
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx4_relu1_0
+i8KernelAVXVNNIx4_bias1_0:
+	VFMADD213PS 0(R13), Y11, Y2 // value·rs·cs + bias
+i8KernelAVXVNNIx4_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx4_acc1_0
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y2, Y10, Y2 // a NaN value stays
+	VADDPS Y10, Y2, Y2 // −0 becomes +0
+i8KernelAVXVNNIx4_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx4_st1_0
 	VFMADD231PS 0(DX), Y9, Y2 // beta·C + value
 i8KernelAVXVNNIx4_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx4_bias1_1
 	VMULPS Y11, Y3, Y3
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx4_relu1_1
+i8KernelAVXVNNIx4_bias1_1:
+	VFMADD213PS 32(R13), Y11, Y3 // value·rs·cs + bias
+i8KernelAVXVNNIx4_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx4_acc1_1
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y3, Y10, Y3 // a NaN value stays
+	VADDPS Y10, Y3, Y3 // −0 becomes +0
+i8KernelAVXVNNIx4_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx4_st1_1
 	VFMADD231PS 32(DX), Y9, Y3 // beta·C + value
 i8KernelAVXVNNIx4_st1_1:
@@ -4941,16 +7141,40 @@ i8KernelAVXVNNIx4_st1_1:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx4_bias2_0
 	VMULPS Y11, Y4, Y4
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx4_relu2_0
+i8KernelAVXVNNIx4_bias2_0:
+	VFMADD213PS 0(R13), Y11, Y4 // value·rs·cs + bias
+i8KernelAVXVNNIx4_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx4_acc2_0
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y4, Y10, Y4 // a NaN value stays
+	VADDPS Y10, Y4, Y4 // −0 becomes +0
+i8KernelAVXVNNIx4_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx4_st2_0
 	VFMADD231PS 0(DX), Y9, Y4 // beta·C + value
 i8KernelAVXVNNIx4_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx4_bias2_1
 	VMULPS Y11, Y5, Y5
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx4_relu2_1
+i8KernelAVXVNNIx4_bias2_1:
+	VFMADD213PS 32(R13), Y11, Y5 // value·rs·cs + bias
+i8KernelAVXVNNIx4_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx4_acc2_1
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y5, Y10, Y5 // a NaN value stays
+	VADDPS Y10, Y5, Y5 // −0 becomes +0
+i8KernelAVXVNNIx4_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx4_st2_1
 	VFMADD231PS 32(DX), Y9, Y5 // beta·C + value
 i8KernelAVXVNNIx4_st2_1:
@@ -4965,16 +7189,40 @@ i8KernelAVXVNNIx4_st2_1:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y6, Y6
 	VMULPS 0(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx4_bias3_0
 	VMULPS Y11, Y6, Y6
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx4_relu3_0
+i8KernelAVXVNNIx4_bias3_0:
+	VFMADD213PS 0(R13), Y11, Y6 // value·rs·cs + bias
+i8KernelAVXVNNIx4_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx4_acc3_0
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y6, Y10, Y6 // a NaN value stays
+	VADDPS Y10, Y6, Y6 // −0 becomes +0
+i8KernelAVXVNNIx4_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx4_st3_0
 	VFMADD231PS 0(DX), Y9, Y6 // beta·C + value
 i8KernelAVXVNNIx4_st3_0:
 	VMOVUPS Y6, 0(DX)
 	VCVTDQ2PS Y7, Y7
 	VMULPS 32(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx4_bias3_1
 	VMULPS Y11, Y7, Y7
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx4_relu3_1
+i8KernelAVXVNNIx4_bias3_1:
+	VFMADD213PS 32(R13), Y11, Y7 // value·rs·cs + bias
+i8KernelAVXVNNIx4_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx4_acc3_1
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y7, Y10, Y7 // a NaN value stays
+	VADDPS Y10, Y7, Y7 // −0 becomes +0
+i8KernelAVXVNNIx4_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx4_st3_1
 	VFMADD231PS 32(DX), Y9, Y7 // beta·C + value
 i8KernelAVXVNNIx4_st3_1:
@@ -4982,9 +7230,9 @@ i8KernelAVXVNNIx4_st3_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelAVXVNNIx3(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelAVXVNNIx3(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX-VNNI, 3×16 tile: sums in Y0–Y5, B in Y6–Y7.
-TEXT ·i8KernelAVXVNNIx3(SB), NOSPLIT, $0-96
+TEXT ·i8KernelAVXVNNIx3(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -5098,6 +7346,7 @@ i8KernelAVXVNNIx3_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Y7
 	VPMULLD 0(R12), Y7, Y8
 	VPSUBD Y8, Y0, Y0
@@ -5107,16 +7356,40 @@ i8KernelAVXVNNIx3_dequant:
 	VBROADCASTSS beta+48(FP), Y7
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y6, Y9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx3_bias0_0
 	VMULPS Y9, Y0, Y0
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx3_relu0_0
+i8KernelAVXVNNIx3_bias0_0:
+	VFMADD213PS 0(R13), Y9, Y0 // value·rs·cs + bias
+i8KernelAVXVNNIx3_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx3_acc0_0
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y0, Y8, Y0 // a NaN value stays
+	VADDPS Y8, Y0, Y0 // −0 becomes +0
+i8KernelAVXVNNIx3_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx3_st0_0
 	VFMADD231PS 0(DX), Y7, Y0 // beta·C + value
 i8KernelAVXVNNIx3_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y6, Y9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx3_bias0_1
 	VMULPS Y9, Y1, Y1
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx3_relu0_1
+i8KernelAVXVNNIx3_bias0_1:
+	VFMADD213PS 32(R13), Y9, Y1 // value·rs·cs + bias
+i8KernelAVXVNNIx3_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx3_acc0_1
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y1, Y8, Y1 // a NaN value stays
+	VADDPS Y8, Y1, Y1 // −0 becomes +0
+i8KernelAVXVNNIx3_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx3_st0_1
 	VFMADD231PS 32(DX), Y7, Y1 // beta·C + value
 i8KernelAVXVNNIx3_st0_1:
@@ -5131,16 +7404,40 @@ i8KernelAVXVNNIx3_st0_1:
 	VBROADCASTSS beta+48(FP), Y7
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y6, Y9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx3_bias1_0
 	VMULPS Y9, Y2, Y2
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx3_relu1_0
+i8KernelAVXVNNIx3_bias1_0:
+	VFMADD213PS 0(R13), Y9, Y2 // value·rs·cs + bias
+i8KernelAVXVNNIx3_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx3_acc1_0
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y2, Y8, Y2 // a NaN value stays
+	VADDPS Y8, Y2, Y2 // −0 becomes +0
+i8KernelAVXVNNIx3_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx3_st1_0
 	VFMADD231PS 0(DX), Y7, Y2 // beta·C + value
 i8KernelAVXVNNIx3_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y6, Y9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx3_bias1_1
 	VMULPS Y9, Y3, Y3
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx3_relu1_1
+i8KernelAVXVNNIx3_bias1_1:
+	VFMADD213PS 32(R13), Y9, Y3 // value·rs·cs + bias
+i8KernelAVXVNNIx3_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx3_acc1_1
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y3, Y8, Y3 // a NaN value stays
+	VADDPS Y8, Y3, Y3 // −0 becomes +0
+i8KernelAVXVNNIx3_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx3_st1_1
 	VFMADD231PS 32(DX), Y7, Y3 // beta·C + value
 i8KernelAVXVNNIx3_st1_1:
@@ -5155,16 +7452,40 @@ i8KernelAVXVNNIx3_st1_1:
 	VBROADCASTSS beta+48(FP), Y7
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y6, Y9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx3_bias2_0
 	VMULPS Y9, Y4, Y4
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx3_relu2_0
+i8KernelAVXVNNIx3_bias2_0:
+	VFMADD213PS 0(R13), Y9, Y4 // value·rs·cs + bias
+i8KernelAVXVNNIx3_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx3_acc2_0
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y4, Y8, Y4 // a NaN value stays
+	VADDPS Y8, Y4, Y4 // −0 becomes +0
+i8KernelAVXVNNIx3_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx3_st2_0
 	VFMADD231PS 0(DX), Y7, Y4 // beta·C + value
 i8KernelAVXVNNIx3_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y6, Y9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx3_bias2_1
 	VMULPS Y9, Y5, Y5
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx3_relu2_1
+i8KernelAVXVNNIx3_bias2_1:
+	VFMADD213PS 32(R13), Y9, Y5 // value·rs·cs + bias
+i8KernelAVXVNNIx3_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx3_acc2_1
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y5, Y8, Y5 // a NaN value stays
+	VADDPS Y8, Y5, Y5 // −0 becomes +0
+i8KernelAVXVNNIx3_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx3_st2_1
 	VFMADD231PS 32(DX), Y7, Y5 // beta·C + value
 i8KernelAVXVNNIx3_st2_1:
@@ -5172,9 +7493,9 @@ i8KernelAVXVNNIx3_st2_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelAVXVNNIx2(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelAVXVNNIx2(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX-VNNI, 2×16 tile: sums in Y0–Y3, B in Y4–Y5.
-TEXT ·i8KernelAVXVNNIx2(SB), NOSPLIT, $0-96
+TEXT ·i8KernelAVXVNNIx2(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -5268,6 +7589,7 @@ i8KernelAVXVNNIx2_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Y5
 	VPMULLD 0(R12), Y5, Y6
 	VPSUBD Y6, Y0, Y0
@@ -5277,16 +7599,40 @@ i8KernelAVXVNNIx2_dequant:
 	VBROADCASTSS beta+48(FP), Y5
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y4, Y7 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx2_bias0_0
 	VMULPS Y7, Y0, Y0
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx2_relu0_0
+i8KernelAVXVNNIx2_bias0_0:
+	VFMADD213PS 0(R13), Y7, Y0 // value·rs·cs + bias
+i8KernelAVXVNNIx2_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx2_acc0_0
+	VXORPS Y6, Y6, Y6
+	VMAXPS Y0, Y6, Y0 // a NaN value stays
+	VADDPS Y6, Y0, Y0 // −0 becomes +0
+i8KernelAVXVNNIx2_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx2_st0_0
 	VFMADD231PS 0(DX), Y5, Y0 // beta·C + value
 i8KernelAVXVNNIx2_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y4, Y7 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx2_bias0_1
 	VMULPS Y7, Y1, Y1
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx2_relu0_1
+i8KernelAVXVNNIx2_bias0_1:
+	VFMADD213PS 32(R13), Y7, Y1 // value·rs·cs + bias
+i8KernelAVXVNNIx2_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx2_acc0_1
+	VXORPS Y6, Y6, Y6
+	VMAXPS Y1, Y6, Y1 // a NaN value stays
+	VADDPS Y6, Y1, Y1 // −0 becomes +0
+i8KernelAVXVNNIx2_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx2_st0_1
 	VFMADD231PS 32(DX), Y5, Y1 // beta·C + value
 i8KernelAVXVNNIx2_st0_1:
@@ -5301,16 +7647,40 @@ i8KernelAVXVNNIx2_st0_1:
 	VBROADCASTSS beta+48(FP), Y5
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y4, Y7 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx2_bias1_0
 	VMULPS Y7, Y2, Y2
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx2_relu1_0
+i8KernelAVXVNNIx2_bias1_0:
+	VFMADD213PS 0(R13), Y7, Y2 // value·rs·cs + bias
+i8KernelAVXVNNIx2_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx2_acc1_0
+	VXORPS Y6, Y6, Y6
+	VMAXPS Y2, Y6, Y2 // a NaN value stays
+	VADDPS Y6, Y2, Y2 // −0 becomes +0
+i8KernelAVXVNNIx2_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx2_st1_0
 	VFMADD231PS 0(DX), Y5, Y2 // beta·C + value
 i8KernelAVXVNNIx2_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y4, Y7 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx2_bias1_1
 	VMULPS Y7, Y3, Y3
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx2_relu1_1
+i8KernelAVXVNNIx2_bias1_1:
+	VFMADD213PS 32(R13), Y7, Y3 // value·rs·cs + bias
+i8KernelAVXVNNIx2_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx2_acc1_1
+	VXORPS Y6, Y6, Y6
+	VMAXPS Y3, Y6, Y3 // a NaN value stays
+	VADDPS Y6, Y3, Y3 // −0 becomes +0
+i8KernelAVXVNNIx2_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx2_st1_1
 	VFMADD231PS 32(DX), Y5, Y3 // beta·C + value
 i8KernelAVXVNNIx2_st1_1:
@@ -5318,9 +7688,9 @@ i8KernelAVXVNNIx2_st1_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelAVXVNNIx1(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelAVXVNNIx1(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX-VNNI, 1×16 tile: sums in Y0–Y1, B in Y2–Y3.
-TEXT ·i8KernelAVXVNNIx1(SB), NOSPLIT, $0-96
+TEXT ·i8KernelAVXVNNIx1(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -5394,6 +7764,7 @@ i8KernelAVXVNNIx1_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Y3
 	VPMULLD 0(R12), Y3, Y4
 	VPSUBD Y4, Y0, Y0
@@ -5403,16 +7774,40 @@ i8KernelAVXVNNIx1_dequant:
 	VBROADCASTSS beta+48(FP), Y3
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y2, Y5 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx1_bias0_0
 	VMULPS Y5, Y0, Y0
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx1_relu0_0
+i8KernelAVXVNNIx1_bias0_0:
+	VFMADD213PS 0(R13), Y5, Y0 // value·rs·cs + bias
+i8KernelAVXVNNIx1_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx1_acc0_0
+	VXORPS Y4, Y4, Y4
+	VMAXPS Y0, Y4, Y0 // a NaN value stays
+	VADDPS Y4, Y0, Y0 // −0 becomes +0
+i8KernelAVXVNNIx1_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx1_st0_0
 	VFMADD231PS 0(DX), Y3, Y0 // beta·C + value
 i8KernelAVXVNNIx1_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y2, Y5 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVXVNNIx1_bias0_1
 	VMULPS Y5, Y1, Y1
-	TESTQ AX, AX
+	JMP i8KernelAVXVNNIx1_relu0_1
+i8KernelAVXVNNIx1_bias0_1:
+	VFMADD213PS 32(R13), Y5, Y1 // value·rs·cs + bias
+i8KernelAVXVNNIx1_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelAVXVNNIx1_acc0_1
+	VXORPS Y4, Y4, Y4
+	VMAXPS Y1, Y4, Y1 // a NaN value stays
+	VADDPS Y4, Y1, Y1 // −0 becomes +0
+i8KernelAVXVNNIx1_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelAVXVNNIx1_st0_1
 	VFMADD231PS 32(DX), Y3, Y1 // beta·C + value
 i8KernelAVXVNNIx1_st0_1:
@@ -5420,9 +7815,9 @@ i8KernelAVXVNNIx1_st0_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelAVX2x6(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelAVX2x6(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX2 (VPMADDWD on int16), 6×16 tile: sums in Y0–Y11, B in Y12–Y13.
-TEXT ·i8KernelAVX2x6(SB), NOSPLIT, $0-96
+TEXT ·i8KernelAVX2x6(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -5656,6 +8051,7 @@ i8KernelAVX2x6_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Y13
 	VPMULLD 0(R12), Y13, Y14
 	VPSUBD Y14, Y0, Y0
@@ -5665,16 +8061,40 @@ i8KernelAVX2x6_dequant:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x6_bias0_0
 	VMULPS Y15, Y0, Y0
-	TESTQ AX, AX
+	JMP i8KernelAVX2x6_relu0_0
+i8KernelAVX2x6_bias0_0:
+	VFMADD213PS 0(R13), Y15, Y0 // value·rs·cs + bias
+i8KernelAVX2x6_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x6_acc0_0
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y0, Y14, Y0 // a NaN value stays
+	VADDPS Y14, Y0, Y0 // −0 becomes +0
+i8KernelAVX2x6_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x6_st0_0
 	VFMADD231PS 0(DX), Y13, Y0 // beta·C + value
 i8KernelAVX2x6_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x6_bias0_1
 	VMULPS Y15, Y1, Y1
-	TESTQ AX, AX
+	JMP i8KernelAVX2x6_relu0_1
+i8KernelAVX2x6_bias0_1:
+	VFMADD213PS 32(R13), Y15, Y1 // value·rs·cs + bias
+i8KernelAVX2x6_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x6_acc0_1
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y1, Y14, Y1 // a NaN value stays
+	VADDPS Y14, Y1, Y1 // −0 becomes +0
+i8KernelAVX2x6_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x6_st0_1
 	VFMADD231PS 32(DX), Y13, Y1 // beta·C + value
 i8KernelAVX2x6_st0_1:
@@ -5689,16 +8109,40 @@ i8KernelAVX2x6_st0_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x6_bias1_0
 	VMULPS Y15, Y2, Y2
-	TESTQ AX, AX
+	JMP i8KernelAVX2x6_relu1_0
+i8KernelAVX2x6_bias1_0:
+	VFMADD213PS 0(R13), Y15, Y2 // value·rs·cs + bias
+i8KernelAVX2x6_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x6_acc1_0
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y2, Y14, Y2 // a NaN value stays
+	VADDPS Y14, Y2, Y2 // −0 becomes +0
+i8KernelAVX2x6_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x6_st1_0
 	VFMADD231PS 0(DX), Y13, Y2 // beta·C + value
 i8KernelAVX2x6_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x6_bias1_1
 	VMULPS Y15, Y3, Y3
-	TESTQ AX, AX
+	JMP i8KernelAVX2x6_relu1_1
+i8KernelAVX2x6_bias1_1:
+	VFMADD213PS 32(R13), Y15, Y3 // value·rs·cs + bias
+i8KernelAVX2x6_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x6_acc1_1
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y3, Y14, Y3 // a NaN value stays
+	VADDPS Y14, Y3, Y3 // −0 becomes +0
+i8KernelAVX2x6_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x6_st1_1
 	VFMADD231PS 32(DX), Y13, Y3 // beta·C + value
 i8KernelAVX2x6_st1_1:
@@ -5713,16 +8157,40 @@ i8KernelAVX2x6_st1_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x6_bias2_0
 	VMULPS Y15, Y4, Y4
-	TESTQ AX, AX
+	JMP i8KernelAVX2x6_relu2_0
+i8KernelAVX2x6_bias2_0:
+	VFMADD213PS 0(R13), Y15, Y4 // value·rs·cs + bias
+i8KernelAVX2x6_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x6_acc2_0
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y4, Y14, Y4 // a NaN value stays
+	VADDPS Y14, Y4, Y4 // −0 becomes +0
+i8KernelAVX2x6_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x6_st2_0
 	VFMADD231PS 0(DX), Y13, Y4 // beta·C + value
 i8KernelAVX2x6_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x6_bias2_1
 	VMULPS Y15, Y5, Y5
-	TESTQ AX, AX
+	JMP i8KernelAVX2x6_relu2_1
+i8KernelAVX2x6_bias2_1:
+	VFMADD213PS 32(R13), Y15, Y5 // value·rs·cs + bias
+i8KernelAVX2x6_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x6_acc2_1
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y5, Y14, Y5 // a NaN value stays
+	VADDPS Y14, Y5, Y5 // −0 becomes +0
+i8KernelAVX2x6_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x6_st2_1
 	VFMADD231PS 32(DX), Y13, Y5 // beta·C + value
 i8KernelAVX2x6_st2_1:
@@ -5737,16 +8205,40 @@ i8KernelAVX2x6_st2_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y6, Y6
 	VMULPS 0(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x6_bias3_0
 	VMULPS Y15, Y6, Y6
-	TESTQ AX, AX
+	JMP i8KernelAVX2x6_relu3_0
+i8KernelAVX2x6_bias3_0:
+	VFMADD213PS 0(R13), Y15, Y6 // value·rs·cs + bias
+i8KernelAVX2x6_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x6_acc3_0
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y6, Y14, Y6 // a NaN value stays
+	VADDPS Y14, Y6, Y6 // −0 becomes +0
+i8KernelAVX2x6_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x6_st3_0
 	VFMADD231PS 0(DX), Y13, Y6 // beta·C + value
 i8KernelAVX2x6_st3_0:
 	VMOVUPS Y6, 0(DX)
 	VCVTDQ2PS Y7, Y7
 	VMULPS 32(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x6_bias3_1
 	VMULPS Y15, Y7, Y7
-	TESTQ AX, AX
+	JMP i8KernelAVX2x6_relu3_1
+i8KernelAVX2x6_bias3_1:
+	VFMADD213PS 32(R13), Y15, Y7 // value·rs·cs + bias
+i8KernelAVX2x6_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x6_acc3_1
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y7, Y14, Y7 // a NaN value stays
+	VADDPS Y14, Y7, Y7 // −0 becomes +0
+i8KernelAVX2x6_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x6_st3_1
 	VFMADD231PS 32(DX), Y13, Y7 // beta·C + value
 i8KernelAVX2x6_st3_1:
@@ -5761,16 +8253,40 @@ i8KernelAVX2x6_st3_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y8, Y8
 	VMULPS 0(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x6_bias4_0
 	VMULPS Y15, Y8, Y8
-	TESTQ AX, AX
+	JMP i8KernelAVX2x6_relu4_0
+i8KernelAVX2x6_bias4_0:
+	VFMADD213PS 0(R13), Y15, Y8 // value·rs·cs + bias
+i8KernelAVX2x6_relu4_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x6_acc4_0
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y8, Y14, Y8 // a NaN value stays
+	VADDPS Y14, Y8, Y8 // −0 becomes +0
+i8KernelAVX2x6_acc4_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x6_st4_0
 	VFMADD231PS 0(DX), Y13, Y8 // beta·C + value
 i8KernelAVX2x6_st4_0:
 	VMOVUPS Y8, 0(DX)
 	VCVTDQ2PS Y9, Y9
 	VMULPS 32(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x6_bias4_1
 	VMULPS Y15, Y9, Y9
-	TESTQ AX, AX
+	JMP i8KernelAVX2x6_relu4_1
+i8KernelAVX2x6_bias4_1:
+	VFMADD213PS 32(R13), Y15, Y9 // value·rs·cs + bias
+i8KernelAVX2x6_relu4_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x6_acc4_1
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y9, Y14, Y9 // a NaN value stays
+	VADDPS Y14, Y9, Y9 // −0 becomes +0
+i8KernelAVX2x6_acc4_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x6_st4_1
 	VFMADD231PS 32(DX), Y13, Y9 // beta·C + value
 i8KernelAVX2x6_st4_1:
@@ -5785,16 +8301,40 @@ i8KernelAVX2x6_st4_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y10, Y10
 	VMULPS 0(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x6_bias5_0
 	VMULPS Y15, Y10, Y10
-	TESTQ AX, AX
+	JMP i8KernelAVX2x6_relu5_0
+i8KernelAVX2x6_bias5_0:
+	VFMADD213PS 0(R13), Y15, Y10 // value·rs·cs + bias
+i8KernelAVX2x6_relu5_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x6_acc5_0
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y10, Y14, Y10 // a NaN value stays
+	VADDPS Y14, Y10, Y10 // −0 becomes +0
+i8KernelAVX2x6_acc5_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x6_st5_0
 	VFMADD231PS 0(DX), Y13, Y10 // beta·C + value
 i8KernelAVX2x6_st5_0:
 	VMOVUPS Y10, 0(DX)
 	VCVTDQ2PS Y11, Y11
 	VMULPS 32(R11), Y12, Y15 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x6_bias5_1
 	VMULPS Y15, Y11, Y11
-	TESTQ AX, AX
+	JMP i8KernelAVX2x6_relu5_1
+i8KernelAVX2x6_bias5_1:
+	VFMADD213PS 32(R13), Y15, Y11 // value·rs·cs + bias
+i8KernelAVX2x6_relu5_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x6_acc5_1
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y11, Y14, Y11 // a NaN value stays
+	VADDPS Y14, Y11, Y11 // −0 becomes +0
+i8KernelAVX2x6_acc5_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x6_st5_1
 	VFMADD231PS 32(DX), Y13, Y11 // beta·C + value
 i8KernelAVX2x6_st5_1:
@@ -5802,9 +8342,9 @@ i8KernelAVX2x6_st5_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelAVX2x5(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelAVX2x5(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX2 (VPMADDWD on int16), 5×16 tile: sums in Y0–Y9, B in Y10–Y11.
-TEXT ·i8KernelAVX2x5(SB), NOSPLIT, $0-96
+TEXT ·i8KernelAVX2x5(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -6008,6 +8548,7 @@ i8KernelAVX2x5_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Y11
 	VPMULLD 0(R12), Y11, Y12
 	VPSUBD Y12, Y0, Y0
@@ -6017,16 +8558,40 @@ i8KernelAVX2x5_dequant:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x5_bias0_0
 	VMULPS Y13, Y0, Y0
-	TESTQ AX, AX
+	JMP i8KernelAVX2x5_relu0_0
+i8KernelAVX2x5_bias0_0:
+	VFMADD213PS 0(R13), Y13, Y0 // value·rs·cs + bias
+i8KernelAVX2x5_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x5_acc0_0
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y0, Y12, Y0 // a NaN value stays
+	VADDPS Y12, Y0, Y0 // −0 becomes +0
+i8KernelAVX2x5_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x5_st0_0
 	VFMADD231PS 0(DX), Y11, Y0 // beta·C + value
 i8KernelAVX2x5_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x5_bias0_1
 	VMULPS Y13, Y1, Y1
-	TESTQ AX, AX
+	JMP i8KernelAVX2x5_relu0_1
+i8KernelAVX2x5_bias0_1:
+	VFMADD213PS 32(R13), Y13, Y1 // value·rs·cs + bias
+i8KernelAVX2x5_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x5_acc0_1
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y1, Y12, Y1 // a NaN value stays
+	VADDPS Y12, Y1, Y1 // −0 becomes +0
+i8KernelAVX2x5_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x5_st0_1
 	VFMADD231PS 32(DX), Y11, Y1 // beta·C + value
 i8KernelAVX2x5_st0_1:
@@ -6041,16 +8606,40 @@ i8KernelAVX2x5_st0_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x5_bias1_0
 	VMULPS Y13, Y2, Y2
-	TESTQ AX, AX
+	JMP i8KernelAVX2x5_relu1_0
+i8KernelAVX2x5_bias1_0:
+	VFMADD213PS 0(R13), Y13, Y2 // value·rs·cs + bias
+i8KernelAVX2x5_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x5_acc1_0
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y2, Y12, Y2 // a NaN value stays
+	VADDPS Y12, Y2, Y2 // −0 becomes +0
+i8KernelAVX2x5_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x5_st1_0
 	VFMADD231PS 0(DX), Y11, Y2 // beta·C + value
 i8KernelAVX2x5_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x5_bias1_1
 	VMULPS Y13, Y3, Y3
-	TESTQ AX, AX
+	JMP i8KernelAVX2x5_relu1_1
+i8KernelAVX2x5_bias1_1:
+	VFMADD213PS 32(R13), Y13, Y3 // value·rs·cs + bias
+i8KernelAVX2x5_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x5_acc1_1
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y3, Y12, Y3 // a NaN value stays
+	VADDPS Y12, Y3, Y3 // −0 becomes +0
+i8KernelAVX2x5_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x5_st1_1
 	VFMADD231PS 32(DX), Y11, Y3 // beta·C + value
 i8KernelAVX2x5_st1_1:
@@ -6065,16 +8654,40 @@ i8KernelAVX2x5_st1_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x5_bias2_0
 	VMULPS Y13, Y4, Y4
-	TESTQ AX, AX
+	JMP i8KernelAVX2x5_relu2_0
+i8KernelAVX2x5_bias2_0:
+	VFMADD213PS 0(R13), Y13, Y4 // value·rs·cs + bias
+i8KernelAVX2x5_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x5_acc2_0
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y4, Y12, Y4 // a NaN value stays
+	VADDPS Y12, Y4, Y4 // −0 becomes +0
+i8KernelAVX2x5_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x5_st2_0
 	VFMADD231PS 0(DX), Y11, Y4 // beta·C + value
 i8KernelAVX2x5_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x5_bias2_1
 	VMULPS Y13, Y5, Y5
-	TESTQ AX, AX
+	JMP i8KernelAVX2x5_relu2_1
+i8KernelAVX2x5_bias2_1:
+	VFMADD213PS 32(R13), Y13, Y5 // value·rs·cs + bias
+i8KernelAVX2x5_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x5_acc2_1
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y5, Y12, Y5 // a NaN value stays
+	VADDPS Y12, Y5, Y5 // −0 becomes +0
+i8KernelAVX2x5_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x5_st2_1
 	VFMADD231PS 32(DX), Y11, Y5 // beta·C + value
 i8KernelAVX2x5_st2_1:
@@ -6089,16 +8702,40 @@ i8KernelAVX2x5_st2_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y6, Y6
 	VMULPS 0(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x5_bias3_0
 	VMULPS Y13, Y6, Y6
-	TESTQ AX, AX
+	JMP i8KernelAVX2x5_relu3_0
+i8KernelAVX2x5_bias3_0:
+	VFMADD213PS 0(R13), Y13, Y6 // value·rs·cs + bias
+i8KernelAVX2x5_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x5_acc3_0
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y6, Y12, Y6 // a NaN value stays
+	VADDPS Y12, Y6, Y6 // −0 becomes +0
+i8KernelAVX2x5_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x5_st3_0
 	VFMADD231PS 0(DX), Y11, Y6 // beta·C + value
 i8KernelAVX2x5_st3_0:
 	VMOVUPS Y6, 0(DX)
 	VCVTDQ2PS Y7, Y7
 	VMULPS 32(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x5_bias3_1
 	VMULPS Y13, Y7, Y7
-	TESTQ AX, AX
+	JMP i8KernelAVX2x5_relu3_1
+i8KernelAVX2x5_bias3_1:
+	VFMADD213PS 32(R13), Y13, Y7 // value·rs·cs + bias
+i8KernelAVX2x5_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x5_acc3_1
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y7, Y12, Y7 // a NaN value stays
+	VADDPS Y12, Y7, Y7 // −0 becomes +0
+i8KernelAVX2x5_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x5_st3_1
 	VFMADD231PS 32(DX), Y11, Y7 // beta·C + value
 i8KernelAVX2x5_st3_1:
@@ -6113,16 +8750,40 @@ i8KernelAVX2x5_st3_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y8, Y8
 	VMULPS 0(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x5_bias4_0
 	VMULPS Y13, Y8, Y8
-	TESTQ AX, AX
+	JMP i8KernelAVX2x5_relu4_0
+i8KernelAVX2x5_bias4_0:
+	VFMADD213PS 0(R13), Y13, Y8 // value·rs·cs + bias
+i8KernelAVX2x5_relu4_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x5_acc4_0
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y8, Y12, Y8 // a NaN value stays
+	VADDPS Y12, Y8, Y8 // −0 becomes +0
+i8KernelAVX2x5_acc4_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x5_st4_0
 	VFMADD231PS 0(DX), Y11, Y8 // beta·C + value
 i8KernelAVX2x5_st4_0:
 	VMOVUPS Y8, 0(DX)
 	VCVTDQ2PS Y9, Y9
 	VMULPS 32(R11), Y10, Y13 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x5_bias4_1
 	VMULPS Y13, Y9, Y9
-	TESTQ AX, AX
+	JMP i8KernelAVX2x5_relu4_1
+i8KernelAVX2x5_bias4_1:
+	VFMADD213PS 32(R13), Y13, Y9 // value·rs·cs + bias
+i8KernelAVX2x5_relu4_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x5_acc4_1
+	VXORPS Y12, Y12, Y12
+	VMAXPS Y9, Y12, Y9 // a NaN value stays
+	VADDPS Y12, Y9, Y9 // −0 becomes +0
+i8KernelAVX2x5_acc4_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x5_st4_1
 	VFMADD231PS 32(DX), Y11, Y9 // beta·C + value
 i8KernelAVX2x5_st4_1:
@@ -6130,9 +8791,9 @@ i8KernelAVX2x5_st4_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelAVX2x4(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelAVX2x4(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX2 (VPMADDWD on int16), 4×16 tile: sums in Y0–Y7, B in Y8–Y9.
-TEXT ·i8KernelAVX2x4(SB), NOSPLIT, $0-96
+TEXT ·i8KernelAVX2x4(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -6306,6 +8967,7 @@ i8KernelAVX2x4_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Y9
 	VPMULLD 0(R12), Y9, Y10
 	VPSUBD Y10, Y0, Y0
@@ -6315,16 +8977,40 @@ i8KernelAVX2x4_dequant:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x4_bias0_0
 	VMULPS Y11, Y0, Y0
-	TESTQ AX, AX
+	JMP i8KernelAVX2x4_relu0_0
+i8KernelAVX2x4_bias0_0:
+	VFMADD213PS 0(R13), Y11, Y0 // value·rs·cs + bias
+i8KernelAVX2x4_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x4_acc0_0
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y0, Y10, Y0 // a NaN value stays
+	VADDPS Y10, Y0, Y0 // −0 becomes +0
+i8KernelAVX2x4_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x4_st0_0
 	VFMADD231PS 0(DX), Y9, Y0 // beta·C + value
 i8KernelAVX2x4_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x4_bias0_1
 	VMULPS Y11, Y1, Y1
-	TESTQ AX, AX
+	JMP i8KernelAVX2x4_relu0_1
+i8KernelAVX2x4_bias0_1:
+	VFMADD213PS 32(R13), Y11, Y1 // value·rs·cs + bias
+i8KernelAVX2x4_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x4_acc0_1
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y1, Y10, Y1 // a NaN value stays
+	VADDPS Y10, Y1, Y1 // −0 becomes +0
+i8KernelAVX2x4_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x4_st0_1
 	VFMADD231PS 32(DX), Y9, Y1 // beta·C + value
 i8KernelAVX2x4_st0_1:
@@ -6339,16 +9025,40 @@ i8KernelAVX2x4_st0_1:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x4_bias1_0
 	VMULPS Y11, Y2, Y2
-	TESTQ AX, AX
+	JMP i8KernelAVX2x4_relu1_0
+i8KernelAVX2x4_bias1_0:
+	VFMADD213PS 0(R13), Y11, Y2 // value·rs·cs + bias
+i8KernelAVX2x4_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x4_acc1_0
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y2, Y10, Y2 // a NaN value stays
+	VADDPS Y10, Y2, Y2 // −0 becomes +0
+i8KernelAVX2x4_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x4_st1_0
 	VFMADD231PS 0(DX), Y9, Y2 // beta·C + value
 i8KernelAVX2x4_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x4_bias1_1
 	VMULPS Y11, Y3, Y3
-	TESTQ AX, AX
+	JMP i8KernelAVX2x4_relu1_1
+i8KernelAVX2x4_bias1_1:
+	VFMADD213PS 32(R13), Y11, Y3 // value·rs·cs + bias
+i8KernelAVX2x4_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x4_acc1_1
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y3, Y10, Y3 // a NaN value stays
+	VADDPS Y10, Y3, Y3 // −0 becomes +0
+i8KernelAVX2x4_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x4_st1_1
 	VFMADD231PS 32(DX), Y9, Y3 // beta·C + value
 i8KernelAVX2x4_st1_1:
@@ -6363,16 +9073,40 @@ i8KernelAVX2x4_st1_1:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x4_bias2_0
 	VMULPS Y11, Y4, Y4
-	TESTQ AX, AX
+	JMP i8KernelAVX2x4_relu2_0
+i8KernelAVX2x4_bias2_0:
+	VFMADD213PS 0(R13), Y11, Y4 // value·rs·cs + bias
+i8KernelAVX2x4_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x4_acc2_0
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y4, Y10, Y4 // a NaN value stays
+	VADDPS Y10, Y4, Y4 // −0 becomes +0
+i8KernelAVX2x4_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x4_st2_0
 	VFMADD231PS 0(DX), Y9, Y4 // beta·C + value
 i8KernelAVX2x4_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x4_bias2_1
 	VMULPS Y11, Y5, Y5
-	TESTQ AX, AX
+	JMP i8KernelAVX2x4_relu2_1
+i8KernelAVX2x4_bias2_1:
+	VFMADD213PS 32(R13), Y11, Y5 // value·rs·cs + bias
+i8KernelAVX2x4_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x4_acc2_1
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y5, Y10, Y5 // a NaN value stays
+	VADDPS Y10, Y5, Y5 // −0 becomes +0
+i8KernelAVX2x4_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x4_st2_1
 	VFMADD231PS 32(DX), Y9, Y5 // beta·C + value
 i8KernelAVX2x4_st2_1:
@@ -6387,16 +9121,40 @@ i8KernelAVX2x4_st2_1:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y6, Y6
 	VMULPS 0(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x4_bias3_0
 	VMULPS Y11, Y6, Y6
-	TESTQ AX, AX
+	JMP i8KernelAVX2x4_relu3_0
+i8KernelAVX2x4_bias3_0:
+	VFMADD213PS 0(R13), Y11, Y6 // value·rs·cs + bias
+i8KernelAVX2x4_relu3_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x4_acc3_0
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y6, Y10, Y6 // a NaN value stays
+	VADDPS Y10, Y6, Y6 // −0 becomes +0
+i8KernelAVX2x4_acc3_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x4_st3_0
 	VFMADD231PS 0(DX), Y9, Y6 // beta·C + value
 i8KernelAVX2x4_st3_0:
 	VMOVUPS Y6, 0(DX)
 	VCVTDQ2PS Y7, Y7
 	VMULPS 32(R11), Y8, Y11 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x4_bias3_1
 	VMULPS Y11, Y7, Y7
-	TESTQ AX, AX
+	JMP i8KernelAVX2x4_relu3_1
+i8KernelAVX2x4_bias3_1:
+	VFMADD213PS 32(R13), Y11, Y7 // value·rs·cs + bias
+i8KernelAVX2x4_relu3_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x4_acc3_1
+	VXORPS Y10, Y10, Y10
+	VMAXPS Y7, Y10, Y7 // a NaN value stays
+	VADDPS Y10, Y7, Y7 // −0 becomes +0
+i8KernelAVX2x4_acc3_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x4_st3_1
 	VFMADD231PS 32(DX), Y9, Y7 // beta·C + value
 i8KernelAVX2x4_st3_1:
@@ -6404,9 +9162,9 @@ i8KernelAVX2x4_st3_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelAVX2x3(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelAVX2x3(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX2 (VPMADDWD on int16), 3×16 tile: sums in Y0–Y5, B in Y6–Y7.
-TEXT ·i8KernelAVX2x3(SB), NOSPLIT, $0-96
+TEXT ·i8KernelAVX2x3(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -6550,6 +9308,7 @@ i8KernelAVX2x3_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Y7
 	VPMULLD 0(R12), Y7, Y8
 	VPSUBD Y8, Y0, Y0
@@ -6559,16 +9318,40 @@ i8KernelAVX2x3_dequant:
 	VBROADCASTSS beta+48(FP), Y7
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y6, Y9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x3_bias0_0
 	VMULPS Y9, Y0, Y0
-	TESTQ AX, AX
+	JMP i8KernelAVX2x3_relu0_0
+i8KernelAVX2x3_bias0_0:
+	VFMADD213PS 0(R13), Y9, Y0 // value·rs·cs + bias
+i8KernelAVX2x3_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x3_acc0_0
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y0, Y8, Y0 // a NaN value stays
+	VADDPS Y8, Y0, Y0 // −0 becomes +0
+i8KernelAVX2x3_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x3_st0_0
 	VFMADD231PS 0(DX), Y7, Y0 // beta·C + value
 i8KernelAVX2x3_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y6, Y9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x3_bias0_1
 	VMULPS Y9, Y1, Y1
-	TESTQ AX, AX
+	JMP i8KernelAVX2x3_relu0_1
+i8KernelAVX2x3_bias0_1:
+	VFMADD213PS 32(R13), Y9, Y1 // value·rs·cs + bias
+i8KernelAVX2x3_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x3_acc0_1
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y1, Y8, Y1 // a NaN value stays
+	VADDPS Y8, Y1, Y1 // −0 becomes +0
+i8KernelAVX2x3_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x3_st0_1
 	VFMADD231PS 32(DX), Y7, Y1 // beta·C + value
 i8KernelAVX2x3_st0_1:
@@ -6583,16 +9366,40 @@ i8KernelAVX2x3_st0_1:
 	VBROADCASTSS beta+48(FP), Y7
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y6, Y9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x3_bias1_0
 	VMULPS Y9, Y2, Y2
-	TESTQ AX, AX
+	JMP i8KernelAVX2x3_relu1_0
+i8KernelAVX2x3_bias1_0:
+	VFMADD213PS 0(R13), Y9, Y2 // value·rs·cs + bias
+i8KernelAVX2x3_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x3_acc1_0
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y2, Y8, Y2 // a NaN value stays
+	VADDPS Y8, Y2, Y2 // −0 becomes +0
+i8KernelAVX2x3_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x3_st1_0
 	VFMADD231PS 0(DX), Y7, Y2 // beta·C + value
 i8KernelAVX2x3_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y6, Y9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x3_bias1_1
 	VMULPS Y9, Y3, Y3
-	TESTQ AX, AX
+	JMP i8KernelAVX2x3_relu1_1
+i8KernelAVX2x3_bias1_1:
+	VFMADD213PS 32(R13), Y9, Y3 // value·rs·cs + bias
+i8KernelAVX2x3_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x3_acc1_1
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y3, Y8, Y3 // a NaN value stays
+	VADDPS Y8, Y3, Y3 // −0 becomes +0
+i8KernelAVX2x3_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x3_st1_1
 	VFMADD231PS 32(DX), Y7, Y3 // beta·C + value
 i8KernelAVX2x3_st1_1:
@@ -6607,16 +9414,40 @@ i8KernelAVX2x3_st1_1:
 	VBROADCASTSS beta+48(FP), Y7
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y6, Y9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x3_bias2_0
 	VMULPS Y9, Y4, Y4
-	TESTQ AX, AX
+	JMP i8KernelAVX2x3_relu2_0
+i8KernelAVX2x3_bias2_0:
+	VFMADD213PS 0(R13), Y9, Y4 // value·rs·cs + bias
+i8KernelAVX2x3_relu2_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x3_acc2_0
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y4, Y8, Y4 // a NaN value stays
+	VADDPS Y8, Y4, Y4 // −0 becomes +0
+i8KernelAVX2x3_acc2_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x3_st2_0
 	VFMADD231PS 0(DX), Y7, Y4 // beta·C + value
 i8KernelAVX2x3_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y6, Y9 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x3_bias2_1
 	VMULPS Y9, Y5, Y5
-	TESTQ AX, AX
+	JMP i8KernelAVX2x3_relu2_1
+i8KernelAVX2x3_bias2_1:
+	VFMADD213PS 32(R13), Y9, Y5 // value·rs·cs + bias
+i8KernelAVX2x3_relu2_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x3_acc2_1
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y5, Y8, Y5 // a NaN value stays
+	VADDPS Y8, Y5, Y5 // −0 becomes +0
+i8KernelAVX2x3_acc2_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x3_st2_1
 	VFMADD231PS 32(DX), Y7, Y5 // beta·C + value
 i8KernelAVX2x3_st2_1:
@@ -6624,9 +9455,9 @@ i8KernelAVX2x3_st2_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelAVX2x2(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelAVX2x2(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX2 (VPMADDWD on int16), 2×16 tile: sums in Y0–Y3, B in Y4–Y5.
-TEXT ·i8KernelAVX2x2(SB), NOSPLIT, $0-96
+TEXT ·i8KernelAVX2x2(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -6740,6 +9571,7 @@ i8KernelAVX2x2_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Y5
 	VPMULLD 0(R12), Y5, Y6
 	VPSUBD Y6, Y0, Y0
@@ -6749,16 +9581,40 @@ i8KernelAVX2x2_dequant:
 	VBROADCASTSS beta+48(FP), Y5
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y4, Y7 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x2_bias0_0
 	VMULPS Y7, Y0, Y0
-	TESTQ AX, AX
+	JMP i8KernelAVX2x2_relu0_0
+i8KernelAVX2x2_bias0_0:
+	VFMADD213PS 0(R13), Y7, Y0 // value·rs·cs + bias
+i8KernelAVX2x2_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x2_acc0_0
+	VXORPS Y6, Y6, Y6
+	VMAXPS Y0, Y6, Y0 // a NaN value stays
+	VADDPS Y6, Y0, Y0 // −0 becomes +0
+i8KernelAVX2x2_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x2_st0_0
 	VFMADD231PS 0(DX), Y5, Y0 // beta·C + value
 i8KernelAVX2x2_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y4, Y7 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x2_bias0_1
 	VMULPS Y7, Y1, Y1
-	TESTQ AX, AX
+	JMP i8KernelAVX2x2_relu0_1
+i8KernelAVX2x2_bias0_1:
+	VFMADD213PS 32(R13), Y7, Y1 // value·rs·cs + bias
+i8KernelAVX2x2_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x2_acc0_1
+	VXORPS Y6, Y6, Y6
+	VMAXPS Y1, Y6, Y1 // a NaN value stays
+	VADDPS Y6, Y1, Y1 // −0 becomes +0
+i8KernelAVX2x2_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x2_st0_1
 	VFMADD231PS 32(DX), Y5, Y1 // beta·C + value
 i8KernelAVX2x2_st0_1:
@@ -6773,16 +9629,40 @@ i8KernelAVX2x2_st0_1:
 	VBROADCASTSS beta+48(FP), Y5
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y4, Y7 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x2_bias1_0
 	VMULPS Y7, Y2, Y2
-	TESTQ AX, AX
+	JMP i8KernelAVX2x2_relu1_0
+i8KernelAVX2x2_bias1_0:
+	VFMADD213PS 0(R13), Y7, Y2 // value·rs·cs + bias
+i8KernelAVX2x2_relu1_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x2_acc1_0
+	VXORPS Y6, Y6, Y6
+	VMAXPS Y2, Y6, Y2 // a NaN value stays
+	VADDPS Y6, Y2, Y2 // −0 becomes +0
+i8KernelAVX2x2_acc1_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x2_st1_0
 	VFMADD231PS 0(DX), Y5, Y2 // beta·C + value
 i8KernelAVX2x2_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y4, Y7 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x2_bias1_1
 	VMULPS Y7, Y3, Y3
-	TESTQ AX, AX
+	JMP i8KernelAVX2x2_relu1_1
+i8KernelAVX2x2_bias1_1:
+	VFMADD213PS 32(R13), Y7, Y3 // value·rs·cs + bias
+i8KernelAVX2x2_relu1_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x2_acc1_1
+	VXORPS Y6, Y6, Y6
+	VMAXPS Y3, Y6, Y3 // a NaN value stays
+	VADDPS Y6, Y3, Y3 // −0 becomes +0
+i8KernelAVX2x2_acc1_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x2_st1_1
 	VFMADD231PS 32(DX), Y5, Y3 // beta·C + value
 i8KernelAVX2x2_st1_1:
@@ -6790,9 +9670,9 @@ i8KernelAVX2x2_st1_1:
 	VZEROUPPER
 	RET
 
-// func i8KernelAVX2x1(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32)
+// func i8KernelAVX2x1(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 // AVX2 (VPMADDWD on int16), 1×16 tile: sums in Y0–Y1, B in Y2–Y3.
-TEXT ·i8KernelAVX2x1(SB), NOSPLIT, $0-96
+TEXT ·i8KernelAVX2x1(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+56(FP), BX
@@ -6876,6 +9756,7 @@ i8KernelAVX2x1_dequant:
 	MOVQ rz+72(FP), R10
 	MOVQ cs+80(FP), R11
 	MOVQ csum+88(FP), R12
+	MOVQ bias+96(FP), R13
 	VPBROADCASTD 0(R10), Y3
 	VPMULLD 0(R12), Y3, Y4
 	VPSUBD Y4, Y0, Y0
@@ -6885,16 +9766,40 @@ i8KernelAVX2x1_dequant:
 	VBROADCASTSS beta+48(FP), Y3
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y2, Y5 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x1_bias0_0
 	VMULPS Y5, Y0, Y0
-	TESTQ AX, AX
+	JMP i8KernelAVX2x1_relu0_0
+i8KernelAVX2x1_bias0_0:
+	VFMADD213PS 0(R13), Y5, Y0 // value·rs·cs + bias
+i8KernelAVX2x1_relu0_0:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x1_acc0_0
+	VXORPS Y4, Y4, Y4
+	VMAXPS Y0, Y4, Y0 // a NaN value stays
+	VADDPS Y4, Y0, Y0 // −0 becomes +0
+i8KernelAVX2x1_acc0_0:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x1_st0_0
 	VFMADD231PS 0(DX), Y3, Y0 // beta·C + value
 i8KernelAVX2x1_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y2, Y5 // rs·cs
+	TESTQ $4, AX
+	JNZ i8KernelAVX2x1_bias0_1
 	VMULPS Y5, Y1, Y1
-	TESTQ AX, AX
+	JMP i8KernelAVX2x1_relu0_1
+i8KernelAVX2x1_bias0_1:
+	VFMADD213PS 32(R13), Y5, Y1 // value·rs·cs + bias
+i8KernelAVX2x1_relu0_1:
+	TESTQ $8, AX
+	JZ i8KernelAVX2x1_acc0_1
+	VXORPS Y4, Y4, Y4
+	VMAXPS Y1, Y4, Y1 // a NaN value stays
+	VADDPS Y4, Y1, Y1 // −0 becomes +0
+i8KernelAVX2x1_acc0_1:
+	TESTQ $1, AX
 	JZ i8KernelAVX2x1_st0_1
 	VFMADD231PS 32(DX), Y3, Y1 // beta·C + value
 i8KernelAVX2x1_st0_1:

@@ -117,7 +117,7 @@ func BenchmarkInt8MicroKernel(b *testing.B) {
 			rs, rz := make([]float32, kern.mr), make([]int32, kern.mr)
 			cs, csum := make([]float32, kern.nr), make([]int32, kern.nr)
 			measure(b, 2*float64(k*kern.mr*kern.nr), true, func() {
-				kern.fns[kern.mr-1](kg, &a[0], &bb[0], &c[0], kern.nr, int8Store, 0, 4*kg, &rs[0], &rz[0], &cs[0], &csum[0])
+				kern.fns[kern.mr-1](kg, &a[0], &bb[0], &c[0], kern.nr, int8Store, 0, 4*kg, &rs[0], &rz[0], &cs[0], &csum[0], &cs[0])
 			})
 		})
 	}

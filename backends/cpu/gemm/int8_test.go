@@ -399,7 +399,9 @@ func TestQuantizeRows(t *testing.T) {
 }
 
 // TestInt8KernelsBitwise checks every int8 micro-kernel this CPU can run, at every height,
-// against int8TileTwin and int8StoreTwin bit for bit, in all three store modes.
+// against int8TileTwin and int8StoreTwin bit for bit, in all three store modes, and the
+// dequantizing ones with the bias and ReLU epilogue bits (biases of both signs, a −0, and
+// values the ReLU cuts).
 func TestInt8KernelsBitwise(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	for _, kern := range int8Kernels {
@@ -430,22 +432,25 @@ func TestInt8KernelsBitwise(t *testing.T) {
 				for i := range rs {
 					rs[i], rz[i] = rng.Float32()*0.1, int32(rng.IntN(256))
 				}
-				cs, csum := make([]float32, nr), make([]int32, nr)
+				cs, csum, bias := make([]float32, nr), make([]int32, nr), make([]float32, nr)
 				for j := range cs {
 					cs[j], csum[j] = rng.Float32()*0.02, int32(rng.IntN(60000)-30000)
+					bias[j] = float32(rng.NormFloat64() * 50)
 				}
+				bias[0] = float32(math.Copysign(0, -1))
 				acc := make([]int32, mr*nr)
 				for h := 1; h <= mr; h++ {
 					int8TileTwin(kern, h, kg, a, lda, b, acc)
-					for _, flags := range []int{int8Store, int8Accum, int8Raw} {
+					for _, flags := range []int{int8Store, int8Accum, int8Raw, int8Store | int8Bias, int8Accum | int8Bias,
+						int8Store | int8Relu, int8Store | int8Bias | int8Relu, int8Accum | int8Bias | int8Relu} {
 						ldc := nr + 5
 						c := make([]float32, h*ldc)
 						for i := range c {
 							c[i] = rng.Float32()
 						}
 						want := append([]float32(nil), c...)
-						kern.fns[h-1](kg, &a[0], &b[0], &c[0], ldc, flags, 0.75, lda, &rs[0], &rz[0], &cs[0], &csum[0])
-						int8StoreTwin(h, nr, acc, want, ldc, flags, 0.75, rs, rz, cs, csum)
+						kern.fns[h-1](kg, &a[0], &b[0], &c[0], ldc, flags, 0.75, lda, &rs[0], &rz[0], &cs[0], &csum[0], &bias[0])
+						int8StoreTwin(h, nr, acc, want, ldc, flags, 0.75, rs, rz, cs, csum, bias)
 						for i := range c {
 							if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
 								t.Fatalf("kg=%d h=%d flags=%d: c[%d] = %#x, twin %#x", kg, h, flags, i, math.Float32bits(c[i]), math.Float32bits(want[i]))
@@ -768,4 +773,75 @@ func TestQuantizeTensorU8(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInt8Epilogue checks SetInt8Epilogue on every int8 path: with a bias, and with a bias
+// and ReLU, the product (tiles full and partial, beta 0 and 1) is the plain int8 product
+// with the bias added and ReLU applied, but for the one rounding the FMA saves; without
+// either it is the plain product again; a repack drops it; bad operands are refused.
+func TestInt8Epilogue(t *testing.T) {
+	forEachInt8Path(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(41, 42))
+		const m, k, n = 37, 70, 45
+		a, w, bias := make([]float32, m*k), make([]float32, k*n), make([]float32, n)
+		for i := range a {
+			a[i] = float32(rng.NormFloat64())
+		}
+		for i := range w {
+			w[i] = float32(rng.NormFloat64() * 0.1)
+		}
+		for j := range bias {
+			bias[j] = float32(rng.NormFloat64())
+		}
+		plain := make([]float32, m*n)
+		SgemmPacked(m, n, k, 1, a, k, PackBInt8(false, k, n, w, n), 0, plain, n)
+		for _, relu := range []bool{false, true} {
+			pb := PackBInt8(false, k, n, w, n)
+			if err := pb.SetInt8Epilogue(bias, relu); err != nil {
+				t.Fatal(err)
+			}
+			for _, beta := range []float32{0, 1} {
+				got := make([]float32, m*n)
+				for i := range got {
+					got[i] = 0.5
+				}
+				SgemmPacked(m, n, k, 1, a, k, pb, beta, got, n)
+				for i := range got {
+					want := float64(plain[i]) + float64(bias[i%n])
+					if relu {
+						want = max(want, 0)
+					}
+					want += float64(beta) * 0.5
+					tol := 0x1p-22 * (math.Abs(float64(plain[i])) + math.Abs(float64(bias[i%n])) + 1)
+					if math.Abs(float64(got[i])-want) > tol || (relu && beta == 0 && (got[i] < 0 || math.Signbit(float64(got[i])))) {
+						t.Fatalf("relu %v beta %v: [%d] = %v, want %v", relu, beta, i, got[i], want)
+					}
+				}
+			}
+			if err := pb.SetInt8Epilogue(nil, false); err != nil {
+				t.Fatal(err)
+			}
+			again := make([]float32, m*n)
+			SgemmPacked(m, n, k, 1, a, k, pb, 0, again, n)
+			for i := range again {
+				if math.Float32bits(again[i]) != math.Float32bits(plain[i]) {
+					t.Fatalf("epilogue removed: [%d] = %v, plain %v", i, again[i], plain[i])
+				}
+			}
+		}
+		pb := PackBInt8(false, k, n, w, n)
+		if err := pb.SetInt8Epilogue(bias[:n-1], false); err == nil {
+			t.Error("a bias one short: no error")
+		}
+		if err := PackB(false, k, n, w, n).SetInt8Epilogue(bias, false); err == nil {
+			t.Error("an fp32 operand: no error")
+		}
+		if err := pb.SetInt8Epilogue(bias, true); err != nil {
+			t.Fatal(err)
+		}
+		pb.PackInt8Activation(false, k, n, w, n)
+		if pb.i8.bias != nil || pb.i8.relu {
+			t.Error("PackInt8Activation kept the epilogue of the operand it reused")
+		}
+	})
 }
