@@ -102,8 +102,8 @@ type attn8Matrix struct {
 //   - a score: one rounding of the dequantization and one of the bias added, ≤ 2u·|s|;
 //     the maximum m moves by no more than u·|m|; s − m rounds once, ≤ u·|s − m|; the exp
 //     of vec.ExpSumU8 is within δ = 7e-6 (vec's TestExpU8Accuracy: a cheaper exp for
-//     probabilities kept to 1/255); so e is within a relative ρ = u·(2|s| + |m| + |s − m|)
-//   - δ, and e·255 rounds once more (u).
+//     probabilities kept to 1/255); so e is within a relative
+//     ρ = u·(2|s| + |m| + |s − m|) + δ, and e·255 rounds once more (u).
 //   - a quantized probability is then the reference's unless e·255 lies within 255·e·(ρ + u)
 //     of a tie (k + ½): such a key may flip by one step, changing the sum by |V̂_jc|/255
 //     (V̂ the dequantized value). tol sums these over the near-tie keys, with the bound
