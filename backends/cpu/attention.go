@@ -201,6 +201,9 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 	// into the first product and packs Kᵀ and V as int8; a training step's forward pass
 	// (withLSE) stays fp32.
 	attn8 := e.attn8 && !withLSE
+	// fold: int8-attention over a single block of keys divides by the row sums in P·V's
+	// dequantization (Int8Rows.ScaleRow).
+	fold := attn8 && nk <= attnKBlock
 	qscale, sops := float32(1), ops
 	if attn8 {
 		qscale, sops = foldScoreScale(ops)
@@ -333,6 +336,13 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 				}
 				switch {
 				case attn8:
+					if fold {
+						// The only block of keys: l is final, and 1/l joins the
+						// probabilities' scale instead of a pass over the output rows.
+						for i := 0; i < rows; i++ {
+							st.p.ScaleRow(i, 1/lq[i])
+						}
+					}
 					gemm.SgemmInt8RowsAt(&st.p, 0, rows, 0, dv, vp, beta, o, ost.ld, nil)
 				case width == cols:
 					gemm.SgemmPacked(rows, dv, cols, 1, sc, cols, vp, beta, o, ost.ld)
@@ -343,9 +353,11 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 		}
 		for i := range m {
 			// a row with every key masked has l = 0 and gives 0/0 = NaN, as the unfused
-			// softmax does
+			// softmax does (folded: 0·(1/0) = NaN too)
 			o := out.F32[ost.off[b]+(qLo+i)*ost.ld:]
-			vec.DivScalar(o[:dv], l[i])
+			if !fold {
+				vec.DivScalar(o[:dv], l[i])
+			}
 			if lse != nil {
 				lse.F32[b*nq+qLo+i] = m[i] + float32(math.Log(float64(l[i])))
 			}

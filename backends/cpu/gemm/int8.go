@@ -1041,6 +1041,17 @@ func (r *Int8Rows) QuantizeUnit(i int, row []float32) {
 	}
 }
 
+// ScaleRow multiplies the scale of prepared row i by c, so that every product of the row
+// comes out multiplied by c (rounded once more, in the dequantization's scale): attention
+// divides its rows by their softmax sums this way instead of in a pass over the results.
+// It panics when row i is not prepared.
+func (r *Int8Rows) ScaleRow(i int, c float32) {
+	if !r.prepped || i < 0 || i >= r.m {
+		panic(fmt.Sprintf("gemm: Int8Rows.ScaleRow: row %d of %d prepared", i, r.m))
+	}
+	r.rs[i] = float32(r.rs[i] * c)
+}
+
 // UnitRow gives row i of A to a caller that quantizes it itself at QuantizeUnit's fixed
 // scale (vec.ExpSumU8 computes a block's probabilities straight into it): it sets the row's
 // scale and zero point as QuantizeUnit does, zeroes the values from n on, and returns the n

@@ -889,6 +889,11 @@ func TestInt8RowsQuantizeUnitBadArgs(t *testing.T) {
 		r.Prepare(pb, 2, 1)
 		r.UnitRow(1, 5)
 	})
+	mustPanic("ScaleRow of row 2 of 2", func() {
+		var r Int8Rows
+		r.Prepare(pb, 2, 1)
+		r.ScaleRow(2, 1)
+	})
 	mustPanic("PackInt8Activation with a short b", func() {
 		new(PackedB).PackInt8Activation(false, 3, 4, make([]float32, 11), 4)
 	})
@@ -924,6 +929,42 @@ func TestInt8RowsQuantizeUnitLarge(t *testing.T) {
 				if w := want[p%len(in)]; v != w {
 					t.Errorf("k=%d: QuantizeUnit of %g stored %d, want %d (clamped)", k, x[p], v, w)
 				}
+			}
+		}
+	})
+}
+
+// TestInt8RowsScaleRow: a row's products come out multiplied by ScaleRow's factor (within
+// the one more rounding of the scale), the other rows' unchanged, on every int8 path.
+func TestInt8RowsScaleRow(t *testing.T) {
+	forEachInt8Path(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(51, 52))
+		const m, k, n = 5, 40, 33
+		a, w := make([]float32, m*k), make([]float32, k*n)
+		for i := range a {
+			a[i] = rng.Float32()
+		}
+		for i := range w {
+			w[i] = float32(rng.NormFloat64())
+		}
+		pb := PackBInt8(false, k, n, w, n)
+		var r Int8Rows
+		r.Prepare(pb, m, 1)
+		for i := 0; i < m; i++ {
+			r.QuantizeUnit(i, a[i*k:(i+1)*k])
+		}
+		plain := make([]float32, m*n)
+		SgemmInt8RowsAt(&r, 0, m, 0, n, pb, 0, plain, n, nil)
+		r.ScaleRow(2, 1/3.7)
+		got := make([]float32, m*n)
+		SgemmInt8RowsAt(&r, 0, m, 0, n, pb, 0, got, n, nil)
+		for i := range got {
+			want := float64(plain[i])
+			if i/n == 2 {
+				want /= 3.7
+			}
+			if d := math.Abs(float64(got[i]) - want); d > 0x1p-21*math.Abs(want) || (i/n != 2 && got[i] != plain[i]) {
+				t.Fatalf("[%d] (row %d) = %v, want %v", i, i/n, got[i], want)
 			}
 		}
 	})
