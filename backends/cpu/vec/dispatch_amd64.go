@@ -143,6 +143,9 @@ func expSumU8(dst []uint8, src []float32, shift float32) float32 {
 	} else {
 		s = expSumU8256(&dst[0], p(src), v, shift)
 	}
+	if v == len(src) {
+		return s
+	}
 	return s + expSumU8Tail(dst[v:], src[v:], shift)
 }
 
