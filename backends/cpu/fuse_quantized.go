@@ -549,6 +549,18 @@ func (f *fuser) fuseDynamicGroup(i int, replaced map[int]step) bool {
 	}
 	override := packLayers(p, layers)
 	specs, za := dynamicSpecs(layers)
+	ext := []int{dq.In[0]}
+	if specs != nil && len(layers) == 1 {
+		// A residual Add and a LayerNormalization after a lone layer (an attention block's
+		// output projection, an FFN's second layer) join its epilogue, as they join an fp32
+		// or zoo int8 layer's (matchLinear): two passes over the result and two steps fewer.
+		if c, r, ok := f.dynamicResidual(layers[0].out, i); ok {
+			group, ext, outs[0] = append(group, c), append(ext, r), f.outOf(c)
+			if g2, o2, ln, ok := f.matchLayerNorm(outs[0], layers[0].n); ok {
+				group, outs[0], specs[0].ln = append(group, g2), o2, ln
+			}
+		}
+	}
 	fast := func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, bool, error) {
 		x := in[0]
 		if x == nil || x.DType != tensor.Float32 {
@@ -559,12 +571,18 @@ func (f *fuser) fuseDynamicGroup(i int, replaced map[int]step) bool {
 			return nil, false, nil
 		}
 		if specs != nil {
+			var res *tensor.Tensor
+			if len(in) > 1 {
+				if res = in[1]; !specs[0].fits(x, res) {
+					return nil, false, nil
+				}
+			}
 			scale, zp := dynamicParams(e, x.F32)
 			z := za
 			if z < 0 {
 				z = int32(zp)
 			}
-			return runDynamicLinears(e, x, m, k, scale, z, specs)
+			return runDynamicLinears(e, x, m, k, scale, z, specs, res)
 		}
 		scale, zp, a := dynamicQuantize(e, x.F32)
 		res := make([]*tensor.Tensor, len(layers))
@@ -589,9 +607,24 @@ func (f *fuser) fuseDynamicGroup(i int, replaced map[int]step) bool {
 		}
 		return res, true, nil
 	}
-	f.newFusedAt("Int8DynamicLinear", i, group, []int{dq.In[0]}, outs, fast, override, replaced)
+	f.newFusedAt("Int8DynamicLinear", i, group, ext, outs, fast, override, replaced)
 	p.fusions["int8-dynamic"] += len(layers)
 	return true
+}
+
+// dynamicResidual finds the residual Add that is the only reader of a dynamic layer's
+// result h: its step and its other input, a run-time value produced before step at (where
+// the fused group runs), so the group can read it.
+func (f *fuser) dynamicResidual(h, at int) (c, r int, ok bool) {
+	c, ok = f.single(h)
+	if !ok || f.p.plan.Steps[c].Node.Op != "Add" {
+		return -1, -1, false
+	}
+	r, _, ok = f.p.otherInput(c, h)
+	if !ok || r < 0 || r == h || f.p.plan.Kinds[r] == slotConst || f.producer[r] >= at {
+		return -1, -1, false
+	}
+	return c, r, true
 }
 
 // dynamicSpecs returns the group's layers as int8 linear layers of the fused-linear path
@@ -619,16 +652,17 @@ func dynamicSpecs(layers []*qLayer) ([]*linearSpec, int32) {
 	return specs, za
 }
 
-// runDynamicLinears runs an "int8-dynamic" group on the fused-linear path: x's m rows are
+// runDynamicLinears runs an "int8-dynamic" group on the fused-linear path (a lone layer with
+// its residual res, when the group took one, else res nil): x's m rows are
 // quantized once with DynamicQuantizeLinear's scale and zero point (za: the one the layers
 // subtract) straight into the int8 kernels' layout, and the layers run as one parallel step
 // whose kernels dequantize in their store (float32(float32(sum − za·colsum) ·
 // float32(scale·w_scale_j)), the graph's Cast and Mul(x_scale, w_scale) rounded alike)
 // before the bias and Relu of the epilogue.
-func runDynamicLinears(e *exec, x *tensor.Tensor, m, k int, scale float32, za int32, specs []*linearSpec) ([]*tensor.Tensor, bool, error) {
+func runDynamicLinears(e *exec, x *tensor.Tensor, m, k int, scale float32, za int32, specs []*linearSpec, res *tensor.Tensor) ([]*tensor.Tensor, bool, error) {
 	jobs := make([]*linearJob, len(specs))
 	for i, s := range specs {
-		j, err := s.plan(e, x, nil)
+		j, err := s.plan(e, x, res)
 		if err != nil {
 			return nil, true, err
 		}

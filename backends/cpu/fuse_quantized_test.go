@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/zoo-dev/zoo/backends"
@@ -15,6 +16,7 @@ import (
 	"github.com/zoo-dev/zoo/onnx"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 // The imported quantized forms (onnx/testdata/gen_int8.py's fixtures, and generated graphs of
@@ -412,5 +414,41 @@ func TestRange0Definition(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestQuantizedFusionResidualNorm: in an encoder exported at int8 (quantize_dynamic's form),
+// the attention output projection and the FFN's second layer take their residual Add and
+// LayerNormalization into the dynamic layer's epilogue, so no Add or LayerNormalization
+// step is left but the positional encoding's, and the result is the reference path's bit
+// for bit (padded batch, 1 and 2 threads).
+func TestQuantizedFusionResidualNorm(t *testing.T) {
+	g := vanillaBase(t, map[string]any{"layers": int64(2), "d_model": int64(64), "heads": int64(4), "d_ff": int64(128)})
+	data, err := onnx.Export(g, onnx.ExportOptions{Precision: "int8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qg, err := onnx.Import(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := encoderInputs(2, 37)
+	for j := 30; j < 37; j++ {
+		in[variant.InputKeyPadding].Bool[37+j] = true
+	}
+	for _, threads := range []int{1, 2} {
+		fused, ref := runQuantized(t, qg, in, threads, "int8-dynamic", 2*6+1)
+		for name, want := range ref {
+			sameBits(t, name, fused[name], want)
+		}
+		p, err := cpu.Backend{}.Compile(qg, backends.Options{Threads: threads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		report := p.(backends.CompileReporter).CompileReport()
+		if strings.Contains(report, "LayerNormalization") || !strings.Contains(report, " Add 1,") {
+			t.Errorf("a residual Add or LayerNormalization step is left:\n%s", report)
+		}
+		p.Close()
 	}
 }
