@@ -648,6 +648,9 @@ func dynamicSpecs(layers []*qLayer) ([]*linearSpec, int32) {
 		if l.act == vec.ActRelu {
 			specs[i].act = actRelu
 		}
+		if l.bias != nil { // the kernels' store adds it, and applies the Relu, as the pass would
+			specs[i].inKernel = specs[i].pw.SetInt8Epilogue(l.bias, l.act == vec.ActRelu) == nil
+		}
 	}
 	return specs, za
 }
@@ -658,7 +661,8 @@ func dynamicSpecs(layers []*qLayer) ([]*linearSpec, int32) {
 // subtract) straight into the int8 kernels' layout, and the layers run as one parallel step
 // whose kernels dequantize in their store (float32(float32(sum − za·colsum) ·
 // float32(scale·w_scale_j)), the graph's Cast and Mul(x_scale, w_scale) rounded alike)
-// before the bias and Relu of the epilogue.
+// and add the bias and apply the Relu there too (gemm's SetInt8Epilogue, rounded as the
+// graph's Add).
 func runDynamicLinears(e *exec, x *tensor.Tensor, m, k int, scale float32, za int32, specs []*linearSpec, res *tensor.Tensor) ([]*tensor.Tensor, bool, error) {
 	jobs := make([]*linearJob, len(specs))
 	for i, s := range specs {

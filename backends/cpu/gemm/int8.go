@@ -29,14 +29,14 @@ const MaxInt8K = 65793
 type int8Fn func(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 
 // The store modes of the int8 micro-kernels, and the two bits that add an epilogue to the
-// dequantizing ones: the value becomes fma(float32(sum − z·colsum), rs·cs, bias) (one
-// rounding instead of the product's and the bias add's), then max(0, value) + 0 (vec's
-// Relu: NaN kept, −0 made +0), before the store mode applies.
+// dequantizing ones: the value becomes dequant(sum) + bias (rounded apart, as a graph's Add
+// of the bias and vec.BiasAct round it), then max(0, value) + 0 (vec's Relu: NaN kept, −0
+// made +0), before the store mode applies.
 const (
 	int8Store = 0 // C = dequant(acc)
 	int8Accum = 1 // C = fma(beta, C, dequant(acc))
 	int8Raw   = 2 // C (as int32) = acc
-	int8Bias  = 4 // dequant adds the column's bias in its FMA
+	int8Bias  = 4 // dequant adds the column's bias
 	int8Relu  = 8 // then ReLU
 )
 
@@ -312,10 +312,9 @@ func checkInt8K(fn string, k int) {
 
 // SetInt8Epilogue makes every product with pb's int8 weights add bias (one value per
 // column, or nil) and then, with relu, apply ReLU as its micro-kernels store each tile,
-// instead of a pass over the finished block: the bias joins the dequantizing multiply in
-// one FMA, so a value is rounded once where the product and a separate add round twice.
-// It returns an error, changing nothing, when pb is not int8 or bias is neither nil nor of
-// pb's n values.
+// instead of a pass over the finished block. The values are those of the pass, bit for bit
+// (the bias added after the dequantization, rounded apart). It returns an error, changing
+// nothing, when pb is not int8 or bias is neither nil nor of pb's n values.
 func (pb *PackedB) SetInt8Epilogue(bias []float32, relu bool) error {
 	if pb.i8 == nil {
 		return errors.New("gemm: SetInt8Epilogue: the operand is not int8")
@@ -640,11 +639,9 @@ func int8StoreTwin(h, nr int, acc []int32, c []float32, ldc, flags int, beta flo
 				*cv = math.Float32frombits(uint32(acc[i*nr+j]))
 				continue
 			}
-			var d float32
+			d := dequant(acc[i*nr+j], rz[i], csum[j], rs[i], cs[j])
 			if flags&int8Bias != 0 {
-				d = fma32(float32(acc[i*nr+j]-rz[i]*csum[j]), float32(rs[i]*cs[j]), bias[j])
-			} else {
-				d = dequant(acc[i*nr+j], rz[i], csum[j], rs[i], cs[j])
+				d = float32(d + bias[j])
 			}
 			if flags&int8Relu != 0 && !(d > 0) && d == d {
 				d = 0 // max(0, d) + 0: negatives and −0 become +0, a NaN stays

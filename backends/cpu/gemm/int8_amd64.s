@@ -14,8 +14,8 @@
 // element (row stride ldc elements). Each kernel forms the exact int32 sums of the kg k
 // steps in registers, then stores them by flags: 2 stores the sums as int32; 0 stores
 // float32(sum − rz[i]·csum[j])·(rs[i]·cs[j]) without reading C; 1 stores
-// beta·C + that value as one FMA. Bit 4 makes the value one FMA with bias[j] added, bit 8
-// then applies ReLU (max with 0, plus 0). int8TileTwin and int8StoreTwin (int8.go) are the
+// beta·C + that value as one FMA. Bit 4 adds bias[j] to the value, bit 8 then applies ReLU
+// (max with 0, plus 0). int8TileTwin and int8StoreTwin (int8.go) are the
 // Go statement; the tests hold the two to the same bits.
 //
 // Go's assembler has no VEX form of VPDPBUSD (AVX-VNNI), and the EVEX one is written out
@@ -327,12 +327,10 @@ i8KernelVNNI512x12_dequant:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias0_0
 	VMULPS Z27, Z0, Z0
-	JMP i8KernelVNNI512x12_relu0_0
-i8KernelVNNI512x12_bias0_0:
-	VFMADD213PS 0(R13), Z27, Z0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu0_0
+	VADDPS 0(R13), Z0, Z0 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc0_0
@@ -347,12 +345,10 @@ i8KernelVNNI512x12_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias0_1
 	VMULPS Z27, Z1, Z1
-	JMP i8KernelVNNI512x12_relu0_1
-i8KernelVNNI512x12_bias0_1:
-	VFMADD213PS 64(R13), Z27, Z1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu0_1
+	VADDPS 64(R13), Z1, Z1 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc0_1
@@ -375,12 +371,10 @@ i8KernelVNNI512x12_st0_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias1_0
 	VMULPS Z27, Z2, Z2
-	JMP i8KernelVNNI512x12_relu1_0
-i8KernelVNNI512x12_bias1_0:
-	VFMADD213PS 0(R13), Z27, Z2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu1_0
+	VADDPS 0(R13), Z2, Z2 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc1_0
@@ -395,12 +389,10 @@ i8KernelVNNI512x12_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias1_1
 	VMULPS Z27, Z3, Z3
-	JMP i8KernelVNNI512x12_relu1_1
-i8KernelVNNI512x12_bias1_1:
-	VFMADD213PS 64(R13), Z27, Z3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu1_1
+	VADDPS 64(R13), Z3, Z3 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc1_1
@@ -423,12 +415,10 @@ i8KernelVNNI512x12_st1_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias2_0
 	VMULPS Z27, Z4, Z4
-	JMP i8KernelVNNI512x12_relu2_0
-i8KernelVNNI512x12_bias2_0:
-	VFMADD213PS 0(R13), Z27, Z4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu2_0
+	VADDPS 0(R13), Z4, Z4 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc2_0
@@ -443,12 +433,10 @@ i8KernelVNNI512x12_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias2_1
 	VMULPS Z27, Z5, Z5
-	JMP i8KernelVNNI512x12_relu2_1
-i8KernelVNNI512x12_bias2_1:
-	VFMADD213PS 64(R13), Z27, Z5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu2_1
+	VADDPS 64(R13), Z5, Z5 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc2_1
@@ -471,12 +459,10 @@ i8KernelVNNI512x12_st2_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias3_0
 	VMULPS Z27, Z6, Z6
-	JMP i8KernelVNNI512x12_relu3_0
-i8KernelVNNI512x12_bias3_0:
-	VFMADD213PS 0(R13), Z27, Z6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu3_0
+	VADDPS 0(R13), Z6, Z6 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc3_0
@@ -491,12 +477,10 @@ i8KernelVNNI512x12_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias3_1
 	VMULPS Z27, Z7, Z7
-	JMP i8KernelVNNI512x12_relu3_1
-i8KernelVNNI512x12_bias3_1:
-	VFMADD213PS 64(R13), Z27, Z7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu3_1
+	VADDPS 64(R13), Z7, Z7 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc3_1
@@ -519,12 +503,10 @@ i8KernelVNNI512x12_st3_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias4_0
 	VMULPS Z27, Z8, Z8
-	JMP i8KernelVNNI512x12_relu4_0
-i8KernelVNNI512x12_bias4_0:
-	VFMADD213PS 0(R13), Z27, Z8 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu4_0
+	VADDPS 0(R13), Z8, Z8 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu4_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc4_0
@@ -539,12 +521,10 @@ i8KernelVNNI512x12_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias4_1
 	VMULPS Z27, Z9, Z9
-	JMP i8KernelVNNI512x12_relu4_1
-i8KernelVNNI512x12_bias4_1:
-	VFMADD213PS 64(R13), Z27, Z9 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu4_1
+	VADDPS 64(R13), Z9, Z9 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu4_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc4_1
@@ -567,12 +547,10 @@ i8KernelVNNI512x12_st4_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z10, Z10
 	VMULPS 0(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias5_0
 	VMULPS Z27, Z10, Z10
-	JMP i8KernelVNNI512x12_relu5_0
-i8KernelVNNI512x12_bias5_0:
-	VFMADD213PS 0(R13), Z27, Z10 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu5_0
+	VADDPS 0(R13), Z10, Z10 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu5_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc5_0
@@ -587,12 +565,10 @@ i8KernelVNNI512x12_st5_0:
 	VMOVUPS Z10, 0(DX)
 	VCVTDQ2PS Z11, Z11
 	VMULPS 64(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias5_1
 	VMULPS Z27, Z11, Z11
-	JMP i8KernelVNNI512x12_relu5_1
-i8KernelVNNI512x12_bias5_1:
-	VFMADD213PS 64(R13), Z27, Z11 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu5_1
+	VADDPS 64(R13), Z11, Z11 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu5_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc5_1
@@ -615,12 +591,10 @@ i8KernelVNNI512x12_st5_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z12, Z12
 	VMULPS 0(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias6_0
 	VMULPS Z27, Z12, Z12
-	JMP i8KernelVNNI512x12_relu6_0
-i8KernelVNNI512x12_bias6_0:
-	VFMADD213PS 0(R13), Z27, Z12 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu6_0
+	VADDPS 0(R13), Z12, Z12 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu6_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc6_0
@@ -635,12 +609,10 @@ i8KernelVNNI512x12_st6_0:
 	VMOVUPS Z12, 0(DX)
 	VCVTDQ2PS Z13, Z13
 	VMULPS 64(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias6_1
 	VMULPS Z27, Z13, Z13
-	JMP i8KernelVNNI512x12_relu6_1
-i8KernelVNNI512x12_bias6_1:
-	VFMADD213PS 64(R13), Z27, Z13 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu6_1
+	VADDPS 64(R13), Z13, Z13 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu6_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc6_1
@@ -663,12 +635,10 @@ i8KernelVNNI512x12_st6_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z14, Z14
 	VMULPS 0(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias7_0
 	VMULPS Z27, Z14, Z14
-	JMP i8KernelVNNI512x12_relu7_0
-i8KernelVNNI512x12_bias7_0:
-	VFMADD213PS 0(R13), Z27, Z14 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu7_0
+	VADDPS 0(R13), Z14, Z14 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu7_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc7_0
@@ -683,12 +653,10 @@ i8KernelVNNI512x12_st7_0:
 	VMOVUPS Z14, 0(DX)
 	VCVTDQ2PS Z15, Z15
 	VMULPS 64(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias7_1
 	VMULPS Z27, Z15, Z15
-	JMP i8KernelVNNI512x12_relu7_1
-i8KernelVNNI512x12_bias7_1:
-	VFMADD213PS 64(R13), Z27, Z15 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu7_1
+	VADDPS 64(R13), Z15, Z15 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu7_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc7_1
@@ -711,12 +679,10 @@ i8KernelVNNI512x12_st7_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z16, Z16
 	VMULPS 0(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias8_0
 	VMULPS Z27, Z16, Z16
-	JMP i8KernelVNNI512x12_relu8_0
-i8KernelVNNI512x12_bias8_0:
-	VFMADD213PS 0(R13), Z27, Z16 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu8_0
+	VADDPS 0(R13), Z16, Z16 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu8_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc8_0
@@ -731,12 +697,10 @@ i8KernelVNNI512x12_st8_0:
 	VMOVUPS Z16, 0(DX)
 	VCVTDQ2PS Z17, Z17
 	VMULPS 64(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias8_1
 	VMULPS Z27, Z17, Z17
-	JMP i8KernelVNNI512x12_relu8_1
-i8KernelVNNI512x12_bias8_1:
-	VFMADD213PS 64(R13), Z27, Z17 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu8_1
+	VADDPS 64(R13), Z17, Z17 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu8_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc8_1
@@ -759,12 +723,10 @@ i8KernelVNNI512x12_st8_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z18, Z18
 	VMULPS 0(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias9_0
 	VMULPS Z27, Z18, Z18
-	JMP i8KernelVNNI512x12_relu9_0
-i8KernelVNNI512x12_bias9_0:
-	VFMADD213PS 0(R13), Z27, Z18 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu9_0
+	VADDPS 0(R13), Z18, Z18 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu9_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc9_0
@@ -779,12 +741,10 @@ i8KernelVNNI512x12_st9_0:
 	VMOVUPS Z18, 0(DX)
 	VCVTDQ2PS Z19, Z19
 	VMULPS 64(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias9_1
 	VMULPS Z27, Z19, Z19
-	JMP i8KernelVNNI512x12_relu9_1
-i8KernelVNNI512x12_bias9_1:
-	VFMADD213PS 64(R13), Z27, Z19 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu9_1
+	VADDPS 64(R13), Z19, Z19 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu9_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc9_1
@@ -807,12 +767,10 @@ i8KernelVNNI512x12_st9_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z20, Z20
 	VMULPS 0(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias10_0
 	VMULPS Z27, Z20, Z20
-	JMP i8KernelVNNI512x12_relu10_0
-i8KernelVNNI512x12_bias10_0:
-	VFMADD213PS 0(R13), Z27, Z20 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu10_0
+	VADDPS 0(R13), Z20, Z20 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu10_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc10_0
@@ -827,12 +785,10 @@ i8KernelVNNI512x12_st10_0:
 	VMOVUPS Z20, 0(DX)
 	VCVTDQ2PS Z21, Z21
 	VMULPS 64(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias10_1
 	VMULPS Z27, Z21, Z21
-	JMP i8KernelVNNI512x12_relu10_1
-i8KernelVNNI512x12_bias10_1:
-	VFMADD213PS 64(R13), Z27, Z21 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu10_1
+	VADDPS 64(R13), Z21, Z21 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu10_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc10_1
@@ -855,12 +811,10 @@ i8KernelVNNI512x12_st10_1:
 	VBROADCASTSS beta+48(FP), Z25
 	VCVTDQ2PS Z22, Z22
 	VMULPS 0(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias11_0
 	VMULPS Z27, Z22, Z22
-	JMP i8KernelVNNI512x12_relu11_0
-i8KernelVNNI512x12_bias11_0:
-	VFMADD213PS 0(R13), Z27, Z22 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu11_0
+	VADDPS 0(R13), Z22, Z22 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu11_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc11_0
@@ -875,12 +829,10 @@ i8KernelVNNI512x12_st11_0:
 	VMOVUPS Z22, 0(DX)
 	VCVTDQ2PS Z23, Z23
 	VMULPS 64(R11), Z24, Z27 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x12_bias11_1
 	VMULPS Z27, Z23, Z23
-	JMP i8KernelVNNI512x12_relu11_1
-i8KernelVNNI512x12_bias11_1:
-	VFMADD213PS 64(R13), Z27, Z23 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x12_relu11_1
+	VADDPS 64(R13), Z23, Z23 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x12_relu11_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x12_acc11_1
@@ -1182,12 +1134,10 @@ i8KernelVNNI512x11_dequant:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias0_0
 	VMULPS Z25, Z0, Z0
-	JMP i8KernelVNNI512x11_relu0_0
-i8KernelVNNI512x11_bias0_0:
-	VFMADD213PS 0(R13), Z25, Z0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu0_0
+	VADDPS 0(R13), Z0, Z0 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc0_0
@@ -1202,12 +1152,10 @@ i8KernelVNNI512x11_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias0_1
 	VMULPS Z25, Z1, Z1
-	JMP i8KernelVNNI512x11_relu0_1
-i8KernelVNNI512x11_bias0_1:
-	VFMADD213PS 64(R13), Z25, Z1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu0_1
+	VADDPS 64(R13), Z1, Z1 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc0_1
@@ -1230,12 +1178,10 @@ i8KernelVNNI512x11_st0_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias1_0
 	VMULPS Z25, Z2, Z2
-	JMP i8KernelVNNI512x11_relu1_0
-i8KernelVNNI512x11_bias1_0:
-	VFMADD213PS 0(R13), Z25, Z2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu1_0
+	VADDPS 0(R13), Z2, Z2 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc1_0
@@ -1250,12 +1196,10 @@ i8KernelVNNI512x11_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias1_1
 	VMULPS Z25, Z3, Z3
-	JMP i8KernelVNNI512x11_relu1_1
-i8KernelVNNI512x11_bias1_1:
-	VFMADD213PS 64(R13), Z25, Z3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu1_1
+	VADDPS 64(R13), Z3, Z3 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc1_1
@@ -1278,12 +1222,10 @@ i8KernelVNNI512x11_st1_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias2_0
 	VMULPS Z25, Z4, Z4
-	JMP i8KernelVNNI512x11_relu2_0
-i8KernelVNNI512x11_bias2_0:
-	VFMADD213PS 0(R13), Z25, Z4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu2_0
+	VADDPS 0(R13), Z4, Z4 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc2_0
@@ -1298,12 +1240,10 @@ i8KernelVNNI512x11_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias2_1
 	VMULPS Z25, Z5, Z5
-	JMP i8KernelVNNI512x11_relu2_1
-i8KernelVNNI512x11_bias2_1:
-	VFMADD213PS 64(R13), Z25, Z5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu2_1
+	VADDPS 64(R13), Z5, Z5 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc2_1
@@ -1326,12 +1266,10 @@ i8KernelVNNI512x11_st2_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias3_0
 	VMULPS Z25, Z6, Z6
-	JMP i8KernelVNNI512x11_relu3_0
-i8KernelVNNI512x11_bias3_0:
-	VFMADD213PS 0(R13), Z25, Z6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu3_0
+	VADDPS 0(R13), Z6, Z6 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc3_0
@@ -1346,12 +1284,10 @@ i8KernelVNNI512x11_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias3_1
 	VMULPS Z25, Z7, Z7
-	JMP i8KernelVNNI512x11_relu3_1
-i8KernelVNNI512x11_bias3_1:
-	VFMADD213PS 64(R13), Z25, Z7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu3_1
+	VADDPS 64(R13), Z7, Z7 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc3_1
@@ -1374,12 +1310,10 @@ i8KernelVNNI512x11_st3_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias4_0
 	VMULPS Z25, Z8, Z8
-	JMP i8KernelVNNI512x11_relu4_0
-i8KernelVNNI512x11_bias4_0:
-	VFMADD213PS 0(R13), Z25, Z8 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu4_0
+	VADDPS 0(R13), Z8, Z8 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu4_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc4_0
@@ -1394,12 +1328,10 @@ i8KernelVNNI512x11_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias4_1
 	VMULPS Z25, Z9, Z9
-	JMP i8KernelVNNI512x11_relu4_1
-i8KernelVNNI512x11_bias4_1:
-	VFMADD213PS 64(R13), Z25, Z9 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu4_1
+	VADDPS 64(R13), Z9, Z9 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu4_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc4_1
@@ -1422,12 +1354,10 @@ i8KernelVNNI512x11_st4_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z10, Z10
 	VMULPS 0(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias5_0
 	VMULPS Z25, Z10, Z10
-	JMP i8KernelVNNI512x11_relu5_0
-i8KernelVNNI512x11_bias5_0:
-	VFMADD213PS 0(R13), Z25, Z10 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu5_0
+	VADDPS 0(R13), Z10, Z10 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu5_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc5_0
@@ -1442,12 +1372,10 @@ i8KernelVNNI512x11_st5_0:
 	VMOVUPS Z10, 0(DX)
 	VCVTDQ2PS Z11, Z11
 	VMULPS 64(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias5_1
 	VMULPS Z25, Z11, Z11
-	JMP i8KernelVNNI512x11_relu5_1
-i8KernelVNNI512x11_bias5_1:
-	VFMADD213PS 64(R13), Z25, Z11 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu5_1
+	VADDPS 64(R13), Z11, Z11 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu5_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc5_1
@@ -1470,12 +1398,10 @@ i8KernelVNNI512x11_st5_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z12, Z12
 	VMULPS 0(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias6_0
 	VMULPS Z25, Z12, Z12
-	JMP i8KernelVNNI512x11_relu6_0
-i8KernelVNNI512x11_bias6_0:
-	VFMADD213PS 0(R13), Z25, Z12 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu6_0
+	VADDPS 0(R13), Z12, Z12 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu6_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc6_0
@@ -1490,12 +1416,10 @@ i8KernelVNNI512x11_st6_0:
 	VMOVUPS Z12, 0(DX)
 	VCVTDQ2PS Z13, Z13
 	VMULPS 64(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias6_1
 	VMULPS Z25, Z13, Z13
-	JMP i8KernelVNNI512x11_relu6_1
-i8KernelVNNI512x11_bias6_1:
-	VFMADD213PS 64(R13), Z25, Z13 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu6_1
+	VADDPS 64(R13), Z13, Z13 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu6_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc6_1
@@ -1518,12 +1442,10 @@ i8KernelVNNI512x11_st6_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z14, Z14
 	VMULPS 0(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias7_0
 	VMULPS Z25, Z14, Z14
-	JMP i8KernelVNNI512x11_relu7_0
-i8KernelVNNI512x11_bias7_0:
-	VFMADD213PS 0(R13), Z25, Z14 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu7_0
+	VADDPS 0(R13), Z14, Z14 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu7_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc7_0
@@ -1538,12 +1460,10 @@ i8KernelVNNI512x11_st7_0:
 	VMOVUPS Z14, 0(DX)
 	VCVTDQ2PS Z15, Z15
 	VMULPS 64(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias7_1
 	VMULPS Z25, Z15, Z15
-	JMP i8KernelVNNI512x11_relu7_1
-i8KernelVNNI512x11_bias7_1:
-	VFMADD213PS 64(R13), Z25, Z15 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu7_1
+	VADDPS 64(R13), Z15, Z15 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu7_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc7_1
@@ -1566,12 +1486,10 @@ i8KernelVNNI512x11_st7_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z16, Z16
 	VMULPS 0(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias8_0
 	VMULPS Z25, Z16, Z16
-	JMP i8KernelVNNI512x11_relu8_0
-i8KernelVNNI512x11_bias8_0:
-	VFMADD213PS 0(R13), Z25, Z16 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu8_0
+	VADDPS 0(R13), Z16, Z16 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu8_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc8_0
@@ -1586,12 +1504,10 @@ i8KernelVNNI512x11_st8_0:
 	VMOVUPS Z16, 0(DX)
 	VCVTDQ2PS Z17, Z17
 	VMULPS 64(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias8_1
 	VMULPS Z25, Z17, Z17
-	JMP i8KernelVNNI512x11_relu8_1
-i8KernelVNNI512x11_bias8_1:
-	VFMADD213PS 64(R13), Z25, Z17 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu8_1
+	VADDPS 64(R13), Z17, Z17 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu8_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc8_1
@@ -1614,12 +1530,10 @@ i8KernelVNNI512x11_st8_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z18, Z18
 	VMULPS 0(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias9_0
 	VMULPS Z25, Z18, Z18
-	JMP i8KernelVNNI512x11_relu9_0
-i8KernelVNNI512x11_bias9_0:
-	VFMADD213PS 0(R13), Z25, Z18 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu9_0
+	VADDPS 0(R13), Z18, Z18 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu9_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc9_0
@@ -1634,12 +1548,10 @@ i8KernelVNNI512x11_st9_0:
 	VMOVUPS Z18, 0(DX)
 	VCVTDQ2PS Z19, Z19
 	VMULPS 64(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias9_1
 	VMULPS Z25, Z19, Z19
-	JMP i8KernelVNNI512x11_relu9_1
-i8KernelVNNI512x11_bias9_1:
-	VFMADD213PS 64(R13), Z25, Z19 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu9_1
+	VADDPS 64(R13), Z19, Z19 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu9_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc9_1
@@ -1662,12 +1574,10 @@ i8KernelVNNI512x11_st9_1:
 	VBROADCASTSS beta+48(FP), Z23
 	VCVTDQ2PS Z20, Z20
 	VMULPS 0(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias10_0
 	VMULPS Z25, Z20, Z20
-	JMP i8KernelVNNI512x11_relu10_0
-i8KernelVNNI512x11_bias10_0:
-	VFMADD213PS 0(R13), Z25, Z20 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu10_0
+	VADDPS 0(R13), Z20, Z20 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu10_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc10_0
@@ -1682,12 +1592,10 @@ i8KernelVNNI512x11_st10_0:
 	VMOVUPS Z20, 0(DX)
 	VCVTDQ2PS Z21, Z21
 	VMULPS 64(R11), Z22, Z25 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x11_bias10_1
 	VMULPS Z25, Z21, Z21
-	JMP i8KernelVNNI512x11_relu10_1
-i8KernelVNNI512x11_bias10_1:
-	VFMADD213PS 64(R13), Z25, Z21 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x11_relu10_1
+	VADDPS 64(R13), Z21, Z21 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x11_relu10_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x11_acc10_1
@@ -1969,12 +1877,10 @@ i8KernelVNNI512x10_dequant:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias0_0
 	VMULPS Z23, Z0, Z0
-	JMP i8KernelVNNI512x10_relu0_0
-i8KernelVNNI512x10_bias0_0:
-	VFMADD213PS 0(R13), Z23, Z0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu0_0
+	VADDPS 0(R13), Z0, Z0 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc0_0
@@ -1989,12 +1895,10 @@ i8KernelVNNI512x10_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias0_1
 	VMULPS Z23, Z1, Z1
-	JMP i8KernelVNNI512x10_relu0_1
-i8KernelVNNI512x10_bias0_1:
-	VFMADD213PS 64(R13), Z23, Z1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu0_1
+	VADDPS 64(R13), Z1, Z1 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc0_1
@@ -2017,12 +1921,10 @@ i8KernelVNNI512x10_st0_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias1_0
 	VMULPS Z23, Z2, Z2
-	JMP i8KernelVNNI512x10_relu1_0
-i8KernelVNNI512x10_bias1_0:
-	VFMADD213PS 0(R13), Z23, Z2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu1_0
+	VADDPS 0(R13), Z2, Z2 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc1_0
@@ -2037,12 +1939,10 @@ i8KernelVNNI512x10_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias1_1
 	VMULPS Z23, Z3, Z3
-	JMP i8KernelVNNI512x10_relu1_1
-i8KernelVNNI512x10_bias1_1:
-	VFMADD213PS 64(R13), Z23, Z3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu1_1
+	VADDPS 64(R13), Z3, Z3 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc1_1
@@ -2065,12 +1965,10 @@ i8KernelVNNI512x10_st1_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias2_0
 	VMULPS Z23, Z4, Z4
-	JMP i8KernelVNNI512x10_relu2_0
-i8KernelVNNI512x10_bias2_0:
-	VFMADD213PS 0(R13), Z23, Z4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu2_0
+	VADDPS 0(R13), Z4, Z4 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc2_0
@@ -2085,12 +1983,10 @@ i8KernelVNNI512x10_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias2_1
 	VMULPS Z23, Z5, Z5
-	JMP i8KernelVNNI512x10_relu2_1
-i8KernelVNNI512x10_bias2_1:
-	VFMADD213PS 64(R13), Z23, Z5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu2_1
+	VADDPS 64(R13), Z5, Z5 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc2_1
@@ -2113,12 +2009,10 @@ i8KernelVNNI512x10_st2_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias3_0
 	VMULPS Z23, Z6, Z6
-	JMP i8KernelVNNI512x10_relu3_0
-i8KernelVNNI512x10_bias3_0:
-	VFMADD213PS 0(R13), Z23, Z6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu3_0
+	VADDPS 0(R13), Z6, Z6 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc3_0
@@ -2133,12 +2027,10 @@ i8KernelVNNI512x10_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias3_1
 	VMULPS Z23, Z7, Z7
-	JMP i8KernelVNNI512x10_relu3_1
-i8KernelVNNI512x10_bias3_1:
-	VFMADD213PS 64(R13), Z23, Z7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu3_1
+	VADDPS 64(R13), Z7, Z7 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc3_1
@@ -2161,12 +2053,10 @@ i8KernelVNNI512x10_st3_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias4_0
 	VMULPS Z23, Z8, Z8
-	JMP i8KernelVNNI512x10_relu4_0
-i8KernelVNNI512x10_bias4_0:
-	VFMADD213PS 0(R13), Z23, Z8 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu4_0
+	VADDPS 0(R13), Z8, Z8 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu4_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc4_0
@@ -2181,12 +2071,10 @@ i8KernelVNNI512x10_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias4_1
 	VMULPS Z23, Z9, Z9
-	JMP i8KernelVNNI512x10_relu4_1
-i8KernelVNNI512x10_bias4_1:
-	VFMADD213PS 64(R13), Z23, Z9 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu4_1
+	VADDPS 64(R13), Z9, Z9 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu4_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc4_1
@@ -2209,12 +2097,10 @@ i8KernelVNNI512x10_st4_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z10, Z10
 	VMULPS 0(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias5_0
 	VMULPS Z23, Z10, Z10
-	JMP i8KernelVNNI512x10_relu5_0
-i8KernelVNNI512x10_bias5_0:
-	VFMADD213PS 0(R13), Z23, Z10 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu5_0
+	VADDPS 0(R13), Z10, Z10 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu5_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc5_0
@@ -2229,12 +2115,10 @@ i8KernelVNNI512x10_st5_0:
 	VMOVUPS Z10, 0(DX)
 	VCVTDQ2PS Z11, Z11
 	VMULPS 64(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias5_1
 	VMULPS Z23, Z11, Z11
-	JMP i8KernelVNNI512x10_relu5_1
-i8KernelVNNI512x10_bias5_1:
-	VFMADD213PS 64(R13), Z23, Z11 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu5_1
+	VADDPS 64(R13), Z11, Z11 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu5_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc5_1
@@ -2257,12 +2141,10 @@ i8KernelVNNI512x10_st5_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z12, Z12
 	VMULPS 0(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias6_0
 	VMULPS Z23, Z12, Z12
-	JMP i8KernelVNNI512x10_relu6_0
-i8KernelVNNI512x10_bias6_0:
-	VFMADD213PS 0(R13), Z23, Z12 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu6_0
+	VADDPS 0(R13), Z12, Z12 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu6_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc6_0
@@ -2277,12 +2159,10 @@ i8KernelVNNI512x10_st6_0:
 	VMOVUPS Z12, 0(DX)
 	VCVTDQ2PS Z13, Z13
 	VMULPS 64(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias6_1
 	VMULPS Z23, Z13, Z13
-	JMP i8KernelVNNI512x10_relu6_1
-i8KernelVNNI512x10_bias6_1:
-	VFMADD213PS 64(R13), Z23, Z13 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu6_1
+	VADDPS 64(R13), Z13, Z13 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu6_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc6_1
@@ -2305,12 +2185,10 @@ i8KernelVNNI512x10_st6_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z14, Z14
 	VMULPS 0(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias7_0
 	VMULPS Z23, Z14, Z14
-	JMP i8KernelVNNI512x10_relu7_0
-i8KernelVNNI512x10_bias7_0:
-	VFMADD213PS 0(R13), Z23, Z14 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu7_0
+	VADDPS 0(R13), Z14, Z14 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu7_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc7_0
@@ -2325,12 +2203,10 @@ i8KernelVNNI512x10_st7_0:
 	VMOVUPS Z14, 0(DX)
 	VCVTDQ2PS Z15, Z15
 	VMULPS 64(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias7_1
 	VMULPS Z23, Z15, Z15
-	JMP i8KernelVNNI512x10_relu7_1
-i8KernelVNNI512x10_bias7_1:
-	VFMADD213PS 64(R13), Z23, Z15 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu7_1
+	VADDPS 64(R13), Z15, Z15 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu7_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc7_1
@@ -2353,12 +2229,10 @@ i8KernelVNNI512x10_st7_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z16, Z16
 	VMULPS 0(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias8_0
 	VMULPS Z23, Z16, Z16
-	JMP i8KernelVNNI512x10_relu8_0
-i8KernelVNNI512x10_bias8_0:
-	VFMADD213PS 0(R13), Z23, Z16 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu8_0
+	VADDPS 0(R13), Z16, Z16 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu8_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc8_0
@@ -2373,12 +2247,10 @@ i8KernelVNNI512x10_st8_0:
 	VMOVUPS Z16, 0(DX)
 	VCVTDQ2PS Z17, Z17
 	VMULPS 64(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias8_1
 	VMULPS Z23, Z17, Z17
-	JMP i8KernelVNNI512x10_relu8_1
-i8KernelVNNI512x10_bias8_1:
-	VFMADD213PS 64(R13), Z23, Z17 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu8_1
+	VADDPS 64(R13), Z17, Z17 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu8_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc8_1
@@ -2401,12 +2273,10 @@ i8KernelVNNI512x10_st8_1:
 	VBROADCASTSS beta+48(FP), Z21
 	VCVTDQ2PS Z18, Z18
 	VMULPS 0(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias9_0
 	VMULPS Z23, Z18, Z18
-	JMP i8KernelVNNI512x10_relu9_0
-i8KernelVNNI512x10_bias9_0:
-	VFMADD213PS 0(R13), Z23, Z18 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu9_0
+	VADDPS 0(R13), Z18, Z18 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu9_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc9_0
@@ -2421,12 +2291,10 @@ i8KernelVNNI512x10_st9_0:
 	VMOVUPS Z18, 0(DX)
 	VCVTDQ2PS Z19, Z19
 	VMULPS 64(R11), Z20, Z23 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x10_bias9_1
 	VMULPS Z23, Z19, Z19
-	JMP i8KernelVNNI512x10_relu9_1
-i8KernelVNNI512x10_bias9_1:
-	VFMADD213PS 64(R13), Z23, Z19 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x10_relu9_1
+	VADDPS 64(R13), Z19, Z19 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x10_relu9_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x10_acc9_1
@@ -2688,12 +2556,10 @@ i8KernelVNNI512x9_dequant:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias0_0
 	VMULPS Z21, Z0, Z0
-	JMP i8KernelVNNI512x9_relu0_0
-i8KernelVNNI512x9_bias0_0:
-	VFMADD213PS 0(R13), Z21, Z0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu0_0
+	VADDPS 0(R13), Z0, Z0 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc0_0
@@ -2708,12 +2574,10 @@ i8KernelVNNI512x9_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias0_1
 	VMULPS Z21, Z1, Z1
-	JMP i8KernelVNNI512x9_relu0_1
-i8KernelVNNI512x9_bias0_1:
-	VFMADD213PS 64(R13), Z21, Z1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu0_1
+	VADDPS 64(R13), Z1, Z1 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc0_1
@@ -2736,12 +2600,10 @@ i8KernelVNNI512x9_st0_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias1_0
 	VMULPS Z21, Z2, Z2
-	JMP i8KernelVNNI512x9_relu1_0
-i8KernelVNNI512x9_bias1_0:
-	VFMADD213PS 0(R13), Z21, Z2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu1_0
+	VADDPS 0(R13), Z2, Z2 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc1_0
@@ -2756,12 +2618,10 @@ i8KernelVNNI512x9_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias1_1
 	VMULPS Z21, Z3, Z3
-	JMP i8KernelVNNI512x9_relu1_1
-i8KernelVNNI512x9_bias1_1:
-	VFMADD213PS 64(R13), Z21, Z3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu1_1
+	VADDPS 64(R13), Z3, Z3 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc1_1
@@ -2784,12 +2644,10 @@ i8KernelVNNI512x9_st1_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias2_0
 	VMULPS Z21, Z4, Z4
-	JMP i8KernelVNNI512x9_relu2_0
-i8KernelVNNI512x9_bias2_0:
-	VFMADD213PS 0(R13), Z21, Z4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu2_0
+	VADDPS 0(R13), Z4, Z4 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc2_0
@@ -2804,12 +2662,10 @@ i8KernelVNNI512x9_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias2_1
 	VMULPS Z21, Z5, Z5
-	JMP i8KernelVNNI512x9_relu2_1
-i8KernelVNNI512x9_bias2_1:
-	VFMADD213PS 64(R13), Z21, Z5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu2_1
+	VADDPS 64(R13), Z5, Z5 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc2_1
@@ -2832,12 +2688,10 @@ i8KernelVNNI512x9_st2_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias3_0
 	VMULPS Z21, Z6, Z6
-	JMP i8KernelVNNI512x9_relu3_0
-i8KernelVNNI512x9_bias3_0:
-	VFMADD213PS 0(R13), Z21, Z6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu3_0
+	VADDPS 0(R13), Z6, Z6 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc3_0
@@ -2852,12 +2706,10 @@ i8KernelVNNI512x9_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias3_1
 	VMULPS Z21, Z7, Z7
-	JMP i8KernelVNNI512x9_relu3_1
-i8KernelVNNI512x9_bias3_1:
-	VFMADD213PS 64(R13), Z21, Z7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu3_1
+	VADDPS 64(R13), Z7, Z7 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc3_1
@@ -2880,12 +2732,10 @@ i8KernelVNNI512x9_st3_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias4_0
 	VMULPS Z21, Z8, Z8
-	JMP i8KernelVNNI512x9_relu4_0
-i8KernelVNNI512x9_bias4_0:
-	VFMADD213PS 0(R13), Z21, Z8 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu4_0
+	VADDPS 0(R13), Z8, Z8 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu4_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc4_0
@@ -2900,12 +2750,10 @@ i8KernelVNNI512x9_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias4_1
 	VMULPS Z21, Z9, Z9
-	JMP i8KernelVNNI512x9_relu4_1
-i8KernelVNNI512x9_bias4_1:
-	VFMADD213PS 64(R13), Z21, Z9 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu4_1
+	VADDPS 64(R13), Z9, Z9 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu4_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc4_1
@@ -2928,12 +2776,10 @@ i8KernelVNNI512x9_st4_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z10, Z10
 	VMULPS 0(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias5_0
 	VMULPS Z21, Z10, Z10
-	JMP i8KernelVNNI512x9_relu5_0
-i8KernelVNNI512x9_bias5_0:
-	VFMADD213PS 0(R13), Z21, Z10 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu5_0
+	VADDPS 0(R13), Z10, Z10 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu5_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc5_0
@@ -2948,12 +2794,10 @@ i8KernelVNNI512x9_st5_0:
 	VMOVUPS Z10, 0(DX)
 	VCVTDQ2PS Z11, Z11
 	VMULPS 64(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias5_1
 	VMULPS Z21, Z11, Z11
-	JMP i8KernelVNNI512x9_relu5_1
-i8KernelVNNI512x9_bias5_1:
-	VFMADD213PS 64(R13), Z21, Z11 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu5_1
+	VADDPS 64(R13), Z11, Z11 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu5_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc5_1
@@ -2976,12 +2820,10 @@ i8KernelVNNI512x9_st5_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z12, Z12
 	VMULPS 0(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias6_0
 	VMULPS Z21, Z12, Z12
-	JMP i8KernelVNNI512x9_relu6_0
-i8KernelVNNI512x9_bias6_0:
-	VFMADD213PS 0(R13), Z21, Z12 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu6_0
+	VADDPS 0(R13), Z12, Z12 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu6_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc6_0
@@ -2996,12 +2838,10 @@ i8KernelVNNI512x9_st6_0:
 	VMOVUPS Z12, 0(DX)
 	VCVTDQ2PS Z13, Z13
 	VMULPS 64(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias6_1
 	VMULPS Z21, Z13, Z13
-	JMP i8KernelVNNI512x9_relu6_1
-i8KernelVNNI512x9_bias6_1:
-	VFMADD213PS 64(R13), Z21, Z13 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu6_1
+	VADDPS 64(R13), Z13, Z13 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu6_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc6_1
@@ -3024,12 +2864,10 @@ i8KernelVNNI512x9_st6_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z14, Z14
 	VMULPS 0(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias7_0
 	VMULPS Z21, Z14, Z14
-	JMP i8KernelVNNI512x9_relu7_0
-i8KernelVNNI512x9_bias7_0:
-	VFMADD213PS 0(R13), Z21, Z14 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu7_0
+	VADDPS 0(R13), Z14, Z14 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu7_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc7_0
@@ -3044,12 +2882,10 @@ i8KernelVNNI512x9_st7_0:
 	VMOVUPS Z14, 0(DX)
 	VCVTDQ2PS Z15, Z15
 	VMULPS 64(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias7_1
 	VMULPS Z21, Z15, Z15
-	JMP i8KernelVNNI512x9_relu7_1
-i8KernelVNNI512x9_bias7_1:
-	VFMADD213PS 64(R13), Z21, Z15 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu7_1
+	VADDPS 64(R13), Z15, Z15 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu7_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc7_1
@@ -3072,12 +2908,10 @@ i8KernelVNNI512x9_st7_1:
 	VBROADCASTSS beta+48(FP), Z19
 	VCVTDQ2PS Z16, Z16
 	VMULPS 0(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias8_0
 	VMULPS Z21, Z16, Z16
-	JMP i8KernelVNNI512x9_relu8_0
-i8KernelVNNI512x9_bias8_0:
-	VFMADD213PS 0(R13), Z21, Z16 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu8_0
+	VADDPS 0(R13), Z16, Z16 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu8_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc8_0
@@ -3092,12 +2926,10 @@ i8KernelVNNI512x9_st8_0:
 	VMOVUPS Z16, 0(DX)
 	VCVTDQ2PS Z17, Z17
 	VMULPS 64(R11), Z18, Z21 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x9_bias8_1
 	VMULPS Z21, Z17, Z17
-	JMP i8KernelVNNI512x9_relu8_1
-i8KernelVNNI512x9_bias8_1:
-	VFMADD213PS 64(R13), Z21, Z17 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x9_relu8_1
+	VADDPS 64(R13), Z17, Z17 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x9_relu8_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x9_acc8_1
@@ -3339,12 +3171,10 @@ i8KernelVNNI512x8_dequant:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias0_0
 	VMULPS Z19, Z0, Z0
-	JMP i8KernelVNNI512x8_relu0_0
-i8KernelVNNI512x8_bias0_0:
-	VFMADD213PS 0(R13), Z19, Z0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu0_0
+	VADDPS 0(R13), Z0, Z0 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc0_0
@@ -3359,12 +3189,10 @@ i8KernelVNNI512x8_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias0_1
 	VMULPS Z19, Z1, Z1
-	JMP i8KernelVNNI512x8_relu0_1
-i8KernelVNNI512x8_bias0_1:
-	VFMADD213PS 64(R13), Z19, Z1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu0_1
+	VADDPS 64(R13), Z1, Z1 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc0_1
@@ -3387,12 +3215,10 @@ i8KernelVNNI512x8_st0_1:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias1_0
 	VMULPS Z19, Z2, Z2
-	JMP i8KernelVNNI512x8_relu1_0
-i8KernelVNNI512x8_bias1_0:
-	VFMADD213PS 0(R13), Z19, Z2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu1_0
+	VADDPS 0(R13), Z2, Z2 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc1_0
@@ -3407,12 +3233,10 @@ i8KernelVNNI512x8_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias1_1
 	VMULPS Z19, Z3, Z3
-	JMP i8KernelVNNI512x8_relu1_1
-i8KernelVNNI512x8_bias1_1:
-	VFMADD213PS 64(R13), Z19, Z3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu1_1
+	VADDPS 64(R13), Z3, Z3 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc1_1
@@ -3435,12 +3259,10 @@ i8KernelVNNI512x8_st1_1:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias2_0
 	VMULPS Z19, Z4, Z4
-	JMP i8KernelVNNI512x8_relu2_0
-i8KernelVNNI512x8_bias2_0:
-	VFMADD213PS 0(R13), Z19, Z4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu2_0
+	VADDPS 0(R13), Z4, Z4 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc2_0
@@ -3455,12 +3277,10 @@ i8KernelVNNI512x8_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias2_1
 	VMULPS Z19, Z5, Z5
-	JMP i8KernelVNNI512x8_relu2_1
-i8KernelVNNI512x8_bias2_1:
-	VFMADD213PS 64(R13), Z19, Z5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu2_1
+	VADDPS 64(R13), Z5, Z5 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc2_1
@@ -3483,12 +3303,10 @@ i8KernelVNNI512x8_st2_1:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias3_0
 	VMULPS Z19, Z6, Z6
-	JMP i8KernelVNNI512x8_relu3_0
-i8KernelVNNI512x8_bias3_0:
-	VFMADD213PS 0(R13), Z19, Z6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu3_0
+	VADDPS 0(R13), Z6, Z6 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc3_0
@@ -3503,12 +3321,10 @@ i8KernelVNNI512x8_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias3_1
 	VMULPS Z19, Z7, Z7
-	JMP i8KernelVNNI512x8_relu3_1
-i8KernelVNNI512x8_bias3_1:
-	VFMADD213PS 64(R13), Z19, Z7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu3_1
+	VADDPS 64(R13), Z7, Z7 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc3_1
@@ -3531,12 +3347,10 @@ i8KernelVNNI512x8_st3_1:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias4_0
 	VMULPS Z19, Z8, Z8
-	JMP i8KernelVNNI512x8_relu4_0
-i8KernelVNNI512x8_bias4_0:
-	VFMADD213PS 0(R13), Z19, Z8 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu4_0
+	VADDPS 0(R13), Z8, Z8 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu4_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc4_0
@@ -3551,12 +3365,10 @@ i8KernelVNNI512x8_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias4_1
 	VMULPS Z19, Z9, Z9
-	JMP i8KernelVNNI512x8_relu4_1
-i8KernelVNNI512x8_bias4_1:
-	VFMADD213PS 64(R13), Z19, Z9 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu4_1
+	VADDPS 64(R13), Z9, Z9 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu4_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc4_1
@@ -3579,12 +3391,10 @@ i8KernelVNNI512x8_st4_1:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z10, Z10
 	VMULPS 0(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias5_0
 	VMULPS Z19, Z10, Z10
-	JMP i8KernelVNNI512x8_relu5_0
-i8KernelVNNI512x8_bias5_0:
-	VFMADD213PS 0(R13), Z19, Z10 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu5_0
+	VADDPS 0(R13), Z10, Z10 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu5_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc5_0
@@ -3599,12 +3409,10 @@ i8KernelVNNI512x8_st5_0:
 	VMOVUPS Z10, 0(DX)
 	VCVTDQ2PS Z11, Z11
 	VMULPS 64(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias5_1
 	VMULPS Z19, Z11, Z11
-	JMP i8KernelVNNI512x8_relu5_1
-i8KernelVNNI512x8_bias5_1:
-	VFMADD213PS 64(R13), Z19, Z11 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu5_1
+	VADDPS 64(R13), Z11, Z11 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu5_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc5_1
@@ -3627,12 +3435,10 @@ i8KernelVNNI512x8_st5_1:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z12, Z12
 	VMULPS 0(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias6_0
 	VMULPS Z19, Z12, Z12
-	JMP i8KernelVNNI512x8_relu6_0
-i8KernelVNNI512x8_bias6_0:
-	VFMADD213PS 0(R13), Z19, Z12 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu6_0
+	VADDPS 0(R13), Z12, Z12 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu6_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc6_0
@@ -3647,12 +3453,10 @@ i8KernelVNNI512x8_st6_0:
 	VMOVUPS Z12, 0(DX)
 	VCVTDQ2PS Z13, Z13
 	VMULPS 64(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias6_1
 	VMULPS Z19, Z13, Z13
-	JMP i8KernelVNNI512x8_relu6_1
-i8KernelVNNI512x8_bias6_1:
-	VFMADD213PS 64(R13), Z19, Z13 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu6_1
+	VADDPS 64(R13), Z13, Z13 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu6_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc6_1
@@ -3675,12 +3479,10 @@ i8KernelVNNI512x8_st6_1:
 	VBROADCASTSS beta+48(FP), Z17
 	VCVTDQ2PS Z14, Z14
 	VMULPS 0(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias7_0
 	VMULPS Z19, Z14, Z14
-	JMP i8KernelVNNI512x8_relu7_0
-i8KernelVNNI512x8_bias7_0:
-	VFMADD213PS 0(R13), Z19, Z14 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu7_0
+	VADDPS 0(R13), Z14, Z14 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu7_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc7_0
@@ -3695,12 +3497,10 @@ i8KernelVNNI512x8_st7_0:
 	VMOVUPS Z14, 0(DX)
 	VCVTDQ2PS Z15, Z15
 	VMULPS 64(R11), Z16, Z19 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x8_bias7_1
 	VMULPS Z19, Z15, Z15
-	JMP i8KernelVNNI512x8_relu7_1
-i8KernelVNNI512x8_bias7_1:
-	VFMADD213PS 64(R13), Z19, Z15 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x8_relu7_1
+	VADDPS 64(R13), Z15, Z15 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x8_relu7_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x8_acc7_1
@@ -3922,12 +3722,10 @@ i8KernelVNNI512x7_dequant:
 	VBROADCASTSS beta+48(FP), Z15
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z14, Z17 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x7_bias0_0
 	VMULPS Z17, Z0, Z0
-	JMP i8KernelVNNI512x7_relu0_0
-i8KernelVNNI512x7_bias0_0:
-	VFMADD213PS 0(R13), Z17, Z0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x7_relu0_0
+	VADDPS 0(R13), Z0, Z0 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x7_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x7_acc0_0
@@ -3942,12 +3740,10 @@ i8KernelVNNI512x7_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z14, Z17 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x7_bias0_1
 	VMULPS Z17, Z1, Z1
-	JMP i8KernelVNNI512x7_relu0_1
-i8KernelVNNI512x7_bias0_1:
-	VFMADD213PS 64(R13), Z17, Z1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x7_relu0_1
+	VADDPS 64(R13), Z1, Z1 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x7_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x7_acc0_1
@@ -3970,12 +3766,10 @@ i8KernelVNNI512x7_st0_1:
 	VBROADCASTSS beta+48(FP), Z15
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z14, Z17 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x7_bias1_0
 	VMULPS Z17, Z2, Z2
-	JMP i8KernelVNNI512x7_relu1_0
-i8KernelVNNI512x7_bias1_0:
-	VFMADD213PS 0(R13), Z17, Z2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x7_relu1_0
+	VADDPS 0(R13), Z2, Z2 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x7_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x7_acc1_0
@@ -3990,12 +3784,10 @@ i8KernelVNNI512x7_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z14, Z17 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x7_bias1_1
 	VMULPS Z17, Z3, Z3
-	JMP i8KernelVNNI512x7_relu1_1
-i8KernelVNNI512x7_bias1_1:
-	VFMADD213PS 64(R13), Z17, Z3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x7_relu1_1
+	VADDPS 64(R13), Z3, Z3 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x7_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x7_acc1_1
@@ -4018,12 +3810,10 @@ i8KernelVNNI512x7_st1_1:
 	VBROADCASTSS beta+48(FP), Z15
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z14, Z17 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x7_bias2_0
 	VMULPS Z17, Z4, Z4
-	JMP i8KernelVNNI512x7_relu2_0
-i8KernelVNNI512x7_bias2_0:
-	VFMADD213PS 0(R13), Z17, Z4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x7_relu2_0
+	VADDPS 0(R13), Z4, Z4 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x7_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x7_acc2_0
@@ -4038,12 +3828,10 @@ i8KernelVNNI512x7_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z14, Z17 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x7_bias2_1
 	VMULPS Z17, Z5, Z5
-	JMP i8KernelVNNI512x7_relu2_1
-i8KernelVNNI512x7_bias2_1:
-	VFMADD213PS 64(R13), Z17, Z5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x7_relu2_1
+	VADDPS 64(R13), Z5, Z5 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x7_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x7_acc2_1
@@ -4066,12 +3854,10 @@ i8KernelVNNI512x7_st2_1:
 	VBROADCASTSS beta+48(FP), Z15
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z14, Z17 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x7_bias3_0
 	VMULPS Z17, Z6, Z6
-	JMP i8KernelVNNI512x7_relu3_0
-i8KernelVNNI512x7_bias3_0:
-	VFMADD213PS 0(R13), Z17, Z6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x7_relu3_0
+	VADDPS 0(R13), Z6, Z6 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x7_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x7_acc3_0
@@ -4086,12 +3872,10 @@ i8KernelVNNI512x7_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z14, Z17 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x7_bias3_1
 	VMULPS Z17, Z7, Z7
-	JMP i8KernelVNNI512x7_relu3_1
-i8KernelVNNI512x7_bias3_1:
-	VFMADD213PS 64(R13), Z17, Z7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x7_relu3_1
+	VADDPS 64(R13), Z7, Z7 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x7_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x7_acc3_1
@@ -4114,12 +3898,10 @@ i8KernelVNNI512x7_st3_1:
 	VBROADCASTSS beta+48(FP), Z15
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z14, Z17 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x7_bias4_0
 	VMULPS Z17, Z8, Z8
-	JMP i8KernelVNNI512x7_relu4_0
-i8KernelVNNI512x7_bias4_0:
-	VFMADD213PS 0(R13), Z17, Z8 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x7_relu4_0
+	VADDPS 0(R13), Z8, Z8 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x7_relu4_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x7_acc4_0
@@ -4134,12 +3916,10 @@ i8KernelVNNI512x7_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z14, Z17 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x7_bias4_1
 	VMULPS Z17, Z9, Z9
-	JMP i8KernelVNNI512x7_relu4_1
-i8KernelVNNI512x7_bias4_1:
-	VFMADD213PS 64(R13), Z17, Z9 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x7_relu4_1
+	VADDPS 64(R13), Z9, Z9 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x7_relu4_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x7_acc4_1
@@ -4162,12 +3942,10 @@ i8KernelVNNI512x7_st4_1:
 	VBROADCASTSS beta+48(FP), Z15
 	VCVTDQ2PS Z10, Z10
 	VMULPS 0(R11), Z14, Z17 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x7_bias5_0
 	VMULPS Z17, Z10, Z10
-	JMP i8KernelVNNI512x7_relu5_0
-i8KernelVNNI512x7_bias5_0:
-	VFMADD213PS 0(R13), Z17, Z10 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x7_relu5_0
+	VADDPS 0(R13), Z10, Z10 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x7_relu5_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x7_acc5_0
@@ -4182,12 +3960,10 @@ i8KernelVNNI512x7_st5_0:
 	VMOVUPS Z10, 0(DX)
 	VCVTDQ2PS Z11, Z11
 	VMULPS 64(R11), Z14, Z17 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x7_bias5_1
 	VMULPS Z17, Z11, Z11
-	JMP i8KernelVNNI512x7_relu5_1
-i8KernelVNNI512x7_bias5_1:
-	VFMADD213PS 64(R13), Z17, Z11 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x7_relu5_1
+	VADDPS 64(R13), Z11, Z11 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x7_relu5_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x7_acc5_1
@@ -4210,12 +3986,10 @@ i8KernelVNNI512x7_st5_1:
 	VBROADCASTSS beta+48(FP), Z15
 	VCVTDQ2PS Z12, Z12
 	VMULPS 0(R11), Z14, Z17 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x7_bias6_0
 	VMULPS Z17, Z12, Z12
-	JMP i8KernelVNNI512x7_relu6_0
-i8KernelVNNI512x7_bias6_0:
-	VFMADD213PS 0(R13), Z17, Z12 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x7_relu6_0
+	VADDPS 0(R13), Z12, Z12 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x7_relu6_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x7_acc6_0
@@ -4230,12 +4004,10 @@ i8KernelVNNI512x7_st6_0:
 	VMOVUPS Z12, 0(DX)
 	VCVTDQ2PS Z13, Z13
 	VMULPS 64(R11), Z14, Z17 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x7_bias6_1
 	VMULPS Z17, Z13, Z13
-	JMP i8KernelVNNI512x7_relu6_1
-i8KernelVNNI512x7_bias6_1:
-	VFMADD213PS 64(R13), Z17, Z13 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x7_relu6_1
+	VADDPS 64(R13), Z13, Z13 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x7_relu6_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x7_acc6_1
@@ -4437,12 +4209,10 @@ i8KernelVNNI512x6_dequant:
 	VBROADCASTSS beta+48(FP), Z13
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z12, Z15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x6_bias0_0
 	VMULPS Z15, Z0, Z0
-	JMP i8KernelVNNI512x6_relu0_0
-i8KernelVNNI512x6_bias0_0:
-	VFMADD213PS 0(R13), Z15, Z0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x6_relu0_0
+	VADDPS 0(R13), Z0, Z0 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x6_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x6_acc0_0
@@ -4457,12 +4227,10 @@ i8KernelVNNI512x6_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z12, Z15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x6_bias0_1
 	VMULPS Z15, Z1, Z1
-	JMP i8KernelVNNI512x6_relu0_1
-i8KernelVNNI512x6_bias0_1:
-	VFMADD213PS 64(R13), Z15, Z1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x6_relu0_1
+	VADDPS 64(R13), Z1, Z1 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x6_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x6_acc0_1
@@ -4485,12 +4253,10 @@ i8KernelVNNI512x6_st0_1:
 	VBROADCASTSS beta+48(FP), Z13
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z12, Z15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x6_bias1_0
 	VMULPS Z15, Z2, Z2
-	JMP i8KernelVNNI512x6_relu1_0
-i8KernelVNNI512x6_bias1_0:
-	VFMADD213PS 0(R13), Z15, Z2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x6_relu1_0
+	VADDPS 0(R13), Z2, Z2 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x6_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x6_acc1_0
@@ -4505,12 +4271,10 @@ i8KernelVNNI512x6_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z12, Z15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x6_bias1_1
 	VMULPS Z15, Z3, Z3
-	JMP i8KernelVNNI512x6_relu1_1
-i8KernelVNNI512x6_bias1_1:
-	VFMADD213PS 64(R13), Z15, Z3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x6_relu1_1
+	VADDPS 64(R13), Z3, Z3 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x6_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x6_acc1_1
@@ -4533,12 +4297,10 @@ i8KernelVNNI512x6_st1_1:
 	VBROADCASTSS beta+48(FP), Z13
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z12, Z15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x6_bias2_0
 	VMULPS Z15, Z4, Z4
-	JMP i8KernelVNNI512x6_relu2_0
-i8KernelVNNI512x6_bias2_0:
-	VFMADD213PS 0(R13), Z15, Z4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x6_relu2_0
+	VADDPS 0(R13), Z4, Z4 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x6_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x6_acc2_0
@@ -4553,12 +4315,10 @@ i8KernelVNNI512x6_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z12, Z15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x6_bias2_1
 	VMULPS Z15, Z5, Z5
-	JMP i8KernelVNNI512x6_relu2_1
-i8KernelVNNI512x6_bias2_1:
-	VFMADD213PS 64(R13), Z15, Z5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x6_relu2_1
+	VADDPS 64(R13), Z5, Z5 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x6_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x6_acc2_1
@@ -4581,12 +4341,10 @@ i8KernelVNNI512x6_st2_1:
 	VBROADCASTSS beta+48(FP), Z13
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z12, Z15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x6_bias3_0
 	VMULPS Z15, Z6, Z6
-	JMP i8KernelVNNI512x6_relu3_0
-i8KernelVNNI512x6_bias3_0:
-	VFMADD213PS 0(R13), Z15, Z6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x6_relu3_0
+	VADDPS 0(R13), Z6, Z6 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x6_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x6_acc3_0
@@ -4601,12 +4359,10 @@ i8KernelVNNI512x6_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z12, Z15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x6_bias3_1
 	VMULPS Z15, Z7, Z7
-	JMP i8KernelVNNI512x6_relu3_1
-i8KernelVNNI512x6_bias3_1:
-	VFMADD213PS 64(R13), Z15, Z7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x6_relu3_1
+	VADDPS 64(R13), Z7, Z7 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x6_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x6_acc3_1
@@ -4629,12 +4385,10 @@ i8KernelVNNI512x6_st3_1:
 	VBROADCASTSS beta+48(FP), Z13
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z12, Z15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x6_bias4_0
 	VMULPS Z15, Z8, Z8
-	JMP i8KernelVNNI512x6_relu4_0
-i8KernelVNNI512x6_bias4_0:
-	VFMADD213PS 0(R13), Z15, Z8 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x6_relu4_0
+	VADDPS 0(R13), Z8, Z8 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x6_relu4_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x6_acc4_0
@@ -4649,12 +4403,10 @@ i8KernelVNNI512x6_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z12, Z15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x6_bias4_1
 	VMULPS Z15, Z9, Z9
-	JMP i8KernelVNNI512x6_relu4_1
-i8KernelVNNI512x6_bias4_1:
-	VFMADD213PS 64(R13), Z15, Z9 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x6_relu4_1
+	VADDPS 64(R13), Z9, Z9 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x6_relu4_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x6_acc4_1
@@ -4677,12 +4429,10 @@ i8KernelVNNI512x6_st4_1:
 	VBROADCASTSS beta+48(FP), Z13
 	VCVTDQ2PS Z10, Z10
 	VMULPS 0(R11), Z12, Z15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x6_bias5_0
 	VMULPS Z15, Z10, Z10
-	JMP i8KernelVNNI512x6_relu5_0
-i8KernelVNNI512x6_bias5_0:
-	VFMADD213PS 0(R13), Z15, Z10 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x6_relu5_0
+	VADDPS 0(R13), Z10, Z10 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x6_relu5_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x6_acc5_0
@@ -4697,12 +4447,10 @@ i8KernelVNNI512x6_st5_0:
 	VMOVUPS Z10, 0(DX)
 	VCVTDQ2PS Z11, Z11
 	VMULPS 64(R11), Z12, Z15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x6_bias5_1
 	VMULPS Z15, Z11, Z11
-	JMP i8KernelVNNI512x6_relu5_1
-i8KernelVNNI512x6_bias5_1:
-	VFMADD213PS 64(R13), Z15, Z11 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x6_relu5_1
+	VADDPS 64(R13), Z11, Z11 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x6_relu5_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x6_acc5_1
@@ -4884,12 +4632,10 @@ i8KernelVNNI512x5_dequant:
 	VBROADCASTSS beta+48(FP), Z11
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z10, Z13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x5_bias0_0
 	VMULPS Z13, Z0, Z0
-	JMP i8KernelVNNI512x5_relu0_0
-i8KernelVNNI512x5_bias0_0:
-	VFMADD213PS 0(R13), Z13, Z0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x5_relu0_0
+	VADDPS 0(R13), Z0, Z0 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x5_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x5_acc0_0
@@ -4904,12 +4650,10 @@ i8KernelVNNI512x5_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z10, Z13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x5_bias0_1
 	VMULPS Z13, Z1, Z1
-	JMP i8KernelVNNI512x5_relu0_1
-i8KernelVNNI512x5_bias0_1:
-	VFMADD213PS 64(R13), Z13, Z1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x5_relu0_1
+	VADDPS 64(R13), Z1, Z1 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x5_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x5_acc0_1
@@ -4932,12 +4676,10 @@ i8KernelVNNI512x5_st0_1:
 	VBROADCASTSS beta+48(FP), Z11
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z10, Z13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x5_bias1_0
 	VMULPS Z13, Z2, Z2
-	JMP i8KernelVNNI512x5_relu1_0
-i8KernelVNNI512x5_bias1_0:
-	VFMADD213PS 0(R13), Z13, Z2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x5_relu1_0
+	VADDPS 0(R13), Z2, Z2 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x5_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x5_acc1_0
@@ -4952,12 +4694,10 @@ i8KernelVNNI512x5_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z10, Z13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x5_bias1_1
 	VMULPS Z13, Z3, Z3
-	JMP i8KernelVNNI512x5_relu1_1
-i8KernelVNNI512x5_bias1_1:
-	VFMADD213PS 64(R13), Z13, Z3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x5_relu1_1
+	VADDPS 64(R13), Z3, Z3 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x5_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x5_acc1_1
@@ -4980,12 +4720,10 @@ i8KernelVNNI512x5_st1_1:
 	VBROADCASTSS beta+48(FP), Z11
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z10, Z13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x5_bias2_0
 	VMULPS Z13, Z4, Z4
-	JMP i8KernelVNNI512x5_relu2_0
-i8KernelVNNI512x5_bias2_0:
-	VFMADD213PS 0(R13), Z13, Z4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x5_relu2_0
+	VADDPS 0(R13), Z4, Z4 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x5_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x5_acc2_0
@@ -5000,12 +4738,10 @@ i8KernelVNNI512x5_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z10, Z13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x5_bias2_1
 	VMULPS Z13, Z5, Z5
-	JMP i8KernelVNNI512x5_relu2_1
-i8KernelVNNI512x5_bias2_1:
-	VFMADD213PS 64(R13), Z13, Z5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x5_relu2_1
+	VADDPS 64(R13), Z5, Z5 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x5_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x5_acc2_1
@@ -5028,12 +4764,10 @@ i8KernelVNNI512x5_st2_1:
 	VBROADCASTSS beta+48(FP), Z11
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z10, Z13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x5_bias3_0
 	VMULPS Z13, Z6, Z6
-	JMP i8KernelVNNI512x5_relu3_0
-i8KernelVNNI512x5_bias3_0:
-	VFMADD213PS 0(R13), Z13, Z6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x5_relu3_0
+	VADDPS 0(R13), Z6, Z6 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x5_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x5_acc3_0
@@ -5048,12 +4782,10 @@ i8KernelVNNI512x5_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z10, Z13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x5_bias3_1
 	VMULPS Z13, Z7, Z7
-	JMP i8KernelVNNI512x5_relu3_1
-i8KernelVNNI512x5_bias3_1:
-	VFMADD213PS 64(R13), Z13, Z7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x5_relu3_1
+	VADDPS 64(R13), Z7, Z7 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x5_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x5_acc3_1
@@ -5076,12 +4808,10 @@ i8KernelVNNI512x5_st3_1:
 	VBROADCASTSS beta+48(FP), Z11
 	VCVTDQ2PS Z8, Z8
 	VMULPS 0(R11), Z10, Z13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x5_bias4_0
 	VMULPS Z13, Z8, Z8
-	JMP i8KernelVNNI512x5_relu4_0
-i8KernelVNNI512x5_bias4_0:
-	VFMADD213PS 0(R13), Z13, Z8 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x5_relu4_0
+	VADDPS 0(R13), Z8, Z8 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x5_relu4_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x5_acc4_0
@@ -5096,12 +4826,10 @@ i8KernelVNNI512x5_st4_0:
 	VMOVUPS Z8, 0(DX)
 	VCVTDQ2PS Z9, Z9
 	VMULPS 64(R11), Z10, Z13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x5_bias4_1
 	VMULPS Z13, Z9, Z9
-	JMP i8KernelVNNI512x5_relu4_1
-i8KernelVNNI512x5_bias4_1:
-	VFMADD213PS 64(R13), Z13, Z9 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x5_relu4_1
+	VADDPS 64(R13), Z9, Z9 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x5_relu4_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x5_acc4_1
@@ -5263,12 +4991,10 @@ i8KernelVNNI512x4_dequant:
 	VBROADCASTSS beta+48(FP), Z9
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z8, Z11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x4_bias0_0
 	VMULPS Z11, Z0, Z0
-	JMP i8KernelVNNI512x4_relu0_0
-i8KernelVNNI512x4_bias0_0:
-	VFMADD213PS 0(R13), Z11, Z0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x4_relu0_0
+	VADDPS 0(R13), Z0, Z0 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x4_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x4_acc0_0
@@ -5283,12 +5009,10 @@ i8KernelVNNI512x4_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z8, Z11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x4_bias0_1
 	VMULPS Z11, Z1, Z1
-	JMP i8KernelVNNI512x4_relu0_1
-i8KernelVNNI512x4_bias0_1:
-	VFMADD213PS 64(R13), Z11, Z1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x4_relu0_1
+	VADDPS 64(R13), Z1, Z1 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x4_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x4_acc0_1
@@ -5311,12 +5035,10 @@ i8KernelVNNI512x4_st0_1:
 	VBROADCASTSS beta+48(FP), Z9
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z8, Z11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x4_bias1_0
 	VMULPS Z11, Z2, Z2
-	JMP i8KernelVNNI512x4_relu1_0
-i8KernelVNNI512x4_bias1_0:
-	VFMADD213PS 0(R13), Z11, Z2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x4_relu1_0
+	VADDPS 0(R13), Z2, Z2 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x4_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x4_acc1_0
@@ -5331,12 +5053,10 @@ i8KernelVNNI512x4_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z8, Z11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x4_bias1_1
 	VMULPS Z11, Z3, Z3
-	JMP i8KernelVNNI512x4_relu1_1
-i8KernelVNNI512x4_bias1_1:
-	VFMADD213PS 64(R13), Z11, Z3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x4_relu1_1
+	VADDPS 64(R13), Z3, Z3 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x4_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x4_acc1_1
@@ -5359,12 +5079,10 @@ i8KernelVNNI512x4_st1_1:
 	VBROADCASTSS beta+48(FP), Z9
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z8, Z11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x4_bias2_0
 	VMULPS Z11, Z4, Z4
-	JMP i8KernelVNNI512x4_relu2_0
-i8KernelVNNI512x4_bias2_0:
-	VFMADD213PS 0(R13), Z11, Z4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x4_relu2_0
+	VADDPS 0(R13), Z4, Z4 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x4_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x4_acc2_0
@@ -5379,12 +5097,10 @@ i8KernelVNNI512x4_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z8, Z11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x4_bias2_1
 	VMULPS Z11, Z5, Z5
-	JMP i8KernelVNNI512x4_relu2_1
-i8KernelVNNI512x4_bias2_1:
-	VFMADD213PS 64(R13), Z11, Z5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x4_relu2_1
+	VADDPS 64(R13), Z5, Z5 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x4_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x4_acc2_1
@@ -5407,12 +5123,10 @@ i8KernelVNNI512x4_st2_1:
 	VBROADCASTSS beta+48(FP), Z9
 	VCVTDQ2PS Z6, Z6
 	VMULPS 0(R11), Z8, Z11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x4_bias3_0
 	VMULPS Z11, Z6, Z6
-	JMP i8KernelVNNI512x4_relu3_0
-i8KernelVNNI512x4_bias3_0:
-	VFMADD213PS 0(R13), Z11, Z6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x4_relu3_0
+	VADDPS 0(R13), Z6, Z6 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x4_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x4_acc3_0
@@ -5427,12 +5141,10 @@ i8KernelVNNI512x4_st3_0:
 	VMOVUPS Z6, 0(DX)
 	VCVTDQ2PS Z7, Z7
 	VMULPS 64(R11), Z8, Z11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x4_bias3_1
 	VMULPS Z11, Z7, Z7
-	JMP i8KernelVNNI512x4_relu3_1
-i8KernelVNNI512x4_bias3_1:
-	VFMADD213PS 64(R13), Z11, Z7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x4_relu3_1
+	VADDPS 64(R13), Z7, Z7 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x4_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x4_acc3_1
@@ -5574,12 +5286,10 @@ i8KernelVNNI512x3_dequant:
 	VBROADCASTSS beta+48(FP), Z7
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z6, Z9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x3_bias0_0
 	VMULPS Z9, Z0, Z0
-	JMP i8KernelVNNI512x3_relu0_0
-i8KernelVNNI512x3_bias0_0:
-	VFMADD213PS 0(R13), Z9, Z0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x3_relu0_0
+	VADDPS 0(R13), Z0, Z0 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x3_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x3_acc0_0
@@ -5594,12 +5304,10 @@ i8KernelVNNI512x3_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z6, Z9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x3_bias0_1
 	VMULPS Z9, Z1, Z1
-	JMP i8KernelVNNI512x3_relu0_1
-i8KernelVNNI512x3_bias0_1:
-	VFMADD213PS 64(R13), Z9, Z1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x3_relu0_1
+	VADDPS 64(R13), Z1, Z1 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x3_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x3_acc0_1
@@ -5622,12 +5330,10 @@ i8KernelVNNI512x3_st0_1:
 	VBROADCASTSS beta+48(FP), Z7
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z6, Z9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x3_bias1_0
 	VMULPS Z9, Z2, Z2
-	JMP i8KernelVNNI512x3_relu1_0
-i8KernelVNNI512x3_bias1_0:
-	VFMADD213PS 0(R13), Z9, Z2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x3_relu1_0
+	VADDPS 0(R13), Z2, Z2 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x3_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x3_acc1_0
@@ -5642,12 +5348,10 @@ i8KernelVNNI512x3_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z6, Z9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x3_bias1_1
 	VMULPS Z9, Z3, Z3
-	JMP i8KernelVNNI512x3_relu1_1
-i8KernelVNNI512x3_bias1_1:
-	VFMADD213PS 64(R13), Z9, Z3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x3_relu1_1
+	VADDPS 64(R13), Z3, Z3 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x3_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x3_acc1_1
@@ -5670,12 +5374,10 @@ i8KernelVNNI512x3_st1_1:
 	VBROADCASTSS beta+48(FP), Z7
 	VCVTDQ2PS Z4, Z4
 	VMULPS 0(R11), Z6, Z9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x3_bias2_0
 	VMULPS Z9, Z4, Z4
-	JMP i8KernelVNNI512x3_relu2_0
-i8KernelVNNI512x3_bias2_0:
-	VFMADD213PS 0(R13), Z9, Z4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x3_relu2_0
+	VADDPS 0(R13), Z4, Z4 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x3_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x3_acc2_0
@@ -5690,12 +5392,10 @@ i8KernelVNNI512x3_st2_0:
 	VMOVUPS Z4, 0(DX)
 	VCVTDQ2PS Z5, Z5
 	VMULPS 64(R11), Z6, Z9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x3_bias2_1
 	VMULPS Z9, Z5, Z5
-	JMP i8KernelVNNI512x3_relu2_1
-i8KernelVNNI512x3_bias2_1:
-	VFMADD213PS 64(R13), Z9, Z5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x3_relu2_1
+	VADDPS 64(R13), Z5, Z5 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x3_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x3_acc2_1
@@ -5817,12 +5517,10 @@ i8KernelVNNI512x2_dequant:
 	VBROADCASTSS beta+48(FP), Z5
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z4, Z7 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x2_bias0_0
 	VMULPS Z7, Z0, Z0
-	JMP i8KernelVNNI512x2_relu0_0
-i8KernelVNNI512x2_bias0_0:
-	VFMADD213PS 0(R13), Z7, Z0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x2_relu0_0
+	VADDPS 0(R13), Z0, Z0 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x2_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x2_acc0_0
@@ -5837,12 +5535,10 @@ i8KernelVNNI512x2_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z4, Z7 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x2_bias0_1
 	VMULPS Z7, Z1, Z1
-	JMP i8KernelVNNI512x2_relu0_1
-i8KernelVNNI512x2_bias0_1:
-	VFMADD213PS 64(R13), Z7, Z1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x2_relu0_1
+	VADDPS 64(R13), Z1, Z1 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x2_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x2_acc0_1
@@ -5865,12 +5561,10 @@ i8KernelVNNI512x2_st0_1:
 	VBROADCASTSS beta+48(FP), Z5
 	VCVTDQ2PS Z2, Z2
 	VMULPS 0(R11), Z4, Z7 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x2_bias1_0
 	VMULPS Z7, Z2, Z2
-	JMP i8KernelVNNI512x2_relu1_0
-i8KernelVNNI512x2_bias1_0:
-	VFMADD213PS 0(R13), Z7, Z2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x2_relu1_0
+	VADDPS 0(R13), Z2, Z2 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x2_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x2_acc1_0
@@ -5885,12 +5579,10 @@ i8KernelVNNI512x2_st1_0:
 	VMOVUPS Z2, 0(DX)
 	VCVTDQ2PS Z3, Z3
 	VMULPS 64(R11), Z4, Z7 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x2_bias1_1
 	VMULPS Z7, Z3, Z3
-	JMP i8KernelVNNI512x2_relu1_1
-i8KernelVNNI512x2_bias1_1:
-	VFMADD213PS 64(R13), Z7, Z3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x2_relu1_1
+	VADDPS 64(R13), Z3, Z3 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x2_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x2_acc1_1
@@ -5992,12 +5684,10 @@ i8KernelVNNI512x1_dequant:
 	VBROADCASTSS beta+48(FP), Z3
 	VCVTDQ2PS Z0, Z0
 	VMULPS 0(R11), Z2, Z5 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x1_bias0_0
 	VMULPS Z5, Z0, Z0
-	JMP i8KernelVNNI512x1_relu0_0
-i8KernelVNNI512x1_bias0_0:
-	VFMADD213PS 0(R13), Z5, Z0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x1_relu0_0
+	VADDPS 0(R13), Z0, Z0 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x1_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x1_acc0_0
@@ -6012,12 +5702,10 @@ i8KernelVNNI512x1_st0_0:
 	VMOVUPS Z0, 0(DX)
 	VCVTDQ2PS Z1, Z1
 	VMULPS 64(R11), Z2, Z5 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelVNNI512x1_bias0_1
 	VMULPS Z5, Z1, Z1
-	JMP i8KernelVNNI512x1_relu0_1
-i8KernelVNNI512x1_bias0_1:
-	VFMADD213PS 64(R13), Z5, Z1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelVNNI512x1_relu0_1
+	VADDPS 64(R13), Z1, Z1 // + bias, rounded apart as the graph's Add
 i8KernelVNNI512x1_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelVNNI512x1_acc0_1
@@ -6219,12 +5907,10 @@ i8KernelAVXVNNIx6_dequant:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx6_bias0_0
 	VMULPS Y15, Y0, Y0
-	JMP i8KernelAVXVNNIx6_relu0_0
-i8KernelAVXVNNIx6_bias0_0:
-	VFMADD213PS 0(R13), Y15, Y0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx6_relu0_0
+	VADDPS 0(R13), Y0, Y0 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx6_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx6_acc0_0
@@ -6239,12 +5925,10 @@ i8KernelAVXVNNIx6_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx6_bias0_1
 	VMULPS Y15, Y1, Y1
-	JMP i8KernelAVXVNNIx6_relu0_1
-i8KernelAVXVNNIx6_bias0_1:
-	VFMADD213PS 32(R13), Y15, Y1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx6_relu0_1
+	VADDPS 32(R13), Y1, Y1 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx6_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx6_acc0_1
@@ -6267,12 +5951,10 @@ i8KernelAVXVNNIx6_st0_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx6_bias1_0
 	VMULPS Y15, Y2, Y2
-	JMP i8KernelAVXVNNIx6_relu1_0
-i8KernelAVXVNNIx6_bias1_0:
-	VFMADD213PS 0(R13), Y15, Y2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx6_relu1_0
+	VADDPS 0(R13), Y2, Y2 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx6_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx6_acc1_0
@@ -6287,12 +5969,10 @@ i8KernelAVXVNNIx6_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx6_bias1_1
 	VMULPS Y15, Y3, Y3
-	JMP i8KernelAVXVNNIx6_relu1_1
-i8KernelAVXVNNIx6_bias1_1:
-	VFMADD213PS 32(R13), Y15, Y3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx6_relu1_1
+	VADDPS 32(R13), Y3, Y3 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx6_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx6_acc1_1
@@ -6315,12 +5995,10 @@ i8KernelAVXVNNIx6_st1_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx6_bias2_0
 	VMULPS Y15, Y4, Y4
-	JMP i8KernelAVXVNNIx6_relu2_0
-i8KernelAVXVNNIx6_bias2_0:
-	VFMADD213PS 0(R13), Y15, Y4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx6_relu2_0
+	VADDPS 0(R13), Y4, Y4 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx6_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx6_acc2_0
@@ -6335,12 +6013,10 @@ i8KernelAVXVNNIx6_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx6_bias2_1
 	VMULPS Y15, Y5, Y5
-	JMP i8KernelAVXVNNIx6_relu2_1
-i8KernelAVXVNNIx6_bias2_1:
-	VFMADD213PS 32(R13), Y15, Y5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx6_relu2_1
+	VADDPS 32(R13), Y5, Y5 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx6_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx6_acc2_1
@@ -6363,12 +6039,10 @@ i8KernelAVXVNNIx6_st2_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y6, Y6
 	VMULPS 0(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx6_bias3_0
 	VMULPS Y15, Y6, Y6
-	JMP i8KernelAVXVNNIx6_relu3_0
-i8KernelAVXVNNIx6_bias3_0:
-	VFMADD213PS 0(R13), Y15, Y6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx6_relu3_0
+	VADDPS 0(R13), Y6, Y6 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx6_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx6_acc3_0
@@ -6383,12 +6057,10 @@ i8KernelAVXVNNIx6_st3_0:
 	VMOVUPS Y6, 0(DX)
 	VCVTDQ2PS Y7, Y7
 	VMULPS 32(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx6_bias3_1
 	VMULPS Y15, Y7, Y7
-	JMP i8KernelAVXVNNIx6_relu3_1
-i8KernelAVXVNNIx6_bias3_1:
-	VFMADD213PS 32(R13), Y15, Y7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx6_relu3_1
+	VADDPS 32(R13), Y7, Y7 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx6_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx6_acc3_1
@@ -6411,12 +6083,10 @@ i8KernelAVXVNNIx6_st3_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y8, Y8
 	VMULPS 0(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx6_bias4_0
 	VMULPS Y15, Y8, Y8
-	JMP i8KernelAVXVNNIx6_relu4_0
-i8KernelAVXVNNIx6_bias4_0:
-	VFMADD213PS 0(R13), Y15, Y8 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx6_relu4_0
+	VADDPS 0(R13), Y8, Y8 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx6_relu4_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx6_acc4_0
@@ -6431,12 +6101,10 @@ i8KernelAVXVNNIx6_st4_0:
 	VMOVUPS Y8, 0(DX)
 	VCVTDQ2PS Y9, Y9
 	VMULPS 32(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx6_bias4_1
 	VMULPS Y15, Y9, Y9
-	JMP i8KernelAVXVNNIx6_relu4_1
-i8KernelAVXVNNIx6_bias4_1:
-	VFMADD213PS 32(R13), Y15, Y9 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx6_relu4_1
+	VADDPS 32(R13), Y9, Y9 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx6_relu4_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx6_acc4_1
@@ -6459,12 +6127,10 @@ i8KernelAVXVNNIx6_st4_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y10, Y10
 	VMULPS 0(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx6_bias5_0
 	VMULPS Y15, Y10, Y10
-	JMP i8KernelAVXVNNIx6_relu5_0
-i8KernelAVXVNNIx6_bias5_0:
-	VFMADD213PS 0(R13), Y15, Y10 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx6_relu5_0
+	VADDPS 0(R13), Y10, Y10 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx6_relu5_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx6_acc5_0
@@ -6479,12 +6145,10 @@ i8KernelAVXVNNIx6_st5_0:
 	VMOVUPS Y10, 0(DX)
 	VCVTDQ2PS Y11, Y11
 	VMULPS 32(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx6_bias5_1
 	VMULPS Y15, Y11, Y11
-	JMP i8KernelAVXVNNIx6_relu5_1
-i8KernelAVXVNNIx6_bias5_1:
-	VFMADD213PS 32(R13), Y15, Y11 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx6_relu5_1
+	VADDPS 32(R13), Y11, Y11 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx6_relu5_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx6_acc5_1
@@ -6666,12 +6330,10 @@ i8KernelAVXVNNIx5_dequant:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx5_bias0_0
 	VMULPS Y13, Y0, Y0
-	JMP i8KernelAVXVNNIx5_relu0_0
-i8KernelAVXVNNIx5_bias0_0:
-	VFMADD213PS 0(R13), Y13, Y0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx5_relu0_0
+	VADDPS 0(R13), Y0, Y0 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx5_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx5_acc0_0
@@ -6686,12 +6348,10 @@ i8KernelAVXVNNIx5_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx5_bias0_1
 	VMULPS Y13, Y1, Y1
-	JMP i8KernelAVXVNNIx5_relu0_1
-i8KernelAVXVNNIx5_bias0_1:
-	VFMADD213PS 32(R13), Y13, Y1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx5_relu0_1
+	VADDPS 32(R13), Y1, Y1 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx5_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx5_acc0_1
@@ -6714,12 +6374,10 @@ i8KernelAVXVNNIx5_st0_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx5_bias1_0
 	VMULPS Y13, Y2, Y2
-	JMP i8KernelAVXVNNIx5_relu1_0
-i8KernelAVXVNNIx5_bias1_0:
-	VFMADD213PS 0(R13), Y13, Y2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx5_relu1_0
+	VADDPS 0(R13), Y2, Y2 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx5_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx5_acc1_0
@@ -6734,12 +6392,10 @@ i8KernelAVXVNNIx5_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx5_bias1_1
 	VMULPS Y13, Y3, Y3
-	JMP i8KernelAVXVNNIx5_relu1_1
-i8KernelAVXVNNIx5_bias1_1:
-	VFMADD213PS 32(R13), Y13, Y3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx5_relu1_1
+	VADDPS 32(R13), Y3, Y3 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx5_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx5_acc1_1
@@ -6762,12 +6418,10 @@ i8KernelAVXVNNIx5_st1_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx5_bias2_0
 	VMULPS Y13, Y4, Y4
-	JMP i8KernelAVXVNNIx5_relu2_0
-i8KernelAVXVNNIx5_bias2_0:
-	VFMADD213PS 0(R13), Y13, Y4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx5_relu2_0
+	VADDPS 0(R13), Y4, Y4 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx5_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx5_acc2_0
@@ -6782,12 +6436,10 @@ i8KernelAVXVNNIx5_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx5_bias2_1
 	VMULPS Y13, Y5, Y5
-	JMP i8KernelAVXVNNIx5_relu2_1
-i8KernelAVXVNNIx5_bias2_1:
-	VFMADD213PS 32(R13), Y13, Y5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx5_relu2_1
+	VADDPS 32(R13), Y5, Y5 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx5_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx5_acc2_1
@@ -6810,12 +6462,10 @@ i8KernelAVXVNNIx5_st2_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y6, Y6
 	VMULPS 0(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx5_bias3_0
 	VMULPS Y13, Y6, Y6
-	JMP i8KernelAVXVNNIx5_relu3_0
-i8KernelAVXVNNIx5_bias3_0:
-	VFMADD213PS 0(R13), Y13, Y6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx5_relu3_0
+	VADDPS 0(R13), Y6, Y6 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx5_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx5_acc3_0
@@ -6830,12 +6480,10 @@ i8KernelAVXVNNIx5_st3_0:
 	VMOVUPS Y6, 0(DX)
 	VCVTDQ2PS Y7, Y7
 	VMULPS 32(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx5_bias3_1
 	VMULPS Y13, Y7, Y7
-	JMP i8KernelAVXVNNIx5_relu3_1
-i8KernelAVXVNNIx5_bias3_1:
-	VFMADD213PS 32(R13), Y13, Y7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx5_relu3_1
+	VADDPS 32(R13), Y7, Y7 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx5_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx5_acc3_1
@@ -6858,12 +6506,10 @@ i8KernelAVXVNNIx5_st3_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y8, Y8
 	VMULPS 0(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx5_bias4_0
 	VMULPS Y13, Y8, Y8
-	JMP i8KernelAVXVNNIx5_relu4_0
-i8KernelAVXVNNIx5_bias4_0:
-	VFMADD213PS 0(R13), Y13, Y8 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx5_relu4_0
+	VADDPS 0(R13), Y8, Y8 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx5_relu4_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx5_acc4_0
@@ -6878,12 +6524,10 @@ i8KernelAVXVNNIx5_st4_0:
 	VMOVUPS Y8, 0(DX)
 	VCVTDQ2PS Y9, Y9
 	VMULPS 32(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx5_bias4_1
 	VMULPS Y13, Y9, Y9
-	JMP i8KernelAVXVNNIx5_relu4_1
-i8KernelAVXVNNIx5_bias4_1:
-	VFMADD213PS 32(R13), Y13, Y9 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx5_relu4_1
+	VADDPS 32(R13), Y9, Y9 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx5_relu4_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx5_acc4_1
@@ -7045,12 +6689,10 @@ i8KernelAVXVNNIx4_dequant:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx4_bias0_0
 	VMULPS Y11, Y0, Y0
-	JMP i8KernelAVXVNNIx4_relu0_0
-i8KernelAVXVNNIx4_bias0_0:
-	VFMADD213PS 0(R13), Y11, Y0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx4_relu0_0
+	VADDPS 0(R13), Y0, Y0 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx4_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx4_acc0_0
@@ -7065,12 +6707,10 @@ i8KernelAVXVNNIx4_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx4_bias0_1
 	VMULPS Y11, Y1, Y1
-	JMP i8KernelAVXVNNIx4_relu0_1
-i8KernelAVXVNNIx4_bias0_1:
-	VFMADD213PS 32(R13), Y11, Y1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx4_relu0_1
+	VADDPS 32(R13), Y1, Y1 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx4_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx4_acc0_1
@@ -7093,12 +6733,10 @@ i8KernelAVXVNNIx4_st0_1:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx4_bias1_0
 	VMULPS Y11, Y2, Y2
-	JMP i8KernelAVXVNNIx4_relu1_0
-i8KernelAVXVNNIx4_bias1_0:
-	VFMADD213PS 0(R13), Y11, Y2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx4_relu1_0
+	VADDPS 0(R13), Y2, Y2 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx4_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx4_acc1_0
@@ -7113,12 +6751,10 @@ i8KernelAVXVNNIx4_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx4_bias1_1
 	VMULPS Y11, Y3, Y3
-	JMP i8KernelAVXVNNIx4_relu1_1
-i8KernelAVXVNNIx4_bias1_1:
-	VFMADD213PS 32(R13), Y11, Y3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx4_relu1_1
+	VADDPS 32(R13), Y3, Y3 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx4_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx4_acc1_1
@@ -7141,12 +6777,10 @@ i8KernelAVXVNNIx4_st1_1:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx4_bias2_0
 	VMULPS Y11, Y4, Y4
-	JMP i8KernelAVXVNNIx4_relu2_0
-i8KernelAVXVNNIx4_bias2_0:
-	VFMADD213PS 0(R13), Y11, Y4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx4_relu2_0
+	VADDPS 0(R13), Y4, Y4 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx4_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx4_acc2_0
@@ -7161,12 +6795,10 @@ i8KernelAVXVNNIx4_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx4_bias2_1
 	VMULPS Y11, Y5, Y5
-	JMP i8KernelAVXVNNIx4_relu2_1
-i8KernelAVXVNNIx4_bias2_1:
-	VFMADD213PS 32(R13), Y11, Y5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx4_relu2_1
+	VADDPS 32(R13), Y5, Y5 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx4_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx4_acc2_1
@@ -7189,12 +6821,10 @@ i8KernelAVXVNNIx4_st2_1:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y6, Y6
 	VMULPS 0(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx4_bias3_0
 	VMULPS Y11, Y6, Y6
-	JMP i8KernelAVXVNNIx4_relu3_0
-i8KernelAVXVNNIx4_bias3_0:
-	VFMADD213PS 0(R13), Y11, Y6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx4_relu3_0
+	VADDPS 0(R13), Y6, Y6 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx4_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx4_acc3_0
@@ -7209,12 +6839,10 @@ i8KernelAVXVNNIx4_st3_0:
 	VMOVUPS Y6, 0(DX)
 	VCVTDQ2PS Y7, Y7
 	VMULPS 32(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx4_bias3_1
 	VMULPS Y11, Y7, Y7
-	JMP i8KernelAVXVNNIx4_relu3_1
-i8KernelAVXVNNIx4_bias3_1:
-	VFMADD213PS 32(R13), Y11, Y7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx4_relu3_1
+	VADDPS 32(R13), Y7, Y7 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx4_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx4_acc3_1
@@ -7356,12 +6984,10 @@ i8KernelAVXVNNIx3_dequant:
 	VBROADCASTSS beta+48(FP), Y7
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y6, Y9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx3_bias0_0
 	VMULPS Y9, Y0, Y0
-	JMP i8KernelAVXVNNIx3_relu0_0
-i8KernelAVXVNNIx3_bias0_0:
-	VFMADD213PS 0(R13), Y9, Y0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx3_relu0_0
+	VADDPS 0(R13), Y0, Y0 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx3_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx3_acc0_0
@@ -7376,12 +7002,10 @@ i8KernelAVXVNNIx3_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y6, Y9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx3_bias0_1
 	VMULPS Y9, Y1, Y1
-	JMP i8KernelAVXVNNIx3_relu0_1
-i8KernelAVXVNNIx3_bias0_1:
-	VFMADD213PS 32(R13), Y9, Y1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx3_relu0_1
+	VADDPS 32(R13), Y1, Y1 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx3_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx3_acc0_1
@@ -7404,12 +7028,10 @@ i8KernelAVXVNNIx3_st0_1:
 	VBROADCASTSS beta+48(FP), Y7
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y6, Y9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx3_bias1_0
 	VMULPS Y9, Y2, Y2
-	JMP i8KernelAVXVNNIx3_relu1_0
-i8KernelAVXVNNIx3_bias1_0:
-	VFMADD213PS 0(R13), Y9, Y2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx3_relu1_0
+	VADDPS 0(R13), Y2, Y2 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx3_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx3_acc1_0
@@ -7424,12 +7046,10 @@ i8KernelAVXVNNIx3_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y6, Y9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx3_bias1_1
 	VMULPS Y9, Y3, Y3
-	JMP i8KernelAVXVNNIx3_relu1_1
-i8KernelAVXVNNIx3_bias1_1:
-	VFMADD213PS 32(R13), Y9, Y3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx3_relu1_1
+	VADDPS 32(R13), Y3, Y3 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx3_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx3_acc1_1
@@ -7452,12 +7072,10 @@ i8KernelAVXVNNIx3_st1_1:
 	VBROADCASTSS beta+48(FP), Y7
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y6, Y9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx3_bias2_0
 	VMULPS Y9, Y4, Y4
-	JMP i8KernelAVXVNNIx3_relu2_0
-i8KernelAVXVNNIx3_bias2_0:
-	VFMADD213PS 0(R13), Y9, Y4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx3_relu2_0
+	VADDPS 0(R13), Y4, Y4 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx3_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx3_acc2_0
@@ -7472,12 +7090,10 @@ i8KernelAVXVNNIx3_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y6, Y9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx3_bias2_1
 	VMULPS Y9, Y5, Y5
-	JMP i8KernelAVXVNNIx3_relu2_1
-i8KernelAVXVNNIx3_bias2_1:
-	VFMADD213PS 32(R13), Y9, Y5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx3_relu2_1
+	VADDPS 32(R13), Y5, Y5 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx3_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx3_acc2_1
@@ -7599,12 +7215,10 @@ i8KernelAVXVNNIx2_dequant:
 	VBROADCASTSS beta+48(FP), Y5
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y4, Y7 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx2_bias0_0
 	VMULPS Y7, Y0, Y0
-	JMP i8KernelAVXVNNIx2_relu0_0
-i8KernelAVXVNNIx2_bias0_0:
-	VFMADD213PS 0(R13), Y7, Y0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx2_relu0_0
+	VADDPS 0(R13), Y0, Y0 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx2_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx2_acc0_0
@@ -7619,12 +7233,10 @@ i8KernelAVXVNNIx2_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y4, Y7 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx2_bias0_1
 	VMULPS Y7, Y1, Y1
-	JMP i8KernelAVXVNNIx2_relu0_1
-i8KernelAVXVNNIx2_bias0_1:
-	VFMADD213PS 32(R13), Y7, Y1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx2_relu0_1
+	VADDPS 32(R13), Y1, Y1 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx2_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx2_acc0_1
@@ -7647,12 +7259,10 @@ i8KernelAVXVNNIx2_st0_1:
 	VBROADCASTSS beta+48(FP), Y5
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y4, Y7 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx2_bias1_0
 	VMULPS Y7, Y2, Y2
-	JMP i8KernelAVXVNNIx2_relu1_0
-i8KernelAVXVNNIx2_bias1_0:
-	VFMADD213PS 0(R13), Y7, Y2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx2_relu1_0
+	VADDPS 0(R13), Y2, Y2 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx2_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx2_acc1_0
@@ -7667,12 +7277,10 @@ i8KernelAVXVNNIx2_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y4, Y7 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx2_bias1_1
 	VMULPS Y7, Y3, Y3
-	JMP i8KernelAVXVNNIx2_relu1_1
-i8KernelAVXVNNIx2_bias1_1:
-	VFMADD213PS 32(R13), Y7, Y3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx2_relu1_1
+	VADDPS 32(R13), Y3, Y3 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx2_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx2_acc1_1
@@ -7774,12 +7382,10 @@ i8KernelAVXVNNIx1_dequant:
 	VBROADCASTSS beta+48(FP), Y3
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y2, Y5 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx1_bias0_0
 	VMULPS Y5, Y0, Y0
-	JMP i8KernelAVXVNNIx1_relu0_0
-i8KernelAVXVNNIx1_bias0_0:
-	VFMADD213PS 0(R13), Y5, Y0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx1_relu0_0
+	VADDPS 0(R13), Y0, Y0 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx1_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx1_acc0_0
@@ -7794,12 +7400,10 @@ i8KernelAVXVNNIx1_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y2, Y5 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVXVNNIx1_bias0_1
 	VMULPS Y5, Y1, Y1
-	JMP i8KernelAVXVNNIx1_relu0_1
-i8KernelAVXVNNIx1_bias0_1:
-	VFMADD213PS 32(R13), Y5, Y1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVXVNNIx1_relu0_1
+	VADDPS 32(R13), Y1, Y1 // + bias, rounded apart as the graph's Add
 i8KernelAVXVNNIx1_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelAVXVNNIx1_acc0_1
@@ -8061,12 +7665,10 @@ i8KernelAVX2x6_dequant:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x6_bias0_0
 	VMULPS Y15, Y0, Y0
-	JMP i8KernelAVX2x6_relu0_0
-i8KernelAVX2x6_bias0_0:
-	VFMADD213PS 0(R13), Y15, Y0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x6_relu0_0
+	VADDPS 0(R13), Y0, Y0 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x6_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x6_acc0_0
@@ -8081,12 +7683,10 @@ i8KernelAVX2x6_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x6_bias0_1
 	VMULPS Y15, Y1, Y1
-	JMP i8KernelAVX2x6_relu0_1
-i8KernelAVX2x6_bias0_1:
-	VFMADD213PS 32(R13), Y15, Y1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x6_relu0_1
+	VADDPS 32(R13), Y1, Y1 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x6_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x6_acc0_1
@@ -8109,12 +7709,10 @@ i8KernelAVX2x6_st0_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x6_bias1_0
 	VMULPS Y15, Y2, Y2
-	JMP i8KernelAVX2x6_relu1_0
-i8KernelAVX2x6_bias1_0:
-	VFMADD213PS 0(R13), Y15, Y2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x6_relu1_0
+	VADDPS 0(R13), Y2, Y2 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x6_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x6_acc1_0
@@ -8129,12 +7727,10 @@ i8KernelAVX2x6_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x6_bias1_1
 	VMULPS Y15, Y3, Y3
-	JMP i8KernelAVX2x6_relu1_1
-i8KernelAVX2x6_bias1_1:
-	VFMADD213PS 32(R13), Y15, Y3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x6_relu1_1
+	VADDPS 32(R13), Y3, Y3 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x6_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x6_acc1_1
@@ -8157,12 +7753,10 @@ i8KernelAVX2x6_st1_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x6_bias2_0
 	VMULPS Y15, Y4, Y4
-	JMP i8KernelAVX2x6_relu2_0
-i8KernelAVX2x6_bias2_0:
-	VFMADD213PS 0(R13), Y15, Y4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x6_relu2_0
+	VADDPS 0(R13), Y4, Y4 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x6_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x6_acc2_0
@@ -8177,12 +7771,10 @@ i8KernelAVX2x6_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x6_bias2_1
 	VMULPS Y15, Y5, Y5
-	JMP i8KernelAVX2x6_relu2_1
-i8KernelAVX2x6_bias2_1:
-	VFMADD213PS 32(R13), Y15, Y5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x6_relu2_1
+	VADDPS 32(R13), Y5, Y5 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x6_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x6_acc2_1
@@ -8205,12 +7797,10 @@ i8KernelAVX2x6_st2_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y6, Y6
 	VMULPS 0(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x6_bias3_0
 	VMULPS Y15, Y6, Y6
-	JMP i8KernelAVX2x6_relu3_0
-i8KernelAVX2x6_bias3_0:
-	VFMADD213PS 0(R13), Y15, Y6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x6_relu3_0
+	VADDPS 0(R13), Y6, Y6 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x6_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x6_acc3_0
@@ -8225,12 +7815,10 @@ i8KernelAVX2x6_st3_0:
 	VMOVUPS Y6, 0(DX)
 	VCVTDQ2PS Y7, Y7
 	VMULPS 32(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x6_bias3_1
 	VMULPS Y15, Y7, Y7
-	JMP i8KernelAVX2x6_relu3_1
-i8KernelAVX2x6_bias3_1:
-	VFMADD213PS 32(R13), Y15, Y7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x6_relu3_1
+	VADDPS 32(R13), Y7, Y7 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x6_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x6_acc3_1
@@ -8253,12 +7841,10 @@ i8KernelAVX2x6_st3_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y8, Y8
 	VMULPS 0(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x6_bias4_0
 	VMULPS Y15, Y8, Y8
-	JMP i8KernelAVX2x6_relu4_0
-i8KernelAVX2x6_bias4_0:
-	VFMADD213PS 0(R13), Y15, Y8 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x6_relu4_0
+	VADDPS 0(R13), Y8, Y8 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x6_relu4_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x6_acc4_0
@@ -8273,12 +7859,10 @@ i8KernelAVX2x6_st4_0:
 	VMOVUPS Y8, 0(DX)
 	VCVTDQ2PS Y9, Y9
 	VMULPS 32(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x6_bias4_1
 	VMULPS Y15, Y9, Y9
-	JMP i8KernelAVX2x6_relu4_1
-i8KernelAVX2x6_bias4_1:
-	VFMADD213PS 32(R13), Y15, Y9 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x6_relu4_1
+	VADDPS 32(R13), Y9, Y9 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x6_relu4_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x6_acc4_1
@@ -8301,12 +7885,10 @@ i8KernelAVX2x6_st4_1:
 	VBROADCASTSS beta+48(FP), Y13
 	VCVTDQ2PS Y10, Y10
 	VMULPS 0(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x6_bias5_0
 	VMULPS Y15, Y10, Y10
-	JMP i8KernelAVX2x6_relu5_0
-i8KernelAVX2x6_bias5_0:
-	VFMADD213PS 0(R13), Y15, Y10 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x6_relu5_0
+	VADDPS 0(R13), Y10, Y10 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x6_relu5_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x6_acc5_0
@@ -8321,12 +7903,10 @@ i8KernelAVX2x6_st5_0:
 	VMOVUPS Y10, 0(DX)
 	VCVTDQ2PS Y11, Y11
 	VMULPS 32(R11), Y12, Y15 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x6_bias5_1
 	VMULPS Y15, Y11, Y11
-	JMP i8KernelAVX2x6_relu5_1
-i8KernelAVX2x6_bias5_1:
-	VFMADD213PS 32(R13), Y15, Y11 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x6_relu5_1
+	VADDPS 32(R13), Y11, Y11 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x6_relu5_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x6_acc5_1
@@ -8558,12 +8138,10 @@ i8KernelAVX2x5_dequant:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x5_bias0_0
 	VMULPS Y13, Y0, Y0
-	JMP i8KernelAVX2x5_relu0_0
-i8KernelAVX2x5_bias0_0:
-	VFMADD213PS 0(R13), Y13, Y0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x5_relu0_0
+	VADDPS 0(R13), Y0, Y0 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x5_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x5_acc0_0
@@ -8578,12 +8156,10 @@ i8KernelAVX2x5_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x5_bias0_1
 	VMULPS Y13, Y1, Y1
-	JMP i8KernelAVX2x5_relu0_1
-i8KernelAVX2x5_bias0_1:
-	VFMADD213PS 32(R13), Y13, Y1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x5_relu0_1
+	VADDPS 32(R13), Y1, Y1 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x5_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x5_acc0_1
@@ -8606,12 +8182,10 @@ i8KernelAVX2x5_st0_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x5_bias1_0
 	VMULPS Y13, Y2, Y2
-	JMP i8KernelAVX2x5_relu1_0
-i8KernelAVX2x5_bias1_0:
-	VFMADD213PS 0(R13), Y13, Y2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x5_relu1_0
+	VADDPS 0(R13), Y2, Y2 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x5_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x5_acc1_0
@@ -8626,12 +8200,10 @@ i8KernelAVX2x5_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x5_bias1_1
 	VMULPS Y13, Y3, Y3
-	JMP i8KernelAVX2x5_relu1_1
-i8KernelAVX2x5_bias1_1:
-	VFMADD213PS 32(R13), Y13, Y3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x5_relu1_1
+	VADDPS 32(R13), Y3, Y3 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x5_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x5_acc1_1
@@ -8654,12 +8226,10 @@ i8KernelAVX2x5_st1_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x5_bias2_0
 	VMULPS Y13, Y4, Y4
-	JMP i8KernelAVX2x5_relu2_0
-i8KernelAVX2x5_bias2_0:
-	VFMADD213PS 0(R13), Y13, Y4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x5_relu2_0
+	VADDPS 0(R13), Y4, Y4 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x5_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x5_acc2_0
@@ -8674,12 +8244,10 @@ i8KernelAVX2x5_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x5_bias2_1
 	VMULPS Y13, Y5, Y5
-	JMP i8KernelAVX2x5_relu2_1
-i8KernelAVX2x5_bias2_1:
-	VFMADD213PS 32(R13), Y13, Y5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x5_relu2_1
+	VADDPS 32(R13), Y5, Y5 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x5_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x5_acc2_1
@@ -8702,12 +8270,10 @@ i8KernelAVX2x5_st2_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y6, Y6
 	VMULPS 0(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x5_bias3_0
 	VMULPS Y13, Y6, Y6
-	JMP i8KernelAVX2x5_relu3_0
-i8KernelAVX2x5_bias3_0:
-	VFMADD213PS 0(R13), Y13, Y6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x5_relu3_0
+	VADDPS 0(R13), Y6, Y6 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x5_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x5_acc3_0
@@ -8722,12 +8288,10 @@ i8KernelAVX2x5_st3_0:
 	VMOVUPS Y6, 0(DX)
 	VCVTDQ2PS Y7, Y7
 	VMULPS 32(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x5_bias3_1
 	VMULPS Y13, Y7, Y7
-	JMP i8KernelAVX2x5_relu3_1
-i8KernelAVX2x5_bias3_1:
-	VFMADD213PS 32(R13), Y13, Y7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x5_relu3_1
+	VADDPS 32(R13), Y7, Y7 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x5_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x5_acc3_1
@@ -8750,12 +8314,10 @@ i8KernelAVX2x5_st3_1:
 	VBROADCASTSS beta+48(FP), Y11
 	VCVTDQ2PS Y8, Y8
 	VMULPS 0(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x5_bias4_0
 	VMULPS Y13, Y8, Y8
-	JMP i8KernelAVX2x5_relu4_0
-i8KernelAVX2x5_bias4_0:
-	VFMADD213PS 0(R13), Y13, Y8 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x5_relu4_0
+	VADDPS 0(R13), Y8, Y8 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x5_relu4_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x5_acc4_0
@@ -8770,12 +8332,10 @@ i8KernelAVX2x5_st4_0:
 	VMOVUPS Y8, 0(DX)
 	VCVTDQ2PS Y9, Y9
 	VMULPS 32(R11), Y10, Y13 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x5_bias4_1
 	VMULPS Y13, Y9, Y9
-	JMP i8KernelAVX2x5_relu4_1
-i8KernelAVX2x5_bias4_1:
-	VFMADD213PS 32(R13), Y13, Y9 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x5_relu4_1
+	VADDPS 32(R13), Y9, Y9 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x5_relu4_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x5_acc4_1
@@ -8977,12 +8537,10 @@ i8KernelAVX2x4_dequant:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x4_bias0_0
 	VMULPS Y11, Y0, Y0
-	JMP i8KernelAVX2x4_relu0_0
-i8KernelAVX2x4_bias0_0:
-	VFMADD213PS 0(R13), Y11, Y0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x4_relu0_0
+	VADDPS 0(R13), Y0, Y0 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x4_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x4_acc0_0
@@ -8997,12 +8555,10 @@ i8KernelAVX2x4_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x4_bias0_1
 	VMULPS Y11, Y1, Y1
-	JMP i8KernelAVX2x4_relu0_1
-i8KernelAVX2x4_bias0_1:
-	VFMADD213PS 32(R13), Y11, Y1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x4_relu0_1
+	VADDPS 32(R13), Y1, Y1 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x4_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x4_acc0_1
@@ -9025,12 +8581,10 @@ i8KernelAVX2x4_st0_1:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x4_bias1_0
 	VMULPS Y11, Y2, Y2
-	JMP i8KernelAVX2x4_relu1_0
-i8KernelAVX2x4_bias1_0:
-	VFMADD213PS 0(R13), Y11, Y2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x4_relu1_0
+	VADDPS 0(R13), Y2, Y2 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x4_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x4_acc1_0
@@ -9045,12 +8599,10 @@ i8KernelAVX2x4_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x4_bias1_1
 	VMULPS Y11, Y3, Y3
-	JMP i8KernelAVX2x4_relu1_1
-i8KernelAVX2x4_bias1_1:
-	VFMADD213PS 32(R13), Y11, Y3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x4_relu1_1
+	VADDPS 32(R13), Y3, Y3 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x4_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x4_acc1_1
@@ -9073,12 +8625,10 @@ i8KernelAVX2x4_st1_1:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x4_bias2_0
 	VMULPS Y11, Y4, Y4
-	JMP i8KernelAVX2x4_relu2_0
-i8KernelAVX2x4_bias2_0:
-	VFMADD213PS 0(R13), Y11, Y4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x4_relu2_0
+	VADDPS 0(R13), Y4, Y4 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x4_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x4_acc2_0
@@ -9093,12 +8643,10 @@ i8KernelAVX2x4_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x4_bias2_1
 	VMULPS Y11, Y5, Y5
-	JMP i8KernelAVX2x4_relu2_1
-i8KernelAVX2x4_bias2_1:
-	VFMADD213PS 32(R13), Y11, Y5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x4_relu2_1
+	VADDPS 32(R13), Y5, Y5 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x4_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x4_acc2_1
@@ -9121,12 +8669,10 @@ i8KernelAVX2x4_st2_1:
 	VBROADCASTSS beta+48(FP), Y9
 	VCVTDQ2PS Y6, Y6
 	VMULPS 0(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x4_bias3_0
 	VMULPS Y11, Y6, Y6
-	JMP i8KernelAVX2x4_relu3_0
-i8KernelAVX2x4_bias3_0:
-	VFMADD213PS 0(R13), Y11, Y6 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x4_relu3_0
+	VADDPS 0(R13), Y6, Y6 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x4_relu3_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x4_acc3_0
@@ -9141,12 +8687,10 @@ i8KernelAVX2x4_st3_0:
 	VMOVUPS Y6, 0(DX)
 	VCVTDQ2PS Y7, Y7
 	VMULPS 32(R11), Y8, Y11 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x4_bias3_1
 	VMULPS Y11, Y7, Y7
-	JMP i8KernelAVX2x4_relu3_1
-i8KernelAVX2x4_bias3_1:
-	VFMADD213PS 32(R13), Y11, Y7 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x4_relu3_1
+	VADDPS 32(R13), Y7, Y7 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x4_relu3_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x4_acc3_1
@@ -9318,12 +8862,10 @@ i8KernelAVX2x3_dequant:
 	VBROADCASTSS beta+48(FP), Y7
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y6, Y9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x3_bias0_0
 	VMULPS Y9, Y0, Y0
-	JMP i8KernelAVX2x3_relu0_0
-i8KernelAVX2x3_bias0_0:
-	VFMADD213PS 0(R13), Y9, Y0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x3_relu0_0
+	VADDPS 0(R13), Y0, Y0 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x3_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x3_acc0_0
@@ -9338,12 +8880,10 @@ i8KernelAVX2x3_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y6, Y9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x3_bias0_1
 	VMULPS Y9, Y1, Y1
-	JMP i8KernelAVX2x3_relu0_1
-i8KernelAVX2x3_bias0_1:
-	VFMADD213PS 32(R13), Y9, Y1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x3_relu0_1
+	VADDPS 32(R13), Y1, Y1 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x3_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x3_acc0_1
@@ -9366,12 +8906,10 @@ i8KernelAVX2x3_st0_1:
 	VBROADCASTSS beta+48(FP), Y7
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y6, Y9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x3_bias1_0
 	VMULPS Y9, Y2, Y2
-	JMP i8KernelAVX2x3_relu1_0
-i8KernelAVX2x3_bias1_0:
-	VFMADD213PS 0(R13), Y9, Y2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x3_relu1_0
+	VADDPS 0(R13), Y2, Y2 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x3_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x3_acc1_0
@@ -9386,12 +8924,10 @@ i8KernelAVX2x3_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y6, Y9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x3_bias1_1
 	VMULPS Y9, Y3, Y3
-	JMP i8KernelAVX2x3_relu1_1
-i8KernelAVX2x3_bias1_1:
-	VFMADD213PS 32(R13), Y9, Y3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x3_relu1_1
+	VADDPS 32(R13), Y3, Y3 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x3_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x3_acc1_1
@@ -9414,12 +8950,10 @@ i8KernelAVX2x3_st1_1:
 	VBROADCASTSS beta+48(FP), Y7
 	VCVTDQ2PS Y4, Y4
 	VMULPS 0(R11), Y6, Y9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x3_bias2_0
 	VMULPS Y9, Y4, Y4
-	JMP i8KernelAVX2x3_relu2_0
-i8KernelAVX2x3_bias2_0:
-	VFMADD213PS 0(R13), Y9, Y4 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x3_relu2_0
+	VADDPS 0(R13), Y4, Y4 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x3_relu2_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x3_acc2_0
@@ -9434,12 +8968,10 @@ i8KernelAVX2x3_st2_0:
 	VMOVUPS Y4, 0(DX)
 	VCVTDQ2PS Y5, Y5
 	VMULPS 32(R11), Y6, Y9 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x3_bias2_1
 	VMULPS Y9, Y5, Y5
-	JMP i8KernelAVX2x3_relu2_1
-i8KernelAVX2x3_bias2_1:
-	VFMADD213PS 32(R13), Y9, Y5 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x3_relu2_1
+	VADDPS 32(R13), Y5, Y5 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x3_relu2_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x3_acc2_1
@@ -9581,12 +9113,10 @@ i8KernelAVX2x2_dequant:
 	VBROADCASTSS beta+48(FP), Y5
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y4, Y7 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x2_bias0_0
 	VMULPS Y7, Y0, Y0
-	JMP i8KernelAVX2x2_relu0_0
-i8KernelAVX2x2_bias0_0:
-	VFMADD213PS 0(R13), Y7, Y0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x2_relu0_0
+	VADDPS 0(R13), Y0, Y0 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x2_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x2_acc0_0
@@ -9601,12 +9131,10 @@ i8KernelAVX2x2_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y4, Y7 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x2_bias0_1
 	VMULPS Y7, Y1, Y1
-	JMP i8KernelAVX2x2_relu0_1
-i8KernelAVX2x2_bias0_1:
-	VFMADD213PS 32(R13), Y7, Y1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x2_relu0_1
+	VADDPS 32(R13), Y1, Y1 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x2_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x2_acc0_1
@@ -9629,12 +9157,10 @@ i8KernelAVX2x2_st0_1:
 	VBROADCASTSS beta+48(FP), Y5
 	VCVTDQ2PS Y2, Y2
 	VMULPS 0(R11), Y4, Y7 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x2_bias1_0
 	VMULPS Y7, Y2, Y2
-	JMP i8KernelAVX2x2_relu1_0
-i8KernelAVX2x2_bias1_0:
-	VFMADD213PS 0(R13), Y7, Y2 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x2_relu1_0
+	VADDPS 0(R13), Y2, Y2 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x2_relu1_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x2_acc1_0
@@ -9649,12 +9175,10 @@ i8KernelAVX2x2_st1_0:
 	VMOVUPS Y2, 0(DX)
 	VCVTDQ2PS Y3, Y3
 	VMULPS 32(R11), Y4, Y7 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x2_bias1_1
 	VMULPS Y7, Y3, Y3
-	JMP i8KernelAVX2x2_relu1_1
-i8KernelAVX2x2_bias1_1:
-	VFMADD213PS 32(R13), Y7, Y3 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x2_relu1_1
+	VADDPS 32(R13), Y3, Y3 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x2_relu1_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x2_acc1_1
@@ -9766,12 +9290,10 @@ i8KernelAVX2x1_dequant:
 	VBROADCASTSS beta+48(FP), Y3
 	VCVTDQ2PS Y0, Y0
 	VMULPS 0(R11), Y2, Y5 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x1_bias0_0
 	VMULPS Y5, Y0, Y0
-	JMP i8KernelAVX2x1_relu0_0
-i8KernelAVX2x1_bias0_0:
-	VFMADD213PS 0(R13), Y5, Y0 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x1_relu0_0
+	VADDPS 0(R13), Y0, Y0 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x1_relu0_0:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x1_acc0_0
@@ -9786,12 +9308,10 @@ i8KernelAVX2x1_st0_0:
 	VMOVUPS Y0, 0(DX)
 	VCVTDQ2PS Y1, Y1
 	VMULPS 32(R11), Y2, Y5 // rs·cs
-	TESTQ $4, AX
-	JNZ i8KernelAVX2x1_bias0_1
 	VMULPS Y5, Y1, Y1
-	JMP i8KernelAVX2x1_relu0_1
-i8KernelAVX2x1_bias0_1:
-	VFMADD213PS 32(R13), Y5, Y1 // value·rs·cs + bias
+	TESTQ $4, AX
+	JZ i8KernelAVX2x1_relu0_1
+	VADDPS 32(R13), Y1, Y1 // + bias, rounded apart as the graph's Add
 i8KernelAVX2x1_relu0_1:
 	TESTQ $8, AX
 	JZ i8KernelAVX2x1_acc0_1

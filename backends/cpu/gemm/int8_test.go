@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/zoo-dev/zoo/backends/cpu/vec"
 )
 
 // withInt8Path runs f with the named int8 path chosen and restores the automatic choice.
@@ -776,9 +779,9 @@ func TestQuantizeTensorU8(t *testing.T) {
 }
 
 // TestInt8Epilogue checks SetInt8Epilogue on every int8 path: with a bias, and with a bias
-// and ReLU, the product (tiles full and partial, beta 0 and 1) is the plain int8 product
-// with the bias added and ReLU applied, but for the one rounding the FMA saves; without
-// either it is the plain product again; a repack drops it; bad operands are refused.
+// and ReLU, the product (tiles full and partial) is bit for bit the plain int8 product with
+// vec.BiasAct's bias add and ReLU (and with beta 1, C plus that); without either it is the
+// plain product again; a repack drops it; bad operands are refused.
 func TestInt8Epilogue(t *testing.T) {
 	forEachInt8Path(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(41, 42))
@@ -806,15 +809,20 @@ func TestInt8Epilogue(t *testing.T) {
 					got[i] = 0.5
 				}
 				SgemmPacked(m, n, k, 1, a, k, pb, beta, got, n)
+				want := slices.Clone(plain)
+				act := vec.ActNone
+				if relu {
+					act = vec.ActRelu
+				}
+				for i := 0; i < m; i++ {
+					vec.BiasAct(want[i*n:(i+1)*n], bias, act)
+				}
 				for i := range got {
-					want := float64(plain[i]) + float64(bias[i%n])
-					if relu {
-						want = max(want, 0)
+					if beta != 0 {
+						want[i] = fma32(beta, 0.5, want[i])
 					}
-					want += float64(beta) * 0.5
-					tol := 0x1p-22 * (math.Abs(float64(plain[i])) + math.Abs(float64(bias[i%n])) + 1)
-					if math.Abs(float64(got[i])-want) > tol || (relu && beta == 0 && (got[i] < 0 || math.Signbit(float64(got[i])))) {
-						t.Fatalf("relu %v beta %v: [%d] = %v, want %v", relu, beta, i, got[i], want)
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("relu %v beta %v: [%d] = %v, want %v", relu, beta, i, got[i], want[i])
 					}
 				}
 			}
