@@ -486,18 +486,26 @@ func rowQuant(lo, hi float32, bad bool) (s, inv float32, z int32) {
 // to nearest even, exactly: math.RoundToEven without its call. A NaN gives 0, as its
 // conversion to INT_MIN does in the vector code.
 func quantOne(x, inv float32, z int32) int32 {
+	r, ok := rne512(float32(x * inv))
+	if !ok {
+		return 0
+	}
+	return max(0, min(255, r+z))
+}
+
+// rne512 is v clamped to ±512 and rounded to an integer, to nearest even, by adding and
+// subtracting 1.5·2²³ (exact there); ok is false for a NaN v.
+func rne512(v float32) (r int32, ok bool) {
 	const magic = 1.5 * (1 << 23)
-	v := float32(x * inv)
 	switch {
 	case v != v:
-		return 0
+		return 0, false
 	case v > 512:
 		v = 512
 	case v < -512:
 		v = -512
 	}
-	r := float32(v+magic) - magic
-	return max(0, min(255, int32(r)+z))
+	return int32(float32(v+magic) - magic), true
 }
 
 // quantizeRowsGo is the pure-Go statement of the row quantization: rows rows of alpha·A (a,
@@ -572,18 +580,11 @@ func QuantizeTensorU8(dst []uint8, x []float32, scale float32, zp int32) {
 // (exact below 2²²), the zero point added and the sum clamped to 0..255. A NaN quotient
 // gives 0, as its conversion to INT_MIN in the vector code does.
 func quantDivOne(x, scale float32, zp int32) uint8 {
-	const magic = 1.5 * (1 << 23)
-	v := x / scale
-	switch {
-	case v != v:
+	r, ok := rne512(x / scale)
+	if !ok {
 		return 0
-	case v > 512:
-		v = 512
-	case v < -512:
-		v = -512
 	}
-	r := int32(float32(float32(v+magic)-magic)) + zp
-	return uint8(max(0, min(255, r)))
+	return uint8(max(0, min(255, r+zp)))
 }
 
 // rowRange returns the smallest and largest values of row and whether it holds a NaN or

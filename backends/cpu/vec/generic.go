@@ -51,8 +51,7 @@ func exp32(x float32) float32 {
 	if x != x {
 		return x
 	}
-	x = min(max(x, expLo), expHi)
-	n := float32(math.RoundToEven(float64(x * log2e)))
+	x, n := expRange(x)
 	r := x - n*ln2Hi
 	r = r - n*ln2Lo
 	p := float32(expP0)
@@ -63,10 +62,7 @@ func exp32(x float32) float32 {
 	p = p*r + expP5
 	p = p*r + 1
 	p = p*r + 1
-	ni := int32(n)
-	n1 := ni >> 1
-	n2 := ni - n1
-	return p * math.Float32frombits(uint32(n1+127)<<23) * math.Float32frombits(uint32(n2+127)<<23)
+	return scale2n(p, n)
 }
 
 // expU8 is the scalar statement of the exp of ExpSumU8: exp32's clamping and scaling by
@@ -76,8 +72,7 @@ func expU8(x float32) float32 {
 	if x != x {
 		return x
 	}
-	x = min(max(x, expLo), expHi)
-	n := float32(math.RoundToEven(float64(x * log2e)))
+	x, n := expRange(x)
 	// x − n·ln2 in one rounding, as the vector code's FMA gives it: n·ln2 rounded to
 	// float32 first would be off by up to 5e-6 at |x| near 87.
 	r := float32(float64(x) - float64(n)*float64(float32(ln2F32)))
@@ -86,6 +81,19 @@ func expU8(x float32) float32 {
 	p = p*r + expQ2
 	p = p*r + 1
 	p = p*r + 1
+	return scale2n(p, n)
+}
+
+// expRange clamps x to the exps' range and returns it with n = rne(x·log2e), the power of
+// two the result is scaled by.
+func expRange(x float32) (float32, float32) {
+	x = min(max(x, expLo), expHi)
+	return x, float32(math.RoundToEven(float64(x * log2e)))
+}
+
+// scale2n returns p·2ⁿ as the AVX2 code forms it (AVX-512 scales with VSCALEFPS): two factors 2^(n/2) and 2^(n − n/2),
+// each a normal float32 over the whole clamped range.
+func scale2n(p, n float32) float32 {
 	ni := int32(n)
 	n1 := ni >> 1
 	n2 := ni - n1
