@@ -110,11 +110,7 @@ func (f *fuser) matchLinear(i int) (group []int, st step, kind string, ok bool) 
 	}
 	// W is packed once here, in the SGEMM micro-kernel layout, so no run packs it again.
 	spec := &linearSpec{pw: f.p.packLinear(transB, k, n, w.F32, w.Shape[1]), bias: bias, bRank: bRank, act: act, ln: ln, rank2: rank2}
-	// An int8 product adds its bias, and applies a ReLU, as its micro-kernels store each
-	// tile, with the values of the pass over the finished block it replaces.
-	if spec.pw.Int8() && bias != nil && (act == actNone || act == actRelu) {
-		spec.inKernel = spec.pw.SetInt8Epilogue(bias, act == actRelu) == nil
-	}
+	spec.epilogueInKernel()
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
 		var res *tensor.Tensor
 		if len(in) > 1 {

@@ -648,9 +648,7 @@ func dynamicSpecs(layers []*qLayer) ([]*linearSpec, int32) {
 		if l.act == vec.ActRelu {
 			specs[i].act = actRelu
 		}
-		if l.bias != nil { // the kernels' store adds it, and applies the Relu, as the pass would
-			specs[i].inKernel = specs[i].pw.SetInt8Epilogue(l.bias, l.act == vec.ActRelu) == nil
-		}
+		specs[i].epilogueInKernel()
 	}
 	return specs, za
 }

@@ -287,6 +287,21 @@ func TestQuantizedFusionFallsBack(t *testing.T) {
 	}
 }
 
+// importInt8 is g exported in quantize_dynamic's int8 form and imported again, as a user's
+// int8 file reaches zoo.
+func importInt8(tb testing.TB, g *graph.Graph) *graph.Graph {
+	tb.Helper()
+	data, err := onnx.Export(g, onnx.ExportOptions{Precision: "int8"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	qg, err := onnx.Import(data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return qg
+}
+
 // floatLayer is one linear layer y = x·Wᵀ + b, k inputs and n outputs, as zoo writes it.
 func floatLayer(k, n int) *graph.Graph {
 	rng := rand.New(rand.NewSource(1))
@@ -311,11 +326,7 @@ func BenchmarkQuantizedLayer(b *testing.B) {
 
 func benchmarkQuantizedLayer(b *testing.B, m, k, n int) {
 	g := floatLayer(k, n)
-	data, err := onnx.Export(g, onnx.ExportOptions{Precision: "int8"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	qg, _ := onnx.Import(data)
+	qg := importInt8(b, g)
 	x := randF32(rand.New(rand.NewSource(2)), 1, m, k)
 	for _, c := range []struct {
 		name string
@@ -441,18 +452,6 @@ func ffnBlock(d, h int) *graph.Graph {
 // 1 and 2 threads. In a whole exported encoder the same holds for the attention block's
 // output projection (there the fused attention keeps the comparison to float tolerance).
 func TestQuantizedFusionResidualNorm(t *testing.T) {
-	importInt8 := func(g *graph.Graph) *graph.Graph {
-		t.Helper()
-		data, err := onnx.Export(g, onnx.ExportOptions{Precision: "int8"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		qg, err := onnx.Import(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return qg
-	}
 	noStepsLeft := func(g *graph.Graph, threads int, adds string) {
 		t.Helper()
 		p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: threads})
@@ -465,14 +464,14 @@ func TestQuantizedFusionResidualNorm(t *testing.T) {
 			t.Errorf("a residual Add or LayerNormalization step is left:\n%s", report)
 		}
 	}
-	ffn := importInt8(ffnBlock(48, 80))
+	ffn := importInt8(t, ffnBlock(48, 80))
 	x := randF32(rand.New(rand.NewSource(5)), 1, 67, 48)
 	for _, threads := range []int{1, 2} {
 		fused, ref := runQuantized(t, ffn, map[string]*tensor.Tensor{"x": x}, threads, "int8-dynamic", 2)
 		sameBits(t, "y", fused["y"], ref["y"])
 		noStepsLeft(ffn, threads, "")
 	}
-	enc := importInt8(vanillaBase(t, map[string]any{"layers": int64(2), "d_model": int64(64), "heads": int64(4), "d_ff": int64(128)}))
+	enc := importInt8(t, vanillaBase(t, map[string]any{"layers": int64(2), "d_model": int64(64), "heads": int64(4), "d_ff": int64(128)}))
 	in := encoderInputs(2, 37)
 	for j := 30; j < 37; j++ {
 		in[variant.InputKeyPadding].Bool[37+j] = true

@@ -136,6 +136,15 @@ type linearSpec struct {
 	inKernel bool
 }
 
+// epilogueInKernel moves the bias, and a ReLU, of an int8 layer into its micro-kernels'
+// store of each tile (gemm's SetInt8Epilogue), with the values of the pass over the
+// finished block it replaces; other layers keep the pass.
+func (s *linearSpec) epilogueInKernel() {
+	if s.pw.Int8() && s.bias != nil && (s.act == actNone || s.act == actRelu) {
+		s.inKernel = s.pw.SetInt8Epilogue(s.bias, s.act == actRelu) == nil
+	}
+}
+
 // fits reports whether the fast path handles input x (and residual res, nil when the layer
 // has none) at run time.
 func (s *linearSpec) fits(x, res *tensor.Tensor) bool {
