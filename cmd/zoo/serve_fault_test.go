@@ -85,11 +85,12 @@ func (p *serveProc) rss(t *testing.T) int64 {
 
 // settleGoroutines waits for the server's goroutine count (go_goroutines, from the Go
 // collector) to come back to at most want, and returns the last count seen. Connections
-// being torn down end on their own; the wait is bounded so that a leak fails the test.
+// being torn down end on their own, later on a loaded machine; the wait (20s) is bounded
+// so that a leak fails the test.
 func (p *serveProc) settleGoroutines(t *testing.T, want float64) float64 {
 	t.Helper()
 	n := 0.0
-	for range 100 {
+	for range 400 {
 		if n = p.metric(t, "go_goroutines"); n <= want {
 			return n
 		}
@@ -196,8 +197,10 @@ func TestServeSlowAndGoneClients(t *testing.T) {
 		c.Close()
 	}
 	// Gone while waiting: the whole request, then the connection closes while the request
-	// waits out the batching delay. Each is answered by nobody and counted as 499.
-	gone := 12
+	// waits out the batching delay. Each is answered by nobody and counted as 499. They are
+	// as many as the queue holds: on a loaded machine the batcher may not have taken any of
+	// them from the queue before the last arrives, and one more would be answered 503.
+	gone := 4
 	conns := make([]net.Conn, gone)
 	for i := range conns {
 		conns[i] = p.rawRequest(t, inferPath, len(full))
@@ -214,7 +217,7 @@ func TestServeSlowAndGoneClients(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if n := p.metric(t, `zoo_requests_total{code="499",endpoint="infer"}`); n != float64(gone) {
-		t.Errorf("%v requests counted as 499, want %d", n, gone)
+		t.Errorf("%v requests counted as 499, want %d (%v answered 503)", n, gone, p.metric(t, `zoo_requests_total{code="503",endpoint="infer"}`))
 	}
 	if n := p.metric(t, `zoo_queue_depth{model="vanilla.tiny"}`); n != 0 {
 		t.Errorf("queue depth %v after the clients left, want 0", n)
