@@ -53,13 +53,53 @@ type int8Kernel struct {
 	// wideA: A's rows are prepared as u16 (the AVX2 kernel broadcasts a pair of them);
 	// otherwise as u8. Either way a k step of A is 4 bytes.
 	wideA bool
-	fns   []int8Fn // fns[h-1] computes h rows; nil for a path with a place but no kernels
+	// narrow: the kernels take 7-bit operands, weights in −63…63 and A in 0…128, so that
+	// an AVX2 kernel may add two k steps' VPMADDUBSW pair sums in int16 (four products, at
+	// most 4·128·63 = 32256 in magnitude) without saturating: asmgen's madd7.
+	narrow bool
+	// own, where set, is the kernel set PackInt8 packs the weights it quantizes itself for
+	// (the avx2 path's narrow set, 1.6× the exact one's speed on Zen 5); operands given as
+	// int8 (PackBInt8Quantized, PackInt8Activation) stay on this one, exact for any int8.
+	own *int8Kernel
+	fns []int8Fn // fns[h-1] computes h rows; nil for a path with a place but no kernels
 	// hasCPU says whether the CPU has the instructions (needs names them), level is the
 	// kernel level (simd) they belong to: ZOO_CPU=avx2 turns the AVX-512 path off with the
 	// rest of AVX-512.
 	hasCPU func() bool
 	needs  string
 	level  simd.Level
+}
+
+// actMax is the largest value of a quantized row of A the kernels take: 255, or 127 for
+// narrow ones (nil: the pure-Go path, 255). The row quantization scales the row's range to
+// it; its two roundings can reach actMax+1, which the narrow kernels' bound allows for.
+func (k *int8Kernel) actMax() int32 {
+	if k != nil && k.narrow {
+		return 127
+	}
+	return 255
+}
+
+// weightMax is the largest magnitude of a weight PackInt8 quantizes for k: 127, or 63 for
+// narrow kernels (nil: the pure-Go path, 127).
+func (k *int8Kernel) weightMax() float64 {
+	if k != nil && k.narrow {
+		return 63
+	}
+	return 127
+}
+
+// int8KernelSets returns every kernel set: int8Kernels and the sets PackInt8 uses in their
+// place (own), for the tests and benchmarks that cover them all.
+func int8KernelSets() []*int8Kernel {
+	var all []*int8Kernel
+	for _, k := range int8Kernels {
+		all = append(all, k)
+		if k.own != nil {
+			all = append(all, k.own)
+		}
+	}
+	return all
 }
 
 // cpuOK reports whether this CPU and build can run the kernels, at whatever level.
@@ -105,10 +145,12 @@ func int8Active() *int8Kernel {
 
 // Int8Path names the int8 kernels products with a PackBInt8 operand packed now run on:
 // "vnni512" (AVX512-VNNI VPDPBUSD on zmm), "avx-vnni" (the VEX VPDPBUSD on ymm), "avx2"
-// (operands widened to int16, VPMADDWD) or "generic" (pure Go, every GOARCH). reason is ""
-// on the best path this CPU has, else one line saying what keeps the better one off (the
+// (VPMADDUBSW on 7-bit operands for the weights PackBInt8 quantizes, operands widened to
+// int16 and VPMADDWD for int8 ones given) or "generic" (pure Go, every GOARCH). reason is
+// "" on the best path this CPU has, else one line saying what keeps the better one off (the
 // CPU, the purego tag, the kernel level chosen through simd.Set or ZOO_CPU, or
-// SetInt8Path). Every path computes the same int32 sums; their results are bitwise equal.
+// SetInt8Path). Every path computes exact int32 sums; on operands of the same form
+// (Int8WeightBits) their results are bitwise equal.
 func Int8Path() (path, reason string) {
 	act := int8Active()
 	best := "generic"
@@ -136,6 +178,26 @@ func Int8Path() (path, reason string) {
 		return path, bestWhy
 	}
 	return path, ""
+}
+
+// Int8WeightBits returns the bits PackBInt8 quantizes weights to on the named int8 path:
+// 8 (±127), or 7 (±63, with rows of A quantized to 0…127) on "avx2", whose 8-bit products
+// an AVX2 CPU without VNNI cannot run as fast without saturating. It returns 0 for a name
+// that is not a path. Weights given as int8 (PackBInt8Quantized) keep their 8 bits on
+// every path.
+func Int8WeightBits(path string) int {
+	if path == "generic" {
+		return 8
+	}
+	for _, k := range int8Kernels {
+		if k.name == path {
+			if k.own != nil && k.own.narrow {
+				return 7
+			}
+			return 8
+		}
+	}
+	return 0
 }
 
 // Int8Paths returns the int8 paths this CPU and build can run at the kernel level in use,
@@ -207,11 +269,15 @@ func PackBInt8(transB bool, k, n int, b []float32, ldb int) *PackedB {
 }
 
 // PackInt8 is PackBInt8 into pb, reusing its storage where it can. Each column j of op(B)
-// is quantized once, symmetrically: scale_j = max|column|/127 (0 for a zero column, NaN
+// is quantized once, symmetrically: scale_j = max|column|/W (0 for a zero column, NaN
 // when the column holds a NaN or an infinity), q = round-to-even(w/scale_j) clamped to
-// ±127. Products with pb (SgemmPacked and its variants) then quantize the rows of A and run
-// in int8 (see the int8 section of the package comment). pb must not be in use by another
-// goroutine. It panics when b is too short for the shape or k exceeds MaxInt8K.
+// ±W. W is 127, except on the avx2 path, whose own kernels take 7-bit operands (W = 63,
+// and rows of A quantized to 0…127 instead of 0…255): a precision traded for 1.6× the
+// speed of the exact 8-bit kernels, which an AVX2 CPU without VNNI cannot give at 8 bits
+// without saturating. Products with pb (SgemmPacked and its variants) then quantize the
+// rows of A and run in int8 (see the int8 section of the package comment). pb must not be
+// in use by another goroutine. It panics when b is too short for the shape or k exceeds
+// MaxInt8K.
 func (pb *PackedB) PackInt8(transB bool, k, n int, b []float32, ldb int) {
 	checkPackB("PackBInt8", transB, k, n, b, ldb)
 	checkInt8K("PackBInt8", k)
@@ -235,13 +301,18 @@ func (pb *PackedB) PackInt8(transB bool, k, n int, b []float32, ldb int) {
 			scales[j] = max(scales[j], abs32(v))
 		}
 	}
+	kern := int8Active()
+	if kern != nil && kern.own != nil && kern.own.ok() {
+		kern = kern.own
+	}
+	wmax := kern.weightMax()
 	div := make([]float64, n)
 	for j, amax := range scales {
 		switch {
 		case bad[j]:
 			scales[j] = float32(math.NaN())
 		case amax != 0:
-			scales[j] = amax / 127
+			scales[j] = amax / float32(wmax)
 			div[j] = float64(scales[j])
 		}
 	}
@@ -253,11 +324,11 @@ func (pb *PackedB) PackInt8(transB bool, k, n int, b []float32, ldb int) {
 				p, j = c, r
 			}
 			if div[j] != 0 {
-				q[p*n+j] = int8(max(-127, min(127, math.RoundToEven(float64(v)/div[j]))))
+				q[p*n+j] = int8(max(-wmax, min(wmax, math.RoundToEven(float64(v)/div[j]))))
 			}
 		}
 	}
-	pb.setInt8(int8Active(), k, n, q, scales)
+	pb.setInt8(kern, k, n, q, scales)
 }
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
@@ -454,30 +525,33 @@ func (pb *PackedB) Int8Values() (q []int8, scales []float32) {
 // DynamicQuantizeLinear):
 //
 //	lo = min(0, min_p x_p), hi = max(0, max_p x_p)
-//	s = float32((hi − lo)/255), inv = float32(1/s), z = clamp(rne(−lo·inv), 0, 255)
+//	s = float32((hi − lo)/Q), inv = float32(1/s), z = clamp(rne(−lo·inv), 0, Q)
 //	q_p = clamp(rne(float32(x_p·inv)) + z, 0, 255)
 //
+// with Q = 255, or 127 for the narrow kernels (actMax): there rne(x_p·inv) + z is at most
+// (hi − lo)·inv + 1 < Q + 1.01, so q_p ≤ 128, the bound the narrow kernels are exact for.
 // (rne rounds to the nearest integer, ties to even, as VCVTPS2DQ does.) A row of zeros, or
 // so small that inv overflows, gets s = 1, z = 0 and q = 0 (its values are then taken as 0);
 // a row holding a NaN or an infinity gets s = NaN and q = 0, so its products are NaN.
 
 // rowQuant returns the scale, the inverse scale and the zero point of a row whose smallest
-// and largest values are lo and hi; bad marks a NaN or infinity among them.
-func rowQuant(lo, hi float32, bad bool) (s, inv float32, z int32) {
+// and largest values are lo and hi, for a largest quantized value qmax (actMax); bad marks a
+// NaN or infinity among them.
+func rowQuant(lo, hi float32, bad bool, qmax int32) (s, inv float32, z int32) {
 	if bad || lo != lo || hi != hi || math.IsInf(float64(lo), 0) || math.IsInf(float64(hi), 0) {
 		return float32(math.NaN()), 0, 0
 	}
 	lo, hi = min(lo, 0), max(hi, 0)
-	s = float32((float64(hi) - float64(lo)) / 255)
+	s = float32((float64(hi) - float64(lo)) / float64(qmax))
 	inv = float32(1 / float64(s))
 	if s == 0 || math.IsInf(float64(inv), 0) {
 		return 1, 1, 0
 	}
-	// −lo·inv lies in [0, 255·(1 + 2⁻²³)]: adding and subtracting 1.5·2⁵² rounds it to an
+	// −lo·inv lies in [0, qmax·(1 + 2⁻²³)]: adding and subtracting 1.5·2⁵² rounds it to an
 	// integer, to nearest even, as math.RoundToEven would, without its call.
 	const magic = 1.5 * (1 << 52)
 	zf := (float64(-lo*inv) + magic) - magic
-	return s, inv, int32(max(0, min(255, zf)))
+	return s, inv, int32(max(0, min(float64(qmax), zf)))
 }
 
 // quantOne is q_p for value x of a row with inverse scale inv and zero point z. x·inv is
@@ -510,13 +584,13 @@ func rne512(v float32) (r int32, ok bool) {
 
 // quantizeRowsGo is the pure-Go statement of the row quantization: rows rows of alpha·A (a,
 // row stride lda, k values) into dst (row stride ldq bytes; u16 values when wide, else u8;
-// zero past k up to the row's padded length kpad), their scales, times alpha, into rs and
-// their zero points into rz.
-func quantizeRowsGo(dst []byte, ldq int, wide bool, a []float32, lda, rows, k, kpad int, alpha float32, rs []float32, rz []int32) {
+// zero past k up to the row's padded length kpad) with qmax steps, their scales, times
+// alpha, into rs and their zero points into rz.
+func quantizeRowsGo(dst []byte, ldq int, wide bool, qmax int32, a []float32, lda, rows, k, kpad int, alpha float32, rs []float32, rz []int32) {
 	for i := 0; i < rows; i++ {
 		row := a[i*lda : i*lda+k]
 		lo, hi, bad := rowRange(row)
-		s, inv, z := rowQuant(lo, hi, bad)
+		s, inv, z := rowQuant(lo, hi, bad, qmax)
 		rs[i], rz[i] = float32(alpha*s), z
 		d := dst[i*ldq:]
 		if s != s {
@@ -837,10 +911,10 @@ func axpyInt8(acc []int32, a int32, b []int8) {
 // quantizeRowsGo): with the vector routines where kern has them, else in Go.
 func quantizeRows(kern *int8Kernel, dst []byte, ldq int, a []float32, lda, rows, k, kpad int, alpha float32, rs []float32, rz []int32) {
 	wide := kern != nil && kern.wideA
-	if kern != nil && quantizeRowsFast(dst, ldq, wide, a, lda, rows, k, kpad, alpha, rs, rz) {
+	if kern != nil && quantizeRowsFast(dst, ldq, wide, kern.actMax(), a, lda, rows, k, kpad, alpha, rs, rz) {
 		return
 	}
-	quantizeRowsGo(dst, ldq, wide, a, lda, rows, k, kpad, alpha, rs, rz)
+	quantizeRowsGo(dst, ldq, wide, kern.actMax(), a, lda, rows, k, kpad, alpha, rs, rz)
 }
 
 // GemmU8S8 computes the exact int32 product C = A·op(B) of an m×k u8 matrix A (row stride
@@ -885,6 +959,20 @@ func GemmU8S8Parallel(threads, m, n, k int, a []uint8, lda int, pb *PackedB, c [
 // gemmU8S8Rows is GemmU8S8 on the calling goroutine.
 func gemmU8S8Rows(pb *PackedB, m int, a []uint8, lda int, c []int32, ldc int) {
 	d, k, n := pb.i8, pb.k, pb.n
+	if d.kern != nil && d.kern.narrow {
+		// The narrow kernels take A up to 128 only: any u8 goes the pure-Go way.
+		q, _ := pb.Int8Values()
+		for i := 0; i < m; i++ {
+			acc := c[i*ldc : i*ldc+n]
+			clear(acc)
+			for p, av := range a[i*lda : i*lda+k] {
+				if av != 0 {
+					axpyInt8(acc, int32(av), q[p*n:p*n+n])
+				}
+			}
+		}
+		return
+	}
 	ws := int8Works.Get().(*int8Work)
 	defer int8Works.Put(ws)
 	ldq, kpad, mc := int8Blocking(d.kern, k)
@@ -974,10 +1062,12 @@ func (r *Int8Rows) QuantizeRange(i0, i1 int, a []float32, lda int) {
 // column scales s_j: the graph's Cast of MatMulInteger's sum times its Mul(x_scale,
 // w_scale), rounded as the graph rounds them. Calls on disjoint ranges may run
 // concurrently. It panics when r is not prepared, the range is outside it, a is too short
-// or zp is not in 0..255.
+// or zp is not in 0..255, and when r was prepared for an operand of PackInt8's 7-bit form
+// (the avx2 path), which ONNX's u8 values would overflow: pack such weights with
+// PackBInt8Quantized.
 func (r *Int8Rows) QuantizeTensorRange(i0, i1 int, a []float32, lda int, scale float32, zp int32) {
-	if !r.prepped || i0 < 0 || i1 > r.m || i0 > i1 || zp < 0 || zp > 255 {
-		panic(fmt.Sprintf("gemm: Int8Rows.QuantizeTensorRange: rows [%d, %d) of %d prepared, zero point %d", i0, i1, r.m, zp))
+	if !r.prepped || i0 < 0 || i1 > r.m || i0 > i1 || zp < 0 || zp > 255 || r.kern.actMax() != 255 {
+		panic(fmt.Sprintf("gemm: Int8Rows.QuantizeTensorRange: rows [%d, %d) of %d prepared, zero point %d, for 8-bit operands %v", i0, i1, r.m, zp, r.kern.actMax() == 255))
 	}
 	if i0 == i1 || r.k == 0 {
 		return
@@ -1012,9 +1102,10 @@ func (r *Int8Rows) QuantizeTensorRange(i0, i1 int, a []float32, lda int, scale f
 }
 
 // QuantizeUnit quantizes row i of A (values in [0, 1]: probabilities) into r with the
-// fixed scale 1/255 and zero point 0, q = clamp(rne(x·255), 0, 255), so no pass finds the
-// row's range first. row holds the row's first values, up to Prepare's k; the rest are 0 (a
-// causal block's keys past its query). A value outside [0, 1] is clamped; a NaN becomes 0.
+// fixed scale 1/Q and zero point 0, q = clamp(rne(x·Q), 0, Q), so no pass finds the
+// row's range first: Q is 255, or 127 for an operand of PackInt8's 7-bit form. row holds
+// the row's first values, up to Prepare's k; the rest are 0 (a causal block's keys past its
+// query). A value outside [0, 1] is clamped; a NaN becomes 0.
 // Calls for different rows may run concurrently. It panics when r is not prepared, i is
 // outside it or row is longer than k.
 func (r *Int8Rows) QuantizeUnit(i int, row []float32) {
@@ -1023,12 +1114,13 @@ func (r *Int8Rows) QuantizeUnit(i int, row []float32) {
 	}
 	d := r.q[i*r.ld:]
 	wide := r.kern != nil && r.kern.wideA
-	r.rs[i], r.rz[i] = float32(r.alpha*float32(1.0/255)), 0
-	if r.kern != nil && len(row) > 0 && quantRowWith(d, wide, row, r.kpad, 255, 0) {
+	qm := r.kern.actMax()
+	r.rs[i], r.rz[i] = float32(r.alpha*(1/float32(qm))), 0
+	if r.kern != nil && qm == 255 && len(row) > 0 && quantRowWith(d, wide, row, r.kpad, 255, 0) {
 		return
 	}
 	for p, x := range row {
-		q := quantOne(x, 255, 0)
+		q := min(quantOne(x, float32(qm), 0), qm)
 		if wide {
 			d[2*p], d[2*p+1] = byte(q), 0
 		} else {
@@ -1057,13 +1149,14 @@ func (r *Int8Rows) ScaleRow(i int, c float32) {
 // scale (vec.ExpSumU8 computes a block's probabilities straight into it): it sets the row's
 // scale and zero point as QuantizeUnit does, zeroes the values from n on, and returns the n
 // bytes the caller must fill with clamp(rne(x·255), 0, 255). It returns nil, changing
-// nothing, when r's rows are not u8 (the avx2 path widens them to u16: use QuantizeUnit).
-// It panics when r is not prepared, i is outside it or n exceeds k.
+// nothing, when r's rows are not u8 in 0…255 (the avx2 path widens them to u16, or takes
+// 7-bit ones: use QuantizeUnit). It panics when r is not prepared, i is outside it or n
+// exceeds k.
 func (r *Int8Rows) UnitRow(i, n int) []byte {
 	if !r.prepped || i < 0 || i >= r.m || n < 0 || n > r.k {
 		panic(fmt.Sprintf("gemm: Int8Rows.UnitRow: row %d of %d prepared, %d values of %d", i, r.m, n, r.k))
 	}
-	if r.kern != nil && r.kern.wideA {
+	if r.kern != nil && (r.kern.wideA || r.kern.narrow) {
 		return nil
 	}
 	d := r.q[i*r.ld : i*r.ld+r.kpad]

@@ -490,7 +490,7 @@ func checkActProducts(t *testing.T, what string, rng *rand.Rand, pb *PackedB, k,
 		SgemmPacked(m, n, k, alpha, a, lda, pb, 0, c, ldc)
 		ref := int8Ref(m, n, k, alpha, a, lda, pb)
 		for i := 0; i < m; i++ {
-			qa, rs, z := refQuantRow(a[i*lda:i*lda+k], alpha)
+			qa, rs, z := refQuantRow(a[i*lda:i*lda+k], alpha, pb.i8.kern.actMax())
 			for j := 0; j < ldc; j++ {
 				got := c[i*ldc+j]
 				if j >= n {

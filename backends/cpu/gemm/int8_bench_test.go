@@ -77,7 +77,7 @@ func BenchmarkInt8Quantize(b *testing.B) {
 	for i := range a {
 		a[i] = float32(rng.NormFloat64())
 	}
-	for _, kern := range append([]*int8Kernel{nil}, int8Kernels...) {
+	for _, kern := range append([]*int8Kernel{nil}, int8KernelSets()...) {
 		if kern != nil && !kern.cpuOK() {
 			continue
 		}
@@ -104,7 +104,7 @@ func BenchmarkInt8Quantize(b *testing.B) {
 //
 //	go test ./backends/cpu/gemm -run '^$' -bench Int8MicroKernel
 func BenchmarkInt8MicroKernel(b *testing.B) {
-	for _, kern := range int8Kernels {
+	for _, kern := range int8KernelSets() {
 		if !kern.cpuOK() {
 			continue
 		}

@@ -7,7 +7,7 @@ package gemm
 var int8Kernels []*int8Kernel
 
 // quantizeRowsFast has no vector form here.
-func quantizeRowsFast(dst []byte, ldq int, wide bool, a []float32, lda, rows, k, kpad int, alpha float32, rs []float32, rz []int32) bool {
+func quantizeRowsFast(dst []byte, ldq int, wide bool, qmax int32, a []float32, lda, rows, k, kpad int, alpha float32, rs []float32, rz []int32) bool {
 	return false
 }
 

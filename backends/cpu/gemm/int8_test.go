@@ -80,9 +80,10 @@ func TestInt8PathNames(t *testing.T) {
 }
 
 // refQuantRow is the documented quantization of one row of alpha·A, restated: lo and hi
-// widened to hold 0, s = (hi−lo)/255, z = rne(−lo/s), q = clamp(rne(x/s) + z, 0, 255), with
-// the inverse scale rounded to float32 as the kernels use it.
-func refQuantRow(row []float32, alpha float32) (q []int32, s float32, z int32) {
+// widened to hold 0, s = (hi−lo)/Q, z = rne(−lo/s), q = clamp(rne(x/s) + z, 0, 255), with
+// the inverse scale rounded to float32 as the kernels use it; Q = qmax is 255, or 127 for
+// the narrow kernels.
+func refQuantRow(row []float32, alpha float32, qmax int32) (q []int32, s float32, z int32) {
 	var lo, hi float32
 	bad := false
 	for _, x := range row {
@@ -95,7 +96,7 @@ func refQuantRow(row []float32, alpha float32) (q []int32, s float32, z int32) {
 	if bad {
 		return q, float32(math.NaN()), 0
 	}
-	s = float32((float64(hi) - float64(lo)) / 255)
+	s = float32((float64(hi) - float64(lo)) / float64(qmax))
 	inv := float32(1 / float64(s))
 	if s == 0 || math.IsInf(float64(inv), 0) {
 		s, inv = 1, 1
@@ -114,7 +115,7 @@ func int8Ref(m, n, k int, alpha float32, a []float32, lda int, pb *PackedB) []fl
 	qb, sc := pb.Int8Values()
 	out := make([]float64, m*n)
 	for i := 0; i < m; i++ {
-		q, s, z := refQuantRow(a[i*lda:i*lda+k], alpha)
+		q, s, z := refQuantRow(a[i*lda:i*lda+k], alpha, pb.i8.kern.actMax())
 		for j := 0; j < n; j++ {
 			var acc int64
 			for p := 0; p < k; p++ {
@@ -142,7 +143,8 @@ var int8Shapes = [][3]int{{1, 1, 1}, {3, 17, 63}, {17, 63, 64}, {63, 65, 65}, {6
 
 // TestSgemmInt8 holds SgemmPacked with an int8 operand, on every path, to the float64
 // reference of the same quantized arithmetic within two ulps, to bitwise agreement between
-// paths, and checks beta, column ranges and the epilogue's blocks.
+// paths of the same operand form (8-bit, or the avx2 path's 7-bit), and checks beta, column
+// ranges and the epilogue's blocks.
 func TestSgemmInt8(t *testing.T) {
 	type result struct{ c []float32 }
 	first := map[string][]float32{}
@@ -188,7 +190,9 @@ func TestSgemmInt8(t *testing.T) {
 						}
 					}
 					checkGuards(t, g, c)
-					key := fmt.Sprint(sh, transB, ab)
+					// The paths agree bit for bit within a form of the weights: the avx2
+					// path's 7-bit operands are their own.
+					key := fmt.Sprint(sh, transB, ab, pb.i8.kern.actMax())
 					if prev, ok := first[key]; ok {
 						bitwise(t, "against the first path "+key, c, prev)
 					} else {
@@ -253,7 +257,8 @@ func TestSgemmInt8Epilogue(t *testing.T) {
 }
 
 // TestGemmU8S8 holds the exact integer product to int64 sums on every path, with extreme
-// values in A (0, 255) and in the weights (−128, 127), and threads.
+// values in A (0, 255) and in the weights (−128, 127), and threads; and on weights PackBInt8
+// quantized itself (the avx2 path's 7-bit form, whose kernels take A up to 128 only).
 func TestGemmU8S8(t *testing.T) {
 	forEachInt8Path(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(13, 14))
@@ -274,24 +279,35 @@ func TestGemmU8S8(t *testing.T) {
 					q[i] = -128
 				}
 			}
-			pb := PackBInt8Quantized(k, n, q, []float32{0.5})
-			for _, threads := range []int{1, 2} {
-				c := make([]int32, m*ldc)
-				for i := range c {
-					c[i] = -7
-				}
-				GemmU8S8Parallel(threads, m, n, k, a, lda, pb, c, ldc)
-				for i := 0; i < m; i++ {
-					for j := 0; j < ldc; j++ {
-						want := int64(-7)
-						if j < n {
-							want = 0
-							for p := 0; p < k; p++ {
-								want += int64(a[i*lda+p]) * int64(q[p*n+j])
+			wf := make([]float32, k*n)
+			for i := range wf {
+				wf[i] = float32(rng.NormFloat64())
+			}
+			pf := PackBInt8(false, k, n, wf, n)
+			qf, _ := pf.Int8Values()
+			for _, op := range []struct {
+				pb *PackedB
+				q  []int8
+			}{{PackBInt8Quantized(k, n, q, []float32{0.5}), q}, {pf, qf}} {
+				pb, q := op.pb, op.q
+				for _, threads := range []int{1, 2} {
+					c := make([]int32, m*ldc)
+					for i := range c {
+						c[i] = -7
+					}
+					GemmU8S8Parallel(threads, m, n, k, a, lda, pb, c, ldc)
+					for i := 0; i < m; i++ {
+						for j := 0; j < ldc; j++ {
+							want := int64(-7)
+							if j < n {
+								want = 0
+								for p := 0; p < k; p++ {
+									want += int64(a[i*lda+p]) * int64(q[p*n+j])
+								}
 							}
-						}
-						if int64(c[i*ldc+j]) != want {
-							t.Fatalf("%v threads=%d: (%d, %d) = %d, want %d", sh, threads, i, j, c[i*ldc+j], want)
+							if int64(c[i*ldc+j]) != want {
+								t.Fatalf("%v threads=%d path %s: (%d, %d) = %d, want %d", sh, threads, pb.Int8Path(), i, j, c[i*ldc+j], want)
+							}
 						}
 					}
 				}
@@ -349,7 +365,7 @@ func TestQuantizeRows(t *testing.T) {
 			a[5*lda+p] = -a[4*lda+p]
 			a[6*lda+p] *= 1e-39 // denormal range: taken as zeros
 		}
-		for _, kern := range append([]*int8Kernel{nil}, int8Kernels...) {
+		for _, kern := range append([]*int8Kernel{nil}, int8KernelSets()...) {
 			if kern != nil && !kern.cpuOK() {
 				continue
 			}
@@ -364,7 +380,7 @@ func TestQuantizeRows(t *testing.T) {
 				ws, wz := make([]float32, rows), make([]int32, rows)
 				quantizeRows(kern, got, ldq, a, lda, rows, k, kpad, alpha, rs, rz)
 				wide := kern != nil && kern.wideA
-				quantizeRowsGo(want, ldq, wide, a, lda, rows, k, kpad, alpha, ws, wz)
+				quantizeRowsGo(want, ldq, wide, kern.actMax(), a, lda, rows, k, kpad, alpha, ws, wz)
 				name := "generic"
 				if kern != nil {
 					name = kern.name
@@ -382,7 +398,12 @@ func TestQuantizeRows(t *testing.T) {
 							t.Fatalf("%s k=%d alpha=%g row %d byte %d = %d, Go %d", name, k, alpha, i, p, got[i*ldq+p], want[i*ldq+p])
 						}
 					}
-					q, s, z := refQuantRow(a[i*lda:i*lda+k], alpha)
+					q, s, z := refQuantRow(a[i*lda:i*lda+k], alpha, kern.actMax())
+					for _, v := range q {
+						if v > kern.actMax()+1 {
+							t.Fatalf("%s k=%d row %d: a value %d past the bound %d", name, k, i, v, kern.actMax()+1)
+						}
+					}
 					if math.Float32bits(s) != math.Float32bits(ws[i]) && !(s != s && ws[i] != ws[i]) || z != wz[i] {
 						t.Fatalf("k=%d row %d: scale %g zero %d, reference %g %d", k, i, ws[i], wz[i], s, z)
 					}
@@ -404,10 +425,13 @@ func TestQuantizeRows(t *testing.T) {
 // TestInt8KernelsBitwise checks every int8 micro-kernel this CPU can run, at every height,
 // against int8TileTwin and int8StoreTwin bit for bit, in all three store modes, and the
 // dequantizing ones with the bias and ReLU epilogue bits (biases of both signs, a −0, and
-// values the ReLU cuts).
+// values the ReLU cuts). The narrow (7-bit) kernels get operands in their range, and at
+// k = 1024 the extremes: every A value 128 against weights all 63 or all −63, whose pairs
+// of k steps sum four products to ±32256 in int16, the most that can occur; one more
+// would saturate VPADDW, and the sums would no longer be the twin's.
 func TestInt8KernelsBitwise(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
-	for _, kern := range int8Kernels {
+	for _, kern := range int8KernelSets() {
 		if kern.fns == nil {
 			t.Logf("%s: a place in the table, no kernels yet", kern.name)
 			continue
@@ -416,13 +440,20 @@ func TestInt8KernelsBitwise(t *testing.T) {
 			t.Logf("%s: skipped: %s", kern.name, kern.why())
 			continue
 		}
-		t.Run(kern.name, func(t *testing.T) {
+		name := kern.name
+		if kern.narrow {
+			name += "-7bit"
+		}
+		t.Run(name, func(t *testing.T) {
 			mr, nr, g := kern.mr, kern.nr, kern.group
 			for _, kg := range []int{1, 2, 3, 5, 17, 192, 1024} {
 				lda := 4*kg + 64
 				a := make([]byte, mr*lda)
 				for i := range a {
 					a[i] = byte(rng.IntN(256))
+					if kern.narrow {
+						a[i] = byte(rng.IntN(129))
+					}
 					if kern.wideA && i%2 == 1 {
 						a[i] = 0
 					}
@@ -430,6 +461,20 @@ func TestInt8KernelsBitwise(t *testing.T) {
 				b := make([]int8, kg*nr*g)
 				for i := range b {
 					b[i] = int8(rng.IntN(256) - 128)
+					if kern.narrow {
+						b[i] = int8(rng.IntN(127) - 63)
+					}
+				}
+				if kern.narrow && kg == 1024 {
+					for i := range a {
+						a[i] = 128
+					}
+					for i := range b {
+						b[i] = 63
+						if i/g%nr%2 == 1 {
+							b[i] = -63 // odd columns
+						}
+					}
 				}
 				rs, rz := make([]float32, mr), make([]int32, mr)
 				for i := range rs {
@@ -467,7 +512,7 @@ func TestInt8KernelsBitwise(t *testing.T) {
 }
 
 // TestPackBInt8 checks the quantized weights: within half a step of the floats, the scale
-// max|column|/127, Unpack and Int8Values consistent, zero and non-finite columns, the
+// max|column|/W (W = 127, or 63 for the avx2 path's 7-bit form), Unpack and Int8Values consistent, zero and non-finite columns, the
 // transposed form, and the packed size against fp32's.
 func TestPackBInt8(t *testing.T) {
 	forEachInt8Path(t, func(t *testing.T) {
@@ -492,17 +537,18 @@ func TestPackBInt8(t *testing.T) {
 			q, s := pb.Int8Values()
 			qt, st := pt.Int8Values()
 			un := pb.Unpack()
+			wmax := float32(pb.i8.kern.weightMax())
 			for j := 0; j < n; j++ {
 				var amax float32
 				for p := 0; p < k; p++ {
 					amax = max(amax, abs32(w[p*n+j]))
 				}
-				if s[j] != amax/127 || st[j] != s[j] {
-					t.Fatalf("%v column %d: scale %g (transposed %g), want %g", sh, j, s[j], st[j], amax/127)
+				if s[j] != amax/wmax || st[j] != s[j] {
+					t.Fatalf("%v column %d: scale %g (transposed %g), want %g", sh, j, s[j], st[j], amax/wmax)
 				}
 				for p := 0; p < k; p++ {
 					i := p*n + j
-					if q[i] != qt[i] || q[i] < -127 {
+					if q[i] != qt[i] || float32(q[i]) < -wmax || float32(q[i]) > wmax {
 						t.Fatalf("%v (%d, %d): q %d, transposed %d", sh, p, j, q[i], qt[i])
 					}
 					if un[i] != float32(q[i])*s[j] || math.Abs(float64(un[i]-w[i])) > float64(s[j])/2*1.0001 {
@@ -519,9 +565,10 @@ func TestPackBInt8(t *testing.T) {
 			}
 		}
 		w := []float32{1, float32(math.NaN()), 2, 3}
-		_, s := PackBInt8(false, 2, 2, w, 2).Int8Values()
-		if s[0] != 2.0/127 || s[1] == s[1] {
-			t.Fatalf("scales %v, want 2/127 and NaN", s)
+		pb := PackBInt8(false, 2, 2, w, 2)
+		_, s := pb.Int8Values()
+		if wmax := float32(pb.i8.kern.weightMax()); s[0] != 2/wmax || s[1] == s[1] {
+			t.Fatalf("scales %v, want 2/%g and NaN", s, wmax)
 		}
 	})
 }
@@ -596,7 +643,7 @@ func TestInt8Accuracy(t *testing.T) {
 			lo, hi = min(lo, v), max(hi, v)
 		}
 		perTensor := make([]float32, m*n)
-		s, inv, z := rowQuant(lo, hi, false)
+		s, inv, z := rowQuant(lo, hi, false, pb.i8.kern.actMax())
 		qb, sc := pb.Int8Values()
 		for i := 0; i < m; i++ {
 			for j := 0; j < n; j++ {

@@ -15,7 +15,10 @@ type int8Kernel struct {
 	mr, nv int
 	// How a k step multiplies: "vnni512" (EVEX VPDPBUSD, four u8·s8 products per lane),
 	// "avxvnni" (the same, VEX-encoded on ymm) or "madd" (AVX2: B widened to int16 with
-	// VPMOVSXBW, A already u16 pairs, VPMADDWD then VPADDD).
+	// VPMOVSXBW, A already u16 pairs, VPMADDWD then VPADDD) or "madd7" (AVX2 on 7-bit
+	// operands, A u8 in 0…127 and B s8 in −63…63, four per lane as for VPDPBUSD: two k
+	// steps' VPMADDUBSW pair sums added in int16, where four products are at most
+	// 4·127·63 = 32004 in magnitude and so never saturate, then VPMADDWD by ones to int32).
 	op     string
 	unroll int
 }
@@ -25,6 +28,7 @@ var int8Sets = []int8Kernel{
 	{name: "i8KernelVNNI512", avx512: true, mr: 12, nv: 2, op: "vnni512", unroll: 4},
 	{name: "i8KernelAVXVNNI", mr: 6, nv: 2, op: "avxvnni", unroll: 4},
 	{name: "i8KernelAVX2", mr: 6, nv: 2, op: "madd", unroll: 4},
+	{name: "i8KernelAVX2S7", mr: 5, nv: 2, op: "madd7", unroll: 4},
 }
 
 // generateInt8 returns the complete int8 assembly file.
@@ -90,9 +94,14 @@ func (k int8Kernel) emit(w *bytes.Buffer) {
 	// wait on one; the madd kernels also need a register for the pair products.
 	tRegs := []int{nacc + k.nv, nacc + k.nv + 1}
 	mulReg := -1
-	if k.op == "madd" {
+	switch k.op {
+	case "madd":
 		tRegs = tRegs[:1]
 		mulReg = nacc + k.nv + 1
+	case "madd7":
+		// See step7 for where the broadcasts, products, ones and B live.
+		tRegs = []int{nacc + 1, nacc + 2}
+		mulReg = nacc + 3
 	}
 	nregs := 16
 	if k.avx512 {
@@ -113,7 +122,7 @@ func (k int8Kernel) emit(w *bytes.Buffer) {
 		bStep = nr * 2
 	}
 
-	isa := map[string]string{"vnni512": "AVX512-VNNI", "avxvnni": "AVX-VNNI", "madd": "AVX2 (VPMADDWD on int16)"}[k.op]
+	isa := map[string]string{"vnni512": "AVX512-VNNI", "avxvnni": "AVX-VNNI", "madd": "AVX2 (VPMADDWD on int16)", "madd7": "AVX2 (VPMADDUBSW on 7-bit operands)"}[k.op]
 	fmt.Fprintf(w, "\n// func %s(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)\n", k.name)
 	fmt.Fprintf(w, "// %s, %d×%d tile: sums in %s0–%s%d, B in %s%d–%s%d.\n", isa, k.mr, nr, reg, reg, nacc-1, reg, bReg, reg, bReg+k.nv-1)
 	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-104\n", k.name)
@@ -136,6 +145,10 @@ func (k int8Kernel) emit(w *bytes.Buffer) {
 		}
 	}
 	step := func(u int) {
+		if k.op == "madd7" {
+			k.step7(p, r, u, bStep, lanes, tRegs, mulReg, false)
+			return
+		}
 		for v := 0; v < k.nv; v++ {
 			if k.op == "madd" {
 				p("VPMOVSXBW %d(DI), %s", u*bStep+v*lanes*2, r(bReg+v))
@@ -160,10 +173,18 @@ func (k int8Kernel) emit(w *bytes.Buffer) {
 			}
 		}
 	}
+	if k.op == "madd7" && nacc+1 <= 16-4 {
+		p("VMOVDQU i8OnesW<>(SB), %s", r(nacc))
+	}
 	p("CMPQ CX, $%d", k.unroll)
 	p("JLT %s_tail", k.name)
 	label("loop")
 	for u := 0; u < k.unroll; u++ {
+		if k.op == "madd7" {
+			k.step7(p, r, u, bStep, lanes, tRegs, mulReg, true)
+			u++
+			continue
+		}
 		step(u)
 	}
 	advance := func(steps int) {
@@ -249,6 +270,55 @@ func (k int8Kernel) emit(w *bytes.Buffer) {
 	}
 	p("VZEROUPPER")
 	p("RET")
+}
+
+// step7 emits the madd7 kernel's k step u (pair false) or steps u and u+1 (pair true), B
+// read from memory: per row and column vector, VPMADDUBSW of each step's broadcast with B
+// (u7·s7 pair sums in int16), their VPADDW when paired (sums of four products, at most
+// 4·127·63 = 32004 in magnitude), VPMADDWD by ones to int32 and VPADDD into the sums.
+//
+// Registers: the sums, then ones, the two broadcasts and the two products, then as many of
+// the step's B vectors as fit (the rest read from memory): the loads, not the multiplies,
+// bound the tallest tiles.
+func (k int8Kernel) step7(p func(string, ...any), r func(int) string, u, bStep, lanes int, t []int, m int, pair bool) {
+	nacc := k.mr * k.nv
+	ones := "i8OnesW<>(SB)"
+	if nacc+1 <= 16-4 {
+		ones = r(nacc)
+	}
+	free := m + 2
+	steps := []int{u}
+	if pair {
+		steps = append(steps, u+1)
+	}
+	bv := map[[2]int]string{}
+	for si, st := range steps {
+		for v := 0; v < k.nv; v++ {
+			mem := fmt.Sprintf("%d(DI)", st*bStep+v*lanes*4)
+			bv[[2]int{si, v}] = mem
+			if free < 16 {
+				p("VMOVDQU %s, %s", mem, r(free))
+				bv[[2]int{si, v}] = r(free)
+				free++
+			}
+		}
+	}
+	for i := 0; i < k.mr; i++ {
+		for si, st := range steps {
+			p("VPBROADCASTD %d%s, %s", st*4, directRows[i], r(t[si]))
+		}
+		for v := 0; v < k.nv; v++ {
+			a := i*k.nv + v
+			for si := range steps {
+				p("VPMADDUBSW %s, %s, %s", bv[[2]int{si, v}], r(t[si]), r(m+si))
+			}
+			if pair {
+				p("VPADDW %s, %s, %s", r(m+1), r(m), r(m))
+			}
+			p("VPMADDWD %s, %s, %s", ones, r(m), r(m))
+			p("VPADDD %s, %s, %s", r(m), r(a), r(a))
+		}
+	}
 }
 
 // int8QuantAsm returns the quantization routines: the row quantization (int8.go's
@@ -381,6 +451,13 @@ DATA i8PermU8<>+20(SB)/4, $6
 DATA i8PermU8<>+24(SB)/4, $3
 DATA i8PermU8<>+28(SB)/4, $7
 GLOBL i8PermU8<>(SB), RODATA|NOPTR, $32
+
+// Sixteen int16 ones: VPMADDWD by them adds the madd7 kernels' int16 pairs into int32.
+DATA i8OnesW<>+0(SB)/8, $0x0001000100010001
+DATA i8OnesW<>+8(SB)/8, $0x0001000100010001
+DATA i8OnesW<>+16(SB)/8, $0x0001000100010001
+DATA i8OnesW<>+24(SB)/8, $0x0001000100010001
+GLOBL i8OnesW<>(SB), RODATA|NOPTR, $32
 `
 }
 
