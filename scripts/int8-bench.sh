@@ -6,9 +6,9 @@
 #     the speed-up being the ratio of the medians of the rounds' means (a shared machine's drift
 #     hits all sides); the compiled weights' memory (weight_bytes); the accuracy of both against
 #     fp32 (zoo parity --precision P on the sample text: relative errors and per-position cosine
-#     of `hidden`). Where the CPU has better kernels than AVX2, AVX2_VARIANTS (default vanilla)
-#     are also run under ZOO_CPU=avx2 ZOO_INT8=avx2: the instructions an AVX2-only CPU has
-#     (no AVX-512, no AVX-VNNI), on these cores.
+#     of `hidden`). Where the CPU has better kernels than AVX2, AVX2_VARIANTS (default: every
+#     one of VARIANTS) are also run under ZOO_CPU=avx2 ZOO_INT8=avx2: the instructions an
+#     AVX2-only CPU has (no AVX-512, no AVX-VNNI), on these cores.
 #  2. vanilla base against ONNX Runtime on the same int8 file, batch 1 and 8, n = 128 and 512: zoo's
 #     own export (zoo export --precision int8: per output column) and a file in ONNX Runtime's
 #     quantize_dynamic form (its defaults: per tensor; written from the fp32 export by
@@ -47,11 +47,14 @@ for v in $VARIANTS; do
   done
   echo "int8-bench: $v done" >&2
 done
-AVX2_VARIANTS="${AVX2_VARIANTS-vanilla}"
+AVX2_VARIANTS="${AVX2_VARIANTS-$VARIANTS}"
 if [[ "$path" == "avx2" || "$path" == "generic" ]]; then
   AVX2_VARIANTS="" # this CPU's own run above is already the AVX2 one
 fi
 for v in $AVX2_VARIANTS; do
+  for p in int8 int8-attention; do
+    ZOO_CPU=avx2 ZOO_INT8=avx2 "$tmp/zoo" parity "$v" --precision "$p" --threads "$THREADS" --json >"$tmp/avx2.$v.$p.parity.json"
+  done
   for r in $(seq "$ROUNDS"); do
     for p in $PRECS; do
       ZOO_CPU=avx2 ZOO_INT8=avx2 "$tmp/zoo" bench "$v" --batch "$BATCH" --seq "$SEQ" --reps "$REPS" --threads "$THREADS" --precision "$p" --json >"$tmp/avx2.$v.$p.$r.json"
@@ -92,13 +95,16 @@ for v in variants:
         print(f"| {v} | {p} | {par['max_rel_error']:.2e} | {par['mean_rel_error']:.2e} | {par['min_cosine']:.5f} | {par['mean_cosine']:.5f} |")
 print()
 if avx2:
-    print("At the avx2 kernel level on the avx2 int8 path (ZOO_CPU=avx2 ZOO_INT8=avx2: AVX2 and FMA only, what an AVX2-only CPU runs):")
+    print("At the avx2 kernel level on the avx2 int8 path (ZOO_CPU=avx2 ZOO_INT8=avx2: AVX2 and FMA only, what an AVX2-only CPU runs;")
+    print("the linear layers' weights in 7 bits, their inputs in 0…127; min cosine by zoo parity at that level):")
     print()
-    print("| variant | fp32 ms | int8 ms | int8 speed-up | int8-attention ms | int8-attention speed-up |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| variant | fp32 ms | int8 ms | int8 speed-up | int8-attention ms | int8-attention speed-up | int8 min cosine | int8-attention min cosine |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for v in avx2:
         _, ms = times("avx2.", v)
-        print(f"| {v} | {ms['fp32']:.0f} | {ms['int8']:.0f} | {ms['fp32'] / ms['int8']:.2f}× | {ms['int8-attention']:.0f} | {ms['fp32'] / ms['int8-attention']:.2f}× |")
+        cos = {p: json.load(open(f"{tmp}/avx2.{v}.{p}.parity.json"))["min_cosine"] for p in precs[1:]}
+        print(f"| {v} | {ms['fp32']:.0f} | {ms['int8']:.0f} | {ms['fp32'] / ms['int8']:.2f}× | {ms['int8-attention']:.0f} | {ms['fp32'] / ms['int8-attention']:.2f}× | "
+              f"{cos['int8']:.5f} | {cos['int8-attention']:.5f} |")
     print()
 print("| file | batch | n | zoo ms | ONNX Runtime ms | zoo/ORT |")
 print("| --- | ---: | ---: | ---: | ---: | ---: |")

@@ -49,12 +49,22 @@
 // The paths (Int8Path), each a set of kernels of every height held bit for bit to
 // int8TileTwin and int8StoreTwin: "vnni512" (AVX512-VNNI VPDPBUSD, 12×32 tiles, the VNNI
 // sums four u8·s8 products into an int32 exactly), "avx-vnni" (its VEX form on ymm, 6×16),
-// "avx2" (s8 weights widened to int16 by VPMOVSXBW, A's u8 rows stored as u16, VPMADDWD
-// then VPADDD: a pair sum is at most 2·255·128 = 65,280 in magnitude, far inside int32,
-// so nothing saturates, which VPMADDUBSW's int16 pair sums would; TestInt8NoSaturation)
-// and "generic" (Go). A place for AMX-INT8 is kept in the table, empty. The kernel level
-// (simd.Set, ZOO_CPU) bounds the path: avx2 turns vnni512 off; SetInt8Path picks among
-// the rest, for tests and benchmarks. Every path gives the same bits.
+// "avx2" and "generic" (Go). A place for AMX-INT8 is kept in the table, empty. The kernel
+// level (simd.Set, ZOO_CPU) bounds the path: avx2 turns vnni512 off; SetInt8Path picks
+// among the rest, for tests and benchmarks.
+//
+// AVX2 has no exact u8·s8 dot product: VPMADDUBSW adds each pair of products in int16 with
+// saturation (2·255·127 = 64,770 does not fit). The avx2 path has two kernel sets, each
+// exact by construction. Weights PackBInt8 quantizes itself are 7-bit (±63) and the rows
+// of A are quantized to 0…127 (rounding can reach 128): VPMADDUBSW's pair sums of two k
+// steps add in int16 to at most 4·128·63 = 32,256 in magnitude, then VPMADDWD by ones
+// widens them to int32 (asmgen's madd7; 5×16 tiles). That trades a bit of each operand's
+// precision (zoo parity vanilla: per-position cosine to fp32 at least 0.99985, against 8
+// bits' 0.99994) for 1.6× the speed of the exact 8-bit set. Operands given as int8 (PackBInt8Quantized: imported
+// files; PackInt8Activation: attention's keys and values) keep 8 bits on the 8-bit set:
+// s8 weights widened to int16 by VPMOVSXBW, A's u8 rows stored as u16, VPMADDWD then
+// VPADDD, a pair sum at most 2·255·128 = 65,280 in magnitude (TestInt8NoSaturation).
+// Paths that pack the same form (Int8WeightBits) give the same bits.
 package gemm
 
 import (
