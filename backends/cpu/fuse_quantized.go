@@ -641,7 +641,7 @@ func dynamicSpecs(layers []*qLayer) ([]*linearSpec, int32) {
 	specs := make([]*linearSpec, len(layers))
 	for i, l := range layers {
 		if l.sConst != nil || l.w.zq != nil || l.zaOwn != layers[0].zaOwn || (!l.zaOwn && l.zaConst != za) ||
-			(l.bias == nil && l.act != vec.ActNone) || l.w.pb.Int8Path() != layers[0].w.pb.Int8Path() {
+			(l.bias == nil && l.act != vec.ActNone) || !l.w.pb.Int8SameForm(layers[0].w.pb) {
 			return nil, 0
 		}
 		specs[i] = &linearSpec{pw: l.w.pb.WithInt8Scales(l.wScale), bias: l.bias}

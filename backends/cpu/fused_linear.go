@@ -413,7 +413,7 @@ func shareInt8Rows(e *exec, jobs []*linearJob) (release func()) {
 	}
 	covered := 0
 	for _, j := range jobs {
-		if j.x != j0.x || !j.spec.pw.Int8() || j.spec.pw.Int8Path() != j0.spec.pw.Int8Path() || j.spec.pw.K() != j0.spec.pw.K() {
+		if j.x != j0.x || !j.spec.pw.Int8SameForm(j0.spec.pw) || j.spec.pw.K() != j0.spec.pw.K() {
 			return nil
 		}
 		for _, t := range j.tiles {

@@ -437,6 +437,14 @@ func (pb *PackedB) Int8Path() string {
 	return pb.i8.kern.name
 }
 
+// Int8SameForm reports whether pb and o are int8 operands packed for the same kernels, so
+// that rows of A prepared for one (Int8Rows.Prepare) serve products with the other. Two
+// operands of one Int8Path may differ in form: on "avx2", PackBInt8's 7-bit weights and
+// PackBInt8Quantized's 8-bit ones take differently quantized rows.
+func (pb *PackedB) Int8SameForm(o *PackedB) bool {
+	return pb != nil && o != nil && pb.i8 != nil && o.i8 != nil && pb.i8.kern == o.i8.kern
+}
+
 // Bytes returns the memory pb's packed operand holds, in bytes: what a compiled program
 // keeps of a weight matrix.
 func (pb *PackedB) Bytes() int {

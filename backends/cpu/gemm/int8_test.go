@@ -57,8 +57,15 @@ func TestInt8PathNames(t *testing.T) {
 			if got, _ := Int8Path(); got != p {
 				t.Errorf("after SetInt8Path(%q), Int8Path = %q", p, got)
 			}
-			if pb := PackBInt8(false, 3, 5, make([]float32, 15), 5); pb.Int8Path() != p {
+			pb := PackBInt8(false, 3, 5, make([]float32, 15), 5)
+			if pb.Int8Path() != p {
 				t.Errorf("packed under %q, the operand says %q", p, pb.Int8Path())
+			}
+			// Weights given as int8 keep 8 bits: the same form as PackBInt8's where that
+			// quantizes to 8 bits, another on the avx2 path (7).
+			pq := PackBInt8Quantized(3, 5, make([]int8, 15), []float32{1})
+			if same, bits := pb.Int8SameForm(pq), Int8WeightBits(p); same != (bits == 8) || !pb.Int8SameForm(pb.WithInt8Scales([]float32{2})) {
+				t.Errorf("%s: Int8SameForm(PackBInt8Quantized) = %v with %d-bit weights", p, same, bits)
 			}
 		})
 	}
