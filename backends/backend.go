@@ -35,6 +35,10 @@ type Probe struct {
 	// one off (the CPU, ZOO_CPU), in one line.
 	Int8       string
 	Int8Reason string
+	// Int8WeightBits is the bits the linear layers' weights are quantized to on that path:
+	// 8, or 7 on the CPU's avx2 path (whose inputs are then quantized to 0…127 too, so that
+	// AVX2's int16 pair sums cannot saturate); 0 when Int8 is "".
+	Int8WeightBits int
 }
 
 // Options tune compilation. The zero value asks for the backend's defaults.

@@ -90,15 +90,16 @@ func (Backend) Probe() backends.Probe {
 	bf16, why := gemm.BF16Path()
 	i8, i8why := gemm.Int8Path()
 	return backends.Probe{
-		Available:  true,
-		Level:      simd.Current().String(),
-		Device:     deviceName(),
-		Threads:    DefaultThreads(),
-		Priority:   Priority,
-		BF16:       bf16,
-		BF16Reason: why,
-		Int8:       i8,
-		Int8Reason: i8why,
+		Available:      true,
+		Level:          simd.Current().String(),
+		Device:         deviceName(),
+		Threads:        DefaultThreads(),
+		Priority:       Priority,
+		BF16:           bf16,
+		BF16Reason:     why,
+		Int8:           i8,
+		Int8Reason:     i8why,
+		Int8WeightBits: gemm.Int8WeightBits(i8),
 	}
 }
 

@@ -30,8 +30,11 @@ type Row struct {
 	// a path what keeps a better one off ("" on the best path). Both are always present.
 	Int8       string `json:"int8"`
 	Int8Reason string `json:"int8_reason"`
-	Chosen     bool   `json:"chosen"`
-	Why        string `json:"why_chosen,omitempty"`
+	// Int8WeightBits is the bits --precision int8 quantizes the linear layers' weights to
+	// on that path: 8, or 7 on the CPU's avx2 path; 0 without an int8 path.
+	Int8WeightBits int    `json:"int8_weight_bits"`
+	Chosen         bool   `json:"chosen"`
+	Why            string `json:"why_chosen,omitempty"`
 }
 
 // Rows probes every backend of all; chosen is the selected one (nil when the selection
@@ -41,7 +44,7 @@ func Rows(all []backends.Backend, chosen *backends.Choice) []Row {
 	for _, b := range all {
 		p := b.Probe()
 		row := Row{Name: b.Name(), Available: p.Available, Reason: p.Reason, Level: p.Level, Device: p.Device, Threads: p.Threads,
-			BF16: p.BF16, BF16Reason: p.BF16Reason, Int8: p.Int8, Int8Reason: p.Int8Reason}
+			BF16: p.BF16, BF16Reason: p.BF16Reason, Int8: p.Int8, Int8Reason: p.Int8Reason, Int8WeightBits: p.Int8WeightBits}
 		if row.BF16 == "" && row.BF16Reason == "" {
 			row.BF16Reason = "the backend names no bf16 path"
 			if !p.Available {
@@ -101,14 +104,19 @@ func bf16Cell(r Row) string {
 	return "none (" + r.BF16Reason + ")"
 }
 
-// int8Cell is the INT8 column: the path (with what keeps a better one off, when something
-// does), "none (reason)", or "-" for a backend that cannot run here at all.
+// int8Cell is the INT8 column: the path (its weights' bits where they are not 8; with what
+// keeps a better one off, when something does), "none (reason)", or "-" for a backend that
+// cannot run here at all.
 func int8Cell(r Row) string {
+	path := r.Int8
+	if path != "" && r.Int8WeightBits != 0 && r.Int8WeightBits != 8 {
+		path += fmt.Sprintf(" %d-bit", r.Int8WeightBits)
+	}
 	switch {
 	case r.Int8 != "" && r.Int8Reason != "":
-		return r.Int8 + " (" + r.Int8Reason + ")"
+		return path + " (" + r.Int8Reason + ")"
 	case r.Int8 != "":
-		return r.Int8
+		return path
 	case !r.Available:
 		return "-"
 	}

@@ -38,6 +38,16 @@ func TestRows(t *testing.T) {
 		if r.Name == "cpu" && !slices.Contains([]string{"vnni512", "avx-vnni", "avx2", "none"}, r.Int8) {
 			t.Errorf("cpu: int8 %q, want vnni512, avx-vnni, avx2 or none", r.Int8)
 		}
+		want := 8 // weights' bits: 7 on the avx2 path, none without a path
+		switch r.Int8 {
+		case "":
+			want = 0
+		case "avx2":
+			want = 7
+		}
+		if r.Int8WeightBits != want {
+			t.Errorf("%s: int8 %q with %d-bit weights, want %d", r.Name, r.Int8, r.Int8WeightBits, want)
+		}
 		if r.Chosen {
 			t.Errorf("%s chosen without a choice", r.Name)
 		}
@@ -47,7 +57,7 @@ func TestRows(t *testing.T) {
 func TestRender(t *testing.T) {
 	var b bytes.Buffer
 	Render(&b, []Row{
-		{Name: "cpu", Available: true, Level: "avx2", Threads: 8, BF16Reason: "no AVX512-BF16", Int8: "avx2", Chosen: true},
+		{Name: "cpu", Available: true, Level: "avx2", Threads: 8, BF16Reason: "no AVX512-BF16", Int8: "avx2", Int8WeightBits: 7, Chosen: true},
 		{Name: "cuda", Reason: "no GPU", BF16Reason: "the backend is unavailable here", Int8Reason: "the backend is unavailable here"},
 		{Name: "gpu", Available: true, BF16: "tensor-cores", Int8Reason: "the backend names no int8 path"},
 		{Name: "old", Available: true, BF16Reason: "no AVX512-BF16", Int8: "none", Int8Reason: "products in pure Go: the CPU lacks AVX2"},
@@ -63,7 +73,7 @@ func TestRender(t *testing.T) {
 		line := strings.Split(out, "\n")[2]
 		t.Errorf("an unavailable backend's BF16 and INT8 cells: %q", line)
 	}
-	if line := strings.Split(out, "\n")[1]; !strings.HasSuffix(strings.TrimSpace(line), "avx2") {
+	if line := strings.Split(out, "\n")[1]; !strings.HasSuffix(strings.TrimSpace(line), "avx2 7-bit") {
 		t.Errorf("the cpu's INT8 cell: %q", line)
 	}
 }
