@@ -41,10 +41,12 @@ type PrecisionReport struct {
 	// Reference is the precision compared against (fp32); BF16Path the backend's bf16 path.
 	Reference string `json:"reference"`
 	BF16Path  string `json:"bf16_path"`
-	// Int8Path is the backend's int8 path, for int8.
-	Int8Path string `json:"int8_path,omitempty"`
-	Output   string `json:"output"`
-	Shape    []int  `json:"shape"`
+	// Int8Path is the backend's int8 path, for int8; Int8WeightBits the bits of the linear
+	// layers' weights on it (7 on the CPU's avx2 path, else 8).
+	Int8Path       string `json:"int8_path,omitempty"`
+	Int8WeightBits int    `json:"int8_weight_bits,omitempty"`
+	Output         string `json:"output"`
+	Shape          []int  `json:"shape"`
 	// Rule states the definitions of the figures below.
 	Rule string `json:"rule"`
 	parity.VectorStats
@@ -118,10 +120,10 @@ func ComparePrecision(ctx context.Context, ch backends.Choice, g *graph.Graph, n
 		Reference: "fp32", BF16Path: ch.Probe.BF16, Output: out, Shape: want.Shape, Rule: parity.VectorRule, VectorStats: stats}
 	switch {
 	case prec == "int8-attention":
-		rep.Int8Path = ch.Probe.Int8
+		rep.Int8Path, rep.Int8WeightBits = ch.Probe.Int8, ch.Probe.Int8WeightBits
 		rep.ORTNote = "not compared with ONNX Runtime: its quantized form (zoo export --precision int8) keeps attention in fp32"
 	case prec == "int8":
-		rep.Int8Path = ch.Probe.Int8
+		rep.Int8Path, rep.Int8WeightBits = ch.Probe.Int8, ch.Probe.Int8WeightBits
 		rep.ORT, rep.ORTNote, err = compareORTInt8(ctx, ch, g, name, out, inputs, valid, threads)
 		if err != nil {
 			return nil, err
@@ -209,6 +211,9 @@ func PrintPrecision(w io.Writer, r PrecisionReport) {
 	path := "bf16 path " + r.BF16Path
 	if backends.Int8Precision(r.Precision) {
 		path = "int8 path " + r.Int8Path
+		if r.Int8WeightBits != 0 && r.Int8WeightBits != 8 {
+			path += fmt.Sprintf(", %d-bit weights", r.Int8WeightBits)
+		}
 	}
 	fmt.Fprintf(w, "%s against %s on %s: zoo %s (%s; %s)\n", r.Precision, r.Reference, r.Model, r.Backend, r.Level, path)
 	fmt.Fprintf(w, "  output          %s %s, %s of %s\n", r.Output, tensor.ShapeString(r.Shape), format.Plural(r.Positions, "valid position"), format.Plural(r.Width, "value"))
