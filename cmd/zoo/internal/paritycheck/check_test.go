@@ -128,3 +128,22 @@ func TestRenderLayers(t *testing.T) {
 		t.Errorf("table:\n%s", out)
 	}
 }
+
+// TestPrintPrecisionPath checks the report's first line names the int8 path, with its
+// weights' bits where they are not 8, and the bf16 path for bf16.
+func TestPrintPrecisionPath(t *testing.T) {
+	for _, tc := range []struct {
+		r    PrecisionReport
+		want string
+	}{
+		{PrecisionReport{Precision: "int8", Int8Path: "avx2", Int8WeightBits: 7}, "int8 path avx2, 7-bit weights)"},
+		{PrecisionReport{Precision: "int8-attention", Int8Path: "vnni512", Int8WeightBits: 8}, "int8 path vnni512)"},
+		{PrecisionReport{Precision: "bf16", BF16Path: "avx512-bf16"}, "bf16 path avx512-bf16)"},
+	} {
+		var b strings.Builder
+		PrintPrecision(&b, tc.r)
+		if line, _, _ := strings.Cut(b.String(), "\n"); !strings.HasSuffix(line, tc.want) {
+			t.Errorf("%s: first line %q, want it to end %q", tc.r.Precision, line, tc.want)
+		}
+	}
+}
