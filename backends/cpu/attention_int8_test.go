@@ -672,3 +672,44 @@ func TestInt8AttentionEncoder(t *testing.T) {
 		}
 	}
 }
+
+// TestInt8AttentionKernelized compiles the kernelized variants (linear, performer) with int8
+// and int8-attention: int8-attention runs their attention's two products (Vᵀ·φ(K) and
+// φ(Q)·(Vᵀ·φ(K))ᵀ) in int8 too, so the hidden states differ from int8's, yet stay as close
+// to them as softmax attention's do (checkClose), with padding, and do not depend on the
+// thread count.
+func TestInt8AttentionKernelized(t *testing.T) {
+	_, in := smallBuiltins()
+	for _, name := range []string{"linear", "performer"} {
+		t.Run(name, func(t *testing.T) {
+			g := smallBuiltin(t, name)
+			outs := map[string]*tensor.Tensor{}
+			for _, o := range []struct {
+				prec    string
+				threads int
+			}{{"int8", 2}, {"int8-attention", 2}, {"int8-attention", 1}} {
+				p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: o.threads, Precision: o.prec})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f := p.(*cpu.Program).Fusions(); f["linear-attention"] == 0 {
+					t.Fatalf("%s: the linear attention is not fused: %v", o.prec, f)
+				}
+				out, err := p.Run(context.Background(), in)
+				p.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				outs[fmt.Sprint(o.prec, o.threads)] = out["hidden"]
+			}
+			i8, a8 := outs["int82"], outs["int8-attention2"]
+			if same(i8.F32, a8.F32) {
+				t.Fatal("int8-attention's hidden states equal int8's bit for bit: the attention's products were not quantized")
+			}
+			if !same(a8.F32, outs["int8-attention1"].F32) {
+				t.Fatal("int8-attention's hidden states differ between 1 and 2 threads")
+			}
+			checkClose(t, name, a8.F32, i8.F32, i8.Shape[len(i8.Shape)-1])
+		})
+	}
+}

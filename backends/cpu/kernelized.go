@@ -500,6 +500,11 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 		}
 		return s * nq * dv, dv
 	}
+	// In an int8-attention program both products run in int8 as softmax attention's do:
+	// Vᵀ·B with B (the keys' features) quantized per feature over the keys and Vᵀ per
+	// channel, then A·(Vᵀ·B)ᵀ with the product quantized per channel and A per row; the key
+	// sums, the denominators and the division stay fp32.
+	attn8 := e.attn8 && nk <= gemm.MaxInt8K && m <= gemm.MaxInt8K
 	// (Bᵀ·V)ᵀ = Vᵀ·B per slab: the transposed operand the GEMM packs is then V (dv × nk),
 	// not B (m × nk, four times larger for FAVOR+'s 266 features of 64-wide heads); the
 	// product is packed once per slab as the right operand of the second GEMM.
@@ -553,12 +558,22 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 					}
 				}
 			}
-			e.sgemm(false, false, dv, m, nk, 1, vt, ldt, bs, m, 0, c, m)
+			if attn8 {
+				var pb gemm.PackedB
+				pb.PackInt8Activation(false, nk, m, bs, m)
+				gemm.SgemmPacked(dv, m, nk, 1, vt, ldt, &pb, 0, c, m)
+			} else {
+				e.sgemm(false, false, dv, m, nk, 1, vt, ldt, bs, m, 0, c, m)
+			}
 		} else {
 			clear(c)
 		}
 		packed[s] = new(gemm.PackedB)
-		e.packB(packed[s], true, m, dv, c, max(m, 1))
+		if attn8 {
+			packed[s].PackInt8Activation(true, m, dv, c, max(m, 1))
+		} else {
+			e.packB(packed[s], true, m, dv, c, max(m, 1))
+		}
 	})
 	nb := (nq + featureRows - 1) / featureRows
 	workpool.Tasks(e.threads, slabs*nb, func(task int) {
