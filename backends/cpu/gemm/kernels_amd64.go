@@ -59,6 +59,12 @@ func sgemmKernelAVX2x2x16Direct(kc int, a, b, c *float32, ldc, flags int, beta f
 //go:noescape
 func packBTrans32AVX512(dst, src *float32, idx *[16]int32, half, kc int)
 
+// packBTrans32T16AVX512 is packBTrans32AVX512 by 16×16 transposes in registers, for kc a
+// multiple of 16 (blocks = kc/16, ldb4 B's row stride in bytes); see sgemm_amd64.s.
+//
+//go:noescape
+func packBTrans32T16AVX512(dst, src *float32, ldb4, blocks int)
+
 // packARowsAVX512 packs one micro-panel of a row-major A with gathers; see pack_amd64.s.
 //
 //go:noescape
@@ -106,19 +112,26 @@ func packBRowsFast(dst, b []float32, ldb, pc, jc, kcb, pieces, nr int) bool {
 	return true
 }
 
-// packBTransFast packs a full 32-wide panel of transposed B with AVX-512 gathers when the
-// CPU has them and the row offsets fit the gather's int32 indices; it reports whether it did.
+// packBTransFast packs a full 32-wide panel of transposed B with AVX-512 when the CPU has
+// it and the row offsets fit the gather's int32 indices: the k steps in blocks of 16 by
+// transposes in registers, the rest with gathers; it reports whether it did.
 func packBTransFast(panel, b []float32, off, ldb, kcb, nr int) bool {
 	if nr != 32 || !hasAVX512() || 32*ldb >= 1<<31 || kcb == 0 {
 		return false
 	}
 	_ = b[off+31*ldb+kcb-1]
 	_ = panel[32*kcb-1]
-	var idx [16]int32
-	for j := range idx {
-		idx[j] = int32(j * ldb)
+	blocks := kcb / 16
+	if blocks > 0 {
+		packBTrans32T16AVX512(&panel[0], &b[off], 4*ldb, blocks)
 	}
-	packBTrans32AVX512(&panel[0], &b[off], &idx, 16*ldb*4, kcb)
+	if p := 16 * blocks; p < kcb {
+		var idx [16]int32
+		for j := range idx {
+			idx[j] = int32(j * ldb)
+		}
+		packBTrans32AVX512(&panel[32*p], &b[off+p], &idx, 16*ldb*4, kcb-p)
+	}
 	return true
 }
 

@@ -132,6 +132,40 @@ func TestPackBRowsFast(t *testing.T) {
 	}
 }
 
+// TestPackBTransFast holds the vector packing of a transposed B (dst[p*32+j] = B[j, p]) to
+// its definition, for k step counts below, at and past the transposes' blocks of 16 (and
+// their gathered tails), at odd and power-of-two row strides and an unaligned start; the
+// guard values past the panel must survive.
+func TestPackBTransFast(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, ldb := range []int{67, 512, 1031} {
+		b := make([]float32, 40*ldb)
+		for i := range b {
+			b[i] = rng.Float32()*2 - 1
+		}
+		for _, kcb := range []int{1, 15, 16, 17, 31, 64, 100, 256} {
+			if kcb+3 > ldb {
+				continue
+			}
+			off := 2*ldb + 3
+			got := make([]float32, 32*kcb+5)
+			for i := range got {
+				got[i] = guard
+			}
+			want := append([]float32(nil), got...)
+			if !packBTransFast(got, b, off, ldb, kcb, 32) {
+				t.Skip("no fast transposed B packing on this CPU or level")
+			}
+			for p := 0; p < kcb; p++ {
+				for j := 0; j < 32; j++ {
+					want[p*32+j] = b[off+j*ldb+p]
+				}
+			}
+			bitwise(t, fmt.Sprintf("packBTransFast ldb=%d kc=%d", ldb, kcb), got, want)
+		}
+	}
+}
+
 // TestSgemmPackedEpilogue checks that the epilogue blocks partition the column range, each
 // passed once and only when final.
 func TestSgemmPackedEpilogue(t *testing.T) {

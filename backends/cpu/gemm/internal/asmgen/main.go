@@ -107,6 +107,7 @@ func generate() []byte {
 		k.emit(&w)
 	}
 	emitConvert(&w)
+	emitPackTrans(&w)
 	return w.Bytes()
 }
 
