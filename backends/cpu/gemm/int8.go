@@ -928,9 +928,10 @@ func quantizeRows(kern *int8Kernel, dst []byte, ldq int, a []float32, lda, rows,
 // GemmU8S8 computes the exact int32 product C = A·op(B) of an m×k u8 matrix A (row stride
 // lda) and pb's int8 values (k×n; pb from PackBInt8Quantized, or PackBInt8), as ONNX
 // MatMulInteger defines it with zero points 0: every sum exact (k ≤ MaxInt8K), no
-// saturation. A caller with an A zero point za subtracts za·Σ_p op(B)[p, j] itself. It runs
-// on the calling goroutine and panics when pb is not int8, k is not pb's or a slice is too
-// short.
+// saturation. A caller with an A zero point za subtracts za·Σ_p op(B)[p, j] itself. On the
+// avx2 path a PackBInt8 operand (7-bit) goes the pure-Go way: its kernels take values of A
+// up to 128 only. It runs on the calling goroutine and panics when pb is not int8, k is not
+// pb's or a slice is too short.
 func GemmU8S8(m, n, k int, a []uint8, lda int, pb *PackedB, c []int32, ldc int) {
 	GemmU8S8Parallel(1, m, n, k, a, lda, pb, c, ldc)
 }
