@@ -9328,7 +9328,7 @@ i8KernelAVX2x1_st0_1:
 	RET
 
 // func i8KernelAVX2S7x5(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
-// AVX2 (VPMADDUBSW on 7-bit operands), 5×16 tile: sums in Y0–Y9, B in Y10–Y11.
+// AVX2 (VPMADDUBSW on 7-bit operands), 5×16 tile: sums in Y0–Y9, B as step7 places it.
 TEXT ·i8KernelAVX2S7x5(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -9781,7 +9781,7 @@ i8KernelAVX2S7x5_st4_1:
 	RET
 
 // func i8KernelAVX2S7x4(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
-// AVX2 (VPMADDUBSW on 7-bit operands), 4×16 tile: sums in Y0–Y7, B in Y8–Y9.
+// AVX2 (VPMADDUBSW on 7-bit operands), 4×16 tile: sums in Y0–Y7, B as step7 places it.
 TEXT ·i8KernelAVX2S7x4(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -10159,7 +10159,7 @@ i8KernelAVX2S7x4_st3_1:
 	RET
 
 // func i8KernelAVX2S7x3(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
-// AVX2 (VPMADDUBSW on 7-bit operands), 3×16 tile: sums in Y0–Y5, B in Y6–Y7.
+// AVX2 (VPMADDUBSW on 7-bit operands), 3×16 tile: sums in Y0–Y5, B as step7 places it.
 TEXT ·i8KernelAVX2S7x3(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -10459,7 +10459,7 @@ i8KernelAVX2S7x3_st2_1:
 	RET
 
 // func i8KernelAVX2S7x2(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
-// AVX2 (VPMADDUBSW on 7-bit operands), 2×16 tile: sums in Y0–Y3, B in Y4–Y5.
+// AVX2 (VPMADDUBSW on 7-bit operands), 2×16 tile: sums in Y0–Y3, B as step7 places it.
 TEXT ·i8KernelAVX2S7x2(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -10679,7 +10679,7 @@ i8KernelAVX2S7x2_st1_1:
 	RET
 
 // func i8KernelAVX2S7x1(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
-// AVX2 (VPMADDUBSW on 7-bit operands), 1×16 tile: sums in Y0–Y1, B in Y2–Y3.
+// AVX2 (VPMADDUBSW on 7-bit operands), 1×16 tile: sums in Y0–Y1, B as step7 places it.
 TEXT ·i8KernelAVX2S7x1(SB), NOSPLIT, $0-104
 	MOVQ kg+0(FP), CX
 	MOVQ a+8(FP), SI

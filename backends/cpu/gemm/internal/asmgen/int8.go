@@ -16,9 +16,9 @@ type int8Kernel struct {
 	// How a k step multiplies: "vnni512" (EVEX VPDPBUSD, four u8·s8 products per lane),
 	// "avxvnni" (the same, VEX-encoded on ymm) or "madd" (AVX2: B widened to int16 with
 	// VPMOVSXBW, A already u16 pairs, VPMADDWD then VPADDD) or "madd7" (AVX2 on 7-bit
-	// operands, A u8 in 0…127 and B s8 in −63…63, four per lane as for VPDPBUSD: two k
+	// operands, A u8 in 0…128 and B s8 in −63…63, four per lane as for VPDPBUSD: two k
 	// steps' VPMADDUBSW pair sums added in int16, where four products are at most
-	// 4·127·63 = 32004 in magnitude and so never saturate, then VPMADDWD by ones to int32).
+	// 4·128·63 = 32256 in magnitude and so never saturate, then VPMADDWD by ones to int32).
 	op     string
 	unroll int
 }
@@ -124,7 +124,11 @@ func (k int8Kernel) emit(w *bytes.Buffer) {
 
 	isa := map[string]string{"vnni512": "AVX512-VNNI", "avxvnni": "AVX-VNNI", "madd": "AVX2 (VPMADDWD on int16)", "madd7": "AVX2 (VPMADDUBSW on 7-bit operands)"}[k.op]
 	fmt.Fprintf(w, "\n// func %s(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)\n", k.name)
-	fmt.Fprintf(w, "// %s, %d×%d tile: sums in %s0–%s%d, B in %s%d–%s%d.\n", isa, k.mr, nr, reg, reg, nacc-1, reg, bReg, reg, bReg+k.nv-1)
+	where := fmt.Sprintf("B in %s%d–%s%d", reg, bReg, reg, bReg+k.nv-1)
+	if k.op == "madd7" {
+		where = "B as step7 places it"
+	}
+	fmt.Fprintf(w, "// %s, %d×%d tile: sums in %s0–%s%d, %s.\n", isa, k.mr, nr, reg, reg, nacc-1, where)
 	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-104\n", k.name)
 	p("MOVQ kg+0(FP), CX")
 	p("MOVQ a+8(FP), SI")
@@ -173,7 +177,7 @@ func (k int8Kernel) emit(w *bytes.Buffer) {
 			}
 		}
 	}
-	if k.op == "madd7" && nacc+1 <= 16-4 {
+	if k.op == "madd7" && k.onesInReg() {
 		p("VMOVDQU i8OnesW<>(SB), %s", r(nacc))
 	}
 	p("CMPQ CX, $%d", k.unroll)
@@ -272,19 +276,22 @@ func (k int8Kernel) emit(w *bytes.Buffer) {
 	p("RET")
 }
 
-// step7 emits the madd7 kernel's k step u (pair false) or steps u and u+1 (pair true), B
-// read from memory: per row and column vector, VPMADDUBSW of each step's broadcast with B
-// (u7·s7 pair sums in int16), their VPADDW when paired (sums of four products, at most
-// 4·127·63 = 32004 in magnitude), VPMADDWD by ones to int32 and VPADDD into the sums.
+// onesInReg says whether a madd7 kernel keeps its int16 ones in a register (the one after
+// the sums), which it does when the broadcasts and products still fit after it.
+func (k int8Kernel) onesInReg() bool { return k.mr*k.nv+1 <= 16-4 }
+
+// step7 emits the madd7 kernel's k step u (pair false) or steps u and u+1 (pair true): per
+// row and column vector, VPMADDUBSW of each step's broadcast with B (u7·s7 pair sums in
+// int16), their VPADDW when paired (sums of four products, at most 4·128·63 = 32256 in
+// magnitude), VPMADDWD by ones to int32 and VPADDD into the sums.
 //
 // Registers: the sums, then ones, the two broadcasts and the two products, then as many of
 // the step's B vectors as fit (the rest read from memory): the loads, not the multiplies,
 // bound the tallest tiles.
 func (k int8Kernel) step7(p func(string, ...any), r func(int) string, u, bStep, lanes int, t []int, m int, pair bool) {
-	nacc := k.mr * k.nv
 	ones := "i8OnesW<>(SB)"
-	if nacc+1 <= 16-4 {
-		ones = r(nacc)
+	if k.onesInReg() {
+		ones = r(k.mr * k.nv)
 	}
 	free := m + 2
 	steps := []int{u}
