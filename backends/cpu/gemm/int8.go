@@ -969,17 +969,12 @@ func GemmU8S8Parallel(threads, m, n, k int, a []uint8, lda int, pb *PackedB, c [
 func gemmU8S8Rows(pb *PackedB, m int, a []uint8, lda int, c []int32, ldc int) {
 	d, k, n := pb.i8, pb.k, pb.n
 	if d.kern != nil && d.kern.narrow {
-		// The narrow kernels take A up to 128 only: any u8 goes the pure-Go way.
-		q, _ := pb.Int8Values()
-		for i := 0; i < m; i++ {
-			acc := c[i*ldc : i*ldc+n]
-			clear(acc)
-			for p, av := range a[i*lda : i*lda+k] {
-				if av != 0 {
-					axpyInt8(acc, int32(av), q[p*n:p*n+n])
-				}
-			}
-		}
+		// The narrow kernels take A up to 128 only: any u8 goes the pure-Go way, on the
+		// same values laid out for it.
+		q, s := pb.Int8Values()
+		var g PackedB
+		g.setInt8(nil, k, n, q, s)
+		gemmU8S8Rows(&g, m, a, lda, c, ldc)
 		return
 	}
 	ws := int8Works.Get().(*int8Work)
