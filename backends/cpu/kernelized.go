@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
@@ -559,22 +560,28 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 				}
 			}
 			if attn8 {
-				var pb gemm.PackedB
+				pb := linAttnPacks.Get().(*gemm.PackedB)
 				pb.PackInt8Activation(false, nk, m, bs, m)
-				gemm.SgemmPacked(dv, m, nk, 1, vt, ldt, &pb, 0, c, m)
+				gemm.SgemmPacked(dv, m, nk, 1, vt, ldt, pb, 0, c, m)
+				linAttnPacks.Put(pb)
 			} else {
 				e.sgemm(false, false, dv, m, nk, 1, vt, ldt, bs, m, 0, c, m)
 			}
 		} else {
 			clear(c)
 		}
-		packed[s] = new(gemm.PackedB)
+		packed[s] = linAttnPacks.Get().(*gemm.PackedB)
 		if attn8 {
 			packed[s].PackInt8Activation(true, m, dv, c, max(m, 1))
 		} else {
 			e.packB(packed[s], true, m, dv, c, max(m, 1))
 		}
 	})
+	defer func() {
+		for _, pb := range packed {
+			linAttnPacks.Put(pb)
+		}
+	}()
 	nb := (nq + featureRows - 1) / featureRows
 	workpool.Tasks(e.threads, slabs*nb, func(task int) {
 		s, blk := task/nb, task%nb
@@ -604,6 +611,10 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 	})
 	return out, true, nil
 }
+
+// linAttnPacks recycles linearAttention's packed operands (a slab's Bᵀ·V, and in int8 its
+// B), whose storage PackedB reuses from pack to pack.
+var linAttnPacks = sync.Pool{New: func() any { return new(gemm.PackedB) }}
 
 // transposeInto writes the transpose of the rows × cols matrix src (row stride lds) into
 // dst (cols × rows, row stride ldd), in 8×8 blocks held in registers (array pointers, so
