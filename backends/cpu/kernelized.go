@@ -528,13 +528,13 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 			c1 := min(c0+chunk, nk)
 			if sp.vPerm != nil {
 				src := v.F32[bt*nk*heads*dv+c0*heads*dv:]
-				transposeInto(vtAll[bt*heads*dv*ldt+c0:], src, c1-c0, heads*dv, heads*dv, ldt)
+				gemm.Transpose(vtAll[bt*heads*dv*ldt+c0:], src, c1-c0, heads*dv, heads*dv, ldt)
 				return
 			}
 			for hh := 0; hh < heads; hh++ {
 				s := bt*heads + hh
 				vo, ldv := vAt(s)
-				transposeInto(vtAll[s*dv*ldt+c0:], v.F32[vo+c0*ldv:], c1-c0, dv, ldv, ldt)
+				gemm.Transpose(vtAll[s*dv*ldt+c0:], v.F32[vo+c0*ldv:], c1-c0, dv, ldv, ldt)
 			}
 		})
 	}
@@ -615,36 +615,6 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 // linAttnPacks recycles linearAttention's packed operands (a slab's Bᵀ·V, and in int8 its
 // B), whose storage PackedB reuses from pack to pack.
 var linAttnPacks = sync.Pool{New: func() any { return new(gemm.PackedB) }}
-
-// transposeInto writes the transpose of the rows × cols matrix src (row stride lds) into
-// dst (cols × rows, row stride ldd), in 8×8 blocks held in registers (array pointers, so
-// each row of a block costs one bounds check), so both sides stream whole cache lines; the
-// edges go element by element.
-func transposeInto(dst, src []float32, rows, cols, lds, ldd int) {
-	const bs = 8
-	fr, fc := rows/bs*bs, cols/bs*bs
-	for i0 := 0; i0 < fr; i0 += bs {
-		for j0 := 0; j0 < fc; j0 += bs {
-			var b [bs][bs]float32
-			for i := range b {
-				b[i] = *(*[bs]float32)(src[(i0+i)*lds+j0:])
-			}
-			for j := 0; j < bs; j++ {
-				d := (*[bs]float32)(dst[(j0+j)*ldd+i0:])
-				d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7] = b[0][j], b[1][j], b[2][j], b[3][j], b[4][j], b[5][j], b[6][j], b[7][j]
-			}
-		}
-	}
-	for i := 0; i < rows; i++ {
-		j0 := fc
-		if i >= fr {
-			j0 = 0
-		}
-		for j := j0; j < cols; j++ {
-			dst[j*ldd+i] = src[i*lds+j]
-		}
-	}
-}
 
 // padStride returns a row stride of at least n elements that is not a multiple of 256
 // bytes: rows at a power-of-two stride (n = 512) fall into a few L1 sets, and the

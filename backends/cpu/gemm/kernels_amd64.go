@@ -65,6 +65,29 @@ func packBTrans32AVX512(dst, src *float32, idx *[16]int32, half, kc int)
 //go:noescape
 func packBTrans32T16AVX512(dst, src *float32, ldb4, blocks int)
 
+// transpose16AVX512 transposes blocks 16×16 blocks along a strip of 16 rows (strides in
+// bytes); see sgemm_amd64.s.
+//
+//go:noescape
+func transpose16AVX512(dst, src *float32, lds4, ldd4, blocks int)
+
+// transposeFast transposes the leading rows/16 strips of 16 rows and cols/16 blocks of 16
+// columns of src into dst (as Transpose) where the CPU has AVX-512 at the kernel level in
+// use, and returns how many rows and columns it did (0, 0: none).
+func transposeFast(dst, src []float32, rows, cols, lds, ldd int) (fr, fc int) {
+	if !cpuAVX512 || simd.Current() < simd.AVX512 {
+		return 0, 0
+	}
+	fr, fc = rows/16*16, cols/16*16
+	if fr == 0 || fc == 0 {
+		return 0, 0
+	}
+	for i0 := 0; i0 < fr; i0 += 16 {
+		transpose16AVX512(&dst[i0], &src[i0*lds], 4*lds, 4*ldd, fc/16)
+	}
+	return fr, fc
+}
+
 // packARowsAVX512 packs one micro-panel of a row-major A with gathers; see pack_amd64.s.
 //
 //go:noescape

@@ -12,6 +12,9 @@ var asmKernels []*microKernel
 // platformLevels lists the levels in order of preference.
 func platformLevels() []*level { return []*level{genericLevel} }
 
+// transposeFast has no vector code here: Transpose runs transposeGo.
+func transposeFast(dst, src []float32, rows, cols, lds, ldd int) (fr, fc int) { return 0, 0 }
+
 // packBTransFast has no fast path here; packB falls back to its Go loop.
 func packBTransFast(panel, b []float32, off, ldb, kcb, nr int) bool { return false }
 

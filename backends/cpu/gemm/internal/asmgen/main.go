@@ -108,6 +108,7 @@ func generate() []byte {
 	}
 	emitConvert(&w)
 	emitPackTrans(&w)
+	emitTranspose(&w)
 	return w.Bytes()
 }
 

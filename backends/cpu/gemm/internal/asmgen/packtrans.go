@@ -48,6 +48,47 @@ t16done:
 `)
 }
 
+// emitTranspose writes transpose16AVX512, gemm.Transpose's vector code: blocks 16×16
+// blocks side by side along a strip of 16 rows of src, each loaded, transposed in registers
+// and stored as 16 rows of dst.
+func emitTranspose(w *bytes.Buffer) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, "\t"+format+"\n", args...) }
+	fmt.Fprint(w, `
+// func transpose16AVX512(dst, src *float32, lds4, ldd4, blocks int)
+//
+// dst[j*ldd+i] = src[i*lds+j] for the 16 rows i of a strip of src and its first 16·blocks
+// columns j (lds4 and ldd4 are the row strides in bytes): per block, src's 16 rows of 16
+// values are loaded, transposed in registers (transpose16) and stored as 16 rows of dst, so
+// both sides move whole 64-byte rows. TestTranspose holds it to transposeGo.
+TEXT ·transpose16AVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lds4+16(FP), BX
+	MOVQ ldd4+24(FP), DX
+	MOVQ blocks+32(FP), CX
+	TESTQ CX, CX
+	JZ tr16done
+tr16loop:
+	MOVQ SI, R10
+`)
+	for i := 0; i < 16; i++ {
+		p("VMOVUPS (R10), Z%d", i)
+		p("ADDQ BX, R10")
+	}
+	transpose16(p)
+	for c := 0; c < 16; c++ {
+		p("VMOVUPS Z%d, (DI)", c)
+		p("ADDQ DX, DI")
+	}
+	fmt.Fprint(w, `	ADDQ $64, SI
+	DECQ CX
+	JNZ tr16loop
+tr16done:
+	VZEROUPPER
+	RET
+`)
+}
+
 // transpose16 emits the transpose of the 16×16 matrix whose rows are Z0–Z15 into its
 // columns, Z0–Z15 again (Z16–Z31 are scratch). Row r's value c is r[c]; a 128-bit lane L of a
 // register holds its values 4L…4L+3.
