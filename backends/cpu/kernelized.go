@@ -386,34 +386,11 @@ func eluFeature(e *exec, in []*tensor.Tensor, sp *eluSpec) (*tensor.Tensor, bool
 		for q := lo; q < hi; q++ {
 			row := outRow(q)
 			src, dst := x.F32[q*l:(q+1)*l], out.F32[row*l:(row+1)*l]
-			eluRow(dst, src, sp.alpha, sp.c)
+			vec.EluAdd(dst, src, sp.alpha, sp.c)
 			applyPost(dst, sp.post, ro, row)
 		}
 	})
 	return out, true, nil
-}
-
-// eluRow sets dst = elu(src, alpha) + c as max(x, 0) + (alpha·(e^min(x, 0) − 1) + c): x + c
-// at and above 0 (e⁰ − 1 is exactly 0), alpha·(eˣ − 1) + c below, NaN for NaN, with the
-// vectorised exp (within 2 ulp of eˣ; the unfused Elu's expm1 is more accurate relatively
-// near 0, where both round to within an ulp of c for c = 1). min(x, 0) and max(x, 0) are
-// taken by the sign bit, without branches: the sign of an activation is a coin toss and a
-// mispredicted branch cost 4 ns per element, and Go's min and max builtins on floats 1.8 ns.
-// A NaN goes through one side or the other and stays NaN; −0 and +Inf come out as the
-// unfused Elu gives them.
-func eluRow(dst, src []float32, alpha, c float32) {
-	dst = dst[:len(src)]
-	for j, v := range src {
-		b := math.Float32bits(v)
-		neg := uint32(int32(b) >> 31) // all ones when the sign bit is set
-		dst[j] = math.Float32frombits(b & neg)
-	}
-	vec.Exp(dst, dst)
-	for j, v := range src {
-		b := math.Float32bits(v)
-		neg := uint32(int32(b) >> 31)
-		dst[j] = math.Float32frombits(b&^neg) + (alpha*(dst[j]-1) + c)
-	}
 }
 
 // linAttnSpec is a fused linear attention: inputs A (…, nq, m), B (…, nk, m) and V

@@ -47,6 +47,12 @@ func add512(dst, src, src2 *float32, n int)
 func add256(dst, src, src2 *float32, n int)
 
 //go:noescape
+func eluAdd512(dst, src *float32, n int, alpha, c float32)
+
+//go:noescape
+func eluAdd256(dst, src *float32, n int, alpha, c float32)
+
+//go:noescape
 func relu512(dst, src *float32, n int)
 
 //go:noescape
@@ -254,6 +260,21 @@ func gelu(dst, src []float32) {
 		gelu256(p(dst), p(src), len(src))
 	default:
 		geluGeneric(dst, src)
+	}
+}
+
+func eluAdd(dst, src []float32, alpha, c float32) {
+	if len(src) == 0 {
+		return
+	}
+	_ = dst[len(src)-1]
+	switch level() {
+	case levelAVX512:
+		eluAdd512(p(dst), p(src), len(src), alpha, c)
+	case levelAVX2:
+		eluAdd256(p(dst), p(src), len(src), alpha, c)
+	default:
+		eluAddGeneric(dst, src, alpha, c)
 	}
 }
 

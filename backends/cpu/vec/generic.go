@@ -247,6 +247,17 @@ func geluGeneric(dst, src []float32) {
 	}
 }
 
+// eluAddGeneric is the Go statement of EluAdd. Each float32 conversion rounds where the
+// vector code rounds (Go may otherwise fuse the multiply and the add).
+func eluAddGeneric(dst, src []float32, alpha, c float32) {
+	for i, v := range src {
+		b := math.Float32bits(v)
+		neg := uint32(int32(b) >> 31) // all ones when the sign bit is set
+		e := exp32(math.Float32frombits(b & neg))
+		dst[i] = math.Float32frombits(b&^neg) + (float32(alpha*(e-1)) + c)
+	}
+}
+
 func erfGeneric(dst, src []float32) {
 	for i, v := range src {
 		dst[i] = erf32(v)

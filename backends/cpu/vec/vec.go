@@ -159,6 +159,17 @@ func Gelu(dst, src []float32) {
 	gelu(dst[:len(src)], src)
 }
 
+// EluAdd sets dst[i] = elu(src[i], alpha) + c, computed as max(x, 0) + (alpha·(e^min(x, 0) −
+// 1) + c) with min and max taken by the sign bit: x + c at and above 0 (e⁰ − 1 is exactly
+// 0), alpha·(eˣ − 1) + c below, with Exp's exp (within 2 ulp of eˣ; an expm1 is more
+// accurate relatively near 0, where both round to within an ulp of c for c = 1), NaN for
+// NaN. It is the feature map φ = elu + 1 of linear attention in one pass. It panics when
+// dst is shorter than src.
+func EluAdd(dst, src []float32, alpha, c float32) {
+	checkLen(dst, src)
+	eluAdd(dst[:len(src)], src, alpha, c)
+}
+
 // Erf sets dst[i] = erf(src[i]) within 1e-6 absolute.
 func Erf(dst, src []float32) {
 	checkLen(dst, src)

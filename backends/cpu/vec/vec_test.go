@@ -184,6 +184,9 @@ func TestAgainstTwins(t *testing.T) {
 				Gelu(out, x)
 				geluGeneric(ref, x)
 				close("Gelu", out, ref, 1e-6)
+				EluAdd(out, x, 0.7, 1)
+				eluAddGeneric(ref, x, 0.7, 1)
+				close("EluAdd", out, ref, 3e-7)
 				for _, act := range []Act{ActNone, ActRelu, ActGelu} {
 					copy(out, x)
 					copy(ref, x)
@@ -383,6 +386,44 @@ func TestExpSumU8Special(t *testing.T) {
 		x[3] = nan
 		if s := ExpSumU8(q, x, 2); s == s || q[3] != 0 {
 			t.Fatalf("with a NaN: sum %v, byte %d; want NaN and 0", s, q[3])
+		}
+	})
+}
+
+// TestEluAdd holds EluAdd, on every level, bit for bit to its definition through Exp (the
+// same vector exp): max(x, 0) + (alpha·(Exp(min(x, 0)) − 1) + c), min and max by the sign
+// bit, each operation rounded. The values cover both signs, ±0, ±Inf, NaN of both signs,
+// the exp's clamps and underflow, and random ones, over lengths that leave every tail.
+func TestEluAdd(t *testing.T) {
+	specials := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 1e-30, -1e-30, 3.5, -3.5, -87, -88.7, -104, -200, -1e30, 1e30,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.Float32frombits(0xffc00001)}
+	forLevels(t, func(t *testing.T) {
+		r := rand.New(rand.NewSource(5))
+		for _, n := range []int{0, 1, 7, 15, 16, 17, 31, 64, 100} {
+			x := randSlice(r, n, 1, 4)
+			for i := range x {
+				if i%3 == 0 {
+					x[i] = specials[(i/3)%len(specials)]
+				}
+			}
+			for _, ac := range [][2]float32{{1, 1}, {0.3, -2}, {2.5, 0}} {
+				got := make([]float32, n)
+				EluAdd(got, x, ac[0], ac[1])
+				neg := make([]float32, n)
+				for i, v := range x {
+					b := math.Float32bits(v)
+					neg[i] = math.Float32frombits(b & uint32(int32(b)>>31))
+				}
+				e := make([]float32, n)
+				Exp(e, neg)
+				for i, v := range x {
+					b := math.Float32bits(v)
+					want := math.Float32frombits(b&^uint32(int32(b)>>31)) + (float32(ac[0]*(e[i]-1)) + ac[1])
+					if math.Float32bits(got[i]) != math.Float32bits(want) && !(got[i] != got[i] && want != want) {
+						t.Fatalf("EluAdd(%v, alpha %v, c %v) n=%d [%d] = %v, want %v", v, ac[0], ac[1], n, i, got[i], want)
+					}
+				}
+			}
 		}
 	})
 }

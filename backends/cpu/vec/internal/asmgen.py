@@ -405,6 +405,23 @@ def body_norm(V, ctx, bias):
     return s + store(V, ctx, x, "DI")
 
 
+def body_eluadd(V, ctx):
+    # dst = max(x, 0) + (alpha·(e^min(x, 0) − 1) + c), eluAddGeneric's roundings: min and max
+    # by the sign bit (a NaN goes to one side and stays NaN), then exp as expSum takes it.
+    x, m, n, r, p, t = (R(V, i) for i in (2, 3, 4, 5, 6, 7))
+    sc = ctx["s"]
+    return load(V, ctx, x, "SI") + [
+        "VPSRAD $31, %s, %s" % (x, t),  # all ones where the sign bit is set
+        "VANDPS %s, %s, %s" % (t, x, m),  # min(x, 0)
+        "VANDNPS %s, %s, %s" % (x, t, t),  # max(x, 0): x where the sign bit is clear
+    ] + exp(V, m, n, r, p) + [
+        "VSUBPS %s, %s, %s" % (c("one"), m, m),
+        "VMULPS %s, %s, %s" % (sc["alpha"], m, m),
+        "VADDPS %s, %s, %s" % (sc["c"], m, m),
+        "VADDPS %s, %s, %s" % (m, t, m),
+    ] + store(V, ctx, m, "DI")
+
+
 KERNELS = [
     K("expSum", ["dst", "src"], ["shift"], body_expsum, ret="VADDPS"),
     K("max", ["src"], [], body_max, ret="VMAXPS", acc_init="neginf", wide={"Z": ["Z18", "Z19"], "Y": ["Y4", "Y5"]}),
@@ -417,6 +434,7 @@ KERNELS = [
     K("biasGelu", ["dst", "src"], [], body_biasgelu),
     K("gelu", ["dst", "src"], [], body_gelu),
     K("erf", ["dst", "src"], [], body_erf),
+    K("eluAdd", ["dst", "src"], ["alpha", "c"], body_eluadd),
     K("sum", ["src"], [], body_sum, ret="VADDPS"),
     K("sqDev", ["src"], ["mu"], body_sqdev, ret="VADDPS"),
     K("dot", ["a", "b"], [], body_dot, ret="VADDPS"),
