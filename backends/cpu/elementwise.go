@@ -360,6 +360,26 @@ func where[T any](e *exec, bc *bcast, out []T, c []bool, x, y []T) {
 	bc.run(e.threads, func(o int, offs []int) {
 		dst := out[o : o+in]
 		ic, ix, iy := offs[0], offs[1], offs[2]
+		if sc == 0 {
+			// One condition for the whole row (a mask per token over its channels): the row
+			// is one side's, copied or filled, instead of a choice per element (0.9 ns an
+			// element, linformer's masked keys and values at b8 n512: 24 ms a run).
+			src, is, s := x, ix, sx
+			if !c[ic] {
+				src, is, s = y, iy, sy
+			}
+			switch s {
+			case 1:
+				copy(dst, src[is:is+in])
+				return
+			case 0:
+				v := src[is]
+				for i := range dst {
+					dst[i] = v
+				}
+				return
+			}
+		}
 		for i := range dst {
 			if c[ic+i*sc] {
 				dst[i] = x[ix+i*sx]

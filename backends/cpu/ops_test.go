@@ -344,3 +344,40 @@ func TestElementwiseLargeThreads(t *testing.T) {
 		}
 	}
 }
+
+// TestWhereRows checks Where against its definition where the condition is one value per
+// row (a token mask broadcast over the channels: whole rows copied or filled) and where it
+// is not, with either side a full tensor, a row or a scalar, on one and three threads.
+func TestWhereRows(t *testing.T) {
+	r := rand.New(rand.NewSource(8))
+	cases := []struct{ c, x, y []int }{
+		{[]int{4, 300, 1}, []int{4, 300, 64}, []int{1}},
+		{[]int{4, 300, 1}, []int{1}, []int{4, 300, 64}},
+		{[]int{4, 300, 1}, []int{4, 300, 64}, []int{4, 300, 64}},
+		{[]int{4, 300, 1}, []int{64}, []int{300, 64}},
+		{[]int{4, 1, 300}, []int{4, 7, 300}, []int{1}},
+		{[]int{4, 300, 64}, []int{4, 300, 64}, []int{1}},
+	}
+	for _, tc := range cases {
+		cond, _ := tensor.New(tensor.Bool, tc.c...)
+		for i := range cond.Bool {
+			cond.Bool[i] = r.Intn(3) > 0
+		}
+		x, y := randTensor(r, tc.x...), randTensor(r, tc.y...)
+		shape, err := graph.BroadcastShapes(tc.c, tc.x, tc.y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []float64
+		each(shape, func(idx []int) {
+			if cond.Bool[index(tc.c, idx)] {
+				want = append(want, float64(x.F32[index(tc.x, idx)]))
+			} else {
+				want = append(want, float64(y.F32[index(tc.y, idx)]))
+			}
+		})
+		for _, threads := range []int{1, 3} {
+			checkClose(t, fmt.Sprint("Where ", tc), runOp(t, threads, "Where", nil, cond, x, y), want, shape, 0)
+		}
+	}
+}
