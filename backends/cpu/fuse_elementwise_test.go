@@ -41,6 +41,16 @@ func TestFusedElementwise(t *testing.T) {
 		{"full-operand", func(b *graph.Builder, x, m, row string) string {
 			return b.Add(b.Sub(b.Mul(x, x), row), b.ConstFloat(1))
 		}},
+		{"transpose-scalar", func(b *graph.Builder, x, m, row string) string {
+			// operands that merge along any axes, and a transposed x that must not
+			return b.Sub(b.Mul(b.Transpose(x, 0, 2, 1, 3), b.ConstFloat(3)), b.ConstFloat(0.5))
+		}},
+		{"matrix-operand", func(b *graph.Builder, x, m, row string) string {
+			// Nyström's 7I − AZ: an operand as wide as x's last two axes, broadcast over the
+			// leading ones, so the chain's rows merge across them
+			mat := b.Input("mat", tensor.Float32, graph.Sym("h"), graph.Fixed(8))
+			return b.Sub(mat, b.Mul(x, b.ConstFloat(0.25)))
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := graph.NewBuilder("ew")
@@ -78,6 +88,9 @@ func TestFusedElementwise(t *testing.T) {
 				in := map[string]*tensor.Tensor{"x": randT(r, sh.b, sh.n, sh.h, 8), "m": randT(r, sh.b, 1, sh.n, 1), "row": randT(r, 8)}
 				if c.name != "transpose-mul-div" {
 					in["m"] = randT(r, 1, 1, 1, 1) // unread
+				}
+				if c.name == "matrix-operand" {
+					in["mat"] = randT(r, sh.h, 8)
 				}
 				got, err := prog.Run(context.Background(), in)
 				if err != nil {

@@ -204,12 +204,20 @@ func TestBroadcastLarge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want []float64
-		each(shape, func(idx []int) {
-			want = append(want, float64(a.F32[index(c[0], idx)]-b.F32[index(c[1], idx)]))
-		})
-		for _, threads := range []int{1, 3} {
-			checkClose(t, fmt.Sprint("Sub ", c), runOp(t, threads, "Sub", nil, a, b), want, shape, 0)
+		// every operator, each operand order (a scalar or broadcast row on either side)
+		for _, op := range []string{"Add", "Sub", "Mul", "Div"} {
+			for _, ab := range [][2]*tensor.Tensor{{a, b}, {b, a}} {
+				x, y := ab[0], ab[1]
+				var want []float64
+				each(shape, func(idx []int) {
+					u, v := x.F32[index(x.Shape, idx)], y.F32[index(y.Shape, idx)]
+					w := map[string]float32{"Add": u + v, "Sub": u - v, "Mul": u * v, "Div": u / v}[op]
+					want = append(want, float64(w))
+				})
+				for _, threads := range []int{1, 3} {
+					checkClose(t, fmt.Sprint(op, " ", x.Shape, y.Shape), runOp(t, threads, op, nil, x, y), want, shape, 0)
+				}
+			}
 		}
 	}
 }
