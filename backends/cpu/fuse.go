@@ -56,7 +56,6 @@ import (
 // Shape steps that read a Transpose's input instead of running it, and "split" linear steps
 // whose output slices are written directly instead of copied out, and "softmax-backward"
 // autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go);
-// autodiff's softmax gradient run as one pass per row (fuse_softmax_grad.go);
 // "attention-train" a training step's attention, forward and backward, run as two tiled
 // steps that keep row log-sum-exps instead of the probabilities (fuse_attention_grad.go);
 // "random-features" (FAVOR+'s feature maps), "elu-feature" (elu + 1 feature maps) and
@@ -69,7 +68,10 @@ import (
 // autodiff's LayerNorm gradient (dx, dγ, dβ) run as one pass per row (fuse_norm_grad.go);
 // "relu-backward" Where(Greater(y, 0), dy, 0) as one pass (fuse_relu_grad.go); "int8-dynamic",
 // "int8-qdq", "int8-qlinear" and "int8-matmulinteger" count the layers of imported quantized
-// graphs run on the int8 kernels (fuse_quantized.go). It is empty when
+// graphs run on the int8 kernels (fuse_quantized.go); an int8 program counts its constant
+// tables held as int8 rows under "int8-table" (int8_tables.go), and an int8-attention program
+// the products by a Slice of one, linformer's E[:, :n]·K, run in int8 under
+// "int8-projection" (int8_projection.go). It is empty when
 // backends.Options.NoFusion was set (an int8 program then counts only its products by
 // constant matrices, "matmul" and "linear": int8Products) or nothing matched.
 func (p *Program) Fusions() map[string]int {

@@ -75,6 +75,8 @@ func (tb *int8Table) tensor() *tensor.Tensor {
 // int8Tables quantizes the program's row tables (see above) and rewires their readers.
 func (p *Program) int8Tables() {
 	readers, _, output := p.stepGraph()
+	slices := map[int]bool{} // the Slice steps of the tables
+	defer func() { p.int8Projections(slices) }()
 	for s, t := range p.plan.Consts {
 		if t == nil || p.plan.Kinds[s] != compile.SlotConst || output[s] || t.DType != tensor.Float32 || len(t.Shape) != 2 ||
 			t.Len() < tableMinElems || len(readers[s]) == 0 || !p.tableReaders(s, readers[s]) {
@@ -94,6 +96,7 @@ func (p *Program) int8Tables() {
 				st.Kernel = tb.gatherKernel(orig)
 			} else {
 				st.Kernel = tb.sliceKernel(orig)
+				slices[i] = true
 			}
 		}
 		p.plan.Consts[s] = nil

@@ -126,3 +126,84 @@ func TestInt8Tables(t *testing.T) {
 		t.Fatalf("fp32 program: int8-table %d", got)
 	}
 }
+
+// TestInt8Projection: in an int8-attention program, a MatMul whose left operand is a Slice
+// of a table (linformer's E[:, :n]·K) runs in int8, counted under "int8-projection": its
+// output is within int8's error of the fp32 product (cosine per output row at least 0.999,
+// error at most 3 % of the row's largest value) and differs from the int8 program's, which
+// keeps the product in fp32; the thread count changes no bit; a batch of one and a batch of
+// three give the same rows.
+func TestInt8Projection(t *testing.T) {
+	const k, nmax, n, d = 96, 1024, 100, 40
+	rng := rand.New(rand.NewSource(43))
+	table := randF32(rng, 1, k, nmax)
+	b := graph.NewBuilder("projection")
+	x := b.Input("x", tensor.Float32, graph.Sym("b"), graph.Sym("n"), graph.Fixed(d))
+	tab := b.Param("E", table)
+	nn := b.Slice(b.Shape(x), b.ConstInts(1), b.ConstInts(2), b.ConstInts(0))
+	en := b.Slice(tab, b.ConstInts(0), nn, b.ConstInts(1))
+	b.Output("y", b.MatMul(en, x), tensor.Float32, graph.Sym("b"), graph.Fixed(k), graph.Fixed(d))
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs := randF32(rng, 3, 3, n, d)
+	run := func(prec string, threads int, in *tensor.Tensor) (*tensor.Tensor, map[string]int) {
+		p, err := cpu.Backend{}.Compile(g, backends.Options{Precision: prec, Threads: threads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := p.Run(context.Background(), map[string]*tensor.Tensor{"x": in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out["y"], p.(*cpu.Program).Fusions()
+	}
+	ref, _ := run("fp32", 2, xs)
+	q8, fu8 := run("int8", 2, xs)
+	qa, fua := run("int8-attention", 1, xs)
+	if fu8["int8-projection"] != 0 || fua["int8-projection"] != 1 {
+		t.Fatalf("int8-projection fusions: int8 %d, int8-attention %d; want 0 and 1", fu8["int8-projection"], fua["int8-projection"])
+	}
+	same := true
+	for i := range qa.F32 {
+		same = same && qa.F32[i] == q8.F32[i]
+	}
+	if same {
+		t.Fatal("int8-attention's projection equals int8's fp32 product: the int8 kernel did not run")
+	}
+	for r := 0; r < len(ref.F32)/d; r++ {
+		want, got := ref.F32[r*d:(r+1)*d], qa.F32[r*d:(r+1)*d]
+		var dot, nw, ng, amax, emax float64
+		for j := range want {
+			w, g := float64(want[j]), float64(got[j])
+			dot, nw, ng = dot+w*g, nw+w*w, ng+g*g
+			amax, emax = math.Max(amax, math.Abs(w)), math.Max(emax, math.Abs(w-g))
+		}
+		if c := dot / math.Sqrt(nw*ng); c < 0.999 || emax > 0.03*amax {
+			t.Fatalf("row %d: cosine %.5f, max error %.3g of max %.3g", r, c, emax, amax)
+		}
+	}
+	for _, threads := range []int{2, 5} {
+		if got, _ := run("int8-attention", threads, xs); !bitsEqual(got.F32, qa.F32) {
+			t.Fatalf("%d threads differ from 1", threads)
+		}
+	}
+	one := &tensor.Tensor{DType: tensor.Float32, Shape: []int{1, n, d}, F32: xs.F32[n*d : 2*n*d]}
+	if got, _ := run("int8-attention", 2, one); !bitsEqual(got.F32, qa.F32[k*d:2*k*d]) {
+		t.Fatal("a batch of one differs from the same matrix in a batch of three")
+	}
+}
+
+// bitsEqual reports whether a and b hold the same float32 bits.
+func bitsEqual(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
