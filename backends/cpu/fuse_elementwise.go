@@ -240,14 +240,17 @@ func elementwiseFast(e *exec, in []*tensor.Tensor, ops []ewOp, perm []int) (*ten
 				so += v * st[a]
 			}
 			dst := out.F32[row*inner : (row+1)*inner]
-			copy(dst, x.F32[so:so+inner])
 			for k, op := range ops {
 				o := &opnds[k]
 				oo := 0
 				for a, v := range idx {
 					oo += v * o.st[a]
 				}
-				applyEw(dst, op.kind, o.t.F32[oo:], o.st[r-1])
+				if k == 0 {
+					firstEw(dst, x.F32[so:so+inner], op.kind, o.t.F32[oo:], o.st[r-1])
+				} else {
+					applyEw(dst, op.kind, o.t.F32[oo:], o.st[r-1])
+				}
 			}
 			for a := r - 2; a >= 0; a-- {
 				idx[a]++
@@ -305,6 +308,32 @@ func collapseEw(shape, st []int, opnds []ewOperand) (dims, xst []int) {
 // swapped is the chain op with the chain value and the operand exchanged.
 var swapped = map[byte]byte{'+': '+', '*': '*', '-': 'm', 'm': '-', '/': 'q', 'q': '/'}
 
+// firstEw sets dst to the first chain op applied to row x (len(x) = len(dst)): in one pass
+// where the op and a whole row of its operand allow it, else as a copy and applyEw.
+func firstEw(dst, x []float32, kind byte, src []float32, cs int) {
+	if cs == 1 {
+		o := src[:len(dst)]
+		x = x[:len(dst)]
+		switch kind {
+		case '+':
+			vec.Add(dst, x, o)
+			return
+		case '-':
+			for j := range dst {
+				dst[j] = x[j] - o[j]
+			}
+			return
+		case 'm':
+			for j := range dst {
+				dst[j] = o[j] - x[j]
+			}
+			return
+		}
+	}
+	copy(dst, x)
+	applyEw(dst, kind, src, cs)
+}
+
 // applyEw applies one chain op to row v with the operand's elements at src[j·cs] (cs 0: one
 // value for the whole row).
 func applyEw(v []float32, kind byte, src []float32, cs int) {
@@ -320,9 +349,13 @@ func applyEw(v []float32, kind byte, src []float32, cs int) {
 				v[j] -= c
 			}
 		case '*':
-			vec.Scale(v, c)
+			if c != 1 { // x·1 is x: a mask of an unpadded batch
+				vec.Scale(v, c)
+			}
 		case '/':
-			vec.DivScalar(v, c)
+			if c != 1 {
+				vec.DivScalar(v, c)
+			}
 		case 'm':
 			for j := range v {
 				v[j] = c - v[j]

@@ -41,6 +41,12 @@ func TestFusedElementwise(t *testing.T) {
 		{"full-operand", func(b *graph.Builder, x, m, row string) string {
 			return b.Add(b.Sub(b.Mul(x, x), row), b.ConstFloat(1))
 		}},
+		{"sub-first", func(b *graph.Builder, x, m, row string) string {
+			return b.Add(b.Sub(x, row), row) // a first op in one pass, then one in place
+		}},
+		{"add-first-times-one", func(b *graph.Builder, x, m, row string) string {
+			return b.Div(b.Mul(b.Add(row, x), b.ConstFloat(1)), b.ConstFloat(1)) // ·1 and /1 move nothing
+		}},
 		{"transpose-scalar", func(b *graph.Builder, x, m, row string) string {
 			// operands that merge along any axes, and a transposed x that must not
 			return b.Sub(b.Mul(b.Transpose(x, 0, 2, 1, 3), b.ConstFloat(3)), b.ConstFloat(0.5))
