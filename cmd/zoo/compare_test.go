@@ -126,8 +126,10 @@ func TestCompareJSON(t *testing.T) {
 			if !(in.MS > 0) || math.IsInf(in.MS, 0) || in.MSSD < 0 {
 				t.Errorf("%s n=%d: %v ± %v ms, want positive", r.Variant, in.N, in.MS, in.MSSD)
 			}
-			if in.MemBytes == nil || *in.MemBytes <= 0 {
-				t.Errorf("%s n=%d: mem_bytes %v, want a positive peak RSS growth (Linux /proc)", r.Variant, in.N, in.MemBytes)
+			// 0 is a measurement too: a tiny model's run at n = 32 can fit in pages the process
+			// already holds (it did once, under the whole suite's load)
+			if in.MemBytes == nil || *in.MemBytes < 0 {
+				t.Errorf("%s n=%d: mem_bytes %s, want a peak RSS growth of 0 or more (Linux /proc)", r.Variant, in.N, fmtPtr(in.MemBytes))
 			}
 		}
 		for name, k := range map[string]*float64{"time": r.TimeExponent, "memory": r.MemExponent} {
@@ -386,7 +388,7 @@ func TestCompareFlagOrder(t *testing.T) {
 	}
 }
 
-func fmtPtr(k *float64) string {
+func fmtPtr[T any](k *T) string {
 	if k == nil {
 		return "missing"
 	}
