@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
+	"github.com/zoo-dev/zoo/backends/cpu/vec"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -194,7 +195,7 @@ func rotaryFast(args [2][4]int, axis int64, perm []int) fastKernel {
 					t := idx[r-2]
 					c, s = cos.F32[t*d:(t+1)*d], sin.F32[t*d:(t+1)*d]
 				}
-				rotateRow(out.F32[row*d:(row+1)*d], x.F32[so:so+d], c, s)
+				vec.RotateHalf(out.F32[row*d:(row+1)*d], x.F32[so:so+d], c, s)
 				for a := r - 2; a >= 0; a-- {
 					if idx[a]++; idx[a] < shape[a] {
 						break
@@ -204,19 +205,6 @@ func rotaryFast(args [2][4]int, axis int64, perm []int) fastKernel {
 			}
 		})
 		return out, true, nil
-	}
-}
-
-// rotateRow computes one row: y = x·c + rotate_half(x)·s, each product and the sum rounded
-// to float32 (the explicit conversions keep the compiler from fusing them into an FMA,
-// which the unfused Mul and Add steps do not do).
-func rotateRow(y, x, c, s []float32) {
-	h := len(x) / 2
-	for i := 0; i < h; i++ {
-		y[i] = float32(x[i]*c[i]) + float32(-x[i+h]*s[i])
-	}
-	for i := h; i < len(x); i++ {
-		y[i] = float32(x[i]*c[i]) + float32(x[i-h]*s[i])
 	}
 }
 

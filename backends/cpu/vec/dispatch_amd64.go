@@ -53,6 +53,12 @@ func eluAdd512(dst, src *float32, n int, alpha, c float32)
 func eluAdd256(dst, src *float32, n int, alpha, c float32)
 
 //go:noescape
+func rotateHalf512(y, x, c, s *float32, h, n int)
+
+//go:noescape
+func rotateHalf256(y, x, c, s *float32, h, n int)
+
+//go:noescape
 func relu512(dst, src *float32, n int)
 
 //go:noescape
@@ -276,6 +282,26 @@ func eluAdd(dst, src []float32, alpha, c float32) {
 	default:
 		eluAddGeneric(dst, src, alpha, c)
 	}
+}
+
+// rotateHalf runs the vector routine on the leading multiple of the vector width of each
+// half and the Go statement on the rest.
+func rotateHalf(y, x, c, s []float32) {
+	h := len(x) / 2
+	done := 0
+	switch level() {
+	case levelAVX512:
+		done = h &^ 15
+		if done > 0 {
+			rotateHalf512(p(y), p(x), p(c), p(s), h, done)
+		}
+	case levelAVX2:
+		done = h &^ 7
+		if done > 0 {
+			rotateHalf256(p(y), p(x), p(c), p(s), h, done)
+		}
+	}
+	rotateHalfGeneric(y, x, c, s, done)
 }
 
 func erfv(dst, src []float32) {

@@ -12,6 +12,7 @@ func relu(dst, src []float32)                          { reluGeneric(dst, src) }
 func gelu(dst, src []float32)                          { geluGeneric(dst, src) }
 func erfv(dst, src []float32)                          { erfGeneric(dst, src) }
 func eluAdd(dst, src []float32, alpha, c float32)      { eluAddGeneric(dst, src, alpha, c) }
+func rotateHalf(y, x, c, s []float32)                  { rotateHalfGeneric(y, x, c, s, 0) }
 func sum(x []float32) float32                          { return sumGeneric(x) }
 func dot(a, b []float32) float32                       { return dotGeneric(a, b) }
 func shift(x []float32, c float32)                     { shiftGeneric(x, c) }

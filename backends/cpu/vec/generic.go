@@ -247,6 +247,19 @@ func geluGeneric(dst, src []float32) {
 	}
 }
 
+// rotateHalfGeneric is the Go statement of RotateHalf, from position i0 of each half on.
+// The float32 conversions round each product where the vector code does (Go may otherwise
+// fuse a product into the sum).
+func rotateHalfGeneric(y, x, c, s []float32, i0 int) {
+	h := len(x) / 2
+	for i := i0; i < h; i++ {
+		y[i] = float32(x[i]*c[i]) + float32(-x[i+h]*s[i])
+	}
+	for i := h + i0; i < len(x); i++ {
+		y[i] = float32(x[i]*c[i]) + float32(x[i-h]*s[i])
+	}
+}
+
 // eluAddGeneric is the Go statement of EluAdd. Each float32 conversion rounds where the
 // vector code rounds (Go may otherwise fuse the multiply and the add).
 func eluAddGeneric(dst, src []float32, alpha, c float32) {

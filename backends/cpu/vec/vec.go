@@ -170,6 +170,19 @@ func EluAdd(dst, src []float32, alpha, c float32) {
 	eluAdd(dst[:len(src)], src, alpha, c)
 }
 
+// RotateHalf sets y to the rotary embedding of x in the rotate-half layout (GPT-NeoX,
+// Hugging Face's rotate_half): y = x·c + Concat(−x[h:], x[:h])·s with h = len(x)/2, each
+// product and the sum rounded to float32 as separate Mul and Add steps round them, so the
+// result is the unfused graph's bit for bit. It panics when len(x) is odd or y, c or s is
+// shorter than x.
+func RotateHalf(y, x, c, s []float32) {
+	if len(x)%2 != 0 || len(y) < len(x) || len(c) < len(x) || len(s) < len(x) {
+		panic("vec: RotateHalf: an odd row, or y, c or s shorter than x")
+	}
+	n := len(x)
+	rotateHalf(y[:n], x, c[:n], s[:n])
+}
+
 // Erf sets dst[i] = erf(src[i]) within 1e-6 absolute.
 func Erf(dst, src []float32) {
 	checkLen(dst, src)

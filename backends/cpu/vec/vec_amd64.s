@@ -3765,3 +3765,67 @@ expSumU8256_done:
 	MOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// func rotateHalf512(y, x, c, s *float32, h, n int)
+TEXT ·rotateHalf512(SB), NOSPLIT, $0-48
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ c+16(FP), DX
+	MOVQ s+24(FP), R8
+	MOVQ h+32(FP), R9
+	SHLQ $2, R9
+	MOVQ n+40(FP), CX
+	TESTQ CX, CX
+	JEQ rotateHalf512_done
+rotateHalf512_loop:
+	VMOVUPS (SI), Z0
+	VMOVUPS (SI)(R9*1), Z1
+	VMULPS (DX), Z0, Z2
+	VMULPS (R8), Z1, Z3
+	VSUBPS Z3, Z2, Z2
+	VMOVUPS Z2, (DI)
+	VMULPS (DX)(R9*1), Z1, Z4
+	VMULPS (R8)(R9*1), Z0, Z5
+	VADDPS Z5, Z4, Z4
+	VMOVUPS Z4, (DI)(R9*1)
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, R8
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JNE rotateHalf512_loop
+rotateHalf512_done:
+	VZEROUPPER
+	RET
+
+// func rotateHalf256(y, x, c, s *float32, h, n int)
+TEXT ·rotateHalf256(SB), NOSPLIT, $0-48
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ c+16(FP), DX
+	MOVQ s+24(FP), R8
+	MOVQ h+32(FP), R9
+	SHLQ $2, R9
+	MOVQ n+40(FP), CX
+	TESTQ CX, CX
+	JEQ rotateHalf256_done
+rotateHalf256_loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(R9*1), Y1
+	VMULPS (DX), Y0, Y2
+	VMULPS (R8), Y1, Y3
+	VSUBPS Y3, Y2, Y2
+	VMOVUPS Y2, (DI)
+	VMULPS (DX)(R9*1), Y1, Y4
+	VMULPS (R8)(R9*1), Y0, Y5
+	VADDPS Y5, Y4, Y4
+	VMOVUPS Y4, (DI)(R9*1)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, R8
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNE rotateHalf256_loop
+rotateHalf256_done:
+	VZEROUPPER
+	RET

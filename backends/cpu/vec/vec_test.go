@@ -427,3 +427,40 @@ func TestEluAdd(t *testing.T) {
 		}
 	})
 }
+
+// TestRotateHalf holds RotateHalf, on every level, bit for bit to its definition (each
+// product rounded to float32, then the sum; the first half's rotated value negated): half
+// widths below, at and past the vector widths, random values with specials (±0, ±Inf,
+// NaN, huge products), and a y longer than x whose tail must survive.
+func TestRotateHalf(t *testing.T) {
+	specials := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 3e38, -3e38, 1e-40}
+	forLevels(t, func(t *testing.T) {
+		r := rand.New(rand.NewSource(6))
+		for _, h := range []int{1, 3, 7, 8, 9, 15, 16, 17, 24, 32, 33, 64} {
+			n := 2 * h
+			x, c, s := randSlice(r, n, 1, 2), randSlice(r, n, 2, 1), randSlice(r, n, 3, 1)
+			for i := 0; i < n; i += 5 {
+				x[i] = specials[(i/5)%len(specials)]
+			}
+			y := make([]float32, n+3)
+			for i := range y {
+				y[i] = -7
+			}
+			RotateHalf(y, x, c, s)
+			for i := 0; i < n; i++ {
+				var want float32
+				if i < h {
+					want = float32(x[i]*c[i]) + float32(-x[i+h]*s[i])
+				} else {
+					want = float32(x[i]*c[i]) + float32(x[i-h]*s[i])
+				}
+				if math.Float32bits(y[i]) != math.Float32bits(want) && !(y[i] != y[i] && want != want) {
+					t.Fatalf("h=%d [%d]: %v, want %v", h, i, y[i], want)
+				}
+			}
+			if y[n] != -7 || y[n+2] != -7 {
+				t.Fatalf("h=%d: wrote past x's length", h)
+			}
+		}
+	})
+}
