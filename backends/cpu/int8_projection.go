@@ -38,8 +38,8 @@ func (p *Program) int8Projections(slices map[int]bool) {
 }
 
 // int8Projection is MatMul(A, B) for A (k × n) and B (…, n, d) in int8, each matrix of B
-// packed once (a parallel step) and the products shared out by blocks of A's rows; other
-// operands go to orig.
+// packed once and A's rows quantized once (parallel steps), the products shared out by
+// blocks of A's rows; other operands go to orig.
 func int8Projection(orig kernel) kernel {
 	packs := &sync.Pool{New: func() any { return new(gemm.PackedB) }}
 	return func(e *exec, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
@@ -73,15 +73,21 @@ func int8Projection(orig kernel) kernel {
 			}
 		}()
 		workpool.Tasks(e.threads, nb, func(i int) { pbs[i].PackInt8Activation(false, n, d, b.F32[i*n*d:(i+1)*n*d], d) })
-		// blocks of rows so that a batch of one still gives every thread work
+		// A's rows are quantized once for every matrix of B (all packed alike), in blocks of
+		// rows that also share out the products, so a batch of one still gives every thread
+		// work.
 		const minRows = 48
 		blocks := max(1, min((k+minRows-1)/minRows, (2*e.threads+nb-1)/nb))
 		per := (k + blocks - 1) / blocks
 		blocks = (k + per - 1) / per
+		rows := int8RowSets.Get().(*gemm.Int8Rows)
+		defer int8RowSets.Put(rows)
+		rows.Prepare(pbs[0], k, 1)
+		workpool.Tasks(e.threads, blocks, func(t int) { rows.QuantizeRange(t*per, min((t+1)*per, k), a.F32, n) })
 		workpool.Tasks(e.threads, nb*blocks, func(t int) {
 			i, r0 := t/blocks, t%blocks*per
 			r1 := min(r0+per, k)
-			gemm.SgemmPacked(r1-r0, d, n, 1, a.F32[r0*n:], n, pbs[i], 0, out.F32[i*k*d+r0*d:], d)
+			gemm.SgemmInt8RowsAt(rows, r0, r1-r0, 0, d, pbs[i], 0, out.F32[i*k*d+r0*d:], d, nil)
 		})
 		return []*tensor.Tensor{out}, nil
 	}

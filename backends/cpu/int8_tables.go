@@ -76,7 +76,6 @@ func (tb *int8Table) tensor() *tensor.Tensor {
 func (p *Program) int8Tables() {
 	readers, _, output := p.stepGraph()
 	slices := map[int]bool{} // the Slice steps of the tables
-	defer func() { p.int8Projections(slices) }()
 	for s, t := range p.plan.Consts {
 		if t == nil || p.plan.Kinds[s] != compile.SlotConst || output[s] || t.DType != tensor.Float32 || len(t.Shape) != 2 ||
 			t.Len() < tableMinElems || len(readers[s]) == 0 || !p.tableReaders(s, readers[s]) {
@@ -103,6 +102,7 @@ func (p *Program) int8Tables() {
 		p.tables = append(p.tables, tb)
 		p.fusions["int8-table"]++
 	}
+	p.int8Projections(slices)
 }
 
 // tableReaders reports whether every reader of slot s reads it as the table of a plain
