@@ -165,45 +165,17 @@ func TestInt8Projection(t *testing.T) {
 	if fu8["int8-projection"] != 0 || fua["int8-projection"] != 1 {
 		t.Fatalf("int8-projection fusions: int8 %d, int8-attention %d; want 0 and 1", fu8["int8-projection"], fua["int8-projection"])
 	}
-	same := true
-	for i := range qa.F32 {
-		same = same && qa.F32[i] == q8.F32[i]
-	}
-	if same {
+	if same(qa.F32, q8.F32) {
 		t.Fatal("int8-attention's projection equals int8's fp32 product: the int8 kernel did not run")
 	}
-	for r := 0; r < len(ref.F32)/d; r++ {
-		want, got := ref.F32[r*d:(r+1)*d], qa.F32[r*d:(r+1)*d]
-		var dot, nw, ng, amax, emax float64
-		for j := range want {
-			w, g := float64(want[j]), float64(got[j])
-			dot, nw, ng = dot+w*g, nw+w*w, ng+g*g
-			amax, emax = math.Max(amax, math.Abs(w)), math.Max(emax, math.Abs(w-g))
-		}
-		if c := dot / math.Sqrt(nw*ng); c < 0.999 || emax > 0.03*amax {
-			t.Fatalf("row %d: cosine %.5f, max error %.3g of max %.3g", r, c, emax, amax)
-		}
-	}
+	closeTo(t, "int8-projection against fp32", qa.F32, ref.F32, d, 0.999, 0.03)
 	for _, threads := range []int{2, 5} {
-		if got, _ := run("int8-attention", threads, xs); !bitsEqual(got.F32, qa.F32) {
+		if got, _ := run("int8-attention", threads, xs); !same(got.F32, qa.F32) {
 			t.Fatalf("%d threads differ from 1", threads)
 		}
 	}
 	one := &tensor.Tensor{DType: tensor.Float32, Shape: []int{1, n, d}, F32: xs.F32[n*d : 2*n*d]}
-	if got, _ := run("int8-attention", 2, one); !bitsEqual(got.F32, qa.F32[k*d:2*k*d]) {
+	if got, _ := run("int8-attention", 2, one); !same(got.F32, qa.F32[k*d:2*k*d]) {
 		t.Fatal("a batch of one differs from the same matrix in a batch of three")
 	}
-}
-
-// bitsEqual reports whether a and b hold the same float32 bits.
-func bitsEqual(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
-	}
-	return true
 }
