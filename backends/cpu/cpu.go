@@ -522,10 +522,22 @@ func (p *Program) packWeights(transB bool, k, n int, b []float32, ldb int) *gemm
 
 // packLinear packs the constant weights of a linear layer once at compile time: as
 // packWeights does, or quantized to int8 (gemm.PackBInt8) in an int8 program, where k
-// allows (gemm.MaxInt8K). Only linear layers take int8 weights: the projections inside
-// attention (kernelized feature maps) stay fp32.
+// allows (gemm.MaxInt8K). The projections inside attention take packProjection.
 func (p *Program) packLinear(transB bool, k, n int, b []float32, ldb int) *gemm.PackedB {
-	if p.int8 && k <= gemm.MaxInt8K {
+	return p.packInt8If(p.int8, transB, k, n, b, ldb)
+}
+
+// packProjection packs a constant projection inside attention (a kernelized feature map's
+// random features) once at compile time: quantized to int8 only in an int8-attention
+// program, which runs attention's products in int8 (an int8 program keeps attention fp32).
+func (p *Program) packProjection(transB bool, k, n int, b []float32, ldb int) *gemm.PackedB {
+	return p.packInt8If(p.attn8, transB, k, n, b, ldb)
+}
+
+// packInt8If is gemm.PackBInt8 when quantize is set and k allows (gemm.MaxInt8K), and
+// packWeights otherwise.
+func (p *Program) packInt8If(quantize, transB bool, k, n int, b []float32, ldb int) *gemm.PackedB {
+	if quantize && k <= gemm.MaxInt8K {
 		pb := gemm.PackBInt8(transB, k, n, b, ldb)
 		p.packed = append(p.packed, pb)
 		return pb

@@ -71,7 +71,8 @@ import (
 // graphs run on the int8 kernels (fuse_quantized.go); an int8 program counts its constant
 // tables held as int8 rows under "int8-table" (int8_tables.go), and an int8-attention program
 // the products by a Slice of one, linformer's E[:, :n]·K, run in int8 under
-// "int8-projection" (int8_projection.go). It is empty when
+// "int8-projection" (int8_projection.go) and the random-feature maps whose projection it
+// holds as int8 under "int8-feature-map" (Program.packProjection). It is empty when
 // backends.Options.NoFusion was set (an int8 program then counts only its products by
 // constant matrices, "matmul" and "linear": int8Products) or nothing matched.
 func (p *Program) Fusions() map[string]int {

@@ -473,7 +473,10 @@ func (f *fuser) matchFeatureMap(ex int) (g []int, st step, why string) {
 			ws[j] = alpha * v
 		}
 	}
-	sp := &featureSpec{w: f.p.packWeights(false, w.Shape[0], w.Shape[1], ws, w.Shape[1]), xPerm: xPerm, terms: ts, post: post}
+	sp := &featureSpec{w: f.p.packProjection(false, w.Shape[0], w.Shape[1], ws, w.Shape[1]), xPerm: xPerm, terms: ts, post: post}
+	if sp.w.Int8() {
+		f.p.fusions["int8-feature-map"]++
+	}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
 		for _, t := range sp.terms {
 			if !stabFits(t, len(in[0].Shape)) {

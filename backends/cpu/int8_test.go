@@ -84,6 +84,34 @@ func TestInt8Programs(t *testing.T) {
 	}
 }
 
+// TestInt8FeatureMaps: an int8-attention program holds performer's random-feature
+// projections as int8 (two maps a layer, counted under "int8-feature-map"), an int8 program
+// keeps them fp32, and the int8-attention hidden states stay within int8's error of fp32.
+func TestInt8FeatureMaps(t *testing.T) {
+	g := smallBuiltin(t, "performer")
+	_, in := smallBuiltins()
+	run := func(prec string) (*tensor.Tensor, map[string]int) {
+		p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: 2, Precision: prec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		out, err := p.Run(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out["hidden"], p.(*cpu.Program).Fusions()
+	}
+	fp32, _ := run("fp32")
+	_, f8 := run("int8")
+	qa, fa := run("int8-attention")
+	if f8["int8-feature-map"] != 0 || fa["int8-feature-map"] != 4 || fa["random-features"] != 4 {
+		t.Fatalf("int8-feature-map: int8 %d, int8-attention %d of %d feature maps; want 0 and 4 of 4", f8["int8-feature-map"], fa["int8-feature-map"], fa["random-features"])
+	}
+	d := fp32.Shape[len(fp32.Shape)-1]
+	closeTo(t, "int8-attention vs fp32", qa.F32, fp32.F32, d, 0.99, 0.15)
+}
+
 // TestInt8WeightBytes checks that an int8 program holds at most 30 % of the fp32 program's
 // weight bytes (the fp32 copies are not kept), on a vanilla encoder of the base width (2
 // layers; the token and position tables stay fp32).

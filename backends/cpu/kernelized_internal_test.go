@@ -324,3 +324,66 @@ func BenchmarkKernelizedLinearShapes(b *testing.B) {
 		}
 	})
 }
+
+// TestFeatureMapInt8 runs the feature map with its projection packed as int8 (as an
+// int8-attention program packs it, Program.packProjection) against the same map in fp32:
+// the int8 kernel really ran (some feature differs), every row stays within int8's error
+// (cosine at least 0.999, largest error under 10 % of the row's largest feature: exp turns
+// the product's absolute error into a relative one), and the thread count changes no bit.
+func TestFeatureMapInt8(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	for _, c := range []struct{ b, n, k, m int }{{1, 1, 64, 266}, {2, 7, 5, 17}, {3, 97, 12, 29}, {1, 200, 64, 266}} {
+		for _, mode := range []string{"row", "slab"} {
+			t.Run(fmt.Sprintf("%v/%s", c, mode), func(t *testing.T) {
+				// FAVOR+'s scaled inputs: x·d^(−1/4), so the products stay a few units
+				x := kzRand(r, math.Pow(float64(c.k), -0.25), c.b, 2, c.n, c.k)
+				w := kzRand(r, 1, c.k, c.m)
+				pad, _ := tensor.New(tensor.Bool, c.b, 1, c.n, 1)
+				for j := range pad.Bool {
+					pad.Bool[j] = r.Intn(4) == 0
+				}
+				terms := []rowTerm{{kind: 'M', sign: 1, input: -1, axes: []int{-1}}}
+				if mode == "slab" {
+					terms = []rowTerm{{kind: 'S', sign: 1, input: 1, invalidWhen: true, axes: []int{2, 3}}}
+				}
+				run := func(pb *gemm.PackedB, threads int) *tensor.Tensor {
+					sp := &featureSpec{w: pb, terms: terms}
+					got, ok, err := featureMap(&exec{threads: threads}, []*tensor.Tensor{x, pad}, sp)
+					if err != nil || !ok {
+						t.Fatalf("ok %v, err %v", ok, err)
+					}
+					return got
+				}
+				fp := run(gemm.PackB(false, c.k, c.m, w.F32, c.m), 2)
+				pb := gemm.PackBInt8(false, c.k, c.m, w.F32, c.m)
+				q := run(pb, 1)
+				differs := false
+				for i := range q.F32 {
+					differs = differs || q.F32[i] != fp.F32[i]
+				}
+				if !differs {
+					t.Fatal("the int8 projection gives fp32's features bit for bit: the int8 kernel did not run")
+				}
+				for row := 0; row < len(q.F32)/c.m; row++ {
+					g, f := q.F32[row*c.m:(row+1)*c.m], fp.F32[row*c.m:(row+1)*c.m]
+					var dot, gg, ff, top, worst float64
+					for j := range f {
+						dot += float64(g[j]) * float64(f[j])
+						gg += float64(g[j]) * float64(g[j])
+						ff += float64(f[j]) * float64(f[j])
+						top = max(top, math.Abs(float64(f[j])))
+						worst = max(worst, math.Abs(float64(g[j])-float64(f[j])))
+					}
+					if cos := dot / math.Sqrt(gg*ff); !(cos >= 0.999) || !(worst <= 0.1*top) {
+						t.Fatalf("row %d: cosine %.6f, error %.3g of %.3g", row, cos, worst, top)
+					}
+				}
+				for _, threads := range []int{2, 3} {
+					if got := run(pb, threads); fmt.Sprint(got.F32) != fmt.Sprint(q.F32) {
+						t.Fatalf("%d threads give other features than 1", threads)
+					}
+				}
+			})
+		}
+	}
+}
