@@ -80,8 +80,10 @@ func (p *attnPacks) grow(n int) {
 // When outPerm is set the result is Transpose(attention, outPerm), written in place. It
 // axis is the softmax's axis attribute, which must name the last axis. It returns ok false
 // for anything else (the fused step then runs the original steps).
-func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, wins [3]*window, outPerm []int, axis int) (*tensor.Tensor, bool, error) {
-	out, _, ok, err := attentionRun(e, in, ops, perms, wins, outPerm, axis, false)
+// With split's reshapes, Q's rows and the output's are merged pairs of axes
+// (attention_rows.go); perms[0] and outPerm then have one axis more.
+func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, wins [3]*window, outPerm []int, split attnSplit, axis int) (*tensor.Tensor, bool, error) {
+	out, _, ok, err := attentionRows(e, in, ops, perms, wins, outPerm, split, axis, false)
 	return out, ok, err
 }
 
@@ -89,6 +91,11 @@ func attentionFast(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 // log-sum-exp of its scores, m + log(l) (batch…, nq), what a training step's backward pass
 // needs to recompute the probabilities tile by tile (attention_grad.go).
 func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, wins [3]*window, outPerm []int, axis int, withLSE bool) (out, lse *tensor.Tensor, ok bool, err error) {
+	return attentionRows(e, in, ops, perms, wins, outPerm, attnSplit{}, axis, withLSE)
+}
+
+// attentionRows is attentionRun with attentionFast's row reshapes.
+func attentionRows(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, wins [3]*window, outPerm []int, split attnSplit, axis int, withLSE bool) (out, lse *tensor.Tensor, ok bool, err error) {
 	q, kt, v := in[0], in[1], in[2]
 	if q == nil || kt == nil || v == nil || q.DType != tensor.Float32 || kt.DType != tensor.Float32 || v.DType != tensor.Float32 {
 		return nil, nil, false, nil
@@ -98,6 +105,12 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 	vShape, vStride, ok3 := srcView(v, perms[2], wins[2], in)
 	if !ok1 || !ok2 || !ok3 {
 		return nil, nil, false, nil
+	}
+	var qOuter, qSeg int
+	if split.q != nil {
+		if qShape, qStride, qOuter, qSeg, ok1 = mergeRows(split.q, qShape, qStride); !ok1 {
+			return nil, nil, false, nil
+		}
 	}
 	r := len(qShape)
 	if r < 2 || len(kShape) != r || len(vShape) != r || (axis != -1 && axis != r-1) {
@@ -118,6 +131,11 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 	}
 	operands := make([]bcastOperand, len(in))
 	for _, op := range ops {
+		if (split.q != nil || split.out != nil) && (op.kind == 'c' || op.kind == 'C' || op.kind == 'r') {
+			// a causal or relative position's row is its query's position, which merged
+			// rows are not
+			return nil, nil, false, nil
+		}
 		if !isOperandKind(op.kind) {
 			continue
 		}
@@ -160,28 +178,42 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 	logical := append(append([]int{}, batch...), nq, dv)
 	outShape := logical
 	var oStride []int
+	var oOuter, oSeg int
 	if outPerm != nil {
-		if len(outPerm) != r {
+		axes := logical // the axes outPerm permutes
+		if split.out != nil {
+			if axes, ok = splitRows(split.out, logical); !ok {
+				return nil, nil, false, nil
+			}
+		}
+		ra := len(axes)
+		if len(outPerm) != ra {
 			return nil, nil, false, nil
 		}
-		outShape = make([]int, r)
-		seen := make([]bool, r)
+		outShape = make([]int, ra)
+		seen := make([]bool, ra)
 		for j, a := range outPerm {
-			if a < 0 || a >= r || seen[a] {
+			if a < 0 || a >= ra || seen[a] {
 				return nil, nil, false, nil
 			}
 			seen[a] = true
-			outShape[j] = logical[a]
+			outShape[j] = axes[a]
 		}
-		// logical axis outPerm[j] is axis j of the output
+		// axis outPerm[j] of axes is axis j of the output
 		_, fs, _ := permView(outShape, nil)
-		oStride = make([]int, r)
+		oStride = make([]int, ra)
 		for j, a := range outPerm {
 			oStride[a] = fs[j]
 		}
-		if oStride[r-1] != 1 {
+		if oStride[ra-1] != 1 {
 			return nil, nil, false, nil
 		}
+		if split.out != nil {
+			oOuter, oSeg = oStride[r-2], axes[r-1]
+			oStride = append(append(oStride[:r-2:r-2], oStride[r-1]), oStride[r])
+		}
+	} else if split.out != nil {
+		return nil, nil, false, nil
 	} else {
 		_, oStride, _ = permView(logical, nil)
 	}
@@ -195,6 +227,10 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 		}
 	}
 	qs, ks, vs, ost := batchStrided(batch, qStride), batchStrided(batch, kStride), batchStrided(batch, vStride), batchStrided(batch, oStride)
+	qs.seg, qs.outer, ost.seg, ost.outer = qSeg, qOuter, oSeg, oOuter
+	// blockRows is the height of the block of query rows from q0 (of a task ending at qHi):
+	// attnQBlock at most, and within one segment of merged rows.
+	blockRows := func(q0, qHi int) int { return ost.segRows(q0, qs.segRows(q0, min(attnQBlock, qHi-q0))) }
 	nb := graph.NumElements(batch)
 	nkb := (nk + attnKBlock - 1) / attnKBlock
 	// An int8-attention run (attention_int8.go) folds the leading scalings of the scores
@@ -265,7 +301,7 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 		// packed, the next block's while this one runs. With the keys' and values' own
 		// prefetch (gemm.PackInt8Activation), base b8 n512 in paired runs: int8-attention
 		// 1.038× faster, fp32 1.004× (its packs of K and V are not prefetched).
-		gemm.Prefetch(q.F32[qs.off[b]+qLo*qs.ld:], qs.ld, min(attnQBlock, qHi-qLo), dk)
+		gemm.Prefetch(q.F32[qs.row(b, qLo):], qs.ld, blockRows(qLo, qHi), dk)
 		for k0 := 0; k0 < nk; k0 += attnKBlock {
 			if skip && k0 > qHi-1+diag {
 				break // every row of the task has these keys masked
@@ -281,8 +317,7 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 			if k0 == 0 {
 				beta = 0
 			}
-			for q0 := qLo; q0 < qHi; q0 += attnQBlock {
-				rows := min(attnQBlock, qHi-q0)
+			for q0, rows := qLo, blockRows(qLo, qHi); q0 < qHi; q0, rows = q0+rows, blockRows(q0+rows, qHi) {
 				// With a causal mask the block's keys past its last query are left out.
 				width := cols
 				if skip {
@@ -293,7 +328,7 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 				}
 				sc := s[:rows*width]
 				if q0+rows < qHi {
-					gemm.Prefetch(q.F32[qs.off[b]+(q0+rows)*qs.ld:], qs.ld, min(attnQBlock, qHi-q0-rows), dk)
+					gemm.Prefetch(q.F32[qs.row(b, q0+rows):], qs.ld, blockRows(q0+rows, qHi), dk)
 				}
 				// An int8-attention block quantizes each row of probabilities as soon as
 				// it is final, while it is in L1 (the keys a causal block leaves out as 0).
@@ -301,11 +336,11 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 					st.p.Prepare(vp, rows, 1)
 				}
 				if width == cols {
-					gemm.SgemmPacked(rows, cols, dk, qscale, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, cols)
+					gemm.SgemmPacked(rows, cols, dk, qscale, q.F32[qs.row(b, q0):], qs.ld, ktp, 0, sc, cols)
 				} else {
-					gemm.SgemmPackedCols(rows, 0, width, qscale, q.F32[qs.off[b]+q0*qs.ld:], qs.ld, ktp, 0, sc, width)
+					gemm.SgemmPackedCols(rows, 0, width, qscale, q.F32[qs.row(b, q0):], qs.ld, ktp, 0, sc, width)
 				}
-				o := out.F32[ost.off[b]+q0*ost.ld:]
+				o := out.F32[ost.row(b, q0):]
 				mq, lq := m[q0-qLo:], l[q0-qLo:]
 				for i := 0; i < rows; i++ {
 					row := sc[i*width : (i+1)*width]
@@ -354,7 +389,7 @@ func attentionRun(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, w
 		for i := range m {
 			// a row with every key masked has l = 0 and gives 0/0 = NaN, as the unfused
 			// softmax does (folded: 0·(1/0) = NaN too)
-			o := out.F32[ost.off[b]+(qLo+i)*ost.ld:]
+			o := out.F32[ost.row(b, qLo+i):]
 			if !fold {
 				vec.DivScalar(o[:dv], l[i])
 			}

@@ -123,8 +123,22 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 	var wins [3]*window // sliding windows of key blocks read in place (fuse_sparse.go)
 	srcs := []int{q, kt, p.plan.Steps[pv].In[1]}
 	var pre []scoreOp
+	// Grouped-query attention's row merges and splits (attention_rows.go) are absorbed
+	// too, unless a score op needs each row's query position (causal, relative).
+	var grouped attnSplit
+	rowsFree := true
+	for _, op := range ops {
+		rowsFree = rowsFree && op.kind != 'c' && op.kind != 'C' && op.kind != 'r'
+	}
 	for j, s := range srcs {
 		scalings := j < 2 // V's scaling would scale the output, not the scores
+		if j == 0 && rowsFree {
+			if rr, x, st, ok := f.rowReshapeOf(s, true); ok {
+				grouped.q = rr
+				group = append(group, st)
+				s = x
+			}
+		}
 		src, perm, scale, tsteps := f.walkSource(s, scalings)
 		srcs[j], perms[j] = src, perm
 		pre = append(pre, scale...)
@@ -142,7 +156,14 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 	ops = append(pre, ops...)
 	out := f.outOf(pv)
 	var outPerm []int
-	if c, ok := f.single(out); ok && p.plan.Steps[c].Node.Op == "Transpose" && len(p.plan.Steps[c].Out) == 1 && transposePerm(p.plan.Steps[c].Node) != nil {
+	if rr, _, st, ok := f.rowReshapeOf(out, false); ok && rowsFree {
+		if c, ok := f.single(f.outOf(st)); ok && p.plan.Steps[c].Node.Op == "Transpose" && len(p.plan.Steps[c].Out) == 1 && len(transposePerm(p.plan.Steps[c].Node)) == len(rr.target) {
+			grouped.out, outPerm = rr, transposePerm(p.plan.Steps[c].Node)
+			group = append(group, st, c)
+			out = f.outOf(c)
+		}
+	}
+	if c, ok := f.single(out); ok && grouped.out == nil && p.plan.Steps[c].Node.Op == "Transpose" && len(p.plan.Steps[c].Out) == 1 && transposePerm(p.plan.Steps[c].Node) != nil {
 		outPerm = transposePerm(p.plan.Steps[c].Node)
 		group = append(group, c)
 		out = f.outOf(c)
@@ -154,7 +175,7 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 		}
 	}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
-		return attentionFast(e, in, ops, perms, wins, outPerm, axis)
+		return attentionFast(e, in, ops, perms, wins, outPerm, grouped, axis)
 	}
 	sub := slices.Compact(slices.Sorted(slices.Values(append(append(append([]int(nil), group...), biasSteps...), causalSteps...))))
 	if len(biasSteps) > 0 {
@@ -164,6 +185,51 @@ func (f *fuser) matchAttention(sm int) (group []int, st step, why string) {
 		f.causals++
 	}
 	return group, f.newFused("FusedAttention", sub, ext, out, fast, nil), ""
+}
+
+// rowReshapeOf recognises a Reshape with a constant target that merges the two axes before
+// the last into one (merge: slot s is its output, whose input a Transpose computes, as
+// grouped-query attention's Q) or splits the axis before the last in two (slot s is its input,
+// attention's output): the inferred (−1) entry of the target must be the rows, every other
+// entry a size or a copied axis (0). It returns the target, the Reshape's input and its step;
+// attentionRows checks the run-time shapes.
+func (f *fuser) rowReshapeOf(s int, merge bool) (rr *rowReshape, x, st int, ok bool) {
+	st = f.stepOf(s)
+	if !merge {
+		st, ok = f.single(s)
+		if !ok || len(f.p.plan.Steps[st].Out) != 1 {
+			return nil, -1, -1, false
+		}
+	} else if _, ok := f.single(s); !ok {
+		return nil, -1, -1, false
+	}
+	if st < 0 {
+		return nil, -1, -1, false
+	}
+	rs := f.p.plan.Steps[st]
+	if rs.Node.Op != "Reshape" || len(rs.In) != 2 || rs.In[0] < 0 {
+		return nil, -1, -1, false
+	}
+	t := f.constAny(rs.In[1])
+	if t == nil || t.DType != tensor.Int64 || len(t.Shape) != 1 {
+		return nil, -1, -1, false
+	}
+	target := t.I64
+	rows := len(target) - 2 // the merged axis (merge) or the second of the split ones
+	if rows < 1 {
+		return nil, -1, -1, false
+	}
+	for i, v := range target {
+		if (i == rows) != (v == -1) || v < -1 || (v == 0 && i >= rows) {
+			return nil, -1, -1, false
+		}
+	}
+	if merge {
+		if pi := f.stepOf(rs.In[0]); pi < 0 || f.p.plan.Steps[pi].Node.Op != "Transpose" {
+			return nil, -1, -1, false
+		}
+	}
+	return &rowReshape{target: append([]int64(nil), target...), allowZero: rs.Node.Int("allowzero", 0) != 0}, rs.In[0], st, true
 }
 
 // isOperandKind reports whether a score op of kind k reads a tensor operand.

@@ -113,6 +113,19 @@ func attnForms() []attnForm {
 			s := b.Add(b.Div(b.MatMul(q, k), b.ConstFloat(sq)), negInfBias(b, pad))
 			return formMerge(b, b.MatMul(b.Softmax(s, -1), v))
 		}},
+		{"grouped-query", func(b *graph.Builder, x, pad string, lin func(string) string) string {
+			// the gqa variant's layout: the formH query heads share one key/value head, folded
+			// into the rows of one (B, 1, formH·n, dk) matrix and unfolded after
+			q := b.Transpose(b.Reshape(lin(x), 0, 0, 1, formH, formDK), 0, 2, 3, 1, 4) // (B, 1, h, n, dk)
+			q = b.Reshape(q, 0, 1, -1, formDK)
+			kv := func() string {
+				head := b.Slice(lin(x), b.ConstInts(0), b.ConstInts(formDK), b.ConstInts(2))
+				return b.Transpose(b.Reshape(head, 0, 0, 1, formDK), 0, 2, 1, 3) // (B, 1, n, dk)
+			}
+			s := b.Add(b.Div(b.MatMul(q, kt(b, kv())), b.ConstFloat(sq)), negInfBias(b, pad))
+			y := b.Reshape(b.MatMul(b.Softmax(s, -1), kv()), 0, 1, formH, -1, formDK)
+			return b.Reshape(b.Transpose(y, 0, 3, 1, 2, 4), 0, 0, formH*formDK)
+		}},
 		{"pytorch-batch-heads", func(b *graph.Builder, x, pad string, lin func(string) string) string {
 			// PyTorch's layout: (n, B·h, dk) heads, Q scaled first, 3-D products, softmax axis 2
 			xt := b.Transpose(x, 1, 0, 2)                                                               // (n, B, d)
@@ -307,6 +320,64 @@ func TestRelBiasFallback(t *testing.T) {
 		}
 		if d, ok := maxDiff(got["y"], want["y"]); !ok || d > 1e-5 {
 			t.Errorf("n %d, len %d: fused and reference differ by %g", c.n, c.m, d)
+		}
+	}
+}
+
+// TestGroupedQueryRows checks that grouped-query attention's row merges are read and written
+// in place: the fused program keeps no Transpose, and gives, bit for bit, what it gives
+// when the merged Q must be materialized (kept as an intermediate, so the kernel reads the
+// copy and the output goes through its own Transpose), in fp32 and in int8-attention, on
+// lengths whose segments of rows end inside a block of the kernel (n 200: blocks of 128),
+// and whatever the thread count.
+func TestGroupedQueryRows(t *testing.T) {
+	r := rand.New(rand.NewSource(29))
+	var form attnForm
+	for _, f := range attnForms() {
+		if f.name == "grouped-query" {
+			form = f
+		}
+	}
+	g := formGraph(t, form, 0, r)
+	var merged string // Q's Transpose to (B, 1, h, n, dk)
+	for _, n := range g.Nodes {
+		if perm, _ := n.IntList("perm"); n.Op == "Transpose" && slices.Equal(perm, []int64{0, 2, 3, 1, 4}) {
+			merged = n.Outputs[0]
+		}
+	}
+	in := map[string]*tensor.Tensor{"x": randT(r, 2, 200, formH*formDK)}
+	pad, _ := tensor.New(tensor.Bool, 2, 200)
+	for j := 150; j < 200; j++ {
+		pad.Bool[200+j] = true
+	}
+	in["pad"] = pad
+	for _, prec := range []string{"fp32", "int8-attention"} {
+		run := func(threads int, keep []string) (*tensor.Tensor, []string) {
+			p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: threads, Precision: prec, KeepIntermediates: keep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := p.Run(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out["y"], p.(*cpu.Program).Kernels()
+		}
+		got, ks := run(2, nil)
+		if slices.Contains(ks, "Transpose") || !slices.Contains(ks, "FusedAttention") {
+			t.Fatalf("%s: steps %v, want a FusedAttention and no Transpose", prec, ks)
+		}
+		copied, ks := run(2, []string{merged})
+		if !slices.Contains(ks, "Transpose") {
+			t.Fatalf("%s: with the merged Q kept, steps %v have no Transpose", prec, ks)
+		}
+		if !same(got.F32, copied.F32) {
+			t.Fatalf("%s: in place and through the copies differ", prec)
+		}
+		for _, threads := range []int{1, 3} {
+			if o, _ := run(threads, nil); !same(o.F32, got.F32) {
+				t.Fatalf("%s: %d threads differ from 2", prec, threads)
+			}
 		}
 	}
 }

@@ -113,10 +113,12 @@ func planOperand(t *tensor.Tensor, batch []int, nq, nk int) (bcastOperand, bool)
 
 // strided is a matrix operand of attention read in place: matrix t of the batch starts at
 // off[t], consecutive rows are ld apart and consecutive columns cs apart (one of ld and cs
-// is 1).
+// is 1). Rows that are two merged axes (attention_rows.go) come in segments of seg rows,
+// outer apart; seg 0 means one segment.
 type strided struct {
-	off    []int
-	ld, cs int
+	off        []int
+	ld, cs     int
+	seg, outer int
 }
 
 // permView returns the logical shape of Transpose(src, perm) (src itself when perm is nil)
