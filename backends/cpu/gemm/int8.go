@@ -795,17 +795,19 @@ func sgemmInt8(pb *PackedB, m, j0, n int, alpha float32, a []float32, lda int, b
 	for ic := 0; ic < m; ic += mc {
 		mcb := min(mc, m-ic)
 		quantizeRows(d.kern, ws.aq, ldq, a[ic*lda:], lda, mcb, k, kpad, alpha, ws.rs, ws.rz)
-		int8RowBlock(pb, ws, quantRows{ws.aq, ldq, ws.rs, ws.rz}, ic, mcb, j0, n, beta, c, ldc, epi)
+		int8RowBlock(pb, ws, quantRows{q: ws.aq, ld: ldq, rs: ws.rs, rz: ws.rz}, ic, mcb, j0, n, beta, c, ldc, epi)
 	}
 }
 
 // quantRows addresses prepared rows of A: row i at q[i·ld:], its scale and zero point at
-// rs[i] and rz[i].
+// rs[i] and rz[i]. Rows that multiply only op(B)'s rows [k0, k0+k) (SgemmInt8RowsKAt) set k;
+// k 0 means all of them.
 type quantRows struct {
-	q  []byte
-	ld int
-	rs []float32
-	rz []int32
+	q     []byte
+	ld    int
+	rs    []float32
+	rz    []int32
+	k0, k int
 }
 
 // int8RowBlock computes rows [ic, ic+mcb) of the product (their prepared rows in r, from
@@ -844,10 +846,14 @@ func int8Block(d *int8Data, ws *int8Work, r quantRows, mcb, col, ncb int, c unsa
 	kern := d.kern
 	mr, nr, g := kern.mr, kern.nr, kern.group
 	panelBytes := d.kg * nr * g
+	kg, koff := d.kg, 0 // the k steps r's rows multiply, and where they start in a panel
+	if r.k > 0 {
+		kg, koff = (r.k+g-1)/g, r.k0/g*nr*g
+	}
 	for jr := 0; jr < ncb; jr += nr {
 		nrb := min(nr, ncb-jr)
 		cj := col + jr
-		bp := &d.q[cj/nr*panelBytes]
+		bp := &d.q[cj/nr*panelBytes+koff]
 		bias := &d.scale[cj] // not read without int8Bias
 		if d.bias != nil {
 			bias = &d.bias[cj]
@@ -856,13 +862,13 @@ func int8Block(d *int8Data, ws *int8Work, r quantRows, mcb, col, ncb int, c unsa
 			h := min(mr, mcb-ir)
 			fn := kern.fns[h-1]
 			if nrb == nr {
-				fn(d.kg, &r.q[ir*r.ld], bp, (*float32)(unsafe.Add(c, 4*(ir*ldc+jr))), ldc, flags, beta, r.ld, &r.rs[ir], &r.rz[ir], &d.scale[cj], &d.colSum[cj], bias)
+				fn(kg, &r.q[ir*r.ld], bp, (*float32)(unsafe.Add(c, 4*(ir*ldc+jr))), ldc, flags, beta, r.ld, &r.rs[ir], &r.rz[ir], &d.scale[cj], &d.colSum[cj], bias)
 				continue
 			}
 			// A partial panel: the whole tile into scratch (op(B)'s padding is zero), then
 			// its columns merged with the update the kernel would have made.
 			sf := flags &^ int8Accum
-			fn(d.kg, &r.q[ir*r.ld], bp, &ws.scratch[0], nr, sf, 0, r.ld, &r.rs[ir], &r.rz[ir], &d.scale[cj], &d.colSum[cj], bias)
+			fn(kg, &r.q[ir*r.ld], bp, &ws.scratch[0], nr, sf, 0, r.ld, &r.rs[ir], &r.rz[ir], &d.scale[cj], &d.colSum[cj], bias)
 			for i := 0; i < h; i++ {
 				src := ws.scratch[i*nr : i*nr+nrb]
 				dst := unsafe.Slice((*float32)(unsafe.Add(c, 4*((ir+i)*ldc+jr))), nrb)
@@ -882,7 +888,10 @@ func int8Block(d *int8Data, ws *int8Work, r quantRows, mcb, col, ncb int, c unsa
 // mcb prepared u8 rows with the ncb columns from col, then the same store (int8Raw: the
 // int32 sums into c's bits).
 func int8GoBlock(pb *PackedB, ws *int8Work, r quantRows, mcb, col, ncb int, c []float32, ldc, flags int, beta float32) {
-	d, k, n := pb.i8, pb.k, pb.n
+	d, k, k0, n := pb.i8, pb.k, 0, pb.n
+	if r.k > 0 {
+		k, k0 = r.k, r.k0
+	}
 	ws.acc = growInt32(ws.acc, ncb)
 	acc := ws.acc
 	for i := 0; i < mcb; i++ {
@@ -892,7 +901,7 @@ func int8GoBlock(pb *PackedB, ws *int8Work, r quantRows, mcb, col, ncb int, c []
 			if av == 0 {
 				continue
 			}
-			axpyInt8(acc, int32(av), d.q[p*n+col:p*n+col+ncb])
+			axpyInt8(acc, int32(av), d.q[(k0+p)*n+col:(k0+p)*n+col+ncb])
 		}
 		int8StoreTwin(1, ncb, acc, c[i*ldc:], ldc, flags, beta, r.rs[i:], r.rz[i:], d.scale[col:], d.colSum[col:], d.biasFrom(col))
 	}
@@ -999,7 +1008,7 @@ func gemmU8S8Rows(pb *PackedB, m int, a []uint8, lda int, c []int32, ldc int) {
 				clear(dst[k:kpad])
 			}
 		}
-		r := quantRows{ws.aq, ldq, ws.rs, ws.rz}
+		r := quantRows{q: ws.aq, ld: ldq, rs: ws.rs, rz: ws.rz}
 		for jc := 0; jc < n; jc += int8NC {
 			ncb := min(int8NC, n-jc)
 			cb := cf[ic*ldc+jc:]
@@ -1036,8 +1045,17 @@ func (r *Int8Rows) Prepare(pb *PackedB, m int, alpha float32) {
 	if pb == nil || pb.i8 == nil || m < 0 {
 		panic("gemm: Int8Rows.Prepare: not an int8 operand")
 	}
-	ldq, kpad, _ := int8Blocking(pb.i8.kern, pb.k)
-	r.kern, r.m, r.k, r.ld, r.kpad, r.alpha = pb.i8.kern, m, pb.k, ldq, kpad, alpha
+	r.PrepareK(pb, m, pb.k, alpha)
+}
+
+// PrepareK is Prepare for rows of k values, which multiply a window of k of pb's rows
+// (SgemmInt8RowsKAt). It panics when pb is not int8 or k is negative.
+func (r *Int8Rows) PrepareK(pb *PackedB, m, k int, alpha float32) {
+	if pb == nil || pb.i8 == nil || m < 0 || k < 0 {
+		panic("gemm: Int8Rows.PrepareK: not an int8 operand, or a negative size")
+	}
+	ldq, kpad, _ := int8Blocking(pb.i8.kern, k)
+	r.kern, r.m, r.k, r.ld, r.kpad, r.alpha = pb.i8.kern, m, k, ldq, kpad, alpha
 	r.q = growBytes(r.q, m*ldq)
 	r.rs, r.rz = grow(r.rs, m), growInt32(r.rz, m)
 	r.prepped = true
@@ -1197,9 +1215,59 @@ func SgemmInt8RowsAt(r *Int8Rows, i0, m, j0, j1 int, pb *PackedB, beta float32, 
 	_, _, mc := int8Blocking(r.kern, r.k)
 	for ic := 0; ic < m; ic += mc {
 		mcb := min(mc, m-ic)
-		rows := quantRows{r.q[(i0+ic)*r.ld:], r.ld, r.rs[i0+ic:], r.rz[i0+ic:]}
+		rows := quantRows{q: r.q[(i0+ic)*r.ld:], ld: r.ld, rs: r.rs[i0+ic:], rz: r.rz[i0+ic:]}
 		int8RowBlock(pb, ws, rows, 0, mcb, j0, n, beta, c[ic*ldc:], ldc, shiftEpi(epi, ic))
 	}
+}
+
+// SgemmInt8RowsKAt is SgemmInt8RowsAt over a window of pb's rows: rows [i0, i0+m) of r, of
+// PrepareK's k values, times rows [k0, k0+k) and columns [j0, j1) of pb. Attention over
+// sliding windows of keys packs V once for all windows and multiplies each window's
+// probabilities this way. r's rows must have zero point 0 (QuantizeUnit, UnitRow), since
+// pb's column sums are over all its rows; the result is then bitwise SgemmInt8RowsAt's
+// with r's rows extended by zeros to pb's k. It panics when a row's zero point is not 0,
+// k0 is not a multiple of pb's k step (ColAlign's counterpart along k, Int8KStep), the window
+// passes pb's rows, or as SgemmInt8RowsAt does.
+func SgemmInt8RowsKAt(r *Int8Rows, i0, m, j0, j1, k0 int, pb *PackedB, beta float32, c []float32, ldc int, epi Epilogue) {
+	if pb == nil || pb.i8 == nil || !r.prepped || pb.i8.kern != r.kern || i0 < 0 || m < 0 || i0+m > r.m ||
+		j0 < 0 || j1 > pb.n || j0 > j1 || j0%pb.ColAlign() != 0 || k0 < 0 || k0%pb.Int8KStep() != 0 || k0+r.kpad > pb.i8.kg*pb.Int8KStep() || k0+r.k > pb.k {
+		panic(fmt.Sprintf("gemm: SgemmInt8RowsKAt: rows [%d, %d) of %d, columns [%d, %d), k from %d: bad ranges or an operand of another path", i0, i0+m, r.m, j0, j1, k0))
+	}
+	for _, z := range r.rz[i0 : i0+m] {
+		if z != 0 {
+			panic("gemm: SgemmInt8RowsKAt: a row with a zero point")
+		}
+	}
+	n := j1 - j0
+	if m == 0 || n == 0 {
+		return
+	}
+	checkMat("C", m, n, len(c), ldc)
+	if r.k == 0 {
+		scaleC(m, n, beta, c, ldc)
+		if epi != nil {
+			epi(0, m, j0, j1)
+		}
+		return
+	}
+	ws := int8Works.Get().(*int8Work)
+	defer int8Works.Put(ws)
+	_, _, mc := int8Blocking(r.kern, r.k)
+	for ic := 0; ic < m; ic += mc {
+		mcb := min(mc, m-ic)
+		rows := quantRows{q: r.q[(i0+ic)*r.ld:], ld: r.ld, rs: r.rs[i0+ic:], rz: r.rz[i0+ic:], k0: k0, k: r.k}
+		int8RowBlock(pb, ws, rows, 0, mcb, j0, n, beta, c[ic*ldc:], ldc, shiftEpi(epi, ic))
+	}
+}
+
+// Int8KStep returns the k values one step of pb's int8 kernels takes (1 on the pure-Go
+// path); a window of pb's rows (SgemmInt8RowsKAt) must start at a multiple of it. It is 1
+// for an operand that is not int8.
+func (pb *PackedB) Int8KStep() int {
+	if pb.i8 == nil || pb.i8.kern == nil {
+		return 1
+	}
+	return pb.i8.kern.group
 }
 
 // shiftEpi returns epi with its rows moved by di (nil stays nil).

@@ -860,44 +860,35 @@ func TestInt8RowsQuantizeUnitConcurrent(t *testing.T) {
 // Int8Rows, a row outside the prepared ones, a row longer than k), of UnitRow and of
 // PackInt8Activation.
 func TestInt8RowsQuantizeUnitBadArgs(t *testing.T) {
-	mustPanic := func(what string, f func()) {
-		t.Helper()
-		defer func() {
-			if recover() == nil {
-				t.Errorf("%s did not panic", what)
-			}
-		}()
-		f()
-	}
 	pb := PackBInt8Quantized(4, 2, make([]int8, 8), []float32{1})
-	mustPanic("QuantizeUnit unprepared", func() {
+	mustPanic(t, "QuantizeUnit unprepared", func() {
 		var r Int8Rows
 		r.QuantizeUnit(0, make([]float32, 4))
 	})
-	mustPanic("QuantizeUnit row 2 of 2", func() {
+	mustPanic(t, "QuantizeUnit row 2 of 2", func() {
 		var r Int8Rows
 		r.Prepare(pb, 2, 1)
 		r.QuantizeUnit(2, make([]float32, 4))
 	})
-	mustPanic("QuantizeUnit of 5 values for k 4", func() {
+	mustPanic(t, "QuantizeUnit of 5 values for k 4", func() {
 		var r Int8Rows
 		r.Prepare(pb, 2, 1)
 		r.QuantizeUnit(0, make([]float32, 5))
 	})
-	mustPanic("UnitRow of 5 values for k 4", func() {
+	mustPanic(t, "UnitRow of 5 values for k 4", func() {
 		var r Int8Rows
 		r.Prepare(pb, 2, 1)
 		r.UnitRow(1, 5)
 	})
-	mustPanic("ScaleRow of row 2 of 2", func() {
+	mustPanic(t, "ScaleRow of row 2 of 2", func() {
 		var r Int8Rows
 		r.Prepare(pb, 2, 1)
 		r.ScaleRow(2, 1)
 	})
-	mustPanic("PackInt8Activation with a short b", func() {
+	mustPanic(t, "PackInt8Activation with a short b", func() {
 		new(PackedB).PackInt8Activation(false, 3, 4, make([]float32, 11), 4)
 	})
-	mustPanic("PackInt8Activation with k over MaxInt8K", func() {
+	mustPanic(t, "PackInt8Activation with k over MaxInt8K", func() {
 		new(PackedB).PackInt8Activation(true, MaxInt8K+1, 1, make([]float32, MaxInt8K+1), MaxInt8K+1)
 	})
 }
@@ -968,4 +959,79 @@ func TestInt8RowsScaleRow(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSgemmInt8RowsKAt multiplies rows of probabilities by windows of an operand packed
+// once (as attention over sliding windows of keys multiplies each window by V): for windows
+// starting at every multiple of the k step up to the end, of lengths that are and are not
+// multiples of it, with column ranges and beta 0 and 1, the product equals bit for bit
+// SgemmInt8RowsAt's with the same rows extended by zeros to the whole operand. Rows with a
+// zero point, and windows that start off a step or pass the operand's end, panic.
+func TestSgemmInt8RowsKAt(t *testing.T) {
+	forEachInt8Path(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(61, 62))
+		path, _ := Int8Path()
+		const m, n, ktot = 13, 70, 200
+		v := make([]float32, ktot*n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		pb := new(PackedB)
+		pb.PackInt8Activation(false, ktot, n, v, n)
+		step := pb.Int8KStep()
+		for _, kw := range []int{1, 5, 64, 96, 131} {
+			for k0 := 0; k0+kw <= ktot; k0 += step * (1 + rng.IntN(9)) {
+				if k0+(kw+step-1)/step*step > ktot+(step-1) {
+					break
+				}
+				what := fmt.Sprintf("%s window [%d, %d)", path, k0, k0+kw)
+				rows := unitRows(rng, m, kw)
+				var win, full Int8Rows
+				win.PrepareK(pb, m, kw, 1)
+				full.Prepare(pb, m, 1)
+				wide := make([]float32, m*ktot)
+				for i := 0; i < m; i++ {
+					copy(wide[i*ktot+k0:], rows[i*kw:(i+1)*kw])
+					win.QuantizeUnit(i, rows[i*kw:(i+1)*kw])
+					full.QuantizeUnit(i, wide[i*ktot:(i+1)*ktot])
+				}
+				for _, cols := range [][2]int{{0, n}, {pb.ColAlign(), n}} {
+					c := make([]float32, m*n)
+					for i := range c {
+						c[i] = float32(rng.NormFloat64())
+					}
+					for _, beta := range []float32{0, 1} {
+						got, want := append([]float32(nil), c...), append([]float32(nil), c...)
+						SgemmInt8RowsKAt(&win, 0, m, cols[0], cols[1], k0, pb, beta, got, n, nil)
+						SgemmInt8RowsAt(&full, 0, m, cols[0], cols[1], pb, beta, want, n, nil)
+						bitwise(t, fmt.Sprintf("%s columns %v beta %g", what, cols, beta), got, want)
+					}
+				}
+			}
+		}
+		var r Int8Rows
+		r.PrepareK(pb, 2, 8, 1)
+		r.QuantizeUnit(0, []float32{0.5})
+		r.QuantizeUnit(1, []float32{0.25})
+		c := make([]float32, 2*n)
+		if step > 1 {
+			mustPanic(t, "a window off a k step", func() { SgemmInt8RowsKAt(&r, 0, 2, 0, n, 1, pb, 0, c, n, nil) })
+		}
+		mustPanic(t, "a window past the end", func() { SgemmInt8RowsKAt(&r, 0, 2, 0, n, ktot-step, pb, 0, c, n, nil) })
+		var z Int8Rows
+		z.PrepareK(pb, 2, 8, 1)
+		z.QuantizeRange(0, 2, []float32{-1, 2, 3, 4, 5, 6, 7, 8, -1, 2, 3, 4, 5, 6, 7, 8}, 8)
+		mustPanic(t, "rows with a zero point", func() { SgemmInt8RowsKAt(&z, 0, 2, 0, n, 0, pb, 0, c, n, nil) })
+	})
+}
+
+// mustPanic fails t when f returns without panicking.
+func mustPanic(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Errorf("%s did not panic", what)
+		}
+	}()
+	f()
 }

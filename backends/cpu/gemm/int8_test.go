@@ -672,27 +672,18 @@ func TestInt8Accuracy(t *testing.T) {
 // TestInt8BadArgs checks the refusals: non-int8 operand to GemmU8S8, wrong lengths, k
 // over MaxInt8K.
 func TestInt8BadArgs(t *testing.T) {
-	mustPanic := func(what string, f func()) {
-		t.Helper()
-		defer func() {
-			if recover() == nil {
-				t.Errorf("%s did not panic", what)
-			}
-		}()
-		f()
-	}
-	mustPanic("GemmU8S8 on fp32 weights", func() {
+	mustPanic(t, "GemmU8S8 on fp32 weights", func() {
 		GemmU8S8(1, 2, 2, make([]uint8, 2), 2, PackB(false, 2, 2, make([]float32, 4), 2), make([]int32, 2), 2)
 	})
-	mustPanic("PackBInt8Quantized with 3 scales for 2 columns", func() { PackBInt8Quantized(2, 2, make([]int8, 4), make([]float32, 3)) })
-	mustPanic("PackBInt8 with k over MaxInt8K", func() { PackBInt8(false, MaxInt8K+1, 1, make([]float32, MaxInt8K+1), 1) })
-	mustPanic("WithInt8Scales on fp32 weights", func() { PackB(false, 2, 2, make([]float32, 4), 2).WithInt8Scales([]float32{1}) })
-	mustPanic("QuantizeTensorRange with zero point 256", func() {
+	mustPanic(t, "PackBInt8Quantized with 3 scales for 2 columns", func() { PackBInt8Quantized(2, 2, make([]int8, 4), make([]float32, 3)) })
+	mustPanic(t, "PackBInt8 with k over MaxInt8K", func() { PackBInt8(false, MaxInt8K+1, 1, make([]float32, MaxInt8K+1), 1) })
+	mustPanic(t, "WithInt8Scales on fp32 weights", func() { PackB(false, 2, 2, make([]float32, 4), 2).WithInt8Scales([]float32{1}) })
+	mustPanic(t, "QuantizeTensorRange with zero point 256", func() {
 		var r Int8Rows
 		r.Prepare(PackBInt8Quantized(2, 2, make([]int8, 4), []float32{1}), 1, 1)
 		r.QuantizeTensorRange(0, 1, make([]float32, 2), 2, 1, 256)
 	})
-	mustPanic("GemmU8S8 with a short A", func() {
+	mustPanic(t, "GemmU8S8 with a short A", func() {
 		GemmU8S8(2, 2, 2, make([]uint8, 3), 2, PackBInt8Quantized(2, 2, make([]int8, 4), []float32{1}), make([]int32, 4), 2)
 	})
 }
