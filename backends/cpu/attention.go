@@ -274,13 +274,47 @@ func attentionRows(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 	per := (nq + chunks - 1) / chunks
 	chunks = (nq + per - 1) / per
 	var packs *attnPacks
-	if chunks > 1 {
-		packs = attnPackSets.Get().(*attnPacks)
-		defer attnPackSets.Put(packs)
+	// int8-attention over sliding windows packs the runs of keys they are cut from
+	// (attention_int8.go): kp and vp are then set.
+	var kp, vp *windowParents
+	if attn8 && nkb == 1 && wins[1] != nil && wins[2] != nil {
+		kpar, ok1 := parentsOf(kt, perms[1], wins[1], batch, r-1, ks)
+		vpar, ok2 := parentsOf(v, perms[2], wins[2], batch, r-2, vs)
+		if ok1 && ok2 && kpar.keys <= gemm.MaxInt8K && vpar.keys <= gemm.MaxInt8K {
+			packs = attnPackSets.Get().(*attnPacks)
+			defer attnPackSets.Put(packs)
+			nk, nv := len(kpar.off), len(vpar.off)
+			packs.grow(max(nk, nv))
+			workpool.Tasks(e.threads, nk+nv, func(t int) {
+				if t < nk {
+					packKtInt8(&packs.kt[t], kt, kpar.off[t], ks, kpar.keys, dk)
+					return
+				}
+				packs.v[t-nk].PackInt8Activation(false, vpar.keys, dv, v.F32[vpar.off[t-nk]:], vs.ld)
+			})
+			// windows must start on the packs' column tiles and k steps (both 4 and 32
+			// divide the sparse variant's blocks of 64)
+			ca, kstep := packs.kt[0].ColAlign(), packs.v[0].Int8KStep()
+			kp, vp = &kpar, &vpar
+			for b := range nb {
+				if kpar.start[b]%ca != 0 || vpar.start[b]%kstep != 0 {
+					kp, vp = nil, nil
+					break
+				}
+			}
+		}
+	}
+	if kp == nil && chunks > 1 {
+		if packs == nil {
+			packs = attnPackSets.Get().(*attnPacks)
+			defer attnPackSets.Put(packs)
+		}
 		packs.grow(nb * nkb)
 		workpool.Tasks(e.threads, nb*nkb, func(t int) {
 			packKV(&packs.kt[t], &packs.v[t], t/nkb, t%nkb*attnKBlock)
 		})
+	} else if kp == nil && packs != nil {
+		packs = nil // the windows' own packs after all: each task packs its own
 	}
 	workpool.Tasks(e.threads, nb*chunks, func(t int) {
 		b := t / chunks
@@ -307,11 +341,16 @@ func attentionRows(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 				break // every row of the task has these keys masked
 			}
 			cols := min(attnKBlock, nk-k0)
-			ktp, vp := &st.kt, &st.v
-			if packs != nil {
-				ktp, vp = &packs.kt[b*nkb+k0/attnKBlock], &packs.v[b*nkb+k0/attnKBlock]
-			} else {
-				packKV(ktp, vp, b, k0)
+			ktp, vpk := &st.kt, &st.v
+			kj0, vk0 := 0, -1 // a window's first column of its parent's Kᵀ and first row of its V (-1: V is its own)
+			switch {
+			case kp != nil:
+				ktp, vpk = &packs.kt[kp.parent[b]], &packs.v[vp.parent[b]]
+				kj0, vk0 = kp.start[b], vp.start[b]
+			case packs != nil:
+				ktp, vpk = &packs.kt[b*nkb+k0/attnKBlock], &packs.v[b*nkb+k0/attnKBlock]
+			default:
+				packKV(ktp, vpk, b, k0)
 			}
 			beta := float32(1)
 			if k0 == 0 {
@@ -333,13 +372,9 @@ func attentionRows(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 				// An int8-attention block quantizes each row of probabilities as soon as
 				// it is final, while it is in L1 (the keys a causal block leaves out as 0).
 				if attn8 {
-					st.p.Prepare(vp, rows, 1)
+					st.p.PrepareK(vpk, rows, cols, 1)
 				}
-				if width == cols {
-					gemm.SgemmPacked(rows, cols, dk, qscale, q.F32[qs.row(b, q0):], qs.ld, ktp, 0, sc, cols)
-				} else {
-					gemm.SgemmPackedCols(rows, 0, width, qscale, q.F32[qs.row(b, q0):], qs.ld, ktp, 0, sc, width)
-				}
+				gemm.SgemmPackedEpilogueAt(rows, kj0, kj0+width, qscale, q.F32[qs.row(b, q0):], qs.ld, ktp, 0, sc, width, nil)
 				o := out.F32[ost.row(b, q0):]
 				mq, lq := m[q0-qLo:], l[q0-qLo:]
 				for i := 0; i < rows; i++ {
@@ -378,9 +413,13 @@ func attentionRows(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 							st.p.ScaleRow(i, 1/lq[i])
 						}
 					}
-					gemm.SgemmInt8RowsAt(&st.p, 0, rows, 0, dv, vp, beta, o, ost.ld, nil)
+					if vk0 >= 0 {
+						gemm.SgemmInt8RowsKAt(&st.p, 0, rows, 0, dv, vk0, vpk, beta, o, ost.ld, nil)
+					} else {
+						gemm.SgemmInt8RowsAt(&st.p, 0, rows, 0, dv, vpk, beta, o, ost.ld, nil)
+					}
 				case width == cols:
-					gemm.SgemmPacked(rows, dv, cols, 1, sc, cols, vp, beta, o, ost.ld)
+					gemm.SgemmPacked(rows, dv, cols, 1, sc, cols, vpk, beta, o, ost.ld)
 				default:
 					e.sgemm(false, false, rows, dv, width, 1, sc, width, v.F32[vs.off[b]+k0*vs.ld:], vs.ld, beta, o, ost.ld)
 				}

@@ -141,3 +141,64 @@ func TestWindowReportSaysWhy(t *testing.T) {
 	}
 	t.Fatalf("no attention note: %+v", rep.Notes)
 }
+
+// TestWindowAttentionInt8 runs sliding windows of key blocks in int8-attention: within
+// int8's error of the fp32 reference (per-position cosine at least 0.999, error under 10 %
+// of the position's largest value: 8 channels) and the same bits for any thread count, for
+// blocks that start on the int8 packs' column tiles (64, 32: the runs of keys the windows
+// share are packed once) and blocks that do not (13: each window packs its own keys). Then
+// the shared packs' property: V's scale per channel comes from all of a parent's keys, so a
+// channel that is 1000 times larger in the last block only is quantized at that scale in
+// the first window too, which does not hold that block, and loses its values there; a
+// window with its own pack keeps them.
+func TestWindowAttentionInt8(t *testing.T) {
+	r := rand.New(rand.NewSource(53))
+	const w, l, dk = 3, 3, 8
+	g := windowGraph(t, w, false, r)
+	for _, blk := range []int{64, 32, 13} {
+		n := l + w - 1
+		in := map[string]*tensor.Tensor{
+			"q": randT(r, 2, 2, l, blk, dk), "x": randT(r, 2, 2, n, blk, dk), "y": randT(r, 2, 2, n, blk, dk),
+			"bias": randT(r, 2, 1, l, 1, w*blk),
+		}
+		in["len"], _ = tensor.FromInt64([]int64{l}, 1)
+		run := func(prec string, threads int) *tensor.Tensor {
+			p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: threads, Precision: prec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := p.Run(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out["o"]
+		}
+		ref := run("fp32", 2)
+		got := run("int8-attention", 2)
+		closeTo(t, fmt.Sprintf("blocks of %d", blk), got.F32, ref.F32, dk, 0.999, 0.1)
+		for _, threads := range []int{1, 3} {
+			if o := run("int8-attention", threads); !same(o.F32, got.F32) {
+				t.Fatalf("blocks of %d: %d threads differ from 2", blk, threads)
+			}
+		}
+		// channel 0 of V 1000 times larger in the last block of every (batch, head)
+		y := in["y"].F32
+		for m := 0; m < 2*2; m++ {
+			last := (m*n + n - 1) * blk * dk
+			for j := 0; j < blk; j++ {
+				y[last+j*dk] *= 1000
+			}
+		}
+		ref, got = run("fp32", 2), run("int8-attention", 2)
+		worst := 0.0 // channel 0 of the first window's outputs
+		for m := 0; m < 2*2; m++ {
+			for i := 0; i < blk; i++ {
+				at := (m*l*blk + i) * dk
+				worst = max(worst, math.Abs(float64(got.F32[at]-ref.F32[at])))
+			}
+		}
+		if shared := blk != 13; shared != (worst > 0.1) {
+			t.Errorf("blocks of %d: the first window's channel 0 is off by %g; want more than 0.1 only where the windows share V's pack", blk, worst)
+		}
+	}
+}
