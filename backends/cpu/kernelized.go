@@ -522,7 +522,10 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 	workpool.Tasks(e.threads, slabs, func(s int) {
 		bs := b.F32[s*nk*m : (s+1)*nk*m]
 		ks := ksum[s*m : (s+1)*m]
-		for j := 0; j < nk; j++ {
+		// int8 packs B in a pass that also sums its rows (the same additions in the same
+		// order); fp32 sums them in one of their own
+		summed := attn8 && nk > 0 && m > 0 && dv > 0
+		for j := 0; j < nk && !summed; j++ {
 			vec.Add(ks, ks, bs[j*m:(j+1)*m])
 		}
 		c := ctxT[s*dv*m : (s+1)*dv*m]
@@ -544,7 +547,7 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 			}
 			if attn8 {
 				pb := linAttnPacks.Get().(*gemm.PackedB)
-				pb.PackInt8Activation(false, nk, m, bs, m)
+				pb.PackInt8ActivationSum(nk, m, bs, m, ks)
 				gemm.SgemmPacked(dv, m, nk, 1, vt, ldt, pb, 0, c, m)
 				linAttnPacks.Put(pb)
 			} else {

@@ -214,6 +214,11 @@ func TestLinearAttentionKernel(t *testing.T) {
 				if err != nil || !ok {
 					t.Fatalf("ok %v, err %v", ok, err)
 				}
+				// int8-attention's products (the key sums and denominators stay fp32)
+				q8, ok, err := linearAttention(&exec{threads: 2, attn8: true}, ins, sp)
+				if err != nil || !ok {
+					t.Fatalf("int8: ok %v, err %v", ok, err)
+				}
 				want := make([]float64, c.b*c.h*c.nq*c.dv)
 				for s := 0; s < c.b*c.h; s++ {
 					for i := 0; i < c.nq; i++ {
@@ -239,7 +244,25 @@ func TestLinearAttentionKernel(t *testing.T) {
 					}
 				}
 				kzClose(t, "output", got.F32, want, 1e-5)
+				kzCosine(t, "int8 output", q8.F32, want, c.dv, 0.999)
 			})
+		}
+	}
+}
+
+// kzCosine checks got against want row by row (rows of d): cosine similarity at least
+// minCos.
+func kzCosine(t *testing.T, what string, got []float32, want []float64, d int, minCos float64) {
+	t.Helper()
+	for r := 0; r < len(want)/d; r++ {
+		var dot, gg, ww float64
+		for j := r * d; j < (r+1)*d; j++ {
+			dot += float64(got[j]) * want[j]
+			gg += float64(got[j]) * float64(got[j])
+			ww += want[j] * want[j]
+		}
+		if c := dot / math.Sqrt(gg*ww); !(c >= minCos) {
+			t.Fatalf("%s: row %d has cosine %g to the reference, want at least %g", what, r, c, minCos)
 		}
 	}
 }

@@ -1,8 +1,11 @@
 package gemm
 
 import (
+	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/zoo-dev/zoo/backends/cpu/vec"
 )
 
 // PackInt8Activation packs op(B) as int8 for products whose B changes on every call, such
@@ -18,6 +21,21 @@ import (
 // kernel keeps one PackedB per operand. pb must not be in use by another goroutine. It
 // panics when b is too short for the shape or k exceeds MaxInt8K.
 func (pb *PackedB) PackInt8Activation(transB bool, k, n int, b []float32, ldb int) {
+	pb.packInt8Activation(transB, k, n, b, ldb, nil)
+}
+
+// PackInt8ActivationSum is PackInt8Activation(false, k, n, b, ldb) that also adds B's rows
+// into sums (n values), in row order with vec.Add, in the pass that finds the scales: the
+// row sums linear attention needs of its keys' features, without a pass of their own over
+// B. It panics as PackInt8Activation does, and when sums is shorter than n.
+func (pb *PackedB) PackInt8ActivationSum(k, n int, b []float32, ldb int, sums []float32) {
+	if len(sums) < n {
+		panic(fmt.Sprintf("gemm: PackInt8ActivationSum: %d sums for %d columns", len(sums), n))
+	}
+	pb.packInt8Activation(false, k, n, b, ldb, sums[:n])
+}
+
+func (pb *PackedB) packInt8Activation(transB bool, k, n int, b []float32, ldb int, sums []float32) {
 	checkPackB("PackInt8Activation", transB, k, n, b, ldb)
 	checkInt8K("PackInt8Activation", k)
 	d := pb.i8
@@ -42,7 +60,7 @@ func (pb *PackedB) PackInt8Activation(transB bool, k, n int, b []float32, ldb in
 	if transB {
 		packActCols(d, k, n, b, ldb)
 	} else {
-		packActRows(d, k, n, b, ldb)
+		packActRows(d, k, n, b, ldb, sums)
 	}
 	*pb = PackedB{k: k, n: n, i8: d, data: pb.data[:0]}
 }
@@ -183,9 +201,10 @@ func packActCols(d *int8Data, k, n int, b []float32, ldb int) {
 	}
 }
 
-// packActRows packs op(B) = B (k×n, rows contiguous): one pass finds every column's scale,
-// a second quantizes the rows, a row at a time, into the k step it belongs to.
-func packActRows(d *int8Data, k, n int, b []float32, ldb int) {
+// packActRows packs op(B) = B (k×n, rows contiguous): one pass finds every column's scale
+// (and adds the rows into sums unless it is nil), a second quantizes the rows, a row at a
+// time, into the k step it belongs to.
+func packActRows(d *int8Data, k, n int, b []float32, ldb int, sums []float32) {
 	nr, g := 1, 1
 	if d.kern != nil {
 		nr, g = d.kern.nr, d.kern.group
@@ -199,6 +218,9 @@ func packActRows(d *int8Data, k, n int, b []float32, ldb int) {
 			prefetchRows(b[(p+actAhead)*ldb:], ldb, min(actAhead, k-p-actAhead), n)
 		}
 		absMaxCols(amax, b[p*ldb:p*ldb+n])
+		if sums != nil {
+			vec.Add(sums, sums, b[p*ldb:p*ldb+n])
+		}
 	}
 	bad := false
 	for j, a := range amax {

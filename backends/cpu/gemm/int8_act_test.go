@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
+
+	"github.com/zoo-dev/zoo/backends/cpu/vec"
 )
 
 // The run-time int8 packing of attention's keys and values (PackInt8Activation, with the
@@ -1034,4 +1037,42 @@ func mustPanic(t *testing.T, what string, f func()) {
 		}
 	}()
 	f()
+}
+
+// TestPackInt8ActivationSum checks that packing with the row sums packs what
+// PackInt8Activation packs (the same values and scales) and adds B's rows into the sums
+// as vec.Add does row after row, bit for bit, onto sums that already hold values, on every
+// int8 path and on shapes around the vector widths; short sums panic.
+func TestPackInt8ActivationSum(t *testing.T) {
+	forEachInt8Path(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(71, 72))
+		for _, sh := range [][2]int{{1, 1}, {7, 15}, {64, 266}, {33, 17}} {
+			k, n := sh[0], sh[1]
+			b := make([]float32, k*(n+3))
+			for i := range b {
+				b[i] = float32(rng.NormFloat64())
+			}
+			start := make([]float32, n)
+			for j := range start {
+				start[j] = float32(rng.NormFloat64())
+			}
+			want := append([]float32(nil), start...)
+			for p := 0; p < k; p++ {
+				vec.Add(want, want, b[p*(n+3):p*(n+3)+n])
+			}
+			got := append([]float32(nil), start...)
+			var plain, summed PackedB
+			plain.PackInt8Activation(false, k, n, b, n+3)
+			summed.PackInt8ActivationSum(k, n, b, n+3, got)
+			bitwise(t, fmt.Sprintf("sums of %d×%d", k, n), got, want)
+			pq, ps := plain.Int8Values()
+			sq, ss := summed.Int8Values()
+			if !slices.Equal(pq, sq) {
+				t.Fatalf("%d×%d: the values differ from PackInt8Activation's", k, n)
+			}
+			bitwise(t, fmt.Sprintf("scales of %d×%d", k, n), ss, ps)
+		}
+		var pb PackedB
+		mustPanic(t, "3 sums for 4 columns", func() { pb.PackInt8ActivationSum(2, 4, make([]float32, 8), 4, make([]float32, 3)) })
+	})
 }
