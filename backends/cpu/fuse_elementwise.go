@@ -319,14 +319,10 @@ func firstEw(dst, x []float32, kind byte, src []float32, cs int) {
 			vec.Add(dst, x, o)
 			return
 		case '-':
-			for j := range dst {
-				dst[j] = x[j] - o[j]
-			}
+			vec.Sub(dst, x, o)
 			return
 		case 'm':
-			for j := range dst {
-				dst[j] = o[j] - x[j]
-			}
+			vec.Sub(dst, o, x)
 			return
 		}
 	}
@@ -372,9 +368,7 @@ func applyEw(v []float32, kind byte, src []float32, cs int) {
 	case '+':
 		vec.Add(v, v, o)
 	case '-':
-		for j := range v {
-			v[j] -= o[j]
-		}
+		vec.Sub(v, v, o)
 	case '*':
 		for j := range v {
 			v[j] *= o[j]
@@ -384,9 +378,7 @@ func applyEw(v []float32, kind byte, src []float32, cs int) {
 			v[j] /= o[j]
 		}
 	case 'm':
-		for j := range v {
-			v[j] = o[j] - v[j]
-		}
+		vec.Sub(v, o, v)
 	case 'q':
 		for j := range v {
 			v[j] = o[j] / v[j]

@@ -47,6 +47,12 @@ func add512(dst, src, src2 *float32, n int)
 func add256(dst, src, src2 *float32, n int)
 
 //go:noescape
+func sub512(dst, src, src2 *float32, n int)
+
+//go:noescape
+func sub256(dst, src, src2 *float32, n int)
+
+//go:noescape
 func eluAdd512(dst, src *float32, n int, alpha, c float32)
 
 //go:noescape
@@ -214,6 +220,21 @@ func add(dst, a, b []float32) {
 		add256(p(dst), p(a), p(b), len(a))
 	default:
 		addGeneric(dst, a, b)
+	}
+}
+
+func sub(dst, a, b []float32) {
+	if len(a) == 0 {
+		return
+	}
+	_, _ = dst[len(a)-1], b[len(a)-1]
+	switch level() {
+	case levelAVX512:
+		sub512(p(dst), p(a), p(b), len(a))
+	case levelAVX2:
+		sub256(p(dst), p(a), p(b), len(a))
+	default:
+		subGeneric(dst, a, b)
 	}
 }
 

@@ -211,6 +211,12 @@ func addGeneric(dst, a, b []float32) {
 	}
 }
 
+func subGeneric(dst, a, b []float32) {
+	for i := range dst {
+		dst[i] = a[i] - b[i]
+	}
+}
+
 func biasActGeneric(x, bias []float32, act Act) {
 	switch act {
 	case ActRelu:

@@ -138,6 +138,15 @@ func Add(dst, a, b []float32) {
 	add(dst[:len(a)], a, b)
 }
 
+// Sub sets dst[i] = a[i] − b[i]. dst may be a or b.
+func Sub(dst, a, b []float32) {
+	if len(a) != len(b) {
+		panic("vec: Sub operands differ in length")
+	}
+	checkLen(dst, a)
+	sub(dst[:len(a)], a, b)
+}
+
 // BiasAct applies x[i] = act(x[i] + bias[i]) in place: the epilogue of a linear layer on
 // one output row.
 func BiasAct(x, bias []float32, act Act) {

@@ -1323,6 +1323,102 @@ add256_done:
 	VZEROUPPER
 	RET
 
+// func sub512(dst *float32, src *float32, src2 *float32, n int)
+TEXT ·sub512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ src2+16(FP), DX
+	MOVQ n+24(FP), CX
+	VMOVUPS consts<>+0(SB), Z16
+	VMOVUPS consts<>+64(SB), Z17
+sub512_loop:
+	CMPQ CX, $16
+	JLT sub512_tail
+	VMOVUPS 0(SI), Z2
+	VMOVUPS 0(DX), Z3
+	VSUBPS Z3, Z2, Z2
+	VMOVUPS Z2, 0(DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	ADDQ $64, DX
+	SUBQ $16, CX
+	JMP sub512_loop
+sub512_tail:
+	TESTQ CX, CX
+	JEQ sub512_done
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	VMOVUPS.Z (SI), K1, Z2
+	VMOVUPS.Z (DX), K1, Z3
+	VSUBPS Z3, Z2, Z2
+	VMOVUPS Z2, K1, (DI)
+sub512_done:
+	VZEROUPPER
+	RET
+
+// func sub256(dst *float32, src *float32, src2 *float32, n int)
+TEXT ·sub256(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ src2+16(FP), DX
+	MOVQ n+24(FP), CX
+	VMOVUPS consts<>+0(SB), Y15
+	VMOVUPS consts<>+64(SB), Y14
+sub256_loop:
+	CMPQ CX, $16
+	JLT sub256_tail
+	VMOVUPS 0(SI), Y2
+	VMOVUPS 0(DX), Y3
+	VSUBPS Y3, Y2, Y2
+	VMOVUPS Y2, 0(DI)
+	VMOVUPS 32(SI), Y2
+	VMOVUPS 32(DX), Y3
+	VSUBPS Y3, Y2, Y2
+	VMOVUPS Y2, 32(DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	ADDQ $64, DX
+	SUBQ $16, CX
+	JMP sub256_loop
+sub256_tail:
+	CMPQ CX, $8
+	JLT sub256_tail0
+	VMOVUPS 0(SI), Y2
+	VMOVUPS 0(DX), Y3
+	VSUBPS Y3, Y2, Y2
+	VMOVUPS Y2, 0(DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	SUBQ $8, CX
+	TESTQ CX, CX
+	JEQ sub256_done
+	LEAQ tailmask<>+32(SB), AX
+	SHLQ $2, CX
+	SUBQ CX, AX
+	VMOVUPS (AX), Y12
+	VMASKMOVPS (SI), Y12, Y2
+	VMASKMOVPS (DX), Y12, Y3
+	VSUBPS Y3, Y2, Y2
+	VMASKMOVPS Y2, Y12, (DI)
+	JMP sub256_done
+sub256_tail0:
+	TESTQ CX, CX
+	JEQ sub256_done
+	LEAQ tailmask<>+32(SB), AX
+	SHLQ $2, CX
+	SUBQ CX, AX
+	VMOVUPS (AX), Y12
+	VMASKMOVPS (SI), Y12, Y2
+	VMASKMOVPS (DX), Y12, Y3
+	VSUBPS Y3, Y2, Y2
+	VMASKMOVPS Y2, Y12, (DI)
+sub256_done:
+	VZEROUPPER
+	RET
+
 // func relu512(dst *float32, src *float32, n int)
 TEXT ·relu512(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI

@@ -339,6 +339,11 @@ def body_add(V, ctx):
     return load(V, ctx, x, "SI") + load(V, ctx, y, "DX") + ["VADDPS %s, %s, %s" % (y, x, x)] + store(V, ctx, x, "DI")
 
 
+def body_sub(V, ctx):
+    x, y = R(V, 2), R(V, 3)
+    return load(V, ctx, x, "SI") + load(V, ctx, y, "DX") + ["VSUBPS %s, %s, %s" % (y, x, x)] + store(V, ctx, x, "DI")
+
+
 def relu(V, x, t):
     # max(0, x) keeps a NaN x (second source); adding +0 turns −0 into +0 as the graph's Relu
     return ["VMOVUPS %s, %s" % (c("zero"), t), "VMAXPS %s, %s, %s" % (x, t, x), "VADDPS %s, %s, %s" % (t, x, x)]
@@ -429,6 +434,7 @@ KERNELS = [
     K("div", ["dst"], ["c"], body_div),
     K("shift", ["dst"], ["c"], body_shift),
     K("add", ["dst", "src", "src2"], [], body_add),
+    K("sub", ["dst", "src", "src2"], [], body_sub),
     K("relu", ["dst", "src"], [], body_relu),
     K("biasRelu", ["dst", "src"], [], body_biasrelu),
     K("biasGelu", ["dst", "src"], [], body_biasgelu),
