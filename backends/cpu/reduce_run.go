@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
+	"github.com/zoo-dev/zoo/backends/cpu/vec"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -63,9 +64,7 @@ func sumRows(dst, src []float32, rows, cols, c0 int, mean bool) {
 	var acc [reduceBlock]float64
 	a := acc[:len(dst)]
 	for r := 0; r < rows; r++ {
-		for j, v := range src[r*cols+c0 : r*cols+c0+len(dst)] {
-			a[j] += float64(v)
-		}
+		vec.AccF64(a, src[r*cols+c0:r*cols+c0+len(dst)])
 	}
 	for j, s := range a {
 		if mean {

@@ -50,6 +50,12 @@ func add256(dst, src, src2 *float32, n int)
 func sub512(dst, src, src2 *float32, n int)
 
 //go:noescape
+func accF64512(acc *float64, x *float32, n int)
+
+//go:noescape
+func accF64256(acc *float64, x *float32, n int)
+
+//go:noescape
 func sub256(dst, src, src2 *float32, n int)
 
 //go:noescape
@@ -323,6 +329,21 @@ func rotateHalf(y, x, c, s []float32) {
 		}
 	}
 	rotateHalfGeneric(y, x, c, s, done)
+}
+
+func accF64(acc []float64, x []float32) {
+	done := 0
+	switch level() {
+	case levelAVX512:
+		if done = len(x) &^ 15; done > 0 {
+			accF64512(&acc[0], p(x), done)
+		}
+	case levelAVX2:
+		if done = len(x) &^ 7; done > 0 {
+			accF64256(&acc[0], p(x), done)
+		}
+	}
+	accF64Generic(acc[done:], x[done:])
 }
 
 func erfv(dst, src []float32) {

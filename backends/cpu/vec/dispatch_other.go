@@ -8,6 +8,7 @@ func scale(x []float32, c float32)                     { scaleGeneric(x, c) }
 func div(x []float32, c float32)                       { divGeneric(x, c) }
 func add(dst, a, b []float32)                          { addGeneric(dst, a, b) }
 func sub(dst, a, b []float32)                          { subGeneric(dst, a, b) }
+func accF64(acc []float64, x []float32)                { accF64Generic(acc, x) }
 func biasAct(x, bias []float32, act Act)               { biasActGeneric(x, bias, act) }
 func relu(dst, src []float32)                          { reluGeneric(dst, src) }
 func gelu(dst, src []float32)                          { geluGeneric(dst, src) }

@@ -211,6 +211,12 @@ func addGeneric(dst, a, b []float32) {
 	}
 }
 
+func accF64Generic(acc []float64, x []float32) {
+	for i, v := range x {
+		acc[i] += float64(v)
+	}
+}
+
 func subGeneric(dst, a, b []float32) {
 	for i := range dst {
 		dst[i] = a[i] - b[i]

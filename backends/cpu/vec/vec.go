@@ -138,6 +138,18 @@ func Add(dst, a, b []float32) {
 	add(dst[:len(a)], a, b)
 }
 
+// AccF64 adds x into acc in float64: acc[i] += float64(x[i]), each sum rounded once, as Go's
+// float64 addition rounds it (the accumulation of sums and means over leading axes). It
+// panics when acc is shorter than x.
+func AccF64(acc []float64, x []float32) {
+	if len(acc) < len(x) {
+		panic("vec: AccF64 accumulator shorter than its input")
+	}
+	if len(x) > 0 {
+		accF64(acc[:len(x)], x)
+	}
+}
+
 // Sub sets dst[i] = a[i] − b[i]. dst may be a or b.
 func Sub(dst, a, b []float32) {
 	if len(a) != len(b) {

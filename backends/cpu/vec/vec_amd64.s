@@ -3925,3 +3925,47 @@ rotateHalf256_loop:
 rotateHalf256_done:
 	VZEROUPPER
 	RET
+
+// func accF64512(acc *float64, x *float32, n int)
+TEXT ·accF64512(SB), NOSPLIT, $0-24
+	MOVQ acc+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	TESTQ CX, CX
+	JEQ accF64512_done
+accF64512_loop:
+	VCVTPS2PD (SI), Z0
+	VCVTPS2PD 32(SI), Z1
+	VADDPD (DI), Z0, Z0
+	VADDPD 64(DI), Z1, Z1
+	VMOVUPD Z0, (DI)
+	VMOVUPD Z1, 64(DI)
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $16, CX
+	JNE accF64512_loop
+accF64512_done:
+	VZEROUPPER
+	RET
+
+// func accF64256(acc *float64, x *float32, n int)
+TEXT ·accF64256(SB), NOSPLIT, $0-24
+	MOVQ acc+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	TESTQ CX, CX
+	JEQ accF64256_done
+accF64256_loop:
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VADDPD (DI), Y0, Y0
+	VADDPD 32(DI), Y1, Y1
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	SUBQ $8, CX
+	JNE accF64256_loop
+accF64256_done:
+	VZEROUPPER
+	RET

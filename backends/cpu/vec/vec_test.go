@@ -467,3 +467,42 @@ func TestRotateHalf(t *testing.T) {
 		}
 	})
 }
+
+// TestAccF64 holds AccF64, on every level, bit for bit to Go's float64 accumulation
+// acc[i] += float64(x[i]), onto accumulators that already hold values of other magnitudes
+// (so that the sums round), with ±0, ±Inf, NaN and subnormals among the inputs, over lengths
+// that leave every tail; a short accumulator panics.
+func TestAccF64(t *testing.T) {
+	specials := []float32{0, float32(math.Copysign(0, -1)), 1e-40, -1e-45, 3e38, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	forLevels(t, func(t *testing.T) {
+		r := rand.New(rand.NewSource(9))
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 100} {
+			x := randSlice(r, n, 1, 4)
+			for i := range x {
+				if i%5 == 0 {
+					x[i] = specials[(i/5)%len(specials)]
+				}
+			}
+			acc := make([]float64, n+3)
+			for i := range acc {
+				acc[i] = r.NormFloat64() * 1e8
+			}
+			want := append([]float64(nil), acc...)
+			for i, v := range x {
+				want[i] += float64(v)
+			}
+			AccF64(acc, x)
+			for i := range want {
+				if math.Float64bits(acc[i]) != math.Float64bits(want[i]) && !(acc[i] != acc[i] && want[i] != want[i]) {
+					t.Fatalf("AccF64 n=%d [%d] = %v, want %v", n, i, acc[i], want[i])
+				}
+			}
+		}
+	})
+	defer func() {
+		if recover() == nil {
+			t.Error("AccF64 with 2 accumulators for 3 values did not panic")
+		}
+	}()
+	AccF64(make([]float64, 2), make([]float32, 3))
+}
