@@ -8,6 +8,7 @@ import (
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/workpool"
 	"github.com/zoo-dev/zoo/backends/cpu/vec"
+	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -205,14 +206,27 @@ func applyPost(x []float32, post []rowOp, ro *rowOperands, row int) {
 	}
 }
 
-// featureMap runs a fused random-feature map; it declines unless x is float32 of rank ≥ 2
-// whose last axis is W's k and every operand is a per-row value of the right dtype.
-func featureMap(e *exec, in []*tensor.Tensor, sp *featureSpec) (*tensor.Tensor, bool, error) {
+// featureRun is one run of a random-feature map: its input x and operands resolved
+// against the output's shape, ready to compute blocks of rows. Row r of the output is
+// feature row r of slab r / n (n rows a slab).
+type featureRun struct {
+	sp           *featureSpec
+	x            *tensor.Tensor
+	ro           *rowOperands
+	shape        []int // the output's shape (…, n, m)
+	k, m, n, lda int
+	stab         []float32 // per slab, for an 'S' term (set by slabMax)
+}
+
+// prepareFeatures checks and resolves the inputs of a feature map: ok is false unless x is
+// float32 of rank ≥ 2 whose last axis is W's k and every operand is a per-row value of the
+// right dtype.
+func prepareFeatures(in []*tensor.Tensor, sp *featureSpec) (*featureRun, bool) {
 	x := in[0]
 	r := len(x.Shape)
 	k, m := sp.w.K(), sp.w.N()
 	if x.DType != tensor.Float32 || r < 2 || x.Shape[r-1] != k || (sp.xPerm && r != 4) {
-		return nil, false, nil
+		return nil, false
 	}
 	xs := x.Shape // x's logical shape, after the head split
 	if sp.xPerm {
@@ -221,71 +235,135 @@ func featureMap(e *exec, in []*tensor.Tensor, sp *featureSpec) (*tensor.Tensor, 
 	shape := append(append([]int(nil), xs[:r-1]...), m)
 	ro, ok := resolveRows(in, shape, sp.post, sp.terms)
 	if !ok {
+		return nil, false
+	}
+	fr := &featureRun{sp: sp, x: x, ro: ro, shape: shape, k: k, m: m, n: xs[r-2], lda: k}
+	if sp.xPerm {
+		fr.lda = xs[1] * k
+	}
+	return fr, true
+}
+
+// rows returns the number of feature rows.
+func (fr *featureRun) rows() int { return graph.NumElements(fr.shape[:len(fr.shape)-1]) }
+
+// xAt returns the offset of row `row` of x (logical).
+func (fr *featureRun) xAt(row int) int {
+	if !fr.sp.xPerm {
+		return row * fr.k
+	}
+	n := max(fr.n, 1)
+	s, i := row/n, row%n
+	h := fr.x.Shape[2]
+	return (((s/h)*n+i)*h + s%h) * fr.k
+}
+
+// product computes rows [r0, r1) of x·W into dst (row stride m).
+func (fr *featureRun) product(dst []float32, r0, r1 int) {
+	if fr.k == 0 {
+		clear(dst[:(r1-r0)*fr.m])
+		return
+	}
+	gemm.SgemmPacked(r1-r0, fr.m, fr.k, 1, fr.x.F32[fr.xAt(r0):], fr.lda, fr.sp.w, 0, dst, fr.m)
+}
+
+// finish turns rows [r0, r1) of slab s's products in dst (row stride m) into features: the
+// shift of the terms, the exp and the post chain.
+func (fr *featureRun) finish(dst []float32, r0, r1, s int) {
+	m := fr.m
+	for row := r0; row < r1; row++ {
+		f := dst[(row-r0)*m : (row-r0+1)*m]
+		var shift float32
+		for _, t := range fr.sp.terms {
+			var v float32
+			switch t.kind {
+			case 'c':
+				v = t.c
+			case 'R':
+				v = fr.ro.f32(t.input, row)
+			case 'M':
+				v = vec.Max(f)
+			case 'Q':
+				at := fr.xAt(row)
+				xr := fr.x.F32[at : at+fr.k]
+				v = vec.Dot(xr, xr)
+				for _, op := range t.scale {
+					if op.kind == '/' {
+						v /= op.c
+					} else {
+						v *= op.c
+					}
+				}
+			case 'S':
+				v = fr.stab[s]
+			}
+			shift += t.sign * v
+		}
+		vec.ExpSum(f, f, shift)
+		applyPost(f, fr.sp.post, fr.ro, row)
+	}
+}
+
+// block computes feature rows [r0, r1) of slab s into dst (row stride m); a map with an
+// 'S' term needs slabMax first.
+func (fr *featureRun) block(dst []float32, r0, r1, s int) {
+	fr.product(dst, r0, r1)
+	fr.finish(dst, r0, r1, s)
+}
+
+// slabTerm returns the index of the map's 'S' term (the maximum over a whole slab), or -1.
+func (sp *featureSpec) slabTerm() int {
+	for i, t := range sp.terms {
+		if t.kind == 'S' {
+			return i
+		}
+	}
+	return -1
+}
+
+// featureMap runs a fused random-feature map; it declines as prepareFeatures does.
+func featureMap(e *exec, in []*tensor.Tensor, sp *featureSpec) (*tensor.Tensor, bool, error) {
+	fr, ok := prepareFeatures(in, sp)
+	if !ok {
 		return nil, false, nil
 	}
-	out, err := e.allocRaw(shape)
+	out, err := e.allocRaw(fr.shape)
 	if err != nil {
 		return nil, false, fmt.Errorf("feature map: %w", err)
 	}
-	n := xs[r-2]
-	rows := len(out.F32) / max(m, 1)
-	// xAt returns the offset of row `row` of x (logical) and the row stride.
-	lda := k
-	if sp.xPerm {
-		lda = xs[1] * k
-	}
-	xAt := func(row int) int {
-		if !sp.xPerm {
-			return row * k
-		}
-		s, i := row/max(n, 1), row%max(n, 1)
-		h := xs[1]
-		return (((s/h)*n+i)*h + s%h) * k
-	}
+	n, m := fr.n, fr.m
+	rows := fr.rows()
 	if rows == 0 || m == 0 {
 		return out, true, nil
 	}
 	slabs := rows / max(n, 1)
 	nb := (n + featureRows - 1) / featureRows
-	slabMax := -1 // index of the 'S' term
-	for i, t := range sp.terms {
-		if t.kind == 'S' {
-			slabMax = i
-		}
-	}
-	// gemmBlock computes rows [r0, r1) of α·x·W into out.
-	gemmBlock := func(r0, r1 int) {
-		if k == 0 {
-			clear(out.F32[r0*m : r1*m])
-			return
-		}
-		gemm.SgemmPacked(r1-r0, m, k, 1, x.F32[xAt(r0):], lda, sp.w, 0, out.F32[r0*m:], m)
-	}
-	var stab []float32 // per slab, for an 'S' term
+	slabMax := sp.slabTerm()
 	if slabMax >= 0 {
+		// The products are kept in out between the two passes: the slab's maximum first.
 		t := sp.terms[slabMax]
 		bmax := make([]float32, slabs*nb)
 		workpool.Tasks(e.threads, slabs*nb, func(task int) {
 			s, b := task/nb, task%nb
 			r0 := s*n + b*featureRows
 			r1 := min(r0+featureRows, (s+1)*n)
-			gemmBlock(r0, r1)
+			fr.product(out.F32[r0*m:], r0, r1)
 			mx := float32(math.Inf(-1))
 			for row := r0; row < r1; row++ {
-				if t.input >= 0 && ro.cond(t.input, row) == t.invalidWhen {
+				if t.input >= 0 && fr.ro.cond(t.input, row) == t.invalidWhen {
 					continue
 				}
 				mx = maxNaN(mx, vec.Max(out.F32[row*m:(row+1)*m]))
 			}
 			bmax[task] = mx
 		})
-		stab = make([]float32, slabs)
-		for s := range stab {
+		fr.stab = make([]float32, slabs)
+		for s := range fr.stab {
 			mx := float32(math.Inf(-1))
 			for b := 0; b < nb; b++ {
 				mx = maxNaN(mx, bmax[s*nb+b])
 			}
-			stab[s] = mx
+			fr.stab[s] = mx
 		}
 	}
 	workpool.Tasks(e.threads, slabs*nb, func(task int) {
@@ -293,39 +371,9 @@ func featureMap(e *exec, in []*tensor.Tensor, sp *featureSpec) (*tensor.Tensor, 
 		r0 := s*n + b*featureRows
 		r1 := min(r0+featureRows, (s+1)*n)
 		if slabMax < 0 {
-			gemmBlock(r0, r1)
+			fr.product(out.F32[r0*m:], r0, r1)
 		}
-		for row := r0; row < r1; row++ {
-			f := out.F32[row*m : (row+1)*m]
-			var shift float32
-			for _, t := range sp.terms {
-				var v float32
-				switch t.kind {
-				case 'c':
-					v = t.c
-				case 'R':
-					v = ro.f32(t.input, row)
-				case 'M':
-					v = vec.Max(f)
-				case 'Q':
-					at := xAt(row)
-					xr := x.F32[at : at+k]
-					v = vec.Dot(xr, xr)
-					for _, op := range t.scale {
-						if op.kind == '/' {
-							v /= op.c
-						} else {
-							v *= op.c
-						}
-					}
-				case 'S':
-					v = stab[s]
-				}
-				shift += t.sign * v
-			}
-			vec.ExpSum(f, f, shift)
-			applyPost(f, sp.post, ro, row)
-		}
+		fr.finish(out.F32[r0*m:], r0, r1, s)
 	})
 	return out, true, nil
 }
