@@ -60,7 +60,8 @@ import (
 // steps that keep row log-sum-exps instead of the probabilities (fuse_attention_grad.go);
 // "random-features" (FAVOR+'s feature maps), "elu-feature" (elu + 1 feature maps) and
 // "linear-attention" (A·(Bᵀ·V) normalised by A·Σ_j B_j) are kernelized attention
-// (fuse_kernelized.go); "elementwise" chains of Add, Sub, Mul and Div run as one pass
+// (fuse_kernelized.go), "linear-attention+features" counting the feature maps of A a linear
+// attention computes itself; "elementwise" chains of Add, Sub, Mul and Div run as one pass
 // (fuse_elementwise.go); "runtime-linear" (with "+bias" and "+bias+relu") counts linear
 // layers whose weight is a run-time value, as in a training step, run as one packed product
 // with its epilogue (fuse_runtime_linear.go), and "runtime-gemm" Gemms of two run-time
@@ -97,6 +98,8 @@ type fuser struct {
 	// productOnly limits matchLinear to the product itself (a Gemm with its own C): no
 	// bias Add, activation, residual or LayerNorm joins it (int8Products).
 	productOnly bool
+	// features holds the matched random-feature maps by output slot (fuse_kernelized.go).
+	features map[int]*featureFusion
 }
 
 // fusedLinear is a fused linear step with no input besides x, scheduled at step index at.

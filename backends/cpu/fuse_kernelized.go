@@ -74,6 +74,13 @@ func (f *fuser) fuseKernelized(replaced map[int]step) {
 		}
 		note := FusionNote{Pattern: "linear-attention", Node: p.plan.Steps[i].Node.Name, Op: "MatMul"}
 		if g, st, why := f.matchLinearAttention(i); why == "" {
+			// A feature map taken in (its queries' features) no longer runs as a step.
+			for last := range replaced {
+				if slices.Contains(g, last) && last != slices.Max(g) {
+					delete(replaced, last)
+					p.fusions["linear-attention+features"]++
+				}
+			}
 			f.commit(g, st, replaced)
 			p.fusions["linear-attention"]++
 			note.Fused = "linear-attention"
@@ -478,14 +485,34 @@ func (f *fuser) matchFeatureMap(ex int) (g []int, st step, why string) {
 		f.p.fusions["int8-feature-map"]++
 	}
 	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
-		for _, t := range sp.terms {
-			if !stabFits(t, len(in[0].Shape)) {
-				return nil, false, nil
-			}
+		if !sp.fits(in[0]) {
+			return nil, false, nil
 		}
 		return featureMap(e, in, sp)
 	}
+	if f.features == nil {
+		f.features = map[int]*featureFusion{}
+	}
+	f.features[out] = &featureFusion{sp: sp, ext: ext, group: group}
 	return group, f.newFused("FusedFeatureMap", group, ext, out, fast, nil), ""
+}
+
+// featureFusion is a matched random-feature map: its spec, inputs and steps, which a linear
+// attention reading its output may take into its own step (matchLinearAttention).
+type featureFusion struct {
+	sp    *featureSpec
+	ext   []int
+	group []int
+}
+
+// fits reports whether every stabiliser term of the map fits x's rank (stabFits).
+func (sp *featureSpec) fits(x *tensor.Tensor) bool {
+	for _, t := range sp.terms {
+		if !stabFits(t, len(x.Shape)) {
+			return false
+		}
+	}
+	return true
 }
 
 // matchSumSquares recognises slot t as scalings by scalar constants of
@@ -741,6 +768,15 @@ func (f *fuser) matchLinearAttention(nm int) (g []int, st step, why string) {
 		}
 	}
 	ext[2] = v
+	// The queries' features, when a feature map without a whole-slab term computes them for
+	// this step alone, are computed here a block of rows at a time, where the second product
+	// reads them: φ(Q) (35 MB a layer for the performer's base at b8 n512) is then never
+	// written and read back. in[0] is then unused, the map's inputs coming after the rest.
+	var fm *featureFusion
+	if ff := f.features[a]; ff != nil && ff.sp.slabTerm() < 0 && f.uses[a] == 2 && slices.Contains(f.consumer[a], nm) && slices.Contains(f.consumer[a], di) {
+		fm = ff
+		group = append(group, ff.group...)
+	}
 	out := f.outOf(fin)
 	if c, ok := f.single(out); ok && p.plan.Steps[c].Node.Op == "Transpose" && len(p.plan.Steps[c].Out) == 1 && isHeadPerm(transposePerm(p.plan.Steps[c].Node)) {
 		sp.outPerm = []int{0, 2, 1, 3}
@@ -749,6 +785,27 @@ func (f *fuser) matchLinearAttention(nm int) (g []int, st step, why string) {
 	}
 	if why := f.closed(group, out); why != "" {
 		return nil, step{}, why
+	}
+	if fm != nil {
+		// The inputs: B, V (and V's scaling), then the map's (its terms and post chain index
+		// them from its own first input). A is computed, not an input.
+		nl := len(ext) - 1
+		ext = append(ext[1:], fm.ext...)
+		fsp := fm.sp
+		fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
+			if !fsp.fits(in[nl]) {
+				return nil, false, nil
+			}
+			fr, ok := prepareFeatures(in[nl:], fsp)
+			if !ok {
+				return nil, false, nil
+			}
+			return linearAttentionOf(e, append([]*tensor.Tensor{nil}, in[:nl]...), fr, sp)
+		}
+		if why := f.fedFromOutside(group, ext); why != "" {
+			return nil, step{}, why
+		}
+		return group, f.newFused("FusedLinearAttention", group, ext, out, fast, nil), ""
 	}
 	if why := f.fedFromOutside(group, ext); why != "" {
 		return nil, step{}, why

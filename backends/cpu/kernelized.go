@@ -459,9 +459,24 @@ type linAttnSpec struct {
 // linearAttention runs a fused linear attention; it declines unless A, B and V are float32
 // of one rank with the same leading axes, and the permutations are head splits of rank 4.
 func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Tensor, bool, error) {
+	return linearAttentionOf(e, in, nil, sp)
+}
+
+// linearAttentionOf is linearAttention whose A, when fr is set, is the feature map fr
+// computes, a block of rows at a time in the second product's tasks (in[0] is then not read).
+func linearAttentionOf(e *exec, in []*tensor.Tensor, fr *featureRun, sp *linAttnSpec) (*tensor.Tensor, bool, error) {
 	a, b, v := in[0], in[1], in[2]
-	r := len(a.Shape)
-	if a.DType != tensor.Float32 || b.DType != tensor.Float32 || v.DType != tensor.Float32 || r < 2 || len(b.Shape) != r || len(v.Shape) != r {
+	var aShape []int
+	if fr != nil {
+		aShape = fr.shape
+	} else {
+		if a.DType != tensor.Float32 {
+			return nil, false, nil
+		}
+		aShape = a.Shape
+	}
+	r := len(aShape)
+	if b.DType != tensor.Float32 || v.DType != tensor.Float32 || r < 2 || len(b.Shape) != r || len(v.Shape) != r {
 		return nil, false, nil
 	}
 	if ax := sp.keyAxis; ax != -2 && ax != r-2 {
@@ -478,11 +493,11 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 		return nil, false, nil
 	}
 	for d := 0; d < r-2; d++ {
-		if b.Shape[d] != a.Shape[d] || vs[d] != a.Shape[d] {
+		if b.Shape[d] != aShape[d] || vs[d] != aShape[d] {
 			return nil, false, nil
 		}
 	}
-	nq, m, nk, dv := a.Shape[r-2], a.Shape[r-1], b.Shape[r-2], vs[r-1]
+	nq, m, nk, dv := aShape[r-2], aShape[r-1], b.Shape[r-2], vs[r-1]
 	if b.Shape[r-1] != m || vs[r-2] != nk {
 		return nil, false, nil
 	}
@@ -494,16 +509,16 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 		}
 		vsc = ro
 	}
-	shape := append(append([]int(nil), a.Shape[:r-1]...), dv)
+	shape := append(append([]int(nil), aShape[:r-1]...), dv)
 	if sp.outPerm != nil {
-		shape = []int{a.Shape[0], nq, a.Shape[1], dv}
+		shape = []int{aShape[0], nq, aShape[1], dv}
 	}
 	out, err := e.allocRaw(shape)
 	if err != nil {
 		return nil, false, fmt.Errorf("linear attention: %w", err)
 	}
 	slabs := 1
-	for _, d := range a.Shape[:r-2] {
+	for _, d := range aShape[:r-2] {
 		slabs *= d
 	}
 	if len(out.F32) == 0 {
@@ -511,7 +526,7 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 	}
 	heads := 1
 	if r == 4 {
-		heads = a.Shape[1]
+		heads = aShape[1]
 	}
 	// vAt and outAt return the offset of row 0 of slab s and the row stride.
 	vAt := func(s int) (int, int) {
@@ -620,18 +635,28 @@ func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Ten
 	workpool.Tasks(e.threads, slabs*nb, func(task int) {
 		s, blk := task/nb, task%nb
 		r0, r1 := blk*featureRows, min((blk+1)*featureRows, nq)
-		as := a.F32[s*nq*m : (s+1)*nq*m]
+		var as []float32 // rows r0 … r1 of the slab's A
+		if fr != nil {
+			buf := linAttnScratch((r1 - r0) * m)
+			defer linAttnBufs.Put(buf)
+			as = *buf
+			if m > 0 {
+				fr.block(as, s*nq+r0, s*nq+r1, s)
+			}
+		} else {
+			as = a.F32[(s*nq+r0)*m : (s*nq+r1)*m]
+		}
 		oo, ldo := outAt(s)
 		if m == 0 {
 			for i := r0; i < r1; i++ {
 				clear(out.F32[oo+i*ldo : oo+i*ldo+dv])
 			}
 		} else {
-			gemm.SgemmPacked(r1-r0, dv, m, 1, as[r0*m:], m, packed[s], 0, out.F32[oo+r0*ldo:], ldo)
+			gemm.SgemmPacked(r1-r0, dv, m, 1, as, m, packed[s], 0, out.F32[oo+r0*ldo:], ldo)
 		}
 		ks := ksum[s*m : (s+1)*m]
 		for i := r0; i < r1; i++ {
-			den := vec.Dot(as[i*m:(i+1)*m], ks)
+			den := vec.Dot(as[(i-r0)*m:(i-r0+1)*m], ks)
 			if sp.hasEps {
 				den += sp.eps
 			}

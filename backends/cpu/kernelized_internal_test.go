@@ -410,3 +410,68 @@ func TestFeatureMapInt8(t *testing.T) {
 		}
 	}
 }
+
+// TestLinearAttentionOfFeatures holds the linear attention that computes its queries'
+// features itself (linearAttentionOf with a featureRun, the fused step of a feature map and
+// the attention reading it) bit for bit to the feature map's output fed to linearAttention,
+// in fp32 and int8-attention, on 1 and 3 threads, with the maps' row, constant and
+// sum-of-squares terms (the latter through a head split), heads merged or not, on lengths
+// around the 96-row block.
+func TestLinearAttentionOfFeatures(t *testing.T) {
+	r := rand.New(rand.NewSource(13))
+	for _, c := range []struct{ b, h, n, k, m, dv int }{{1, 1, 1, 3, 5, 2}, {2, 2, 97, 12, 29, 8}, {1, 2, 200, 16, 266, 16}} {
+		for _, mode := range []string{"row", "const", "sumsq-split"} {
+			t.Run(fmt.Sprintf("%v/%s", c, mode), func(t *testing.T) {
+				x := kzRand(r, 0.5, c.b, c.h, c.n, c.k)
+				sp := &featureSpec{w: gemm.PackB(false, c.k, c.m, kzRand(r, 0.5, c.k, c.m).F32, c.m)}
+				switch mode {
+				case "row":
+					sp.terms = []rowTerm{{kind: 'M', sign: 1, input: -1, axes: []int{-1}}}
+				case "const":
+					sp.terms = []rowTerm{{kind: 'c', sign: -1, c: 0.5, input: -1}}
+				case "sumsq-split":
+					sp.xPerm = true
+					x = kzRand(r, 0.5, c.b, c.n, c.h, c.k)
+					sp.terms = []rowTerm{{kind: 'Q', sign: 1, input: -1, scale: []rowOp{{kind: '/', c: 2}}}}
+				}
+				sp.post = []rowOp{{kind: '+', c: 1e-3}}
+				bk := kzRand(r, 1, c.b, c.h, c.n, c.m)
+				for i, v := range bk.F32 {
+					bk.F32[i] = float32(math.Abs(float64(v))) + 0.01
+				}
+				v := kzRand(r, 1, c.b, c.h, c.n, c.dv)
+				la := &linAttnSpec{keyAxis: -2, eps: 1e-3, hasEps: true}
+				if mode == "sumsq-split" {
+					la.outPerm = []int{0, 2, 1, 3}
+				}
+				for _, attn8 := range []bool{false, true} {
+					if attn8 {
+						sp.w = gemm.PackBInt8(false, c.k, c.m, sp.w.Unpack(), c.m)
+					}
+					for _, threads := range []int{1, 3} {
+						e := &exec{threads: threads, attn8: attn8}
+						a, ok, err := featureMap(e, []*tensor.Tensor{x}, sp)
+						if err != nil || !ok {
+							t.Fatalf("feature map: ok %v, err %v", ok, err)
+						}
+						want, ok, err := linearAttention(e, []*tensor.Tensor{a, bk, v}, la)
+						if err != nil || !ok {
+							t.Fatalf("linear attention: ok %v, err %v", ok, err)
+						}
+						fr, ok := prepareFeatures([]*tensor.Tensor{x}, sp)
+						if !ok {
+							t.Fatal("prepareFeatures declined")
+						}
+						got, ok, err := linearAttentionOf(e, []*tensor.Tensor{nil, bk, v}, fr, la)
+						if err != nil || !ok {
+							t.Fatalf("fused: ok %v, err %v", ok, err)
+						}
+						if fmt.Sprint(got.Shape) != fmt.Sprint(want.Shape) || fmt.Sprint(got.F32) != fmt.Sprint(want.F32) {
+							t.Fatalf("attn8 %v, %d threads: the fused features give other outputs", attn8, threads)
+						}
+					}
+				}
+			})
+		}
+	}
+}
