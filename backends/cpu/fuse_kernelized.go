@@ -768,13 +768,29 @@ func (f *fuser) matchLinearAttention(nm int) (g []int, st step, why string) {
 		}
 	}
 	ext[2] = v
-	// The queries' features, when a feature map without a whole-slab term computes them for
-	// this step alone, are computed here a block of rows at a time, where the second product
-	// reads them: φ(Q) (35 MB a layer for the performer's base at b8 n512) is then never
-	// written and read back. in[0] is then unused, the map's inputs coming after the rest.
-	var fm *featureFusion
-	if ff := f.features[a]; ff != nil && ff.sp.slabTerm() < 0 && f.uses[a] == 2 && slices.Contains(f.consumer[a], nm) && slices.Contains(f.consumer[a], di) {
-		fm = ff
+	// Features that a feature map computes for this step alone are computed here instead:
+	// the queries' a block of rows at a time, where the second product reads them, the keys'
+	// a slab at a time, where the first product and the key sums read them (a map with a
+	// whole-slab maximum computes its products once more for it). φ(Q) and φ(K), 35 MB each
+	// a layer for the performer's base at b8 n512, are then never written and read back.
+	readBy := func(x int, steps ...int) bool {
+		if f.uses[x] != len(steps) {
+			return false
+		}
+		for _, st := range steps {
+			if !slices.Contains(f.consumer[x], st) {
+				return false
+			}
+		}
+		return true
+	}
+	var fa, fb *featureFusion
+	if ff := f.features[a]; ff != nil && ff.sp.slabTerm() < 0 && readBy(a, nm, di) {
+		fa = ff
+		group = append(group, ff.group...)
+	}
+	if ff := f.features[b]; ff != nil && readBy(b, ti, rsi) {
+		fb = ff
 		group = append(group, ff.group...)
 	}
 	out := f.outOf(fin)
@@ -786,21 +802,51 @@ func (f *fuser) matchLinearAttention(nm int) (g []int, st step, why string) {
 	if why := f.closed(group, out); why != "" {
 		return nil, step{}, why
 	}
-	if fm != nil {
-		// The inputs: B, V (and V's scaling), then the map's (its terms and post chain index
-		// them from its own first input). A is computed, not an input.
-		nl := len(ext) - 1
-		ext = append(ext[1:], fm.ext...)
-		fsp := fm.sp
+	if fa != nil || fb != nil {
+		// The inputs: those of A, B, V and V's scaling not computed here, then each map's
+		// (its terms and post chain index them from its own first input).
+		pos := make([]int, len(ext)) // the step's input for each of linearAttention's, or -1
+		var own []int
+		for i, sl := range ext {
+			pos[i] = len(own)
+			if (i == 0 && fa != nil) || (i == 1 && fb != nil) {
+				pos[i] = -1
+				continue
+			}
+			own = append(own, sl)
+		}
+		ext = own
+		maps := [2]*featureFusion{fa, fb}
+		var at [2]int
+		for j, ff := range maps {
+			if ff != nil {
+				at[j] = len(ext)
+				ext = append(ext, ff.ext...)
+			}
+		}
 		fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
-			if !fsp.fits(in[nl]) {
-				return nil, false, nil
+			la := make([]*tensor.Tensor, len(pos))
+			for i, p := range pos {
+				if p >= 0 {
+					la[i] = in[p]
+				}
 			}
-			fr, ok := prepareFeatures(in[nl:], fsp)
-			if !ok {
-				return nil, false, nil
+			var frs [2]*featureRun
+			for j, ff := range maps {
+				if ff == nil {
+					continue
+				}
+				fin := in[at[j] : at[j]+len(ff.ext)]
+				if !ff.sp.fits(fin[0]) {
+					return nil, false, nil
+				}
+				fr, ok := prepareFeatures(fin, ff.sp)
+				if !ok {
+					return nil, false, nil
+				}
+				frs[j] = fr
 			}
-			return linearAttentionOf(e, append([]*tensor.Tensor{nil}, in[:nl]...), fr, sp)
+			return linearAttentionOf(e, la, frs[0], frs[1], sp)
 		}
 		if why := f.fedFromOutside(group, ext); why != "" {
 			return nil, step{}, why

@@ -341,30 +341,7 @@ func featureMap(e *exec, in []*tensor.Tensor, sp *featureSpec) (*tensor.Tensor, 
 	slabMax := sp.slabTerm()
 	if slabMax >= 0 {
 		// The products are kept in out between the two passes: the slab's maximum first.
-		t := sp.terms[slabMax]
-		bmax := make([]float32, slabs*nb)
-		workpool.Tasks(e.threads, slabs*nb, func(task int) {
-			s, b := task/nb, task%nb
-			r0 := s*n + b*featureRows
-			r1 := min(r0+featureRows, (s+1)*n)
-			fr.product(out.F32[r0*m:], r0, r1)
-			mx := float32(math.Inf(-1))
-			for row := r0; row < r1; row++ {
-				if t.input >= 0 && fr.ro.cond(t.input, row) == t.invalidWhen {
-					continue
-				}
-				mx = maxNaN(mx, vec.Max(out.F32[row*m:(row+1)*m]))
-			}
-			bmax[task] = mx
-		})
-		fr.stab = make([]float32, slabs)
-		for s := range fr.stab {
-			mx := float32(math.Inf(-1))
-			for b := 0; b < nb; b++ {
-				mx = maxNaN(mx, bmax[s*nb+b])
-			}
-			fr.stab[s] = mx
-		}
+		fr.slabMaxes(e, func(r0, r1 int) ([]float32, func()) { return out.F32[r0*m : r1*m], nil })
 	}
 	workpool.Tasks(e.threads, slabs*nb, func(task int) {
 		s, b := task/nb, task%nb
@@ -376,6 +353,43 @@ func featureMap(e *exec, in []*tensor.Tensor, sp *featureSpec) (*tensor.Tensor, 
 		fr.finish(out.F32[r0*m:], r0, r1, s)
 	})
 	return out, true, nil
+}
+
+// slabMaxes sets fr.stab, each slab's largest product over its valid rows (the 'S' term's
+// value), from the products of the blocks of featureRows rows, which it computes into the
+// buffer at(r0, r1) gives (row stride m), calling its release func (when not nil) after.
+func (fr *featureRun) slabMaxes(e *exec, at func(r0, r1 int) (buf []float32, release func())) {
+	t := fr.sp.terms[fr.sp.slabTerm()]
+	n, m := fr.n, fr.m
+	slabs := fr.rows() / max(n, 1)
+	nb := (n + featureRows - 1) / featureRows
+	bmax := make([]float32, slabs*nb)
+	workpool.Tasks(e.threads, slabs*nb, func(task int) {
+		s, b := task/nb, task%nb
+		r0 := s*n + b*featureRows
+		r1 := min(r0+featureRows, (s+1)*n)
+		p, release := at(r0, r1)
+		fr.product(p, r0, r1)
+		mx := float32(math.Inf(-1))
+		for row := r0; row < r1; row++ {
+			if t.input >= 0 && fr.ro.cond(t.input, row) == t.invalidWhen {
+				continue
+			}
+			mx = maxNaN(mx, vec.Max(p[(row-r0)*m:(row-r0+1)*m]))
+		}
+		bmax[task] = mx
+		if release != nil {
+			release()
+		}
+	})
+	fr.stab = make([]float32, slabs)
+	for s := range fr.stab {
+		mx := float32(math.Inf(-1))
+		for b := 0; b < nb; b++ {
+			mx = maxNaN(mx, bmax[s*nb+b])
+		}
+		fr.stab[s] = mx
+	}
 }
 
 // maxNaN is max that propagates NaN, as ReduceMax does.
@@ -459,14 +473,16 @@ type linAttnSpec struct {
 // linearAttention runs a fused linear attention; it declines unless A, B and V are float32
 // of one rank with the same leading axes, and the permutations are head splits of rank 4.
 func linearAttention(e *exec, in []*tensor.Tensor, sp *linAttnSpec) (*tensor.Tensor, bool, error) {
-	return linearAttentionOf(e, in, nil, sp)
+	return linearAttentionOf(e, in, nil, nil, sp)
 }
 
 // linearAttentionOf is linearAttention whose A, when fr is set, is the feature map fr
-// computes, a block of rows at a time in the second product's tasks (in[0] is then not read).
-func linearAttentionOf(e *exec, in []*tensor.Tensor, fr *featureRun, sp *linAttnSpec) (*tensor.Tensor, bool, error) {
+// computes, a block of rows at a time in the second product's tasks, and whose B, when frB
+// is set, is the feature map frB computes, a slab at a time in the first product's (in[0]
+// and in[1] are then not read).
+func linearAttentionOf(e *exec, in []*tensor.Tensor, fr, frB *featureRun, sp *linAttnSpec) (*tensor.Tensor, bool, error) {
 	a, b, v := in[0], in[1], in[2]
-	var aShape []int
+	var aShape, bShape []int
 	if fr != nil {
 		aShape = fr.shape
 	} else {
@@ -475,8 +491,16 @@ func linearAttentionOf(e *exec, in []*tensor.Tensor, fr *featureRun, sp *linAttn
 		}
 		aShape = a.Shape
 	}
+	if frB != nil {
+		bShape = frB.shape
+	} else {
+		if b.DType != tensor.Float32 {
+			return nil, false, nil
+		}
+		bShape = b.Shape
+	}
 	r := len(aShape)
-	if b.DType != tensor.Float32 || v.DType != tensor.Float32 || r < 2 || len(b.Shape) != r || len(v.Shape) != r {
+	if v.DType != tensor.Float32 || r < 2 || len(bShape) != r || len(v.Shape) != r {
 		return nil, false, nil
 	}
 	if ax := sp.keyAxis; ax != -2 && ax != r-2 {
@@ -493,13 +517,21 @@ func linearAttentionOf(e *exec, in []*tensor.Tensor, fr *featureRun, sp *linAttn
 		return nil, false, nil
 	}
 	for d := 0; d < r-2; d++ {
-		if b.Shape[d] != aShape[d] || vs[d] != aShape[d] {
+		if bShape[d] != aShape[d] || vs[d] != aShape[d] {
 			return nil, false, nil
 		}
 	}
-	nq, m, nk, dv := aShape[r-2], aShape[r-1], b.Shape[r-2], vs[r-1]
-	if b.Shape[r-1] != m || vs[r-2] != nk {
+	nq, m, nk, dv := aShape[r-2], aShape[r-1], bShape[r-2], vs[r-1]
+	if bShape[r-1] != m || vs[r-2] != nk {
 		return nil, false, nil
+	}
+	if frB != nil && frB.sp.slabTerm() >= 0 {
+		// the keys' features need their slab's maximum first: the products a block at a
+		// time, computed again when the features are
+		frB.slabMaxes(e, func(r0, r1 int) ([]float32, func()) {
+			buf := linAttnScratch((r1 - r0) * m)
+			return *buf, func() { linAttnBufs.Put(buf) }
+		})
 	}
 	var vsc *rowOperands
 	if sp.vScale {
@@ -583,7 +615,18 @@ func linearAttentionOf(e *exec, in []*tensor.Tensor, fr *featureRun, sp *linAttn
 		})
 	}
 	workpool.Tasks(e.threads, slabs, func(s int) {
-		bs := b.F32[s*nk*m : (s+1)*nk*m]
+		var bs []float32 // the slab's B
+		if frB != nil {
+			buf := linAttnScratch(nk * m)
+			defer linAttnBufs.Put(buf)
+			bs = *buf
+			for r0 := 0; r0 < nk && m > 0; r0 += featureRows {
+				r1 := min(r0+featureRows, nk)
+				frB.block(bs[r0*m:], s*nk+r0, s*nk+r1, s)
+			}
+		} else {
+			bs = b.F32[s*nk*m : (s+1)*nk*m]
+		}
 		ks := ksum[s*m : (s+1)*m]
 		// int8 packs B in a pass that also sums its rows (the same additions in the same
 		// order); fp32 sums them in one of their own

@@ -411,12 +411,13 @@ func TestFeatureMapInt8(t *testing.T) {
 	}
 }
 
-// TestLinearAttentionOfFeatures holds the linear attention that computes its queries'
-// features itself (linearAttentionOf with a featureRun, the fused step of a feature map and
-// the attention reading it) bit for bit to the feature map's output fed to linearAttention,
-// in fp32 and int8-attention, on 1 and 3 threads, with the maps' row, constant and
-// sum-of-squares terms (the latter through a head split), heads merged or not, on lengths
-// around the 96-row block.
+// TestLinearAttentionOfFeatures holds the linear attention that computes its features
+// itself (linearAttentionOf with featureRuns: the fused step of the feature maps and the
+// attention reading them) bit for bit to the maps' outputs fed to linearAttention, in fp32
+// and int8-attention, on 1 and 3 threads: the queries' map with its row, constant and
+// sum-of-squares terms (the latter through a head split, heads merged after), the keys' map
+// with its maximum over the slab's valid rows (a padding condition) computed first, alone and
+// together, on lengths around the 96-row block.
 func TestLinearAttentionOfFeatures(t *testing.T) {
 	r := rand.New(rand.NewSource(13))
 	for _, c := range []struct{ b, h, n, k, m, dv int }{{1, 1, 1, 3, 5, 2}, {2, 2, 97, 12, 29, 8}, {1, 2, 200, 16, 266, 16}} {
@@ -435,10 +436,16 @@ func TestLinearAttentionOfFeatures(t *testing.T) {
 					sp.terms = []rowTerm{{kind: 'Q', sign: 1, input: -1, scale: []rowOp{{kind: '/', c: 2}}}}
 				}
 				sp.post = []rowOp{{kind: '+', c: 1e-3}}
-				bk := kzRand(r, 1, c.b, c.h, c.n, c.m)
-				for i, v := range bk.F32 {
-					bk.F32[i] = float32(math.Abs(float64(v))) + 0.01
+				// the keys' map: the slab's maximum over rows the padding does not mark
+				xk := kzRand(r, 0.5, c.b, c.h, c.n, c.k)
+				pad, _ := tensor.New(tensor.Bool, c.b, 1, c.n, 1)
+				for j := range pad.Bool {
+					pad.Bool[j] = j%c.n > 0 && r.Intn(4) == 0
 				}
+				spk := &featureSpec{w: gemm.PackB(false, c.k, c.m, kzRand(r, 0.5, c.k, c.m).F32, c.m)}
+				spk.terms = []rowTerm{{kind: 'S', sign: 1, input: 1, invalidWhen: true, axes: []int{2, 3}}}
+				spk.post = []rowOp{{kind: '+', c: 1e-3}, {kind: 'W', c: 0, input: 1}}
+				kin := []*tensor.Tensor{xk, pad}
 				v := kzRand(r, 1, c.b, c.h, c.n, c.dv)
 				la := &linAttnSpec{keyAxis: -2, eps: 1e-3, hasEps: true}
 				if mode == "sumsq-split" {
@@ -447,6 +454,7 @@ func TestLinearAttentionOfFeatures(t *testing.T) {
 				for _, attn8 := range []bool{false, true} {
 					if attn8 {
 						sp.w = gemm.PackBInt8(false, c.k, c.m, sp.w.Unpack(), c.m)
+						spk.w = gemm.PackBInt8(false, c.k, c.m, spk.w.Unpack(), c.m)
 					}
 					for _, threads := range []int{1, 3} {
 						e := &exec{threads: threads, attn8: attn8}
@@ -454,20 +462,31 @@ func TestLinearAttentionOfFeatures(t *testing.T) {
 						if err != nil || !ok {
 							t.Fatalf("feature map: ok %v, err %v", ok, err)
 						}
+						bk, ok, err := featureMap(e, kin, spk)
+						if err != nil || !ok {
+							t.Fatalf("keys' feature map: ok %v, err %v", ok, err)
+						}
 						want, ok, err := linearAttention(e, []*tensor.Tensor{a, bk, v}, la)
 						if err != nil || !ok {
 							t.Fatalf("linear attention: ok %v, err %v", ok, err)
 						}
-						fr, ok := prepareFeatures([]*tensor.Tensor{x}, sp)
-						if !ok {
+						fq, ok1 := prepareFeatures([]*tensor.Tensor{x}, sp)
+						fk, ok2 := prepareFeatures(kin, spk)
+						if !ok1 || !ok2 {
 							t.Fatal("prepareFeatures declined")
 						}
-						got, ok, err := linearAttentionOf(e, []*tensor.Tensor{nil, bk, v}, fr, la)
-						if err != nil || !ok {
-							t.Fatalf("fused: ok %v, err %v", ok, err)
-						}
-						if fmt.Sprint(got.Shape) != fmt.Sprint(want.Shape) || fmt.Sprint(got.F32) != fmt.Sprint(want.F32) {
-							t.Fatalf("attn8 %v, %d threads: the fused features give other outputs", attn8, threads)
+						for _, fused := range []struct {
+							name   string
+							in     []*tensor.Tensor
+							fq, fk *featureRun
+						}{{"queries", []*tensor.Tensor{nil, bk, v}, fq, nil}, {"keys", []*tensor.Tensor{a, nil, v}, nil, fk}, {"both", []*tensor.Tensor{nil, nil, v}, fq, fk}} {
+							got, ok, err := linearAttentionOf(e, fused.in, fused.fq, fused.fk, la)
+							if err != nil || !ok {
+								t.Fatalf("fused %s: ok %v, err %v", fused.name, ok, err)
+							}
+							if fmt.Sprint(got.Shape) != fmt.Sprint(want.Shape) || fmt.Sprint(got.F32) != fmt.Sprint(want.F32) {
+								t.Fatalf("attn8 %v, %d threads: the %s' features computed in place give other outputs", attn8, threads, fused.name)
+							}
 						}
 					}
 				}
