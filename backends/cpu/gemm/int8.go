@@ -1198,6 +1198,12 @@ func SgemmInt8RowsAt(r *Int8Rows, i0, m, j0, j1 int, pb *PackedB, beta float32, 
 		j0 < 0 || j1 > pb.n || j0 > j1 || j0%pb.ColAlign() != 0 {
 		panic(fmt.Sprintf("gemm: SgemmInt8RowsAt: rows [%d, %d) of %d, columns [%d, %d): bad ranges or an operand of another path or k", i0, i0+m, r.m, j0, j1))
 	}
+	int8RowsProduct(r, i0, m, j0, j1, 0, false, pb, beta, c, ldc, epi)
+}
+
+// int8RowsProduct is the body of SgemmInt8RowsAt (window false) and SgemmInt8RowsKAt
+// (window: r's rows times pb's rows from k0), arguments checked.
+func int8RowsProduct(r *Int8Rows, i0, m, j0, j1, k0 int, window bool, pb *PackedB, beta float32, c []float32, ldc int, epi Epilogue) {
 	n := j1 - j0
 	if m == 0 || n == 0 {
 		return
@@ -1216,6 +1222,9 @@ func SgemmInt8RowsAt(r *Int8Rows, i0, m, j0, j1 int, pb *PackedB, beta float32, 
 	for ic := 0; ic < m; ic += mc {
 		mcb := min(mc, m-ic)
 		rows := quantRows{q: r.q[(i0+ic)*r.ld:], ld: r.ld, rs: r.rs[i0+ic:], rz: r.rz[i0+ic:]}
+		if window {
+			rows.k0, rows.k = k0, r.k
+		}
 		int8RowBlock(pb, ws, rows, 0, mcb, j0, n, beta, c[ic*ldc:], ldc, shiftEpi(epi, ic))
 	}
 }
@@ -1238,26 +1247,7 @@ func SgemmInt8RowsKAt(r *Int8Rows, i0, m, j0, j1, k0 int, pb *PackedB, beta floa
 			panic("gemm: SgemmInt8RowsKAt: a row with a zero point")
 		}
 	}
-	n := j1 - j0
-	if m == 0 || n == 0 {
-		return
-	}
-	checkMat("C", m, n, len(c), ldc)
-	if r.k == 0 {
-		scaleC(m, n, beta, c, ldc)
-		if epi != nil {
-			epi(0, m, j0, j1)
-		}
-		return
-	}
-	ws := int8Works.Get().(*int8Work)
-	defer int8Works.Put(ws)
-	_, _, mc := int8Blocking(r.kern, r.k)
-	for ic := 0; ic < m; ic += mc {
-		mcb := min(mc, m-ic)
-		rows := quantRows{q: r.q[(i0+ic)*r.ld:], ld: r.ld, rs: r.rs[i0+ic:], rz: r.rz[i0+ic:], k0: k0, k: r.k}
-		int8RowBlock(pb, ws, rows, 0, mcb, j0, n, beta, c[ic*ldc:], ldc, shiftEpi(epi, ic))
-	}
+	int8RowsProduct(r, i0, m, j0, j1, k0, true, pb, beta, c, ldc, epi)
 }
 
 // Int8KStep returns the k values one step of pb's int8 kernels takes (1 on the pure-Go
