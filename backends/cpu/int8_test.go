@@ -9,6 +9,7 @@ import (
 	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
+	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
 
@@ -34,18 +35,7 @@ func TestInt8Programs(t *testing.T) {
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			g := smallBuiltin(t, name)
-			run := func(opts backends.Options) (*tensor.Tensor, map[string]int) {
-				p, err := cpu.Backend{}.Compile(g, opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer p.Close()
-				out, err := p.Run(context.Background(), in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return out["hidden"], p.(*cpu.Program).Fusions()
-			}
+			run := func(opts backends.Options) (*tensor.Tensor, map[string]int) { return runHidden(t, g, opts, in) }
 			fp32, _ := run(backends.Options{Threads: 2})
 			d := fp32.Shape[len(fp32.Shape)-1]
 			first := map[int]*tensor.Tensor{}
@@ -91,16 +81,7 @@ func TestInt8FeatureMaps(t *testing.T) {
 	g := smallBuiltin(t, "performer")
 	_, in := smallBuiltins()
 	run := func(prec string) (*tensor.Tensor, map[string]int) {
-		p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: 2, Precision: prec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		out, err := p.Run(context.Background(), in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out["hidden"], p.(*cpu.Program).Fusions()
+		return runHidden(t, g, backends.Options{Threads: 2, Precision: prec}, in)
 	}
 	fp32, _ := run("fp32")
 	_, f8 := run("int8")
@@ -110,6 +91,22 @@ func TestInt8FeatureMaps(t *testing.T) {
 	}
 	d := fp32.Shape[len(fp32.Shape)-1]
 	closeTo(t, "int8-attention vs fp32", qa.F32, fp32.F32, d, 0.99, 0.15)
+}
+
+// runHidden compiles g with opts, runs it on in and returns its hidden states and the
+// program's fusion counts.
+func runHidden(t *testing.T, g *graph.Graph, opts backends.Options, in map[string]*tensor.Tensor) (*tensor.Tensor, map[string]int) {
+	t.Helper()
+	p, err := cpu.Backend{}.Compile(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	out, err := p.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out["hidden"], p.(*cpu.Program).Fusions()
 }
 
 // TestInt8WeightBytes checks that an int8 program holds at most 30 % of the fp32 program's
