@@ -1,7 +1,6 @@
 package cpu_test
 
 import (
-	"context"
 	"math"
 	"strings"
 	"testing"
@@ -58,16 +57,8 @@ func TestBF16Programs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := smallBuiltin(t, name)
 			run := func(opts backends.Options) *tensor.Tensor {
-				p, err := cpu.Backend{}.Compile(g, opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer p.Close()
-				out, err := p.Run(context.Background(), in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return out["hidden"]
+				h, _ := runHidden(t, g, opts, in)
+				return h
 			}
 			fp32 := run(backends.Options{Threads: 2})
 			bf16 := run(backends.Options{Threads: 2, Precision: "bf16"})
