@@ -280,17 +280,17 @@ func attentionRows(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 	if attn8 && nkb == 1 && wins[1] != nil && wins[2] != nil {
 		kpar, ok1 := parentsOf(kt, perms[1], wins[1], batch, r-1, ks)
 		vpar, ok2 := parentsOf(v, perms[2], wins[2], batch, r-2, vs)
-		if ok1 && ok2 && kpar.keys <= gemm.MaxInt8K && vpar.keys <= gemm.MaxInt8K {
+		if ok1 && ok2 && vpar.keys <= gemm.MaxInt8K { // V's keys are its packed k
 			packs = attnPackSets.Get().(*attnPacks)
 			defer attnPackSets.Put(packs)
-			nk, nv := len(kpar.off), len(vpar.off)
-			packs.grow(max(nk, nv))
-			workpool.Tasks(e.threads, nk+nv, func(t int) {
-				if t < nk {
+			nkp, nvp := len(kpar.off), len(vpar.off)
+			packs.grow(max(nkp, nvp))
+			workpool.Tasks(e.threads, nkp+nvp, func(t int) {
+				if t < nkp {
 					packKtInt8(&packs.kt[t], kt, kpar.off[t], ks, kpar.keys, dk)
 					return
 				}
-				packs.v[t-nk].PackInt8Activation(false, vpar.keys, dv, v.F32[vpar.off[t-nk]:], vs.ld)
+				packs.v[t-nkp].PackInt8Activation(false, vpar.keys, dv, v.F32[vpar.off[t-nkp]:], vs.ld)
 			})
 			// windows must start on the packs' column tiles and k steps (both 4 and 32
 			// divide the sparse variant's blocks of 64)
