@@ -74,7 +74,7 @@ func (f *fuser) fuseKernelized(replaced map[int]step) {
 		}
 		note := FusionNote{Pattern: "linear-attention", Node: p.plan.Steps[i].Node.Name, Op: "MatMul"}
 		if g, st, why := f.matchLinearAttention(i); why == "" {
-			// A feature map taken in (its queries' features) no longer runs as a step.
+			// A feature map the attention computes itself no longer runs as a step.
 			for last := range replaced {
 				if slices.Contains(g, last) && last != slices.Max(g) {
 					delete(replaced, last)
