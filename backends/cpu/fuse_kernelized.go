@@ -484,12 +484,7 @@ func (f *fuser) matchFeatureMap(ex int) (g []int, st step, why string) {
 	if sp.w.Int8() {
 		f.p.fusions["int8-feature-map"]++
 	}
-	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) {
-		if !sp.fits(in[0]) {
-			return nil, false, nil
-		}
-		return featureMap(e, in, sp)
-	}
+	fast := func(e *exec, in []*tensor.Tensor) (*tensor.Tensor, bool, error) { return featureMap(e, in, sp) }
 	if f.features == nil {
 		f.features = map[int]*featureFusion{}
 	}
@@ -836,11 +831,7 @@ func (f *fuser) matchLinearAttention(nm int) (g []int, st step, why string) {
 				if ff == nil {
 					continue
 				}
-				fin := in[at[j] : at[j]+len(ff.ext)]
-				if !ff.sp.fits(fin[0]) {
-					return nil, false, nil
-				}
-				fr, ok := prepareFeatures(fin, ff.sp)
+				fr, ok := prepareFeatures(in[at[j]:at[j]+len(ff.ext)], ff.sp)
 				if !ok {
 					return nil, false, nil
 				}

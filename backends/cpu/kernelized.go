@@ -215,17 +215,17 @@ type featureRun struct {
 	ro           *rowOperands
 	shape        []int // the output's shape (…, n, m)
 	k, m, n, lda int
-	stab         []float32 // per slab, for an 'S' term (set by slabMax)
+	stab         []float32 // per slab, for an 'S' term (set by slabMaxes)
 }
 
 // prepareFeatures checks and resolves the inputs of a feature map: ok is false unless x is
-// float32 of rank ≥ 2 whose last axis is W's k and every operand is a per-row value of the
-// right dtype.
+// float32 of rank ≥ 2 whose last axis is W's k, the stabilisers' axes fit its rank and
+// every operand is a per-row value of the right dtype.
 func prepareFeatures(in []*tensor.Tensor, sp *featureSpec) (*featureRun, bool) {
 	x := in[0]
 	r := len(x.Shape)
 	k, m := sp.w.K(), sp.w.N()
-	if x.DType != tensor.Float32 || r < 2 || x.Shape[r-1] != k || (sp.xPerm && r != 4) {
+	if x.DType != tensor.Float32 || r < 2 || x.Shape[r-1] != k || (sp.xPerm && r != 4) || !sp.fits(x) {
 		return nil, false
 	}
 	xs := x.Shape // x's logical shape, after the head split
@@ -305,7 +305,7 @@ func (fr *featureRun) finish(dst []float32, r0, r1, s int) {
 }
 
 // block computes feature rows [r0, r1) of slab s into dst (row stride m); a map with an
-// 'S' term needs slabMax first.
+// 'S' term needs slabMaxes first.
 func (fr *featureRun) block(dst []float32, r0, r1, s int) {
 	fr.product(dst, r0, r1)
 	fr.finish(dst, r0, r1, s)
