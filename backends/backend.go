@@ -30,7 +30,7 @@ type Probe struct {
 	BF16       string
 	BF16Reason string
 	// Int8 names the int8 matrix-product path Options.Precision "int8" runs on here (for the
-	// CPU: "vnni512", "avx-vnni", "avx2" or "generic", pure Go), or is "" when the backend
+	// CPU: "amx-int8", "vnni512", "avx-vnni", "avx2" or "generic", pure Go), or is "" when the backend
 	// has no int8 path; Int8Reason then says why, or, beside a path, what keeps a better
 	// one off (the CPU, ZOO_CPU), in one line.
 	Int8       string

@@ -16,7 +16,7 @@ func backendsCommand() *cli.Command {
 		Usage: "list the backends, whether each can run on this machine, and which one is chosen",
 		Description: "BF16 names the path --precision bf16 runs on (e.g. avx512-bf16), or says none and why (the CPU lacks\n" +
 			"AVX512-BF16, or ZOO_CPU chose a lower kernel level); --json: bf16 (\"\" when none) and bf16_reason. INT8 names the\n" +
-			"path --precision int8 runs on (vnni512, avx-vnni, avx2, or none: no int8 kernels, products in pure Go), with what\n" +
+			"path --precision int8 runs on (amx-int8, vnni512, avx-vnni, avx2, or none: no int8 kernels, products in pure Go), with what\n" +
 			"keeps a better one off; none where the backend has no int8 path (cuda); --json: int8 (\"\" for cuda) and int8_reason." +
 			examples("zoo backends", "zoo backends --json", "ZOO_BACKEND=cuda zoo backends"),
 		Flags:  []cli.Flag{flagBackend, flagJSON},

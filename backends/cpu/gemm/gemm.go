@@ -47,11 +47,12 @@
 // pass as the fp32 products fuse them. GemmU8S8 is the bare integer product.
 //
 // The paths (Int8Path), each a set of kernels of every height held bit for bit to
-// int8TileTwin and int8StoreTwin: "vnni512" (AVX512-VNNI VPDPBUSD, 12×32 tiles, the VNNI
-// sums four u8·s8 products into an int32 exactly), "avx-vnni" (its VEX form on ymm, 6×16),
-// "avx2" and "generic" (Go). A place for AMX-INT8 is kept in the table, empty. The kernel
-// level (simd.Set, ZOO_CPU) bounds the path: avx2 turns vnni512 off; SetInt8Path picks
-// among the rest, for tests and benchmarks.
+// int8TileTwin and int8StoreTwin: "amx-int8" (AMX TDPBUSD on 32×32 tiles of 16×16 int32
+// each, where Linux grants the tile state), "vnni512" (AVX512-VNNI VPDPBUSD, 12×32 tiles,
+// the VNNI sums four u8·s8 products into an int32 exactly), "avx-vnni" (its VEX form on
+// ymm, 6×16), "avx2" and "generic" (Go). The kernel level (simd.Set, ZOO_CPU) bounds the
+// path: avx2 turns amx-int8 and vnni512 off; SetInt8Path picks among the rest, for tests
+// and benchmarks.
 //
 // AVX2 has no exact u8·s8 dot product: VPMADDUBSW adds each pair of products in int16 with
 // saturation (2·255·127 = 64,770 does not fit). The avx2 path has two kernel sets, each

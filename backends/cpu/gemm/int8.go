@@ -43,7 +43,7 @@ const (
 // int8Kernel is one int8 micro-kernel set: direct kernels of every height from 1 to mr
 // over nr columns, with the B layout it reads.
 type int8Kernel struct {
-	name   string // the Int8Path name: "vnni512", "avx-vnni", "avx2"
+	name   string // the Int8Path name: "amx-int8", "vnni512", "avx-vnni", "avx2"
 	mr, nr int
 	// group is the number of consecutive k values one 32-bit lane of a k step holds: 4
 	// (VPDPBUSD: four u8·s8 products per lane) or 2 (VPMADDWD on values widened to int16).
@@ -62,12 +62,19 @@ type int8Kernel struct {
 	// int8 (PackBInt8Quantized, PackInt8Activation) stay on this one, exact for any int8.
 	own *int8Kernel
 	fns []int8Fn // fns[h-1] computes h rows; nil for a path with a place but no kernels
+	// tiles, where set, computes mt tiles of h rows one under the other over np whole
+	// panels side by side (panel: a panel's bytes) in one call: the AMX kernel, whose tile
+	// configuration costs as much as a tile's products.
+	tiles func(h, kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32, mt, np, panel int)
 	// hasCPU says whether the CPU has the instructions (needs names them), level is the
 	// kernel level (simd) they belong to: ZOO_CPU=avx2 turns the AVX-512 path off with the
 	// rest of AVX-512.
 	hasCPU func() bool
 	needs  string
 	level  simd.Level
+	// refused, where set, says why the OS keeps the CPU's instructions off ("" when it
+	// does not): the AMX tiles need Linux's leave. It is asked only where hasCPU holds.
+	refused func() string
 }
 
 // actMax is the largest value of a quantized row of A the kernels take: 255, or 127 for
@@ -103,7 +110,9 @@ func int8KernelSets() []*int8Kernel {
 }
 
 // cpuOK reports whether this CPU and build can run the kernels, at whatever level.
-func (k *int8Kernel) cpuOK() bool { return k.fns != nil && k.hasCPU() }
+func (k *int8Kernel) cpuOK() bool {
+	return k.fns != nil && k.hasCPU() && (k.refused == nil || k.refused() == "")
+}
 
 // ok reports whether the kernels run here at the kernel level in use.
 func (k *int8Kernel) ok() bool { return k.cpuOK() && simd.Current() >= k.level }
@@ -115,6 +124,8 @@ func (k *int8Kernel) why() string {
 		return "the " + k.name + " kernels are not implemented"
 	case !k.hasCPU():
 		return "this CPU lacks " + k.needs + " (the " + k.name + " path)"
+	case k.refused != nil && k.refused() != "":
+		return k.refused() + " (the " + k.name + " path)"
 	}
 	return "the " + k.name + " kernels need the " + k.level.String() + " kernel level, and " + simd.Current().String() + " is in use (ZOO_CPU)"
 }
@@ -144,7 +155,7 @@ func int8Active() *int8Kernel {
 }
 
 // Int8Path names the int8 kernels products with a PackBInt8 operand packed now run on:
-// "vnni512" (AVX512-VNNI VPDPBUSD on zmm), "avx-vnni" (the VEX VPDPBUSD on ymm), "avx2"
+// "amx-int8" (AMX TDPBUSD on tiles), "vnni512" (AVX512-VNNI VPDPBUSD on zmm), "avx-vnni" (the VEX VPDPBUSD on ymm), "avx2"
 // (VPMADDUBSW on 7-bit operands for the weights PackBInt8 quantizes, operands widened to
 // int16 and VPMADDWD for int8 ones given) or "generic" (pure Go, every GOARCH). reason is
 // "" on the best path this CPU has, else one line saying what keeps the better one off (the
@@ -212,8 +223,8 @@ func Int8Paths() []string {
 	return append(out, "generic")
 }
 
-// SetInt8Path makes products packed from now on use the named int8 path ("vnni512",
-// "avx-vnni", "avx2", "generic"; "" or "auto" for the best), so tests and benchmarks can
+// SetInt8Path makes products packed from now on use the named int8 path ("amx-int8",
+// "vnni512", "avx-vnni", "avx2", "generic"; "" or "auto" for the best), so tests and benchmarks can
 // run every path the CPU has (the kernel level, simd.Set, picks the best path below it;
 // this picks among those). It changes nothing and returns an error when the name is
 // unknown or the path cannot run here. Operands already packed keep their path.
@@ -236,7 +247,7 @@ func SetInt8Path(name string) error {
 		int8Forced.Store(&name)
 		return nil
 	}
-	return fmt.Errorf("unknown int8 path %q; want one of auto, vnni512, avx-vnni, avx2, generic", name)
+	return fmt.Errorf("unknown int8 path %q; want one of auto, amx-int8, vnni512, avx-vnni, avx2, generic", name)
 }
 
 // int8Data is the int8 side of a PackedB made by PackInt8 or PackBInt8Quantized.
@@ -850,7 +861,25 @@ func int8Block(d *int8Data, ws *int8Work, r quantRows, mcb, col, ncb int, c unsa
 	if r.k > 0 {
 		kg, koff = (r.k+g-1)/g, r.k0/g*nr*g
 	}
-	for jr := 0; jr < ncb; jr += nr {
+	jr0 := 0
+	if kern.tiles != nil && ncb >= nr {
+		np := ncb / nr
+		bp := &d.q[col/nr*panelBytes+koff]
+		bias := &d.scale[col]
+		if d.bias != nil {
+			bias = &d.bias[col]
+		}
+		for ir := 0; ir < mcb; {
+			h, mt := mr, mcb/mr
+			if mt == 0 || ir > 0 {
+				h, mt = mcb-ir, 1
+			}
+			kern.tiles(h, kg, &r.q[ir*r.ld], bp, (*float32)(unsafe.Add(c, 4*ir*ldc)), ldc, flags, beta, r.ld, &r.rs[ir], &r.rz[ir], &d.scale[col], &d.colSum[col], bias, mt, np, panelBytes)
+			ir += h * mt
+		}
+		jr0 = np * nr
+	}
+	for jr := jr0; jr < ncb; jr += nr {
 		nrb := min(nr, ncb-jr)
 		cj := col + jr
 		bp := &d.q[cj/nr*panelBytes+koff]

@@ -99,6 +99,25 @@ func i8KernelAVX2S7x4(kg int, a *uint8, b *int8, c *float32, ldc, flags int, bet
 //go:noescape
 func i8KernelAVX2S7x5(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32)
 
+// i8KernelAMX is the AMX-INT8 kernel (see amxKernel in internal/asmgen): the int8Fn
+// contract over mt tiles of h ≤ 32 rows, one under the other, and np panels of 32 columns
+// side by side (panel: the bytes of one of B), under one tile configuration.
+//
+//go:noescape
+func i8KernelAMX(h, kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32, mt, np, panel int)
+
+// amxFns returns i8KernelAMX on one tile at every height from 1 to 32 as int8Fns (the
+// height is the tile configuration's, an argument of the one kernel).
+func amxFns() []int8Fn {
+	fns := make([]int8Fn, 32)
+	for h := range fns {
+		fns[h] = func(kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32) {
+			i8KernelAMX(h+1, kg, a, b, c, ldc, flags, beta, lda, rs, rz, cs, csum, bias, 1, 1, 0)
+		}
+	}
+	return fns
+}
+
 // int8AVX2Narrow is the avx2 path's set for the weights PackInt8 quantizes itself: 7-bit
 // operands (see int8Kernel.narrow), two k steps per VPMADDUBSW pair, 5×16 tiles with
 // ones in a register and B read from memory (the loads bound the 6-row tile). In
@@ -110,12 +129,15 @@ var int8AVX2Narrow = &int8Kernel{name: "avx2", mr: 5, nr: 16, group: 4, narrow: 
 // int8Kernels lists the int8 kernel sets in order of preference; int8Active takes the first
 // that runs here.
 //
-// AMX-INT8 (TDPBUSD on tiles of 16 rows × 64 bytes) belongs to the AMX issue: its place is
-// first in the table and empty (no kernels), so Int8Path never reports it until it exists.
-// The 12×32 VNNI tile is the fp32 kernel's shape (24 zmm accumulators, two B vectors and
-// two broadcasts); the ymm sets are 6×16 for want of registers.
+// AMX-INT8 (TDPBUSD) takes tiles of 32 rows × 32 columns: four tiles of sums, two of A's
+// rows read in place, two of B's 16 columns × 16 k steps; the k steps after the last whole
+// block of 16, and the store, are AVX-512 (so it needs AVX512-VNNI too, which every CPU
+// with AMX-INT8 has). The 12×32 VNNI tile is the fp32 kernel's shape (24 zmm
+// accumulators, two B vectors and two broadcasts); the ymm sets are 6×16 for want of
+// registers.
 var int8Kernels = []*int8Kernel{
-	{name: "amx-int8", mr: 16, nr: 64, group: 4, needs: "AMX-INT8", level: simd.AVX512, hasCPU: func() bool { return cpu.X86.HasAMXInt8 }},
+	{name: "amx-int8", mr: 32, nr: 32, group: 4, fns: amxFns(), tiles: i8KernelAMX, needs: "AMX-INT8 and AVX512-VNNI", level: simd.AVX512,
+		hasCPU: func() bool { return cpuAVX512 && cpu.X86.HasAMXInt8 && cpu.X86.HasAMXTile && cpu.X86.HasAVX512VNNI }, refused: amxRefusal},
 	{name: "vnni512", mr: 12, nr: 32, group: 4, fns: []int8Fn{i8KernelVNNI512x1, i8KernelVNNI512x2, i8KernelVNNI512x3, i8KernelVNNI512x4, i8KernelVNNI512x5, i8KernelVNNI512x6, i8KernelVNNI512x7, i8KernelVNNI512x8, i8KernelVNNI512x9, i8KernelVNNI512x10, i8KernelVNNI512x11, i8KernelVNNI512x12},
 		needs: "AVX512-VNNI", level: simd.AVX512, hasCPU: func() bool { return cpuAVX512 && cpu.X86.HasAVX512VNNI }},
 	{name: "avx-vnni", mr: 6, nr: 16, group: 4, fns: []int8Fn{i8KernelAVXVNNIx1, i8KernelAVXVNNIx2, i8KernelAVXVNNIx3, i8KernelAVXVNNIx4, i8KernelAVXVNNIx5, i8KernelAVXVNNIx6},

@@ -10818,6 +10818,256 @@ i8KernelAVX2S7x1_st0_1:
 	VZEROUPPER
 	RET
 
+// func i8KernelAMX(h, kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32, mt, np, panel int)
+// AMX-INT8, mt×np tiles of h×32 (h ≤ 32): sums in tmm0–tmm3, A in tmm4–tmm5, B in tmm6–tmm7; the tail and store in AVX-512.
+TEXT ·i8KernelAMX(SB), $4288-136
+	MOVQ a+16(FP), AX
+	MOVQ AX, 0(SP)
+	MOVQ b+24(FP), AX
+	MOVQ AX, 8(SP)
+	MOVQ c+32(FP), AX
+	MOVQ AX, 16(SP)
+	MOVQ c+32(FP), AX
+	MOVQ AX, 24(SP)
+	MOVQ mt+112(FP), AX
+	MOVQ AX, 48(SP)
+	MOVQ np+120(FP), AX
+	MOVQ AX, 56(SP)
+	MOVQ $0, 32(SP)
+	MOVQ $0, 40(SP)
+	MOVQ h+0(FP), AX
+	MOVQ kg+8(FP), CX
+	LEAQ 127(SP), R9
+	ANDQ $~63, R9 // the tile configuration; the sums follow it
+	SHRQ $4, CX // whole blocks of 16 k steps
+	JZ i8KernelAMX_tile
+	VPXORD Z0, Z0, Z0
+	VMOVDQU64 Z0, (R9)
+	MOVB $1, (R9) // palette 1
+	MOVQ $16, R12
+	CMPQ AX, R12
+	CMOVQLT AX, R12
+	MOVQ AX, R13
+	SUBQ R12, R13
+	MOVW $64, 16(R9) // tmm0: sums of row tile 0, 16 columns
+	MOVB R12, 48(R9)
+	MOVW $64, 18(R9) // tmm1: sums of row tile 0, 16 columns
+	MOVB R12, 49(R9)
+	MOVW $64, 24(R9) // tmm4: A's row tile 0, 16 k steps
+	MOVB R12, 52(R9)
+	TESTQ R13, R13
+	JZ i8KernelAMX_cfg1
+	MOVW $64, 20(R9) // tmm2: sums of row tile 1, 16 columns
+	MOVB R13, 50(R9)
+	MOVW $64, 22(R9) // tmm3: sums of row tile 1, 16 columns
+	MOVB R13, 51(R9)
+	MOVW $64, 26(R9) // tmm5: A's row tile 1, 16 k steps
+	MOVB R13, 53(R9)
+i8KernelAMX_cfg1:
+	MOVW $64, 28(R9) // tmm6: B, 16 k steps × 16 columns
+	MOVB $16, 54(R9)
+	MOVW $64, 30(R9) // tmm7: B, 16 k steps × 16 columns
+	MOVB $16, 55(R9)
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x78; BYTE $0x49; BYTE $0x41; BYTE $0x00 // LDTILECFG [r9]
+i8KernelAMX_tile:
+	MOVQ h+0(FP), AX
+	MOVQ kg+8(FP), CX
+	MOVQ 0(SP), SI
+	MOVQ lda+64(FP), BX
+	LEAQ 127(SP), R9
+	ANDQ $~63, R9 // the tile configuration; the sums follow it
+	SHRQ $4, CX
+	JZ i8KernelAMX_rows
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // TILEZERO tmm0
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // TILEZERO tmm1
+	CMPQ AX, $16
+	JLE i8KernelAMX_zeroed
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // TILEZERO tmm2
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // TILEZERO tmm3
+i8KernelAMX_zeroed:
+	MOVQ $128, R11 // B's row stride: a k step
+	MOVQ BX, R10
+	SHLQ $4, R10
+	ADDQ SI, R10 // A's row 16
+	MOVQ SI, R12
+	MOVQ 8(SP), R13
+	CMPQ AX, $16
+	JLE i8KernelAMX_block1
+i8KernelAMX_block:
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x64; BYTE $0x1c; BYTE $0x00 // TILELOADD tmm4, [r12+rbx]
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x74; BYTE $0x1d; BYTE $0x00 // TILELOADD tmm6, [r13+r11+0]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x49; BYTE $0x5e; BYTE $0xc4 // TDPBUSD tmm0, tmm4, tmm6
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x7c; BYTE $0x1d; BYTE $0x40 // TILELOADD tmm7, [r13+r11+64]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x41; BYTE $0x5e; BYTE $0xcc // TDPBUSD tmm1, tmm4, tmm7
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x6c; BYTE $0x1a; BYTE $0x00 // TILELOADD tmm5, [r10+rbx]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x49; BYTE $0x5e; BYTE $0xd5 // TDPBUSD tmm2, tmm5, tmm6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x41; BYTE $0x5e; BYTE $0xdd // TDPBUSD tmm3, tmm5, tmm7
+	ADDQ $64, R12
+	ADDQ $64, R10
+	ADDQ $2048, R13 // 16 k steps of B
+	DECQ CX
+	JNZ i8KernelAMX_block
+	JMP i8KernelAMX_stored
+i8KernelAMX_block1:
+	BYTE $0xc4; BYTE $0xc2; BYTE $0x7b; BYTE $0x4b; BYTE $0x64; BYTE $0x1c; BYTE $0x00 // TILELOADD tmm4, [r12+rbx]
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x74; BYTE $0x1d; BYTE $0x00 // TILELOADD tmm6, [r13+r11+0]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x49; BYTE $0x5e; BYTE $0xc4 // TDPBUSD tmm0, tmm4, tmm6
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x7c; BYTE $0x1d; BYTE $0x40 // TILELOADD tmm7, [r13+r11+64]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x41; BYTE $0x5e; BYTE $0xcc // TDPBUSD tmm1, tmm4, tmm7
+	ADDQ $64, R12
+	ADDQ $2048, R13 // 16 k steps of B
+	DECQ CX
+	JNZ i8KernelAMX_block1
+i8KernelAMX_stored:
+	LEAQ 64(R9), R12
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x44; BYTE $0x1c; BYTE $0x00 // TILESTORED [r12+r11+0], tmm0
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x1c; BYTE $0x40 // TILESTORED [r12+r11+64], tmm1
+	CMPQ AX, $16
+	JLE i8KernelAMX_rows
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x94; BYTE $0x1c; BYTE $0x00; BYTE $0x08; BYTE $0x00; BYTE $0x00 // TILESTORED [r12+r11+2048], tmm2
+	BYTE $0xc4; BYTE $0x82; BYTE $0x7a; BYTE $0x4b; BYTE $0x9c; BYTE $0x1c; BYTE $0x40; BYTE $0x08; BYTE $0x00; BYTE $0x00 // TILESTORED [r12+r11+2112], tmm3
+i8KernelAMX_rows:
+	MOVQ kg+8(FP), CX
+	SHRQ $4, CX
+	MOVQ CX, R10
+	SHLQ $6, CX
+	ADDQ CX, SI // A at the tail
+	MOVQ 16(SP), DX
+	MOVQ ldc+40(FP), R8
+	SHLQ $2, R8 // C's row stride in bytes
+	ADDQ $64, R9
+	MOVQ 32(SP), R11
+i8KernelAMX_row:
+	TESTQ R10, R10
+	JZ i8KernelAMX_zero
+	VMOVDQU32 0(R9), Z0
+	VMOVDQU32 64(R9), Z1
+	JMP i8KernelAMX_tail
+i8KernelAMX_zero:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+i8KernelAMX_tail:
+	MOVQ kg+8(FP), CX
+	ANDQ $15, CX
+	JZ i8KernelAMX_store
+	MOVQ SI, R12
+	MOVQ R10, R13
+	IMULQ $2048, R13
+	ADDQ 8(SP), R13 // B at the tail
+i8KernelAMX_tailstep:
+	VMOVDQU32 0(R13), Z8
+	VMOVDQU32 64(R13), Z9
+	VPBROADCASTD (R12), Z12
+	BYTE $0x62; BYTE $0xd2; BYTE $0x1d; BYTE $0x48; BYTE $0x50; BYTE $0xc0 // VPDPBUSD zmm0, zmm12, zmm8
+	BYTE $0x62; BYTE $0xd2; BYTE $0x1d; BYTE $0x48; BYTE $0x50; BYTE $0xc9 // VPDPBUSD zmm1, zmm12, zmm9
+	ADDQ $4, R12
+	ADDQ $128, R13
+	DECQ CX
+	JNZ i8KernelAMX_tailstep
+i8KernelAMX_store:
+	MOVQ flags+48(FP), CX
+	CMPQ CX, $2
+	JNE i8KernelAMX_dequant
+	VMOVDQU32 Z0, 0(DX)
+	VMOVDQU32 Z1, 64(DX)
+	JMP i8KernelAMX_next
+i8KernelAMX_dequant:
+	MOVQ rz+80(FP), R12
+	ADDQ R11, R12
+	MOVQ rs+72(FP), R13
+	ADDQ R11, R13
+	MOVQ 40(SP), R10
+	MOVQ cs+88(FP), BX
+	ADDQ R10, BX
+	MOVQ csum+96(FP), DI
+	ADDQ R10, DI
+	ADDQ bias+104(FP), R10
+	VPBROADCASTD (R12), Z5
+	VPMULLD 0(DI), Z5, Z6
+	VPSUBD Z6, Z0, Z0
+	VPMULLD 64(DI), Z5, Z6
+	VPSUBD Z6, Z1, Z1
+	VBROADCASTSS (R13), Z4
+	VBROADCASTSS beta+56(FP), Z5
+	VCVTDQ2PS Z0, Z0
+	VMULPS 0(BX), Z4, Z7 // rs·cs
+	VMULPS Z7, Z0, Z0
+	TESTQ $4, CX
+	JZ i8KernelAMX_relu_0
+	VADDPS 0(R10), Z0, Z0 // + bias, rounded apart as the graph's Add
+i8KernelAMX_relu_0:
+	TESTQ $8, CX
+	JZ i8KernelAMX_acc_0
+	VPXORD Z6, Z6, Z6
+	VMAXPS Z0, Z6, Z0 // a NaN value stays
+	VADDPS Z6, Z0, Z0 // −0 becomes +0
+i8KernelAMX_acc_0:
+	TESTQ $1, CX
+	JZ i8KernelAMX_st_0
+	VFMADD231PS 0(DX), Z5, Z0 // beta·C + value
+i8KernelAMX_st_0:
+	VMOVUPS Z0, 0(DX)
+	VCVTDQ2PS Z1, Z1
+	VMULPS 64(BX), Z4, Z7 // rs·cs
+	VMULPS Z7, Z1, Z1
+	TESTQ $4, CX
+	JZ i8KernelAMX_relu_1
+	VADDPS 64(R10), Z1, Z1 // + bias, rounded apart as the graph's Add
+i8KernelAMX_relu_1:
+	TESTQ $8, CX
+	JZ i8KernelAMX_acc_1
+	VPXORD Z6, Z6, Z6
+	VMAXPS Z1, Z6, Z1 // a NaN value stays
+	VADDPS Z6, Z1, Z1 // −0 becomes +0
+i8KernelAMX_acc_1:
+	TESTQ $1, CX
+	JZ i8KernelAMX_st_1
+	VFMADD231PS 64(DX), Z5, Z1 // beta·C + value
+i8KernelAMX_st_1:
+	VMOVUPS Z1, 64(DX)
+	MOVQ kg+8(FP), R10
+	SHRQ $4, R10
+i8KernelAMX_next:
+	ADDQ lda+64(FP), SI
+	ADDQ $128, R9
+	ADDQ R8, DX
+	ADDQ $4, R11
+	DECQ AX
+	JNZ i8KernelAMX_row
+	MOVQ h+0(FP), AX
+	MOVQ AX, CX
+	IMULQ lda+64(FP), CX
+	ADDQ CX, 0(SP)
+	MOVQ 16(SP), DX
+	MOVQ AX, CX
+	IMULQ R8, CX
+	ADDQ CX, DX
+	MOVQ DX, 16(SP)
+	MOVQ R11, 32(SP)
+	DECQ 48(SP)
+	JNZ i8KernelAMX_tile
+	MOVQ mt+112(FP), CX
+	MOVQ CX, 48(SP)
+	MOVQ a+16(FP), CX
+	MOVQ CX, 0(SP)
+	MOVQ $0, 32(SP)
+	MOVQ 24(SP), DX
+	ADDQ $128, DX
+	MOVQ DX, 24(SP)
+	MOVQ DX, 16(SP)
+	MOVQ panel+128(FP), CX
+	ADDQ CX, 8(SP)
+	ADDQ $128, 40(SP)
+	DECQ 56(SP)
+	JNZ i8KernelAMX_tile
+	MOVQ kg+8(FP), CX
+	SHRQ $4, CX
+	JZ i8KernelAMX_done
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // TILERELEASE
+i8KernelAMX_done:
+	VZEROUPPER
+	RET
+
 // func i8RowRangeAVX2(x *float32, n int) (lo, hi, nan float32)
 // lo = min(0, x[0..n)), hi = max(0, x[0..n)) and nan = Σ (x − x), which is NaN when some x
 // is a NaN or an infinity, for n a multiple of 8. Minimum and maximum do not depend on the

@@ -47,7 +47,7 @@ func benchInt8(b *testing.B, path string, m, n, k int) {
 		return x
 	}
 	a, w, c := rnd(m*k, 1), rnd(k*n, 0.05), make([]float32, m*n)
-	lv := map[string]string{"vnni512": "avx512", "avx-vnni": "avx2", "avx2": "avx2", "generic": "generic"}[path]
+	lv := map[string]string{"amx-int8": "avx512", "vnni512": "avx512", "avx-vnni": "avx2", "avx2": "avx2", "generic": "generic"}[path]
 	var pf *PackedB
 	withLevel(b, lv, func() { pf = PackB(false, k, n, w, n) })
 	var pi *PackedB

@@ -453,7 +453,7 @@ func TestInt8KernelsBitwise(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			mr, nr, g := kern.mr, kern.nr, kern.group
-			for _, kg := range []int{1, 2, 3, 5, 17, 192, 1024} {
+			for _, kg := range []int{1, 2, 3, 5, 16, 17, 47, 192, 1024} {
 				lda := 4*kg + 64
 				a := make([]byte, mr*lda)
 				for i := range a {

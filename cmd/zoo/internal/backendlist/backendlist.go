@@ -24,7 +24,7 @@ type Row struct {
 	// then says why (never "" then). Both are always present, so that scripts can test them.
 	BF16       string `json:"bf16"`
 	BF16Reason string `json:"bf16_reason"`
-	// Int8 is the backend's int8 path (the CPU's: "vnni512", "avx-vnni", "avx2", or "none"
+	// Int8 is the backend's int8 path (the CPU's: "amx-int8", "vnni512", "avx-vnni", "avx2", or "none"
 	// where it has no int8 kernels and --precision int8 runs in pure Go, which Int8Reason
 	// then says), "" when the backend has no int8 path at all; Int8Reason says why, or beside
 	// a path what keeps a better one off ("" on the best path). Both are always present.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log"
+	"strconv"
 )
 
 // int8Kernel describes one int8 micro-kernel: an MR×(NV·lanes) tile of int32 sums held in
@@ -42,6 +43,9 @@ func generateInt8() []byte {
 			k.name = fmt.Sprintf("%sx%d", set.name, mr)
 			k.emit(&w)
 		}
+	}
+	for _, k := range amxKernels {
+		k.emit(&w)
 	}
 	fmt.Fprint(&w, int8QuantAsm())
 	fmt.Fprint(&w, int8ActAsm())
@@ -227,53 +231,79 @@ func (k int8Kernel) emit(w *bytes.Buffer) {
 
 	// Dequantize: four scratch registers after the sums (the B registers and the next two).
 	label("dequant")
-	sReg, zReg, tmp, tmp2 := r(nacc), r(nacc+1), r(nacc+2), r(nacc+3)
 	p("MOVQ rs+64(FP), SI")
 	p("MOVQ rz+72(FP), R10")
 	p("MOVQ cs+80(FP), R11")
 	p("MOVQ csum+88(FP), R12")
 	p("MOVQ bias+96(FP), R13")
+	st := rowStore{name: k.name, avx512: k.avx512, lanes: lanes, flags: "AX", beta: "beta+48(FP)", cs: "R11", csum: "R12", bias: "R13", c: "DX",
+		s: r(nacc), z: r(nacc + 1), tmp: r(nacc + 2), tmp2: r(nacc + 3)}
 	for i := 0; i < k.mr; i++ {
-		// sum − z·colsum, in int32 (exact for k ≤ MaxInt8K).
-		p("VPBROADCASTD %d(R10), %s", 4*i, zReg)
+		st.row, st.rz, st.rs = strconv.Itoa(i), fmt.Sprintf("%d(R10)", 4*i), fmt.Sprintf("%d(SI)", 4*i)
+		st.accs = st.accs[:0]
 		for v := 0; v < k.nv; v++ {
-			p("VPMULLD %d(R12), %s, %s", v*lanes*4, zReg, tmp)
-			p("VPSUBD %s, %s, %s", tmp, r(acc(i, v)), r(acc(i, v)))
+			st.accs = append(st.accs, r(acc(i, v)))
 		}
-		p("VBROADCASTSS %d(SI), %s", 4*i, sReg)
-		p("VBROADCASTSS beta+48(FP), %s", zReg) // read only by the accumulate store
-		for v := 0; v < k.nv; v++ {
-			a := r(acc(i, v))
-			lbl := func(s string) string { return fmt.Sprintf("%s_%s%d_%d", k.name, s, i, v) }
-			p("VCVTDQ2PS %s, %s", a, a)
-			p("VMULPS %d(R11), %s, %s // rs·cs", v*lanes*4, sReg, tmp2)
-			p("VMULPS %s, %s, %s", tmp2, a, a)
-			p("TESTQ $4, AX")
-			p("JZ %s", lbl("relu"))
-			p("VADDPS %d(R13), %s, %s // + bias, rounded apart as the graph's Add", v*lanes*4, a, a)
-			fmt.Fprintf(w, "%s:\n", lbl("relu"))
-			p("TESTQ $8, AX")
-			p("JZ %s", lbl("acc"))
-			if k.avx512 {
-				p("VPXORD %s, %s, %s", tmp, tmp, tmp)
-			} else {
-				p("VXORPS %s, %s, %s", tmp, tmp, tmp)
-			}
-			p("VMAXPS %s, %s, %s // a NaN value stays", a, tmp, a)
-			p("VADDPS %s, %s, %s // −0 becomes +0", tmp, a, a)
-			fmt.Fprintf(w, "%s:\n", lbl("acc"))
-			p("TESTQ $1, AX")
-			p("JZ %s_st%d_%d", k.name, i, v)
-			p("VFMADD231PS %d(DX), %s, %s // beta·C + value", v*lanes*4, zReg, a)
-			fmt.Fprintf(w, "%s_st%d_%d:\n", k.name, i, v)
-			p("VMOVUPS %s, %d(DX)", a, v*lanes*4)
-		}
+		st.emit(w)
 		if i < k.mr-1 {
 			p("ADDQ R8, DX")
 		}
 	}
 	p("VZEROUPPER")
 	p("RET")
+}
+
+// rowStore emits the dequantizing store of one row of a tile's int32 sums (int8StoreTwin
+// in int8.go is its Go statement): sum − rz·csum in int32, then float32, times rs·cs, then
+// by the flags register's bits the bias (4), ReLU (8) and beta·C + value (1), stored to the
+// row of C at c. The accs hold the row's sums, a vector of lanes columns each.
+type rowStore struct {
+	name, row       string // label prefix: the kernel's name and the row's (unique in it)
+	avx512          bool
+	lanes           int
+	accs            []string
+	rz, rs          string // memory operands: the row's zero point and scale
+	flags, beta     string // the flags register; beta's memory operand
+	cs, csum, bias  string // registers addressing the columns' scales, sums and biases
+	c               string // the register addressing the row of C
+	s, z, tmp, tmp2 string // scratch vector registers
+}
+
+func (st rowStore) emit(w *bytes.Buffer) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, "\t"+format+"\n", args...) }
+	// sum − z·colsum, in int32 (exact for k ≤ MaxInt8K).
+	p("VPBROADCASTD %s, %s", st.rz, st.z)
+	for v, a := range st.accs {
+		p("VPMULLD %d(%s), %s, %s", v*st.lanes*4, st.csum, st.z, st.tmp)
+		p("VPSUBD %s, %s, %s", st.tmp, a, a)
+	}
+	p("VBROADCASTSS %s, %s", st.rs, st.s)
+	p("VBROADCASTSS %s, %s", st.beta, st.z) // read only by the accumulate store
+	for v, a := range st.accs {
+		lbl := func(s string) string { return fmt.Sprintf("%s_%s%s_%d", st.name, s, st.row, v) }
+		p("VCVTDQ2PS %s, %s", a, a)
+		p("VMULPS %d(%s), %s, %s // rs·cs", v*st.lanes*4, st.cs, st.s, st.tmp2)
+		p("VMULPS %s, %s, %s", st.tmp2, a, a)
+		p("TESTQ $4, %s", st.flags)
+		p("JZ %s", lbl("relu"))
+		p("VADDPS %d(%s), %s, %s // + bias, rounded apart as the graph's Add", v*st.lanes*4, st.bias, a, a)
+		fmt.Fprintf(w, "%s:\n", lbl("relu"))
+		p("TESTQ $8, %s", st.flags)
+		p("JZ %s", lbl("acc"))
+		if st.avx512 {
+			p("VPXORD %s, %s, %s", st.tmp, st.tmp, st.tmp)
+		} else {
+			p("VXORPS %s, %s, %s", st.tmp, st.tmp, st.tmp)
+		}
+		p("VMAXPS %s, %s, %s // a NaN value stays", a, st.tmp, a)
+		p("VADDPS %s, %s, %s // −0 becomes +0", st.tmp, a, a)
+		fmt.Fprintf(w, "%s:\n", lbl("acc"))
+		p("TESTQ $1, %s", st.flags)
+		p("JZ %s", lbl("st"))
+		p("VFMADD231PS %d(%s), %s, %s // beta·C + value", v*st.lanes*4, st.c, st.z, a)
+		fmt.Fprintf(w, "%s:\n", lbl("st"))
+		p("VMOVUPS %s, %d(%s)", a, v*st.lanes*4, st.c)
+	}
 }
 
 // onesInReg says whether a madd7 kernel keeps its int16 ones in a register (the one after
