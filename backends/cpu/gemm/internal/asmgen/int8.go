@@ -396,13 +396,13 @@ TEXT ·i8QuantU16AVX2(SB), NOSPLIT, $0-32
 	MOVQ n+16(FP), CX
 	VBROADCASTSS inv+24(FP), Y8
 	MOVL z+28(FP), AX
-	MOVQ AX, X9
+	VMOVQ AX, X9
 	VPBROADCASTD X9, Y9
 	MOVL $255, AX
-	MOVQ AX, X10
+	VMOVQ AX, X10
 	VPBROADCASTD X10, Y10
 	MOVL $0x44000000, AX // 512.0
-	MOVQ AX, X11
+	VMOVQ AX, X11
 	VPBROADCASTD X11, Y11
 	SHRQ $4, CX
 	JZ i8QuantU16AVX2_done
@@ -550,11 +550,11 @@ func quantU8AVX2(div bool) string {
 	p("MOVQ n+16(FP), CX")
 	p("VBROADCASTSS %s+24(FP), Y8", arg)
 	p("MOVL z+28(FP), AX")
-	p("MOVQ AX, X9")
+	p("VMOVQ AX, X9")
 	p("VPBROADCASTD X9, Y9")
 	p("VMOVDQU i8PermU8<>(SB), Y10")
 	p("MOVL $0x44000000, AX // 512.0")
-	p("MOVQ AX, X11")
+	p("VMOVQ AX, X11")
 	p("VPBROADCASTD X11, Y11")
 	p("SHRQ $5, CX")
 	p("JZ %s_done", name)
@@ -615,11 +615,11 @@ func quantU8AVX512(div bool) string {
 	p("MOVQ n+16(FP), CX")
 	p("VBROADCASTSS %s+24(FP), Z8", arg)
 	p("MOVL z+28(FP), AX")
-	p("MOVQ AX, X9")
+	p("VMOVQ AX, X9")
 	p("VPBROADCASTD X9, Z9")
 	p("VPXORD Z10, Z10, Z10")
 	p("MOVL $0x44000000, AX // 512.0")
-	p("MOVQ AX, X11")
+	p("VMOVQ AX, X11")
 	p("VPBROADCASTD X11, Z11")
 	p("SHRQ $4, CX")
 	p("JZ %s_done", name)
@@ -665,7 +665,7 @@ func int8ActAsm() string {
 	p := func(format string, args ...any) { fmt.Fprintf(&w, "\t"+format+"\n", args...) }
 	absMask := func(reg string) {
 		p("MOVL $0x7fffffff, AX")
-		p("MOVQ AX, X8")
+		p("VMOVQ AX, X8")
 		p("VPBROADCASTD X8, %s8", reg)
 	}
 	for _, z := range []bool{false, true} {
@@ -850,7 +850,7 @@ TEXT ·i8PackRows4%[1]s(SB), NOSPLIT, $0-64
 	p("MOVQ per+48(FP), R9")
 	p("MOVQ panel+56(FP), R10")
 	p("MOVL $0xff, AX")
-	p("MOVQ AX, X15")
+	p("VMOVQ AX, X15")
 	p("VPBROADCASTD X15, %s15", r)
 	p("SHRQ $%d, CX", map[int]int{8: 3, 16: 4}[width])
 	p("JZ i8PackRows4%s_done", name)
