@@ -163,7 +163,7 @@ func attentionBackward(e *exec, a *attnGradIn, dq, dk, dv matView) {
 				for i := 0; i < rows; i++ {
 					row := p[i*cols : (i+1)*cols]
 					applyScoreOps(row, a.ops, a.operands, b, q0+i, k0)
-					vec.ExpSum(row, row, a.lse[b*nq+q0+i])
+					vec.ExpSumFlush(row, row, a.lse[b*nq+q0+i]) // the forward pass's probabilities
 				}
 				gemm.SgemmPacked(rows, cols, dvd, 1, dob, a.do.ld, &st.vt, 0, dp, cols)
 				beta := float32(1)

@@ -118,18 +118,19 @@ func parentsOf(x *tensor.Tensor, perm []int, win *window, batch []int, keyAxis i
 	return p, true
 }
 
-// expRow is vec.ExpSum(row, row, m) for row i of a block: it returns the sum of exp(row −
-// m). In an int8-attention run (attn8) it also quantizes the probabilities into p's row i,
+// expRow is vec.ExpSumFlush(row, row, m) for row i of a block: it returns the sum of
+// exp(row − m), values below 1.6e-38 made 0 (they would cost the product with V a
+// microcode assist apiece on Intel cores). In an int8-attention run (attn8) it also quantizes the probabilities into p's row i,
 // in the same pass where p's rows are u8 (row's floats are then left unchanged, as nothing
 // reads them again).
 func expRow(p *gemm.Int8Rows, attn8 bool, i int, row []float32, m float32) float32 {
 	if !attn8 {
-		return vec.ExpSum(row, row, m)
+		return vec.ExpSumFlush(row, row, m)
 	}
 	if q := p.UnitRow(i, len(row)); q != nil {
 		return vec.ExpSumU8(q, row, m)
 	}
-	sum := vec.ExpSum(row, row, m)
+	sum := vec.ExpSumFlush(row, row, m)
 	p.QuantizeUnit(i, row)
 	return sum
 }

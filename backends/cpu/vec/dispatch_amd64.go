@@ -17,6 +17,12 @@ func expSum512(dst, src *float32, n int, shift float32) float32
 func expSum256(dst, src *float32, n int, shift float32) float32
 
 //go:noescape
+func expSumFlush512(dst, src *float32, n int, shift float32) float32
+
+//go:noescape
+func expSumFlush256(dst, src *float32, n int, shift float32) float32
+
+//go:noescape
 func expSumU8512(dst *uint8, src *float32, n int, shift float32) float32
 
 //go:noescape
@@ -151,6 +157,20 @@ func expSum(dst, src []float32, shift float32) float32 {
 		return expSum256(p(dst), p(src), len(src), shift)
 	}
 	return expSumGeneric(dst, src, shift)
+}
+
+func expSumFlush(dst, src []float32, shift float32) float32 {
+	if len(src) == 0 {
+		return 0
+	}
+	_ = dst[len(src)-1]
+	switch level() {
+	case levelAVX512:
+		return expSumFlush512(p(dst), p(src), len(src), shift)
+	case levelAVX2:
+		return expSumFlush256(p(dst), p(src), len(src), shift)
+	}
+	return expSumFlushGeneric(dst, src, shift)
 }
 
 // expSumU8 runs the vector routine on the leading multiple of 16 values and the Go

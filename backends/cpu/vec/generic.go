@@ -11,18 +11,21 @@ import "math"
 // subnormal are right. Inputs are clamped to [expLo, expHi] first: below expLo exp rounds
 // to 0 in float32, above expHi it overflows to +Inf (the clamp keeps n in range).
 const (
-	expLo    = -104.0
-	expHi    = 89.0
-	log2e    = 1.44269504088896341
-	ln2Hi    = 0.693359375
-	ln2Lo    = -2.12194440e-4
-	expP0    = 1.9875691500e-4
-	expP1    = 1.3981999507e-3
-	expP2    = 8.3334519073e-3
-	expP3    = 4.1665795894e-2
-	expP4    = 1.6666665459e-1
-	expP5    = 5.0000001201e-1
-	invSqrt2 = 0.70710678118654752
+	expLo = -104.0
+	// expFlushLo is ExpSumFlush's bound: exp(−87) ≈ 1.6e-38 is normal, and every value at
+	// or below it becomes 0, subnormal results among them.
+	expFlushLo = -87.0
+	expHi      = 89.0
+	log2e      = 1.44269504088896341
+	ln2Hi      = 0.693359375
+	ln2Lo      = -2.12194440e-4
+	expP0      = 1.9875691500e-4
+	expP1      = 1.3981999507e-3
+	expP2      = 8.3334519073e-3
+	expP3      = 4.1665795894e-2
+	expP4      = 1.6666665459e-1
+	expP5      = 5.0000001201e-1
+	invSqrt2   = 0.70710678118654752
 )
 
 // expU8's constants: ln2 rounded to float32, one reduction step, and a degree-4
@@ -63,6 +66,15 @@ func exp32(x float32) float32 {
 	p = p*r + 1
 	p = p*r + 1
 	return scale2n(p, n)
+}
+
+// expFlush32 is the scalar statement of ExpSumFlush's exp: exp32, 0 at or below
+// expFlushLo (a NaN stays NaN).
+func expFlush32(x float32) float32 {
+	if x <= expFlushLo {
+		return 0
+	}
+	return exp32(x)
 }
 
 // expU8 is the scalar statement of the exp of ExpSumU8: exp32's clamping and scaling by
@@ -125,6 +137,17 @@ func expSumGeneric(dst, src []float32, shift float32) float32 {
 	var acc [16]float32
 	for i, v := range src {
 		e := exp32(v - shift)
+		dst[i] = e
+		acc[i&15] += e
+	}
+	return fold16(&acc)
+}
+
+// expSumFlushGeneric is expSumGeneric with expFlush32.
+func expSumFlushGeneric(dst, src []float32, shift float32) float32 {
+	var acc [16]float32
+	for i, v := range src {
+		e := expFlush32(v - shift)
 		dst[i] = e
 		acc[i&15] += e
 	}

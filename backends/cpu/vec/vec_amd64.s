@@ -20,487 +20,503 @@ DATA consts<>+48(SB)/4, $0xc2d00000
 DATA consts<>+52(SB)/4, $0xc2d00000
 DATA consts<>+56(SB)/4, $0xc2d00000
 DATA consts<>+60(SB)/4, $0xc2d00000
-DATA consts<>+64(SB)/4, $0x42b20000
-DATA consts<>+68(SB)/4, $0x42b20000
-DATA consts<>+72(SB)/4, $0x42b20000
-DATA consts<>+76(SB)/4, $0x42b20000
-DATA consts<>+80(SB)/4, $0x42b20000
-DATA consts<>+84(SB)/4, $0x42b20000
-DATA consts<>+88(SB)/4, $0x42b20000
-DATA consts<>+92(SB)/4, $0x42b20000
-DATA consts<>+96(SB)/4, $0x42b20000
-DATA consts<>+100(SB)/4, $0x42b20000
-DATA consts<>+104(SB)/4, $0x42b20000
-DATA consts<>+108(SB)/4, $0x42b20000
-DATA consts<>+112(SB)/4, $0x42b20000
-DATA consts<>+116(SB)/4, $0x42b20000
-DATA consts<>+120(SB)/4, $0x42b20000
-DATA consts<>+124(SB)/4, $0x42b20000
-DATA consts<>+128(SB)/4, $0x3fb8aa3b
-DATA consts<>+132(SB)/4, $0x3fb8aa3b
-DATA consts<>+136(SB)/4, $0x3fb8aa3b
-DATA consts<>+140(SB)/4, $0x3fb8aa3b
-DATA consts<>+144(SB)/4, $0x3fb8aa3b
-DATA consts<>+148(SB)/4, $0x3fb8aa3b
-DATA consts<>+152(SB)/4, $0x3fb8aa3b
-DATA consts<>+156(SB)/4, $0x3fb8aa3b
-DATA consts<>+160(SB)/4, $0x3fb8aa3b
-DATA consts<>+164(SB)/4, $0x3fb8aa3b
-DATA consts<>+168(SB)/4, $0x3fb8aa3b
-DATA consts<>+172(SB)/4, $0x3fb8aa3b
-DATA consts<>+176(SB)/4, $0x3fb8aa3b
-DATA consts<>+180(SB)/4, $0x3fb8aa3b
-DATA consts<>+184(SB)/4, $0x3fb8aa3b
-DATA consts<>+188(SB)/4, $0x3fb8aa3b
-DATA consts<>+192(SB)/4, $0x3f318000
-DATA consts<>+196(SB)/4, $0x3f318000
-DATA consts<>+200(SB)/4, $0x3f318000
-DATA consts<>+204(SB)/4, $0x3f318000
-DATA consts<>+208(SB)/4, $0x3f318000
-DATA consts<>+212(SB)/4, $0x3f318000
-DATA consts<>+216(SB)/4, $0x3f318000
-DATA consts<>+220(SB)/4, $0x3f318000
-DATA consts<>+224(SB)/4, $0x3f318000
-DATA consts<>+228(SB)/4, $0x3f318000
-DATA consts<>+232(SB)/4, $0x3f318000
-DATA consts<>+236(SB)/4, $0x3f318000
-DATA consts<>+240(SB)/4, $0x3f318000
-DATA consts<>+244(SB)/4, $0x3f318000
-DATA consts<>+248(SB)/4, $0x3f318000
-DATA consts<>+252(SB)/4, $0x3f318000
-DATA consts<>+256(SB)/4, $0xb95e8083
-DATA consts<>+260(SB)/4, $0xb95e8083
-DATA consts<>+264(SB)/4, $0xb95e8083
-DATA consts<>+268(SB)/4, $0xb95e8083
-DATA consts<>+272(SB)/4, $0xb95e8083
-DATA consts<>+276(SB)/4, $0xb95e8083
-DATA consts<>+280(SB)/4, $0xb95e8083
-DATA consts<>+284(SB)/4, $0xb95e8083
-DATA consts<>+288(SB)/4, $0xb95e8083
-DATA consts<>+292(SB)/4, $0xb95e8083
-DATA consts<>+296(SB)/4, $0xb95e8083
-DATA consts<>+300(SB)/4, $0xb95e8083
-DATA consts<>+304(SB)/4, $0xb95e8083
-DATA consts<>+308(SB)/4, $0xb95e8083
-DATA consts<>+312(SB)/4, $0xb95e8083
-DATA consts<>+316(SB)/4, $0xb95e8083
-DATA consts<>+320(SB)/4, $0x39506967
-DATA consts<>+324(SB)/4, $0x39506967
-DATA consts<>+328(SB)/4, $0x39506967
-DATA consts<>+332(SB)/4, $0x39506967
-DATA consts<>+336(SB)/4, $0x39506967
-DATA consts<>+340(SB)/4, $0x39506967
-DATA consts<>+344(SB)/4, $0x39506967
-DATA consts<>+348(SB)/4, $0x39506967
-DATA consts<>+352(SB)/4, $0x39506967
-DATA consts<>+356(SB)/4, $0x39506967
-DATA consts<>+360(SB)/4, $0x39506967
-DATA consts<>+364(SB)/4, $0x39506967
-DATA consts<>+368(SB)/4, $0x39506967
-DATA consts<>+372(SB)/4, $0x39506967
-DATA consts<>+376(SB)/4, $0x39506967
-DATA consts<>+380(SB)/4, $0x39506967
-DATA consts<>+384(SB)/4, $0x3ab743ce
-DATA consts<>+388(SB)/4, $0x3ab743ce
-DATA consts<>+392(SB)/4, $0x3ab743ce
-DATA consts<>+396(SB)/4, $0x3ab743ce
-DATA consts<>+400(SB)/4, $0x3ab743ce
-DATA consts<>+404(SB)/4, $0x3ab743ce
-DATA consts<>+408(SB)/4, $0x3ab743ce
-DATA consts<>+412(SB)/4, $0x3ab743ce
-DATA consts<>+416(SB)/4, $0x3ab743ce
-DATA consts<>+420(SB)/4, $0x3ab743ce
-DATA consts<>+424(SB)/4, $0x3ab743ce
-DATA consts<>+428(SB)/4, $0x3ab743ce
-DATA consts<>+432(SB)/4, $0x3ab743ce
-DATA consts<>+436(SB)/4, $0x3ab743ce
-DATA consts<>+440(SB)/4, $0x3ab743ce
-DATA consts<>+444(SB)/4, $0x3ab743ce
-DATA consts<>+448(SB)/4, $0x3c088908
-DATA consts<>+452(SB)/4, $0x3c088908
-DATA consts<>+456(SB)/4, $0x3c088908
-DATA consts<>+460(SB)/4, $0x3c088908
-DATA consts<>+464(SB)/4, $0x3c088908
-DATA consts<>+468(SB)/4, $0x3c088908
-DATA consts<>+472(SB)/4, $0x3c088908
-DATA consts<>+476(SB)/4, $0x3c088908
-DATA consts<>+480(SB)/4, $0x3c088908
-DATA consts<>+484(SB)/4, $0x3c088908
-DATA consts<>+488(SB)/4, $0x3c088908
-DATA consts<>+492(SB)/4, $0x3c088908
-DATA consts<>+496(SB)/4, $0x3c088908
-DATA consts<>+500(SB)/4, $0x3c088908
-DATA consts<>+504(SB)/4, $0x3c088908
-DATA consts<>+508(SB)/4, $0x3c088908
-DATA consts<>+512(SB)/4, $0x3d2aa9c1
-DATA consts<>+516(SB)/4, $0x3d2aa9c1
-DATA consts<>+520(SB)/4, $0x3d2aa9c1
-DATA consts<>+524(SB)/4, $0x3d2aa9c1
-DATA consts<>+528(SB)/4, $0x3d2aa9c1
-DATA consts<>+532(SB)/4, $0x3d2aa9c1
-DATA consts<>+536(SB)/4, $0x3d2aa9c1
-DATA consts<>+540(SB)/4, $0x3d2aa9c1
-DATA consts<>+544(SB)/4, $0x3d2aa9c1
-DATA consts<>+548(SB)/4, $0x3d2aa9c1
-DATA consts<>+552(SB)/4, $0x3d2aa9c1
-DATA consts<>+556(SB)/4, $0x3d2aa9c1
-DATA consts<>+560(SB)/4, $0x3d2aa9c1
-DATA consts<>+564(SB)/4, $0x3d2aa9c1
-DATA consts<>+568(SB)/4, $0x3d2aa9c1
-DATA consts<>+572(SB)/4, $0x3d2aa9c1
-DATA consts<>+576(SB)/4, $0x3e2aaaaa
-DATA consts<>+580(SB)/4, $0x3e2aaaaa
-DATA consts<>+584(SB)/4, $0x3e2aaaaa
-DATA consts<>+588(SB)/4, $0x3e2aaaaa
-DATA consts<>+592(SB)/4, $0x3e2aaaaa
-DATA consts<>+596(SB)/4, $0x3e2aaaaa
-DATA consts<>+600(SB)/4, $0x3e2aaaaa
-DATA consts<>+604(SB)/4, $0x3e2aaaaa
-DATA consts<>+608(SB)/4, $0x3e2aaaaa
-DATA consts<>+612(SB)/4, $0x3e2aaaaa
-DATA consts<>+616(SB)/4, $0x3e2aaaaa
-DATA consts<>+620(SB)/4, $0x3e2aaaaa
-DATA consts<>+624(SB)/4, $0x3e2aaaaa
-DATA consts<>+628(SB)/4, $0x3e2aaaaa
-DATA consts<>+632(SB)/4, $0x3e2aaaaa
-DATA consts<>+636(SB)/4, $0x3e2aaaaa
-DATA consts<>+640(SB)/4, $0x3f000000
-DATA consts<>+644(SB)/4, $0x3f000000
-DATA consts<>+648(SB)/4, $0x3f000000
-DATA consts<>+652(SB)/4, $0x3f000000
-DATA consts<>+656(SB)/4, $0x3f000000
-DATA consts<>+660(SB)/4, $0x3f000000
-DATA consts<>+664(SB)/4, $0x3f000000
-DATA consts<>+668(SB)/4, $0x3f000000
-DATA consts<>+672(SB)/4, $0x3f000000
-DATA consts<>+676(SB)/4, $0x3f000000
-DATA consts<>+680(SB)/4, $0x3f000000
-DATA consts<>+684(SB)/4, $0x3f000000
-DATA consts<>+688(SB)/4, $0x3f000000
-DATA consts<>+692(SB)/4, $0x3f000000
-DATA consts<>+696(SB)/4, $0x3f000000
-DATA consts<>+700(SB)/4, $0x3f000000
-DATA consts<>+704(SB)/4, $0x3f800000
-DATA consts<>+708(SB)/4, $0x3f800000
-DATA consts<>+712(SB)/4, $0x3f800000
-DATA consts<>+716(SB)/4, $0x3f800000
-DATA consts<>+720(SB)/4, $0x3f800000
-DATA consts<>+724(SB)/4, $0x3f800000
-DATA consts<>+728(SB)/4, $0x3f800000
-DATA consts<>+732(SB)/4, $0x3f800000
-DATA consts<>+736(SB)/4, $0x3f800000
-DATA consts<>+740(SB)/4, $0x3f800000
-DATA consts<>+744(SB)/4, $0x3f800000
-DATA consts<>+748(SB)/4, $0x3f800000
-DATA consts<>+752(SB)/4, $0x3f800000
-DATA consts<>+756(SB)/4, $0x3f800000
-DATA consts<>+760(SB)/4, $0x3f800000
-DATA consts<>+764(SB)/4, $0x3f800000
-DATA consts<>+768(SB)/4, $0x0000007f
-DATA consts<>+772(SB)/4, $0x0000007f
-DATA consts<>+776(SB)/4, $0x0000007f
-DATA consts<>+780(SB)/4, $0x0000007f
-DATA consts<>+784(SB)/4, $0x0000007f
-DATA consts<>+788(SB)/4, $0x0000007f
-DATA consts<>+792(SB)/4, $0x0000007f
-DATA consts<>+796(SB)/4, $0x0000007f
-DATA consts<>+800(SB)/4, $0x0000007f
-DATA consts<>+804(SB)/4, $0x0000007f
-DATA consts<>+808(SB)/4, $0x0000007f
-DATA consts<>+812(SB)/4, $0x0000007f
-DATA consts<>+816(SB)/4, $0x0000007f
-DATA consts<>+820(SB)/4, $0x0000007f
-DATA consts<>+824(SB)/4, $0x0000007f
-DATA consts<>+828(SB)/4, $0x0000007f
-DATA consts<>+832(SB)/4, $0x3ea7ba05
-DATA consts<>+836(SB)/4, $0x3ea7ba05
-DATA consts<>+840(SB)/4, $0x3ea7ba05
-DATA consts<>+844(SB)/4, $0x3ea7ba05
-DATA consts<>+848(SB)/4, $0x3ea7ba05
-DATA consts<>+852(SB)/4, $0x3ea7ba05
-DATA consts<>+856(SB)/4, $0x3ea7ba05
-DATA consts<>+860(SB)/4, $0x3ea7ba05
-DATA consts<>+864(SB)/4, $0x3ea7ba05
-DATA consts<>+868(SB)/4, $0x3ea7ba05
-DATA consts<>+872(SB)/4, $0x3ea7ba05
-DATA consts<>+876(SB)/4, $0x3ea7ba05
-DATA consts<>+880(SB)/4, $0x3ea7ba05
-DATA consts<>+884(SB)/4, $0x3ea7ba05
-DATA consts<>+888(SB)/4, $0x3ea7ba05
-DATA consts<>+892(SB)/4, $0x3ea7ba05
-DATA consts<>+896(SB)/4, $0x3e827906
-DATA consts<>+900(SB)/4, $0x3e827906
-DATA consts<>+904(SB)/4, $0x3e827906
-DATA consts<>+908(SB)/4, $0x3e827906
-DATA consts<>+912(SB)/4, $0x3e827906
-DATA consts<>+916(SB)/4, $0x3e827906
-DATA consts<>+920(SB)/4, $0x3e827906
-DATA consts<>+924(SB)/4, $0x3e827906
-DATA consts<>+928(SB)/4, $0x3e827906
-DATA consts<>+932(SB)/4, $0x3e827906
-DATA consts<>+936(SB)/4, $0x3e827906
-DATA consts<>+940(SB)/4, $0x3e827906
-DATA consts<>+944(SB)/4, $0x3e827906
-DATA consts<>+948(SB)/4, $0x3e827906
-DATA consts<>+952(SB)/4, $0x3e827906
-DATA consts<>+956(SB)/4, $0x3e827906
-DATA consts<>+960(SB)/4, $0xbe91a98e
-DATA consts<>+964(SB)/4, $0xbe91a98e
-DATA consts<>+968(SB)/4, $0xbe91a98e
-DATA consts<>+972(SB)/4, $0xbe91a98e
-DATA consts<>+976(SB)/4, $0xbe91a98e
-DATA consts<>+980(SB)/4, $0xbe91a98e
-DATA consts<>+984(SB)/4, $0xbe91a98e
-DATA consts<>+988(SB)/4, $0xbe91a98e
-DATA consts<>+992(SB)/4, $0xbe91a98e
-DATA consts<>+996(SB)/4, $0xbe91a98e
-DATA consts<>+1000(SB)/4, $0xbe91a98e
-DATA consts<>+1004(SB)/4, $0xbe91a98e
-DATA consts<>+1008(SB)/4, $0xbe91a98e
-DATA consts<>+1012(SB)/4, $0xbe91a98e
-DATA consts<>+1016(SB)/4, $0xbe91a98e
-DATA consts<>+1020(SB)/4, $0xbe91a98e
-DATA consts<>+1024(SB)/4, $0x3fb5f0e3
-DATA consts<>+1028(SB)/4, $0x3fb5f0e3
-DATA consts<>+1032(SB)/4, $0x3fb5f0e3
-DATA consts<>+1036(SB)/4, $0x3fb5f0e3
-DATA consts<>+1040(SB)/4, $0x3fb5f0e3
-DATA consts<>+1044(SB)/4, $0x3fb5f0e3
-DATA consts<>+1048(SB)/4, $0x3fb5f0e3
-DATA consts<>+1052(SB)/4, $0x3fb5f0e3
-DATA consts<>+1056(SB)/4, $0x3fb5f0e3
-DATA consts<>+1060(SB)/4, $0x3fb5f0e3
-DATA consts<>+1064(SB)/4, $0x3fb5f0e3
-DATA consts<>+1068(SB)/4, $0x3fb5f0e3
-DATA consts<>+1072(SB)/4, $0x3fb5f0e3
-DATA consts<>+1076(SB)/4, $0x3fb5f0e3
-DATA consts<>+1080(SB)/4, $0x3fb5f0e3
-DATA consts<>+1084(SB)/4, $0x3fb5f0e3
-DATA consts<>+1088(SB)/4, $0xbfba00e3
-DATA consts<>+1092(SB)/4, $0xbfba00e3
-DATA consts<>+1096(SB)/4, $0xbfba00e3
-DATA consts<>+1100(SB)/4, $0xbfba00e3
-DATA consts<>+1104(SB)/4, $0xbfba00e3
-DATA consts<>+1108(SB)/4, $0xbfba00e3
-DATA consts<>+1112(SB)/4, $0xbfba00e3
-DATA consts<>+1116(SB)/4, $0xbfba00e3
-DATA consts<>+1120(SB)/4, $0xbfba00e3
-DATA consts<>+1124(SB)/4, $0xbfba00e3
-DATA consts<>+1128(SB)/4, $0xbfba00e3
-DATA consts<>+1132(SB)/4, $0xbfba00e3
-DATA consts<>+1136(SB)/4, $0xbfba00e3
-DATA consts<>+1140(SB)/4, $0xbfba00e3
-DATA consts<>+1144(SB)/4, $0xbfba00e3
-DATA consts<>+1148(SB)/4, $0xbfba00e3
-DATA consts<>+1152(SB)/4, $0x3f87dc22
-DATA consts<>+1156(SB)/4, $0x3f87dc22
-DATA consts<>+1160(SB)/4, $0x3f87dc22
-DATA consts<>+1164(SB)/4, $0x3f87dc22
-DATA consts<>+1168(SB)/4, $0x3f87dc22
-DATA consts<>+1172(SB)/4, $0x3f87dc22
-DATA consts<>+1176(SB)/4, $0x3f87dc22
-DATA consts<>+1180(SB)/4, $0x3f87dc22
-DATA consts<>+1184(SB)/4, $0x3f87dc22
-DATA consts<>+1188(SB)/4, $0x3f87dc22
-DATA consts<>+1192(SB)/4, $0x3f87dc22
-DATA consts<>+1196(SB)/4, $0x3f87dc22
-DATA consts<>+1200(SB)/4, $0x3f87dc22
-DATA consts<>+1204(SB)/4, $0x3f87dc22
-DATA consts<>+1208(SB)/4, $0x3f87dc22
-DATA consts<>+1212(SB)/4, $0x3f87dc22
-DATA consts<>+1216(SB)/4, $0x3f000000
-DATA consts<>+1220(SB)/4, $0x3f000000
-DATA consts<>+1224(SB)/4, $0x3f000000
-DATA consts<>+1228(SB)/4, $0x3f000000
-DATA consts<>+1232(SB)/4, $0x3f000000
-DATA consts<>+1236(SB)/4, $0x3f000000
-DATA consts<>+1240(SB)/4, $0x3f000000
-DATA consts<>+1244(SB)/4, $0x3f000000
-DATA consts<>+1248(SB)/4, $0x3f000000
-DATA consts<>+1252(SB)/4, $0x3f000000
-DATA consts<>+1256(SB)/4, $0x3f000000
-DATA consts<>+1260(SB)/4, $0x3f000000
-DATA consts<>+1264(SB)/4, $0x3f000000
-DATA consts<>+1268(SB)/4, $0x3f000000
-DATA consts<>+1272(SB)/4, $0x3f000000
-DATA consts<>+1276(SB)/4, $0x3f000000
-DATA consts<>+1280(SB)/4, $0x3f3504f3
-DATA consts<>+1284(SB)/4, $0x3f3504f3
-DATA consts<>+1288(SB)/4, $0x3f3504f3
-DATA consts<>+1292(SB)/4, $0x3f3504f3
-DATA consts<>+1296(SB)/4, $0x3f3504f3
-DATA consts<>+1300(SB)/4, $0x3f3504f3
-DATA consts<>+1304(SB)/4, $0x3f3504f3
-DATA consts<>+1308(SB)/4, $0x3f3504f3
-DATA consts<>+1312(SB)/4, $0x3f3504f3
-DATA consts<>+1316(SB)/4, $0x3f3504f3
-DATA consts<>+1320(SB)/4, $0x3f3504f3
-DATA consts<>+1324(SB)/4, $0x3f3504f3
-DATA consts<>+1328(SB)/4, $0x3f3504f3
-DATA consts<>+1332(SB)/4, $0x3f3504f3
-DATA consts<>+1336(SB)/4, $0x3f3504f3
-DATA consts<>+1340(SB)/4, $0x3f3504f3
-DATA consts<>+1344(SB)/4, $0x7fffffff
-DATA consts<>+1348(SB)/4, $0x7fffffff
-DATA consts<>+1352(SB)/4, $0x7fffffff
-DATA consts<>+1356(SB)/4, $0x7fffffff
-DATA consts<>+1360(SB)/4, $0x7fffffff
-DATA consts<>+1364(SB)/4, $0x7fffffff
-DATA consts<>+1368(SB)/4, $0x7fffffff
-DATA consts<>+1372(SB)/4, $0x7fffffff
-DATA consts<>+1376(SB)/4, $0x7fffffff
-DATA consts<>+1380(SB)/4, $0x7fffffff
-DATA consts<>+1384(SB)/4, $0x7fffffff
-DATA consts<>+1388(SB)/4, $0x7fffffff
-DATA consts<>+1392(SB)/4, $0x7fffffff
-DATA consts<>+1396(SB)/4, $0x7fffffff
-DATA consts<>+1400(SB)/4, $0x7fffffff
-DATA consts<>+1404(SB)/4, $0x7fffffff
-DATA consts<>+1408(SB)/4, $0x80000000
-DATA consts<>+1412(SB)/4, $0x80000000
-DATA consts<>+1416(SB)/4, $0x80000000
-DATA consts<>+1420(SB)/4, $0x80000000
-DATA consts<>+1424(SB)/4, $0x80000000
-DATA consts<>+1428(SB)/4, $0x80000000
-DATA consts<>+1432(SB)/4, $0x80000000
-DATA consts<>+1436(SB)/4, $0x80000000
-DATA consts<>+1440(SB)/4, $0x80000000
-DATA consts<>+1444(SB)/4, $0x80000000
-DATA consts<>+1448(SB)/4, $0x80000000
-DATA consts<>+1452(SB)/4, $0x80000000
-DATA consts<>+1456(SB)/4, $0x80000000
-DATA consts<>+1460(SB)/4, $0x80000000
-DATA consts<>+1464(SB)/4, $0x80000000
-DATA consts<>+1468(SB)/4, $0x80000000
-DATA consts<>+1472(SB)/4, $0x00000000
-DATA consts<>+1476(SB)/4, $0x00000000
-DATA consts<>+1480(SB)/4, $0x00000000
-DATA consts<>+1484(SB)/4, $0x00000000
-DATA consts<>+1488(SB)/4, $0x00000000
-DATA consts<>+1492(SB)/4, $0x00000000
-DATA consts<>+1496(SB)/4, $0x00000000
-DATA consts<>+1500(SB)/4, $0x00000000
-DATA consts<>+1504(SB)/4, $0x00000000
-DATA consts<>+1508(SB)/4, $0x00000000
-DATA consts<>+1512(SB)/4, $0x00000000
-DATA consts<>+1516(SB)/4, $0x00000000
-DATA consts<>+1520(SB)/4, $0x00000000
-DATA consts<>+1524(SB)/4, $0x00000000
-DATA consts<>+1528(SB)/4, $0x00000000
-DATA consts<>+1532(SB)/4, $0x00000000
-DATA consts<>+1536(SB)/4, $0xff800000
-DATA consts<>+1540(SB)/4, $0xff800000
-DATA consts<>+1544(SB)/4, $0xff800000
-DATA consts<>+1548(SB)/4, $0xff800000
-DATA consts<>+1552(SB)/4, $0xff800000
-DATA consts<>+1556(SB)/4, $0xff800000
-DATA consts<>+1560(SB)/4, $0xff800000
-DATA consts<>+1564(SB)/4, $0xff800000
-DATA consts<>+1568(SB)/4, $0xff800000
-DATA consts<>+1572(SB)/4, $0xff800000
-DATA consts<>+1576(SB)/4, $0xff800000
-DATA consts<>+1580(SB)/4, $0xff800000
-DATA consts<>+1584(SB)/4, $0xff800000
-DATA consts<>+1588(SB)/4, $0xff800000
-DATA consts<>+1592(SB)/4, $0xff800000
-DATA consts<>+1596(SB)/4, $0xff800000
-DATA consts<>+1600(SB)/4, $0x7fc00000
-DATA consts<>+1604(SB)/4, $0x7fc00000
-DATA consts<>+1608(SB)/4, $0x7fc00000
-DATA consts<>+1612(SB)/4, $0x7fc00000
-DATA consts<>+1616(SB)/4, $0x7fc00000
-DATA consts<>+1620(SB)/4, $0x7fc00000
-DATA consts<>+1624(SB)/4, $0x7fc00000
-DATA consts<>+1628(SB)/4, $0x7fc00000
-DATA consts<>+1632(SB)/4, $0x7fc00000
-DATA consts<>+1636(SB)/4, $0x7fc00000
-DATA consts<>+1640(SB)/4, $0x7fc00000
-DATA consts<>+1644(SB)/4, $0x7fc00000
-DATA consts<>+1648(SB)/4, $0x7fc00000
-DATA consts<>+1652(SB)/4, $0x7fc00000
-DATA consts<>+1656(SB)/4, $0x7fc00000
-DATA consts<>+1660(SB)/4, $0x7fc00000
-DATA consts<>+1664(SB)/4, $0x437f0000
-DATA consts<>+1668(SB)/4, $0x437f0000
-DATA consts<>+1672(SB)/4, $0x437f0000
-DATA consts<>+1676(SB)/4, $0x437f0000
-DATA consts<>+1680(SB)/4, $0x437f0000
-DATA consts<>+1684(SB)/4, $0x437f0000
-DATA consts<>+1688(SB)/4, $0x437f0000
-DATA consts<>+1692(SB)/4, $0x437f0000
-DATA consts<>+1696(SB)/4, $0x437f0000
-DATA consts<>+1700(SB)/4, $0x437f0000
-DATA consts<>+1704(SB)/4, $0x437f0000
-DATA consts<>+1708(SB)/4, $0x437f0000
-DATA consts<>+1712(SB)/4, $0x437f0000
-DATA consts<>+1716(SB)/4, $0x437f0000
-DATA consts<>+1720(SB)/4, $0x437f0000
-DATA consts<>+1724(SB)/4, $0x437f0000
-DATA consts<>+1728(SB)/4, $0x3f317218
-DATA consts<>+1732(SB)/4, $0x3f317218
-DATA consts<>+1736(SB)/4, $0x3f317218
-DATA consts<>+1740(SB)/4, $0x3f317218
-DATA consts<>+1744(SB)/4, $0x3f317218
-DATA consts<>+1748(SB)/4, $0x3f317218
-DATA consts<>+1752(SB)/4, $0x3f317218
-DATA consts<>+1756(SB)/4, $0x3f317218
-DATA consts<>+1760(SB)/4, $0x3f317218
-DATA consts<>+1764(SB)/4, $0x3f317218
-DATA consts<>+1768(SB)/4, $0x3f317218
-DATA consts<>+1772(SB)/4, $0x3f317218
-DATA consts<>+1776(SB)/4, $0x3f317218
-DATA consts<>+1780(SB)/4, $0x3f317218
-DATA consts<>+1784(SB)/4, $0x3f317218
-DATA consts<>+1788(SB)/4, $0x3f317218
-DATA consts<>+1792(SB)/4, $0x3f000339
-DATA consts<>+1796(SB)/4, $0x3f000339
-DATA consts<>+1800(SB)/4, $0x3f000339
-DATA consts<>+1804(SB)/4, $0x3f000339
-DATA consts<>+1808(SB)/4, $0x3f000339
-DATA consts<>+1812(SB)/4, $0x3f000339
-DATA consts<>+1816(SB)/4, $0x3f000339
-DATA consts<>+1820(SB)/4, $0x3f000339
-DATA consts<>+1824(SB)/4, $0x3f000339
-DATA consts<>+1828(SB)/4, $0x3f000339
-DATA consts<>+1832(SB)/4, $0x3f000339
-DATA consts<>+1836(SB)/4, $0x3f000339
-DATA consts<>+1840(SB)/4, $0x3f000339
-DATA consts<>+1844(SB)/4, $0x3f000339
-DATA consts<>+1848(SB)/4, $0x3f000339
-DATA consts<>+1852(SB)/4, $0x3f000339
-DATA consts<>+1856(SB)/4, $0x3e2b8e55
-DATA consts<>+1860(SB)/4, $0x3e2b8e55
-DATA consts<>+1864(SB)/4, $0x3e2b8e55
-DATA consts<>+1868(SB)/4, $0x3e2b8e55
-DATA consts<>+1872(SB)/4, $0x3e2b8e55
-DATA consts<>+1876(SB)/4, $0x3e2b8e55
-DATA consts<>+1880(SB)/4, $0x3e2b8e55
-DATA consts<>+1884(SB)/4, $0x3e2b8e55
-DATA consts<>+1888(SB)/4, $0x3e2b8e55
-DATA consts<>+1892(SB)/4, $0x3e2b8e55
-DATA consts<>+1896(SB)/4, $0x3e2b8e55
-DATA consts<>+1900(SB)/4, $0x3e2b8e55
-DATA consts<>+1904(SB)/4, $0x3e2b8e55
-DATA consts<>+1908(SB)/4, $0x3e2b8e55
-DATA consts<>+1912(SB)/4, $0x3e2b8e55
-DATA consts<>+1916(SB)/4, $0x3e2b8e55
-DATA consts<>+1920(SB)/4, $0x3d292679
-DATA consts<>+1924(SB)/4, $0x3d292679
-DATA consts<>+1928(SB)/4, $0x3d292679
-DATA consts<>+1932(SB)/4, $0x3d292679
-DATA consts<>+1936(SB)/4, $0x3d292679
-DATA consts<>+1940(SB)/4, $0x3d292679
-DATA consts<>+1944(SB)/4, $0x3d292679
-DATA consts<>+1948(SB)/4, $0x3d292679
-DATA consts<>+1952(SB)/4, $0x3d292679
-DATA consts<>+1956(SB)/4, $0x3d292679
-DATA consts<>+1960(SB)/4, $0x3d292679
-DATA consts<>+1964(SB)/4, $0x3d292679
-DATA consts<>+1968(SB)/4, $0x3d292679
-DATA consts<>+1972(SB)/4, $0x3d292679
-DATA consts<>+1976(SB)/4, $0x3d292679
-DATA consts<>+1980(SB)/4, $0x3d292679
-GLOBL consts<>(SB), RODATA|NOPTR, $1984
+DATA consts<>+64(SB)/4, $0xc2ae0000
+DATA consts<>+68(SB)/4, $0xc2ae0000
+DATA consts<>+72(SB)/4, $0xc2ae0000
+DATA consts<>+76(SB)/4, $0xc2ae0000
+DATA consts<>+80(SB)/4, $0xc2ae0000
+DATA consts<>+84(SB)/4, $0xc2ae0000
+DATA consts<>+88(SB)/4, $0xc2ae0000
+DATA consts<>+92(SB)/4, $0xc2ae0000
+DATA consts<>+96(SB)/4, $0xc2ae0000
+DATA consts<>+100(SB)/4, $0xc2ae0000
+DATA consts<>+104(SB)/4, $0xc2ae0000
+DATA consts<>+108(SB)/4, $0xc2ae0000
+DATA consts<>+112(SB)/4, $0xc2ae0000
+DATA consts<>+116(SB)/4, $0xc2ae0000
+DATA consts<>+120(SB)/4, $0xc2ae0000
+DATA consts<>+124(SB)/4, $0xc2ae0000
+DATA consts<>+128(SB)/4, $0x42b20000
+DATA consts<>+132(SB)/4, $0x42b20000
+DATA consts<>+136(SB)/4, $0x42b20000
+DATA consts<>+140(SB)/4, $0x42b20000
+DATA consts<>+144(SB)/4, $0x42b20000
+DATA consts<>+148(SB)/4, $0x42b20000
+DATA consts<>+152(SB)/4, $0x42b20000
+DATA consts<>+156(SB)/4, $0x42b20000
+DATA consts<>+160(SB)/4, $0x42b20000
+DATA consts<>+164(SB)/4, $0x42b20000
+DATA consts<>+168(SB)/4, $0x42b20000
+DATA consts<>+172(SB)/4, $0x42b20000
+DATA consts<>+176(SB)/4, $0x42b20000
+DATA consts<>+180(SB)/4, $0x42b20000
+DATA consts<>+184(SB)/4, $0x42b20000
+DATA consts<>+188(SB)/4, $0x42b20000
+DATA consts<>+192(SB)/4, $0x3fb8aa3b
+DATA consts<>+196(SB)/4, $0x3fb8aa3b
+DATA consts<>+200(SB)/4, $0x3fb8aa3b
+DATA consts<>+204(SB)/4, $0x3fb8aa3b
+DATA consts<>+208(SB)/4, $0x3fb8aa3b
+DATA consts<>+212(SB)/4, $0x3fb8aa3b
+DATA consts<>+216(SB)/4, $0x3fb8aa3b
+DATA consts<>+220(SB)/4, $0x3fb8aa3b
+DATA consts<>+224(SB)/4, $0x3fb8aa3b
+DATA consts<>+228(SB)/4, $0x3fb8aa3b
+DATA consts<>+232(SB)/4, $0x3fb8aa3b
+DATA consts<>+236(SB)/4, $0x3fb8aa3b
+DATA consts<>+240(SB)/4, $0x3fb8aa3b
+DATA consts<>+244(SB)/4, $0x3fb8aa3b
+DATA consts<>+248(SB)/4, $0x3fb8aa3b
+DATA consts<>+252(SB)/4, $0x3fb8aa3b
+DATA consts<>+256(SB)/4, $0x3f318000
+DATA consts<>+260(SB)/4, $0x3f318000
+DATA consts<>+264(SB)/4, $0x3f318000
+DATA consts<>+268(SB)/4, $0x3f318000
+DATA consts<>+272(SB)/4, $0x3f318000
+DATA consts<>+276(SB)/4, $0x3f318000
+DATA consts<>+280(SB)/4, $0x3f318000
+DATA consts<>+284(SB)/4, $0x3f318000
+DATA consts<>+288(SB)/4, $0x3f318000
+DATA consts<>+292(SB)/4, $0x3f318000
+DATA consts<>+296(SB)/4, $0x3f318000
+DATA consts<>+300(SB)/4, $0x3f318000
+DATA consts<>+304(SB)/4, $0x3f318000
+DATA consts<>+308(SB)/4, $0x3f318000
+DATA consts<>+312(SB)/4, $0x3f318000
+DATA consts<>+316(SB)/4, $0x3f318000
+DATA consts<>+320(SB)/4, $0xb95e8083
+DATA consts<>+324(SB)/4, $0xb95e8083
+DATA consts<>+328(SB)/4, $0xb95e8083
+DATA consts<>+332(SB)/4, $0xb95e8083
+DATA consts<>+336(SB)/4, $0xb95e8083
+DATA consts<>+340(SB)/4, $0xb95e8083
+DATA consts<>+344(SB)/4, $0xb95e8083
+DATA consts<>+348(SB)/4, $0xb95e8083
+DATA consts<>+352(SB)/4, $0xb95e8083
+DATA consts<>+356(SB)/4, $0xb95e8083
+DATA consts<>+360(SB)/4, $0xb95e8083
+DATA consts<>+364(SB)/4, $0xb95e8083
+DATA consts<>+368(SB)/4, $0xb95e8083
+DATA consts<>+372(SB)/4, $0xb95e8083
+DATA consts<>+376(SB)/4, $0xb95e8083
+DATA consts<>+380(SB)/4, $0xb95e8083
+DATA consts<>+384(SB)/4, $0x39506967
+DATA consts<>+388(SB)/4, $0x39506967
+DATA consts<>+392(SB)/4, $0x39506967
+DATA consts<>+396(SB)/4, $0x39506967
+DATA consts<>+400(SB)/4, $0x39506967
+DATA consts<>+404(SB)/4, $0x39506967
+DATA consts<>+408(SB)/4, $0x39506967
+DATA consts<>+412(SB)/4, $0x39506967
+DATA consts<>+416(SB)/4, $0x39506967
+DATA consts<>+420(SB)/4, $0x39506967
+DATA consts<>+424(SB)/4, $0x39506967
+DATA consts<>+428(SB)/4, $0x39506967
+DATA consts<>+432(SB)/4, $0x39506967
+DATA consts<>+436(SB)/4, $0x39506967
+DATA consts<>+440(SB)/4, $0x39506967
+DATA consts<>+444(SB)/4, $0x39506967
+DATA consts<>+448(SB)/4, $0x3ab743ce
+DATA consts<>+452(SB)/4, $0x3ab743ce
+DATA consts<>+456(SB)/4, $0x3ab743ce
+DATA consts<>+460(SB)/4, $0x3ab743ce
+DATA consts<>+464(SB)/4, $0x3ab743ce
+DATA consts<>+468(SB)/4, $0x3ab743ce
+DATA consts<>+472(SB)/4, $0x3ab743ce
+DATA consts<>+476(SB)/4, $0x3ab743ce
+DATA consts<>+480(SB)/4, $0x3ab743ce
+DATA consts<>+484(SB)/4, $0x3ab743ce
+DATA consts<>+488(SB)/4, $0x3ab743ce
+DATA consts<>+492(SB)/4, $0x3ab743ce
+DATA consts<>+496(SB)/4, $0x3ab743ce
+DATA consts<>+500(SB)/4, $0x3ab743ce
+DATA consts<>+504(SB)/4, $0x3ab743ce
+DATA consts<>+508(SB)/4, $0x3ab743ce
+DATA consts<>+512(SB)/4, $0x3c088908
+DATA consts<>+516(SB)/4, $0x3c088908
+DATA consts<>+520(SB)/4, $0x3c088908
+DATA consts<>+524(SB)/4, $0x3c088908
+DATA consts<>+528(SB)/4, $0x3c088908
+DATA consts<>+532(SB)/4, $0x3c088908
+DATA consts<>+536(SB)/4, $0x3c088908
+DATA consts<>+540(SB)/4, $0x3c088908
+DATA consts<>+544(SB)/4, $0x3c088908
+DATA consts<>+548(SB)/4, $0x3c088908
+DATA consts<>+552(SB)/4, $0x3c088908
+DATA consts<>+556(SB)/4, $0x3c088908
+DATA consts<>+560(SB)/4, $0x3c088908
+DATA consts<>+564(SB)/4, $0x3c088908
+DATA consts<>+568(SB)/4, $0x3c088908
+DATA consts<>+572(SB)/4, $0x3c088908
+DATA consts<>+576(SB)/4, $0x3d2aa9c1
+DATA consts<>+580(SB)/4, $0x3d2aa9c1
+DATA consts<>+584(SB)/4, $0x3d2aa9c1
+DATA consts<>+588(SB)/4, $0x3d2aa9c1
+DATA consts<>+592(SB)/4, $0x3d2aa9c1
+DATA consts<>+596(SB)/4, $0x3d2aa9c1
+DATA consts<>+600(SB)/4, $0x3d2aa9c1
+DATA consts<>+604(SB)/4, $0x3d2aa9c1
+DATA consts<>+608(SB)/4, $0x3d2aa9c1
+DATA consts<>+612(SB)/4, $0x3d2aa9c1
+DATA consts<>+616(SB)/4, $0x3d2aa9c1
+DATA consts<>+620(SB)/4, $0x3d2aa9c1
+DATA consts<>+624(SB)/4, $0x3d2aa9c1
+DATA consts<>+628(SB)/4, $0x3d2aa9c1
+DATA consts<>+632(SB)/4, $0x3d2aa9c1
+DATA consts<>+636(SB)/4, $0x3d2aa9c1
+DATA consts<>+640(SB)/4, $0x3e2aaaaa
+DATA consts<>+644(SB)/4, $0x3e2aaaaa
+DATA consts<>+648(SB)/4, $0x3e2aaaaa
+DATA consts<>+652(SB)/4, $0x3e2aaaaa
+DATA consts<>+656(SB)/4, $0x3e2aaaaa
+DATA consts<>+660(SB)/4, $0x3e2aaaaa
+DATA consts<>+664(SB)/4, $0x3e2aaaaa
+DATA consts<>+668(SB)/4, $0x3e2aaaaa
+DATA consts<>+672(SB)/4, $0x3e2aaaaa
+DATA consts<>+676(SB)/4, $0x3e2aaaaa
+DATA consts<>+680(SB)/4, $0x3e2aaaaa
+DATA consts<>+684(SB)/4, $0x3e2aaaaa
+DATA consts<>+688(SB)/4, $0x3e2aaaaa
+DATA consts<>+692(SB)/4, $0x3e2aaaaa
+DATA consts<>+696(SB)/4, $0x3e2aaaaa
+DATA consts<>+700(SB)/4, $0x3e2aaaaa
+DATA consts<>+704(SB)/4, $0x3f000000
+DATA consts<>+708(SB)/4, $0x3f000000
+DATA consts<>+712(SB)/4, $0x3f000000
+DATA consts<>+716(SB)/4, $0x3f000000
+DATA consts<>+720(SB)/4, $0x3f000000
+DATA consts<>+724(SB)/4, $0x3f000000
+DATA consts<>+728(SB)/4, $0x3f000000
+DATA consts<>+732(SB)/4, $0x3f000000
+DATA consts<>+736(SB)/4, $0x3f000000
+DATA consts<>+740(SB)/4, $0x3f000000
+DATA consts<>+744(SB)/4, $0x3f000000
+DATA consts<>+748(SB)/4, $0x3f000000
+DATA consts<>+752(SB)/4, $0x3f000000
+DATA consts<>+756(SB)/4, $0x3f000000
+DATA consts<>+760(SB)/4, $0x3f000000
+DATA consts<>+764(SB)/4, $0x3f000000
+DATA consts<>+768(SB)/4, $0x3f800000
+DATA consts<>+772(SB)/4, $0x3f800000
+DATA consts<>+776(SB)/4, $0x3f800000
+DATA consts<>+780(SB)/4, $0x3f800000
+DATA consts<>+784(SB)/4, $0x3f800000
+DATA consts<>+788(SB)/4, $0x3f800000
+DATA consts<>+792(SB)/4, $0x3f800000
+DATA consts<>+796(SB)/4, $0x3f800000
+DATA consts<>+800(SB)/4, $0x3f800000
+DATA consts<>+804(SB)/4, $0x3f800000
+DATA consts<>+808(SB)/4, $0x3f800000
+DATA consts<>+812(SB)/4, $0x3f800000
+DATA consts<>+816(SB)/4, $0x3f800000
+DATA consts<>+820(SB)/4, $0x3f800000
+DATA consts<>+824(SB)/4, $0x3f800000
+DATA consts<>+828(SB)/4, $0x3f800000
+DATA consts<>+832(SB)/4, $0x0000007f
+DATA consts<>+836(SB)/4, $0x0000007f
+DATA consts<>+840(SB)/4, $0x0000007f
+DATA consts<>+844(SB)/4, $0x0000007f
+DATA consts<>+848(SB)/4, $0x0000007f
+DATA consts<>+852(SB)/4, $0x0000007f
+DATA consts<>+856(SB)/4, $0x0000007f
+DATA consts<>+860(SB)/4, $0x0000007f
+DATA consts<>+864(SB)/4, $0x0000007f
+DATA consts<>+868(SB)/4, $0x0000007f
+DATA consts<>+872(SB)/4, $0x0000007f
+DATA consts<>+876(SB)/4, $0x0000007f
+DATA consts<>+880(SB)/4, $0x0000007f
+DATA consts<>+884(SB)/4, $0x0000007f
+DATA consts<>+888(SB)/4, $0x0000007f
+DATA consts<>+892(SB)/4, $0x0000007f
+DATA consts<>+896(SB)/4, $0x3ea7ba05
+DATA consts<>+900(SB)/4, $0x3ea7ba05
+DATA consts<>+904(SB)/4, $0x3ea7ba05
+DATA consts<>+908(SB)/4, $0x3ea7ba05
+DATA consts<>+912(SB)/4, $0x3ea7ba05
+DATA consts<>+916(SB)/4, $0x3ea7ba05
+DATA consts<>+920(SB)/4, $0x3ea7ba05
+DATA consts<>+924(SB)/4, $0x3ea7ba05
+DATA consts<>+928(SB)/4, $0x3ea7ba05
+DATA consts<>+932(SB)/4, $0x3ea7ba05
+DATA consts<>+936(SB)/4, $0x3ea7ba05
+DATA consts<>+940(SB)/4, $0x3ea7ba05
+DATA consts<>+944(SB)/4, $0x3ea7ba05
+DATA consts<>+948(SB)/4, $0x3ea7ba05
+DATA consts<>+952(SB)/4, $0x3ea7ba05
+DATA consts<>+956(SB)/4, $0x3ea7ba05
+DATA consts<>+960(SB)/4, $0x3e827906
+DATA consts<>+964(SB)/4, $0x3e827906
+DATA consts<>+968(SB)/4, $0x3e827906
+DATA consts<>+972(SB)/4, $0x3e827906
+DATA consts<>+976(SB)/4, $0x3e827906
+DATA consts<>+980(SB)/4, $0x3e827906
+DATA consts<>+984(SB)/4, $0x3e827906
+DATA consts<>+988(SB)/4, $0x3e827906
+DATA consts<>+992(SB)/4, $0x3e827906
+DATA consts<>+996(SB)/4, $0x3e827906
+DATA consts<>+1000(SB)/4, $0x3e827906
+DATA consts<>+1004(SB)/4, $0x3e827906
+DATA consts<>+1008(SB)/4, $0x3e827906
+DATA consts<>+1012(SB)/4, $0x3e827906
+DATA consts<>+1016(SB)/4, $0x3e827906
+DATA consts<>+1020(SB)/4, $0x3e827906
+DATA consts<>+1024(SB)/4, $0xbe91a98e
+DATA consts<>+1028(SB)/4, $0xbe91a98e
+DATA consts<>+1032(SB)/4, $0xbe91a98e
+DATA consts<>+1036(SB)/4, $0xbe91a98e
+DATA consts<>+1040(SB)/4, $0xbe91a98e
+DATA consts<>+1044(SB)/4, $0xbe91a98e
+DATA consts<>+1048(SB)/4, $0xbe91a98e
+DATA consts<>+1052(SB)/4, $0xbe91a98e
+DATA consts<>+1056(SB)/4, $0xbe91a98e
+DATA consts<>+1060(SB)/4, $0xbe91a98e
+DATA consts<>+1064(SB)/4, $0xbe91a98e
+DATA consts<>+1068(SB)/4, $0xbe91a98e
+DATA consts<>+1072(SB)/4, $0xbe91a98e
+DATA consts<>+1076(SB)/4, $0xbe91a98e
+DATA consts<>+1080(SB)/4, $0xbe91a98e
+DATA consts<>+1084(SB)/4, $0xbe91a98e
+DATA consts<>+1088(SB)/4, $0x3fb5f0e3
+DATA consts<>+1092(SB)/4, $0x3fb5f0e3
+DATA consts<>+1096(SB)/4, $0x3fb5f0e3
+DATA consts<>+1100(SB)/4, $0x3fb5f0e3
+DATA consts<>+1104(SB)/4, $0x3fb5f0e3
+DATA consts<>+1108(SB)/4, $0x3fb5f0e3
+DATA consts<>+1112(SB)/4, $0x3fb5f0e3
+DATA consts<>+1116(SB)/4, $0x3fb5f0e3
+DATA consts<>+1120(SB)/4, $0x3fb5f0e3
+DATA consts<>+1124(SB)/4, $0x3fb5f0e3
+DATA consts<>+1128(SB)/4, $0x3fb5f0e3
+DATA consts<>+1132(SB)/4, $0x3fb5f0e3
+DATA consts<>+1136(SB)/4, $0x3fb5f0e3
+DATA consts<>+1140(SB)/4, $0x3fb5f0e3
+DATA consts<>+1144(SB)/4, $0x3fb5f0e3
+DATA consts<>+1148(SB)/4, $0x3fb5f0e3
+DATA consts<>+1152(SB)/4, $0xbfba00e3
+DATA consts<>+1156(SB)/4, $0xbfba00e3
+DATA consts<>+1160(SB)/4, $0xbfba00e3
+DATA consts<>+1164(SB)/4, $0xbfba00e3
+DATA consts<>+1168(SB)/4, $0xbfba00e3
+DATA consts<>+1172(SB)/4, $0xbfba00e3
+DATA consts<>+1176(SB)/4, $0xbfba00e3
+DATA consts<>+1180(SB)/4, $0xbfba00e3
+DATA consts<>+1184(SB)/4, $0xbfba00e3
+DATA consts<>+1188(SB)/4, $0xbfba00e3
+DATA consts<>+1192(SB)/4, $0xbfba00e3
+DATA consts<>+1196(SB)/4, $0xbfba00e3
+DATA consts<>+1200(SB)/4, $0xbfba00e3
+DATA consts<>+1204(SB)/4, $0xbfba00e3
+DATA consts<>+1208(SB)/4, $0xbfba00e3
+DATA consts<>+1212(SB)/4, $0xbfba00e3
+DATA consts<>+1216(SB)/4, $0x3f87dc22
+DATA consts<>+1220(SB)/4, $0x3f87dc22
+DATA consts<>+1224(SB)/4, $0x3f87dc22
+DATA consts<>+1228(SB)/4, $0x3f87dc22
+DATA consts<>+1232(SB)/4, $0x3f87dc22
+DATA consts<>+1236(SB)/4, $0x3f87dc22
+DATA consts<>+1240(SB)/4, $0x3f87dc22
+DATA consts<>+1244(SB)/4, $0x3f87dc22
+DATA consts<>+1248(SB)/4, $0x3f87dc22
+DATA consts<>+1252(SB)/4, $0x3f87dc22
+DATA consts<>+1256(SB)/4, $0x3f87dc22
+DATA consts<>+1260(SB)/4, $0x3f87dc22
+DATA consts<>+1264(SB)/4, $0x3f87dc22
+DATA consts<>+1268(SB)/4, $0x3f87dc22
+DATA consts<>+1272(SB)/4, $0x3f87dc22
+DATA consts<>+1276(SB)/4, $0x3f87dc22
+DATA consts<>+1280(SB)/4, $0x3f000000
+DATA consts<>+1284(SB)/4, $0x3f000000
+DATA consts<>+1288(SB)/4, $0x3f000000
+DATA consts<>+1292(SB)/4, $0x3f000000
+DATA consts<>+1296(SB)/4, $0x3f000000
+DATA consts<>+1300(SB)/4, $0x3f000000
+DATA consts<>+1304(SB)/4, $0x3f000000
+DATA consts<>+1308(SB)/4, $0x3f000000
+DATA consts<>+1312(SB)/4, $0x3f000000
+DATA consts<>+1316(SB)/4, $0x3f000000
+DATA consts<>+1320(SB)/4, $0x3f000000
+DATA consts<>+1324(SB)/4, $0x3f000000
+DATA consts<>+1328(SB)/4, $0x3f000000
+DATA consts<>+1332(SB)/4, $0x3f000000
+DATA consts<>+1336(SB)/4, $0x3f000000
+DATA consts<>+1340(SB)/4, $0x3f000000
+DATA consts<>+1344(SB)/4, $0x3f3504f3
+DATA consts<>+1348(SB)/4, $0x3f3504f3
+DATA consts<>+1352(SB)/4, $0x3f3504f3
+DATA consts<>+1356(SB)/4, $0x3f3504f3
+DATA consts<>+1360(SB)/4, $0x3f3504f3
+DATA consts<>+1364(SB)/4, $0x3f3504f3
+DATA consts<>+1368(SB)/4, $0x3f3504f3
+DATA consts<>+1372(SB)/4, $0x3f3504f3
+DATA consts<>+1376(SB)/4, $0x3f3504f3
+DATA consts<>+1380(SB)/4, $0x3f3504f3
+DATA consts<>+1384(SB)/4, $0x3f3504f3
+DATA consts<>+1388(SB)/4, $0x3f3504f3
+DATA consts<>+1392(SB)/4, $0x3f3504f3
+DATA consts<>+1396(SB)/4, $0x3f3504f3
+DATA consts<>+1400(SB)/4, $0x3f3504f3
+DATA consts<>+1404(SB)/4, $0x3f3504f3
+DATA consts<>+1408(SB)/4, $0x7fffffff
+DATA consts<>+1412(SB)/4, $0x7fffffff
+DATA consts<>+1416(SB)/4, $0x7fffffff
+DATA consts<>+1420(SB)/4, $0x7fffffff
+DATA consts<>+1424(SB)/4, $0x7fffffff
+DATA consts<>+1428(SB)/4, $0x7fffffff
+DATA consts<>+1432(SB)/4, $0x7fffffff
+DATA consts<>+1436(SB)/4, $0x7fffffff
+DATA consts<>+1440(SB)/4, $0x7fffffff
+DATA consts<>+1444(SB)/4, $0x7fffffff
+DATA consts<>+1448(SB)/4, $0x7fffffff
+DATA consts<>+1452(SB)/4, $0x7fffffff
+DATA consts<>+1456(SB)/4, $0x7fffffff
+DATA consts<>+1460(SB)/4, $0x7fffffff
+DATA consts<>+1464(SB)/4, $0x7fffffff
+DATA consts<>+1468(SB)/4, $0x7fffffff
+DATA consts<>+1472(SB)/4, $0x80000000
+DATA consts<>+1476(SB)/4, $0x80000000
+DATA consts<>+1480(SB)/4, $0x80000000
+DATA consts<>+1484(SB)/4, $0x80000000
+DATA consts<>+1488(SB)/4, $0x80000000
+DATA consts<>+1492(SB)/4, $0x80000000
+DATA consts<>+1496(SB)/4, $0x80000000
+DATA consts<>+1500(SB)/4, $0x80000000
+DATA consts<>+1504(SB)/4, $0x80000000
+DATA consts<>+1508(SB)/4, $0x80000000
+DATA consts<>+1512(SB)/4, $0x80000000
+DATA consts<>+1516(SB)/4, $0x80000000
+DATA consts<>+1520(SB)/4, $0x80000000
+DATA consts<>+1524(SB)/4, $0x80000000
+DATA consts<>+1528(SB)/4, $0x80000000
+DATA consts<>+1532(SB)/4, $0x80000000
+DATA consts<>+1536(SB)/4, $0x00000000
+DATA consts<>+1540(SB)/4, $0x00000000
+DATA consts<>+1544(SB)/4, $0x00000000
+DATA consts<>+1548(SB)/4, $0x00000000
+DATA consts<>+1552(SB)/4, $0x00000000
+DATA consts<>+1556(SB)/4, $0x00000000
+DATA consts<>+1560(SB)/4, $0x00000000
+DATA consts<>+1564(SB)/4, $0x00000000
+DATA consts<>+1568(SB)/4, $0x00000000
+DATA consts<>+1572(SB)/4, $0x00000000
+DATA consts<>+1576(SB)/4, $0x00000000
+DATA consts<>+1580(SB)/4, $0x00000000
+DATA consts<>+1584(SB)/4, $0x00000000
+DATA consts<>+1588(SB)/4, $0x00000000
+DATA consts<>+1592(SB)/4, $0x00000000
+DATA consts<>+1596(SB)/4, $0x00000000
+DATA consts<>+1600(SB)/4, $0xff800000
+DATA consts<>+1604(SB)/4, $0xff800000
+DATA consts<>+1608(SB)/4, $0xff800000
+DATA consts<>+1612(SB)/4, $0xff800000
+DATA consts<>+1616(SB)/4, $0xff800000
+DATA consts<>+1620(SB)/4, $0xff800000
+DATA consts<>+1624(SB)/4, $0xff800000
+DATA consts<>+1628(SB)/4, $0xff800000
+DATA consts<>+1632(SB)/4, $0xff800000
+DATA consts<>+1636(SB)/4, $0xff800000
+DATA consts<>+1640(SB)/4, $0xff800000
+DATA consts<>+1644(SB)/4, $0xff800000
+DATA consts<>+1648(SB)/4, $0xff800000
+DATA consts<>+1652(SB)/4, $0xff800000
+DATA consts<>+1656(SB)/4, $0xff800000
+DATA consts<>+1660(SB)/4, $0xff800000
+DATA consts<>+1664(SB)/4, $0x7fc00000
+DATA consts<>+1668(SB)/4, $0x7fc00000
+DATA consts<>+1672(SB)/4, $0x7fc00000
+DATA consts<>+1676(SB)/4, $0x7fc00000
+DATA consts<>+1680(SB)/4, $0x7fc00000
+DATA consts<>+1684(SB)/4, $0x7fc00000
+DATA consts<>+1688(SB)/4, $0x7fc00000
+DATA consts<>+1692(SB)/4, $0x7fc00000
+DATA consts<>+1696(SB)/4, $0x7fc00000
+DATA consts<>+1700(SB)/4, $0x7fc00000
+DATA consts<>+1704(SB)/4, $0x7fc00000
+DATA consts<>+1708(SB)/4, $0x7fc00000
+DATA consts<>+1712(SB)/4, $0x7fc00000
+DATA consts<>+1716(SB)/4, $0x7fc00000
+DATA consts<>+1720(SB)/4, $0x7fc00000
+DATA consts<>+1724(SB)/4, $0x7fc00000
+DATA consts<>+1728(SB)/4, $0x437f0000
+DATA consts<>+1732(SB)/4, $0x437f0000
+DATA consts<>+1736(SB)/4, $0x437f0000
+DATA consts<>+1740(SB)/4, $0x437f0000
+DATA consts<>+1744(SB)/4, $0x437f0000
+DATA consts<>+1748(SB)/4, $0x437f0000
+DATA consts<>+1752(SB)/4, $0x437f0000
+DATA consts<>+1756(SB)/4, $0x437f0000
+DATA consts<>+1760(SB)/4, $0x437f0000
+DATA consts<>+1764(SB)/4, $0x437f0000
+DATA consts<>+1768(SB)/4, $0x437f0000
+DATA consts<>+1772(SB)/4, $0x437f0000
+DATA consts<>+1776(SB)/4, $0x437f0000
+DATA consts<>+1780(SB)/4, $0x437f0000
+DATA consts<>+1784(SB)/4, $0x437f0000
+DATA consts<>+1788(SB)/4, $0x437f0000
+DATA consts<>+1792(SB)/4, $0x3f317218
+DATA consts<>+1796(SB)/4, $0x3f317218
+DATA consts<>+1800(SB)/4, $0x3f317218
+DATA consts<>+1804(SB)/4, $0x3f317218
+DATA consts<>+1808(SB)/4, $0x3f317218
+DATA consts<>+1812(SB)/4, $0x3f317218
+DATA consts<>+1816(SB)/4, $0x3f317218
+DATA consts<>+1820(SB)/4, $0x3f317218
+DATA consts<>+1824(SB)/4, $0x3f317218
+DATA consts<>+1828(SB)/4, $0x3f317218
+DATA consts<>+1832(SB)/4, $0x3f317218
+DATA consts<>+1836(SB)/4, $0x3f317218
+DATA consts<>+1840(SB)/4, $0x3f317218
+DATA consts<>+1844(SB)/4, $0x3f317218
+DATA consts<>+1848(SB)/4, $0x3f317218
+DATA consts<>+1852(SB)/4, $0x3f317218
+DATA consts<>+1856(SB)/4, $0x3f000339
+DATA consts<>+1860(SB)/4, $0x3f000339
+DATA consts<>+1864(SB)/4, $0x3f000339
+DATA consts<>+1868(SB)/4, $0x3f000339
+DATA consts<>+1872(SB)/4, $0x3f000339
+DATA consts<>+1876(SB)/4, $0x3f000339
+DATA consts<>+1880(SB)/4, $0x3f000339
+DATA consts<>+1884(SB)/4, $0x3f000339
+DATA consts<>+1888(SB)/4, $0x3f000339
+DATA consts<>+1892(SB)/4, $0x3f000339
+DATA consts<>+1896(SB)/4, $0x3f000339
+DATA consts<>+1900(SB)/4, $0x3f000339
+DATA consts<>+1904(SB)/4, $0x3f000339
+DATA consts<>+1908(SB)/4, $0x3f000339
+DATA consts<>+1912(SB)/4, $0x3f000339
+DATA consts<>+1916(SB)/4, $0x3f000339
+DATA consts<>+1920(SB)/4, $0x3e2b8e55
+DATA consts<>+1924(SB)/4, $0x3e2b8e55
+DATA consts<>+1928(SB)/4, $0x3e2b8e55
+DATA consts<>+1932(SB)/4, $0x3e2b8e55
+DATA consts<>+1936(SB)/4, $0x3e2b8e55
+DATA consts<>+1940(SB)/4, $0x3e2b8e55
+DATA consts<>+1944(SB)/4, $0x3e2b8e55
+DATA consts<>+1948(SB)/4, $0x3e2b8e55
+DATA consts<>+1952(SB)/4, $0x3e2b8e55
+DATA consts<>+1956(SB)/4, $0x3e2b8e55
+DATA consts<>+1960(SB)/4, $0x3e2b8e55
+DATA consts<>+1964(SB)/4, $0x3e2b8e55
+DATA consts<>+1968(SB)/4, $0x3e2b8e55
+DATA consts<>+1972(SB)/4, $0x3e2b8e55
+DATA consts<>+1976(SB)/4, $0x3e2b8e55
+DATA consts<>+1980(SB)/4, $0x3e2b8e55
+DATA consts<>+1984(SB)/4, $0x3d292679
+DATA consts<>+1988(SB)/4, $0x3d292679
+DATA consts<>+1992(SB)/4, $0x3d292679
+DATA consts<>+1996(SB)/4, $0x3d292679
+DATA consts<>+2000(SB)/4, $0x3d292679
+DATA consts<>+2004(SB)/4, $0x3d292679
+DATA consts<>+2008(SB)/4, $0x3d292679
+DATA consts<>+2012(SB)/4, $0x3d292679
+DATA consts<>+2016(SB)/4, $0x3d292679
+DATA consts<>+2020(SB)/4, $0x3d292679
+DATA consts<>+2024(SB)/4, $0x3d292679
+DATA consts<>+2028(SB)/4, $0x3d292679
+DATA consts<>+2032(SB)/4, $0x3d292679
+DATA consts<>+2036(SB)/4, $0x3d292679
+DATA consts<>+2040(SB)/4, $0x3d292679
+DATA consts<>+2044(SB)/4, $0x3d292679
+GLOBL consts<>(SB), RODATA|NOPTR, $2048
 DATA tailmask<>+0(SB)/4, $0xffffffff
 DATA tailmask<>+4(SB)/4, $0xffffffff
 DATA tailmask<>+8(SB)/4, $0xffffffff
@@ -535,9 +551,9 @@ TEXT ·expSum512(SB), NOSPLIT, $0-36
 	MOVQ n+16(FP), CX
 	VBROADCASTSS shift+24(FP), Z31
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
-	VMOVUPS consts<>+1472(SB), Z0
-	VMOVUPS consts<>+1472(SB), Z1
+	VMOVUPS consts<>+128(SB), Z17
+	VMOVUPS consts<>+1536(SB), Z0
+	VMOVUPS consts<>+1536(SB), Z1
 expSum512_loop:
 	CMPQ CX, $16
 	JLT expSum512_tail
@@ -545,20 +561,20 @@ expSum512_loop:
 	VSUBPS Z31, Z2, Z2
 	VMAXPS Z2, Z16, Z2
 	VMINPS Z2, Z17, Z2
-	VMULPS consts<>+128(SB), Z2, Z3
+	VMULPS consts<>+192(SB), Z2, Z3
 	VCMPPS $0x16, Z16, Z2, K4
 	VRNDSCALEPS $0, Z3, Z3
 	VMOVAPS Z2, Z4
-	VFNMADD231PS consts<>+192(SB), Z3, Z4
 	VFNMADD231PS consts<>+256(SB), Z3, Z4
-	VMOVUPS consts<>+320(SB), Z5
-	VFMADD213PS consts<>+384(SB), Z4, Z5
+	VFNMADD231PS consts<>+320(SB), Z3, Z4
+	VMOVUPS consts<>+384(SB), Z5
 	VFMADD213PS consts<>+448(SB), Z4, Z5
 	VFMADD213PS consts<>+512(SB), Z4, Z5
 	VFMADD213PS consts<>+576(SB), Z4, Z5
 	VFMADD213PS consts<>+640(SB), Z4, Z5
 	VFMADD213PS consts<>+704(SB), Z4, Z5
-	VFMADD213PS consts<>+704(SB), Z4, Z5
+	VFMADD213PS consts<>+768(SB), Z4, Z5
+	VFMADD213PS consts<>+768(SB), Z4, Z5
 	VSCALEFPS.Z Z3, Z5, K4, Z2
 	VMOVUPS Z2, 0(DI)
 	VADDPS Z2, Z0, Z0
@@ -577,20 +593,20 @@ expSum512_tail:
 	VSUBPS Z31, Z2, Z2
 	VMAXPS Z2, Z16, Z2
 	VMINPS Z2, Z17, Z2
-	VMULPS consts<>+128(SB), Z2, Z3
+	VMULPS consts<>+192(SB), Z2, Z3
 	VCMPPS $0x16, Z16, Z2, K4
 	VRNDSCALEPS $0, Z3, Z3
 	VMOVAPS Z2, Z4
-	VFNMADD231PS consts<>+192(SB), Z3, Z4
 	VFNMADD231PS consts<>+256(SB), Z3, Z4
-	VMOVUPS consts<>+320(SB), Z5
-	VFMADD213PS consts<>+384(SB), Z4, Z5
+	VFNMADD231PS consts<>+320(SB), Z3, Z4
+	VMOVUPS consts<>+384(SB), Z5
 	VFMADD213PS consts<>+448(SB), Z4, Z5
 	VFMADD213PS consts<>+512(SB), Z4, Z5
 	VFMADD213PS consts<>+576(SB), Z4, Z5
 	VFMADD213PS consts<>+640(SB), Z4, Z5
 	VFMADD213PS consts<>+704(SB), Z4, Z5
-	VFMADD213PS consts<>+704(SB), Z4, Z5
+	VFMADD213PS consts<>+768(SB), Z4, Z5
+	VFMADD213PS consts<>+768(SB), Z4, Z5
 	VSCALEFPS.Z Z3, Z5, K4, Z2
 	VMOVUPS Z2, K1, (DI)
 	VADDPS Z2, Z0, K1, Z0
@@ -614,9 +630,9 @@ TEXT ·expSum256(SB), NOSPLIT, $0-36
 	MOVQ n+16(FP), CX
 	VBROADCASTSS shift+24(FP), Y13
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
-	VMOVUPS consts<>+1472(SB), Y0
-	VMOVUPS consts<>+1472(SB), Y1
+	VMOVUPS consts<>+128(SB), Y14
+	VMOVUPS consts<>+1536(SB), Y0
+	VMOVUPS consts<>+1536(SB), Y1
 expSum256_loop:
 	CMPQ CX, $16
 	JLT expSum256_tail
@@ -624,24 +640,24 @@ expSum256_loop:
 	VSUBPS Y13, Y2, Y2
 	VMAXPS Y2, Y15, Y2
 	VMINPS Y2, Y14, Y2
-	VMULPS consts<>+128(SB), Y2, Y3
+	VMULPS consts<>+192(SB), Y2, Y3
 	VROUNDPS $0, Y3, Y3
 	VMOVAPS Y2, Y4
-	VFNMADD231PS consts<>+192(SB), Y3, Y4
 	VFNMADD231PS consts<>+256(SB), Y3, Y4
-	VMOVUPS consts<>+320(SB), Y5
-	VFMADD213PS consts<>+384(SB), Y4, Y5
+	VFNMADD231PS consts<>+320(SB), Y3, Y4
+	VMOVUPS consts<>+384(SB), Y5
 	VFMADD213PS consts<>+448(SB), Y4, Y5
 	VFMADD213PS consts<>+512(SB), Y4, Y5
 	VFMADD213PS consts<>+576(SB), Y4, Y5
 	VFMADD213PS consts<>+640(SB), Y4, Y5
 	VFMADD213PS consts<>+704(SB), Y4, Y5
-	VFMADD213PS consts<>+704(SB), Y4, Y5
+	VFMADD213PS consts<>+768(SB), Y4, Y5
+	VFMADD213PS consts<>+768(SB), Y4, Y5
 	VCVTPS2DQ Y3, Y3
 	VPSRAD $1, Y3, Y4
 	VPSUBD Y4, Y3, Y3
-	VPADDD consts<>+768(SB), Y4, Y4
-	VPADDD consts<>+768(SB), Y3, Y3
+	VPADDD consts<>+832(SB), Y4, Y4
+	VPADDD consts<>+832(SB), Y3, Y3
 	VPSLLD $23, Y4, Y4
 	VPSLLD $23, Y3, Y3
 	VMULPS Y4, Y5, Y5
@@ -654,24 +670,24 @@ expSum256_loop:
 	VSUBPS Y13, Y6, Y6
 	VMAXPS Y6, Y15, Y6
 	VMINPS Y6, Y14, Y6
-	VMULPS consts<>+128(SB), Y6, Y7
+	VMULPS consts<>+192(SB), Y6, Y7
 	VROUNDPS $0, Y7, Y7
 	VMOVAPS Y6, Y8
-	VFNMADD231PS consts<>+192(SB), Y7, Y8
 	VFNMADD231PS consts<>+256(SB), Y7, Y8
-	VMOVUPS consts<>+320(SB), Y9
-	VFMADD213PS consts<>+384(SB), Y8, Y9
+	VFNMADD231PS consts<>+320(SB), Y7, Y8
+	VMOVUPS consts<>+384(SB), Y9
 	VFMADD213PS consts<>+448(SB), Y8, Y9
 	VFMADD213PS consts<>+512(SB), Y8, Y9
 	VFMADD213PS consts<>+576(SB), Y8, Y9
 	VFMADD213PS consts<>+640(SB), Y8, Y9
 	VFMADD213PS consts<>+704(SB), Y8, Y9
-	VFMADD213PS consts<>+704(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
 	VCVTPS2DQ Y7, Y7
 	VPSRAD $1, Y7, Y8
 	VPSUBD Y8, Y7, Y7
-	VPADDD consts<>+768(SB), Y8, Y8
-	VPADDD consts<>+768(SB), Y7, Y7
+	VPADDD consts<>+832(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y7, Y7
 	VPSLLD $23, Y8, Y8
 	VPSLLD $23, Y7, Y7
 	VMULPS Y8, Y9, Y9
@@ -691,24 +707,24 @@ expSum256_tail:
 	VSUBPS Y13, Y2, Y2
 	VMAXPS Y2, Y15, Y2
 	VMINPS Y2, Y14, Y2
-	VMULPS consts<>+128(SB), Y2, Y3
+	VMULPS consts<>+192(SB), Y2, Y3
 	VROUNDPS $0, Y3, Y3
 	VMOVAPS Y2, Y4
-	VFNMADD231PS consts<>+192(SB), Y3, Y4
 	VFNMADD231PS consts<>+256(SB), Y3, Y4
-	VMOVUPS consts<>+320(SB), Y5
-	VFMADD213PS consts<>+384(SB), Y4, Y5
+	VFNMADD231PS consts<>+320(SB), Y3, Y4
+	VMOVUPS consts<>+384(SB), Y5
 	VFMADD213PS consts<>+448(SB), Y4, Y5
 	VFMADD213PS consts<>+512(SB), Y4, Y5
 	VFMADD213PS consts<>+576(SB), Y4, Y5
 	VFMADD213PS consts<>+640(SB), Y4, Y5
 	VFMADD213PS consts<>+704(SB), Y4, Y5
-	VFMADD213PS consts<>+704(SB), Y4, Y5
+	VFMADD213PS consts<>+768(SB), Y4, Y5
+	VFMADD213PS consts<>+768(SB), Y4, Y5
 	VCVTPS2DQ Y3, Y3
 	VPSRAD $1, Y3, Y4
 	VPSUBD Y4, Y3, Y3
-	VPADDD consts<>+768(SB), Y4, Y4
-	VPADDD consts<>+768(SB), Y3, Y3
+	VPADDD consts<>+832(SB), Y4, Y4
+	VPADDD consts<>+832(SB), Y3, Y3
 	VPSLLD $23, Y4, Y4
 	VPSLLD $23, Y3, Y3
 	VMULPS Y4, Y5, Y5
@@ -730,24 +746,24 @@ expSum256_tail:
 	VSUBPS Y13, Y6, Y6
 	VMAXPS Y6, Y15, Y6
 	VMINPS Y6, Y14, Y6
-	VMULPS consts<>+128(SB), Y6, Y7
+	VMULPS consts<>+192(SB), Y6, Y7
 	VROUNDPS $0, Y7, Y7
 	VMOVAPS Y6, Y8
-	VFNMADD231PS consts<>+192(SB), Y7, Y8
 	VFNMADD231PS consts<>+256(SB), Y7, Y8
-	VMOVUPS consts<>+320(SB), Y9
-	VFMADD213PS consts<>+384(SB), Y8, Y9
+	VFNMADD231PS consts<>+320(SB), Y7, Y8
+	VMOVUPS consts<>+384(SB), Y9
 	VFMADD213PS consts<>+448(SB), Y8, Y9
 	VFMADD213PS consts<>+512(SB), Y8, Y9
 	VFMADD213PS consts<>+576(SB), Y8, Y9
 	VFMADD213PS consts<>+640(SB), Y8, Y9
 	VFMADD213PS consts<>+704(SB), Y8, Y9
-	VFMADD213PS consts<>+704(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
 	VCVTPS2DQ Y7, Y7
 	VPSRAD $1, Y7, Y8
 	VPSUBD Y8, Y7, Y7
-	VPADDD consts<>+768(SB), Y8, Y8
-	VPADDD consts<>+768(SB), Y7, Y7
+	VPADDD consts<>+832(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y7, Y7
 	VPSLLD $23, Y8, Y8
 	VPSLLD $23, Y7, Y7
 	VMULPS Y8, Y9, Y9
@@ -769,24 +785,24 @@ expSum256_tail0:
 	VSUBPS Y13, Y2, Y2
 	VMAXPS Y2, Y15, Y2
 	VMINPS Y2, Y14, Y2
-	VMULPS consts<>+128(SB), Y2, Y3
+	VMULPS consts<>+192(SB), Y2, Y3
 	VROUNDPS $0, Y3, Y3
 	VMOVAPS Y2, Y4
-	VFNMADD231PS consts<>+192(SB), Y3, Y4
 	VFNMADD231PS consts<>+256(SB), Y3, Y4
-	VMOVUPS consts<>+320(SB), Y5
-	VFMADD213PS consts<>+384(SB), Y4, Y5
+	VFNMADD231PS consts<>+320(SB), Y3, Y4
+	VMOVUPS consts<>+384(SB), Y5
 	VFMADD213PS consts<>+448(SB), Y4, Y5
 	VFMADD213PS consts<>+512(SB), Y4, Y5
 	VFMADD213PS consts<>+576(SB), Y4, Y5
 	VFMADD213PS consts<>+640(SB), Y4, Y5
 	VFMADD213PS consts<>+704(SB), Y4, Y5
-	VFMADD213PS consts<>+704(SB), Y4, Y5
+	VFMADD213PS consts<>+768(SB), Y4, Y5
+	VFMADD213PS consts<>+768(SB), Y4, Y5
 	VCVTPS2DQ Y3, Y3
 	VPSRAD $1, Y3, Y4
 	VPSUBD Y4, Y3, Y3
-	VPADDD consts<>+768(SB), Y4, Y4
-	VPADDD consts<>+768(SB), Y3, Y3
+	VPADDD consts<>+832(SB), Y4, Y4
+	VPADDD consts<>+832(SB), Y3, Y3
 	VPSLLD $23, Y4, Y4
 	VPSLLD $23, Y3, Y3
 	VMULPS Y4, Y5, Y5
@@ -808,17 +824,297 @@ expSum256_done:
 	VZEROUPPER
 	RET
 
+// func expSumFlush512(dst *float32, src *float32, n int, shift float32) float32
+TEXT ·expSumFlush512(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS shift+24(FP), Z31
+	VMOVUPS consts<>+64(SB), Z16
+	VMOVUPS consts<>+128(SB), Z17
+	VMOVUPS consts<>+1536(SB), Z0
+	VMOVUPS consts<>+1536(SB), Z1
+expSumFlush512_loop:
+	CMPQ CX, $16
+	JLT expSumFlush512_tail
+	VMOVUPS 0(SI), Z2
+	VSUBPS Z31, Z2, Z2
+	VMAXPS Z2, Z16, Z2
+	VMINPS Z2, Z17, Z2
+	VMULPS consts<>+192(SB), Z2, Z3
+	VCMPPS $0x16, Z16, Z2, K4
+	VRNDSCALEPS $0, Z3, Z3
+	VMOVAPS Z2, Z4
+	VFNMADD231PS consts<>+256(SB), Z3, Z4
+	VFNMADD231PS consts<>+320(SB), Z3, Z4
+	VMOVUPS consts<>+384(SB), Z5
+	VFMADD213PS consts<>+448(SB), Z4, Z5
+	VFMADD213PS consts<>+512(SB), Z4, Z5
+	VFMADD213PS consts<>+576(SB), Z4, Z5
+	VFMADD213PS consts<>+640(SB), Z4, Z5
+	VFMADD213PS consts<>+704(SB), Z4, Z5
+	VFMADD213PS consts<>+768(SB), Z4, Z5
+	VFMADD213PS consts<>+768(SB), Z4, Z5
+	VSCALEFPS.Z Z3, Z5, K4, Z2
+	VMOVUPS Z2, 0(DI)
+	VADDPS Z2, Z0, Z0
+	ADDQ $64, DI
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JMP expSumFlush512_loop
+expSumFlush512_tail:
+	TESTQ CX, CX
+	JEQ expSumFlush512_done
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	VMOVUPS.Z (SI), K1, Z2
+	VSUBPS Z31, Z2, Z2
+	VMAXPS Z2, Z16, Z2
+	VMINPS Z2, Z17, Z2
+	VMULPS consts<>+192(SB), Z2, Z3
+	VCMPPS $0x16, Z16, Z2, K4
+	VRNDSCALEPS $0, Z3, Z3
+	VMOVAPS Z2, Z4
+	VFNMADD231PS consts<>+256(SB), Z3, Z4
+	VFNMADD231PS consts<>+320(SB), Z3, Z4
+	VMOVUPS consts<>+384(SB), Z5
+	VFMADD213PS consts<>+448(SB), Z4, Z5
+	VFMADD213PS consts<>+512(SB), Z4, Z5
+	VFMADD213PS consts<>+576(SB), Z4, Z5
+	VFMADD213PS consts<>+640(SB), Z4, Z5
+	VFMADD213PS consts<>+704(SB), Z4, Z5
+	VFMADD213PS consts<>+768(SB), Z4, Z5
+	VFMADD213PS consts<>+768(SB), Z4, Z5
+	VSCALEFPS.Z Z3, Z5, K4, Z2
+	VMOVUPS Z2, K1, (DI)
+	VADDPS Z2, Z0, K1, Z0
+expSumFlush512_done:
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X1, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDPS X1, X0, X0
+	MOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func expSumFlush256(dst *float32, src *float32, n int, shift float32) float32
+TEXT ·expSumFlush256(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS shift+24(FP), Y13
+	VMOVUPS consts<>+64(SB), Y15
+	VMOVUPS consts<>+128(SB), Y14
+	VMOVUPS consts<>+1536(SB), Y0
+	VMOVUPS consts<>+1536(SB), Y1
+expSumFlush256_loop:
+	CMPQ CX, $16
+	JLT expSumFlush256_tail
+	VMOVUPS 0(SI), Y2
+	VSUBPS Y13, Y2, Y2
+	VMAXPS Y2, Y15, Y2
+	VMINPS Y2, Y14, Y2
+	VMULPS consts<>+192(SB), Y2, Y3
+	VROUNDPS $0, Y3, Y3
+	VMOVAPS Y2, Y4
+	VFNMADD231PS consts<>+256(SB), Y3, Y4
+	VFNMADD231PS consts<>+320(SB), Y3, Y4
+	VMOVUPS consts<>+384(SB), Y5
+	VFMADD213PS consts<>+448(SB), Y4, Y5
+	VFMADD213PS consts<>+512(SB), Y4, Y5
+	VFMADD213PS consts<>+576(SB), Y4, Y5
+	VFMADD213PS consts<>+640(SB), Y4, Y5
+	VFMADD213PS consts<>+704(SB), Y4, Y5
+	VFMADD213PS consts<>+768(SB), Y4, Y5
+	VFMADD213PS consts<>+768(SB), Y4, Y5
+	VCVTPS2DQ Y3, Y3
+	VPSRAD $1, Y3, Y4
+	VPSUBD Y4, Y3, Y3
+	VPADDD consts<>+832(SB), Y4, Y4
+	VPADDD consts<>+832(SB), Y3, Y3
+	VPSLLD $23, Y4, Y4
+	VPSLLD $23, Y3, Y3
+	VMULPS Y4, Y5, Y5
+	VCMPPS $0x16, Y15, Y2, Y4
+	VANDPS Y4, Y3, Y3
+	VMULPS Y3, Y5, Y2
+	VMOVUPS Y2, 0(DI)
+	VADDPS Y2, Y0, Y0
+	VMOVUPS 32(SI), Y6
+	VSUBPS Y13, Y6, Y6
+	VMAXPS Y6, Y15, Y6
+	VMINPS Y6, Y14, Y6
+	VMULPS consts<>+192(SB), Y6, Y7
+	VROUNDPS $0, Y7, Y7
+	VMOVAPS Y6, Y8
+	VFNMADD231PS consts<>+256(SB), Y7, Y8
+	VFNMADD231PS consts<>+320(SB), Y7, Y8
+	VMOVUPS consts<>+384(SB), Y9
+	VFMADD213PS consts<>+448(SB), Y8, Y9
+	VFMADD213PS consts<>+512(SB), Y8, Y9
+	VFMADD213PS consts<>+576(SB), Y8, Y9
+	VFMADD213PS consts<>+640(SB), Y8, Y9
+	VFMADD213PS consts<>+704(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
+	VCVTPS2DQ Y7, Y7
+	VPSRAD $1, Y7, Y8
+	VPSUBD Y8, Y7, Y7
+	VPADDD consts<>+832(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y7, Y7
+	VPSLLD $23, Y8, Y8
+	VPSLLD $23, Y7, Y7
+	VMULPS Y8, Y9, Y9
+	VCMPPS $0x16, Y15, Y6, Y8
+	VANDPS Y8, Y7, Y7
+	VMULPS Y7, Y9, Y6
+	VMOVUPS Y6, 32(DI)
+	VADDPS Y6, Y1, Y1
+	ADDQ $64, DI
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JMP expSumFlush256_loop
+expSumFlush256_tail:
+	CMPQ CX, $8
+	JLT expSumFlush256_tail0
+	VMOVUPS 0(SI), Y2
+	VSUBPS Y13, Y2, Y2
+	VMAXPS Y2, Y15, Y2
+	VMINPS Y2, Y14, Y2
+	VMULPS consts<>+192(SB), Y2, Y3
+	VROUNDPS $0, Y3, Y3
+	VMOVAPS Y2, Y4
+	VFNMADD231PS consts<>+256(SB), Y3, Y4
+	VFNMADD231PS consts<>+320(SB), Y3, Y4
+	VMOVUPS consts<>+384(SB), Y5
+	VFMADD213PS consts<>+448(SB), Y4, Y5
+	VFMADD213PS consts<>+512(SB), Y4, Y5
+	VFMADD213PS consts<>+576(SB), Y4, Y5
+	VFMADD213PS consts<>+640(SB), Y4, Y5
+	VFMADD213PS consts<>+704(SB), Y4, Y5
+	VFMADD213PS consts<>+768(SB), Y4, Y5
+	VFMADD213PS consts<>+768(SB), Y4, Y5
+	VCVTPS2DQ Y3, Y3
+	VPSRAD $1, Y3, Y4
+	VPSUBD Y4, Y3, Y3
+	VPADDD consts<>+832(SB), Y4, Y4
+	VPADDD consts<>+832(SB), Y3, Y3
+	VPSLLD $23, Y4, Y4
+	VPSLLD $23, Y3, Y3
+	VMULPS Y4, Y5, Y5
+	VCMPPS $0x16, Y15, Y2, Y4
+	VANDPS Y4, Y3, Y3
+	VMULPS Y3, Y5, Y2
+	VMOVUPS Y2, 0(DI)
+	VADDPS Y2, Y0, Y0
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	TESTQ CX, CX
+	JEQ expSumFlush256_done
+	LEAQ tailmask<>+32(SB), AX
+	SHLQ $2, CX
+	SUBQ CX, AX
+	VMOVUPS (AX), Y12
+	VMASKMOVPS (SI), Y12, Y6
+	VSUBPS Y13, Y6, Y6
+	VMAXPS Y6, Y15, Y6
+	VMINPS Y6, Y14, Y6
+	VMULPS consts<>+192(SB), Y6, Y7
+	VROUNDPS $0, Y7, Y7
+	VMOVAPS Y6, Y8
+	VFNMADD231PS consts<>+256(SB), Y7, Y8
+	VFNMADD231PS consts<>+320(SB), Y7, Y8
+	VMOVUPS consts<>+384(SB), Y9
+	VFMADD213PS consts<>+448(SB), Y8, Y9
+	VFMADD213PS consts<>+512(SB), Y8, Y9
+	VFMADD213PS consts<>+576(SB), Y8, Y9
+	VFMADD213PS consts<>+640(SB), Y8, Y9
+	VFMADD213PS consts<>+704(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
+	VCVTPS2DQ Y7, Y7
+	VPSRAD $1, Y7, Y8
+	VPSUBD Y8, Y7, Y7
+	VPADDD consts<>+832(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y7, Y7
+	VPSLLD $23, Y8, Y8
+	VPSLLD $23, Y7, Y7
+	VMULPS Y8, Y9, Y9
+	VCMPPS $0x16, Y15, Y6, Y8
+	VANDPS Y8, Y7, Y7
+	VMULPS Y7, Y9, Y6
+	VMASKMOVPS Y6, Y12, (DI)
+	VANDPS Y12, Y6, Y6
+	VADDPS Y6, Y1, Y1
+	JMP expSumFlush256_done
+expSumFlush256_tail0:
+	TESTQ CX, CX
+	JEQ expSumFlush256_done
+	LEAQ tailmask<>+32(SB), AX
+	SHLQ $2, CX
+	SUBQ CX, AX
+	VMOVUPS (AX), Y12
+	VMASKMOVPS (SI), Y12, Y2
+	VSUBPS Y13, Y2, Y2
+	VMAXPS Y2, Y15, Y2
+	VMINPS Y2, Y14, Y2
+	VMULPS consts<>+192(SB), Y2, Y3
+	VROUNDPS $0, Y3, Y3
+	VMOVAPS Y2, Y4
+	VFNMADD231PS consts<>+256(SB), Y3, Y4
+	VFNMADD231PS consts<>+320(SB), Y3, Y4
+	VMOVUPS consts<>+384(SB), Y5
+	VFMADD213PS consts<>+448(SB), Y4, Y5
+	VFMADD213PS consts<>+512(SB), Y4, Y5
+	VFMADD213PS consts<>+576(SB), Y4, Y5
+	VFMADD213PS consts<>+640(SB), Y4, Y5
+	VFMADD213PS consts<>+704(SB), Y4, Y5
+	VFMADD213PS consts<>+768(SB), Y4, Y5
+	VFMADD213PS consts<>+768(SB), Y4, Y5
+	VCVTPS2DQ Y3, Y3
+	VPSRAD $1, Y3, Y4
+	VPSUBD Y4, Y3, Y3
+	VPADDD consts<>+832(SB), Y4, Y4
+	VPADDD consts<>+832(SB), Y3, Y3
+	VPSLLD $23, Y4, Y4
+	VPSLLD $23, Y3, Y3
+	VMULPS Y4, Y5, Y5
+	VCMPPS $0x16, Y15, Y2, Y4
+	VANDPS Y4, Y3, Y3
+	VMULPS Y3, Y5, Y2
+	VMASKMOVPS Y2, Y12, (DI)
+	VANDPS Y12, Y2, Y2
+	VADDPS Y2, Y0, Y0
+expSumFlush256_done:
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X1, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDPS X1, X0, X0
+	MOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
 // func max512(src *float32, n int) float32
 TEXT ·max512(SB), NOSPLIT, $0-20
 	MOVQ src+0(FP), DI
 	MOVQ n+8(FP), CX
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
-	VMOVUPS consts<>+1536(SB), Z0
-	VMOVUPS consts<>+1536(SB), Z1
+	VMOVUPS consts<>+128(SB), Z17
+	VMOVUPS consts<>+1600(SB), Z0
+	VMOVUPS consts<>+1600(SB), Z1
 	KXORW K3, K3, K3
-	VMOVUPS consts<>+1536(SB), Z18
-	VMOVUPS consts<>+1536(SB), Z19
+	VMOVUPS consts<>+1600(SB), Z18
+	VMOVUPS consts<>+1600(SB), Z19
 max512_loop4:
 	CMPQ CX, $64
 	JLT max512_loop
@@ -858,7 +1154,7 @@ max512_tail:
 	SHLL CX, AX
 	DECL AX
 	KMOVW AX, K1
-	VMOVUPS consts<>+1536(SB), Z2
+	VMOVUPS consts<>+1600(SB), Z2
 	VMOVUPS (DI), K1, Z2
 	VCMPPS $3, Z2, Z2, K2
 	KORW K2, K3, K3
@@ -877,7 +1173,7 @@ max512_done:
 	VMAXPS X1, X0, X0
 	KORTESTW K3, K3
 	JEQ max512_ok
-	MOVSS consts<>+1600(SB), X0
+	MOVSS consts<>+1664(SB), X0
 max512_ok:
 	MOVSS X0, ret+16(FP)
 	VZEROUPPER
@@ -888,12 +1184,12 @@ TEXT ·max256(SB), NOSPLIT, $0-20
 	MOVQ src+0(FP), DI
 	MOVQ n+8(FP), CX
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
-	VMOVUPS consts<>+1536(SB), Y0
-	VMOVUPS consts<>+1536(SB), Y1
+	VMOVUPS consts<>+128(SB), Y14
+	VMOVUPS consts<>+1600(SB), Y0
+	VMOVUPS consts<>+1600(SB), Y1
 	VXORPS Y10, Y10, Y10
-	VMOVUPS consts<>+1536(SB), Y4
-	VMOVUPS consts<>+1536(SB), Y5
+	VMOVUPS consts<>+1600(SB), Y4
+	VMOVUPS consts<>+1600(SB), Y5
 max256_loop4:
 	CMPQ CX, $32
 	JLT max256_loop
@@ -946,7 +1242,7 @@ max256_tail:
 	SUBQ CX, AX
 	VMOVUPS (AX), Y12
 	VMASKMOVPS (DI), Y12, Y2
-	VMOVUPS consts<>+1536(SB), Y11
+	VMOVUPS consts<>+1600(SB), Y11
 	VBLENDVPS Y12, Y2, Y11, Y2
 	VCMPPS $3, Y2, Y2, Y3
 	VORPS Y3, Y10, Y10
@@ -960,7 +1256,7 @@ max256_tail0:
 	SUBQ CX, AX
 	VMOVUPS (AX), Y12
 	VMASKMOVPS (DI), Y12, Y2
-	VMOVUPS consts<>+1536(SB), Y11
+	VMOVUPS consts<>+1600(SB), Y11
 	VBLENDVPS Y12, Y2, Y11, Y2
 	VCMPPS $3, Y2, Y2, Y3
 	VORPS Y3, Y10, Y10
@@ -978,7 +1274,7 @@ max256_done:
 	VMOVMSKPS Y10, AX
 	TESTL AX, AX
 	JEQ max256_ok
-	MOVSS consts<>+1600(SB), X0
+	MOVSS consts<>+1664(SB), X0
 max256_ok:
 	MOVSS X0, ret+16(FP)
 	VZEROUPPER
@@ -990,7 +1286,7 @@ TEXT ·scale512(SB), NOSPLIT, $0-20
 	MOVQ n+8(FP), CX
 	VBROADCASTSS c+16(FP), Z31
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+128(SB), Z17
 scale512_loop:
 	CMPQ CX, $16
 	JLT scale512_tail
@@ -1020,7 +1316,7 @@ TEXT ·scale256(SB), NOSPLIT, $0-20
 	MOVQ n+8(FP), CX
 	VBROADCASTSS c+16(FP), Y13
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+128(SB), Y14
 scale256_loop:
 	CMPQ CX, $16
 	JLT scale256_tail
@@ -1071,7 +1367,7 @@ TEXT ·div512(SB), NOSPLIT, $0-20
 	MOVQ n+8(FP), CX
 	VBROADCASTSS c+16(FP), Z31
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+128(SB), Z17
 div512_loop:
 	CMPQ CX, $16
 	JLT div512_tail
@@ -1101,7 +1397,7 @@ TEXT ·div256(SB), NOSPLIT, $0-20
 	MOVQ n+8(FP), CX
 	VBROADCASTSS c+16(FP), Y13
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+128(SB), Y14
 div256_loop:
 	CMPQ CX, $16
 	JLT div256_tail
@@ -1152,7 +1448,7 @@ TEXT ·shift512(SB), NOSPLIT, $0-20
 	MOVQ n+8(FP), CX
 	VBROADCASTSS c+16(FP), Z31
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+128(SB), Z17
 shift512_loop:
 	CMPQ CX, $16
 	JLT shift512_tail
@@ -1182,7 +1478,7 @@ TEXT ·shift256(SB), NOSPLIT, $0-20
 	MOVQ n+8(FP), CX
 	VBROADCASTSS c+16(FP), Y13
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+128(SB), Y14
 shift256_loop:
 	CMPQ CX, $16
 	JLT shift256_tail
@@ -1234,7 +1530,7 @@ TEXT ·add512(SB), NOSPLIT, $0-32
 	MOVQ src2+16(FP), DX
 	MOVQ n+24(FP), CX
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+128(SB), Z17
 add512_loop:
 	CMPQ CX, $16
 	JLT add512_tail
@@ -1269,7 +1565,7 @@ TEXT ·add256(SB), NOSPLIT, $0-32
 	MOVQ src2+16(FP), DX
 	MOVQ n+24(FP), CX
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+128(SB), Y14
 add256_loop:
 	CMPQ CX, $16
 	JLT add256_tail
@@ -1330,7 +1626,7 @@ TEXT ·sub512(SB), NOSPLIT, $0-32
 	MOVQ src2+16(FP), DX
 	MOVQ n+24(FP), CX
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+128(SB), Z17
 sub512_loop:
 	CMPQ CX, $16
 	JLT sub512_tail
@@ -1365,7 +1661,7 @@ TEXT ·sub256(SB), NOSPLIT, $0-32
 	MOVQ src2+16(FP), DX
 	MOVQ n+24(FP), CX
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+128(SB), Y14
 sub256_loop:
 	CMPQ CX, $16
 	JLT sub256_tail
@@ -1425,12 +1721,12 @@ TEXT ·relu512(SB), NOSPLIT, $0-24
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+128(SB), Z17
 relu512_loop:
 	CMPQ CX, $16
 	JLT relu512_tail
 	VMOVUPS 0(SI), Z2
-	VMOVUPS consts<>+1472(SB), Z3
+	VMOVUPS consts<>+1536(SB), Z3
 	VMAXPS Z2, Z3, Z2
 	VADDPS Z3, Z2, Z2
 	VMOVUPS Z2, 0(DI)
@@ -1446,7 +1742,7 @@ relu512_tail:
 	DECL AX
 	KMOVW AX, K1
 	VMOVUPS.Z (SI), K1, Z2
-	VMOVUPS consts<>+1472(SB), Z3
+	VMOVUPS consts<>+1536(SB), Z3
 	VMAXPS Z2, Z3, Z2
 	VADDPS Z3, Z2, Z2
 	VMOVUPS Z2, K1, (DI)
@@ -1460,17 +1756,17 @@ TEXT ·relu256(SB), NOSPLIT, $0-24
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+128(SB), Y14
 relu256_loop:
 	CMPQ CX, $16
 	JLT relu256_tail
 	VMOVUPS 0(SI), Y2
-	VMOVUPS consts<>+1472(SB), Y3
+	VMOVUPS consts<>+1536(SB), Y3
 	VMAXPS Y2, Y3, Y2
 	VADDPS Y3, Y2, Y2
 	VMOVUPS Y2, 0(DI)
 	VMOVUPS 32(SI), Y2
-	VMOVUPS consts<>+1472(SB), Y3
+	VMOVUPS consts<>+1536(SB), Y3
 	VMAXPS Y2, Y3, Y2
 	VADDPS Y3, Y2, Y2
 	VMOVUPS Y2, 32(DI)
@@ -1482,7 +1778,7 @@ relu256_tail:
 	CMPQ CX, $8
 	JLT relu256_tail0
 	VMOVUPS 0(SI), Y2
-	VMOVUPS consts<>+1472(SB), Y3
+	VMOVUPS consts<>+1536(SB), Y3
 	VMAXPS Y2, Y3, Y2
 	VADDPS Y3, Y2, Y2
 	VMOVUPS Y2, 0(DI)
@@ -1496,7 +1792,7 @@ relu256_tail:
 	SUBQ CX, AX
 	VMOVUPS (AX), Y12
 	VMASKMOVPS (SI), Y12, Y2
-	VMOVUPS consts<>+1472(SB), Y3
+	VMOVUPS consts<>+1536(SB), Y3
 	VMAXPS Y2, Y3, Y2
 	VADDPS Y3, Y2, Y2
 	VMASKMOVPS Y2, Y12, (DI)
@@ -1509,7 +1805,7 @@ relu256_tail0:
 	SUBQ CX, AX
 	VMOVUPS (AX), Y12
 	VMASKMOVPS (SI), Y12, Y2
-	VMOVUPS consts<>+1472(SB), Y3
+	VMOVUPS consts<>+1536(SB), Y3
 	VMAXPS Y2, Y3, Y2
 	VADDPS Y3, Y2, Y2
 	VMASKMOVPS Y2, Y12, (DI)
@@ -1523,14 +1819,14 @@ TEXT ·biasRelu512(SB), NOSPLIT, $0-24
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+128(SB), Z17
 biasRelu512_loop:
 	CMPQ CX, $16
 	JLT biasRelu512_tail
 	VMOVUPS 0(DI), Z2
 	VMOVUPS 0(SI), Z3
 	VADDPS Z3, Z2, Z2
-	VMOVUPS consts<>+1472(SB), Z3
+	VMOVUPS consts<>+1536(SB), Z3
 	VMAXPS Z2, Z3, Z2
 	VADDPS Z3, Z2, Z2
 	VMOVUPS Z2, 0(DI)
@@ -1548,7 +1844,7 @@ biasRelu512_tail:
 	VMOVUPS.Z (DI), K1, Z2
 	VMOVUPS.Z (SI), K1, Z3
 	VADDPS Z3, Z2, Z2
-	VMOVUPS consts<>+1472(SB), Z3
+	VMOVUPS consts<>+1536(SB), Z3
 	VMAXPS Z2, Z3, Z2
 	VADDPS Z3, Z2, Z2
 	VMOVUPS Z2, K1, (DI)
@@ -1562,21 +1858,21 @@ TEXT ·biasRelu256(SB), NOSPLIT, $0-24
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+128(SB), Y14
 biasRelu256_loop:
 	CMPQ CX, $16
 	JLT biasRelu256_tail
 	VMOVUPS 0(DI), Y2
 	VMOVUPS 0(SI), Y3
 	VADDPS Y3, Y2, Y2
-	VMOVUPS consts<>+1472(SB), Y3
+	VMOVUPS consts<>+1536(SB), Y3
 	VMAXPS Y2, Y3, Y2
 	VADDPS Y3, Y2, Y2
 	VMOVUPS Y2, 0(DI)
 	VMOVUPS 32(DI), Y2
 	VMOVUPS 32(SI), Y3
 	VADDPS Y3, Y2, Y2
-	VMOVUPS consts<>+1472(SB), Y3
+	VMOVUPS consts<>+1536(SB), Y3
 	VMAXPS Y2, Y3, Y2
 	VADDPS Y3, Y2, Y2
 	VMOVUPS Y2, 32(DI)
@@ -1590,7 +1886,7 @@ biasRelu256_tail:
 	VMOVUPS 0(DI), Y2
 	VMOVUPS 0(SI), Y3
 	VADDPS Y3, Y2, Y2
-	VMOVUPS consts<>+1472(SB), Y3
+	VMOVUPS consts<>+1536(SB), Y3
 	VMAXPS Y2, Y3, Y2
 	VADDPS Y3, Y2, Y2
 	VMOVUPS Y2, 0(DI)
@@ -1606,7 +1902,7 @@ biasRelu256_tail:
 	VMASKMOVPS (DI), Y12, Y2
 	VMASKMOVPS (SI), Y12, Y3
 	VADDPS Y3, Y2, Y2
-	VMOVUPS consts<>+1472(SB), Y3
+	VMOVUPS consts<>+1536(SB), Y3
 	VMAXPS Y2, Y3, Y2
 	VADDPS Y3, Y2, Y2
 	VMASKMOVPS Y2, Y12, (DI)
@@ -1621,7 +1917,7 @@ biasRelu256_tail0:
 	VMASKMOVPS (DI), Y12, Y2
 	VMASKMOVPS (SI), Y12, Y3
 	VADDPS Y3, Y2, Y2
-	VMOVUPS consts<>+1472(SB), Y3
+	VMOVUPS consts<>+1536(SB), Y3
 	VMAXPS Y2, Y3, Y2
 	VADDPS Y3, Y2, Y2
 	VMASKMOVPS Y2, Y12, (DI)
@@ -1635,52 +1931,52 @@ TEXT ·biasGelu512(SB), NOSPLIT, $0-24
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+128(SB), Z17
 biasGelu512_loop:
 	CMPQ CX, $16
 	JLT biasGelu512_tail
 	VMOVUPS 0(DI), Z2
 	VMOVUPS 0(SI), Z3
 	VADDPS Z3, Z2, Z2
-	VMULPS consts<>+1216(SB), Z2, Z3
-	VMULPS consts<>+1280(SB), Z2, Z2
-	VANDPS consts<>+1344(SB), Z2, Z7
-	VMOVUPS consts<>+704(SB), Z4
-	VFMADD231PS consts<>+832(SB), Z7, Z4
-	VMOVUPS consts<>+704(SB), Z10
+	VMULPS consts<>+1280(SB), Z2, Z3
+	VMULPS consts<>+1344(SB), Z2, Z2
+	VANDPS consts<>+1408(SB), Z2, Z7
+	VMOVUPS consts<>+768(SB), Z4
+	VFMADD231PS consts<>+896(SB), Z7, Z4
+	VMOVUPS consts<>+768(SB), Z10
 	VDIVPS Z4, Z10, Z4
-	VMOVUPS consts<>+1152(SB), Z5
+	VMOVUPS consts<>+1216(SB), Z5
+	VFMADD213PS consts<>+1152(SB), Z4, Z5
 	VFMADD213PS consts<>+1088(SB), Z4, Z5
 	VFMADD213PS consts<>+1024(SB), Z4, Z5
 	VFMADD213PS consts<>+960(SB), Z4, Z5
-	VFMADD213PS consts<>+896(SB), Z4, Z5
 	VMULPS Z7, Z7, Z6
-	VMOVUPS consts<>+1472(SB), Z10
+	VMOVUPS consts<>+1536(SB), Z10
 	VSUBPS Z6, Z10, Z6
 	VMAXPS Z6, Z16, Z6
 	VMINPS Z6, Z17, Z6
-	VMULPS consts<>+128(SB), Z6, Z8
+	VMULPS consts<>+192(SB), Z6, Z8
 	VCMPPS $0x16, Z16, Z6, K4
 	VRNDSCALEPS $0, Z8, Z8
 	VMOVAPS Z6, Z9
-	VFNMADD231PS consts<>+192(SB), Z8, Z9
 	VFNMADD231PS consts<>+256(SB), Z8, Z9
-	VMOVUPS consts<>+320(SB), Z10
-	VFMADD213PS consts<>+384(SB), Z9, Z10
+	VFNMADD231PS consts<>+320(SB), Z8, Z9
+	VMOVUPS consts<>+384(SB), Z10
 	VFMADD213PS consts<>+448(SB), Z9, Z10
 	VFMADD213PS consts<>+512(SB), Z9, Z10
 	VFMADD213PS consts<>+576(SB), Z9, Z10
 	VFMADD213PS consts<>+640(SB), Z9, Z10
 	VFMADD213PS consts<>+704(SB), Z9, Z10
-	VFMADD213PS consts<>+704(SB), Z9, Z10
+	VFMADD213PS consts<>+768(SB), Z9, Z10
+	VFMADD213PS consts<>+768(SB), Z9, Z10
 	VSCALEFPS.Z Z8, Z10, K4, Z6
 	VMULPS Z4, Z5, Z5
 	VMULPS Z6, Z5, Z5
-	VMOVUPS consts<>+704(SB), Z10
+	VMOVUPS consts<>+768(SB), Z10
 	VSUBPS Z5, Z10, Z10
-	VANDPS consts<>+1408(SB), Z2, Z2
+	VANDPS consts<>+1472(SB), Z2, Z2
 	VORPS Z10, Z2, Z2
-	VADDPS consts<>+704(SB), Z2, Z2
+	VADDPS consts<>+768(SB), Z2, Z2
 	VMULPS Z3, Z2, Z2
 	VMOVUPS Z2, 0(DI)
 	ADDQ $64, DI
@@ -1697,45 +1993,45 @@ biasGelu512_tail:
 	VMOVUPS.Z (DI), K1, Z2
 	VMOVUPS.Z (SI), K1, Z3
 	VADDPS Z3, Z2, Z2
-	VMULPS consts<>+1216(SB), Z2, Z3
-	VMULPS consts<>+1280(SB), Z2, Z2
-	VANDPS consts<>+1344(SB), Z2, Z7
-	VMOVUPS consts<>+704(SB), Z4
-	VFMADD231PS consts<>+832(SB), Z7, Z4
-	VMOVUPS consts<>+704(SB), Z10
+	VMULPS consts<>+1280(SB), Z2, Z3
+	VMULPS consts<>+1344(SB), Z2, Z2
+	VANDPS consts<>+1408(SB), Z2, Z7
+	VMOVUPS consts<>+768(SB), Z4
+	VFMADD231PS consts<>+896(SB), Z7, Z4
+	VMOVUPS consts<>+768(SB), Z10
 	VDIVPS Z4, Z10, Z4
-	VMOVUPS consts<>+1152(SB), Z5
+	VMOVUPS consts<>+1216(SB), Z5
+	VFMADD213PS consts<>+1152(SB), Z4, Z5
 	VFMADD213PS consts<>+1088(SB), Z4, Z5
 	VFMADD213PS consts<>+1024(SB), Z4, Z5
 	VFMADD213PS consts<>+960(SB), Z4, Z5
-	VFMADD213PS consts<>+896(SB), Z4, Z5
 	VMULPS Z7, Z7, Z6
-	VMOVUPS consts<>+1472(SB), Z10
+	VMOVUPS consts<>+1536(SB), Z10
 	VSUBPS Z6, Z10, Z6
 	VMAXPS Z6, Z16, Z6
 	VMINPS Z6, Z17, Z6
-	VMULPS consts<>+128(SB), Z6, Z8
+	VMULPS consts<>+192(SB), Z6, Z8
 	VCMPPS $0x16, Z16, Z6, K4
 	VRNDSCALEPS $0, Z8, Z8
 	VMOVAPS Z6, Z9
-	VFNMADD231PS consts<>+192(SB), Z8, Z9
 	VFNMADD231PS consts<>+256(SB), Z8, Z9
-	VMOVUPS consts<>+320(SB), Z10
-	VFMADD213PS consts<>+384(SB), Z9, Z10
+	VFNMADD231PS consts<>+320(SB), Z8, Z9
+	VMOVUPS consts<>+384(SB), Z10
 	VFMADD213PS consts<>+448(SB), Z9, Z10
 	VFMADD213PS consts<>+512(SB), Z9, Z10
 	VFMADD213PS consts<>+576(SB), Z9, Z10
 	VFMADD213PS consts<>+640(SB), Z9, Z10
 	VFMADD213PS consts<>+704(SB), Z9, Z10
-	VFMADD213PS consts<>+704(SB), Z9, Z10
+	VFMADD213PS consts<>+768(SB), Z9, Z10
+	VFMADD213PS consts<>+768(SB), Z9, Z10
 	VSCALEFPS.Z Z8, Z10, K4, Z6
 	VMULPS Z4, Z5, Z5
 	VMULPS Z6, Z5, Z5
-	VMOVUPS consts<>+704(SB), Z10
+	VMOVUPS consts<>+768(SB), Z10
 	VSUBPS Z5, Z10, Z10
-	VANDPS consts<>+1408(SB), Z2, Z2
+	VANDPS consts<>+1472(SB), Z2, Z2
 	VORPS Z10, Z2, Z2
-	VADDPS consts<>+704(SB), Z2, Z2
+	VADDPS consts<>+768(SB), Z2, Z2
 	VMULPS Z3, Z2, Z2
 	VMOVUPS Z2, K1, (DI)
 biasGelu512_done:
@@ -1748,48 +2044,48 @@ TEXT ·biasGelu256(SB), NOSPLIT, $0-24
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+128(SB), Y14
 biasGelu256_loop:
 	CMPQ CX, $16
 	JLT biasGelu256_tail
 	VMOVUPS 0(DI), Y2
 	VMOVUPS 0(SI), Y3
 	VADDPS Y3, Y2, Y2
-	VMULPS consts<>+1216(SB), Y2, Y3
-	VMULPS consts<>+1280(SB), Y2, Y2
-	VANDPS consts<>+1344(SB), Y2, Y7
-	VMOVUPS consts<>+704(SB), Y4
-	VFMADD231PS consts<>+832(SB), Y7, Y4
-	VMOVUPS consts<>+704(SB), Y10
+	VMULPS consts<>+1280(SB), Y2, Y3
+	VMULPS consts<>+1344(SB), Y2, Y2
+	VANDPS consts<>+1408(SB), Y2, Y7
+	VMOVUPS consts<>+768(SB), Y4
+	VFMADD231PS consts<>+896(SB), Y7, Y4
+	VMOVUPS consts<>+768(SB), Y10
 	VDIVPS Y4, Y10, Y4
-	VMOVUPS consts<>+1152(SB), Y5
+	VMOVUPS consts<>+1216(SB), Y5
+	VFMADD213PS consts<>+1152(SB), Y4, Y5
 	VFMADD213PS consts<>+1088(SB), Y4, Y5
 	VFMADD213PS consts<>+1024(SB), Y4, Y5
 	VFMADD213PS consts<>+960(SB), Y4, Y5
-	VFMADD213PS consts<>+896(SB), Y4, Y5
 	VMULPS Y7, Y7, Y6
-	VMOVUPS consts<>+1472(SB), Y10
+	VMOVUPS consts<>+1536(SB), Y10
 	VSUBPS Y6, Y10, Y6
 	VMAXPS Y6, Y15, Y6
 	VMINPS Y6, Y14, Y6
-	VMULPS consts<>+128(SB), Y6, Y8
+	VMULPS consts<>+192(SB), Y6, Y8
 	VROUNDPS $0, Y8, Y8
 	VMOVAPS Y6, Y9
-	VFNMADD231PS consts<>+192(SB), Y8, Y9
 	VFNMADD231PS consts<>+256(SB), Y8, Y9
-	VMOVUPS consts<>+320(SB), Y10
-	VFMADD213PS consts<>+384(SB), Y9, Y10
+	VFNMADD231PS consts<>+320(SB), Y8, Y9
+	VMOVUPS consts<>+384(SB), Y10
 	VFMADD213PS consts<>+448(SB), Y9, Y10
 	VFMADD213PS consts<>+512(SB), Y9, Y10
 	VFMADD213PS consts<>+576(SB), Y9, Y10
 	VFMADD213PS consts<>+640(SB), Y9, Y10
 	VFMADD213PS consts<>+704(SB), Y9, Y10
-	VFMADD213PS consts<>+704(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
 	VCVTPS2DQ Y8, Y8
 	VPSRAD $1, Y8, Y9
 	VPSUBD Y9, Y8, Y8
-	VPADDD consts<>+768(SB), Y9, Y9
-	VPADDD consts<>+768(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y9, Y9
+	VPADDD consts<>+832(SB), Y8, Y8
 	VPSLLD $23, Y9, Y9
 	VPSLLD $23, Y8, Y8
 	VMULPS Y9, Y10, Y10
@@ -1798,51 +2094,51 @@ biasGelu256_loop:
 	VMULPS Y8, Y10, Y6
 	VMULPS Y4, Y5, Y5
 	VMULPS Y6, Y5, Y5
-	VMOVUPS consts<>+704(SB), Y10
+	VMOVUPS consts<>+768(SB), Y10
 	VSUBPS Y5, Y10, Y10
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y10, Y2, Y2
-	VADDPS consts<>+704(SB), Y2, Y2
+	VADDPS consts<>+768(SB), Y2, Y2
 	VMULPS Y3, Y2, Y2
 	VMOVUPS Y2, 0(DI)
 	VMOVUPS 32(DI), Y2
 	VMOVUPS 32(SI), Y3
 	VADDPS Y3, Y2, Y2
-	VMULPS consts<>+1216(SB), Y2, Y3
-	VMULPS consts<>+1280(SB), Y2, Y2
-	VANDPS consts<>+1344(SB), Y2, Y7
-	VMOVUPS consts<>+704(SB), Y4
-	VFMADD231PS consts<>+832(SB), Y7, Y4
-	VMOVUPS consts<>+704(SB), Y10
+	VMULPS consts<>+1280(SB), Y2, Y3
+	VMULPS consts<>+1344(SB), Y2, Y2
+	VANDPS consts<>+1408(SB), Y2, Y7
+	VMOVUPS consts<>+768(SB), Y4
+	VFMADD231PS consts<>+896(SB), Y7, Y4
+	VMOVUPS consts<>+768(SB), Y10
 	VDIVPS Y4, Y10, Y4
-	VMOVUPS consts<>+1152(SB), Y5
+	VMOVUPS consts<>+1216(SB), Y5
+	VFMADD213PS consts<>+1152(SB), Y4, Y5
 	VFMADD213PS consts<>+1088(SB), Y4, Y5
 	VFMADD213PS consts<>+1024(SB), Y4, Y5
 	VFMADD213PS consts<>+960(SB), Y4, Y5
-	VFMADD213PS consts<>+896(SB), Y4, Y5
 	VMULPS Y7, Y7, Y6
-	VMOVUPS consts<>+1472(SB), Y10
+	VMOVUPS consts<>+1536(SB), Y10
 	VSUBPS Y6, Y10, Y6
 	VMAXPS Y6, Y15, Y6
 	VMINPS Y6, Y14, Y6
-	VMULPS consts<>+128(SB), Y6, Y8
+	VMULPS consts<>+192(SB), Y6, Y8
 	VROUNDPS $0, Y8, Y8
 	VMOVAPS Y6, Y9
-	VFNMADD231PS consts<>+192(SB), Y8, Y9
 	VFNMADD231PS consts<>+256(SB), Y8, Y9
-	VMOVUPS consts<>+320(SB), Y10
-	VFMADD213PS consts<>+384(SB), Y9, Y10
+	VFNMADD231PS consts<>+320(SB), Y8, Y9
+	VMOVUPS consts<>+384(SB), Y10
 	VFMADD213PS consts<>+448(SB), Y9, Y10
 	VFMADD213PS consts<>+512(SB), Y9, Y10
 	VFMADD213PS consts<>+576(SB), Y9, Y10
 	VFMADD213PS consts<>+640(SB), Y9, Y10
 	VFMADD213PS consts<>+704(SB), Y9, Y10
-	VFMADD213PS consts<>+704(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
 	VCVTPS2DQ Y8, Y8
 	VPSRAD $1, Y8, Y9
 	VPSUBD Y9, Y8, Y8
-	VPADDD consts<>+768(SB), Y9, Y9
-	VPADDD consts<>+768(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y9, Y9
+	VPADDD consts<>+832(SB), Y8, Y8
 	VPSLLD $23, Y9, Y9
 	VPSLLD $23, Y8, Y8
 	VMULPS Y9, Y10, Y10
@@ -1851,11 +2147,11 @@ biasGelu256_loop:
 	VMULPS Y8, Y10, Y6
 	VMULPS Y4, Y5, Y5
 	VMULPS Y6, Y5, Y5
-	VMOVUPS consts<>+704(SB), Y10
+	VMOVUPS consts<>+768(SB), Y10
 	VSUBPS Y5, Y10, Y10
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y10, Y2, Y2
-	VADDPS consts<>+704(SB), Y2, Y2
+	VADDPS consts<>+768(SB), Y2, Y2
 	VMULPS Y3, Y2, Y2
 	VMOVUPS Y2, 32(DI)
 	ADDQ $64, DI
@@ -1868,41 +2164,41 @@ biasGelu256_tail:
 	VMOVUPS 0(DI), Y2
 	VMOVUPS 0(SI), Y3
 	VADDPS Y3, Y2, Y2
-	VMULPS consts<>+1216(SB), Y2, Y3
-	VMULPS consts<>+1280(SB), Y2, Y2
-	VANDPS consts<>+1344(SB), Y2, Y7
-	VMOVUPS consts<>+704(SB), Y4
-	VFMADD231PS consts<>+832(SB), Y7, Y4
-	VMOVUPS consts<>+704(SB), Y10
+	VMULPS consts<>+1280(SB), Y2, Y3
+	VMULPS consts<>+1344(SB), Y2, Y2
+	VANDPS consts<>+1408(SB), Y2, Y7
+	VMOVUPS consts<>+768(SB), Y4
+	VFMADD231PS consts<>+896(SB), Y7, Y4
+	VMOVUPS consts<>+768(SB), Y10
 	VDIVPS Y4, Y10, Y4
-	VMOVUPS consts<>+1152(SB), Y5
+	VMOVUPS consts<>+1216(SB), Y5
+	VFMADD213PS consts<>+1152(SB), Y4, Y5
 	VFMADD213PS consts<>+1088(SB), Y4, Y5
 	VFMADD213PS consts<>+1024(SB), Y4, Y5
 	VFMADD213PS consts<>+960(SB), Y4, Y5
-	VFMADD213PS consts<>+896(SB), Y4, Y5
 	VMULPS Y7, Y7, Y6
-	VMOVUPS consts<>+1472(SB), Y10
+	VMOVUPS consts<>+1536(SB), Y10
 	VSUBPS Y6, Y10, Y6
 	VMAXPS Y6, Y15, Y6
 	VMINPS Y6, Y14, Y6
-	VMULPS consts<>+128(SB), Y6, Y8
+	VMULPS consts<>+192(SB), Y6, Y8
 	VROUNDPS $0, Y8, Y8
 	VMOVAPS Y6, Y9
-	VFNMADD231PS consts<>+192(SB), Y8, Y9
 	VFNMADD231PS consts<>+256(SB), Y8, Y9
-	VMOVUPS consts<>+320(SB), Y10
-	VFMADD213PS consts<>+384(SB), Y9, Y10
+	VFNMADD231PS consts<>+320(SB), Y8, Y9
+	VMOVUPS consts<>+384(SB), Y10
 	VFMADD213PS consts<>+448(SB), Y9, Y10
 	VFMADD213PS consts<>+512(SB), Y9, Y10
 	VFMADD213PS consts<>+576(SB), Y9, Y10
 	VFMADD213PS consts<>+640(SB), Y9, Y10
 	VFMADD213PS consts<>+704(SB), Y9, Y10
-	VFMADD213PS consts<>+704(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
 	VCVTPS2DQ Y8, Y8
 	VPSRAD $1, Y8, Y9
 	VPSUBD Y9, Y8, Y8
-	VPADDD consts<>+768(SB), Y9, Y9
-	VPADDD consts<>+768(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y9, Y9
+	VPADDD consts<>+832(SB), Y8, Y8
 	VPSLLD $23, Y9, Y9
 	VPSLLD $23, Y8, Y8
 	VMULPS Y9, Y10, Y10
@@ -1911,11 +2207,11 @@ biasGelu256_tail:
 	VMULPS Y8, Y10, Y6
 	VMULPS Y4, Y5, Y5
 	VMULPS Y6, Y5, Y5
-	VMOVUPS consts<>+704(SB), Y10
+	VMOVUPS consts<>+768(SB), Y10
 	VSUBPS Y5, Y10, Y10
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y10, Y2, Y2
-	VADDPS consts<>+704(SB), Y2, Y2
+	VADDPS consts<>+768(SB), Y2, Y2
 	VMULPS Y3, Y2, Y2
 	VMOVUPS Y2, 0(DI)
 	ADDQ $32, DI
@@ -1930,41 +2226,41 @@ biasGelu256_tail:
 	VMASKMOVPS (DI), Y12, Y2
 	VMASKMOVPS (SI), Y12, Y3
 	VADDPS Y3, Y2, Y2
-	VMULPS consts<>+1216(SB), Y2, Y3
-	VMULPS consts<>+1280(SB), Y2, Y2
-	VANDPS consts<>+1344(SB), Y2, Y7
-	VMOVUPS consts<>+704(SB), Y4
-	VFMADD231PS consts<>+832(SB), Y7, Y4
-	VMOVUPS consts<>+704(SB), Y10
+	VMULPS consts<>+1280(SB), Y2, Y3
+	VMULPS consts<>+1344(SB), Y2, Y2
+	VANDPS consts<>+1408(SB), Y2, Y7
+	VMOVUPS consts<>+768(SB), Y4
+	VFMADD231PS consts<>+896(SB), Y7, Y4
+	VMOVUPS consts<>+768(SB), Y10
 	VDIVPS Y4, Y10, Y4
-	VMOVUPS consts<>+1152(SB), Y5
+	VMOVUPS consts<>+1216(SB), Y5
+	VFMADD213PS consts<>+1152(SB), Y4, Y5
 	VFMADD213PS consts<>+1088(SB), Y4, Y5
 	VFMADD213PS consts<>+1024(SB), Y4, Y5
 	VFMADD213PS consts<>+960(SB), Y4, Y5
-	VFMADD213PS consts<>+896(SB), Y4, Y5
 	VMULPS Y7, Y7, Y6
-	VMOVUPS consts<>+1472(SB), Y10
+	VMOVUPS consts<>+1536(SB), Y10
 	VSUBPS Y6, Y10, Y6
 	VMAXPS Y6, Y15, Y6
 	VMINPS Y6, Y14, Y6
-	VMULPS consts<>+128(SB), Y6, Y8
+	VMULPS consts<>+192(SB), Y6, Y8
 	VROUNDPS $0, Y8, Y8
 	VMOVAPS Y6, Y9
-	VFNMADD231PS consts<>+192(SB), Y8, Y9
 	VFNMADD231PS consts<>+256(SB), Y8, Y9
-	VMOVUPS consts<>+320(SB), Y10
-	VFMADD213PS consts<>+384(SB), Y9, Y10
+	VFNMADD231PS consts<>+320(SB), Y8, Y9
+	VMOVUPS consts<>+384(SB), Y10
 	VFMADD213PS consts<>+448(SB), Y9, Y10
 	VFMADD213PS consts<>+512(SB), Y9, Y10
 	VFMADD213PS consts<>+576(SB), Y9, Y10
 	VFMADD213PS consts<>+640(SB), Y9, Y10
 	VFMADD213PS consts<>+704(SB), Y9, Y10
-	VFMADD213PS consts<>+704(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
 	VCVTPS2DQ Y8, Y8
 	VPSRAD $1, Y8, Y9
 	VPSUBD Y9, Y8, Y8
-	VPADDD consts<>+768(SB), Y9, Y9
-	VPADDD consts<>+768(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y9, Y9
+	VPADDD consts<>+832(SB), Y8, Y8
 	VPSLLD $23, Y9, Y9
 	VPSLLD $23, Y8, Y8
 	VMULPS Y9, Y10, Y10
@@ -1973,11 +2269,11 @@ biasGelu256_tail:
 	VMULPS Y8, Y10, Y6
 	VMULPS Y4, Y5, Y5
 	VMULPS Y6, Y5, Y5
-	VMOVUPS consts<>+704(SB), Y10
+	VMOVUPS consts<>+768(SB), Y10
 	VSUBPS Y5, Y10, Y10
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y10, Y2, Y2
-	VADDPS consts<>+704(SB), Y2, Y2
+	VADDPS consts<>+768(SB), Y2, Y2
 	VMULPS Y3, Y2, Y2
 	VMASKMOVPS Y2, Y12, (DI)
 	JMP biasGelu256_done
@@ -1991,41 +2287,41 @@ biasGelu256_tail0:
 	VMASKMOVPS (DI), Y12, Y2
 	VMASKMOVPS (SI), Y12, Y3
 	VADDPS Y3, Y2, Y2
-	VMULPS consts<>+1216(SB), Y2, Y3
-	VMULPS consts<>+1280(SB), Y2, Y2
-	VANDPS consts<>+1344(SB), Y2, Y7
-	VMOVUPS consts<>+704(SB), Y4
-	VFMADD231PS consts<>+832(SB), Y7, Y4
-	VMOVUPS consts<>+704(SB), Y10
+	VMULPS consts<>+1280(SB), Y2, Y3
+	VMULPS consts<>+1344(SB), Y2, Y2
+	VANDPS consts<>+1408(SB), Y2, Y7
+	VMOVUPS consts<>+768(SB), Y4
+	VFMADD231PS consts<>+896(SB), Y7, Y4
+	VMOVUPS consts<>+768(SB), Y10
 	VDIVPS Y4, Y10, Y4
-	VMOVUPS consts<>+1152(SB), Y5
+	VMOVUPS consts<>+1216(SB), Y5
+	VFMADD213PS consts<>+1152(SB), Y4, Y5
 	VFMADD213PS consts<>+1088(SB), Y4, Y5
 	VFMADD213PS consts<>+1024(SB), Y4, Y5
 	VFMADD213PS consts<>+960(SB), Y4, Y5
-	VFMADD213PS consts<>+896(SB), Y4, Y5
 	VMULPS Y7, Y7, Y6
-	VMOVUPS consts<>+1472(SB), Y10
+	VMOVUPS consts<>+1536(SB), Y10
 	VSUBPS Y6, Y10, Y6
 	VMAXPS Y6, Y15, Y6
 	VMINPS Y6, Y14, Y6
-	VMULPS consts<>+128(SB), Y6, Y8
+	VMULPS consts<>+192(SB), Y6, Y8
 	VROUNDPS $0, Y8, Y8
 	VMOVAPS Y6, Y9
-	VFNMADD231PS consts<>+192(SB), Y8, Y9
 	VFNMADD231PS consts<>+256(SB), Y8, Y9
-	VMOVUPS consts<>+320(SB), Y10
-	VFMADD213PS consts<>+384(SB), Y9, Y10
+	VFNMADD231PS consts<>+320(SB), Y8, Y9
+	VMOVUPS consts<>+384(SB), Y10
 	VFMADD213PS consts<>+448(SB), Y9, Y10
 	VFMADD213PS consts<>+512(SB), Y9, Y10
 	VFMADD213PS consts<>+576(SB), Y9, Y10
 	VFMADD213PS consts<>+640(SB), Y9, Y10
 	VFMADD213PS consts<>+704(SB), Y9, Y10
-	VFMADD213PS consts<>+704(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
 	VCVTPS2DQ Y8, Y8
 	VPSRAD $1, Y8, Y9
 	VPSUBD Y9, Y8, Y8
-	VPADDD consts<>+768(SB), Y9, Y9
-	VPADDD consts<>+768(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y9, Y9
+	VPADDD consts<>+832(SB), Y8, Y8
 	VPSLLD $23, Y9, Y9
 	VPSLLD $23, Y8, Y8
 	VMULPS Y9, Y10, Y10
@@ -2034,11 +2330,11 @@ biasGelu256_tail0:
 	VMULPS Y8, Y10, Y6
 	VMULPS Y4, Y5, Y5
 	VMULPS Y6, Y5, Y5
-	VMOVUPS consts<>+704(SB), Y10
+	VMOVUPS consts<>+768(SB), Y10
 	VSUBPS Y5, Y10, Y10
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y10, Y2, Y2
-	VADDPS consts<>+704(SB), Y2, Y2
+	VADDPS consts<>+768(SB), Y2, Y2
 	VMULPS Y3, Y2, Y2
 	VMASKMOVPS Y2, Y12, (DI)
 biasGelu256_done:
@@ -2051,50 +2347,50 @@ TEXT ·gelu512(SB), NOSPLIT, $0-24
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+128(SB), Z17
 gelu512_loop:
 	CMPQ CX, $16
 	JLT gelu512_tail
 	VMOVUPS 0(SI), Z2
-	VMULPS consts<>+1216(SB), Z2, Z3
-	VMULPS consts<>+1280(SB), Z2, Z2
-	VANDPS consts<>+1344(SB), Z2, Z7
-	VMOVUPS consts<>+704(SB), Z4
-	VFMADD231PS consts<>+832(SB), Z7, Z4
-	VMOVUPS consts<>+704(SB), Z10
+	VMULPS consts<>+1280(SB), Z2, Z3
+	VMULPS consts<>+1344(SB), Z2, Z2
+	VANDPS consts<>+1408(SB), Z2, Z7
+	VMOVUPS consts<>+768(SB), Z4
+	VFMADD231PS consts<>+896(SB), Z7, Z4
+	VMOVUPS consts<>+768(SB), Z10
 	VDIVPS Z4, Z10, Z4
-	VMOVUPS consts<>+1152(SB), Z5
+	VMOVUPS consts<>+1216(SB), Z5
+	VFMADD213PS consts<>+1152(SB), Z4, Z5
 	VFMADD213PS consts<>+1088(SB), Z4, Z5
 	VFMADD213PS consts<>+1024(SB), Z4, Z5
 	VFMADD213PS consts<>+960(SB), Z4, Z5
-	VFMADD213PS consts<>+896(SB), Z4, Z5
 	VMULPS Z7, Z7, Z6
-	VMOVUPS consts<>+1472(SB), Z10
+	VMOVUPS consts<>+1536(SB), Z10
 	VSUBPS Z6, Z10, Z6
 	VMAXPS Z6, Z16, Z6
 	VMINPS Z6, Z17, Z6
-	VMULPS consts<>+128(SB), Z6, Z8
+	VMULPS consts<>+192(SB), Z6, Z8
 	VCMPPS $0x16, Z16, Z6, K4
 	VRNDSCALEPS $0, Z8, Z8
 	VMOVAPS Z6, Z9
-	VFNMADD231PS consts<>+192(SB), Z8, Z9
 	VFNMADD231PS consts<>+256(SB), Z8, Z9
-	VMOVUPS consts<>+320(SB), Z10
-	VFMADD213PS consts<>+384(SB), Z9, Z10
+	VFNMADD231PS consts<>+320(SB), Z8, Z9
+	VMOVUPS consts<>+384(SB), Z10
 	VFMADD213PS consts<>+448(SB), Z9, Z10
 	VFMADD213PS consts<>+512(SB), Z9, Z10
 	VFMADD213PS consts<>+576(SB), Z9, Z10
 	VFMADD213PS consts<>+640(SB), Z9, Z10
 	VFMADD213PS consts<>+704(SB), Z9, Z10
-	VFMADD213PS consts<>+704(SB), Z9, Z10
+	VFMADD213PS consts<>+768(SB), Z9, Z10
+	VFMADD213PS consts<>+768(SB), Z9, Z10
 	VSCALEFPS.Z Z8, Z10, K4, Z6
 	VMULPS Z4, Z5, Z5
 	VMULPS Z6, Z5, Z5
-	VMOVUPS consts<>+704(SB), Z10
+	VMOVUPS consts<>+768(SB), Z10
 	VSUBPS Z5, Z10, Z10
-	VANDPS consts<>+1408(SB), Z2, Z2
+	VANDPS consts<>+1472(SB), Z2, Z2
 	VORPS Z10, Z2, Z2
-	VADDPS consts<>+704(SB), Z2, Z2
+	VADDPS consts<>+768(SB), Z2, Z2
 	VMULPS Z3, Z2, Z2
 	VMOVUPS Z2, 0(DI)
 	ADDQ $64, DI
@@ -2109,45 +2405,45 @@ gelu512_tail:
 	DECL AX
 	KMOVW AX, K1
 	VMOVUPS.Z (SI), K1, Z2
-	VMULPS consts<>+1216(SB), Z2, Z3
-	VMULPS consts<>+1280(SB), Z2, Z2
-	VANDPS consts<>+1344(SB), Z2, Z7
-	VMOVUPS consts<>+704(SB), Z4
-	VFMADD231PS consts<>+832(SB), Z7, Z4
-	VMOVUPS consts<>+704(SB), Z10
+	VMULPS consts<>+1280(SB), Z2, Z3
+	VMULPS consts<>+1344(SB), Z2, Z2
+	VANDPS consts<>+1408(SB), Z2, Z7
+	VMOVUPS consts<>+768(SB), Z4
+	VFMADD231PS consts<>+896(SB), Z7, Z4
+	VMOVUPS consts<>+768(SB), Z10
 	VDIVPS Z4, Z10, Z4
-	VMOVUPS consts<>+1152(SB), Z5
+	VMOVUPS consts<>+1216(SB), Z5
+	VFMADD213PS consts<>+1152(SB), Z4, Z5
 	VFMADD213PS consts<>+1088(SB), Z4, Z5
 	VFMADD213PS consts<>+1024(SB), Z4, Z5
 	VFMADD213PS consts<>+960(SB), Z4, Z5
-	VFMADD213PS consts<>+896(SB), Z4, Z5
 	VMULPS Z7, Z7, Z6
-	VMOVUPS consts<>+1472(SB), Z10
+	VMOVUPS consts<>+1536(SB), Z10
 	VSUBPS Z6, Z10, Z6
 	VMAXPS Z6, Z16, Z6
 	VMINPS Z6, Z17, Z6
-	VMULPS consts<>+128(SB), Z6, Z8
+	VMULPS consts<>+192(SB), Z6, Z8
 	VCMPPS $0x16, Z16, Z6, K4
 	VRNDSCALEPS $0, Z8, Z8
 	VMOVAPS Z6, Z9
-	VFNMADD231PS consts<>+192(SB), Z8, Z9
 	VFNMADD231PS consts<>+256(SB), Z8, Z9
-	VMOVUPS consts<>+320(SB), Z10
-	VFMADD213PS consts<>+384(SB), Z9, Z10
+	VFNMADD231PS consts<>+320(SB), Z8, Z9
+	VMOVUPS consts<>+384(SB), Z10
 	VFMADD213PS consts<>+448(SB), Z9, Z10
 	VFMADD213PS consts<>+512(SB), Z9, Z10
 	VFMADD213PS consts<>+576(SB), Z9, Z10
 	VFMADD213PS consts<>+640(SB), Z9, Z10
 	VFMADD213PS consts<>+704(SB), Z9, Z10
-	VFMADD213PS consts<>+704(SB), Z9, Z10
+	VFMADD213PS consts<>+768(SB), Z9, Z10
+	VFMADD213PS consts<>+768(SB), Z9, Z10
 	VSCALEFPS.Z Z8, Z10, K4, Z6
 	VMULPS Z4, Z5, Z5
 	VMULPS Z6, Z5, Z5
-	VMOVUPS consts<>+704(SB), Z10
+	VMOVUPS consts<>+768(SB), Z10
 	VSUBPS Z5, Z10, Z10
-	VANDPS consts<>+1408(SB), Z2, Z2
+	VANDPS consts<>+1472(SB), Z2, Z2
 	VORPS Z10, Z2, Z2
-	VADDPS consts<>+704(SB), Z2, Z2
+	VADDPS consts<>+768(SB), Z2, Z2
 	VMULPS Z3, Z2, Z2
 	VMOVUPS Z2, K1, (DI)
 gelu512_done:
@@ -2160,46 +2456,46 @@ TEXT ·gelu256(SB), NOSPLIT, $0-24
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+128(SB), Y14
 gelu256_loop:
 	CMPQ CX, $16
 	JLT gelu256_tail
 	VMOVUPS 0(SI), Y2
-	VMULPS consts<>+1216(SB), Y2, Y3
-	VMULPS consts<>+1280(SB), Y2, Y2
-	VANDPS consts<>+1344(SB), Y2, Y7
-	VMOVUPS consts<>+704(SB), Y4
-	VFMADD231PS consts<>+832(SB), Y7, Y4
-	VMOVUPS consts<>+704(SB), Y10
+	VMULPS consts<>+1280(SB), Y2, Y3
+	VMULPS consts<>+1344(SB), Y2, Y2
+	VANDPS consts<>+1408(SB), Y2, Y7
+	VMOVUPS consts<>+768(SB), Y4
+	VFMADD231PS consts<>+896(SB), Y7, Y4
+	VMOVUPS consts<>+768(SB), Y10
 	VDIVPS Y4, Y10, Y4
-	VMOVUPS consts<>+1152(SB), Y5
+	VMOVUPS consts<>+1216(SB), Y5
+	VFMADD213PS consts<>+1152(SB), Y4, Y5
 	VFMADD213PS consts<>+1088(SB), Y4, Y5
 	VFMADD213PS consts<>+1024(SB), Y4, Y5
 	VFMADD213PS consts<>+960(SB), Y4, Y5
-	VFMADD213PS consts<>+896(SB), Y4, Y5
 	VMULPS Y7, Y7, Y6
-	VMOVUPS consts<>+1472(SB), Y10
+	VMOVUPS consts<>+1536(SB), Y10
 	VSUBPS Y6, Y10, Y6
 	VMAXPS Y6, Y15, Y6
 	VMINPS Y6, Y14, Y6
-	VMULPS consts<>+128(SB), Y6, Y8
+	VMULPS consts<>+192(SB), Y6, Y8
 	VROUNDPS $0, Y8, Y8
 	VMOVAPS Y6, Y9
-	VFNMADD231PS consts<>+192(SB), Y8, Y9
 	VFNMADD231PS consts<>+256(SB), Y8, Y9
-	VMOVUPS consts<>+320(SB), Y10
-	VFMADD213PS consts<>+384(SB), Y9, Y10
+	VFNMADD231PS consts<>+320(SB), Y8, Y9
+	VMOVUPS consts<>+384(SB), Y10
 	VFMADD213PS consts<>+448(SB), Y9, Y10
 	VFMADD213PS consts<>+512(SB), Y9, Y10
 	VFMADD213PS consts<>+576(SB), Y9, Y10
 	VFMADD213PS consts<>+640(SB), Y9, Y10
 	VFMADD213PS consts<>+704(SB), Y9, Y10
-	VFMADD213PS consts<>+704(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
 	VCVTPS2DQ Y8, Y8
 	VPSRAD $1, Y8, Y9
 	VPSUBD Y9, Y8, Y8
-	VPADDD consts<>+768(SB), Y9, Y9
-	VPADDD consts<>+768(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y9, Y9
+	VPADDD consts<>+832(SB), Y8, Y8
 	VPSLLD $23, Y9, Y9
 	VPSLLD $23, Y8, Y8
 	VMULPS Y9, Y10, Y10
@@ -2208,49 +2504,49 @@ gelu256_loop:
 	VMULPS Y8, Y10, Y6
 	VMULPS Y4, Y5, Y5
 	VMULPS Y6, Y5, Y5
-	VMOVUPS consts<>+704(SB), Y10
+	VMOVUPS consts<>+768(SB), Y10
 	VSUBPS Y5, Y10, Y10
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y10, Y2, Y2
-	VADDPS consts<>+704(SB), Y2, Y2
+	VADDPS consts<>+768(SB), Y2, Y2
 	VMULPS Y3, Y2, Y2
 	VMOVUPS Y2, 0(DI)
 	VMOVUPS 32(SI), Y2
-	VMULPS consts<>+1216(SB), Y2, Y3
-	VMULPS consts<>+1280(SB), Y2, Y2
-	VANDPS consts<>+1344(SB), Y2, Y7
-	VMOVUPS consts<>+704(SB), Y4
-	VFMADD231PS consts<>+832(SB), Y7, Y4
-	VMOVUPS consts<>+704(SB), Y10
+	VMULPS consts<>+1280(SB), Y2, Y3
+	VMULPS consts<>+1344(SB), Y2, Y2
+	VANDPS consts<>+1408(SB), Y2, Y7
+	VMOVUPS consts<>+768(SB), Y4
+	VFMADD231PS consts<>+896(SB), Y7, Y4
+	VMOVUPS consts<>+768(SB), Y10
 	VDIVPS Y4, Y10, Y4
-	VMOVUPS consts<>+1152(SB), Y5
+	VMOVUPS consts<>+1216(SB), Y5
+	VFMADD213PS consts<>+1152(SB), Y4, Y5
 	VFMADD213PS consts<>+1088(SB), Y4, Y5
 	VFMADD213PS consts<>+1024(SB), Y4, Y5
 	VFMADD213PS consts<>+960(SB), Y4, Y5
-	VFMADD213PS consts<>+896(SB), Y4, Y5
 	VMULPS Y7, Y7, Y6
-	VMOVUPS consts<>+1472(SB), Y10
+	VMOVUPS consts<>+1536(SB), Y10
 	VSUBPS Y6, Y10, Y6
 	VMAXPS Y6, Y15, Y6
 	VMINPS Y6, Y14, Y6
-	VMULPS consts<>+128(SB), Y6, Y8
+	VMULPS consts<>+192(SB), Y6, Y8
 	VROUNDPS $0, Y8, Y8
 	VMOVAPS Y6, Y9
-	VFNMADD231PS consts<>+192(SB), Y8, Y9
 	VFNMADD231PS consts<>+256(SB), Y8, Y9
-	VMOVUPS consts<>+320(SB), Y10
-	VFMADD213PS consts<>+384(SB), Y9, Y10
+	VFNMADD231PS consts<>+320(SB), Y8, Y9
+	VMOVUPS consts<>+384(SB), Y10
 	VFMADD213PS consts<>+448(SB), Y9, Y10
 	VFMADD213PS consts<>+512(SB), Y9, Y10
 	VFMADD213PS consts<>+576(SB), Y9, Y10
 	VFMADD213PS consts<>+640(SB), Y9, Y10
 	VFMADD213PS consts<>+704(SB), Y9, Y10
-	VFMADD213PS consts<>+704(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
 	VCVTPS2DQ Y8, Y8
 	VPSRAD $1, Y8, Y9
 	VPSUBD Y9, Y8, Y8
-	VPADDD consts<>+768(SB), Y9, Y9
-	VPADDD consts<>+768(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y9, Y9
+	VPADDD consts<>+832(SB), Y8, Y8
 	VPSLLD $23, Y9, Y9
 	VPSLLD $23, Y8, Y8
 	VMULPS Y9, Y10, Y10
@@ -2259,11 +2555,11 @@ gelu256_loop:
 	VMULPS Y8, Y10, Y6
 	VMULPS Y4, Y5, Y5
 	VMULPS Y6, Y5, Y5
-	VMOVUPS consts<>+704(SB), Y10
+	VMOVUPS consts<>+768(SB), Y10
 	VSUBPS Y5, Y10, Y10
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y10, Y2, Y2
-	VADDPS consts<>+704(SB), Y2, Y2
+	VADDPS consts<>+768(SB), Y2, Y2
 	VMULPS Y3, Y2, Y2
 	VMOVUPS Y2, 32(DI)
 	ADDQ $64, DI
@@ -2274,41 +2570,41 @@ gelu256_tail:
 	CMPQ CX, $8
 	JLT gelu256_tail0
 	VMOVUPS 0(SI), Y2
-	VMULPS consts<>+1216(SB), Y2, Y3
-	VMULPS consts<>+1280(SB), Y2, Y2
-	VANDPS consts<>+1344(SB), Y2, Y7
-	VMOVUPS consts<>+704(SB), Y4
-	VFMADD231PS consts<>+832(SB), Y7, Y4
-	VMOVUPS consts<>+704(SB), Y10
+	VMULPS consts<>+1280(SB), Y2, Y3
+	VMULPS consts<>+1344(SB), Y2, Y2
+	VANDPS consts<>+1408(SB), Y2, Y7
+	VMOVUPS consts<>+768(SB), Y4
+	VFMADD231PS consts<>+896(SB), Y7, Y4
+	VMOVUPS consts<>+768(SB), Y10
 	VDIVPS Y4, Y10, Y4
-	VMOVUPS consts<>+1152(SB), Y5
+	VMOVUPS consts<>+1216(SB), Y5
+	VFMADD213PS consts<>+1152(SB), Y4, Y5
 	VFMADD213PS consts<>+1088(SB), Y4, Y5
 	VFMADD213PS consts<>+1024(SB), Y4, Y5
 	VFMADD213PS consts<>+960(SB), Y4, Y5
-	VFMADD213PS consts<>+896(SB), Y4, Y5
 	VMULPS Y7, Y7, Y6
-	VMOVUPS consts<>+1472(SB), Y10
+	VMOVUPS consts<>+1536(SB), Y10
 	VSUBPS Y6, Y10, Y6
 	VMAXPS Y6, Y15, Y6
 	VMINPS Y6, Y14, Y6
-	VMULPS consts<>+128(SB), Y6, Y8
+	VMULPS consts<>+192(SB), Y6, Y8
 	VROUNDPS $0, Y8, Y8
 	VMOVAPS Y6, Y9
-	VFNMADD231PS consts<>+192(SB), Y8, Y9
 	VFNMADD231PS consts<>+256(SB), Y8, Y9
-	VMOVUPS consts<>+320(SB), Y10
-	VFMADD213PS consts<>+384(SB), Y9, Y10
+	VFNMADD231PS consts<>+320(SB), Y8, Y9
+	VMOVUPS consts<>+384(SB), Y10
 	VFMADD213PS consts<>+448(SB), Y9, Y10
 	VFMADD213PS consts<>+512(SB), Y9, Y10
 	VFMADD213PS consts<>+576(SB), Y9, Y10
 	VFMADD213PS consts<>+640(SB), Y9, Y10
 	VFMADD213PS consts<>+704(SB), Y9, Y10
-	VFMADD213PS consts<>+704(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
 	VCVTPS2DQ Y8, Y8
 	VPSRAD $1, Y8, Y9
 	VPSUBD Y9, Y8, Y8
-	VPADDD consts<>+768(SB), Y9, Y9
-	VPADDD consts<>+768(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y9, Y9
+	VPADDD consts<>+832(SB), Y8, Y8
 	VPSLLD $23, Y9, Y9
 	VPSLLD $23, Y8, Y8
 	VMULPS Y9, Y10, Y10
@@ -2317,11 +2613,11 @@ gelu256_tail:
 	VMULPS Y8, Y10, Y6
 	VMULPS Y4, Y5, Y5
 	VMULPS Y6, Y5, Y5
-	VMOVUPS consts<>+704(SB), Y10
+	VMOVUPS consts<>+768(SB), Y10
 	VSUBPS Y5, Y10, Y10
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y10, Y2, Y2
-	VADDPS consts<>+704(SB), Y2, Y2
+	VADDPS consts<>+768(SB), Y2, Y2
 	VMULPS Y3, Y2, Y2
 	VMOVUPS Y2, 0(DI)
 	ADDQ $32, DI
@@ -2334,41 +2630,41 @@ gelu256_tail:
 	SUBQ CX, AX
 	VMOVUPS (AX), Y12
 	VMASKMOVPS (SI), Y12, Y2
-	VMULPS consts<>+1216(SB), Y2, Y3
-	VMULPS consts<>+1280(SB), Y2, Y2
-	VANDPS consts<>+1344(SB), Y2, Y7
-	VMOVUPS consts<>+704(SB), Y4
-	VFMADD231PS consts<>+832(SB), Y7, Y4
-	VMOVUPS consts<>+704(SB), Y10
+	VMULPS consts<>+1280(SB), Y2, Y3
+	VMULPS consts<>+1344(SB), Y2, Y2
+	VANDPS consts<>+1408(SB), Y2, Y7
+	VMOVUPS consts<>+768(SB), Y4
+	VFMADD231PS consts<>+896(SB), Y7, Y4
+	VMOVUPS consts<>+768(SB), Y10
 	VDIVPS Y4, Y10, Y4
-	VMOVUPS consts<>+1152(SB), Y5
+	VMOVUPS consts<>+1216(SB), Y5
+	VFMADD213PS consts<>+1152(SB), Y4, Y5
 	VFMADD213PS consts<>+1088(SB), Y4, Y5
 	VFMADD213PS consts<>+1024(SB), Y4, Y5
 	VFMADD213PS consts<>+960(SB), Y4, Y5
-	VFMADD213PS consts<>+896(SB), Y4, Y5
 	VMULPS Y7, Y7, Y6
-	VMOVUPS consts<>+1472(SB), Y10
+	VMOVUPS consts<>+1536(SB), Y10
 	VSUBPS Y6, Y10, Y6
 	VMAXPS Y6, Y15, Y6
 	VMINPS Y6, Y14, Y6
-	VMULPS consts<>+128(SB), Y6, Y8
+	VMULPS consts<>+192(SB), Y6, Y8
 	VROUNDPS $0, Y8, Y8
 	VMOVAPS Y6, Y9
-	VFNMADD231PS consts<>+192(SB), Y8, Y9
 	VFNMADD231PS consts<>+256(SB), Y8, Y9
-	VMOVUPS consts<>+320(SB), Y10
-	VFMADD213PS consts<>+384(SB), Y9, Y10
+	VFNMADD231PS consts<>+320(SB), Y8, Y9
+	VMOVUPS consts<>+384(SB), Y10
 	VFMADD213PS consts<>+448(SB), Y9, Y10
 	VFMADD213PS consts<>+512(SB), Y9, Y10
 	VFMADD213PS consts<>+576(SB), Y9, Y10
 	VFMADD213PS consts<>+640(SB), Y9, Y10
 	VFMADD213PS consts<>+704(SB), Y9, Y10
-	VFMADD213PS consts<>+704(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
 	VCVTPS2DQ Y8, Y8
 	VPSRAD $1, Y8, Y9
 	VPSUBD Y9, Y8, Y8
-	VPADDD consts<>+768(SB), Y9, Y9
-	VPADDD consts<>+768(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y9, Y9
+	VPADDD consts<>+832(SB), Y8, Y8
 	VPSLLD $23, Y9, Y9
 	VPSLLD $23, Y8, Y8
 	VMULPS Y9, Y10, Y10
@@ -2377,11 +2673,11 @@ gelu256_tail:
 	VMULPS Y8, Y10, Y6
 	VMULPS Y4, Y5, Y5
 	VMULPS Y6, Y5, Y5
-	VMOVUPS consts<>+704(SB), Y10
+	VMOVUPS consts<>+768(SB), Y10
 	VSUBPS Y5, Y10, Y10
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y10, Y2, Y2
-	VADDPS consts<>+704(SB), Y2, Y2
+	VADDPS consts<>+768(SB), Y2, Y2
 	VMULPS Y3, Y2, Y2
 	VMASKMOVPS Y2, Y12, (DI)
 	JMP gelu256_done
@@ -2393,41 +2689,41 @@ gelu256_tail0:
 	SUBQ CX, AX
 	VMOVUPS (AX), Y12
 	VMASKMOVPS (SI), Y12, Y2
-	VMULPS consts<>+1216(SB), Y2, Y3
-	VMULPS consts<>+1280(SB), Y2, Y2
-	VANDPS consts<>+1344(SB), Y2, Y7
-	VMOVUPS consts<>+704(SB), Y4
-	VFMADD231PS consts<>+832(SB), Y7, Y4
-	VMOVUPS consts<>+704(SB), Y10
+	VMULPS consts<>+1280(SB), Y2, Y3
+	VMULPS consts<>+1344(SB), Y2, Y2
+	VANDPS consts<>+1408(SB), Y2, Y7
+	VMOVUPS consts<>+768(SB), Y4
+	VFMADD231PS consts<>+896(SB), Y7, Y4
+	VMOVUPS consts<>+768(SB), Y10
 	VDIVPS Y4, Y10, Y4
-	VMOVUPS consts<>+1152(SB), Y5
+	VMOVUPS consts<>+1216(SB), Y5
+	VFMADD213PS consts<>+1152(SB), Y4, Y5
 	VFMADD213PS consts<>+1088(SB), Y4, Y5
 	VFMADD213PS consts<>+1024(SB), Y4, Y5
 	VFMADD213PS consts<>+960(SB), Y4, Y5
-	VFMADD213PS consts<>+896(SB), Y4, Y5
 	VMULPS Y7, Y7, Y6
-	VMOVUPS consts<>+1472(SB), Y10
+	VMOVUPS consts<>+1536(SB), Y10
 	VSUBPS Y6, Y10, Y6
 	VMAXPS Y6, Y15, Y6
 	VMINPS Y6, Y14, Y6
-	VMULPS consts<>+128(SB), Y6, Y8
+	VMULPS consts<>+192(SB), Y6, Y8
 	VROUNDPS $0, Y8, Y8
 	VMOVAPS Y6, Y9
-	VFNMADD231PS consts<>+192(SB), Y8, Y9
 	VFNMADD231PS consts<>+256(SB), Y8, Y9
-	VMOVUPS consts<>+320(SB), Y10
-	VFMADD213PS consts<>+384(SB), Y9, Y10
+	VFNMADD231PS consts<>+320(SB), Y8, Y9
+	VMOVUPS consts<>+384(SB), Y10
 	VFMADD213PS consts<>+448(SB), Y9, Y10
 	VFMADD213PS consts<>+512(SB), Y9, Y10
 	VFMADD213PS consts<>+576(SB), Y9, Y10
 	VFMADD213PS consts<>+640(SB), Y9, Y10
 	VFMADD213PS consts<>+704(SB), Y9, Y10
-	VFMADD213PS consts<>+704(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
+	VFMADD213PS consts<>+768(SB), Y9, Y10
 	VCVTPS2DQ Y8, Y8
 	VPSRAD $1, Y8, Y9
 	VPSUBD Y9, Y8, Y8
-	VPADDD consts<>+768(SB), Y9, Y9
-	VPADDD consts<>+768(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y9, Y9
+	VPADDD consts<>+832(SB), Y8, Y8
 	VPSLLD $23, Y9, Y9
 	VPSLLD $23, Y8, Y8
 	VMULPS Y9, Y10, Y10
@@ -2436,11 +2732,11 @@ gelu256_tail0:
 	VMULPS Y8, Y10, Y6
 	VMULPS Y4, Y5, Y5
 	VMULPS Y6, Y5, Y5
-	VMOVUPS consts<>+704(SB), Y10
+	VMOVUPS consts<>+768(SB), Y10
 	VSUBPS Y5, Y10, Y10
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y10, Y2, Y2
-	VADDPS consts<>+704(SB), Y2, Y2
+	VADDPS consts<>+768(SB), Y2, Y2
 	VMULPS Y3, Y2, Y2
 	VMASKMOVPS Y2, Y12, (DI)
 gelu256_done:
@@ -2453,46 +2749,46 @@ TEXT ·erf512(SB), NOSPLIT, $0-24
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+128(SB), Z17
 erf512_loop:
 	CMPQ CX, $16
 	JLT erf512_tail
 	VMOVUPS 0(SI), Z2
-	VANDPS consts<>+1344(SB), Z2, Z6
-	VMOVUPS consts<>+704(SB), Z3
-	VFMADD231PS consts<>+832(SB), Z6, Z3
-	VMOVUPS consts<>+704(SB), Z9
+	VANDPS consts<>+1408(SB), Z2, Z6
+	VMOVUPS consts<>+768(SB), Z3
+	VFMADD231PS consts<>+896(SB), Z6, Z3
+	VMOVUPS consts<>+768(SB), Z9
 	VDIVPS Z3, Z9, Z3
-	VMOVUPS consts<>+1152(SB), Z4
+	VMOVUPS consts<>+1216(SB), Z4
+	VFMADD213PS consts<>+1152(SB), Z3, Z4
 	VFMADD213PS consts<>+1088(SB), Z3, Z4
 	VFMADD213PS consts<>+1024(SB), Z3, Z4
 	VFMADD213PS consts<>+960(SB), Z3, Z4
-	VFMADD213PS consts<>+896(SB), Z3, Z4
 	VMULPS Z6, Z6, Z5
-	VMOVUPS consts<>+1472(SB), Z9
+	VMOVUPS consts<>+1536(SB), Z9
 	VSUBPS Z5, Z9, Z5
 	VMAXPS Z5, Z16, Z5
 	VMINPS Z5, Z17, Z5
-	VMULPS consts<>+128(SB), Z5, Z7
+	VMULPS consts<>+192(SB), Z5, Z7
 	VCMPPS $0x16, Z16, Z5, K4
 	VRNDSCALEPS $0, Z7, Z7
 	VMOVAPS Z5, Z8
-	VFNMADD231PS consts<>+192(SB), Z7, Z8
 	VFNMADD231PS consts<>+256(SB), Z7, Z8
-	VMOVUPS consts<>+320(SB), Z9
-	VFMADD213PS consts<>+384(SB), Z8, Z9
+	VFNMADD231PS consts<>+320(SB), Z7, Z8
+	VMOVUPS consts<>+384(SB), Z9
 	VFMADD213PS consts<>+448(SB), Z8, Z9
 	VFMADD213PS consts<>+512(SB), Z8, Z9
 	VFMADD213PS consts<>+576(SB), Z8, Z9
 	VFMADD213PS consts<>+640(SB), Z8, Z9
 	VFMADD213PS consts<>+704(SB), Z8, Z9
-	VFMADD213PS consts<>+704(SB), Z8, Z9
+	VFMADD213PS consts<>+768(SB), Z8, Z9
+	VFMADD213PS consts<>+768(SB), Z8, Z9
 	VSCALEFPS.Z Z7, Z9, K4, Z5
 	VMULPS Z3, Z4, Z4
 	VMULPS Z5, Z4, Z4
-	VMOVUPS consts<>+704(SB), Z9
+	VMOVUPS consts<>+768(SB), Z9
 	VSUBPS Z4, Z9, Z9
-	VANDPS consts<>+1408(SB), Z2, Z2
+	VANDPS consts<>+1472(SB), Z2, Z2
 	VORPS Z9, Z2, Z2
 	VMOVUPS Z2, 0(DI)
 	ADDQ $64, DI
@@ -2507,41 +2803,41 @@ erf512_tail:
 	DECL AX
 	KMOVW AX, K1
 	VMOVUPS.Z (SI), K1, Z2
-	VANDPS consts<>+1344(SB), Z2, Z6
-	VMOVUPS consts<>+704(SB), Z3
-	VFMADD231PS consts<>+832(SB), Z6, Z3
-	VMOVUPS consts<>+704(SB), Z9
+	VANDPS consts<>+1408(SB), Z2, Z6
+	VMOVUPS consts<>+768(SB), Z3
+	VFMADD231PS consts<>+896(SB), Z6, Z3
+	VMOVUPS consts<>+768(SB), Z9
 	VDIVPS Z3, Z9, Z3
-	VMOVUPS consts<>+1152(SB), Z4
+	VMOVUPS consts<>+1216(SB), Z4
+	VFMADD213PS consts<>+1152(SB), Z3, Z4
 	VFMADD213PS consts<>+1088(SB), Z3, Z4
 	VFMADD213PS consts<>+1024(SB), Z3, Z4
 	VFMADD213PS consts<>+960(SB), Z3, Z4
-	VFMADD213PS consts<>+896(SB), Z3, Z4
 	VMULPS Z6, Z6, Z5
-	VMOVUPS consts<>+1472(SB), Z9
+	VMOVUPS consts<>+1536(SB), Z9
 	VSUBPS Z5, Z9, Z5
 	VMAXPS Z5, Z16, Z5
 	VMINPS Z5, Z17, Z5
-	VMULPS consts<>+128(SB), Z5, Z7
+	VMULPS consts<>+192(SB), Z5, Z7
 	VCMPPS $0x16, Z16, Z5, K4
 	VRNDSCALEPS $0, Z7, Z7
 	VMOVAPS Z5, Z8
-	VFNMADD231PS consts<>+192(SB), Z7, Z8
 	VFNMADD231PS consts<>+256(SB), Z7, Z8
-	VMOVUPS consts<>+320(SB), Z9
-	VFMADD213PS consts<>+384(SB), Z8, Z9
+	VFNMADD231PS consts<>+320(SB), Z7, Z8
+	VMOVUPS consts<>+384(SB), Z9
 	VFMADD213PS consts<>+448(SB), Z8, Z9
 	VFMADD213PS consts<>+512(SB), Z8, Z9
 	VFMADD213PS consts<>+576(SB), Z8, Z9
 	VFMADD213PS consts<>+640(SB), Z8, Z9
 	VFMADD213PS consts<>+704(SB), Z8, Z9
-	VFMADD213PS consts<>+704(SB), Z8, Z9
+	VFMADD213PS consts<>+768(SB), Z8, Z9
+	VFMADD213PS consts<>+768(SB), Z8, Z9
 	VSCALEFPS.Z Z7, Z9, K4, Z5
 	VMULPS Z3, Z4, Z4
 	VMULPS Z5, Z4, Z4
-	VMOVUPS consts<>+704(SB), Z9
+	VMOVUPS consts<>+768(SB), Z9
 	VSUBPS Z4, Z9, Z9
-	VANDPS consts<>+1408(SB), Z2, Z2
+	VANDPS consts<>+1472(SB), Z2, Z2
 	VORPS Z9, Z2, Z2
 	VMOVUPS Z2, K1, (DI)
 erf512_done:
@@ -2554,44 +2850,44 @@ TEXT ·erf256(SB), NOSPLIT, $0-24
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+128(SB), Y14
 erf256_loop:
 	CMPQ CX, $16
 	JLT erf256_tail
 	VMOVUPS 0(SI), Y2
-	VANDPS consts<>+1344(SB), Y2, Y6
-	VMOVUPS consts<>+704(SB), Y3
-	VFMADD231PS consts<>+832(SB), Y6, Y3
-	VMOVUPS consts<>+704(SB), Y9
+	VANDPS consts<>+1408(SB), Y2, Y6
+	VMOVUPS consts<>+768(SB), Y3
+	VFMADD231PS consts<>+896(SB), Y6, Y3
+	VMOVUPS consts<>+768(SB), Y9
 	VDIVPS Y3, Y9, Y3
-	VMOVUPS consts<>+1152(SB), Y4
+	VMOVUPS consts<>+1216(SB), Y4
+	VFMADD213PS consts<>+1152(SB), Y3, Y4
 	VFMADD213PS consts<>+1088(SB), Y3, Y4
 	VFMADD213PS consts<>+1024(SB), Y3, Y4
 	VFMADD213PS consts<>+960(SB), Y3, Y4
-	VFMADD213PS consts<>+896(SB), Y3, Y4
 	VMULPS Y6, Y6, Y5
-	VMOVUPS consts<>+1472(SB), Y9
+	VMOVUPS consts<>+1536(SB), Y9
 	VSUBPS Y5, Y9, Y5
 	VMAXPS Y5, Y15, Y5
 	VMINPS Y5, Y14, Y5
-	VMULPS consts<>+128(SB), Y5, Y7
+	VMULPS consts<>+192(SB), Y5, Y7
 	VROUNDPS $0, Y7, Y7
 	VMOVAPS Y5, Y8
-	VFNMADD231PS consts<>+192(SB), Y7, Y8
 	VFNMADD231PS consts<>+256(SB), Y7, Y8
-	VMOVUPS consts<>+320(SB), Y9
-	VFMADD213PS consts<>+384(SB), Y8, Y9
+	VFNMADD231PS consts<>+320(SB), Y7, Y8
+	VMOVUPS consts<>+384(SB), Y9
 	VFMADD213PS consts<>+448(SB), Y8, Y9
 	VFMADD213PS consts<>+512(SB), Y8, Y9
 	VFMADD213PS consts<>+576(SB), Y8, Y9
 	VFMADD213PS consts<>+640(SB), Y8, Y9
 	VFMADD213PS consts<>+704(SB), Y8, Y9
-	VFMADD213PS consts<>+704(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
 	VCVTPS2DQ Y7, Y7
 	VPSRAD $1, Y7, Y8
 	VPSUBD Y8, Y7, Y7
-	VPADDD consts<>+768(SB), Y8, Y8
-	VPADDD consts<>+768(SB), Y7, Y7
+	VPADDD consts<>+832(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y7, Y7
 	VPSLLD $23, Y8, Y8
 	VPSLLD $23, Y7, Y7
 	VMULPS Y8, Y9, Y9
@@ -2600,45 +2896,45 @@ erf256_loop:
 	VMULPS Y7, Y9, Y5
 	VMULPS Y3, Y4, Y4
 	VMULPS Y5, Y4, Y4
-	VMOVUPS consts<>+704(SB), Y9
+	VMOVUPS consts<>+768(SB), Y9
 	VSUBPS Y4, Y9, Y9
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y9, Y2, Y2
 	VMOVUPS Y2, 0(DI)
 	VMOVUPS 32(SI), Y2
-	VANDPS consts<>+1344(SB), Y2, Y6
-	VMOVUPS consts<>+704(SB), Y3
-	VFMADD231PS consts<>+832(SB), Y6, Y3
-	VMOVUPS consts<>+704(SB), Y9
+	VANDPS consts<>+1408(SB), Y2, Y6
+	VMOVUPS consts<>+768(SB), Y3
+	VFMADD231PS consts<>+896(SB), Y6, Y3
+	VMOVUPS consts<>+768(SB), Y9
 	VDIVPS Y3, Y9, Y3
-	VMOVUPS consts<>+1152(SB), Y4
+	VMOVUPS consts<>+1216(SB), Y4
+	VFMADD213PS consts<>+1152(SB), Y3, Y4
 	VFMADD213PS consts<>+1088(SB), Y3, Y4
 	VFMADD213PS consts<>+1024(SB), Y3, Y4
 	VFMADD213PS consts<>+960(SB), Y3, Y4
-	VFMADD213PS consts<>+896(SB), Y3, Y4
 	VMULPS Y6, Y6, Y5
-	VMOVUPS consts<>+1472(SB), Y9
+	VMOVUPS consts<>+1536(SB), Y9
 	VSUBPS Y5, Y9, Y5
 	VMAXPS Y5, Y15, Y5
 	VMINPS Y5, Y14, Y5
-	VMULPS consts<>+128(SB), Y5, Y7
+	VMULPS consts<>+192(SB), Y5, Y7
 	VROUNDPS $0, Y7, Y7
 	VMOVAPS Y5, Y8
-	VFNMADD231PS consts<>+192(SB), Y7, Y8
 	VFNMADD231PS consts<>+256(SB), Y7, Y8
-	VMOVUPS consts<>+320(SB), Y9
-	VFMADD213PS consts<>+384(SB), Y8, Y9
+	VFNMADD231PS consts<>+320(SB), Y7, Y8
+	VMOVUPS consts<>+384(SB), Y9
 	VFMADD213PS consts<>+448(SB), Y8, Y9
 	VFMADD213PS consts<>+512(SB), Y8, Y9
 	VFMADD213PS consts<>+576(SB), Y8, Y9
 	VFMADD213PS consts<>+640(SB), Y8, Y9
 	VFMADD213PS consts<>+704(SB), Y8, Y9
-	VFMADD213PS consts<>+704(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
 	VCVTPS2DQ Y7, Y7
 	VPSRAD $1, Y7, Y8
 	VPSUBD Y8, Y7, Y7
-	VPADDD consts<>+768(SB), Y8, Y8
-	VPADDD consts<>+768(SB), Y7, Y7
+	VPADDD consts<>+832(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y7, Y7
 	VPSLLD $23, Y8, Y8
 	VPSLLD $23, Y7, Y7
 	VMULPS Y8, Y9, Y9
@@ -2647,9 +2943,9 @@ erf256_loop:
 	VMULPS Y7, Y9, Y5
 	VMULPS Y3, Y4, Y4
 	VMULPS Y5, Y4, Y4
-	VMOVUPS consts<>+704(SB), Y9
+	VMOVUPS consts<>+768(SB), Y9
 	VSUBPS Y4, Y9, Y9
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y9, Y2, Y2
 	VMOVUPS Y2, 32(DI)
 	ADDQ $64, DI
@@ -2660,39 +2956,39 @@ erf256_tail:
 	CMPQ CX, $8
 	JLT erf256_tail0
 	VMOVUPS 0(SI), Y2
-	VANDPS consts<>+1344(SB), Y2, Y6
-	VMOVUPS consts<>+704(SB), Y3
-	VFMADD231PS consts<>+832(SB), Y6, Y3
-	VMOVUPS consts<>+704(SB), Y9
+	VANDPS consts<>+1408(SB), Y2, Y6
+	VMOVUPS consts<>+768(SB), Y3
+	VFMADD231PS consts<>+896(SB), Y6, Y3
+	VMOVUPS consts<>+768(SB), Y9
 	VDIVPS Y3, Y9, Y3
-	VMOVUPS consts<>+1152(SB), Y4
+	VMOVUPS consts<>+1216(SB), Y4
+	VFMADD213PS consts<>+1152(SB), Y3, Y4
 	VFMADD213PS consts<>+1088(SB), Y3, Y4
 	VFMADD213PS consts<>+1024(SB), Y3, Y4
 	VFMADD213PS consts<>+960(SB), Y3, Y4
-	VFMADD213PS consts<>+896(SB), Y3, Y4
 	VMULPS Y6, Y6, Y5
-	VMOVUPS consts<>+1472(SB), Y9
+	VMOVUPS consts<>+1536(SB), Y9
 	VSUBPS Y5, Y9, Y5
 	VMAXPS Y5, Y15, Y5
 	VMINPS Y5, Y14, Y5
-	VMULPS consts<>+128(SB), Y5, Y7
+	VMULPS consts<>+192(SB), Y5, Y7
 	VROUNDPS $0, Y7, Y7
 	VMOVAPS Y5, Y8
-	VFNMADD231PS consts<>+192(SB), Y7, Y8
 	VFNMADD231PS consts<>+256(SB), Y7, Y8
-	VMOVUPS consts<>+320(SB), Y9
-	VFMADD213PS consts<>+384(SB), Y8, Y9
+	VFNMADD231PS consts<>+320(SB), Y7, Y8
+	VMOVUPS consts<>+384(SB), Y9
 	VFMADD213PS consts<>+448(SB), Y8, Y9
 	VFMADD213PS consts<>+512(SB), Y8, Y9
 	VFMADD213PS consts<>+576(SB), Y8, Y9
 	VFMADD213PS consts<>+640(SB), Y8, Y9
 	VFMADD213PS consts<>+704(SB), Y8, Y9
-	VFMADD213PS consts<>+704(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
 	VCVTPS2DQ Y7, Y7
 	VPSRAD $1, Y7, Y8
 	VPSUBD Y8, Y7, Y7
-	VPADDD consts<>+768(SB), Y8, Y8
-	VPADDD consts<>+768(SB), Y7, Y7
+	VPADDD consts<>+832(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y7, Y7
 	VPSLLD $23, Y8, Y8
 	VPSLLD $23, Y7, Y7
 	VMULPS Y8, Y9, Y9
@@ -2701,9 +2997,9 @@ erf256_tail:
 	VMULPS Y7, Y9, Y5
 	VMULPS Y3, Y4, Y4
 	VMULPS Y5, Y4, Y4
-	VMOVUPS consts<>+704(SB), Y9
+	VMOVUPS consts<>+768(SB), Y9
 	VSUBPS Y4, Y9, Y9
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y9, Y2, Y2
 	VMOVUPS Y2, 0(DI)
 	ADDQ $32, DI
@@ -2716,39 +3012,39 @@ erf256_tail:
 	SUBQ CX, AX
 	VMOVUPS (AX), Y12
 	VMASKMOVPS (SI), Y12, Y2
-	VANDPS consts<>+1344(SB), Y2, Y6
-	VMOVUPS consts<>+704(SB), Y3
-	VFMADD231PS consts<>+832(SB), Y6, Y3
-	VMOVUPS consts<>+704(SB), Y9
+	VANDPS consts<>+1408(SB), Y2, Y6
+	VMOVUPS consts<>+768(SB), Y3
+	VFMADD231PS consts<>+896(SB), Y6, Y3
+	VMOVUPS consts<>+768(SB), Y9
 	VDIVPS Y3, Y9, Y3
-	VMOVUPS consts<>+1152(SB), Y4
+	VMOVUPS consts<>+1216(SB), Y4
+	VFMADD213PS consts<>+1152(SB), Y3, Y4
 	VFMADD213PS consts<>+1088(SB), Y3, Y4
 	VFMADD213PS consts<>+1024(SB), Y3, Y4
 	VFMADD213PS consts<>+960(SB), Y3, Y4
-	VFMADD213PS consts<>+896(SB), Y3, Y4
 	VMULPS Y6, Y6, Y5
-	VMOVUPS consts<>+1472(SB), Y9
+	VMOVUPS consts<>+1536(SB), Y9
 	VSUBPS Y5, Y9, Y5
 	VMAXPS Y5, Y15, Y5
 	VMINPS Y5, Y14, Y5
-	VMULPS consts<>+128(SB), Y5, Y7
+	VMULPS consts<>+192(SB), Y5, Y7
 	VROUNDPS $0, Y7, Y7
 	VMOVAPS Y5, Y8
-	VFNMADD231PS consts<>+192(SB), Y7, Y8
 	VFNMADD231PS consts<>+256(SB), Y7, Y8
-	VMOVUPS consts<>+320(SB), Y9
-	VFMADD213PS consts<>+384(SB), Y8, Y9
+	VFNMADD231PS consts<>+320(SB), Y7, Y8
+	VMOVUPS consts<>+384(SB), Y9
 	VFMADD213PS consts<>+448(SB), Y8, Y9
 	VFMADD213PS consts<>+512(SB), Y8, Y9
 	VFMADD213PS consts<>+576(SB), Y8, Y9
 	VFMADD213PS consts<>+640(SB), Y8, Y9
 	VFMADD213PS consts<>+704(SB), Y8, Y9
-	VFMADD213PS consts<>+704(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
 	VCVTPS2DQ Y7, Y7
 	VPSRAD $1, Y7, Y8
 	VPSUBD Y8, Y7, Y7
-	VPADDD consts<>+768(SB), Y8, Y8
-	VPADDD consts<>+768(SB), Y7, Y7
+	VPADDD consts<>+832(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y7, Y7
 	VPSLLD $23, Y8, Y8
 	VPSLLD $23, Y7, Y7
 	VMULPS Y8, Y9, Y9
@@ -2757,9 +3053,9 @@ erf256_tail:
 	VMULPS Y7, Y9, Y5
 	VMULPS Y3, Y4, Y4
 	VMULPS Y5, Y4, Y4
-	VMOVUPS consts<>+704(SB), Y9
+	VMOVUPS consts<>+768(SB), Y9
 	VSUBPS Y4, Y9, Y9
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y9, Y2, Y2
 	VMASKMOVPS Y2, Y12, (DI)
 	JMP erf256_done
@@ -2771,39 +3067,39 @@ erf256_tail0:
 	SUBQ CX, AX
 	VMOVUPS (AX), Y12
 	VMASKMOVPS (SI), Y12, Y2
-	VANDPS consts<>+1344(SB), Y2, Y6
-	VMOVUPS consts<>+704(SB), Y3
-	VFMADD231PS consts<>+832(SB), Y6, Y3
-	VMOVUPS consts<>+704(SB), Y9
+	VANDPS consts<>+1408(SB), Y2, Y6
+	VMOVUPS consts<>+768(SB), Y3
+	VFMADD231PS consts<>+896(SB), Y6, Y3
+	VMOVUPS consts<>+768(SB), Y9
 	VDIVPS Y3, Y9, Y3
-	VMOVUPS consts<>+1152(SB), Y4
+	VMOVUPS consts<>+1216(SB), Y4
+	VFMADD213PS consts<>+1152(SB), Y3, Y4
 	VFMADD213PS consts<>+1088(SB), Y3, Y4
 	VFMADD213PS consts<>+1024(SB), Y3, Y4
 	VFMADD213PS consts<>+960(SB), Y3, Y4
-	VFMADD213PS consts<>+896(SB), Y3, Y4
 	VMULPS Y6, Y6, Y5
-	VMOVUPS consts<>+1472(SB), Y9
+	VMOVUPS consts<>+1536(SB), Y9
 	VSUBPS Y5, Y9, Y5
 	VMAXPS Y5, Y15, Y5
 	VMINPS Y5, Y14, Y5
-	VMULPS consts<>+128(SB), Y5, Y7
+	VMULPS consts<>+192(SB), Y5, Y7
 	VROUNDPS $0, Y7, Y7
 	VMOVAPS Y5, Y8
-	VFNMADD231PS consts<>+192(SB), Y7, Y8
 	VFNMADD231PS consts<>+256(SB), Y7, Y8
-	VMOVUPS consts<>+320(SB), Y9
-	VFMADD213PS consts<>+384(SB), Y8, Y9
+	VFNMADD231PS consts<>+320(SB), Y7, Y8
+	VMOVUPS consts<>+384(SB), Y9
 	VFMADD213PS consts<>+448(SB), Y8, Y9
 	VFMADD213PS consts<>+512(SB), Y8, Y9
 	VFMADD213PS consts<>+576(SB), Y8, Y9
 	VFMADD213PS consts<>+640(SB), Y8, Y9
 	VFMADD213PS consts<>+704(SB), Y8, Y9
-	VFMADD213PS consts<>+704(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
 	VCVTPS2DQ Y7, Y7
 	VPSRAD $1, Y7, Y8
 	VPSUBD Y8, Y7, Y7
-	VPADDD consts<>+768(SB), Y8, Y8
-	VPADDD consts<>+768(SB), Y7, Y7
+	VPADDD consts<>+832(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y7, Y7
 	VPSLLD $23, Y8, Y8
 	VPSLLD $23, Y7, Y7
 	VMULPS Y8, Y9, Y9
@@ -2812,9 +3108,9 @@ erf256_tail0:
 	VMULPS Y7, Y9, Y5
 	VMULPS Y3, Y4, Y4
 	VMULPS Y5, Y4, Y4
-	VMOVUPS consts<>+704(SB), Y9
+	VMOVUPS consts<>+768(SB), Y9
 	VSUBPS Y4, Y9, Y9
-	VANDPS consts<>+1408(SB), Y2, Y2
+	VANDPS consts<>+1472(SB), Y2, Y2
 	VORPS Y9, Y2, Y2
 	VMASKMOVPS Y2, Y12, (DI)
 erf256_done:
@@ -2829,7 +3125,7 @@ TEXT ·eluAdd512(SB), NOSPLIT, $0-32
 	VBROADCASTSS alpha+24(FP), Z31
 	VBROADCASTSS c+28(FP), Z30
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+128(SB), Z17
 eluAdd512_loop:
 	CMPQ CX, $16
 	JLT eluAdd512_tail
@@ -2839,22 +3135,22 @@ eluAdd512_loop:
 	VANDNPS Z2, Z7, Z7
 	VMAXPS Z3, Z16, Z3
 	VMINPS Z3, Z17, Z3
-	VMULPS consts<>+128(SB), Z3, Z4
+	VMULPS consts<>+192(SB), Z3, Z4
 	VCMPPS $0x16, Z16, Z3, K4
 	VRNDSCALEPS $0, Z4, Z4
 	VMOVAPS Z3, Z5
-	VFNMADD231PS consts<>+192(SB), Z4, Z5
 	VFNMADD231PS consts<>+256(SB), Z4, Z5
-	VMOVUPS consts<>+320(SB), Z6
-	VFMADD213PS consts<>+384(SB), Z5, Z6
+	VFNMADD231PS consts<>+320(SB), Z4, Z5
+	VMOVUPS consts<>+384(SB), Z6
 	VFMADD213PS consts<>+448(SB), Z5, Z6
 	VFMADD213PS consts<>+512(SB), Z5, Z6
 	VFMADD213PS consts<>+576(SB), Z5, Z6
 	VFMADD213PS consts<>+640(SB), Z5, Z6
 	VFMADD213PS consts<>+704(SB), Z5, Z6
-	VFMADD213PS consts<>+704(SB), Z5, Z6
+	VFMADD213PS consts<>+768(SB), Z5, Z6
+	VFMADD213PS consts<>+768(SB), Z5, Z6
 	VSCALEFPS.Z Z4, Z6, K4, Z3
-	VSUBPS consts<>+704(SB), Z3, Z3
+	VSUBPS consts<>+768(SB), Z3, Z3
 	VMULPS Z31, Z3, Z3
 	VADDPS Z30, Z3, Z3
 	VADDPS Z3, Z7, Z3
@@ -2876,22 +3172,22 @@ eluAdd512_tail:
 	VANDNPS Z2, Z7, Z7
 	VMAXPS Z3, Z16, Z3
 	VMINPS Z3, Z17, Z3
-	VMULPS consts<>+128(SB), Z3, Z4
+	VMULPS consts<>+192(SB), Z3, Z4
 	VCMPPS $0x16, Z16, Z3, K4
 	VRNDSCALEPS $0, Z4, Z4
 	VMOVAPS Z3, Z5
-	VFNMADD231PS consts<>+192(SB), Z4, Z5
 	VFNMADD231PS consts<>+256(SB), Z4, Z5
-	VMOVUPS consts<>+320(SB), Z6
-	VFMADD213PS consts<>+384(SB), Z5, Z6
+	VFNMADD231PS consts<>+320(SB), Z4, Z5
+	VMOVUPS consts<>+384(SB), Z6
 	VFMADD213PS consts<>+448(SB), Z5, Z6
 	VFMADD213PS consts<>+512(SB), Z5, Z6
 	VFMADD213PS consts<>+576(SB), Z5, Z6
 	VFMADD213PS consts<>+640(SB), Z5, Z6
 	VFMADD213PS consts<>+704(SB), Z5, Z6
-	VFMADD213PS consts<>+704(SB), Z5, Z6
+	VFMADD213PS consts<>+768(SB), Z5, Z6
+	VFMADD213PS consts<>+768(SB), Z5, Z6
 	VSCALEFPS.Z Z4, Z6, K4, Z3
-	VSUBPS consts<>+704(SB), Z3, Z3
+	VSUBPS consts<>+768(SB), Z3, Z3
 	VMULPS Z31, Z3, Z3
 	VADDPS Z30, Z3, Z3
 	VADDPS Z3, Z7, Z3
@@ -2908,7 +3204,7 @@ TEXT ·eluAdd256(SB), NOSPLIT, $0-32
 	VBROADCASTSS alpha+24(FP), Y13
 	VBROADCASTSS c+28(FP), Y11
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+128(SB), Y14
 eluAdd256_loop:
 	CMPQ CX, $16
 	JLT eluAdd256_tail
@@ -2918,31 +3214,31 @@ eluAdd256_loop:
 	VANDNPS Y2, Y7, Y7
 	VMAXPS Y3, Y15, Y3
 	VMINPS Y3, Y14, Y3
-	VMULPS consts<>+128(SB), Y3, Y4
+	VMULPS consts<>+192(SB), Y3, Y4
 	VROUNDPS $0, Y4, Y4
 	VMOVAPS Y3, Y5
-	VFNMADD231PS consts<>+192(SB), Y4, Y5
 	VFNMADD231PS consts<>+256(SB), Y4, Y5
-	VMOVUPS consts<>+320(SB), Y6
-	VFMADD213PS consts<>+384(SB), Y5, Y6
+	VFNMADD231PS consts<>+320(SB), Y4, Y5
+	VMOVUPS consts<>+384(SB), Y6
 	VFMADD213PS consts<>+448(SB), Y5, Y6
 	VFMADD213PS consts<>+512(SB), Y5, Y6
 	VFMADD213PS consts<>+576(SB), Y5, Y6
 	VFMADD213PS consts<>+640(SB), Y5, Y6
 	VFMADD213PS consts<>+704(SB), Y5, Y6
-	VFMADD213PS consts<>+704(SB), Y5, Y6
+	VFMADD213PS consts<>+768(SB), Y5, Y6
+	VFMADD213PS consts<>+768(SB), Y5, Y6
 	VCVTPS2DQ Y4, Y4
 	VPSRAD $1, Y4, Y5
 	VPSUBD Y5, Y4, Y4
-	VPADDD consts<>+768(SB), Y5, Y5
-	VPADDD consts<>+768(SB), Y4, Y4
+	VPADDD consts<>+832(SB), Y5, Y5
+	VPADDD consts<>+832(SB), Y4, Y4
 	VPSLLD $23, Y5, Y5
 	VPSLLD $23, Y4, Y4
 	VMULPS Y5, Y6, Y6
 	VCMPPS $0x16, Y15, Y3, Y5
 	VANDPS Y5, Y4, Y4
 	VMULPS Y4, Y6, Y3
-	VSUBPS consts<>+704(SB), Y3, Y3
+	VSUBPS consts<>+768(SB), Y3, Y3
 	VMULPS Y13, Y3, Y3
 	VADDPS Y11, Y3, Y3
 	VADDPS Y3, Y7, Y3
@@ -2953,31 +3249,31 @@ eluAdd256_loop:
 	VANDNPS Y2, Y7, Y7
 	VMAXPS Y3, Y15, Y3
 	VMINPS Y3, Y14, Y3
-	VMULPS consts<>+128(SB), Y3, Y4
+	VMULPS consts<>+192(SB), Y3, Y4
 	VROUNDPS $0, Y4, Y4
 	VMOVAPS Y3, Y5
-	VFNMADD231PS consts<>+192(SB), Y4, Y5
 	VFNMADD231PS consts<>+256(SB), Y4, Y5
-	VMOVUPS consts<>+320(SB), Y6
-	VFMADD213PS consts<>+384(SB), Y5, Y6
+	VFNMADD231PS consts<>+320(SB), Y4, Y5
+	VMOVUPS consts<>+384(SB), Y6
 	VFMADD213PS consts<>+448(SB), Y5, Y6
 	VFMADD213PS consts<>+512(SB), Y5, Y6
 	VFMADD213PS consts<>+576(SB), Y5, Y6
 	VFMADD213PS consts<>+640(SB), Y5, Y6
 	VFMADD213PS consts<>+704(SB), Y5, Y6
-	VFMADD213PS consts<>+704(SB), Y5, Y6
+	VFMADD213PS consts<>+768(SB), Y5, Y6
+	VFMADD213PS consts<>+768(SB), Y5, Y6
 	VCVTPS2DQ Y4, Y4
 	VPSRAD $1, Y4, Y5
 	VPSUBD Y5, Y4, Y4
-	VPADDD consts<>+768(SB), Y5, Y5
-	VPADDD consts<>+768(SB), Y4, Y4
+	VPADDD consts<>+832(SB), Y5, Y5
+	VPADDD consts<>+832(SB), Y4, Y4
 	VPSLLD $23, Y5, Y5
 	VPSLLD $23, Y4, Y4
 	VMULPS Y5, Y6, Y6
 	VCMPPS $0x16, Y15, Y3, Y5
 	VANDPS Y5, Y4, Y4
 	VMULPS Y4, Y6, Y3
-	VSUBPS consts<>+704(SB), Y3, Y3
+	VSUBPS consts<>+768(SB), Y3, Y3
 	VMULPS Y13, Y3, Y3
 	VADDPS Y11, Y3, Y3
 	VADDPS Y3, Y7, Y3
@@ -2995,31 +3291,31 @@ eluAdd256_tail:
 	VANDNPS Y2, Y7, Y7
 	VMAXPS Y3, Y15, Y3
 	VMINPS Y3, Y14, Y3
-	VMULPS consts<>+128(SB), Y3, Y4
+	VMULPS consts<>+192(SB), Y3, Y4
 	VROUNDPS $0, Y4, Y4
 	VMOVAPS Y3, Y5
-	VFNMADD231PS consts<>+192(SB), Y4, Y5
 	VFNMADD231PS consts<>+256(SB), Y4, Y5
-	VMOVUPS consts<>+320(SB), Y6
-	VFMADD213PS consts<>+384(SB), Y5, Y6
+	VFNMADD231PS consts<>+320(SB), Y4, Y5
+	VMOVUPS consts<>+384(SB), Y6
 	VFMADD213PS consts<>+448(SB), Y5, Y6
 	VFMADD213PS consts<>+512(SB), Y5, Y6
 	VFMADD213PS consts<>+576(SB), Y5, Y6
 	VFMADD213PS consts<>+640(SB), Y5, Y6
 	VFMADD213PS consts<>+704(SB), Y5, Y6
-	VFMADD213PS consts<>+704(SB), Y5, Y6
+	VFMADD213PS consts<>+768(SB), Y5, Y6
+	VFMADD213PS consts<>+768(SB), Y5, Y6
 	VCVTPS2DQ Y4, Y4
 	VPSRAD $1, Y4, Y5
 	VPSUBD Y5, Y4, Y4
-	VPADDD consts<>+768(SB), Y5, Y5
-	VPADDD consts<>+768(SB), Y4, Y4
+	VPADDD consts<>+832(SB), Y5, Y5
+	VPADDD consts<>+832(SB), Y4, Y4
 	VPSLLD $23, Y5, Y5
 	VPSLLD $23, Y4, Y4
 	VMULPS Y5, Y6, Y6
 	VCMPPS $0x16, Y15, Y3, Y5
 	VANDPS Y5, Y4, Y4
 	VMULPS Y4, Y6, Y3
-	VSUBPS consts<>+704(SB), Y3, Y3
+	VSUBPS consts<>+768(SB), Y3, Y3
 	VMULPS Y13, Y3, Y3
 	VADDPS Y11, Y3, Y3
 	VADDPS Y3, Y7, Y3
@@ -3039,31 +3335,31 @@ eluAdd256_tail:
 	VANDNPS Y2, Y7, Y7
 	VMAXPS Y3, Y15, Y3
 	VMINPS Y3, Y14, Y3
-	VMULPS consts<>+128(SB), Y3, Y4
+	VMULPS consts<>+192(SB), Y3, Y4
 	VROUNDPS $0, Y4, Y4
 	VMOVAPS Y3, Y5
-	VFNMADD231PS consts<>+192(SB), Y4, Y5
 	VFNMADD231PS consts<>+256(SB), Y4, Y5
-	VMOVUPS consts<>+320(SB), Y6
-	VFMADD213PS consts<>+384(SB), Y5, Y6
+	VFNMADD231PS consts<>+320(SB), Y4, Y5
+	VMOVUPS consts<>+384(SB), Y6
 	VFMADD213PS consts<>+448(SB), Y5, Y6
 	VFMADD213PS consts<>+512(SB), Y5, Y6
 	VFMADD213PS consts<>+576(SB), Y5, Y6
 	VFMADD213PS consts<>+640(SB), Y5, Y6
 	VFMADD213PS consts<>+704(SB), Y5, Y6
-	VFMADD213PS consts<>+704(SB), Y5, Y6
+	VFMADD213PS consts<>+768(SB), Y5, Y6
+	VFMADD213PS consts<>+768(SB), Y5, Y6
 	VCVTPS2DQ Y4, Y4
 	VPSRAD $1, Y4, Y5
 	VPSUBD Y5, Y4, Y4
-	VPADDD consts<>+768(SB), Y5, Y5
-	VPADDD consts<>+768(SB), Y4, Y4
+	VPADDD consts<>+832(SB), Y5, Y5
+	VPADDD consts<>+832(SB), Y4, Y4
 	VPSLLD $23, Y5, Y5
 	VPSLLD $23, Y4, Y4
 	VMULPS Y5, Y6, Y6
 	VCMPPS $0x16, Y15, Y3, Y5
 	VANDPS Y5, Y4, Y4
 	VMULPS Y4, Y6, Y3
-	VSUBPS consts<>+704(SB), Y3, Y3
+	VSUBPS consts<>+768(SB), Y3, Y3
 	VMULPS Y13, Y3, Y3
 	VADDPS Y11, Y3, Y3
 	VADDPS Y3, Y7, Y3
@@ -3082,31 +3378,31 @@ eluAdd256_tail0:
 	VANDNPS Y2, Y7, Y7
 	VMAXPS Y3, Y15, Y3
 	VMINPS Y3, Y14, Y3
-	VMULPS consts<>+128(SB), Y3, Y4
+	VMULPS consts<>+192(SB), Y3, Y4
 	VROUNDPS $0, Y4, Y4
 	VMOVAPS Y3, Y5
-	VFNMADD231PS consts<>+192(SB), Y4, Y5
 	VFNMADD231PS consts<>+256(SB), Y4, Y5
-	VMOVUPS consts<>+320(SB), Y6
-	VFMADD213PS consts<>+384(SB), Y5, Y6
+	VFNMADD231PS consts<>+320(SB), Y4, Y5
+	VMOVUPS consts<>+384(SB), Y6
 	VFMADD213PS consts<>+448(SB), Y5, Y6
 	VFMADD213PS consts<>+512(SB), Y5, Y6
 	VFMADD213PS consts<>+576(SB), Y5, Y6
 	VFMADD213PS consts<>+640(SB), Y5, Y6
 	VFMADD213PS consts<>+704(SB), Y5, Y6
-	VFMADD213PS consts<>+704(SB), Y5, Y6
+	VFMADD213PS consts<>+768(SB), Y5, Y6
+	VFMADD213PS consts<>+768(SB), Y5, Y6
 	VCVTPS2DQ Y4, Y4
 	VPSRAD $1, Y4, Y5
 	VPSUBD Y5, Y4, Y4
-	VPADDD consts<>+768(SB), Y5, Y5
-	VPADDD consts<>+768(SB), Y4, Y4
+	VPADDD consts<>+832(SB), Y5, Y5
+	VPADDD consts<>+832(SB), Y4, Y4
 	VPSLLD $23, Y5, Y5
 	VPSLLD $23, Y4, Y4
 	VMULPS Y5, Y6, Y6
 	VCMPPS $0x16, Y15, Y3, Y5
 	VANDPS Y5, Y4, Y4
 	VMULPS Y4, Y6, Y3
-	VSUBPS consts<>+704(SB), Y3, Y3
+	VSUBPS consts<>+768(SB), Y3, Y3
 	VMULPS Y13, Y3, Y3
 	VADDPS Y11, Y3, Y3
 	VADDPS Y3, Y7, Y3
@@ -3120,9 +3416,9 @@ TEXT ·sum512(SB), NOSPLIT, $0-20
 	MOVQ src+0(FP), DI
 	MOVQ n+8(FP), CX
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
-	VMOVUPS consts<>+1472(SB), Z0
-	VMOVUPS consts<>+1472(SB), Z1
+	VMOVUPS consts<>+128(SB), Z17
+	VMOVUPS consts<>+1536(SB), Z0
+	VMOVUPS consts<>+1536(SB), Z1
 sum512_loop:
 	CMPQ CX, $16
 	JLT sum512_tail
@@ -3158,9 +3454,9 @@ TEXT ·sum256(SB), NOSPLIT, $0-20
 	MOVQ src+0(FP), DI
 	MOVQ n+8(FP), CX
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
-	VMOVUPS consts<>+1472(SB), Y0
-	VMOVUPS consts<>+1472(SB), Y1
+	VMOVUPS consts<>+128(SB), Y14
+	VMOVUPS consts<>+1536(SB), Y0
+	VMOVUPS consts<>+1536(SB), Y1
 sum256_loop:
 	CMPQ CX, $16
 	JLT sum256_tail
@@ -3216,9 +3512,9 @@ TEXT ·sqDev512(SB), NOSPLIT, $0-28
 	MOVQ n+8(FP), CX
 	VBROADCASTSS mu+16(FP), Z31
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
-	VMOVUPS consts<>+1472(SB), Z0
-	VMOVUPS consts<>+1472(SB), Z1
+	VMOVUPS consts<>+128(SB), Z17
+	VMOVUPS consts<>+1536(SB), Z0
+	VMOVUPS consts<>+1536(SB), Z1
 sqDev512_loop:
 	CMPQ CX, $16
 	JLT sqDev512_tail
@@ -3257,9 +3553,9 @@ TEXT ·sqDev256(SB), NOSPLIT, $0-28
 	MOVQ n+8(FP), CX
 	VBROADCASTSS mu+16(FP), Y13
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
-	VMOVUPS consts<>+1472(SB), Y0
-	VMOVUPS consts<>+1472(SB), Y1
+	VMOVUPS consts<>+128(SB), Y14
+	VMOVUPS consts<>+1536(SB), Y0
+	VMOVUPS consts<>+1536(SB), Y1
 sqDev256_loop:
 	CMPQ CX, $16
 	JLT sqDev256_tail
@@ -3320,9 +3616,9 @@ TEXT ·dot512(SB), NOSPLIT, $0-28
 	MOVQ b+8(FP), SI
 	MOVQ n+16(FP), CX
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
-	VMOVUPS consts<>+1472(SB), Z0
-	VMOVUPS consts<>+1472(SB), Z1
+	VMOVUPS consts<>+128(SB), Z17
+	VMOVUPS consts<>+1536(SB), Z0
+	VMOVUPS consts<>+1536(SB), Z1
 dot512_loop:
 	CMPQ CX, $16
 	JLT dot512_tail
@@ -3362,9 +3658,9 @@ TEXT ·dot256(SB), NOSPLIT, $0-28
 	MOVQ b+8(FP), SI
 	MOVQ n+16(FP), CX
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
-	VMOVUPS consts<>+1472(SB), Y0
-	VMOVUPS consts<>+1472(SB), Y1
+	VMOVUPS consts<>+128(SB), Y14
+	VMOVUPS consts<>+1536(SB), Y0
+	VMOVUPS consts<>+1536(SB), Y1
 dot256_loop:
 	CMPQ CX, $16
 	JLT dot256_tail
@@ -3428,7 +3724,7 @@ TEXT ·norm512(SB), NOSPLIT, $0-40
 	VBROADCASTSS mu+32(FP), Z31
 	VBROADCASTSS is+36(FP), Z30
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+128(SB), Z17
 norm512_loop:
 	CMPQ CX, $16
 	JLT norm512_tail
@@ -3469,7 +3765,7 @@ TEXT ·norm256(SB), NOSPLIT, $0-40
 	VBROADCASTSS mu+32(FP), Y13
 	VBROADCASTSS is+36(FP), Y11
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+128(SB), Y14
 norm256_loop:
 	CMPQ CX, $16
 	JLT norm256_tail
@@ -3543,7 +3839,7 @@ TEXT ·normBias512(SB), NOSPLIT, $0-48
 	VBROADCASTSS mu+40(FP), Z31
 	VBROADCASTSS is+44(FP), Z30
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
+	VMOVUPS consts<>+128(SB), Z17
 normBias512_loop:
 	CMPQ CX, $16
 	JLT normBias512_tail
@@ -3588,7 +3884,7 @@ TEXT ·normBias256(SB), NOSPLIT, $0-48
 	VBROADCASTSS mu+40(FP), Y13
 	VBROADCASTSS is+44(FP), Y11
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
+	VMOVUPS consts<>+128(SB), Y14
 normBias256_loop:
 	CMPQ CX, $16
 	JLT normBias256_tail
@@ -3666,17 +3962,17 @@ TEXT ·expSumU8512(SB), NOSPLIT, $0-36
 	MOVQ n+16(FP), CX
 	VBROADCASTSS shift+24(FP), Z31
 	VMOVUPS consts<>+0(SB), Z16
-	VMOVUPS consts<>+64(SB), Z17
-	VMOVUPS consts<>+1664(SB), Z18
+	VMOVUPS consts<>+128(SB), Z17
+	VMOVUPS consts<>+1728(SB), Z18
 	VPXORD Z19, Z19, Z19
-	VMOVUPS consts<>+1472(SB), Z0
-	VMOVUPS consts<>+1472(SB), Z1
-	VMOVUPS consts<>+128(SB), Z20
-	VMOVUPS consts<>+1728(SB), Z21
-	VMOVUPS consts<>+1792(SB), Z22
-	VMOVUPS consts<>+1856(SB), Z23
-	VMOVUPS consts<>+1920(SB), Z24
-	VMOVUPS consts<>+704(SB), Z25
+	VMOVUPS consts<>+1536(SB), Z0
+	VMOVUPS consts<>+1536(SB), Z1
+	VMOVUPS consts<>+192(SB), Z20
+	VMOVUPS consts<>+1792(SB), Z21
+	VMOVUPS consts<>+1856(SB), Z22
+	VMOVUPS consts<>+1920(SB), Z23
+	VMOVUPS consts<>+1984(SB), Z24
+	VMOVUPS consts<>+768(SB), Z25
 expSumU8512_loop2:
 	CMPQ CX, $32
 	JLT expSumU8512_loop
@@ -3778,11 +4074,11 @@ TEXT ·expSumU8256(SB), NOSPLIT, $0-36
 	MOVQ n+16(FP), CX
 	VBROADCASTSS shift+24(FP), Y13
 	VMOVUPS consts<>+0(SB), Y15
-	VMOVUPS consts<>+64(SB), Y14
-	VMOVUPS consts<>+1664(SB), Y11
+	VMOVUPS consts<>+128(SB), Y14
+	VMOVUPS consts<>+1728(SB), Y11
 	VMOVDQU u8perm<>(SB), Y10
-	VMOVUPS consts<>+1472(SB), Y0
-	VMOVUPS consts<>+1472(SB), Y1
+	VMOVUPS consts<>+1536(SB), Y0
+	VMOVUPS consts<>+1536(SB), Y1
 expSumU8256_loop:
 	CMPQ CX, $16
 	JLT expSumU8256_done
@@ -3790,20 +4086,20 @@ expSumU8256_loop:
 	VSUBPS Y13, Y2, Y2
 	VMAXPS Y2, Y15, Y2
 	VMINPS Y2, Y14, Y2
-	VMULPS consts<>+128(SB), Y2, Y3
+	VMULPS consts<>+192(SB), Y2, Y3
 	VROUNDPS $0, Y3, Y3
 	VMOVAPS Y2, Y4
-	VFNMADD231PS consts<>+1728(SB), Y3, Y4
-	VMOVUPS consts<>+1920(SB), Y5
+	VFNMADD231PS consts<>+1792(SB), Y3, Y4
+	VMOVUPS consts<>+1984(SB), Y5
+	VFMADD213PS consts<>+1920(SB), Y4, Y5
 	VFMADD213PS consts<>+1856(SB), Y4, Y5
-	VFMADD213PS consts<>+1792(SB), Y4, Y5
-	VFMADD213PS consts<>+704(SB), Y4, Y5
-	VFMADD213PS consts<>+704(SB), Y4, Y5
+	VFMADD213PS consts<>+768(SB), Y4, Y5
+	VFMADD213PS consts<>+768(SB), Y4, Y5
 	VCVTPS2DQ Y3, Y3
 	VPSRAD $1, Y3, Y4
 	VPSUBD Y4, Y3, Y3
-	VPADDD consts<>+768(SB), Y4, Y4
-	VPADDD consts<>+768(SB), Y3, Y3
+	VPADDD consts<>+832(SB), Y4, Y4
+	VPADDD consts<>+832(SB), Y3, Y3
 	VPSLLD $23, Y4, Y4
 	VPSLLD $23, Y3, Y3
 	VMULPS Y4, Y5, Y5
@@ -3814,20 +4110,20 @@ expSumU8256_loop:
 	VSUBPS Y13, Y6, Y6
 	VMAXPS Y6, Y15, Y6
 	VMINPS Y6, Y14, Y6
-	VMULPS consts<>+128(SB), Y6, Y7
+	VMULPS consts<>+192(SB), Y6, Y7
 	VROUNDPS $0, Y7, Y7
 	VMOVAPS Y6, Y8
-	VFNMADD231PS consts<>+1728(SB), Y7, Y8
-	VMOVUPS consts<>+1920(SB), Y9
+	VFNMADD231PS consts<>+1792(SB), Y7, Y8
+	VMOVUPS consts<>+1984(SB), Y9
+	VFMADD213PS consts<>+1920(SB), Y8, Y9
 	VFMADD213PS consts<>+1856(SB), Y8, Y9
-	VFMADD213PS consts<>+1792(SB), Y8, Y9
-	VFMADD213PS consts<>+704(SB), Y8, Y9
-	VFMADD213PS consts<>+704(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
+	VFMADD213PS consts<>+768(SB), Y8, Y9
 	VCVTPS2DQ Y7, Y7
 	VPSRAD $1, Y7, Y8
 	VPSUBD Y8, Y7, Y7
-	VPADDD consts<>+768(SB), Y8, Y8
-	VPADDD consts<>+768(SB), Y7, Y7
+	VPADDD consts<>+832(SB), Y8, Y8
+	VPADDD consts<>+832(SB), Y7, Y7
 	VPSLLD $23, Y8, Y8
 	VPSLLD $23, Y7, Y7
 	VMULPS Y8, Y9, Y9

@@ -134,6 +134,11 @@ func TestAgainstTwins(t *testing.T) {
 				rs := expSumGeneric(ref, x, 1.5)
 				close("ExpSum", out, ref, 3e-7)
 				close("ExpSum sum", []float32{s}, []float32{rs}, 1e-6)
+				// ExpSumFlush with a shift that puts some values at or below −87.
+				s = ExpSumFlush(out, x, 85)
+				rs = expSumFlushGeneric(ref, x, 85)
+				close("ExpSumFlush", out, ref, 3e-7)
+				close("ExpSumFlush sum", []float32{s}, []float32{rs}, 1e-6)
 				// ExpSumU8 at the row maximum (values in [0, 1]) and below it (values clamp at
 				// 255): its sum is its twin's, its bytes expSumU8Generic's, one step apart at
 				// most where the two exps straddle a rounding tie of e·255.
@@ -200,7 +205,7 @@ func TestAgainstTwins(t *testing.T) {
 				Softmax(out, x)
 				if n > 0 {
 					m := maxGeneric(x)
-					rs := expSumGeneric(ref, x, m)
+					rs := expSumFlushGeneric(ref, x, m)
 					scaleGeneric(ref, 1/rs)
 					close("Softmax", out, ref, 1e-6)
 				}
@@ -505,4 +510,44 @@ func TestAccF64(t *testing.T) {
 		}
 	}()
 	AccF64(make([]float64, 2), make([]float32, 3))
+}
+
+// TestExpSumFlush checks where ExpSumFlush's values end, at every level: exp(x) above −87
+// (as ExpSum has it, normal down there), 0 at −87 and below, where ExpSum's run on into
+// subnormals, and NaN kept.
+func TestExpSumFlush(t *testing.T) {
+	forLevels(t, func(t *testing.T) {
+		xs := []float32{0, -1, -86.99, -87, -87.0001, -90, -100, -103.9, -200, float32(math.Inf(-1)), float32(math.NaN()), 3}
+		for n := 1; n <= 40; n += 13 { // a masked tail, and whole vectors
+			src := make([]float32, 0, n*len(xs))
+			for len(src) < n*len(xs) {
+				src = append(src, xs...)
+			}
+			src = src[:n*len(xs)-n%3]
+			got, plain := make([]float32, len(src)), make([]float32, len(src))
+			ExpSumFlush(got, src, 0)
+			ExpSum(plain, src, 0)
+			for i, x := range src {
+				switch {
+				case x != x:
+					if got[i] == got[i] {
+						t.Fatalf("ExpSumFlush(NaN) = %v", got[i])
+					}
+				case x <= -87:
+					if got[i] != 0 {
+						t.Fatalf("ExpSumFlush(%v) = %v, want 0", x, got[i])
+					}
+				default:
+					if got[i] != plain[i] || got[i] < 0x1p-126 {
+						t.Fatalf("ExpSumFlush(%v) = %v, ExpSum %v", x, got[i], plain[i])
+					}
+				}
+			}
+		}
+		sub := make([]float32, 1)
+		ExpSum(sub, []float32{-90}, 0)
+		if !(sub[0] > 0 && sub[0] < 0x1p-126) {
+			t.Fatalf("ExpSum(−90) = %v: not the subnormal the flush is for", sub[0])
+		}
+	})
 }

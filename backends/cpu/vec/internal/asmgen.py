@@ -8,7 +8,7 @@ length and alignment works. Run: python3 internal/asmgen.py > vec_amd64.s
 """
 
 CONSTS = [
-    ("lo", "f", -104.0), ("hi", "f", 89.0), ("log2e", "f", 1.44269504088896341),
+    ("lo", "f", -104.0), ("loflush", "f", -87.0), ("hi", "f", 89.0), ("log2e", "f", 1.44269504088896341),
     ("ln2hi", "f", 0.693359375), ("ln2lo", "f", -2.12194440e-4),
     ("p0", "f", 1.9875691500e-4), ("p1", "f", 1.3981999507e-3), ("p2", "f", 8.3334519073e-3),
     ("p3", "f", 4.1665795894e-2), ("p4", "f", 1.6666665459e-1), ("p5", "f", 5.0000001201e-1),
@@ -153,8 +153,10 @@ def fold(V, op):
 class K:
     """One kernel: pointer args (loaded into regs), scalar float args (broadcast), body."""
 
-    def __init__(self, name, ptrs, scalars, body, ret=None, init=None, acc_init=None, wide=None):
+    def __init__(self, name, ptrs, scalars, body, ret=None, init=None, acc_init=None, wide=None, lo="lo"):
         self.name, self.ptrs, self.scalars, self.body, self.ret = name, ptrs, scalars, body, ret
+        # lo: the constant exp clamps at, its lanes at or below it giving 0
+        self.lo = lo
         self.init, self.acc_init = init or [], acc_init
         # wide: per vector kind, two more accumulator registers for a four-way main loop
         self.wide = wide
@@ -195,9 +197,9 @@ def emit(k, V):
             L.append("VBROADCASTSS %s+%d(FP), %s" % (a, o, reg))
             scal[a] = reg
     if V == "Z":
-        L += ["VMOVUPS %s, Z16" % c("lo"), "VMOVUPS %s, Z17" % c("hi")]
+        L += ["VMOVUPS %s, Z16" % c(k.lo), "VMOVUPS %s, Z17" % c("hi")]
     else:
-        L += ["VMOVUPS %s, Y15" % c("lo"), "VMOVUPS %s, Y14" % c("hi")]
+        L += ["VMOVUPS %s, Y15" % c(k.lo), "VMOVUPS %s, Y14" % c("hi")]
     if k.ret:
         init = k.acc_init or "zero"
         L += ["VMOVUPS %s, %s0" % (c(init), V), "VMOVUPS %s, %s1" % (c(init), V)]
@@ -429,6 +431,9 @@ def body_eluadd(V, ctx):
 
 KERNELS = [
     K("expSum", ["dst", "src"], ["shift"], body_expsum, ret="VADDPS"),
+    # expSumFlush: expSum with every value at or below exp(−87) (the subnormal ones among
+    # them) made 0, for probabilities that go on into products (expFlush32 is the statement).
+    K("expSumFlush", ["dst", "src"], ["shift"], body_expsum, ret="VADDPS", lo="loflush"),
     K("max", ["src"], [], body_max, ret="VMAXPS", acc_init="neginf", wide={"Z": ["Z18", "Z19"], "Y": ["Y4", "Y5"]}),
     K("scale", ["dst"], ["c"], body_scale),
     K("div", ["dst"], ["c"], body_div),
