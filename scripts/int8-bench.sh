@@ -6,9 +6,11 @@
 #     the speed-up being the ratio of the medians of the rounds' means (a shared machine's drift
 #     hits all sides); the compiled weights' memory (weight_bytes); the accuracy of both against
 #     fp32 (zoo parity --precision P on the sample text: relative errors and per-position cosine
-#     of `hidden`). Where the CPU has better kernels than AVX2, AVX2_VARIANTS (default: every
-#     one of VARIANTS) are also run under ZOO_CPU=avx2 ZOO_INT8=avx2: the instructions an
-#     AVX2-only CPU has (no AVX-512, no AVX-VNNI), on these cores.
+#     of `hidden`). Where the CPU's best path is amx-int8, VNNI_VARIANTS (default: every one of
+#     VARIANTS) are also run on its vnni512 path (ZOO_INT8=vnni512: what a CPU with AVX512-VNNI
+#     and no AMX runs). Where the CPU has better kernels than AVX2, AVX2_VARIANTS (default:
+#     every one of VARIANTS) are also run under ZOO_CPU=avx2 ZOO_INT8=avx2: the instructions
+#     an AVX2-only CPU has (no AVX-512, no AVX-VNNI), on these cores.
 #  2. vanilla base against ONNX Runtime on the same int8 file, batch 1 and 8, n = 128 and 512: zoo's
 #     own export (zoo export --precision int8: per output column) and a file in ONNX Runtime's
 #     quantize_dynamic form (its defaults: per tensor; written from the fp32 export by
@@ -16,7 +18,8 @@
 #     with zoo bench FILE --against onnxruntime (interleaved pairs, zoo/ORT = median of ORT time /
 #     zoo time; zoo imports the file onto its int8 kernels).
 #
-# It writes one markdown file, FILE (default OUT/int8.md, OUT docs/bench).
+# It writes one markdown file, FILE (default OUT/int8-PATH-tTHREADS.md, OUT docs/bench, PATH the
+# CPU's best int8 path).
 #
 #   scripts/int8-bench.sh
 #   VARIANTS="vanilla gqa" ROUNDS=3 ORT_REPS=20 scripts/int8-bench.sh
@@ -33,7 +36,7 @@ cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
 flags="$(grep -o -w -E 'avx2|avx512f|avx512_vnni|avx_vnni|amx_int8' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 path="$("$tmp/zoo" backends --json | /usr/bin/python3 -c 'import json,sys; print([b["int8"] for b in json.load(sys.stdin) if b["name"]=="cpu"][0])')"
 load_before="$(uptime)"
-f="${FILE:-$OUT/int8.md}"
+f="${FILE:-$OUT/int8-$path-t$THREADS.md}"
 
 PRECS="fp32 int8 int8-attention"
 for v in $VARIANTS; do
@@ -47,20 +50,30 @@ for v in $VARIANTS; do
   done
   echo "int8-bench: $v done" >&2
 done
+# The other paths this CPU runs, each as NAME|ENV|VARIANTS: vnni512 where AMX is the best,
+# and the AVX2 level where anything better is.
+VNNI_VARIANTS="${VNNI_VARIANTS-$VARIANTS}"
 AVX2_VARIANTS="${AVX2_VARIANTS-$VARIANTS}"
-if [[ "$path" == "avx2" || "$path" == "generic" ]]; then
-  AVX2_VARIANTS="" # this CPU's own run above is already the AVX2 one
+others=()
+if [[ "$path" == "amx-int8" && -n "$VNNI_VARIANTS" ]]; then
+  others+=("vnni512|ZOO_INT8=vnni512|$VNNI_VARIANTS")
 fi
-for v in $AVX2_VARIANTS; do
-  for p in int8 int8-attention; do
-    ZOO_CPU=avx2 ZOO_INT8=avx2 "$tmp/zoo" parity "$v" --precision "$p" --threads "$THREADS" --json >"$tmp/avx2.$v.$p.parity.json"
-  done
-  for r in $(seq "$ROUNDS"); do
-    for p in $PRECS; do
-      ZOO_CPU=avx2 ZOO_INT8=avx2 "$tmp/zoo" bench "$v" --batch "$BATCH" --seq "$SEQ" --reps "$REPS" --threads "$THREADS" --precision "$p" --json >"$tmp/avx2.$v.$p.$r.json"
+if [[ "$path" != "avx2" && "$path" != "generic" && -n "$AVX2_VARIANTS" ]]; then
+  others+=("avx2|ZOO_CPU=avx2 ZOO_INT8=avx2|$AVX2_VARIANTS")
+fi
+for o in "${others[@]}"; do
+  IFS='|' read -r name envs vs <<<"$o"
+  for v in $vs; do
+    for p in int8 int8-attention; do
+      env $envs "$tmp/zoo" parity "$v" --precision "$p" --threads "$THREADS" --json >"$tmp/$name.$v.$p.parity.json"
     done
+    for r in $(seq "$ROUNDS"); do
+      for p in $PRECS; do
+        env $envs "$tmp/zoo" bench "$v" --batch "$BATCH" --seq "$SEQ" --reps "$REPS" --threads "$THREADS" --precision "$p" --json >"$tmp/$name.$v.$p.$r.json"
+      done
+    done
+    echo "int8-bench: $v at $envs done" >&2
   done
-  echo "int8-bench: $v at ZOO_CPU=avx2 done" >&2
 done
 
 "$tmp/zoo" export "$ORT_MODEL" --onnx --precision int8 -o "$tmp/zoo-int8.onnx" >/dev/null
@@ -72,9 +85,10 @@ for file in zoo-int8 ort-int8; do
 done
 load_after="$(uptime)"
 
-/usr/bin/python3 - "$tmp" "$VARIANTS" "$ROUNDS" "$AVX2_VARIANTS" >"$tmp/table" <<'PY'
+/usr/bin/python3 - "$tmp" "$VARIANTS" "$ROUNDS" "${others[@]}" >"$tmp/table" <<'PY'
 import json, os, statistics, sys
-tmp, variants, rounds, avx2 = sys.argv[1], sys.argv[2].split(), int(sys.argv[3]), sys.argv[4].split()
+tmp, variants, rounds = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
+others = [o.split("|") for o in sys.argv[4:]]
 precs = ("fp32", "int8", "int8-attention")
 def times(prefix, v):
     rows = {p: [json.load(open(f"{tmp}/{prefix}{v}.{p}.{r}.json"))["rows"][0] for r in range(1, rounds + 1)] for p in precs}
@@ -94,15 +108,19 @@ for v in variants:
         par = json.load(open(f"{tmp}/{v}.{p}.parity.json"))
         print(f"| {v} | {p} | {par['max_rel_error']:.2e} | {par['mean_rel_error']:.2e} | {par['min_cosine']:.5f} | {par['mean_cosine']:.5f} |")
 print()
-if avx2:
-    print("At the avx2 kernel level on the avx2 int8 path (ZOO_CPU=avx2 ZOO_INT8=avx2: AVX2 and FMA only, what an AVX2-only CPU runs;")
-    print("the linear layers' weights in 7 bits, their inputs in 0…127; min cosine by zoo parity at that level):")
+about = {
+    "vnni512": "On the vnni512 path (ZOO_INT8=vnni512: AVX512-VNNI, what a CPU without AMX runs; min cosine by zoo parity on that path):",
+    "avx2": "At the avx2 kernel level on the avx2 int8 path (ZOO_CPU=avx2 ZOO_INT8=avx2: AVX2 and FMA only, what an AVX2-only CPU runs;\n"
+            "the linear layers' weights in 7 bits, their inputs in 0…127; min cosine by zoo parity at that level):",
+}
+for name, envs, vs in others:
+    print(about[name])
     print()
     print("| variant | fp32 ms | int8 ms | int8 speed-up | int8-attention ms | int8-attention speed-up | int8 min cosine | int8-attention min cosine |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for v in avx2:
-        _, ms = times("avx2.", v)
-        cos = {p: json.load(open(f"{tmp}/avx2.{v}.{p}.parity.json"))["min_cosine"] for p in precs[1:]}
+    for v in vs.split():
+        _, ms = times(name + ".", v)
+        cos = {p: json.load(open(f"{tmp}/{name}.{v}.{p}.parity.json"))["min_cosine"] for p in precs[1:]}
         print(f"| {v} | {ms['fp32']:.0f} | {ms['int8']:.0f} | {ms['fp32'] / ms['int8']:.2f}× | {ms['int8-attention']:.0f} | {ms['fp32'] / ms['int8-attention']:.2f}× | "
               f"{cos['int8']:.5f} | {cos['int8-attention']:.5f} |")
     print()
