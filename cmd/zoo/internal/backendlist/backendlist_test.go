@@ -35,8 +35,8 @@ func TestRows(t *testing.T) {
 		t.Errorf("%d rows chosen, want 1", chosen)
 	}
 	for _, r := range Rows(backends.All(), nil) {
-		if r.Name == "cpu" && !slices.Contains([]string{"vnni512", "avx-vnni", "avx2", "none"}, r.Int8) {
-			t.Errorf("cpu: int8 %q, want vnni512, avx-vnni, avx2 or none", r.Int8)
+		if r.Name == "cpu" && !slices.Contains([]string{"amx-int8", "vnni512", "avx-vnni", "avx2", "none"}, r.Int8) {
+			t.Errorf("cpu: int8 %q, want amx-int8, vnni512, avx-vnni, avx2 or none", r.Int8)
 		}
 		want := 8 // weights' bits: 7 on the avx2 path, none without a path
 		switch r.Int8 {
