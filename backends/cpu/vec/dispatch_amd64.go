@@ -146,31 +146,26 @@ func normBias256(dst, src, gamma, beta *float32, n int, mu, is float32)
 func p(x []float32) *float32 { return (*float32)(unsafe.Pointer(unsafe.SliceData(x))) }
 
 func expSum(dst, src []float32, shift float32) float32 {
-	if len(src) == 0 {
-		return 0
-	}
-	_ = dst[len(src)-1]
-	switch level() {
-	case levelAVX512:
-		return expSum512(p(dst), p(src), len(src), shift)
-	case levelAVX2:
-		return expSum256(p(dst), p(src), len(src), shift)
-	}
-	return expSumGeneric(dst, src, shift)
+	return expSumAt(expSum512, expSum256, expSumGeneric, dst, src, shift)
 }
 
 func expSumFlush(dst, src []float32, shift float32) float32 {
+	return expSumAt(expSumFlush512, expSumFlush256, expSumFlushGeneric, dst, src, shift)
+}
+
+// expSumAt runs the form of an exp-and-sum routine for the level in use.
+func expSumAt(z, y func(dst, src *float32, n int, shift float32) float32, g func(dst, src []float32, shift float32) float32, dst, src []float32, shift float32) float32 {
 	if len(src) == 0 {
 		return 0
 	}
 	_ = dst[len(src)-1]
 	switch level() {
 	case levelAVX512:
-		return expSumFlush512(p(dst), p(src), len(src), shift)
+		return z(p(dst), p(src), len(src), shift)
 	case levelAVX2:
-		return expSumFlush256(p(dst), p(src), len(src), shift)
+		return y(p(dst), p(src), len(src), shift)
 	}
-	return expSumFlushGeneric(dst, src, shift)
+	return g(dst, src, shift)
 }
 
 // expSumU8 runs the vector routine on the leading multiple of 16 values and the Go

@@ -132,22 +132,20 @@ func erf32(x float32) float32 {
 func gelu32(x float32) float32 { return 0.5 * x * (1 + erf32(x*invSqrt2)) }
 
 func expSumGeneric(dst, src []float32, shift float32) float32 {
-	// 16 partial sums, lane j taking the elements i ≡ j (mod 16), folded in a fixed order,
-	// as the SIMD levels do.
-	var acc [16]float32
-	for i, v := range src {
-		e := exp32(v - shift)
-		dst[i] = e
-		acc[i&15] += e
-	}
-	return fold16(&acc)
+	return expSumOf(exp32, dst, src, shift)
 }
 
 // expSumFlushGeneric is expSumGeneric with expFlush32.
 func expSumFlushGeneric(dst, src []float32, shift float32) float32 {
+	return expSumOf(expFlush32, dst, src, shift)
+}
+
+// expSumOf sets dst[i] = exp(src[i] − shift) and returns their sum in 16 partial sums, lane
+// j taking the elements i ≡ j (mod 16), folded in a fixed order, as the SIMD levels do.
+func expSumOf(exp func(float32) float32, dst, src []float32, shift float32) float32 {
 	var acc [16]float32
 	for i, v := range src {
-		e := expFlush32(v - shift)
+		e := exp(v - shift)
 		dst[i] = e
 		acc[i&15] += e
 	}
