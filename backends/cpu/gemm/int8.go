@@ -155,13 +155,14 @@ func int8Active() *int8Kernel {
 }
 
 // Int8Path names the int8 kernels products with a PackBInt8 operand packed now run on:
-// "amx-int8" (AMX TDPBUSD on tiles), "vnni512" (AVX512-VNNI VPDPBUSD on zmm), "avx-vnni" (the VEX VPDPBUSD on ymm), "avx2"
-// (VPMADDUBSW on 7-bit operands for the weights PackBInt8 quantizes, operands widened to
-// int16 and VPMADDWD for int8 ones given) or "generic" (pure Go, every GOARCH). reason is
-// "" on the best path this CPU has, else one line saying what keeps the better one off (the
-// CPU, the purego tag, the kernel level chosen through simd.Set or ZOO_CPU, or
-// SetInt8Path). Every path computes exact int32 sums; on operands of the same form
-// (Int8WeightBits) their results are bitwise equal.
+// "amx-int8" (AMX TDPBUSD on tiles), "vnni512" (AVX512-VNNI VPDPBUSD on zmm), "avx-vnni"
+// (the VEX VPDPBUSD on ymm), "avx2" (VPMADDUBSW on 7-bit operands for the weights
+// PackBInt8 quantizes, operands widened to int16 and VPMADDWD for int8 ones given) or
+// "generic" (pure Go, every GOARCH). reason is "" on the best path this CPU has, else one
+// line saying what keeps the better one off (the CPU, the OS, the purego tag, the kernel
+// level chosen through simd.Set or ZOO_CPU, or SetInt8Path). Every path computes exact
+// int32 sums; on operands of the same form (Int8WeightBits) their results are bitwise
+// equal.
 func Int8Path() (path, reason string) {
 	act := int8Active()
 	best := "generic"
@@ -224,9 +225,9 @@ func Int8Paths() []string {
 }
 
 // SetInt8Path makes products packed from now on use the named int8 path ("amx-int8",
-// "vnni512", "avx-vnni", "avx2", "generic"; "" or "auto" for the best), so tests and benchmarks can
-// run every path the CPU has (the kernel level, simd.Set, picks the best path below it;
-// this picks among those). It changes nothing and returns an error when the name is
+// "vnni512", "avx-vnni", "avx2", "generic"; "" or "auto" for the best), so tests and
+// benchmarks can run every path the CPU has (the kernel level, simd.Set, picks the best
+// path below it; this picks among those). It changes nothing and returns an error when the name is
 // unknown or the path cannot run here. Operands already packed keep their path.
 func SetInt8Path(name string) error {
 	switch name {
@@ -869,6 +870,7 @@ func int8Block(d *int8Data, ws *int8Work, r quantRows, mcb, col, ncb int, c unsa
 		if d.bias != nil {
 			bias = &d.bias[col]
 		}
+		// The whole tiles of mr rows in one call, then the rows left in another.
 		for ir := 0; ir < mcb; {
 			h, mt := mr, mcb/mr
 			if mt == 0 || ir > 0 {
