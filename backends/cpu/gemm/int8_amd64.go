@@ -329,7 +329,7 @@ func actVector() int {
 	switch {
 	case !cpuAVX2 || simd.Current() < simd.AVX2:
 		return 0
-	case cpuAVX512 && simd.Current() == simd.AVX512:
+	case atAVX512():
 		return 16
 	}
 	return 8

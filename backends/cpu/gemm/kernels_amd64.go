@@ -75,7 +75,7 @@ func transpose16AVX512(dst, src *float32, lds4, ldd4, blocks int)
 // columns of src into dst (as Transpose) where the CPU has AVX-512 at the kernel level in
 // use, and returns how many rows and columns it did (0, 0: none).
 func transposeFast(dst, src []float32, rows, cols, lds, ldd int) (fr, fc int) {
-	if !cpuAVX512 || simd.Current() < simd.AVX512 {
+	if !atAVX512() {
 		return 0, 0
 	}
 	fr, fc = rows/16*16, cols/16*16
@@ -98,7 +98,7 @@ func packARowsAVX512(dst, src *float32, idx *[16]int32, lanes, mr, kc int, alpha
 // AVX-512 gathers, when the CPU has them and the offsets fit int32; it reports whether it
 // did. The result equals packA's scalar loop bit for bit (alpha·v rounds the same way).
 func packAFast(panel, a []float32, off, lda, kcb, mr, mrb int, alpha float32) bool {
-	if mr > 16 || !hasAVX512() || mr*lda >= 1<<31 || kcb == 0 || mrb == 0 {
+	if mr > 16 || !atAVX512() || mr*lda >= 1<<31 || kcb == 0 || mrb == 0 {
 		return false
 	}
 	_ = a[off+(mrb-1)*lda+kcb-1]
@@ -139,7 +139,7 @@ func packBRowsFast(dst, b []float32, ldb, pc, jc, kcb, pieces, nr int) bool {
 // it and the row offsets fit the gather's int32 indices: the k steps in blocks of 16 by
 // transposes in registers, the rest with gathers; it reports whether it did.
 func packBTransFast(panel, b []float32, off, ldb, kcb, nr int) bool {
-	if nr != 32 || !hasAVX512() || 32*ldb >= 1<<31 || kcb == 0 {
+	if nr != 32 || !atAVX512() || 32*ldb >= 1<<31 || kcb == 0 {
 		return false
 	}
 	_ = b[off+31*ldb+kcb-1]
@@ -219,7 +219,7 @@ var cpuAVX512BF16 = cpu.X86.HasAVX512BF16
 
 // hasAVX512BF16 needs AVX512-BF16 and the AVX-512 level being in use: ZOO_CPU=avx2 turns
 // the bf16 path off with the rest of AVX-512.
-func hasAVX512BF16() bool { return cpuAVX512BF16 && simd.Current() == simd.AVX512 }
+func hasAVX512BF16() bool { return cpuAVX512BF16 && atAVX512() }
 
 // cvtBF16Fast rounds src to bf16 into dst (same length) with VCVTNEPS2BF16 where the CPU
 // has it, the tail of fewer than 16 in Go; it reports whether it did.
@@ -274,6 +274,11 @@ var cpuAVX512, cpuAVX2 = simd.Supported(simd.AVX512), simd.Supported(simd.AVX2)
 
 // hasAVX512 needs only AVX-512F (VFMADD231PS/VBROADCASTSS/VMOVUPS on zmm).
 func hasAVX512() bool { return cpuAVX512 }
+
+// packAVX512 says whether the packing routines may use AVX-512: the CPU has it and the
+// kernel level in use is avx512, so that ZOO_CPU=avx2 runs only what an AVX2 CPU has (the
+// packs are the same bits either way).
+func atAVX512() bool { return cpuAVX512 && simd.Current() == simd.AVX512 }
 
 // hasAVX2 needs AVX2 and FMA3 (the ymm kernel uses VFMADD231PS).
 func hasAVX2() bool { return cpuAVX2 }
