@@ -9,6 +9,7 @@ import (
 	zooroot "github.com/zoo-dev/zoo"
 	"github.com/zoo-dev/zoo/backends"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/completion"
+	"github.com/zoo-dev/zoo/cmd/zoo/internal/export"
 	"github.com/zoo-dev/zoo/cmd/zoo/internal/registryhelp"
 	"github.com/zoo-dev/zoo/zoo/registry"
 )
@@ -64,11 +65,14 @@ func completionFlags(flags []cli.Flag) []completion.Flag {
 	return out
 }
 
-// flagValues offers the values zoo knows for a flag (backend names, precisions); for the
-// others the shell completes file names.
-func flagValues(flag string) []string {
+// flagValues offers the values zoo knows for a flag of a command (backend names,
+// precisions: export's are its own); for the others the shell completes file names.
+func flagValues(command, flag string) []string {
 	switch strings.TrimLeft(flag, "-") {
 	case precisionFlagName:
+		if command == "export" {
+			return export.Precisions
+		}
 		return precisions
 	case "backend":
 	default:

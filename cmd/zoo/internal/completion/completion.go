@@ -74,6 +74,18 @@ type Command struct {
 	Subcommands []*Command
 }
 
+// path is the command's name for Source.FlagValues: "" for none (the program), its first
+// name, then the subcommand's after a space.
+func (c *Command) path(sub *Command) string {
+	switch {
+	case c == nil:
+		return ""
+	case sub == nil:
+		return c.Names[0]
+	}
+	return c.Names[0] + " " + sub.Names[0]
+}
+
 // Flag is a flag as completion sees it: its names (without dashes) and whether it takes a
 // value.
 type Flag struct {
@@ -85,9 +97,10 @@ type Flag struct {
 type Source struct {
 	// Models lists the model names (variants, each also with its presets).
 	Models func() []string
-	// FlagValues offers the values of a flag (given as typed, "--backend"); nil for a flag
-	// whose values the shell completes as file names.
-	FlagValues func(flag string) []string
+	// FlagValues offers the values of a flag (given as typed, "--backend") of a command
+	// (its name, "" for the program's own flags; a subcommand's as "plugin test"); nil for a
+	// flag whose values the shell completes as file names.
+	FlagValues func(command, flag string) []string
 	// HelpTopics are the topics of `help` besides the commands.
 	HelpTopics []string
 }
@@ -121,7 +134,7 @@ func Candidates(app *Command, before []string, cur string, src Source) []string 
 					if src.FlagValues == nil {
 						return nil
 					}
-					return src.FlagValues(a)
+					return src.FlagValues(cmd.path(sub), a)
 				}
 				i++
 			}

@@ -20,8 +20,10 @@ func TestCandidates(t *testing.T) {
 		},
 	}
 	src := Source{
-		Models:     func() []string { return []string{"vanilla", "vanilla.tiny"} },
-		FlagValues: func(f string) []string { return map[string][]string{"--backend": {"auto", "cpu"}}[f] },
+		Models: func() []string { return []string{"vanilla", "vanilla.tiny"} },
+		FlagValues: func(c, f string) []string {
+			return map[string][]string{"run --backend": {"auto", "cpu"}}[c+" "+f]
+		},
 		HelpTopics: []string{"environment"},
 	}
 	for _, c := range []struct {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -33,9 +34,13 @@ type Request struct {
 	Precision string
 }
 
+// Precisions are the values of export's --precision, the default first: the types an ONNX
+// file's linear layers are written in (bf16 and int8-attention are run-time precisions).
+var Precisions = []string{"fp32", "int8"}
+
 // PrecisionFlag is export's --precision, the type of the ONNX file's linear layers.
 func PrecisionFlag() cli.Flag {
-	return &cli.StringFlag{Name: "precision", Value: "fp32", Usage: "write the ONNX file's linear layers in `TYPE`: fp32, or int8 " +
+	return &cli.StringFlag{Name: "precision", Value: Precisions[0], Usage: "write the ONNX file's linear layers in `TYPE`: fp32, or int8 " +
 		"(ONNX Runtime's quantize_dynamic form: int8 weights per output column, DynamicQuantizeLinear, MatMulInteger, " +
 		"the scale Muls; ONNX Runtime runs it, and zoo runs it on its int8 kernels); with --onnx or --triton"}
 }
@@ -52,7 +57,7 @@ func (r Request) Check(isSet func(string) bool) error {
 	switch p := strings.ToLower(strings.TrimSpace(r.Precision)); {
 	case p == "int8" && !r.ONNX && r.Triton == "":
 		return errors.New("--precision int8 applies to the ONNX file: add --onnx or --triton (--weights writes the fp32 state_dict)")
-	case p != "" && p != "fp32" && p != "int8":
+	case p != "" && !slices.Contains(Precisions, p):
 		return fmt.Errorf("--precision %q: export writes fp32 or int8 files (bf16 is a run-time precision: zoo run --precision bf16)", r.Precision)
 	}
 	if r.Opset < onnx.MinOpset || r.Opset > onnx.MaxOpset {
