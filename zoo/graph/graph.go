@@ -200,18 +200,32 @@ func (g *Graph) InitializerMap() map[string]*tensor.Tensor {
 	return m
 }
 
-// ParamCount returns the number of learned parameters: elements of float initializers that
-// are neither buffers nor builder constants, nor scalars (the constants an exporter writes as
-// initializers: a scale, an epsilon, a fill value).
+// ParamCount returns the number of learned parameters: the elements of the initializers
+// IsParam holds to be parameters.
 func (g *Graph) ParamCount() int64 {
 	var n int64
 	for _, in := range g.Initializers {
-		if in.Buffer || IsConstName(in.Name) || in.Tensor.DType != tensor.Float32 || len(in.Tensor.Shape) == 0 {
-			continue
+		if in.IsParam() {
+			n += int64(in.Tensor.Len())
 		}
-		n += int64(in.Tensor.Len())
 	}
 	return n
+}
+
+// IsParam reports whether the initializer holds learned parameters: float32 values, or int8
+// and uint8 ones (a quantized file's weights and their zero points), that are neither a
+// buffer nor a builder constant nor a scalar (the constants an exporter writes as
+// initializers: a scale, an epsilon, a fill value).
+func (in Initializer) IsParam() bool {
+	switch {
+	case in.Buffer || IsConstName(in.Name) || len(in.Tensor.Shape) == 0:
+		return false
+	}
+	switch in.Tensor.DType {
+	case tensor.Float32, tensor.Int8, tensor.Uint8:
+		return true
+	}
+	return false
 }
 
 // OpTypes returns the sorted distinct op types the graph uses.

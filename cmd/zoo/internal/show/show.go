@@ -93,7 +93,7 @@ func Describe(name string, d variant.Description, cfg variant.Config, seed uint6
 			continue
 		}
 		res.Parameters = append(res.Parameters, Tensor{Name: in.Name, Shape: in.Tensor.Shape, Count: in.Tensor.Len(), Buffer: in.Buffer})
-		if !in.Buffer && in.Tensor.DType == tensor.Float32 && len(in.Tensor.Shape) > 0 { // as ParamCount counts
+		if in.IsParam() {
 			res.ParamBytes += int64(in.Tensor.Bytes())
 		}
 	}
@@ -179,7 +179,7 @@ func Render(w io.Writer, r Result) {
 		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\n", p.Name, p.Kind, p.Value, p.Default, p.Doc)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nparameters: %s (%s as float32; buffers not counted)\n", format.HumanCount(r.ParamCount), format.HumanBytes(r.ParamBytes))
+	fmt.Fprintf(w, "\nparameters: %s (%s as stored; buffers not counted)\n", format.HumanCount(r.ParamCount), format.HumanBytes(r.ParamBytes))
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSHAPE\tCOUNT")
 	for _, p := range r.Parameters {
