@@ -423,6 +423,15 @@ func (d *int8Data) biasFrom(col int) []float32 {
 	return d.bias[col:]
 }
 
+// biasAt returns the kernels' bias argument for the columns from col: the biases, or, with
+// none, any valid address (the kernels read it only under int8Bias).
+func (d *int8Data) biasAt(col int) *float32 {
+	if d.bias == nil {
+		return &d.scale[col]
+	}
+	return &d.bias[col]
+}
+
 // flags returns the kernels' epilogue bits for d's SetInt8Epilogue.
 func (d *int8Data) flags() int {
 	f := 0
@@ -866,10 +875,7 @@ func int8Block(d *int8Data, ws *int8Work, r quantRows, mcb, col, ncb int, c unsa
 	if kern.tiles != nil && ncb >= nr {
 		np := ncb / nr
 		bp := &d.q[col/nr*panelBytes+koff]
-		bias := &d.scale[col]
-		if d.bias != nil {
-			bias = &d.bias[col]
-		}
+		bias := d.biasAt(col)
 		// The whole tiles of mr rows in one call, then the rows left in another.
 		for ir := 0; ir < mcb; {
 			h, mt := mr, mcb/mr
@@ -885,10 +891,7 @@ func int8Block(d *int8Data, ws *int8Work, r quantRows, mcb, col, ncb int, c unsa
 		nrb := min(nr, ncb-jr)
 		cj := col + jr
 		bp := &d.q[cj/nr*panelBytes+koff]
-		bias := &d.scale[cj] // not read without int8Bias
-		if d.bias != nil {
-			bias = &d.bias[cj]
-		}
+		bias := d.biasAt(cj)
 		for ir := 0; ir < mcb; ir += mr {
 			h := min(mr, mcb-ir)
 			fn := kern.fns[h-1]

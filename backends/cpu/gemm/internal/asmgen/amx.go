@@ -84,10 +84,10 @@ type amxKernel struct {
 	rt, ct int
 }
 
-// amxKernels lists the AMX kernels generated. 2×2 ran 700 GOP/s against 1×4's 560
+// amxInt8 is the AMX kernel generated. 2×2 ran 700 GOP/s against a 1×4 shape's 560
 // (BenchmarkInt8, M4096 N768 K768, Xeon with AMX, 2 threads): a tile of A serves two of
 // B, and B's panel of 32 columns stays in L1 while the row tiles pass over it.
-var amxKernels = []amxKernel{{name: "i8KernelAMX", rt: 2, ct: 2}}
+var amxInt8 = amxKernel{name: "i8KernelAMX", rt: 2, ct: 2}
 
 // emit writes the kernel: the int8 kernel contract (see int8Header) over h rows (1 to
 // 16·rt, an argument: the tile configuration takes it) and NR = 16·ct columns, for mt tiles
@@ -110,8 +110,8 @@ func (k amxKernel) emit(w *bytes.Buffer) {
 	nr := 16 * ct
 	bStep := 4 * nr // bytes of B per k step
 	nc := rt * ct
-	if nc+rt+ct > 8 {
-		panic(name + ": more than eight tiles")
+	if nc+rt+ct > 8 || rt > 2 {
+		panic(name + ": more than eight tiles, or more than two row tiles (the rows of each are set apart below)")
 	}
 	aTile := func(i int) int { return nc + i }
 	bTile := func(j int) int { return nc + rt + j }
@@ -133,7 +133,8 @@ func (k amxKernel) emit(w *bytes.Buffer) {
 	fmt.Fprintf(w, "\n// func %s(h, kg int, a *uint8, b *int8, c *float32, ldc, flags int, beta float32, lda int, rs *float32, rz *int32, cs *float32, csum *int32, bias *float32, mt, np, panel int)\n", name)
 	fmt.Fprintf(w, "// AMX-INT8, mt×np tiles of h×%d (h ≤ %d): sums in tmm0–tmm%d, A in tmm%d–tmm%d, B in tmm%d–tmm%d; the tail and store in AVX-512.\n",
 		nr, 16*rt, nc-1, nc, nc+rt-1, nc+rt, nc+rt+ct-1)
-	fmt.Fprintf(w, "TEXT ·%s(SB), $%d-136\n", name, 64+63+64+16*rt*bStep+1)
+	// 64 bytes of state, room to align up to 64 more, the configuration, the sums.
+	fmt.Fprintf(w, "TEXT ·%s(SB), $%d-136\n", name, 64+64+64+16*rt*bStep)
 	frame := func() {
 		p("LEAQ 127(SP), R9")
 		p("ANDQ $~63, R9 // the tile configuration; the sums follow it")

@@ -44,9 +44,7 @@ func generateInt8() []byte {
 			k.emit(&w)
 		}
 	}
-	for _, k := range amxKernels {
-		k.emit(&w)
-	}
+	amxInt8.emit(&w)
 	fmt.Fprint(&w, int8QuantAsm())
 	fmt.Fprint(&w, int8ActAsm())
 	fmt.Fprint(&w, prefetchAsm())
