@@ -23,16 +23,30 @@ func TestProfileAccounting(t *testing.T) {
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "trace.json")
 	const reps = 3
-	code, out, errs := zoo(t, "profile", "vanilla.tiny", "--seq", "64", "--reps", "3", "--trace", trace, "--json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	// The gaps between steps are real time, so one descheduling of the process between two
+	// steps of a 1.5 ms run (a busy CI machine running other test packages) can take more
+	// than a tenth of it: the 90 % floor is asked of the best of three profiles. A profiler
+	// that lost steps or timed them outside the run fails every attempt.
 	var rep profile.Report
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, out)
-	}
-	if rep.RunMS <= 0 || rep.StepsMS > rep.RunMS || rep.StepsMS < 0.9*rep.RunMS {
-		t.Errorf("steps take %.4f ms of a %.4f ms run (%.1f %%): want 90-100 %%", rep.StepsMS, rep.RunMS, 100*rep.Accounted)
+	for attempt := 1; ; attempt++ {
+		code, out, errs := zoo(t, "profile", "vanilla.tiny", "--seq", "64", "--reps", "3", "--trace", trace, "--json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		rep = profile.Report{}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out)
+		}
+		if rep.RunMS <= 0 || rep.StepsMS > rep.RunMS {
+			t.Fatalf("steps take %.4f ms of a %.4f ms run: more than the run", rep.StepsMS, rep.RunMS)
+		}
+		if rep.StepsMS >= 0.9*rep.RunMS {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("steps take %.4f ms of a %.4f ms run (%.1f %%) in the last of %d profiles: want 90-100 %%", rep.StepsMS, rep.RunMS, 100*rep.Accounted, attempt)
+		}
+		t.Logf("profile %d: steps take %.1f %% of the run; profiling again", attempt, 100*rep.Accounted)
 	}
 	var opsMS, opsPct, nodesMS float64
 	var opsFLOPs, nodesFLOPs int64
