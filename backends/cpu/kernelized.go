@@ -215,7 +215,7 @@ type featureRun struct {
 	ro           *rowOperands
 	shape        []int // the output's shape (…, n, m)
 	k, m, n, lda int
-	stab         []float32 // per slab, for an 'S' term (set by slabMaxes)
+	stab         []float32 // per slab, for an 'S' term (set by slabMaxes, or by slab for its own)
 }
 
 // prepareFeatures checks and resolves the inputs of a feature map: ok is false unless x is
@@ -341,7 +341,7 @@ func featureMap(e *exec, in []*tensor.Tensor, sp *featureSpec) (*tensor.Tensor, 
 	slabMax := sp.slabTerm()
 	if slabMax >= 0 {
 		// The products are kept in out between the two passes: the slab's maximum first.
-		fr.slabMaxes(e, func(r0, r1 int) ([]float32, func()) { return out.F32[r0*m : r1*m], nil })
+		fr.slabMaxes(e, out.F32)
 	}
 	workpool.Tasks(e.threads, slabs*nb, func(task int) {
 		s, b := task/nb, task%nb
@@ -356,9 +356,9 @@ func featureMap(e *exec, in []*tensor.Tensor, sp *featureSpec) (*tensor.Tensor, 
 }
 
 // slabMaxes sets fr.stab, each slab's largest product over its valid rows (the 'S' term's
-// value), from the products of the blocks of featureRows rows, which it computes into the
-// buffer at(r0, r1) gives (row stride m), calling its release func (when not nil) after.
-func (fr *featureRun) slabMaxes(e *exec, at func(r0, r1 int) (buf []float32, release func())) {
+// value), from the products of the blocks of featureRows rows, which it computes into dst
+// (row stride m) for finish to turn into features.
+func (fr *featureRun) slabMaxes(e *exec, dst []float32) {
 	t := fr.sp.terms[fr.sp.slabTerm()]
 	n, m := fr.n, fr.m
 	slabs := fr.rows() / max(n, 1)
@@ -368,19 +368,9 @@ func (fr *featureRun) slabMaxes(e *exec, at func(r0, r1 int) (buf []float32, rel
 		s, b := task/nb, task%nb
 		r0 := s*n + b*featureRows
 		r1 := min(r0+featureRows, (s+1)*n)
-		p, release := at(r0, r1)
+		p := dst[r0*m : r1*m]
 		fr.product(p, r0, r1)
-		mx := float32(math.Inf(-1))
-		for row := r0; row < r1; row++ {
-			if t.input >= 0 && fr.ro.cond(t.input, row) == t.invalidWhen {
-				continue
-			}
-			mx = maxNaN(mx, vec.Max(p[(row-r0)*m:(row-r0+1)*m]))
-		}
-		bmax[task] = mx
-		if release != nil {
-			release()
-		}
+		bmax[task] = fr.validMax(t, p, r0, r1)
 	})
 	fr.stab = make([]float32, slabs)
 	for s := range fr.stab {
@@ -390,6 +380,39 @@ func (fr *featureRun) slabMaxes(e *exec, at func(r0, r1 int) (buf []float32, rel
 		}
 		fr.stab[s] = mx
 	}
+}
+
+// validMax returns the largest of the products p of rows [r0, r1) (row stride m) that the
+// slab term t counts (the valid rows), −∞ when none is.
+func (fr *featureRun) validMax(t rowTerm, p []float32, r0, r1 int) float32 {
+	m := fr.m
+	mx := float32(math.Inf(-1))
+	for row := r0; row < r1; row++ {
+		if t.input >= 0 && fr.ro.cond(t.input, row) == t.invalidWhen {
+			continue
+		}
+		mx = maxNaN(mx, vec.Max(p[(row-r0)*m:(row-r0+1)*m]))
+	}
+	return mx
+}
+
+// slab computes the features of slab s, all n rows, into dst (row stride m). A map with an
+// 'S' term computes the slab's products once, sets its stab entry from them and finishes
+// them in place, so fr.stab must have an entry per slab (slabs may run concurrently: each
+// writes its own).
+func (fr *featureRun) slab(dst []float32, s int) {
+	n := fr.n
+	st := fr.sp.slabTerm()
+	if st < 0 {
+		for r0 := 0; r0 < n; r0 += featureRows {
+			r1 := min(r0+featureRows, n)
+			fr.block(dst[r0*fr.m:], s*n+r0, s*n+r1, s)
+		}
+		return
+	}
+	fr.product(dst, s*n, (s+1)*n)
+	fr.stab[s] = fr.validMax(fr.sp.terms[st], dst, s*n, (s+1)*n)
+	fr.finish(dst, s*n, (s+1)*n, s)
 }
 
 // maxNaN is max that propagates NaN, as ReduceMax does.
@@ -526,12 +549,9 @@ func linearAttentionOf(e *exec, in []*tensor.Tensor, fr, frB *featureRun, sp *li
 		return nil, false, nil
 	}
 	if frB != nil && frB.sp.slabTerm() >= 0 {
-		// the keys' features need their slab's maximum first: the products a block at a
-		// time, computed again when the features are
-		frB.slabMaxes(e, func(r0, r1 int) ([]float32, func()) {
-			buf := linAttnScratch((r1 - r0) * m)
-			return *buf, func() { linAttnBufs.Put(buf) }
-		})
+		// the keys' features need their slab's maximum: each slab's task computes its
+		// products once, takes the maximum and finishes them in place (frB.slab)
+		frB.stab = make([]float32, frB.rows()/max(nk, 1))
 	}
 	var vsc *rowOperands
 	if sp.vScale {
@@ -620,9 +640,8 @@ func linearAttentionOf(e *exec, in []*tensor.Tensor, fr, frB *featureRun, sp *li
 			buf := linAttnScratch(nk * m)
 			defer linAttnBufs.Put(buf)
 			bs = *buf
-			for r0 := 0; r0 < nk && m > 0; r0 += featureRows {
-				r1 := min(r0+featureRows, nk)
-				frB.block(bs[r0*m:], s*nk+r0, s*nk+r1, s)
+			if m > 0 && nk > 0 {
+				frB.slab(bs, s)
 			}
 		} else {
 			bs = b.F32[s*nk*m : (s+1)*nk*m]
