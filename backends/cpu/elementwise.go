@@ -59,7 +59,7 @@ func unaryOp(ff func(float32) float32, fi func(int64) int64, fb func(bool) bool)
 func unaryApply(e *exec, x *tensor.Tensor, ff func(float32) float32, fi func(int64) int64, fb func(bool) bool) (*tensor.Tensor, error) {
 	switch {
 	case x.DType == tensor.Float32 && ff != nil:
-		out, err := e.alloc(x.DType, x.Shape)
+		out, err := e.allocOverwrite(x.DType, x.Shape)
 		if err != nil {
 			return nil, err
 		}
@@ -335,7 +335,7 @@ func makeWhere(n *graph.Node) (kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := e.alloc(x.DType, shape)
+		out, err := e.allocOverwrite(x.DType, shape)
 		if err != nil {
 			return nil, err
 		}

@@ -11,3 +11,6 @@ func LinearTiles(m, n, k, threads int, colsOK bool) [][5]int {
 	}
 	return out
 }
+
+// PoisonBuffers makes p's buffer pool hand out NaN-filled buffers (bufPool.poison).
+func PoisonBuffers(p *Program) { p.pool.poison = true }

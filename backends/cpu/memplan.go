@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math"
 	"math/bits"
 	"sync"
 
@@ -48,6 +49,9 @@ type bufPool struct {
 	owned map[*float32][]float32 // first element of every buffer handed out → the whole buffer
 	refs  map[*float32]int       // during a Run: live slots per storage key
 	bytes int64                  // bytes held in free lists (for tests)
+	// poison fills every buffer get hands out with NaN, so a kernel that leaves an element
+	// of an unzeroed buffer unwritten shows in its results (set by tests only).
+	poison bool
 }
 
 func newBufPool() *bufPool {
@@ -58,7 +62,7 @@ func newBufPool() *bufPool {
 func (p *bufPool) get(n int) []float32 {
 	c := sizeClass(n)
 	if c == 0 {
-		return make([]float32, n)
+		return p.poisoned(make([]float32, n))
 	}
 	p.mu.Lock()
 	var buf []float32
@@ -72,7 +76,18 @@ func (p *bufPool) get(n int) []float32 {
 	}
 	p.owned[&buf[0]] = buf
 	p.mu.Unlock()
-	return buf[:n]
+	return p.poisoned(buf[:n])
+}
+
+// poisoned returns buf, NaN-filled when the pool poisons.
+func (p *bufPool) poisoned(buf []float32) []float32 {
+	if p.poison {
+		nan := float32(math.NaN())
+		for i := range buf {
+			buf[i] = nan
+		}
+	}
+	return buf
 }
 
 // retain counts one more live slot referring to t's storage.
@@ -136,6 +151,16 @@ func (e *exec) alloc(dt tensor.DType, shape []int) (*tensor.Tensor, error) {
 	}
 	clear(t.F32)
 	return t, nil
+}
+
+// allocOverwrite returns a tensor for a kernel that writes every element: float32 storage
+// comes from the run's pool unzeroed (allocRaw), since zeroing a buffer about to be
+// overwritten cost as much as a head split's copy itself; other dtypes are zeroed as alloc's.
+func (e *exec) allocOverwrite(dt tensor.DType, shape []int) (*tensor.Tensor, error) {
+	if dt == tensor.Float32 {
+		return e.allocRaw(shape)
+	}
+	return e.alloc(dt, shape)
 }
 
 // allocRaw returns a float32 tensor whose contents are unspecified; the caller must write

@@ -32,7 +32,7 @@ func makeSoftmax(n *graph.Node) (kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := e.alloc(x.DType, x.Shape)
+		out, err := e.allocOverwrite(x.DType, x.Shape)
 		if err != nil {
 			return nil, err
 		}
@@ -150,7 +150,7 @@ func makeLayerNorm(n *graph.Node) (kernel, error) {
 				return nil, err
 			}
 		}
-		y, err := e.alloc(tensor.Float32, x.Shape)
+		y, err := e.allocOverwrite(tensor.Float32, x.Shape)
 		if err != nil {
 			return nil, err
 		}
@@ -301,7 +301,7 @@ func reduceGeneric(e *exec, x *tensor.Tensor, mark []bool, keep bool, kind reduc
 			return nil, err
 		}
 	}
-	out, err := e.alloc(x.DType, outShape)
+	out, err := e.allocOverwrite(x.DType, outShape)
 	if err != nil {
 		return nil, err
 	}

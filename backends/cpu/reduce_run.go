@@ -41,7 +41,7 @@ func reduceRun(e *exec, x *tensor.Tensor, mark []bool, keep bool, kind reduceKin
 	if a0 < 0 || a1 < 0 {
 		return nil, false, nil
 	}
-	out, err := e.alloc(tensor.Float32, reducedShape(x.Shape, mark, keep))
+	out, err := e.allocOverwrite(tensor.Float32, reducedShape(x.Shape, mark, keep))
 	if err != nil {
 		return nil, true, err
 	}

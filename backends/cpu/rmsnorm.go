@@ -19,7 +19,7 @@ func makeRMSNorm(n *graph.Node) (kernel, error) {
 			return nil, err
 		}
 		norm := x.Shape[axis:]
-		y, err := e.alloc(tensor.Float32, x.Shape)
+		y, err := e.allocOverwrite(tensor.Float32, x.Shape)
 		if err != nil {
 			return nil, err
 		}

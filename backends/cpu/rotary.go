@@ -30,7 +30,7 @@ func makeRotary(n *graph.Node) (kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		y, err := e.alloc(tensor.Float32, x.Shape)
+		y, err := e.allocOverwrite(tensor.Float32, x.Shape)
 		if err != nil {
 			return nil, err
 		}

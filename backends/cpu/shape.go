@@ -88,7 +88,7 @@ func makeConstantOfShape(n *graph.Node) (kernel, error) {
 			}
 			shape[i] = int(d)
 		}
-		out, err := e.alloc(val.DType, shape)
+		out, err := e.allocOverwrite(val.DType, shape)
 		if err != nil {
 			return nil, err
 		}
@@ -234,7 +234,7 @@ func makeUnsqueeze(n *graph.Node) (kernel, error) {
 // copyStrided returns a new tensor of shape outShape whose element at multi-index i is
 // x[base + Σ i[d]·strides[d]].
 func copyStrided(e *exec, x *tensor.Tensor, outShape []int, base int, strides []int) (*tensor.Tensor, error) {
-	out, err := e.alloc(x.DType, outShape)
+	out, err := e.allocOverwrite(x.DType, outShape)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +386,7 @@ func makeConcat(n *graph.Node) (kernel, error) {
 		if only := soleNonEmpty(in, axis); only != nil && tensor.SameShape(only.Shape, shape) {
 			return []*tensor.Tensor{only}, nil
 		}
-		out, err := e.alloc(in[0].DType, shape)
+		out, err := e.allocOverwrite(in[0].DType, shape)
 		if err != nil {
 			return nil, err
 		}
@@ -460,7 +460,7 @@ func makeSplit(n *graph.Node) (kernel, error) {
 		for i, s := range sizes {
 			shape := append([]int{}, x.Shape...)
 			shape[axis] = int(s)
-			t, err := e.alloc(x.DType, shape)
+			t, err := e.allocOverwrite(x.DType, shape)
 			if err != nil {
 				return nil, err
 			}
@@ -559,7 +559,7 @@ func makeGather(n *graph.Node) (kernel, error) {
 			pos[i] = int(v)
 		}
 		shape := append(append(append([]int{}, x.Shape[:axis]...), idx.Shape...), x.Shape[axis+1:]...)
-		out, err := e.alloc(x.DType, shape)
+		out, err := e.allocOverwrite(x.DType, shape)
 		if err != nil {
 			return nil, err
 		}
@@ -612,7 +612,7 @@ func makeExpand(n *graph.Node) (kernel, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := e.alloc(x.DType, shape)
+		out, err := e.allocOverwrite(x.DType, shape)
 		if err != nil {
 			return nil, err
 		}
