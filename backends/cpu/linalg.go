@@ -118,7 +118,7 @@ func makeMatMul(n *graph.Node) (kernel, error) {
 		if len(b.Shape) > 1 {
 			shape = append(shape, nn)
 		}
-		out, err := e.alloc(a.DType, full)
+		out, err := e.allocOverwrite(a.DType, full) // beta 0: the products store every element
 		if err != nil {
 			return nil, err
 		}
