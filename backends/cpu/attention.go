@@ -168,7 +168,7 @@ func attentionRows(e *exec, in []*tensor.Tensor, ops []scoreOp, perms [3][]int, 
 		}
 		switch {
 		case where:
-			bo.planReplace(op.kind, nk)
+			bo.planReplace(op.kind, op.c, nk)
 		case op.kind == '+':
 			bo.planZero(nk)
 		}
@@ -505,13 +505,13 @@ func applyScoreOps(row []float32, ops []scoreOp, operands []bcastOperand, b, i, 
 		case 'w', 'W':
 			bo := &operands[op.input]
 			if bo.replace != nil {
-				idx := bo.replace[b]
-				lo, _ := slices.BinarySearch(idx, int32(k0))
-				for _, j := range idx[lo:] {
-					if int(j) >= k0+len(row) {
-						break
-					}
-					row[int(j)-k0] = op.c
+				runs, hi := bo.replace[b], k0+len(row)
+				// The starts and ends increase together: the first value past k0 is the end of
+				// the run k0 lies in (odd index) or the start of the first run after it.
+				p, _ := slices.BinarySearch(runs, int32(k0+1))
+				for r := p - p%2; r < len(runs) && int(runs[r]) < hi; r += 2 {
+					from, to := max(int(runs[r]), k0), min(int(runs[r+1]), hi)
+					copy(row[from-k0:to-k0], bo.fill)
 				}
 				continue
 			}

@@ -12,10 +12,14 @@ type bcastOperand struct {
 	base   []int
 	rs, cs int
 	// replace, for a Where condition that does not vary along the query axis (rs == 0, the
-	// key-padding mask), lists per batch matrix the key indices whose score the Where
-	// replaces, in increasing order; nil otherwise. Rows then touch only those keys,
-	// usually none, instead of testing every condition element of every row.
+	// key-padding mask), lists per batch matrix the runs of keys whose score the Where
+	// replaces, as [start, end) pairs in increasing order; nil otherwise. Rows then fill
+	// those runs, usually none or one (a padded tail), instead of testing every condition
+	// element of every row.
 	replace [][]int32
+	// fill holds the Where's constant as many times as the longest run, copied into the
+	// runs (a vector copy, where storing the constant key by key cost as much as the exp).
+	fill []float32
 	// rel, for a relative-position bias (score op 'r'), is per matrix the bias at every
 	// distance j − i, at index j − i + rs (fuse_relbias.go).
 	rel [][]float32
@@ -46,9 +50,10 @@ func (bo *bcastOperand) planZero(nk int) {
 	}
 }
 
-// planReplace fills bo.replace for a Where op of kind 'w' (keep where the condition holds)
-// or 'W' (keep where it does not) when the condition is the same for every query row.
-func (bo *bcastOperand) planReplace(kind byte, nk int) {
+// planReplace fills bo.replace and bo.fill for a Where op of kind 'w' (keep where the
+// condition holds) or 'W' (keep where it does not) with constant c, when the condition is
+// the same for every query row.
+func (bo *bcastOperand) planReplace(kind byte, c float32, nk int) {
 	if bo.rs != 0 {
 		return
 	}
@@ -59,13 +64,23 @@ func (bo *bcastOperand) planReplace(kind byte, nk int) {
 			bo.replace[b] = bo.replace[b-1] // broadcast over heads: same condition row
 			continue
 		}
-		var idx []int32
+		var runs []int32
 		for j := 0; j < nk; j++ {
-			if bo.t.Bool[base+j*bo.cs] != keep {
-				idx = append(idx, int32(j))
+			if bo.t.Bool[base+j*bo.cs] == keep {
+				continue
+			}
+			if l := len(runs); l > 0 && runs[l-1] == int32(j) {
+				runs[l-1]++ // the run goes on
+			} else {
+				runs = append(runs, int32(j), int32(j+1))
 			}
 		}
-		bo.replace[b] = idx
+		bo.replace[b] = runs
+		for r := 0; r < len(runs); r += 2 {
+			for len(bo.fill) < int(runs[r+1]-runs[r]) {
+				bo.fill = append(bo.fill, c)
+			}
+		}
 	}
 }
 
