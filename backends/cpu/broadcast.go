@@ -148,12 +148,25 @@ const elemGrain = 1 << 14
 
 // binaryMap applies f elementwise over broadcast inputs a and b into out.
 func binaryMap[A, B, O any](threads int, out []O, outShape []int, a []A, aShape []int, b []B, bShape []int, f func(A, B) O) {
+	binaryMapRows(threads, out, outShape, a, aShape, b, bShape, f, nil)
+}
+
+// binaryMapRows is binaryMap whose rows go to row first, when it is not nil: with the row's
+// output, a and b from the row's first elements and their inner strides (0 or 1 when it is
+// asked). A row it reports done is not computed again.
+func binaryMapRows[A, B, O any](threads int, out []O, outShape []int, a []A, aShape []int, b []B, bShape []int, f func(A, B) O, row func(dst []O, a []A, sa int, b []B, sb int) bool) {
 	bc := newBcast(outShape, aShape, bShape)
 	in := bc.inner()
 	sa, sb := bc.innerStride(0), bc.innerStride(1)
+	if sa > 1 || sb > 1 || sa < 0 || sb < 0 {
+		row = nil
+	}
 	bc.run(threads, func(o int, offs []int) {
 		dst := out[o : o+in]
 		ia, ib := offs[0], offs[1]
+		if row != nil && row(dst, a[ia:], sa, b[ib:], sb) {
+			return
+		}
 		switch {
 		case sa == 1 && sb == 1:
 			av, bv := a[ia:ia+in], b[ib:ib+in]
