@@ -136,6 +136,9 @@ func TestFusedAttentionCausal(t *testing.T) {
 				}
 			}
 			for _, sh := range []struct{ batch, n int }{{1, 1}, {2, 7}, {1, 515}, {2, 1100}} {
+				if testing.Short() && sh.n > 1000 {
+					continue // CI's race run: 515 crosses the key block (512) already
+				}
 				in := map[string]*tensor.Tensor{
 					"q": randT(r, sh.batch, formH, sh.n, formDK), "k": randT(r, sh.batch, formH, sh.n, formDK), "v": randT(r, sh.batch, formH, sh.n, formDK),
 				}

@@ -148,6 +148,15 @@ func within2ULP(got float32, want float64) bool {
 // tile, some one row or column, k up to 4096.
 var int8Shapes = [][3]int{{1, 1, 1}, {3, 17, 63}, {17, 63, 64}, {63, 65, 65}, {64, 127, 127}, {65, 3, 768}, {127, 64, 17}, {1, 129, 4096}, {13, 33, 4096}, {200, 1100, 300}}
 
+// int8TestShapes returns int8Shapes, without the last (the one of many row and column
+// blocks, whose float64 reference is most of the tests' time) under -short: CI's race run.
+func int8TestShapes() [][3]int {
+	if testing.Short() {
+		return int8Shapes[:len(int8Shapes)-1]
+	}
+	return int8Shapes
+}
+
 // TestSgemmInt8 holds SgemmPacked with an int8 operand, on every path, to the float64
 // reference of the same quantized arithmetic within two ulps, to bitwise agreement between
 // paths of the same operand form (8-bit, or the avx2 path's 7-bit), and checks beta, column
@@ -157,7 +166,7 @@ func TestSgemmInt8(t *testing.T) {
 	first := map[string][]float32{}
 	forEachInt8Path(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(11, 12))
-		for _, sh := range int8Shapes {
+		for _, sh := range int8TestShapes() {
 			for _, transB := range []bool{false, true} {
 				m, n, k := sh[0], sh[1], sh[2]
 				if transB && k > 1000 {
@@ -269,7 +278,7 @@ func TestSgemmInt8Epilogue(t *testing.T) {
 func TestGemmU8S8(t *testing.T) {
 	forEachInt8Path(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(13, 14))
-		for _, sh := range int8Shapes {
+		for _, sh := range int8TestShapes() {
 			m, n, k := sh[0], sh[1], sh[2]
 			lda, ldc := k+5, n+2
 			a := make([]uint8, m*lda)
