@@ -483,8 +483,9 @@ func cast(e *exec, x *tensor.Tensor, to tensor.DType) (*tensor.Tensor, error) {
 }
 
 // arithRow computes one row of a float32 Add ('+'), Sub ('-'), Mul ('*') or Div ('/') in
-// package vec where the operands' inner strides allow it (sa, sb: 1 for a row, 0 for one
-// value), and reports whether it did; the caller's per-element loop does the rest. A
+// package vec, or a plain loop where vec has no such form, when the operands' inner strides
+// allow it (sa, sb: 1 for a row, 0 for one value), and reports whether it did; the caller's
+// per-element closure does the rest. A
 // closure call per element cost nystrom's broadcast Subs and Muls of its 64 × 64
 // pseudo-inverse about 3 ns a value. The values are the loop's, bit for bit: x − c is
 // x + (−c), and c·x is x·c, exactly (a NaN c takes the loop, where the payload of the
@@ -498,6 +499,14 @@ func arithRow(kind byte, dst, a []float32, sa int, b []float32, sb int) bool {
 			vec.Add(dst, a[:n], b[:n])
 		case '-':
 			vec.Sub(dst, a[:n], b[:n])
+		case '*':
+			for i, x := range a[:n] { // no vector form; a plain loop still saves the call
+				dst[i] = x * b[i]
+			}
+		case '/':
+			for i, x := range a[:n] {
+				dst[i] = x / b[i]
+			}
 		default:
 			return false
 		}
@@ -531,6 +540,14 @@ func arithRow(kind byte, dst, a []float32, sa int, b []float32, sb int) bool {
 		case '*':
 			copy(dst, b[:n])
 			vec.Scale(dst, c)
+		case '-':
+			for i, x := range b[:n] {
+				dst[i] = c - x
+			}
+		case '/':
+			for i, x := range b[:n] {
+				dst[i] = c / x
+			}
 		default:
 			return false
 		}
