@@ -115,7 +115,8 @@ func arithOp(kind byte, ff func(a, b float32) float32, fi func(a, b int64) int64
 }
 
 // arith computes ff (fi for integers) of a and b broadcast together. kind, when it is
-// '+', '-', '*' or '/' (what ff computes), lets float32 rows run in package vec (arithRow).
+// '+', '-', '*' or '/' (what ff computes), lets float32 rows run in package vec (arithRow);
+// 0 keeps every row on ff (Max, Min).
 func arith(e *exec, a, b *tensor.Tensor, kind byte, ff func(a, b float32) float32, fi func(a, b int64) int64) (*tensor.Tensor, error) {
 	shape, err := binaryShape(a, b)
 	if err != nil {
@@ -132,9 +133,11 @@ func arith(e *exec, a, b *tensor.Tensor, kind byte, ff func(a, b float32) float3
 	}
 	switch {
 	case a.DType == tensor.Float32 && ff != nil:
-		binaryMapRows(e.threads, out.F32, shape, a.F32, a.Shape, b.F32, b.Shape, ff, func(dst, av []float32, sa int, bv []float32, sb int) bool {
-			return arithRow(kind, dst, av, sa, bv, sb)
-		})
+		var row func(dst, av []float32, sa int, bv []float32, sb int) bool
+		if kind != 0 {
+			row = func(dst, av []float32, sa int, bv []float32, sb int) bool { return arithRow(kind, dst, av, sa, bv, sb) }
+		}
+		binaryMapRows(e.threads, out.F32, shape, a.F32, a.Shape, b.F32, b.Shape, ff, row)
 	case isInt(a.DType) && fi != nil:
 		binaryMap(e.threads, out.I64, shape, a.I64, a.Shape, b.I64, b.Shape, fi)
 	default:
@@ -485,9 +488,8 @@ func cast(e *exec, x *tensor.Tensor, to tensor.DType) (*tensor.Tensor, error) {
 // arithRow computes one row of a float32 Add ('+'), Sub ('-'), Mul ('*') or Div ('/') in
 // package vec, or a plain loop where vec has no such form, when the operands' inner strides
 // allow it (sa, sb: 1 for a row, 0 for one value), and reports whether it did; the caller's
-// per-element closure does the rest. A
-// closure call per element cost nystrom's broadcast Subs and Muls of its 64 × 64
-// pseudo-inverse about 3 ns a value. The values are the loop's, bit for bit: x − c is
+// per-element closure does the rest. A closure call per element cost nystrom's broadcast
+// Subs and Muls of its 64 × 64 pseudo-inverse about 3 ns a value. The values are the loop's, bit for bit: x − c is
 // x + (−c), and c·x is x·c, exactly (a NaN c takes the loop, where the payload of the
 // result depends on the operands' order and sign).
 func arithRow(kind byte, dst, a []float32, sa int, b []float32, sb int) bool {

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"slices"
+
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -58,6 +60,7 @@ func (bo *bcastOperand) planReplace(kind byte, c float32, nk int) {
 		return
 	}
 	keep := kind == 'w'
+	longest := 0
 	bo.replace = make([][]int32, len(bo.base))
 	for b, base := range bo.base {
 		if b > 0 && base == bo.base[b-1] {
@@ -77,11 +80,10 @@ func (bo *bcastOperand) planReplace(kind byte, c float32, nk int) {
 		}
 		bo.replace[b] = runs
 		for r := 0; r < len(runs); r += 2 {
-			for len(bo.fill) < int(runs[r+1]-runs[r]) {
-				bo.fill = append(bo.fill, c)
-			}
+			longest = max(longest, int(runs[r+1]-runs[r]))
 		}
 	}
+	bo.fill = slices.Repeat([]float32{c}, longest)
 }
 
 // planOperand checks that t broadcasts unidirectionally to scores of shape batch×nq×nk and
