@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"os"
 	"testing"
-
-	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
 )
 
-// TestMain applies ZOO_CPU (CI runs `ZOO_CPU=avx2 go test ./backends/...` for each level);
-// a bad value stops the tests with one line and exit 2, as it stops zoo.
+// TestMain applies ZOO_CPU (CI runs `ZOO_CPU=avx2 go test ./backends/...` for each level)
+// and ZOO_INT8 (so benchmarks run on the int8 path named, as zoo does); a bad value stops
+// the tests with one line and exit 2, as it stops zoo.
 func TestMain(m *testing.M) {
-	if err := simd.ApplyEnv(); err != nil {
+	if err := ApplyEnv(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
