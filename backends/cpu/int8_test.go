@@ -2,6 +2,8 @@ package cpu_test
 
 import (
 	"context"
+	"math"
+	"math/rand"
 	"slices"
 	"testing"
 
@@ -164,4 +166,87 @@ func BenchmarkVanillaInt8(b *testing.B) {
 			benchPrecision(b, g, prec, c[1]+"/"+prec+"/", [][2]int{{1, 128}, {8, 128}, {8, 512}})
 		}
 	}
+}
+
+// TestInt8SiblingLinears checks that int8 linear layers on one input, run as one step
+// (runInt8Siblings: bands of rows quantized a block at a time, every layer's product on
+// each block; or the shared quantized rows of shareInt8Rows where the product is cut by
+// columns), give each layer's output bit for bit as that layer compiled alone does (its
+// own tiles quantizing their own rows), on every int8 path this machine has: one row,
+// rows that leave the row block partly filled, tall inputs over several bands and blocks,
+// one, two and three threads.
+func TestInt8SiblingLinears(t *testing.T) {
+	r := rand.New(rand.NewSource(31))
+	const k = 72
+	type layer struct {
+		name string
+		w, b *tensor.Tensor
+		relu bool
+	}
+	layers := []layer{{"q", randT(r, k, 64), randT(r, 64), false}, {"k", randT(r, k, 96), randT(r, 96), true}, {"v", randT(r, k, 130), nil, false}}
+	build := func(ls []layer) *graph.Graph {
+		b := graph.NewBuilder("siblings")
+		x := b.Input("x", tensor.Float32, graph.Sym("m"), graph.Fixed(k))
+		for _, l := range ls {
+			y := b.MatMul(x, b.Const(l.w))
+			if l.b != nil {
+				y = b.Add(y, b.Const(l.b))
+			}
+			if l.relu {
+				y = b.Relu(y)
+			}
+			b.Output(l.name, y, tensor.Float32)
+		}
+		g, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	for _, path := range gemm.Int8Paths() {
+		t.Run(path, func(t *testing.T) {
+			if err := gemm.SetInt8Path(path); err != nil {
+				t.Fatal(err)
+			}
+			defer gemm.SetInt8Path("")
+			for _, threads := range []int{1, 2, 3} {
+				opts := backends.Options{Threads: threads, Precision: "int8"}
+				all := compileProgram(t, build(layers), opts)
+				if fu := all.Fusions(); fu["shared-input"] != 1 {
+					t.Fatalf("fusions %v, want one shared-input group", fu)
+				}
+				alone := make([]*cpu.Program, len(layers))
+				for i := range layers {
+					alone[i] = compileProgram(t, build(layers[i:i+1]), opts)
+				}
+				for _, m := range []int{1, 5, 37, 300, 1100} {
+					in := map[string]*tensor.Tensor{"x": randT(r, m, k)}
+					got, err := all.Run(context.Background(), in)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i, l := range layers {
+						want, err := alone[i].Run(context.Background(), in)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for j, v := range want[l.name].F32 {
+							if g := got[l.name].F32[j]; math.Float32bits(g) != math.Float32bits(v) {
+								t.Fatalf("threads %d, m %d: %s[%d] = %g with its siblings, %g alone", threads, m, l.name, j, g, v)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func compileProgram(t *testing.T, g *graph.Graph, opts backends.Options) *cpu.Program {
+	t.Helper()
+	p, err := cpu.Backend{}.Compile(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.(*cpu.Program)
 }

@@ -1294,6 +1294,18 @@ func (pb *PackedB) Int8KStep() int {
 	return pb.i8.kern.group
 }
 
+// Int8RowBlock returns how many rows of A a product with pb quantizes and multiplies at a
+// time (about 256 KiB of quantized rows, which stay in L2 while every panel of pb passes
+// over them): a caller that quantizes rows itself (Int8Rows) and wants them in cache for its
+// products quantizes this many at a time. It returns 0 when pb is not int8.
+func (pb *PackedB) Int8RowBlock() int {
+	if pb == nil || pb.i8 == nil {
+		return 0
+	}
+	_, _, mc := int8Blocking(pb.i8.kern, pb.k)
+	return mc
+}
+
 // shiftEpi returns epi with its rows moved by di (nil stays nil).
 func shiftEpi(epi Epilogue, di int) Epilogue {
 	if epi == nil || di == 0 {

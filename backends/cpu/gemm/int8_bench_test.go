@@ -13,7 +13,7 @@ import (
 
 // int8BenchShapes are an encoder's products at batch 8 × n 512 tokens (m = 4096): the
 // d 768 projections, the FFN's input (n 3072) and its output (k 3072).
-var int8BenchShapes = [][3]int{{4096, 768, 768}, {4096, 3072, 768}, {4096, 768, 3072}}
+var int8BenchShapes = [][3]int{{4096, 768, 768}, {4096, 3072, 768}, {4096, 768, 3072}, {4096, 512, 512}, {4096, 2048, 512}, {4096, 512, 2048}}
 
 // BenchmarkInt8 runs the int8 product (SgemmPacked with a PackBInt8 operand, quantizing A
 // per call) against the fp32 one (SgemmPacked with a PackB operand) on one goroutine,
