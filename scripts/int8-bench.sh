@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # int8 on the CPU backend, a benchmark (not a test; run it on a quiet machine):
 #
-#  1. every built-in variant, base preset: zoo bench at --precision int8 and int8-attention
-#     against fp32 (batch 8, n = 512, 2 threads by default), ROUNDS alternating rounds of each,
-#     the speed-up being the ratio of the medians of the rounds' means (a shared machine's drift
-#     hits all sides); the compiled weights' memory (weight_bytes); the accuracy of both against
-#     fp32 (zoo parity --precision P on the sample text: relative errors and per-position cosine
-#     of `hidden`). Where the CPU's best path is amx-int8, VNNI_VARIANTS (default: every one of
-#     VARIANTS) are also run on its vnni512 path (ZOO_INT8=vnni512: what a CPU with AVX512-VNNI
-#     and no AMX runs). Where the CPU has better kernels than AVX2, AVX2_VARIANTS (default:
-#     every one of VARIANTS) are also run under ZOO_CPU=avx2 ZOO_INT8=avx2: the instructions
-#     an AVX2-only CPU has (no AVX-512, no AVX-VNNI), on these cores.
+#  1. every built-in variant, base preset, batch 8, n = 512, 2 threads: int8 and int8-attention
+#     against fp32, paired run by run (BenchmarkBuiltinsInt8 in backends/cpu: PAIRS pairs each,
+#     the ms the medians of each side, the speed-up the median of the pairs' ratios, so that a
+#     shared machine's drift, which moves the same run by a third within minutes, hits both
+#     sides of every pair alike); the compiled weights' memory (zoo bench's weight_bytes); the
+#     accuracy of both against fp32 (zoo parity --precision P on the sample text: relative errors
+#     and per-position cosine of `hidden`). Where the CPU's best path is amx-int8, VNNI_VARIANTS
+#     (default: every one of VARIANTS) are also run on its vnni512 path (ZOO_INT8=vnni512: what a
+#     CPU with AVX512-VNNI and no AMX runs). Where the CPU has better kernels than AVX2,
+#     AVX2_VARIANTS (default: every one of VARIANTS) are also run under ZOO_CPU=avx2
+#     ZOO_INT8=avx2: the instructions an AVX2-only CPU has (no AVX-512, no AVX-VNNI), on these
+#     cores.
 #  2. vanilla base against ONNX Runtime on the same int8 file, batch 1 and 8, n = 128 and 512: zoo's
 #     own export (zoo export --precision int8: per output column) and a file in ONNX Runtime's
 #     quantize_dynamic form (its defaults: per tensor; written from the fp32 export by
@@ -22,15 +24,16 @@
 # CPU's best int8 path).
 #
 #   scripts/int8-bench.sh
-#   VARIANTS="vanilla gqa" ROUNDS=3 ORT_REPS=20 scripts/int8-bench.sh
+#   VARIANTS="vanilla gqa" PAIRS=12 ORT_REPS=20 scripts/int8-bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VARIANTS="${VARIANTS:-vanilla gqa linformer alibi rope linear performer relbias nystrom sparse}"
-THREADS="${THREADS:-2}" BATCH="${BATCH:-8}" SEQ="${SEQ:-512}" REPS="${REPS:-3}" ROUNDS="${ROUNDS:-2}"
+THREADS="${THREADS:-2}" PAIRS="${PAIRS:-8}"
 ORT_MODEL="${ORT_MODEL:-vanilla}" ORT_REPS="${ORT_REPS:-10}" OUT="${OUT:-docs/bench}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/zoo" ./cmd/zoo
+go test -c -o "$tmp/cpu.test" ./backends/cpu
 mkdir -p "$OUT"
 cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
 flags="$(grep -o -w -E 'avx2|avx512f|avx512_vnni|avx_vnni|amx_int8' /proc/cpuinfo | sort -u | tr '\n' ' ')"
@@ -38,18 +41,24 @@ path="$("$tmp/zoo" backends --json | /usr/bin/python3 -c 'import json,sys; print
 load_before="$(uptime)"
 f="${FILE:-$OUT/int8-$path-t$THREADS.md}"
 
-PRECS="fp32 int8 int8-attention"
+# pairs NAME ENV VARIANTS writes BenchmarkBuiltinsInt8's lines for VARIANTS under ENV to $tmp/NAME.pairs
+# (the test binary runs in its package's directory, where it finds registry.yaml).
+pairs() {
+  local re
+  re="$(tr ' ' '|' <<<"$3")"
+  (cd backends/cpu && env $2 "$tmp/cpu.test" -test.run '^$' -test.bench "BuiltinsInt8/($re)/" -test.benchtime "${PAIRS}x") \
+    | grep '^BenchmarkBuiltinsInt8/' >"$tmp/$1.pairs"
+}
 for v in $VARIANTS; do
   for p in int8 int8-attention; do
     "$tmp/zoo" parity "$v" --precision "$p" --threads "$THREADS" --json >"$tmp/$v.$p.parity.json"
   done
-  for r in $(seq "$ROUNDS"); do
-    for p in $PRECS; do
-      "$tmp/zoo" bench "$v" --batch "$BATCH" --seq "$SEQ" --reps "$REPS" --threads "$THREADS" --precision "$p" --json >"$tmp/$v.$p.$r.json"
-    done
+  for p in fp32 int8; do
+    "$tmp/zoo" bench "$v" --batch 1 --seq 16 --reps 1 --precision "$p" --json >"$tmp/$v.$p.weights.json"
   done
-  echo "int8-bench: $v done" >&2
 done
+pairs best "" "$VARIANTS"
+echo "int8-bench: $path done" >&2
 # The other paths this CPU runs, each as NAME|ENV|VARIANTS: vnni512 where AMX is the best,
 # and the AVX2 level where anything better is.
 VNNI_VARIANTS="${VNNI_VARIANTS-$VARIANTS}"
@@ -67,13 +76,9 @@ for o in "${others[@]}"; do
     for p in int8 int8-attention; do
       env $envs "$tmp/zoo" parity "$v" --precision "$p" --threads "$THREADS" --json >"$tmp/$name.$v.$p.parity.json"
     done
-    for r in $(seq "$ROUNDS"); do
-      for p in $PRECS; do
-        env $envs "$tmp/zoo" bench "$v" --batch "$BATCH" --seq "$SEQ" --reps "$REPS" --threads "$THREADS" --precision "$p" --json >"$tmp/$name.$v.$p.$r.json"
-      done
-    done
-    echo "int8-bench: $v at $envs done" >&2
   done
+  pairs "$name" "$envs" "$vs"
+  echo "int8-bench: $envs done" >&2
 done
 
 "$tmp/zoo" export "$ORT_MODEL" --onnx --precision int8 -o "$tmp/zoo-int8.onnx" >/dev/null
@@ -85,21 +90,29 @@ for file in zoo-int8 ort-int8; do
 done
 load_after="$(uptime)"
 
-/usr/bin/python3 - "$tmp" "$VARIANTS" "$ROUNDS" "${others[@]}" >"$tmp/table" <<'PY'
-import json, os, statistics, sys
-tmp, variants, rounds = sys.argv[1], sys.argv[2].split(), int(sys.argv[3])
-others = [o.split("|") for o in sys.argv[4:]]
+/usr/bin/python3 - "$tmp" "$VARIANTS" "${others[@]}" >"$tmp/table" <<'PY'
+import json, re, sys
+tmp, variants = sys.argv[1], sys.argv[2].split()
+others = [o.split("|") for o in sys.argv[3:]]
 precs = ("fp32", "int8", "int8-attention")
-def times(prefix, v):
-    rows = {p: [json.load(open(f"{tmp}/{prefix}{v}.{p}.{r}.json"))["rows"][0] for r in range(1, rounds + 1)] for p in precs}
-    return rows, {p: statistics.median(r["ms_mean"] for r in rows[p]) for p in rows}
+def pairs(name):
+    """{variant: {precision: (fp32 ms, ms, speed-up)}} from BenchmarkBuiltinsInt8's lines."""
+    out = {}
+    for line in open(f"{tmp}/{name}.pairs"):
+        m = re.match(r"BenchmarkBuiltinsInt8/([^/]+)/([^/]+)/\S+\s+\d+\s+\d+ ns/op\s+([\d.]+) fp32-ms\s+([\d.]+) \S+-ms\s+([\d.]+) speedup", line)
+        if m:
+            out.setdefault(m[1], {})[m[2]] = (float(m[3]), float(m[4]), float(m[5]))
+    return out
+def cells(p):
+    """fp32 ms (the int8 pairs'), then ms and speed-up of int8 and of int8-attention."""
+    a, b = p["int8"], p["int8-attention"]
+    return f"{a[0]:.0f} | {a[1]:.0f} | {a[2]:.2f}× | {b[1]:.0f} | {b[2]:.2f}×"
+best = pairs("best")
 print("| variant | fp32 ms | int8 ms | int8 speed-up | int8-attention ms | int8-attention speed-up | weights fp32 | weights int8 | int8/fp32 |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for v in variants:
-    rows, ms = times("", v)
-    wb = {p: rows[p][0].get("weight_bytes", 0) for p in rows}
-    print(f"| {v} | {ms['fp32']:.0f} | {ms['int8']:.0f} | {ms['fp32'] / ms['int8']:.2f}× | {ms['int8-attention']:.0f} | "
-          f"{ms['fp32'] / ms['int8-attention']:.2f}× | {wb['fp32'] / 2**20:.1f} MiB | {wb['int8'] / 2**20:.1f} MiB | {wb['int8'] / wb['fp32']:.3f} |")
+    wb = {p: json.load(open(f"{tmp}/{v}.{p}.weights.json"))["rows"][0].get("weight_bytes", 0) for p in ("fp32", "int8")}
+    print(f"| {v} | {cells(best[v])} | {wb['fp32'] / 2**20:.1f} MiB | {wb['int8'] / 2**20:.1f} MiB | {wb['int8'] / wb['fp32']:.3f} |")
 print()
 print("| variant | precision | max rel. error | mean rel. error | min cosine | mean cosine |")
 print("| --- | --- | ---: | ---: | ---: | ---: |")
@@ -118,11 +131,10 @@ for name, envs, vs in others:
     print()
     print("| variant | fp32 ms | int8 ms | int8 speed-up | int8-attention ms | int8-attention speed-up | int8 min cosine | int8-attention min cosine |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    ps = pairs(name)
     for v in vs.split():
-        _, ms = times(name + ".", v)
         cos = {p: json.load(open(f"{tmp}/{name}.{v}.{p}.parity.json"))["min_cosine"] for p in precs[1:]}
-        print(f"| {v} | {ms['fp32']:.0f} | {ms['int8']:.0f} | {ms['fp32'] / ms['int8']:.2f}× | {ms['int8-attention']:.0f} | {ms['fp32'] / ms['int8-attention']:.2f}× | "
-              f"{cos['int8']:.5f} | {cos['int8-attention']:.5f} |")
+        print(f"| {v} | {cells(ps[v])} | {cos['int8']:.5f} | {cos['int8-attention']:.5f} |")
     print()
 print("| file | batch | n | zoo ms | ONNX Runtime ms | zoo/ORT |")
 print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -137,9 +149,10 @@ PY
   echo "CPU flags of note: ${flags:-none}; int8 path: $path."
   echo "Load before: \`$load_before\`; after: \`$load_after\`."
   echo
-  echo "Speed: \`zoo bench NAME --batch $BATCH --seq $SEQ --reps $REPS --threads $THREADS --precision fp32|int8|int8-attention --json\`, base"
-  echo "presets, $ROUNDS alternating rounds each; the ms are the medians of the rounds' means, the speed-up their ratio. Weights:"
-  echo "the compiled program's constants (weight_bytes; int8-attention holds the same). Accuracy: \`zoo parity NAME --precision P --threads $THREADS\` (the"
+  echo "Speed: \`go test ./backends/cpu -run '^\$' -bench BuiltinsInt8 -benchtime ${PAIRS}x\` (base presets, batch 8, n = 512, 2 threads):"
+  echo "fp32 and int8, and fp32 and int8-attention, paired run by run, $PAIRS pairs each; the ms are the medians of each side (fp32's"
+  echo "from the int8 pairs), the speed-up the median of the pairs' ratios. Weights: the compiled program's constants (zoo bench's"
+  echo "weight_bytes; int8-attention holds the same). Accuracy: \`zoo parity NAME --precision P --threads $THREADS\` (the"
   echo "sample text, 3 windows of 37, 29 and 11 tokens; random weights from --seed 0): the relative error of an element is"
   echo "|P − fp32| / max |fp32| of its position's vector; cosine is per position."
   echo

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -11,8 +12,11 @@ import (
 	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/backends/cpu/gemm"
 	"github.com/zoo-dev/zoo/backends/cpu/internal/simd"
+	"github.com/zoo-dev/zoo/variants"
 	"github.com/zoo-dev/zoo/zoo/graph"
+	"github.com/zoo-dev/zoo/zoo/registry"
 	"github.com/zoo-dev/zoo/zoo/tensor"
+	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
 // TestInt8Probe checks that Probe reports gemm's int8 path.
@@ -249,4 +253,40 @@ func compileProgram(t *testing.T, g *graph.Graph, opts backends.Options) *cpu.Pr
 		t.Fatal(err)
 	}
 	return p.(*cpu.Program)
+}
+
+// BenchmarkBuiltinsInt8 runs every built-in variant's base preset (registry.yaml's, seed 0)
+// at batch 8, n = 512, 2 threads, in fp32 and int8 and in fp32 and int8-attention, paired
+// run by run (benchPrecision), on the int8 path and kernel level in force (ZOO_INT8,
+// ZOO_CPU): the speed-ups scripts/int8-bench.sh reports. A pair's two runs meet the same
+// moment of a shared machine's load, which drifts by more than the differences measured
+// between separate rounds.
+//
+//	ZOO_INT8=vnni512 go test ./backends/cpu -run '^$' -bench 'BuiltinsInt8/(vanilla|sparse)/' -benchtime 8x
+func BenchmarkBuiltinsInt8(b *testing.B) {
+	reg, err := registry.LoadFile(filepath.Join("..", "..", "registry.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	names, _ := smallBuiltins()
+	for _, name := range names {
+		b.Run(name, func(b *testing.B) {
+			e, _, err := reg.Lookup(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			v := variants.Builtin()[name]
+			cfg, err := variant.Resolve(v.Describe(), e.Presets["base"])
+			if err != nil {
+				b.Fatal(err)
+			}
+			g, err := v.Build(context.Background(), cfg, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, prec := range []string{"int8", "int8-attention"} {
+				benchPrecision(b, g, prec, prec+"/", [][2]int{{8, 512}})
+			}
+		})
+	}
 }
