@@ -453,9 +453,10 @@ var int8RowSets = sync.Pool{New: func() any { return new(gemm.Int8Rows) }}
 const int8QuantRows = 64
 
 // shareInt8Rows quantizes the input of int8 jobs once, in parallel, when their tiles would
-// quantize rows more than once: several jobs on one input (the Q, K and V projections) or
-// one product cut by columns (a few tokens by a wide layer), where every column tile would
-// quantize all the rows again; 128 rows of 512 cost as much as a 64-column tile's product.
+// quantize rows more than once: a product cut by columns (a few tokens by a wide layer),
+// alone or with siblings on the same input (runInt8Siblings takes those cut by rows), where
+// every column tile would quantize all the rows again; 128 rows of 512 cost as much as a
+// 64-column tile's product.
 // A product cut by rows quantizes each tile's rows as it goes, in cache, even when its last
 // band is cut by columns (linearTiles' tail: at most linSmallRows rows quantized again per
 // tile): the shared pass streams the whole input from memory while no product runs, and the
