@@ -21,7 +21,8 @@
 #     zoo time; zoo imports the file onto its int8 kernels).
 #
 # It writes one markdown file, FILE (default OUT/int8-PATH-tTHREADS.md, OUT docs/bench, PATH the
-# CPU's best int8 path).
+# CPU's best int8 path). THREADS (default 2) is for zoo parity and the ONNX Runtime rows; the
+# paired speed-ups always run on 2 threads, the figure.
 #
 #   scripts/int8-bench.sh
 #   VARIANTS="vanilla gqa" PAIRS=12 ORT_REPS=20 scripts/int8-bench.sh

@@ -18,21 +18,25 @@ import (
 	"github.com/zoo-dev/zoo/zoo/variant"
 )
 
+// compileProgram compiles g on the CPU backend with opts, failing the test on an error.
+func compileProgram(t *testing.T, g *graph.Graph, opts backends.Options) *cpu.Program {
+	t.Helper()
+	p, err := cpu.Backend{}.Compile(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.(*cpu.Program)
+}
+
 func compileBoth(t *testing.T, g *graph.Graph, opts backends.Options) (fused, plain *cpu.Program) {
 	t.Helper()
-	p1, err := cpu.Backend{}.Compile(g, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fused = compileProgram(t, g, opts)
 	opts.NoFusion = true
-	p2, err := cpu.Backend{}.Compile(g, opts)
-	if err != nil {
-		t.Fatal(err)
+	plain = compileProgram(t, g, opts)
+	if n := len(plain.Fusions()); n != 0 {
+		t.Fatalf("NoFusion program reports fusions %v", plain.Fusions())
 	}
-	if n := len(p2.(*cpu.Program).Fusions()); n != 0 {
-		t.Fatalf("NoFusion program reports fusions %v", p2.(*cpu.Program).Fusions())
-	}
-	return p1.(*cpu.Program), p2.(*cpu.Program)
+	return fused, plain
 }
 
 // maxDiff returns the largest absolute difference between a and b over the positions

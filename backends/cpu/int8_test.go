@@ -2,7 +2,7 @@ package cpu_test
 
 import (
 	"context"
-	"math"
+	"fmt"
 	"math/rand"
 	"path/filepath"
 	"slices"
@@ -103,16 +103,13 @@ func TestInt8FeatureMaps(t *testing.T) {
 // program's fusion counts.
 func runHidden(t *testing.T, g *graph.Graph, opts backends.Options, in map[string]*tensor.Tensor) (*tensor.Tensor, map[string]int) {
 	t.Helper()
-	p, err := cpu.Backend{}.Compile(g, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := compileProgram(t, g, opts)
 	defer p.Close()
 	out, err := p.Run(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out["hidden"], p.(*cpu.Program).Fusions()
+	return out["hidden"], p.Fusions()
 }
 
 // TestInt8WeightBytes checks that an int8 program holds at most 30 % of the fp32 program's
@@ -225,34 +222,13 @@ func TestInt8SiblingLinears(t *testing.T) {
 				}
 				for _, m := range []int{1, 5, 37, 300, 1100} {
 					in := map[string]*tensor.Tensor{"x": randT(r, m, k)}
-					got, err := all.Run(context.Background(), in)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for i, l := range layers {
-						want, err := alone[i].Run(context.Background(), in)
-						if err != nil {
-							t.Fatal(err)
-						}
-						for j, v := range want[l.name].F32 {
-							if g := got[l.name].F32[j]; math.Float32bits(g) != math.Float32bits(v) {
-								t.Fatalf("threads %d, m %d: %s[%d] = %g with its siblings, %g alone", threads, m, l.name, j, g, v)
-							}
-						}
+					for i := range layers {
+						runBitwise(t, fmt.Sprintf("threads %d, m %d: with its siblings (fused) or alone (unfused)", threads, m), all, alone[i], in)
 					}
 				}
 			}
 		})
 	}
-}
-
-func compileProgram(t *testing.T, g *graph.Graph, opts backends.Options) *cpu.Program {
-	t.Helper()
-	p, err := cpu.Backend{}.Compile(g, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p.(*cpu.Program)
 }
 
 // BenchmarkBuiltinsInt8 runs every built-in variant's base preset (registry.yaml's, seed 0)
