@@ -19,7 +19,7 @@ import (
 )
 
 // compileProgram compiles g on the CPU backend with opts, failing the test on an error.
-func compileProgram(t *testing.T, g *graph.Graph, opts backends.Options) *cpu.Program {
+func compileProgram(t testing.TB, g *graph.Graph, opts backends.Options) *cpu.Program {
 	t.Helper()
 	p, err := cpu.Backend{}.Compile(g, opts)
 	if err != nil {

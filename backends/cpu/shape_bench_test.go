@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/zoo-dev/zoo/backends"
-	"github.com/zoo-dev/zoo/backends/cpu"
 	"github.com/zoo-dev/zoo/zoo/graph"
 	"github.com/zoo-dev/zoo/zoo/tensor"
 )
@@ -40,10 +39,7 @@ func BenchmarkLayoutOps(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p, err := cpu.Backend{}.Compile(g, backends.Options{Threads: 2})
-		if err != nil {
-			b.Fatal(err)
-		}
+		p := compileProgram(b, g, backends.Options{Threads: 2})
 		feed := map[string]*tensor.Tensor{"x": x}
 		b.Run(c.name, func(b *testing.B) {
 			var bytes int
