@@ -489,9 +489,9 @@ func cast(e *exec, x *tensor.Tensor, to tensor.DType) (*tensor.Tensor, error) {
 // package vec, or a plain loop where vec has no such form, when the operands' inner strides
 // allow it (sa, sb: 1 for a row, 0 for one value), and reports whether it did; the caller's
 // per-element closure does the rest. A closure call per element cost nystrom's broadcast
-// Subs and Muls of its 64 × 64 pseudo-inverse about 3 ns a value. The values are the loop's, bit for bit: x − c is
-// x + (−c), and c·x is x·c, exactly (a NaN c takes the loop, where the payload of the
-// result depends on the operands' order and sign).
+// Subs and Muls of its 64 × 64 pseudo-inverse about 3 ns a value. The values are the
+// loop's, bit for bit: x − c is x + (−c), and c·x is x·c, exactly (a NaN c takes the loop,
+// where the payload of the result depends on the operands' order and sign).
 func arithRow(kind byte, dst, a []float32, sa int, b []float32, sb int) bool {
 	n := len(dst)
 	switch {
